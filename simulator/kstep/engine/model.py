@@ -1,0 +1,150 @@
+"""The engine contract: actions, source locations, invariants, variants and the Model base.
+
+A model is explicit-state and pure: ``step(state, action)`` returns a new immutable state and
+never mutates its argument, so the engine can rewind, hash, explore and cross-check freely.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
+
+State = Any  # any immutable, hashable value; models use NamedTuples of tuples and ints
+
+
+class Action(NamedTuple):
+    """One labelled atomic step taken by one actor."""
+
+    actor: str
+    label: str
+
+    def __str__(self) -> str:
+        return f"{self.actor}:{self.label}"
+
+
+class Violation(NamedTuple):
+    invariant: str  # an invariant's name, or "deadlock"
+    message: str
+
+
+class Source(NamedTuple):
+    """The Linux 6.12 location a label mirrors, written ``path:function``."""
+
+    path: str
+    function: str
+
+    @classmethod
+    def parse(cls, location: str) -> "Source":
+        path, _, function = location.rpartition(":")
+        if not path or not function:
+            raise ValueError(f"source location {location!r} is not 'path:function'")
+        return cls(path, function)
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.function}"
+
+
+class Invariant(NamedTuple):
+    """A named safety check.
+
+    A state invariant is ``check(state) -> message | None``; a transition invariant (``transition=True``)
+    is ``check(state, action, next_state) -> message | None``.  History a check needs lives in
+    ghost fields of the state that the modelled code never reads.
+    """
+
+    name: str
+    doc: str
+    check: Callable[..., Optional[str]]
+    transition: bool = False
+
+
+class Variant(NamedTuple):
+    """A named version of a model.
+
+    ``replaces`` maps step labels to the step implementations this variant uses instead of the
+    default ones; a broken variant replaces exactly the steps the kernel bug changes, and no check
+    ever looks at a variant's name.
+    """
+
+    name: str
+    doc: str
+    broken: bool = False
+    replaces: Mapping[str, Any] = {}
+
+
+class Model(abc.ABC):
+    """Base class of every mechanism model.
+
+    Subclasses set the class attributes and implement ``initial``, ``actors``, ``actions``,
+    ``step`` and ``done``.  An instance is bound to one variant.
+    """
+
+    name: str = ""
+    title: str = ""
+    variants: Mapping[str, Variant] = {}
+    default_variant: str = ""
+    invariants: Sequence[Invariant] = ()
+
+    def __init__(self, variant: Optional[str] = None):
+        self.variant = self.variants[variant or self.default_variant]
+
+    # -- the contract ------------------------------------------------------------------------
+    @abc.abstractmethod
+    def initial(self, config: Mapping[str, Any]) -> State:
+        ...
+
+    @abc.abstractmethod
+    def actors(self, state: State) -> tuple[str, ...]:
+        """Every actor of this state's run, in a fixed order."""
+
+    @abc.abstractmethod
+    def actions(self, state: State) -> list[Action]:
+        """The enabled actions, in a deterministic order; a blocked actor contributes none."""
+
+    @abc.abstractmethod
+    def step(self, state: State, action: Action) -> State:
+        ...
+
+    @abc.abstractmethod
+    def done(self, state: State, actor: str) -> bool:
+        """True when the actor has finished its work (so having no action is not a deadlock)."""
+
+    @abc.abstractmethod
+    def sources(self) -> Mapping[str, Source]:
+        """Every label this model can take, mapped to the Linux 6.12 function it mirrors."""
+
+    # -- shared behaviour ---------------------------------------------------------------------
+    def finished(self, state: State) -> bool:
+        return all(self.done(state, a) for a in self.actors(state))
+
+    def state_invariants(self) -> list[Invariant]:
+        return [i for i in self.invariants if not i.transition]
+
+    def transition_invariants(self) -> list[Invariant]:
+        return [i for i in self.invariants if i.transition]
+
+    def describe(self, state: State) -> Any:
+        """The state as plain JSON data (used by traces and the step table)."""
+        return to_jsonable(state)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Turn a state built of NamedTuples, tuples, frozensets and scalars into JSON data."""
+    if hasattr(value, "_asdict"):
+        return {k: to_jsonable(v) for k, v in value._asdict().items()}
+    if isinstance(value, (tuple, list)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, frozenset):
+        return sorted(to_jsonable(v) for v in value)
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+def first_violation(checks: Sequence[Invariant], args: tuple) -> Optional[Violation]:
+    """Run checks in order; the first message found becomes a Violation."""
+    for inv in checks:
+        msg = inv.check(*args)
+        if msg:
+            return Violation(inv.name, msg)
+    return None

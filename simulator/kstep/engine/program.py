@@ -1,0 +1,209 @@
+"""Threads as stacks of frames: the shape every kstep model is written in.
+
+A thread's program counter is a tuple of frames ``(label, arg)``.  The head frame is always an
+atomic *step*: one labelled, indivisible action that names the Linux 6.12 function it mirrors.
+A *call* stands for a kernel function that is not itself atomic (``vma_start_write``,
+``mmap_write_unlock``): when it reaches the head of the stack it is replaced by the frames it
+expands to, so a model reads like the kernel code it mirrors, one function at a time.
+
+A call expands at the moment the previous step finishes, so it may only decide on state no other
+actor can change at that instant (the thread's own locals, or data its locks protect).
+
+*Daemon* actors (the RCU grace-period kthread, a kdamond) have no stack: each of their steps has a
+guard and is enabled whenever the guard holds.  A daemon with nothing enabled is idle, never blocked.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
+
+from .model import Action, Model, Source, State
+
+
+class Frame(NamedTuple):
+    label: str
+    arg: Any = None
+
+
+class Step(NamedTuple):
+    """An atomic step: ``run(state, thread_index, arg) -> state`` (daemons: ``run(state)``)."""
+
+    label: str
+    source: Source
+    what: str
+    run: Callable[..., State]
+    guard: Optional[Callable[..., bool]] = None
+    daemon: bool = False
+
+
+class Call(NamedTuple):
+    """A non-atomic function: ``expand(state, thread_index, arg) -> tuple of frames``.
+
+    Kernel functions carry their source; a scenario's own program (a reader's loop) has none.
+    """
+
+    label: str
+    source: Optional[Source]
+    expand: Callable[..., tuple]
+
+
+class Program:
+    """The table of steps and calls of one model, filled in with decorators."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, Step] = {}
+        self.calls: dict[str, Call] = {}
+
+    def step(self, label: str, location: str, what: str, *, daemon: bool = False):
+        """Register an atomic step; ``what`` says in one line what the kernel does there."""
+
+        def register(run):
+            self._fresh(label)
+            self.steps[label] = Step(label, Source.parse(location), what, run, None, daemon)
+            return run
+
+        return register
+
+    def guard(self, label: str):
+        """Register when the step ``label`` is enabled (default: always)."""
+
+        def register(fn):
+            self.steps[label] = self.steps[label]._replace(guard=fn)
+            return fn
+
+        return register
+
+    def call(self, label: str, location: Optional[str] = None):
+        def register(expand):
+            self._fresh(label)
+            self.calls[label] = Call(label, Source.parse(location) if location else None, expand)
+            return expand
+
+        return register
+
+    def _fresh(self, label: str) -> None:
+        if label in self.steps or label in self.calls:
+            raise ValueError(f"label {label!r} registered twice")
+
+    def replaced(self, replacements: Mapping[str, Callable]) -> "Program":
+        """A copy in which the named steps run (or calls expand) with other functions.
+
+        A replacement may be a plain function (it replaces ``run`` / ``expand``) or a
+        ``(run, guard)`` pair for a step whose enabling condition changes; None keeps the default.
+        """
+        copy = Program()
+        copy.steps = dict(self.steps)
+        copy.calls = dict(self.calls)
+        for label, fn in replacements.items():
+            if label in copy.steps:
+                old = copy.steps[label]
+                run, guard = fn if isinstance(fn, tuple) else (fn, None)
+                copy.steps[label] = old._replace(run=run or old.run, guard=guard or old.guard)
+            elif label in copy.calls:
+                copy.calls[label] = copy.calls[label]._replace(expand=fn)
+            else:
+                raise ValueError(f"variant replaces unknown label {label!r}")
+        return copy
+
+
+class ProgramModel(Model):
+    """A Model whose state has a ``threads`` tuple (each thread with ``name`` and ``frames``).
+
+    Subclasses set ``program`` (a Program) and ``daemons`` (actor name -> its step labels).
+    """
+
+    program: Program
+    daemons: Mapping[str, tuple[str, ...]] = {}
+
+    def __init__(self, variant: Optional[str] = None):
+        super().__init__(variant)
+        self.table = self.program.replaced(self.variant.replaces)
+        self._steps = self.table.steps
+        self._daemon_steps = {
+            name: tuple(self._steps[label] for label in labels) for name, labels in self.daemons.items()
+        }
+
+    # -- contract -------------------------------------------------------------------------------
+    def actors(self, state: State) -> tuple[str, ...]:
+        return tuple(t.name for t in state.threads) + tuple(self.daemons)
+
+    def actions(self, state: State) -> list[Action]:
+        steps = self._steps
+        out = []
+        for i, t in enumerate(state.threads):
+            if t.frames:
+                label, arg = t.frames[0]
+                guard = steps[label].guard
+                if guard is None or guard(state, i, arg):
+                    out.append(Action(t.name, label))
+        for name, dsteps in self._daemon_steps.items():
+            for st in dsteps:
+                if st.guard(state):
+                    out.append(Action(name, st.label))
+        return out
+
+    def step(self, state: State, action: Action) -> State:
+        st = self._steps[action.label]
+        if st.daemon:
+            return st.run(state)
+        i = self.thread_index(state, action.actor)
+        t = state.threads[i]
+        label, arg = t.frames[0]
+        if label != action.label:
+            raise ValueError(f"{action} is not {t.name}'s next step ({label})")
+        state = set_thread(state, i, t._replace(frames=t.frames[1:]))
+        return self.normalize(st.run(state, i, arg), i)
+
+    def done(self, state: State, actor: str) -> bool:
+        if actor in self._daemon_steps:
+            return not any(st.guard(state) for st in self._daemon_steps[actor])
+        return not state.threads[self.thread_index(state, actor)].frames
+
+    def sources(self) -> Mapping[str, Source]:
+        return {label: st.source for label, st in self._steps.items()}
+
+    # -- helpers for subclasses -------------------------------------------------------------------
+    @staticmethod
+    def thread_index(state: State, name: str) -> int:
+        for i, t in enumerate(state.threads):
+            if t.name == name:
+                return i
+        raise ValueError(f"no actor {name!r}")
+
+    def normalize(self, state: State, i: int) -> State:
+        """Expand calls at the head of thread ``i`` until an atomic step (or nothing) is next."""
+        calls = self.table.calls
+        t = state.threads[i]
+        frames = t.frames
+        if not frames or frames[0][0] not in calls:
+            return state
+        while frames and frames[0][0] in calls:
+            label, arg = frames[0]
+            frames = tuple(calls[label].expand(state, i, arg)) + frames[1:]
+        return set_thread(state, i, t._replace(frames=frames))
+
+    def start(self, state: State) -> State:
+        """Normalize every thread: used once by ``initial``."""
+        for i in range(len(state.threads)):
+            state = self.normalize(state, i)
+        return state
+
+    def locations(self) -> dict[str, Source]:
+        """Every step and call label with its source (what the source-index test checks)."""
+        out = {label: st.source for label, st in self._steps.items()}
+        out.update({label: c.source for label, c in self.table.calls.items() if c.source})
+        return out
+
+    def what(self, label: str) -> str:
+        return self._steps[label].what
+
+
+def set_thread(state: State, i: int, thread: Any) -> State:
+    threads = state.threads
+    return state._replace(threads=threads[:i] + (thread,) + threads[i + 1 :])
+
+
+def push(state: State, i: int, frames: Iterable[Frame]) -> State:
+    """Put frames in front of thread ``i``'s stack (they run next, calls expand lazily)."""
+    t = state.threads[i]
+    return set_thread(state, i, t._replace(frames=tuple(frames) + t.frames))

@@ -1,0 +1,236 @@
+"""Scenarios: TOML files validated against a small declarative schema with legal ranges.
+
+Every model declares its scenario schema as ``Table`` of fields; the same schema validates files,
+renders as documentation (``kstep list MECH --schema``) and drives the fuzz tests.  Every problem
+is reported as one line naming the file and the key path (``threads[1].faults[0]: 99 is out of
+range 0..63``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping, NamedTuple, Optional
+
+from ..errors import UserError
+
+
+class Int(NamedTuple):
+    lo: int
+    hi: int
+    doc: str = ""
+
+    def check(self, v: Any, path: str) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise _bad(path, f"expected an integer, got {_kind(v)}")
+        if not self.lo <= v <= self.hi:
+            raise _bad(path, f"{v} is out of range {self.lo}..{self.hi}")
+        return v
+
+    def text(self) -> str:
+        return f"integer {self.lo}..{self.hi}"
+
+
+class Str(NamedTuple):
+    choices: tuple = ()
+    doc: str = ""
+    max_len: int = 2000
+
+    def check(self, v: Any, path: str) -> str:
+        if not isinstance(v, str):
+            raise _bad(path, f"expected a string, got {_kind(v)}")
+        if self.choices and v not in self.choices:
+            raise _bad(path, f"{v!r} is not one of {', '.join(self.choices)}")
+        if len(v) > self.max_len:
+            raise _bad(path, f"longer than {self.max_len} characters")
+        return v
+
+    def text(self) -> str:
+        return "one of " + ", ".join(self.choices) if self.choices else "string"
+
+
+class List(NamedTuple):
+    item: Any
+    min_len: int
+    max_len: int
+    doc: str = ""
+
+    def check(self, v: Any, path: str) -> tuple:
+        if not isinstance(v, list):
+            raise _bad(path, f"expected a list, got {_kind(v)}")
+        if not self.min_len <= len(v) <= self.max_len:
+            raise _bad(path, f"has {len(v)} entries; allowed {self.min_len}..{self.max_len}")
+        return tuple(self.item.check(x, f"{path}[{i}]") for i, x in enumerate(v))
+
+    def text(self) -> str:
+        return f"list of {self.min_len}..{self.max_len} × ({self.item.text()})"
+
+
+class Key(NamedTuple):
+    field: Any
+    default: Any = None  # None: required
+
+    @property
+    def required(self) -> bool:
+        return self.default is None
+
+
+class Table(NamedTuple):
+    keys: Mapping[str, Key]
+    doc: str = ""
+
+    def check(self, v: Any, path: str) -> dict:
+        if not isinstance(v, dict):
+            raise _bad(path, f"expected a table, got {_kind(v)}")
+        unknown = sorted(set(v) - set(self.keys))
+        if unknown:
+            raise _bad(_join(path, unknown[0]), f"unknown key (allowed: {', '.join(self.keys)})")
+        out = {}
+        for name, key in self.keys.items():
+            sub = _join(path, name)
+            if name in v:
+                out[name] = key.field.check(v[name], sub)
+            elif key.required:
+                raise _bad(sub, "missing")
+            else:
+                out[name] = key.field.check(key.default, sub)
+        return out
+
+    def text(self) -> str:
+        return "table"
+
+    def describe(self, indent: str = "") -> list[str]:
+        """The schema as documentation lines, one per key, nested tables indented."""
+        lines = []
+        for name, key in self.keys.items():
+            f = key.field
+            need = "required" if key.required else f"default {key.default!r}"
+            lines.append(f"{indent}{name}: {f.text()} ({need}) — {f.doc}".rstrip(" —"))
+            inner = f.item if isinstance(f, List) else f
+            if isinstance(inner, Table):
+                lines += inner.describe(indent + "    ")
+        return lines
+
+
+class Invalid(Exception):
+    """A schema violation; the loader adds the file name and raises UserError."""
+
+
+def _bad(path: str, what: str) -> Invalid:
+    return Invalid(f"{path or '(top)'}: {what}")
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _kind(v: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+            dict: "a table"}.get(type(v), type(v).__name__)
+
+
+# --- scenario files -------------------------------------------------------------------------------
+
+COMMON = {
+    "description": Key(Str(doc="what happens in this scenario")),
+    "look_for": Key(Str(doc="what a student should watch for")),
+    "schedule": Key(Str(doc="a scripted schedule (actor names, ACTOR*N) for the worked interleaving; "
+                            "empty: none"), ""),
+}
+
+
+@dataclass
+class Scenario:
+    mechanism: str
+    name: str
+    description: str
+    look_for: str
+    schedule: str
+    config: dict  # the validated model-specific part
+
+
+def bundled(mechanism: str) -> list[str]:
+    """Names of the scenarios shipped for a mechanism."""
+    folder = resources.files("kstep.scenarios").joinpath(mechanism)
+    if not folder.is_dir():
+        return []
+    return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def load(mechanism: str, schema: Table, name_or_path: str, overrides: Optional[list[str]] = None) -> Scenario:
+    """A bundled scenario by name, or a TOML file by path, with ``KEY.PATH=VALUE`` overrides."""
+    if name_or_path.endswith(".toml") or "/" in name_or_path:
+        path = Path(name_or_path)
+        where, name = str(path), path.stem
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise UserError(f"{path}: cannot read: {e.strerror}") from None
+        except UnicodeDecodeError:
+            raise UserError(f"{path}: not a text file") from None
+    else:
+        names = bundled(mechanism)
+        if name_or_path not in names:
+            raise UserError(f"unknown scenario {name_or_path!r} for {mechanism} (choose from: {', '.join(names)})")
+        where, name = f"{name_or_path}.toml", name_or_path
+        text = resources.files("kstep.scenarios").joinpath(mechanism, where).read_text()
+    return parse(mechanism, schema, name, text, where, overrides or [])
+
+
+def parse(mechanism: str, schema: Table, name: str, text: str, where: str, overrides: list[str]) -> Scenario:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{where}: not valid TOML: {e}") from None
+    for item in overrides:
+        _override(data, item)
+    full = Table({**COMMON, **schema.keys})
+    try:
+        checked = full.check(data, "")
+    except Invalid as e:
+        raise UserError(f"{where}: {e}") from None
+    common = {k: checked.pop(k) for k in COMMON}
+    return Scenario(mechanism, name, common["description"], common["look_for"], common["schedule"],
+                    to_config(checked))
+
+
+def to_config(value: Any) -> Any:
+    """Validated data as plain JSON-able config (tuples become lists), as traces record it."""
+    if isinstance(value, dict):
+        return {k: to_config(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [to_config(v) for v in value]
+    return value
+
+
+def _override(data: dict, item: str) -> None:
+    """Apply ``threads.0.count=4`` (a TOML value after '=') to the raw scenario data."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key:
+        raise UserError(f"--set {item!r}: expected KEY=VALUE")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        raise UserError(f"--set {item!r}: {raw!r} is not a TOML value (strings need quotes)") from None
+    parts = key.split(".")
+    node: Any = data
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise UserError(f"--set {item!r}: no entry {part} in {'.'.join(parts[:i]) or '(top)'}")
+            if last:
+                node[int(part)] = value
+            else:
+                node = node[int(part)]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+            elif part not in node:
+                raise UserError(f"--set {item!r}: no key {'.'.join(parts[:i + 1])}")
+            else:
+                node = node[part]
+        else:
+            raise UserError(f"--set {item!r}: {'.'.join(parts[:i]) or '(top)'} is not a table or list")

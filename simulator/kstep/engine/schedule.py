@@ -1,0 +1,174 @@
+"""Schedulers and ``simulate``: who takes the next step.
+
+- ``Scripted``: an explicit list of actors (OSTEP's ``-P``), e.g. ``"T1*3 W T1"``; after the
+  script the run goes on round-robin, so a worked interleaving still finishes.
+- ``RoundRobin``: rounds in which every runnable actor takes one step, in actor order; it counts
+  the rounds each actor spent blocked, which is how kstep measures waiting.
+- ``Random``: a uniformly chosen enabled action from the seeded SplitMix64.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Optional
+
+from ..errors import UserError
+from .model import Action, Model, State, Violation, first_violation
+from .prng import SplitMix64
+from .trace import Trace
+
+_ENTRY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)(?:\*([0-9]+))?$")
+
+
+class RoundRobin:
+    name = "round-robin"
+
+    def __init__(self) -> None:
+        self.round = 0
+        self.cursor = 0
+        self.blocked: Counter = Counter()
+        self._tried = 0  # actors looked at since the last step (detects a full idle pass)
+
+    def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
+        actors = model.actors(state)
+        by_actor = {}
+        for a in enabled:
+            by_actor.setdefault(a.actor, a)
+        while self._tried < len(actors):
+            actor = actors[self.cursor]
+            self._advance(len(actors))
+            self._tried += 1
+            if actor in by_actor:
+                self._tried = 0
+                return by_actor[actor]
+            if not model.done(state, actor):
+                self.blocked[actor] += 1
+        return None
+
+    def _advance(self, n: int) -> None:
+        self.cursor += 1
+        if self.cursor == n:
+            self.cursor = 0
+            self.round += 1
+
+    @property
+    def tick(self) -> int:
+        return self.round
+
+    def stats(self) -> dict:
+        return {"rounds": self.round + (1 if self.cursor else 0), "blocked_rounds": dict(sorted(self.blocked.items()))}
+
+
+class Random:
+    name = "random"
+
+    def __init__(self, seed: int) -> None:
+        self.rng = SplitMix64(seed)
+        self.steps = 0
+
+    def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
+        if not enabled:
+            return None
+        self.steps += 1
+        return enabled[self.rng.below(len(enabled))]
+
+    @property
+    def tick(self) -> int:
+        return self.steps
+
+    def stats(self) -> dict:
+        return {}
+
+
+class Scripted:
+    """Follow a list of actor names, then finish round-robin."""
+
+    name = "scripted"
+
+    def __init__(self, schedule: str) -> None:
+        self.script = parse_schedule(schedule)
+        self.pos = 0
+        self.then = RoundRobin()
+
+    def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
+        if self.pos < len(self.script):
+            actor = self.script[self.pos]
+            if actor not in model.actors(state):
+                raise UserError(f"schedule entry {self.pos + 1} names {actor!r}, which is not an actor "
+                                f"(actors: {', '.join(model.actors(state))})")
+            self.pos += 1
+            for a in enabled:
+                if a.actor == actor:
+                    return a
+            why = "has finished" if model.done(state, actor) else "is blocked"
+            raise UserError(f"schedule entry {self.pos} names {actor}, which {why} at that point")
+        return self.then.choose(model, state, enabled)
+
+    @property
+    def tick(self) -> int:
+        return self.pos if self.pos <= len(self.script) else len(self.script) + self.then.tick
+
+    def stats(self) -> dict:
+        return {}
+
+
+def parse_schedule(text: str) -> list[str]:
+    """``"T1*3, W T1"`` -> ``["T1", "T1", "T1", "W", "T1"]``."""
+    out: list[str] = []
+    for entry in text.replace(",", " ").split():
+        m = _ENTRY.match(entry)
+        if not m:
+            raise UserError(f"schedule: {entry!r} is not ACTOR or ACTOR*COUNT")
+        count = int(m.group(2) or 1)
+        if not 1 <= count <= 10_000:
+            raise UserError(f"schedule: count in {entry!r} must be 1..10000")
+        out.extend([m.group(1)] * count)
+    if not out:
+        raise UserError("schedule: empty")
+    return out
+
+
+def simulate(
+    model: Model,
+    state: State,
+    scheduler,
+    *,
+    max_steps: int = 100_000,
+    check: bool = True,
+    scenario: str = "",
+    config: Optional[dict] = None,
+    seed: Optional[int] = None,
+) -> Trace:
+    """Run the model under a scheduler until it finishes, deadlocks, violates or hits max_steps."""
+    trace = Trace(model.name, model.variant.name, scenario, config or {}, scheduler.name, seed, [state])
+    state_checks = model.state_invariants() if check else []
+    step_checks = model.transition_invariants() if check else []
+    trace.violation = first_violation(state_checks, (state,))
+    while trace.violation is None:
+        if len(trace.actions) >= max_steps:
+            trace.outcome = "max-steps"
+            break
+        enabled = model.actions(state)
+        action = scheduler.choose(model, state, enabled)
+        if action is None:
+            trace.outcome = "finished" if model.finished(state) else "deadlock"
+            if trace.outcome == "deadlock" and check:
+                trace.violation = Violation("deadlock", deadlock_message(model, state))
+            break
+        tick = scheduler.tick
+        nxt = model.step(state, action)
+        trace.actions.append(action)
+        trace.ticks.append(tick)
+        trace.states.append(nxt)
+        trace.violation = first_violation(step_checks, (state, action, nxt)) or first_violation(state_checks, (nxt,))
+        state = nxt
+    if trace.violation is not None:
+        trace.outcome = "deadlock" if trace.violation.invariant == "deadlock" else "violation"
+    trace.stats = scheduler.stats()
+    return trace
+
+
+def deadlock_message(model: Model, state: State) -> str:
+    stuck = [a for a in model.actors(state) if not model.done(state, a)]
+    return f"no actor can move; still waiting: {', '.join(stuck)}"

@@ -1,0 +1,10 @@
+"""The one exception type for user mistakes.
+
+Anything raised as UserError is the user's input being wrong (a scenario file, a CLI value,
+a trace or a submission); the CLI turns it into one line on stderr and exit status 2.  Every
+other exception is a bug in kstep and must fail loudly.
+"""
+
+
+class UserError(Exception):
+    """A mistake in what the user gave us, explained in one line."""

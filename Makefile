@@ -33,7 +33,7 @@ $(VENV)/bin/python: | system-packages
 	@$(VENV)/bin/python -m pip install -q --upgrade pip || { rm -rf $(VENV); exit 1; }
 
 $(INSTALLED): pyproject.toml | $(VENV)/bin/python
-	@echo "make: installing kstep with extras [$(EXTRAS)] into $(VENV) (a few minutes on a fresh machine)"
+	@echo "make: installing kstep with extras [$(EXTRAS)] into $(VENV) (about 650 MB the first time)"
 	$(VENV)/bin/python -m pip install -q -e '.[$(EXTRAS)]'
 	@touch $@
 

@@ -124,8 +124,16 @@ class Model(abc.ABC):
         return [i for i in self.invariants if i.transition]
 
     def describe(self, state: State) -> Any:
-        """The state as plain JSON data (used by traces and the step table)."""
+        """The state as plain JSON data (used by traces)."""
         return to_jsonable(state)
+
+    def summary(self, state: State) -> dict[str, str]:
+        """A few short columns of the state for the step table (what a student predicts)."""
+        return {}
+
+    def answers(self, trace: Any) -> dict[str, Any]:
+        """What ``-c`` reveals after a run: counters, who waited how long."""
+        return dict(trace.stats)
 
 
 def to_jsonable(value: Any) -> Any:

@@ -63,13 +63,15 @@ class Variant(NamedTuple):
 
     ``replaces`` maps step labels to the step implementations this variant uses instead of the
     default ones; a broken variant replaces exactly the steps the kernel bug changes, and no check
-    ever looks at a variant's name.
+    ever looks at a variant's name.  ``params`` holds the variant's constants (an initial value
+    that differs between kernel versions).
     """
 
     name: str
     doc: str
     broken: bool = False
     replaces: Mapping[str, Any] = {}
+    params: Mapping[str, Any] = {}
 
 
 class Model(abc.ABC):

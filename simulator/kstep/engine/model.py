@@ -129,6 +129,10 @@ class Model(abc.ABC):
         """The state as plain JSON data (used by traces)."""
         return to_jsonable(state)
 
+    def cost(self, state: State, action: Action) -> int:
+        """Rounds the step keeps its actor busy under round-robin (0: CPU-local, takes no turn)."""
+        return 1
+
     def summary(self, state: State) -> dict[str, str]:
         """A few short columns of the state for the step table (what a student predicts)."""
         return {}

@@ -22,31 +22,52 @@ _ENTRY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)(?:\*([0-9]+))?$")
 
 
 class RoundRobin:
+    """Rounds in which every runnable actor takes one step, in actor order.
+
+    A step of cost c keeps its actor busy for c rounds (busy is not blocked); steps of cost 0
+    (CPU-local work) do not end the actor's turn.  With every cost 1 this is plain round-robin.
+    """
+
     name = "round-robin"
 
     def __init__(self) -> None:
         self.round = 0
         self.cursor = 0
         self.blocked: Counter = Counter()
-        self._tried = 0  # actors looked at since the last step (detects a full idle pass)
+        self.busy: Counter = Counter()
+        self._idle = 0  # actors passed in a row that neither moved nor were busy
+        self._in_turn = False  # the actor at the cursor has taken free steps this turn
 
     def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
         actors = model.actors(state)
         by_actor = {}
         for a in enabled:
             by_actor.setdefault(a.actor, a)
-        while self._tried < len(actors):
+        while self._idle < len(actors):
             actor = actors[self.cursor]
-            self._advance(len(actors))
-            self._tried += 1
+            if self.busy[actor] and not self._in_turn:
+                self.busy[actor] -= 1
+                self._idle = 0
+                self._advance(len(actors))
+                continue
             if actor in by_actor:
-                self._tried = 0
-                return by_actor[actor]
-            if not model.done(state, actor):
+                action = by_actor[actor]
+                cost = model.cost(state, action)
+                self._idle = 0
+                if cost == 0:
+                    self._in_turn = True
+                else:
+                    self.busy[actor] = cost - 1
+                    self._advance(len(actors))
+                return action
+            if not self._in_turn and not model.done(state, actor):
                 self.blocked[actor] += 1
+            self._idle += 1
+            self._advance(len(actors))
         return None
 
     def _advance(self, n: int) -> None:
+        self._in_turn = False
         self.cursor += 1
         if self.cursor == n:
             self.cursor = 0

@@ -81,8 +81,9 @@ def add_rcu(program: Program, invoke: Callable) -> None:
     waiter) in the embedding model.
     """
 
+    # Without preemptible RCU these are preempt_disable()/preempt_enable(): CPU-local, cost 0.
     @program.step("rcu_read_lock", "include/linux/rcupdate.h:rcu_read_lock",
-                  "enter a read-side section: this CPU now holds up every grace period that starts")
+                  "enter a read-side section: this CPU now holds up every grace period that starts", cost=0)
     def rcu_read_lock(s, i, arg):
         r = s.rcu
         section = r.ghost_section
@@ -92,7 +93,8 @@ def add_rcu(program: Program, invoke: Callable) -> None:
         return s._replace(rcu=r._replace(nesting=nesting, ghost_section=section))
 
     @program.step("rcu_read_unlock", "include/linux/rcupdate.h:rcu_read_unlock",
-                  "leave a read-side section; outside every section this CPU can pass a quiescent state")
+                  "leave a read-side section; outside every section this CPU can pass a quiescent state",
+                  cost=0)
     def rcu_read_unlock(s, i, arg):
         r = s.rcu
         nesting = r.nesting[:i] + (r.nesting[i] - 1,) + r.nesting[i + 1:]

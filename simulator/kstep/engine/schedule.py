@@ -37,6 +37,8 @@ class RoundRobin:
         self.busy: Counter = Counter()
         self._idle = 0  # actors passed in a row that neither moved nor were busy
         self._in_turn = False  # the actor at the cursor has taken free steps this turn
+        self._tick = 0  # the round of the last chosen step
+        self._end = 0  # the round by which every chosen step has finished
 
     def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
         actors = model.actors(state)
@@ -54,6 +56,8 @@ class RoundRobin:
                 action = by_actor[actor]
                 cost = model.cost(state, action)
                 self._idle = 0
+                self._tick = self.round
+                self._end = max(self._end, self.round + max(cost, 1))
                 if cost == 0:
                     self._in_turn = True
                 else:
@@ -75,10 +79,10 @@ class RoundRobin:
 
     @property
     def tick(self) -> int:
-        return self.round
+        return self._tick
 
     def stats(self) -> dict:
-        return {"rounds": self.round + (1 if self.cursor else 0), "blocked_rounds": dict(sorted(self.blocked.items()))}
+        return {"rounds": self._end, "blocked_rounds": dict(sorted(self.blocked.items()))}
 
 
 class Random:
@@ -110,9 +114,16 @@ class Scripted:
     def __init__(self, schedule: str) -> None:
         self.script = parse_schedule(schedule)
         self.pos = 0
+        self.steps = 0
         self.then = RoundRobin()
 
     def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
+        action = self._next(model, state, enabled)
+        if action is not None:
+            self.steps += 1
+        return action
+
+    def _next(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
         if self.pos < len(self.script):
             actor = self.script[self.pos]
             if actor not in model.actors(state):
@@ -128,7 +139,7 @@ class Scripted:
 
     @property
     def tick(self) -> int:
-        return self.pos if self.pos <= len(self.script) else len(self.script) + self.then.tick
+        return self.steps
 
     def stats(self) -> dict:
         return {}

@@ -25,7 +25,7 @@ from typing import NamedTuple
 from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread
 from ..engine.scenario import Bool, Int, Key, List, Str, Table, bad
 from . import rwsem
-from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_init, rcu_invariants
+from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
 from .rwsem import NOBODY, READ, WRITE
 
 MM = -1  # the lock argument naming mm->mmap_lock (VMA locks are named by the VMA's id)
@@ -359,13 +359,13 @@ def handle_mm_fault(s, i, mode):
     t = s.threads[i]
     if mode == "vma":
         if not s.vmas[t.vma].anon_vma:
-            return push(s, i, (Frame("vmf_anon_prepare"),))
+            return push(s, i, (Frame("__vmf_anon_prepare"),))
         return push(s, i, (Frame("vma_end_read", t.vma), Frame("vma_lock_success")))
     s = set_local(set_vma(s, t.vma, anon_vma=True), i, vma=-1)
     return push(count(s, "mmap_lock_faults"), i, (Frame("mmap_read_unlock"),))
 
 
-@program.step("vmf_anon_prepare", "mm/memory.c:vmf_anon_prepare",
+@program.step("__vmf_anon_prepare", "mm/memory.c:__vmf_anon_prepare",
               "no anon_vma yet: it needs mmap_lock, but under a VMA lock only mmap_read_trylock is allowed")
 def vmf_anon_prepare(s, i, arg):
     t = s.threads[i]
@@ -624,7 +624,7 @@ add_rcu(program, free_vma_rcu_cb)
 
 # What each step dereferences: the thread's `vma` pointer, or the VMA named by its argument.
 _VIA_POINTER = {"vma_start_read", "down_read_trylock", "vma_start_read_recheck", "check_detached",
-                "check_range", "handle_mm_fault", "vmf_anon_prepare", "__anon_vma_prepare"}
+                "check_range", "handle_mm_fault", "__vmf_anon_prepare", "__anon_vma_prepare"}
 _VIA_ARG = {"up_read", "rwsem_wake", "down_write", "rwsem_down_write_slowpath", "up_write",
             "vma_write_seq", "vma_mark_detached", "vm_area_free", "vma_iter_store", "copy_page_range"}
 # Writer steps that change or copy a VMA: the kernel asserts vma_assert_write_locked() there.
@@ -800,13 +800,14 @@ VARIANTS = {
         "so it does not wait for readers", vma_start_write=vma_start_write_without_rwsem),
     "anon-prepare-blocks": _broken(
         "anon-prepare-blocks", "vmf_anon_prepare sleeps on mmap_lock while holding the VMA read lock "
-        "(a trylock is the rule)", vmf_anon_prepare=vmf_anon_prepare_blocking),
+        "(a trylock is the rule)", __vmf_anon_prepare=vmf_anon_prepare_blocking),
     "mprotect-without-vma-lock": _broken(
         "mprotect-without-vma-lock", "mprotect changes a VMA's vm_flags without vma_start_write "
         "(the shape of the 6.4 mempolicy and dup_anon_vma bugs)", mprotect_fixup=mprotect_fixup_without_vma_lock),
     "fork-without-vma-locks": _broken(
         "fork-without-vma-locks", "dup_mmap copies the parent's VMAs without write-locking them "
         "(the memory corruption fixed by fb49c455323f)", dup_mmap=dup_mmap_without_vma_locks),
+    **rcu_broken(free_vma_rcu_cb),
 }
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread
+from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
 from ..engine.scenario import Bool, Int, Key, List, Str, Table, bad
 from . import rwsem
 from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
@@ -645,8 +645,12 @@ def _head(s, a):
     """(thread index, frame argument) of the step an action takes, or None for the RCU kthread."""
     if a.actor == RCU_ACTOR:
         return None
-    i = ProgramModel.thread_index(s, a.actor)
+    i = thread_index(s, a.actor)
     return i, s.threads[i].frames[0][1]
+
+
+# Transition checks start with identity tests: steps share every component they leave alone, so
+# `s.vmas is t.vmas` proves in one comparison that no VMA changed.
 
 
 def touched_vma(s, a):
@@ -673,6 +677,8 @@ def no_reader_in_write_locked_vma(s):
 
 
 def read_locked_vma_unchanged(s, a, t):
+    if s.vmas is t.vmas:
+        return None
     for before, after in zip(s.threads, t.threads):
         if before.vma_locked and after.vma_locked and before.vma == after.vma:
             old, new = s.vmas[before.vma], t.vmas[before.vma]
@@ -685,6 +691,8 @@ def read_locked_vma_unchanged(s, a, t):
 
 
 def writer_waits_for_readers(s, a, t):
+    if s.vmas is t.vmas and s.mm.mm_lock_seq == t.mm.mm_lock_seq:
+        return None
     for v in write_locked_set(t) - write_locked_set(s):
         if v < len(t.vmas) and t.vmas[v].lock.readers and t.mm.mm_lock_seq == s.mm.mm_lock_seq:
             readers = ", ".join(t.threads[r].name for r in t.vmas[v].lock.readers)

@@ -126,6 +126,7 @@ class ProgramModel(Model):
         super().__init__(variant)
         self.table = self.program.replaced(self.variant.replaces)
         self._steps = self.table.steps
+        self._guards = {label: st.guard for label, st in self._steps.items()}
         self._daemon_steps = {
             name: tuple(self._steps[label] for label in labels) for name, labels in self.daemons.items()
         }
@@ -136,18 +137,20 @@ class ProgramModel(Model):
         return tuple(t.name for t in state.threads) + tuple(self.daemons)
 
     def actions(self, state: State) -> list[Action]:
-        steps = self._steps
+        guards = self._guards
+        new = tuple.__new__  # Action(...) through its generated __new__ costs twice as much
         out = []
-        for i, t in enumerate(state.threads):
-            if t.frames:
-                label, arg = t.frames[0]
-                guard = steps[label].guard
+        for i, t in enumerate(state[0]):
+            frames = t[1]
+            if frames:
+                label, arg = frames[0]
+                guard = guards[label]
                 if guard is None or guard(state, i, arg):
-                    out.append(Action(t.name, label))
+                    out.append(new(Action, (t[0], label)))
         for name, dsteps in self._daemon_steps.items():
             for st in dsteps:
                 if st.guard(state):
-                    out.append(Action(name, st.label))
+                    out.append(new(Action, (name, st.label)))
         return out
 
     def step(self, state: State, action: Action) -> State:

@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Optional
 
 from ..errors import UserError
-from .model import Action, Model, State, Violation, first_violation
+from .model import Action, Model, State, Violation, first_violation, without_cyclic_gc
 from .prng import SplitMix64
 from .trace import Trace
 
@@ -161,6 +161,7 @@ def parse_schedule(text: str) -> list[str]:
     return out
 
 
+@without_cyclic_gc
 def simulate(
     model: Model,
     state: State,

@@ -111,7 +111,8 @@ def add_rcu(program: Program, invoke: Callable) -> None:
     @program.guard("rcu_gp_init")
     def gp_needed(s):
         r = s.rcu
-        return not r.gp_seq & RCU_SEQ_STATE_MASK and any(cb.wait > r.gp_seq for cb in r.callbacks)
+        return bool(r.callbacks) and not r.gp_seq & RCU_SEQ_STATE_MASK and any(
+            cb.wait > r.gp_seq for cb in r.callbacks)
 
     @program.step("rcu_qs", "kernel/rcu/tree.c:rcu_report_qs_rdp",
                   "every CPU outside a read-side section passes a quiescent state and reports it",
@@ -124,7 +125,7 @@ def add_rcu(program: Program, invoke: Callable) -> None:
     @program.guard("rcu_qs")
     def qs_reportable(s):
         r = s.rcu
-        return any(p and not n for p, n in zip(r.qs_pending, r.nesting))
+        return bool(r.gp_seq & RCU_SEQ_STATE_MASK) and any(p and not n for p, n in zip(r.qs_pending, r.nesting))
 
     @program.step("rcu_gp_cleanup", "kernel/rcu/tree.c:rcu_gp_cleanup",
                   "every CPU has reported: end the grace period (rcu_seq_end)", daemon=True)
@@ -155,7 +156,7 @@ def rcu_do_batch(ready: Callable[[int, int], bool], invoke: Callable):
 
     def guard(s):
         r = s.rcu
-        return any(ready(r.gp_seq, cb.wait) for cb in r.callbacks)
+        return bool(r.callbacks) and any(ready(r.gp_seq, cb.wait) for cb in r.callbacks)
 
     return run, guard
 

@@ -70,10 +70,6 @@ def call_rcu(s, func: str, obj: int):
     return s._replace(rcu=r._replace(callbacks=r.callbacks + (cb,)))
 
 
-def in_read_section(s, i: int) -> bool:
-    return s.rcu.nesting[i] > 0
-
-
 def add_rcu(program: Program, invoke: Callable) -> None:
     """Register RCU's reader steps and the grace-period kthread's steps in ``program``.
 

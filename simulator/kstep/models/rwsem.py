@@ -74,16 +74,3 @@ def take_from_queue(sem: Rwsem, i: int) -> Rwsem:
     if kind == WRITE:
         return sem._replace(owner=i, waiters=waiters)
     return add_reader(sem._replace(waiters=waiters), i)
-
-
-def waiting(sem: Rwsem, i: int) -> bool:
-    return any(j == i for j, _ in sem.waiters)
-
-
-def holds_read(sem: Rwsem, i: int) -> bool:
-    return i in sem.readers
-
-
-def is_locked(sem: Rwsem) -> bool:
-    """``rwsem_is_locked``: held for read or write."""
-    return sem.owner != NOBODY or bool(sem.readers)

@@ -62,7 +62,7 @@ def board_figure(name: str, title: str, rows: Sequence[tuple[float, str]], *, he
 def draw_boxes(p: figure, source: ColumnDataSource, *, head_size: str = style.TEXT_SIZE,
                body_size: str = style.SMALL_SIZE) -> None:
     p.rect("x", "y", "w", "h", source=source, fill_color="fill", line_color="line", line_width="width",
-           fill_alpha=0.9)
+           fill_alpha=0.75)  # lighter fills keep black text readable on blue and purple
     p.text("x", "y", "head", source=source, y_offset=-4, text_font_size=head_size, text_font_style="bold",
            text_align="center", text_baseline="bottom", text_color=style.INK, text_font=value(style.FONT))
     p.text("x", "y", "body", source=source, y_offset=0, text_font_size=body_size, text_align="center",

@@ -89,11 +89,12 @@ def phase_bars(p: figure, player: Player, name: str, phases: np.ndarray, palette
 
 
 def marks(p: figure, player: Player, name: str, x: np.ndarray, lane: np.ndarray, *, color: str = style.INK,
-          marker: str = "triangle", size: int = 9, dy: float = 0.38) -> None:
+          marker: str = "triangle", size: int = 9, dy: float = 0.38, line_width: float = 1.0) -> None:
     """Point marks at (x, lane): who took each step, where a quiescent state was reported."""
     data = {"x": _small(np.asarray(x)), "y": (-np.asarray(lane, dtype=np.float32) + np.float32(dy))}
     source = player.static_source(f"{p.name}-{name}", data)
-    p.scatter("x", "y", source=source, marker=marker, size=size, color=color, name=f"{p.name}-{name}")
+    p.scatter("x", "y", source=source, marker=marker, size=size, color=color, line_width=line_width,
+              name=f"{p.name}-{name}")
 
 
 def actor_marks(p: figure, player: Player, lane_of_actor: Sequence[int]) -> None:
@@ -103,6 +104,11 @@ def actor_marks(p: figure, player: Player, lane_of_actor: Sequence[int]) -> None
     keep = lane >= 0
     steps = np.arange(1, len(actor) + 1, dtype=np.int32)
     marks(p, player, "actions", steps[keep], lane[keep], color=style.DARK, size=7)
+    v = player.trace.violation
+    if v is not None and v.invariant != "deadlock" and len(actor) and lane[-1] >= 0:
+        # The step that broke the invariant, where the student will look for it.
+        marks(p, player, "violation", steps[-1:], lane[-1:], color=style.VERMILLION, marker="x", size=24, dy=0.0,
+              line_width=5)
 
 
 def _small(arr: np.ndarray) -> np.ndarray:

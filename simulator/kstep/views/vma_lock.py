@@ -98,8 +98,10 @@ def vma_fill(s, v: int) -> str:
 
 def vma_box(s, v: int, names, x: float, y: float, w: float, h: float) -> Box:
     vma = s.vmas[v]
-    state = {LIVE: "", RCU_PENDING: " · rcu-pending", FREED: " · freed"}[vma.status]
-    lines = [f"vm_lock_seq {vma.vm_lock_seq} · {vma.prot}{' · detached' if vma.detached else ''}{state}"]
+    lines = [f"vm_lock_seq {vma.vm_lock_seq} · {vma.prot}"]
+    gone = (["detached"] if vma.detached else []) + ([vma.status] if vma.status != LIVE else [])
+    if gone:
+        lines.append(" · ".join(gone))
     held = sem_text(vma.lock, names)
     if held:
         lines.append(held)
@@ -134,7 +136,7 @@ def fault_marks(s, names) -> dict[str, list]:
     for addr, who in sorted(by_addr.items()):
         xs.append(round(address_x(s, slots, addr), 3))
         texts.append(f"{', '.join(who)} @{addr}")
-    return {"x": xs, "y": [2.45] * len(xs), "text": texts}
+    return {"x": xs, "y": [2.5] * len(xs), "text": texts}
 
 
 def address_x(s, slots, addr: int) -> float:
@@ -199,7 +201,7 @@ def vma_lock_view(trace, model):
     faults = player.frame_source("faults", {"x": float, "y": float, "text": str}, lambda s: fault_marks(s, names),
                                  key=lambda s: (s.mm.tree, s.vmas, tuple((t.addr, bool(t.frames)) for t in s.threads)))
     board.scatter("x", "y", source=faults, marker="inverted_triangle", size=13, color=style.INK)
-    board.text("x", "y", "text", source=faults, y_offset=-9, text_align="center", text_baseline="bottom",
+    board.text("x", "y", "text", source=faults, x_offset=9, text_align="left", text_baseline="middle",
                text_font_size=style.SMALL_SIZE, text_font_style="bold", text_color=style.INK)
 
     lanes = [f"{n} (CPU {i})" for i, n in enumerate(names)] + ["mmap_lock write", "grace period"]

@@ -37,7 +37,9 @@ $(INSTALLED): pyproject.toml | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -e '.[$(EXTRAS)]'
 	@touch $@
 
+# build/ is make's own output folder; the course builder never creates a missing parent itself.
 course: setup
+	@mkdir -p build
 	$(VENV)/bin/python -m kstep.views.course --out build/course
 
 test: setup

@@ -1,0 +1,132 @@
+"""Frame-indexed columns: how a view ships the rows of every frame to the browser.
+
+A per-frame source has the same columns in every frame but any number of rows.  Frames that show
+the same rows share one *block* (a run of 50,000 steps revisits the same few states again and
+again), and all blocks are stored once, concatenated, in a *store* of small-int arrays:
+
+    store[col][start[k]:stop[k]]  are the rows of frame k
+
+``start``/``stop`` hold one int32 per frame.  String columns are stored as indices into one
+string table shared by every source of a player, so the browser receives numbers only; the
+player (player.js) turns the indices back into strings when it slices a frame.
+
+``decode`` is the reference reader of this format: the initial data of every display source and
+the tests use it, and player.js must slice exactly as it does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable, Mapping, Sequence
+
+import numpy as np
+
+NUM, STR = "num", "str"
+KINDS = {int: NUM, float: NUM, str: STR}
+
+
+class Strings:
+    """One string table for a whole player: each distinct string is sent once."""
+
+    def __init__(self) -> None:
+        self.table: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def index(self, s: str) -> int:
+        ix = self._index.get(s)
+        if ix is None:
+            ix = self._index[s] = len(self.table)
+            self.table.append(s)
+        return ix
+
+
+class FrameColumns:
+    """The rows of one per-frame source, for every frame, deduplicated into blocks.
+
+    ``columns`` maps column name to ``int``, ``float`` or ``str``; ``rows(state)`` returns a dict
+    of equally long lists, one per column; ``key(state)`` (default: the state) is a hashable part
+    of the state that determines the rows, so repeated states are not laid out again.
+    """
+
+    def __init__(self, name: str, columns: Mapping[str, type], rows: Callable[[Any], Mapping[str, Sequence]],
+                 strings: Strings, key: Callable[[Any], Hashable] | None = None) -> None:
+        unknown = {c: t for c, t in columns.items() if t not in KINDS}
+        if unknown:
+            raise TypeError(f"source {name}: column types must be int, float or str, not {unknown}")
+        self.name = name
+        self.kinds = {c: KINDS[t] for c, t in columns.items()}
+        self.rows = rows
+        self.key = key or (lambda state: state)
+        self.strings = strings
+        self._by_key: dict = {}
+        self._by_rows: dict = {}
+        self._blocks: list[tuple] = []  # per block: one tuple per column
+        self._frame_block: list[int] = []
+
+    def add(self, state: Any) -> None:
+        """Lay out the next frame."""
+        k = self.key(state)
+        block = self._by_key.get(k)
+        if block is None:
+            block = self._by_key[k] = self._block_of(self.rows(state))
+        self._frame_block.append(block)
+
+    def _block_of(self, data: Mapping[str, Sequence]) -> int:
+        if set(data) != set(self.kinds):
+            raise ValueError(f"source {self.name}: rows have columns {sorted(data)}, declared {sorted(self.kinds)}")
+        cols = tuple(tuple(data[c]) for c in self.kinds)
+        if len({len(c) for c in cols}) > 1:
+            raise ValueError(f"source {self.name}: columns of one frame differ in length")
+        block = self._by_rows.get(cols)
+        if block is None:
+            block = self._by_rows[cols] = len(self._blocks)
+            self._blocks.append(cols)
+        return block
+
+    def export(self) -> dict:
+        """The store (column -> numpy array of all blocks), and start/stop per frame."""
+        lengths = np.array([len(b[0]) if b else 0 for b in self._blocks], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        frame_block = np.array(self._frame_block, dtype=np.int64)
+        store = {}
+        for j, (col, kind) in enumerate(self.kinds.items()):
+            values = [v for b in self._blocks for v in b[j]]
+            if kind == STR:
+                store[col] = smallest_int([self.strings.index(v) for v in values])
+            else:
+                store[col] = compact(values)
+        return {
+            "kinds": dict(self.kinds),
+            "store": store,
+            "start": offsets[frame_block].astype(np.int32),
+            "stop": offsets[frame_block + 1].astype(np.int32),
+        }
+
+
+def decode(export: Mapping, strings: Sequence[str], k: int) -> dict[str, list]:
+    """The rows of frame ``k``: the reference for what player.js does in the browser."""
+    a, b = int(export["start"][k]), int(export["stop"][k])
+    out = {}
+    for col, kind in export["kinds"].items():
+        part = export["store"][col][a:b]
+        out[col] = [strings[i] for i in part] if kind == STR else part.tolist()
+    return out
+
+
+def smallest_int(values: Sequence[int]) -> np.ndarray:
+    """Integers in the smallest signed dtype that holds them (BokehJS has no 64-bit ints)."""
+    arr = np.asarray(values, dtype=np.int64)
+    lo, hi = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return arr.astype(dtype)
+    raise ValueError(f"integer column out of int32 range ({lo}..{hi})")
+
+
+def compact(values: Sequence[float]) -> np.ndarray:
+    """Numbers as small ints when they are whole, else float32 when exact, else float64."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 0 or np.all(arr == np.round(arr)) and np.abs(arr).max() < 2**31:
+        return smallest_int(arr.astype(np.int64))
+    f32 = arr.astype(np.float32)
+    return f32 if np.array_equal(f32.astype(np.float64), arr) else arr

@@ -1,0 +1,45 @@
+"""Pages: a trace's view as a standalone HTML file that works offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from bokeh.core.templates import get_env
+from bokeh.embed import file_html
+from bokeh.resources import INLINE, Resources
+
+from ..engine import Model, Trace
+from ..engine.trace import write_text
+from .registry import view_for
+
+# Bokeh's own page with a margin around the animation and, in a course, a link back to the index.
+TEMPLATE = get_env().from_string("""{% extends "file.html.jinja" %}
+{% block preamble %}<style>body { padding: 10px 16px; background: #FFFFFF; }
+nav.kstep-nav { font: 13pt 'DejaVu Sans', Arial, sans-serif; margin-bottom: 8px; }</style>{% endblock %}
+{% block contents %}{% if back %}<nav class="kstep-nav"><a href="{{ back }}">&larr; all animations</a></nav>{% endif %}
+{{ super() }}{% endblock %}""")
+
+
+def layout(trace: Trace, model: Model):
+    """The Bokeh layout animating ``trace`` (the mechanism's registered view)."""
+    return view_for(trace.mechanism)(trace, model)
+
+
+def title(trace: Trace) -> str:
+    parts = ["kstep", trace.mechanism] + ([trace.scenario] if trace.scenario else []) + [trace.variant]
+    return " · ".join(parts)
+
+
+def page(trace: Trace, model: Model, resources: Resources = INLINE, back: Optional[str] = None) -> str:
+    """The page's HTML; with INLINE resources BokehJS is inside it, so it needs no network.
+
+    ``back`` is a link to put above the animation (a course's index).
+    """
+    return file_html(layout(trace, model), resources=resources, title=title(trace), template=TEMPLATE,
+                     template_variables={"back": back})
+
+
+def save_html(trace: Trace, model: Model, path: str | Path) -> None:
+    """Write a single-file animation (BokehJS inline), replacing ``path``; a missing directory is a UserError."""
+    write_text(path, page(trace, model))

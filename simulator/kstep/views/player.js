@@ -1,0 +1,178 @@
+// The kstep player: the one piece of JavaScript behind every kstep animation.
+//
+// Bokeh runs this file as the body of a single CustomJS callback (argument `kstep`, the spec
+// built by player.py) attached to every control.  Nothing here knows about any mechanism: a view
+// registers per-frame sources whose rows for every frame sit in a store (see columns.py), static
+// sources drawn once, cursors that mark the current step, and ranges that follow the cursor.
+//
+// Showing frame k means, for each per-frame source, slicing store[col][start[k]:stop[k]] and
+// giving the display source a *new* data object (BokehJS redraws on assignment, not on in-place
+// mutation).  Frames that share a block with the frame on screen cost nothing.
+
+const P = kstep;
+const W = P.widgets;
+const n = P.n;
+
+// Per-player state lives on the slider model, which exists once per player on a page.
+const st = W.slider.__kstep || (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1)});
+
+const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
+function esc(s) {
+  return String(s).replace(/[&<>"]/g, (c) => ESC[c]);
+}
+
+const BASE = [Int8Array, Uint8Array, Int16Array, Uint16Array, Int32Array, Uint32Array, Float32Array, Float64Array];
+
+// A plain typed-array view of rows a..b: BokehJS stores columns as NDArray subclasses whose
+// subarray() would try to rebuild an NDArray, so make a view of the same buffer instead.
+function rows(arr, a, b) {
+  if (!ArrayBuffer.isView(arr)) {
+    return arr.slice(a, b);
+  }
+  for (const C of BASE) {
+    if (arr instanceof C) {
+      return new C(arr.buffer, arr.byteOffset + a * C.BYTES_PER_ELEMENT, b - a);
+    }
+  }
+  return Array.prototype.slice.call(arr, a, b);
+}
+
+function show_source(i, k) {
+  const src = P.sources[i];
+  const a = P.frames.data[src.name + ".start"][k];
+  const b = P.frames.data[src.name + ".stop"][k];
+  const block = a * 4294967296 + b;  // (start, stop) identifies the block
+  if (st.shown[i] === block) {
+    return;
+  }
+  st.shown[i] = block;
+  const store = src.store.data;
+  const data = {};
+  for (const [col, kind] of src.cols) {
+    const part = rows(store[col], a, b);
+    if (kind === "str") {
+      const out = new Array(part.length);
+      for (let j = 0; j < part.length; j++) {
+        out[j] = P.strings[part[j]];
+      }
+      data[col] = out;
+    } else {
+      data[col] = part;
+    }
+  }
+  src.source.data = data;
+}
+
+function status_html(k) {
+  if (k === 0) {
+    return P.status0;
+  }
+  const a = P.frames.data.actor[k];
+  const l = P.frames.data.label[k];
+  return '<div class="kstep-status"><span class="kstep-stepno">step ' + k + " / " + n + "</span> " +
+    '<b class="kstep-actor">' + esc(P.actors[a]) + "</b> &rarr; " +
+    '<code class="kstep-label">' + esc(P.labels[l]) + "</code> " +
+    '<a class="kstep-where" target="_blank" rel="noopener" href="' + esc(P.source_url + P.paths[l]) + '">' +
+    esc(P.where[l]) + "</a>" +
+    '<div class="kstep-what">' + esc(P.what[l]) + "</div></div>";
+}
+
+function follow(k) {
+  for (const f of P.follow) {
+    const r = f.range;
+    const lo = r.start, hi = r.end, w = hi - lo;
+    // Jump a page at a time: moving the range every frame would re-tick the axis every frame.
+    if (k + 1 > hi - 0.1 * w || k < lo) {
+      const start = Math.max(f.min, Math.min(k - 0.15 * w, f.max - w));
+      r.setv({start: start, end: start + w});
+    }
+  }
+}
+
+function show(k) {
+  const t0 = performance.now();
+  k = Math.max(0, Math.min(n, Math.round(k)));
+  st.frame = k;
+  for (let i = 0; i < P.sources.length; i++) {
+    show_source(i, k);
+  }
+  for (const c of P.cursors) {
+    if (c.kind === "box") {
+      c.model.setv({left: k, right: k + 1});
+    } else {
+      c.model.location = k + 0.5;
+    }
+  }
+  follow(k);
+  W.status.text = status_html(k);
+  W.banner.visible = k === n;
+  if (W.slider.value !== k) {
+    W.slider.value = k;  // its change callback finds st.frame === k and does nothing
+  }
+  const profile = globalThis.kstep_profile;  // set by the benchmark to time each update
+  if (profile) {
+    profile.push(performance.now() - t0);
+  }
+}
+
+function steps_per_second() {
+  const v = parseFloat(W.speed.value);
+  return v > 0 ? v : 1;
+}
+
+function start_timer() {
+  stop_timer();
+  if (st.frame >= n) {
+    show(0);
+  }
+  // The browser paints at most ~60 times a second: faster speeds advance several frames a tick.
+  const sps = steps_per_second();
+  const interval = Math.max(1000 / sps, 1000 / 60);
+  const stride = Math.max(1, Math.round(sps * interval / 1000));
+  st.timer = setInterval(() => {
+    show(st.frame + stride);
+    if (st.frame >= n) {
+      W.toggle.active = false;
+    }
+  }, interval);
+  W.toggle.label = P.pause_label;
+}
+
+function stop_timer() {
+  if (st.timer !== null) {
+    clearInterval(st.timer);
+    st.timer = null;
+  }
+  W.toggle.label = P.play_label;
+}
+
+function pause() {
+  stop_timer();
+  W.toggle.active = false;
+}
+
+const origin = cb_obj != null && cb_obj.origin != null ? cb_obj.origin : cb_obj;
+if (origin === W.toggle) {
+  if (W.toggle.active) {
+    start_timer();
+  } else {
+    stop_timer();
+  }
+} else if (origin === W.step) {
+  pause();
+  show(st.frame + 1);
+} else if (origin === W.back) {
+  pause();
+  show(st.frame - 1);
+} else if (origin === W.reset) {
+  pause();
+  show(0);
+} else if (origin === W.slider) {
+  if (W.slider.value !== st.frame) {
+    show(W.slider.value);
+  }
+} else if (origin === W.speed) {
+  if (st.timer !== null) {
+    start_timer();
+  }
+}

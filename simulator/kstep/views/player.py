@@ -1,0 +1,213 @@
+"""The generic player: controls, status line and playback for any mechanism's view.
+
+A mechanism view never writes JavaScript.  It creates a ``Player`` for a trace, registers
+
+- per-frame sources (``frame_source``): a function from a state to the rows it draws; the player
+  lays out every frame into frame-indexed columns (columns.py) and player.js slices frame k;
+- static sources (plain ``ColumnDataSource``s such as timelines) that are drawn once;
+- cursors (a ``Span`` or ``BoxAnnotation`` the player moves to the current step) and x ranges
+  that follow the cursor through long traces;
+
+and then calls ``layout(...)`` with its plots.  All playback (play/pause, speed, step, back,
+reset, the slider, the status line and the end-of-run banner) is one CustomJS callback running
+player.js, shared by every control.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from html import escape
+from importlib import resources
+from typing import Any, Callable, Hashable, Mapping, Sequence
+
+from bokeh.layouts import column, row
+from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div, InlineStyleSheet, Range1d,
+                          Select, Slider, Span, Toggle)
+
+from ..engine import Model, Trace
+from . import style
+from .columns import FrameColumns, Strings, decode
+
+SOURCE_URL = "https://elixir.bootlin.com/linux/v6.12/source/"  # a link in the status line, never fetched
+PLAY, PAUSE = "▶ Play", "▮▮ Pause"  # glyphs every DejaVu/Arial install has
+SPEEDS = (1, 2, 4, 10, 30, 60, 240, 1000)  # steps per second
+
+
+@lru_cache(maxsize=1)
+def player_js() -> str:
+    return resources.files(__package__).joinpath("player.js").read_text()
+
+
+class Player:
+    """One animation of one trace; see the module docstring for how a view uses it."""
+
+    def __init__(self, trace: Trace, model: Model) -> None:
+        if not trace.states:
+            raise ValueError("a trace has at least its initial state")
+        self.trace = trace
+        self.model = model
+        self.n = len(trace.actions)
+        self.strings = Strings()
+        self.exports: dict[str, dict] = {}
+        self._sources: list[tuple[str, ColumnDataSource, ColumnDataSource]] = []
+        self._cursors: list[dict] = []
+        self._follow: list[dict] = []
+        self.stylesheet = InlineStyleSheet(css=style.CSS, name="kstep-css")
+
+    # -- what a view registers ------------------------------------------------------------------
+    def frame_source(self, name: str, columns: Mapping[str, type], rows: Callable[[Any], Mapping[str, Sequence]],
+                     key: Callable[[Any], Hashable] | None = None,
+                     frames: Sequence[Any] | None = None) -> ColumnDataSource:
+        """A source whose rows change from frame to frame.
+
+        ``rows(state)`` gives a frame's columns; a view that draws something the state alone does not
+        hold (a count over the run so far) passes ``frames``, one value per frame, and ``rows(value)``.
+        """
+        if name in self.exports:
+            raise ValueError(f"frame source {name!r} registered twice")
+        values = self.trace.states if frames is None else frames
+        if len(values) != self.n + 1:
+            raise ValueError(f"frame source {name!r}: {len(values)} frames for a trace of {self.n + 1}")
+        fc = FrameColumns(name, columns, rows, self.strings, key)
+        for value in values:
+            fc.add(value)
+        export = self.exports[name] = fc.export()
+        shown = ColumnDataSource(decode(export, self.strings.table, 0), name=f"kstep-src-{name}")
+        store = ColumnDataSource(export["store"], name=f"kstep-store-{name}")
+        self._sources.append((name, shown, store))
+        return shown
+
+    def static_source(self, name: str, data: Mapping[str, Any]) -> ColumnDataSource:
+        """A source drawn once (a timeline); numpy int arrays keep the page small."""
+        return ColumnDataSource(dict(data), name=f"kstep-static-{name}")
+
+    def cursor(self, annotation: Span | BoxAnnotation) -> None:
+        """Move ``annotation`` to the current step: a Span to k + 0.5, a BoxAnnotation over [k, k + 1]."""
+        kind = "box" if isinstance(annotation, BoxAnnotation) else "span"
+        if kind == "box":
+            annotation.left, annotation.right = 0, 1
+        else:
+            annotation.location = 0.5
+        self._cursors.append({"model": annotation, "kind": kind})
+
+    def follow(self, x_range: Range1d, window: int) -> None:
+        """Show ``window`` steps of a timeline at a time, paging along with the cursor."""
+        end = self.n + 1
+        x_range.start, x_range.end = 0, min(end, window)
+        x_range.bounds = (0, max(end, 1))
+        self._follow.append({"range": x_range, "min": 0, "max": end})
+
+    # -- the page ------------------------------------------------------------------------------
+    def layout(self, *panels, key: str = "", name: str = "kstep-layout"):
+        """The header, controls, status line and end banner above the view's panels."""
+        widgets = self._widgets()
+        spec = self._spec(widgets)
+        callback = CustomJS(args={"kstep": spec}, code=player_js(), name="kstep-player")
+        widgets["toggle"].js_on_change("active", callback)
+        widgets["slider"].js_on_change("value", callback)
+        widgets["speed"].js_on_change("value", callback)
+        for b in ("step", "back", "reset"):
+            widgets[b].js_on_event("button_click", callback)
+        controls = row(widgets["reset"], widgets["back"], widgets["toggle"], widgets["step"], widgets["speed"],
+                       widgets["slider"], name="kstep-controls")
+        parts = [self._div("header", self.header_html()), controls, widgets["status"], widgets["banner"], *panels]
+        if key:
+            parts.append(self._div("key", key))
+        return column(*parts, name=name)
+
+    def _div(self, name: str, html: str, **kw) -> Div:
+        return Div(text=html, name=f"kstep-{name}", width=style.WIDTH, stylesheets=[self.stylesheet], **kw)
+
+    def _widgets(self) -> dict:
+        n = self.n
+        default = 2 if n <= 100 else 10 if n <= 1000 else 60
+        btn = dict(height=40, width=110, stylesheets=[self.stylesheet])
+        return {
+            "reset": Button(label="|◀ Reset", name="kstep-reset", **btn),
+            "back": Button(label="◀ Back", name="kstep-back", **btn),
+            "toggle": Toggle(label=PLAY, name="kstep-play", button_type="success", **btn),
+            "step": Button(label="Step ▶", name="kstep-step", **btn),
+            "speed": Select(title="speed", name="kstep-speed", width=130, value=str(default),
+                            options=[(str(s), f"{s} step{'s' if s > 1 else ''}/s") for s in SPEEDS]),
+            "slider": Slider(start=0, end=max(n, 1), value=0, step=1, title="step", name="kstep-slider",
+                             width=style.WIDTH - 4 * 110 - 130 - 40, disabled=n == 0),
+            "status": self._div("status", self.status0()),
+            "banner": self._div("banner", self.banner_html(), visible=n == 0),
+        }
+
+    def frame_index(self) -> dict:
+        """Per frame: who acted, which label, and where each per-frame source's rows start and stop."""
+        cols = self.trace.columns(self.model)
+        frames = {"actor": cols["actor"], "label": cols["label"]}
+        for name, export in self.exports.items():
+            frames[f"{name}.start"] = export["start"]
+            frames[f"{name}.stop"] = export["stop"]
+        return frames
+
+    def tables(self) -> dict:
+        """The plain data player.js reads (besides Bokeh models): sizes, names and texts."""
+        cols = self.trace.columns(self.model)
+        labels = cols["labels"]
+        sources = self.model.sources()
+        what = getattr(self.model, "what", lambda label: "")
+        return {
+            "n": self.n,
+            "strings": self.strings.table,
+            "actors": cols["actors"],
+            "labels": labels,
+            "where": [str(sources[l]) for l in labels],
+            "paths": [sources[l].path for l in labels],
+            "what": [what(l) for l in labels],
+            "source_url": SOURCE_URL,
+            "status0": self.status0(),
+            "play_label": PLAY,
+            "pause_label": PAUSE,
+        }
+
+    def _spec(self, widgets: dict) -> dict:
+        return {
+            **self.tables(),
+            "widgets": widgets,
+            "frames": ColumnDataSource(self.frame_index(), name="kstep-frames"),
+            "sources": [
+                {"name": name, "source": shown, "store": store, "cols": list(self.exports[name]["kinds"].items())}
+                for name, shown, store in self._sources
+            ],
+            "cursors": self._cursors,
+            "follow": self._follow,
+        }
+
+    # -- texts ---------------------------------------------------------------------------------
+    def header_html(self) -> str:
+        t, m = self.trace, self.model
+        run = {"random": f"random schedule, seed {t.seed}", "round-robin": "round-robin schedule",
+               "scripted": "the scenario's scripted schedule", "explore": "shortest counterexample found by explore"}
+        how = run.get(t.scheduler, t.scheduler)
+        variant = m.variant
+        broken = (f' · <span class="kstep-broken">broken variant {escape(variant.name)}:</span> {escape(variant.doc)}'
+                  if variant.broken else f" · {escape(variant.name)}")
+        scenario = f" — {escape(t.scenario)}" if t.scenario else ""
+        return (f'<div class="kstep-header"><b>{escape(m.title or m.name)}</b>{scenario}'
+                f'<div class="kstep-sub">{self.n} steps · {escape(how)}{broken}</div></div>')
+
+    def status0(self) -> str:
+        actors = ", ".join(self.model.actors(self.trace.states[0]))
+        return (f'<div class="kstep-status"><span class="kstep-stepno">step 0 / {self.n}</span> '
+                f'initial state; actors: {escape(actors)}<div class="kstep-what">press ▶ Play, or Step ▶ to '
+                f'take one atomic step at a time</div></div>')
+
+    def banner_html(self) -> str:
+        t = self.trace
+        if t.violation is not None:
+            v = t.violation
+            head = "deadlock" if v.invariant == "deadlock" else f"invariant violated: {escape(v.invariant)}"
+            return (f'<div class="kstep-banner violation">✗ step {self.n}: {head}'
+                    f'<div class="kstep-message">{escape(v.message)}</div></div>')
+        if t.outcome == "finished":
+            return ('<div class="kstep-banner finished">✓ finished: every thread completed its work'
+                    '<div class="kstep-message">no invariant was violated on this run</div></div>')
+        why = {"max-steps": "the run was cut off at its step limit",
+               "schedule-end": "the scripted schedule ended"}.get(t.outcome, t.outcome)
+        return (f'<div class="kstep-banner stopped">■ stopped after {self.n} steps'
+                f'<div class="kstep-message">{escape(why)}; no invariant was violated up to here</div></div>')
+

@@ -1,0 +1,119 @@
+"""Timelines: one lane per thread (or per RCU fact) over the steps of a trace, drawn once.
+
+Frame k's state occupies x in [k, k + 1); the action that led to frame k is marked at x = k.
+Lanes are numbered 0, 1, 2, ... from the top and drawn at y = -lane.  Everything here is a static
+source of small ints (colours go through a colour mapper over phase numbers), so a 50,000-step
+trace stays small; the player only moves the cursor and pages the x range.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from bokeh.models import BoxAnnotation, FixedTicker, LinearColorMapper, Range1d
+from bokeh.plotting import figure
+
+from . import style
+from .player import Player
+
+WINDOW = 80  # steps shown at once: each step stays wide enough to see on a projector
+
+
+def runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Maximal runs of equal values: (start index, stop index, value) of each run."""
+    values = np.asarray(values)
+    if values.size == 0:
+        empty = np.zeros(0, dtype=np.int32)
+        return empty, empty, values
+    change = np.flatnonzero(values[1:] != values[:-1]) + 1
+    starts = np.concatenate([[0], change]).astype(np.int32)
+    stops = np.concatenate([change, [values.size]]).astype(np.int32)
+    return starts, stops, values[starts]
+
+
+def lanes_figure(player: Player, name: str, title: str, lanes: Sequence[str], *, x_range: Range1d | None = None,
+                 lane_height: int = 46) -> figure:
+    """A figure with one lane per name, a cursor over the current step, paging along long traces."""
+    own_range = x_range is None
+    if own_range:
+        x_range = Range1d(0, 1, name=f"kstep-x-{name}")
+    p = figure(name=f"kstep-plot-{name}", title=title, width=style.WIDTH, height=60 + lane_height * len(lanes),
+               x_range=x_range, y_range=Range1d(-len(lanes) + 0.5, 0.5, name=f"kstep-y-{name}"),
+               tools="xpan,xwheel_zoom,reset", active_scroll=None, toolbar_location="right")
+    style.style_figure(p)
+    p.yaxis.ticker = FixedTicker(ticks=[-i for i in range(len(lanes))])
+    p.yaxis.major_label_overrides = {-i: lane for i, lane in enumerate(lanes)}
+    p.yaxis.major_label_text_font_size = style.TEXT_SIZE
+    p.xaxis.axis_label = "step"
+    if own_range:
+        player.follow(x_range, WINDOW)
+    add_cursor(p, player)
+    return p
+
+
+def add_cursor(p: figure, player: Player) -> None:
+    """A translucent column over the current step, moved by the player."""
+    cursor = BoxAnnotation(fill_color=style.BLUE, fill_alpha=0.15, line_color=style.BLUE, line_alpha=0.7,
+                           name=f"{p.name}-cursor")
+    p.add_layout(cursor)
+    player.cursor(cursor)
+
+
+def phase_bars(p: figure, player: Player, name: str, phases: np.ndarray, palette: Sequence[str], *,
+               first_lane: int = 0, dy: float = 0.0, height: float = 0.62, skip: Sequence[int] = ()) -> None:
+    """Bars of a per-frame phase for lanes ``first_lane``, ...: ``phases[k, j]`` indexes ``palette``.
+
+    Phases listed in ``skip`` are not drawn (an idle CPU needs no bar); ``dy`` moves the bars down
+    within their lane (a thin RCU bar under a thread's main bar).
+    """
+    frames, nlanes = phases.shape
+    left, right, lane, phase = [], [], [], []
+    for j in range(nlanes):
+        starts, stops, values = runs(phases[:, j])
+        keep = ~np.isin(values, list(skip))
+        left.append(starts[keep])
+        right.append(stops[keep])
+        phase.append(values[keep])
+        lane.append(np.full(int(keep.sum()), -(first_lane + j)))
+    data = {
+        "left": _small(np.concatenate(left)), "right": _small(np.concatenate(right)),
+        "y": _small(np.concatenate(lane)), "phase": _small(np.concatenate(phase)),
+    }
+    data["y"] = data["y"].astype(np.float32) - np.float32(dy)
+    source = player.static_source(f"{p.name}-{name}", data)
+    mapper = LinearColorMapper(palette=list(palette), low=-0.5, high=len(palette) - 0.5)
+    p.hbar(y="y", left="left", right="right", height=height, source=source,
+           fill_color={"field": "phase", "transform": mapper}, line_color=style.DARK, line_width=0.5,
+           name=f"{p.name}-{name}")
+
+
+def marks(p: figure, player: Player, name: str, x: np.ndarray, lane: np.ndarray, *, color: str = style.INK,
+          marker: str = "triangle", size: int = 9, dy: float = 0.38, line_width: float = 1.0) -> None:
+    """Point marks at (x, lane): who took each step, where a quiescent state was reported."""
+    data = {"x": _small(np.asarray(x)), "y": (-np.asarray(lane, dtype=np.float32) + np.float32(dy))}
+    source = player.static_source(f"{p.name}-{name}", data)
+    p.scatter("x", "y", source=source, marker=marker, size=size, color=color, line_width=line_width,
+              name=f"{p.name}-{name}")
+
+
+def actor_marks(p: figure, player: Player, lane_of_actor: Sequence[int]) -> None:
+    """A small triangle at step k in the lane of the actor that took step k."""
+    actor = player.trace.columns(player.model)["actor"][1:]
+    lane = np.asarray(lane_of_actor, dtype=np.int16)[actor] if len(actor) else np.zeros(0, np.int16)
+    keep = lane >= 0
+    steps = np.arange(1, len(actor) + 1, dtype=np.int32)
+    marks(p, player, "actions", steps[keep], lane[keep], color=style.DARK, size=7)
+    v = player.trace.violation
+    if v is not None and v.invariant != "deadlock" and len(actor) and lane[-1] >= 0:
+        # The step that broke the invariant, where the student will look for it.
+        marks(p, player, "violation", steps[-1:], lane[-1:], color=style.VERMILLION, marker="x", size=24, dy=0.0,
+              line_width=5)
+
+
+def _small(arr: np.ndarray) -> np.ndarray:
+    arr = np.asarray(arr)
+    if arr.dtype.kind in "iu":
+        hi = int(np.abs(arr).max()) if arr.size else 0
+        return arr.astype(np.int16 if hi < 2**15 else np.int32)
+    return arr

@@ -1,0 +1,247 @@
+"""The per-VMA lock view: the address space, mm, threads and RCU of ``models/vma_lock.py``.
+
+What a student should see: a fault looks its VMA up under RCU and read-locks only that VMA, so a
+writer holding mmap_lock for write elsewhere does not stop it; a VMA is write-locked exactly while
+``vm_lock_seq == mm_lock_seq`` and mmap_lock is write-held, and every such VMA unlocks at once when
+``vma_end_write_all`` bumps ``mm_lock_seq``; an unmapped VMA stays readable (detached, then
+rcu-pending) until a grace period has passed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..models import rwsem
+from ..models.vma_lock import FREED, LIVE, RCU_PENDING, is_write_locked
+from . import style
+from .board import COLUMNS as BOX, LEFT, Box, board_figure, columns, draw_boxes, in_a_row
+from .counters import counters_figure
+from .player import Player
+from .rcu import (CB_READY, CB_WAITING, GP_RUNNING, QS_PENDING, callback_boxes, callbacks_figure, gp_box,
+                  gp_lane, qs_marks)
+from .registry import register
+from .timeline import actor_marks, lanes_figure, phase_bars
+
+# What each thread is doing, in palette order (the lanes and the thread boxes share it).
+PHASES = (
+    style.IDLE,
+    ("RCU lookup (lock_vma_under_rcu)", style.SKY),
+    ("holds a VMA read lock", style.GREEN),
+    ("waits for mmap_lock", style.ORANGE),
+    ("holds mmap_lock for read", style.BLUE),
+    ("writer epoch: holds mmap_lock for write", style.PURPLE),
+    ("writer waits for a VMA's readers", style.SIENNA),
+    style.DONE,
+)
+RUNNING, LOOKUP, VMA_READ, WAIT_MM, MM_READ, EPOCH, WAIT_VMA, DONE = range(len(PHASES))
+
+VMA_IDLE = ("attached, unlocked", style.LIGHT)
+VMA_READ_LOCKED = ("read-locked by faults", style.GREEN)
+VMA_WRITE_LOCKED = ("write-locked: vm_lock_seq == mm_lock_seq", style.PURPLE)
+VMA_DETACHED = ("detached (unmapped), not yet freed", style.GREY)
+VMA_FREED = ("freed", style.DARK_GREY)
+VMA_UAF = ("freed while a fault still points to it", style.VERMILLION)
+MM_FREE = ("mmap_lock free", style.LIGHT)
+MM_READ_HELD = ("mmap_lock read-held", style.BLUE)
+MM_WRITE_HELD = ("mmap_lock write-held", style.PURPLE)
+EPOCH_LANE = ("write epoch (mm_lock_seq shown at its start)", style.PURPLE)
+
+COUNTERS = ("vma_lock_success", "vma_lock_abort", "vma_lock_retry", "vma_lock_miss", "mmap_lock_faults", "sigsegv")
+COUNTER_COLORS = (style.GREEN, style.ORANGE, style.YELLOW, style.SKY, style.BLUE, style.VERMILLION)
+MAX_OFF_TREE = 6  # VMAs shown in the "removed from the tree" row
+
+
+def phase(s, i: int) -> int:
+    t = s.threads[i]
+    if not t.frames:
+        return DONE
+    if rwsem.waiting(s.mm.mmap_lock, i):
+        return WAIT_MM
+    if any(rwsem.waiting(v.lock, i) for v in s.vmas):
+        return WAIT_VMA
+    if s.mm.mmap_lock.owner == i:
+        return EPOCH
+    if t.vma_locked:
+        return VMA_READ
+    if rwsem.holds_read(s.mm.mmap_lock, i):
+        return MM_READ
+    if s.rcu.nesting[i]:
+        return LOOKUP
+    return RUNNING
+
+
+def sem_text(sem: rwsem.Rwsem, names) -> str:
+    """Who holds and who waits for an rw_semaphore, in one or two short lines."""
+    lines = []
+    if sem.owner != rwsem.NOBODY:
+        lines.append(f"write: {names[sem.owner]}")
+    if sem.readers:
+        lines.append("read: " + ", ".join(names[r] for r in sem.readers))
+    if sem.waiters:
+        lines.append("waiting: " + ", ".join(f"{names[w]} ({k})" for w, k in sem.waiters))
+    return "\n".join(lines)
+
+
+def vma_fill(s, v: int) -> str:
+    vma = s.vmas[v]
+    if vma.status == FREED:
+        pointed = any(t.vma == v and t.frames for t in s.threads)
+        return VMA_UAF[1] if pointed else VMA_FREED[1]
+    if vma.detached or vma.status == RCU_PENDING:
+        return VMA_DETACHED[1]
+    if is_write_locked(s, v):
+        return VMA_WRITE_LOCKED[1]
+    if vma.lock.readers:
+        return VMA_READ_LOCKED[1]
+    return VMA_IDLE[1]
+
+
+def vma_box(s, v: int, names, x: float, y: float, w: float, h: float) -> Box:
+    vma = s.vmas[v]
+    lines = [f"vm_lock_seq {vma.vm_lock_seq} · {vma.prot}"]
+    gone = (["detached"] if vma.detached else []) + ([vma.status] if vma.status != LIVE else [])
+    if gone:
+        lines.append(" · ".join(gone))
+    held = sem_text(vma.lock, names)
+    if held:
+        lines.append(held)
+    return Box(x, y, w, h, vma_fill(s, v), f"VMA {v}  [{vma.start}, {vma.end})", "\n".join(lines))
+
+
+def tree_boxes(s, names) -> list[Box]:
+    """The VMAs in the maple tree, in address order."""
+    slots = in_a_row(len(s.mm.tree), y=2, max_w=2.6)
+    return [vma_box(s, v, names, *slot) for v, slot in zip(s.mm.tree, slots)]
+
+
+def off_tree_boxes(s, names) -> list[Box]:
+    """VMAs no longer in the tree that a reader may still reach: detached, rcu-pending, or freed
+    while a thread still points to one (the newest few; ids are never reused)."""
+    gone = [v for v in range(len(s.vmas)) if v not in s.mm.tree
+            and (s.vmas[v].status != FREED or any(t.vma == v and t.frames for t in s.threads))]
+    freed = [v for v in range(len(s.vmas)) if v not in s.mm.tree and v not in gone]
+    shown = sorted(gone[-MAX_OFF_TREE:] + freed[-max(0, MAX_OFF_TREE - len(gone)):])
+    slots = in_a_row(len(shown), y=1, max_w=2.6)
+    return [vma_box(s, v, names, *slot) for v, slot in zip(shown, slots)]
+
+
+def fault_marks(s, names) -> dict[str, list]:
+    """Above the tree: where each fault thread faults, placed inside the VMA box that covers it."""
+    slots = dict(zip(s.mm.tree, in_a_row(len(s.mm.tree), y=2, max_w=2.6)))
+    by_addr: dict[int, list[str]] = {}
+    for i, t in enumerate(s.threads):
+        if t.kind == "fault" and t.addr >= 0 and t.frames:
+            by_addr.setdefault(t.addr, []).append(names[i])
+    xs, texts = [], []
+    for addr, who in sorted(by_addr.items()):
+        xs.append(round(address_x(s, slots, addr), 3))
+        texts.append(f"{', '.join(who)} @{addr}")
+    return {"x": xs, "y": [2.5] * len(xs), "text": texts}
+
+
+def address_x(s, slots, addr: int) -> float:
+    """x of a page address on the tree row: inside its VMA's box, or in the gap where it would be."""
+    for v, (cx, _, w, _) in slots.items():
+        vma = s.vmas[v]
+        if vma.start <= addr < vma.end:
+            return cx - w / 2 + w * (addr - vma.start + 0.5) / (vma.end - vma.start)
+    above = [cx - w / 2 for v, (cx, _, w, _) in slots.items() if s.vmas[v].start > addr]
+    if above:
+        return min(above) - 0.06
+    return max((cx + w / 2 for cx, _, w, _ in slots.values()), default=LEFT) + 0.06
+
+
+def thread_boxes(s, names) -> list[Box]:
+    out = []
+    for i, (x, y, w, h) in enumerate(in_a_row(len(s.threads), y=4, max_w=2.4)):
+        t = s.threads[i]
+        lines = [f"next: {t.frames[0].label}" if t.frames else "done"]
+        if t.kind == "fault" and t.addr >= 0:
+            lines.append(f"fault at {t.addr}" + (f" · vma {t.vma}" if t.vma >= 0 else ""))
+        elif t.kind == "writer":
+            lines.append("writer")
+        pending = s.rcu.qs_pending[i]
+        out.append(Box(x, y, w, h, PHASES[phase(s, i)][1], f"{names[i]} · CPU {i}", "\n".join(lines),
+                       line=QS_PENDING[1] if pending else style.INK, width=5 if pending else 1))
+    return out
+
+
+def mm_box(s, names) -> Box:
+    sem = s.mm.mmap_lock
+    fill = MM_WRITE_HELD[1] if sem.owner != rwsem.NOBODY else MM_READ_HELD[1] if sem.readers else MM_FREE[1]
+    return Box(3.45, 3, 3.0, 0.8, fill, f"mm_lock_seq {s.mm.mm_lock_seq}",
+               "mmap_lock " + (sem_text(sem, names) or "free"))
+
+
+@register("vma-locks")
+def vma_lock_view(trace, model):
+    player = Player(trace, model)
+    s0 = trace.states[0]
+    names = [t.name for t in s0.threads]
+
+    def describe(cb):
+        return f"free VMA {cb.obj}" if cb.func == "vm_area_free_rcu_cb" else f"{cb.func}({cb.obj})"
+
+    board = board_figure("state", "state after this step",
+                         [(4, "threads"), (3, "mm · RCU"), (2, "maple tree"), (1, "off the tree"), (0, "callbacks")],
+                         height=590, y_range=(-0.55, 4.5))
+    draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s, names)),
+                                          key=lambda s: (s.threads, s.rcu.nesting, s.rcu.qs_pending,
+                                                         s.mm.mmap_lock, tuple(v.lock for v in s.vmas))))
+    draw_boxes(board, player.frame_source(
+        "mm", BOX, lambda s: columns([mm_box(s, names), gp_box(s.rcu, names, 6.75, 3, 3.0)]),
+        key=lambda s: (s.mm.mmap_lock, s.mm.mm_lock_seq, s.rcu.gp_seq, s.rcu.qs_pending)))
+    draw_boxes(board, player.frame_source("tree", BOX, lambda s: columns(tree_boxes(s, names)),
+                                          key=lambda s: (s.mm, s.vmas)), body_size="10pt")
+    draw_boxes(board, player.frame_source("off-tree", BOX, lambda s: columns(off_tree_boxes(s, names)),
+                                          key=lambda s: (s.mm, s.vmas, tuple((t.vma, bool(t.frames)) for t in s.threads))),
+               body_size="10pt")
+    draw_boxes(board, player.frame_source("callbacks", BOX, lambda s: columns(callback_boxes(s.rcu, describe, y=0)),
+                                          key=lambda s: (s.rcu.gp_seq, s.rcu.callbacks)))
+    faults = player.frame_source("faults", {"x": float, "y": float, "text": str}, lambda s: fault_marks(s, names),
+                                 key=lambda s: (s.mm.tree, s.vmas, tuple((t.addr, bool(t.frames)) for t in s.threads)))
+    board.scatter("x", "y", source=faults, marker="inverted_triangle", size=13, color=style.INK)
+    board.text("x", "y", "text", source=faults, x_offset=9, text_align="left", text_baseline="middle",
+               text_font_size=style.SMALL_SIZE, text_font_style="bold", text_color=style.INK)
+
+    lanes = [f"{n} (CPU {i})" for i, n in enumerate(names)] + ["mmap_lock write", "grace period"]
+    timeline = lanes_figure(player, "timeline", "who did what: threads, write epochs and grace periods", lanes)
+    nthreads = len(names)
+    phases = np.array([[phase(s, i) for i in range(nthreads)] for s in trace.states], dtype=np.int8)
+    phase_bars(timeline, player, "phases", phases, [c for _, c in PHASES], skip=(DONE,), dy=-0.08, height=0.5)
+    reading = np.array([[1 if n else 0 for n in s.rcu.nesting] for s in trace.states], dtype=np.int8)
+    phase_bars(timeline, player, "rcu", reading, [style.LIGHT, style.SKY], skip=(0,), dy=0.3, height=0.14)
+    epoch_lane(timeline, player, nthreads)
+    gp_lane(timeline, player, nthreads + 1)
+    qs_marks(timeline, player, list(range(nthreads)))
+    actor_marks(timeline, player, list(range(nthreads)) + [nthreads + 1])
+    pending = callbacks_figure(player, timeline.x_range)
+
+    counts = np.array([[getattr(s.counters, c) for c in COUNTERS] + [s.rcu.gp_seq >> 2] for s in trace.states])
+    counters = counters_figure(player, "counters", "counters so far (the VMA_LOCK_* events of /proc/vmstat)",
+                               list(COUNTERS) + ["grace periods completed"], counts,
+                               list(COUNTER_COLORS) + [GP_RUNNING[1]])
+    key = (style.key_html("threads:", [(w, c) for w, c in PHASES[:-1]], outline=[QS_PENDING])
+           + style.key_html("VMAs:", [VMA_IDLE, VMA_READ_LOCKED, VMA_WRITE_LOCKED, VMA_DETACHED, VMA_FREED, VMA_UAF],
+                            marks=[("▼", style.INK, "a fault's address")])
+           + style.key_html("mm:", [MM_FREE, MM_READ_HELD, MM_WRITE_HELD])
+           + style.key_html("RCU:", [GP_RUNNING, CB_READY, CB_WAITING],
+                            marks=[("▬", style.SKY, "read-side section (thin bar under a thread)")])
+           + style.key_html("timeline:", [], marks=[("◆", style.GREEN, "quiescent state reported"),
+                                                    ("▲", style.DARK, "took a step")]))
+    return player.layout(board, timeline, pending, counters, key=key)
+
+
+def epoch_lane(p, player: Player, lane: int) -> None:
+    """Write epochs: mmap_lock held for write, each labelled with the mm_lock_seq it locks VMAs with."""
+    states = player.trace.states
+    held = np.array([[1 if s.mm.mmap_lock.owner != rwsem.NOBODY else 0] for s in states], dtype=np.int8)
+    phase_bars(p, player, "epochs", held, [style.LIGHT, EPOCH_LANE[1]], skip=(0,), first_lane=lane)
+    starts = [k for k in range(len(states)) if held[k, 0] and (k == 0 or not held[k - 1, 0])]
+    labels = player.static_source(f"{p.name}-epoch-seq", {
+        "x": np.array(starts, dtype=np.int32) + np.float32(0.15),
+        "y": np.full(len(starts), -lane, dtype=np.float32),
+        "text": [f"seq {states[k].mm.mm_lock_seq}" for k in starts],
+    })
+    p.text("x", "y", "text", source=labels, text_font_size=style.SMALL_SIZE, text_baseline="middle",
+           text_color=style.WHITE, text_font_style="bold")

@@ -1,0 +1,80 @@
+// Runs kstep's player.js outside a browser, the way BokehJS runs a CustomJS body, against stand-in
+// widgets and sources, so a fast test can check what the player puts on screen frame by frame.
+//
+// stdin: {"code": player.js, "spec": {...}, "actions": ["step", "back", "reset", "slider:7", ...]}
+// stdout: one JSON object per action: {"frame": k, "status": html, "banner": bool, "cursor": [l, r],
+//         "sources": {name: {col: [...]}}}
+"use strict";
+
+const fs = require("fs");
+const input = JSON.parse(fs.readFileSync(0, "utf8"));
+
+// BokehJS hands CustomJS its numeric columns as NDArray subclasses of the typed arrays.
+const NDARRAY = {};
+for (const [dtype, Base] of Object.entries({
+  int8: Int8Array, int16: Int16Array, int32: Int32Array, float32: Float32Array, float64: Float64Array,
+})) {
+  NDARRAY[dtype] = class extends Base {
+    constructor(...args) {
+      super(...args);
+      this.dtype = dtype;
+      this.shape = [this.length];
+    }
+  };
+}
+
+function column(c) {
+  return c.dtype === "str" ? c.values : NDARRAY[c.dtype].from(c.values);
+}
+
+function model(props) {
+  const m = {...props, setv(values) { Object.assign(this, values); }};
+  return m;
+}
+
+const spec = input.spec;
+const W = {
+  slider: model({value: 0}), toggle: model({active: false, label: spec.play_label}),
+  step: model({}), back: model({}), reset: model({}), speed: model({value: "2"}),
+  status: model({text: spec.status0}), banner: model({visible: false}),
+};
+const frames = {data: {}};
+for (const [col, c] of Object.entries(spec.frames)) {
+  frames.data[col] = column(c);
+}
+const sources = spec.sources.map((s) => {
+  const store = {data: {}};
+  for (const [col, c] of Object.entries(s.store)) {
+    store.data[col] = column(c);
+  }
+  return {name: s.name, cols: s.cols, store: store, source: model({data: {}})};
+});
+const cursor = model({left: 0, right: 1});
+const range = model({start: 0, end: spec.window});
+const kstep = {
+  ...spec, widgets: W, frames: frames, sources: sources,
+  cursors: [{model: cursor, kind: "box"}],
+  follow: [{range: range, min: 0, max: spec.n + 1}],
+};
+
+// As CustomJS._compile_function does: the body becomes a function of the args and cb_obj.
+const run = new Function("kstep", "cb_obj", "cb_data", "cb_context", "'use strict';\n" + input.code);
+const out = [];
+for (const action of input.actions) {
+  if (action.startsWith("slider:")) {
+    W.slider.value = parseInt(action.slice(7), 10);
+    run(kstep, W.slider, {}, {});
+  } else {
+    run(kstep, {origin: W[action]}, {}, {});
+  }
+  const shown = {};
+  for (const s of sources) {
+    shown[s.name] = {};
+    for (const [col, values] of Object.entries(s.source.data)) {
+      shown[s.name][col] = Array.from(values);
+    }
+  }
+  out.push({frame: W.slider.value, status: W.status.text, banner: W.banner.visible,
+            cursor: [cursor.left, cursor.right], range: [range.start, range.end], sources: shown});
+}
+process.stdout.write(JSON.stringify(out));

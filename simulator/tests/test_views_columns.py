@@ -1,0 +1,193 @@
+"""The frame-indexed column format, and player.js slicing it (run under Node, no browser).
+
+What a student sees at step k is whatever the player slices out of the store for frame k, so these
+tests compare, for every frame, the rows the view computed from the state with the rows
+``columns.decode`` and player.js produce from the exported arrays.
+"""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kstep.engine import Random, Scripted, scenario, simulate
+from kstep.models import make_model
+from kstep.views import columns as fc
+from kstep.views import layout, player
+
+HARNESS = Path(__file__).with_name("player_harness.js")
+
+
+def rcu_trace(seed=1, name="grace-period-basics", variant=None):
+    model = make_model("rcu", variant)
+    sc = scenario.load("rcu", model.scenario_schema, name)
+    sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
+    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=seed)
+    return trace, model
+
+
+# --- the format in Python ----------------------------------------------------------------------------
+
+def toy_rows(state):
+    """A made-up view: state is an int; frame k draws k % 4 boxes named after their position."""
+    n = state % 4
+    return {"x": [j * 1.5 for j in range(n)], "y": [state] * n, "name": [f"box {j}" for j in range(n)]}
+
+
+def export_toy(states):
+    strings = fc.Strings()
+    cols = fc.FrameColumns("toy", {"x": float, "y": int, "name": str}, toy_rows, strings)
+    for s in states:
+        cols.add(s)
+    return cols.export(), strings.table
+
+
+def test_decode_gives_every_frames_rows():
+    states = [0, 1, 2, 3, 4, 5, 6, 7, 3, 3, 0, 2]
+    export, strings = export_toy(states)
+    for k, s in enumerate(states):
+        assert fc.decode(export, strings, k) == toy_rows(s), f"frame {k}"
+
+
+def test_equal_frames_share_one_block_and_the_store_holds_each_block_once():
+    states = [3, 0, 3, 3, 0]
+    export, _ = export_toy(states)
+    assert (export["start"][0], export["stop"][0]) == (export["start"][2], export["stop"][2])
+    assert export["start"][1] == export["stop"][1]  # state 0 draws no rows
+    assert len(export["store"]["x"]) == 3  # only frame 3's three rows are stored
+
+
+def test_columns_use_small_dtypes_and_strings_become_indices():
+    states = list(range(300))
+    export, strings = export_toy(states)
+    assert export["store"]["y"].dtype == np.int16  # 0..299 needs more than int8
+    assert export["store"]["x"].dtype == np.float32  # 1.5 is exact in float32
+    assert export["store"]["name"].dtype == np.int8  # three distinct names
+    assert strings == ["box 0", "box 1", "box 2"]
+    assert export["start"].dtype == export["stop"].dtype == np.int32
+
+
+def test_rows_must_match_the_declared_columns():
+    cols = fc.FrameColumns("bad", {"x": int}, lambda s: {"x": [1], "y": [2]}, fc.Strings())
+    with pytest.raises(ValueError, match="declared"):
+        cols.add(0)
+    with pytest.raises(TypeError):
+        fc.FrameColumns("bad", {"x": list}, lambda s: {}, fc.Strings())
+
+
+def test_a_real_view_exports_what_its_rows_function_draws():
+    """Every frame of the RCU view's thread boxes decodes to the boxes drawn from that state."""
+    from kstep.views.board import columns as box_columns
+    from kstep.views.rcu import thread_boxes
+
+    trace, model = rcu_trace()
+    p = player.Player(trace, model)
+    p.frame_source("threads", {"head": str, "body": str, "x": float},
+                   lambda s: {c: v for c, v in box_columns(thread_boxes(s)).items() if c in ("head", "body", "x")})
+    for k, s in enumerate(trace.states):
+        expect = box_columns(thread_boxes(s))
+        got = fc.decode(p.exports["threads"], p.strings.table, k)
+        assert got == {c: expect[c] for c in ("head", "body", "x")}, f"frame {k}"
+
+
+# --- player.js slicing, run in Node ------------------------------------------------------------------
+
+def harness_input(lay, actions):
+    """What the page ships to player.js, taken from the layout itself, as JSON for the harness."""
+    spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
+
+    def col(values):
+        values = np.asarray(values)
+        if values.dtype.kind in "iuf":
+            return {"dtype": str(values.dtype), "values": values.tolist()}
+        return {"dtype": "str", "values": list(values)}
+
+    plain = {k: v for k, v in spec.items() if k not in ("widgets", "frames", "sources", "cursors", "follow")}
+    plain["frames"] = {c: col(v) for c, v in spec["frames"].data.items()}
+    plain["sources"] = [{"name": s["name"], "cols": s["cols"], "store": {c: col(v) for c, v in s["store"].data.items()}}
+                        for s in spec["sources"]]
+    plain["window"] = 80
+    return {"code": player.player_js(), "spec": plain, "actions": actions}
+
+
+def run_player(lay, actions):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("Node.js is not installed (Debian package nodejs); the browser tests cover the player")
+    out = subprocess.run([node, str(HARNESS)], input=json.dumps(harness_input(lay, actions)), text=True,
+                         capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def expected_rows(lay, k):
+    """Frame k of every per-frame source, decoded in Python from the arrays the page ships."""
+    spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
+    out = {}
+    for s in spec["sources"]:
+        export = {"kinds": dict(s["cols"]), "store": {c: np.asarray(v) for c, v in s["store"].data.items()},
+                  "start": spec["frames"].data[s["name"] + ".start"],
+                  "stop": spec["frames"].data[s["name"] + ".stop"]}
+        out[s["name"]] = fc.decode(export, spec["strings"], k)
+    return out
+
+
+def assert_rows_equal(got, want, where):
+    for name, cols in want.items():
+        for col, values in cols.items():
+            shown = got[name][col]
+            if values and isinstance(values[0], float):
+                assert shown == pytest.approx(values), f"{where}: {name}.{col}"
+            else:
+                assert shown == values, f"{where}: {name}.{col}"
+
+
+def test_player_js_shows_the_rows_of_each_frame_it_steps_to():
+    trace, model = rcu_trace()
+    lay = layout(trace, model)
+    n = len(trace)
+    actions = ["step"] * n + ["step", "back", "back", "slider:3", "slider:" + str(n), "reset", "slider:1"]
+    results = run_player(lay, actions)
+    frames = list(range(1, n + 1)) + [n, n - 1, n - 2, 3, n, 0, 1]
+    for action, res, k in zip(actions, results, frames):
+        assert res["frame"] == k, action
+        assert res["cursor"] == [k, k + 1]
+        assert res["banner"] == (k == n)
+        assert_rows_equal(res["sources"], expected_rows(lay, k), f"after {action} (frame {k})")
+
+
+def test_player_js_status_names_the_step_its_kernel_function_and_what_it_does():
+    trace, model = rcu_trace()
+    lay = layout(trace, model)
+    results = run_player(lay, ["step", "step", "reset"])
+    for k in (1, 2):
+        action = trace.actions[k - 1]
+        status = results[k - 1]["status"]
+        assert f"step {k} / {len(trace)}" in status
+        assert action.actor in status and action.label in status
+        assert str(model.sources()[action.label]).replace("<", "&lt;") in status
+        assert model.what(action.label).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in status
+    assert results[2]["status"] == player.Player(trace, model).status0()
+
+
+def long_rcu_trace(sections=60):
+    model = make_model("rcu")
+    config = {"threads": [{"name": "R", "kind": "reader", "sections": sections, "updates": 1, "wait": "call_rcu"},
+                          {"name": "U", "kind": "updater", "sections": 1, "updates": 10, "wait": "call_rcu"}]}
+    trace = simulate(model, model.initial(config), Random(3), config=config, seed=3)
+    return trace, model
+
+
+def test_player_pages_the_timeline_along_a_long_trace():
+    trace, model = long_rcu_trace()
+    n = len(trace)
+    assert n > 2 * 80
+    lay = layout(trace, model)
+    results = run_player(lay, ["slider:100", f"slider:{n}", "reset"])
+    for res, k in zip(results, (100, n, 0)):
+        start, end = res["range"]
+        assert end - start == 80
+        assert start <= k < k + 1 <= end, f"frame {k} is off the visible window {start}..{end}"

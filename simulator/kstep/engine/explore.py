@@ -30,6 +30,13 @@ class ExploreResult:
     def clean(self) -> bool:
         return self.exhausted and self.violation is None
 
+    @property
+    def verdict(self) -> str:
+        """"clean" (exhausted, every invariant held), "violation", or "bounded" (never clean)."""
+        if self.violation is not None:
+            return "violation"
+        return "clean" if self.exhausted else "bounded"
+
 
 @without_cyclic_gc
 def explore(

@@ -74,3 +74,12 @@ def take_from_queue(sem: Rwsem, i: int) -> Rwsem:
     if kind == WRITE:
         return sem._replace(owner=i, waiters=waiters)
     return add_reader(sem._replace(waiters=waiters), i)
+
+
+def waiting(sem: Rwsem, i: int) -> bool:
+    """Thread i is queued on the rwsem."""
+    return any(j == i for j, _ in sem.waiters)
+
+
+def holds_read(sem: Rwsem, i: int) -> bool:
+    return i in sem.readers

@@ -9,7 +9,7 @@ import pytest
 from kstep.engine import (Frame, Invariant, Program, ProgramModel, Random, RoundRobin, Scripted,
                           SplitMix64, Variant, explore, parse_schedule, push, set_thread, simulate)
 from kstep.engine import trace as tracemod
-from kstep.engine.prng import VECTORS
+from kstep.engine.prng import BELOW_VECTORS, VECTORS
 from kstep.errors import UserError
 
 
@@ -93,6 +93,12 @@ def test_splitmix64_matches_published_vectors():
     for seed, outputs in VECTORS:
         g = SplitMix64(seed)
         assert tuple(g.next() for _ in outputs) == outputs
+
+
+def test_below_matches_its_vectors():
+    for seed, n, outputs in BELOW_VECTORS:
+        g = SplitMix64(seed)
+        assert tuple(g.below(n) for _ in outputs) == outputs
 
 
 def test_below_stays_in_range_and_covers_it():

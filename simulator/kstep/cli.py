@@ -220,7 +220,7 @@ def cmd_list(args) -> int:
 
 def cmd_run(args) -> int:
     model = make_model(args.mechanism, args.variant)
-    sc = scenarios.load(model.name, model.scenario_schema, args.scenario, args.overrides)
+    sc = load_scenario(model, args.scenario, args.overrides)
     check_outputs(args.json, args.html)
     scheduler, seed_used = pick_scheduler(args, sc)
     state = start(model, sc.config, sc.name)
@@ -243,7 +243,7 @@ def cmd_run(args) -> int:
 
 def cmd_explore(args) -> int:
     model = make_model(args.mechanism, args.variant)
-    sc = scenarios.load(model.name, model.scenario_schema, args.scenario, args.overrides)
+    sc = load_scenario(model, args.scenario, args.overrides)
     check_outputs(args.json, args.html)
     state = start(model, sc.config, sc.name)
     checks = [inv.name for inv in model.invariants] + ["deadlock"]
@@ -262,6 +262,7 @@ def cmd_explore(args) -> int:
         cex = result.counterexample
         print(f"\nshortest counterexample ({len(cex)} steps):")
         print_table(model, cex, reveal=True)
+        print()
         write_outputs(model, cex, args.json, args.html)
         return VIOLATION
     if not result.exhausted:
@@ -294,6 +295,13 @@ def variant_tag(cls, name: str) -> str:
     if name == cls.default_variant:
         return f"{name} (default)"
     return f"{name} (broken)" if cls.variants[name].broken else name
+
+
+def load_scenario(model, name_or_path: str, overrides: list[str]):
+    try:
+        return scenarios.load(model.name, model.scenario_schema, name_or_path, overrides)
+    except RecursionError:  # tomllib recurses once per nested array or inline table, in a file or a --set
+        raise UserError(f"{name_or_path}: arrays or tables nested too deeply to read") from None
 
 
 def pick_scheduler(args, sc):

@@ -63,13 +63,15 @@ class Variant(NamedTuple):
 
     ``replaces`` maps step labels to the step implementations this variant uses instead of the
     default ones; a broken variant replaces exactly the steps the kernel bug changes, and no check
-    ever looks at a variant's name.
+    ever looks at a variant's name.  ``params`` holds the variant's constants (an initial value
+    that differs between kernel versions).
     """
 
     name: str
     doc: str
     broken: bool = False
     replaces: Mapping[str, Any] = {}
+    params: Mapping[str, Any] = {}
 
 
 class Model(abc.ABC):
@@ -126,6 +128,10 @@ class Model(abc.ABC):
     def describe(self, state: State) -> Any:
         """The state as plain JSON data (used by traces)."""
         return to_jsonable(state)
+
+    def cost(self, state: State, action: Action) -> int:
+        """Rounds the step keeps its actor busy under round-robin (0: CPU-local, takes no turn)."""
+        return 1
 
     def summary(self, state: State) -> dict[str, str]:
         """A few short columns of the state for the step table (what a student predicts)."""

@@ -26,7 +26,11 @@ class Frame(NamedTuple):
 
 
 class Step(NamedTuple):
-    """An atomic step: ``run(state, thread_index, arg) -> state`` (daemons: ``run(state)``)."""
+    """An atomic step: ``run(state, thread_index, arg) -> state`` (daemons: ``run(state)``).
+
+    ``cost`` is how many round-robin rounds it keeps its thread busy: 0 for CPU-local work that
+    touches no shared memory, or a function ``cost(state, thread_index, arg)``.
+    """
 
     label: str
     source: Source
@@ -34,6 +38,7 @@ class Step(NamedTuple):
     run: Callable[..., State]
     guard: Optional[Callable[..., bool]] = None
     daemon: bool = False
+    cost: Any = 1
 
 
 class Call(NamedTuple):
@@ -54,12 +59,12 @@ class Program:
         self.steps: dict[str, Step] = {}
         self.calls: dict[str, Call] = {}
 
-    def step(self, label: str, location: str, what: str, *, daemon: bool = False):
+    def step(self, label: str, location: str, what: str, *, daemon: bool = False, cost: Any = 1):
         """Register an atomic step; ``what`` says in one line what the kernel does there."""
 
         def register(run):
             self._fresh(label)
-            self.steps[label] = Step(label, Source.parse(location), what, run, None, daemon)
+            self.steps[label] = Step(label, Source.parse(location), what, run, None, daemon, cost)
             return run
 
         return register
@@ -161,6 +166,13 @@ class ProgramModel(Model):
 
     def sources(self) -> Mapping[str, Source]:
         return {label: st.source for label, st in self._steps.items()}
+
+    def cost(self, state: State, action: Action) -> int:
+        c = self._steps[action.label].cost
+        if callable(c):
+            i = self.thread_index(state, action.actor)
+            return c(state, i, state.threads[i].frames[0][1])
+        return c
 
     # -- helpers for subclasses -------------------------------------------------------------------
     @staticmethod

@@ -24,13 +24,25 @@ class Int(NamedTuple):
 
     def check(self, v: Any, path: str) -> int:
         if isinstance(v, bool) or not isinstance(v, int):
-            raise _bad(path, f"expected an integer, got {_kind(v)}")
+            raise bad(path, f"expected an integer, got {_kind(v)}")
         if not self.lo <= v <= self.hi:
-            raise _bad(path, f"{v} is out of range {self.lo}..{self.hi}")
+            raise bad(path, f"{v} is out of range {self.lo}..{self.hi}")
         return v
 
     def text(self) -> str:
         return f"integer {self.lo}..{self.hi}"
+
+
+class Bool(NamedTuple):
+    doc: str = ""
+
+    def check(self, v: Any, path: str) -> bool:
+        if not isinstance(v, bool):
+            raise bad(path, f"expected true or false, got {_kind(v)}")
+        return v
+
+    def text(self) -> str:
+        return "true or false"
 
 
 class Str(NamedTuple):
@@ -40,11 +52,11 @@ class Str(NamedTuple):
 
     def check(self, v: Any, path: str) -> str:
         if not isinstance(v, str):
-            raise _bad(path, f"expected a string, got {_kind(v)}")
+            raise bad(path, f"expected a string, got {_kind(v)}")
         if self.choices and v not in self.choices:
-            raise _bad(path, f"{v!r} is not one of {', '.join(self.choices)}")
+            raise bad(path, f"{v!r} is not one of {', '.join(self.choices)}")
         if len(v) > self.max_len:
-            raise _bad(path, f"longer than {self.max_len} characters")
+            raise bad(path, f"longer than {self.max_len} characters")
         return v
 
     def text(self) -> str:
@@ -59,9 +71,9 @@ class List(NamedTuple):
 
     def check(self, v: Any, path: str) -> tuple:
         if not isinstance(v, list):
-            raise _bad(path, f"expected a list, got {_kind(v)}")
+            raise bad(path, f"expected a list, got {_kind(v)}")
         if not self.min_len <= len(v) <= self.max_len:
-            raise _bad(path, f"has {len(v)} entries; allowed {self.min_len}..{self.max_len}")
+            raise bad(path, f"has {len(v)} entries; allowed {self.min_len}..{self.max_len}")
         return tuple(self.item.check(x, f"{path}[{i}]") for i, x in enumerate(v))
 
     def text(self) -> str:
@@ -78,24 +90,29 @@ class Key(NamedTuple):
 
 
 class Table(NamedTuple):
+    """A TOML table; ``rules(value, path)`` adds checks across keys (raise ``Invalid``)."""
+
     keys: Mapping[str, Key]
     doc: str = ""
+    rules: Optional[Any] = None
 
     def check(self, v: Any, path: str) -> dict:
         if not isinstance(v, dict):
-            raise _bad(path, f"expected a table, got {_kind(v)}")
+            raise bad(path, f"expected a table, got {_kind(v)}")
         unknown = sorted(set(v) - set(self.keys))
         if unknown:
-            raise _bad(_join(path, unknown[0]), f"unknown key (allowed: {', '.join(self.keys)})")
+            raise bad(_join(path, unknown[0]), f"unknown key (allowed: {', '.join(self.keys)})")
         out = {}
         for name, key in self.keys.items():
             sub = _join(path, name)
             if name in v:
                 out[name] = key.field.check(v[name], sub)
             elif key.required:
-                raise _bad(sub, "missing")
+                raise bad(sub, "missing")
             else:
                 out[name] = key.field.check(key.default, sub)
+        if self.rules:
+            self.rules(out, path)
         return out
 
     def text(self) -> str:
@@ -118,7 +135,7 @@ class Invalid(Exception):
     """A schema violation; the loader adds the file name and raises UserError."""
 
 
-def _bad(path: str, what: str) -> Invalid:
+def bad(path: str, what: str) -> Invalid:
     return Invalid(f"{path or '(top)'}: {what}")
 
 

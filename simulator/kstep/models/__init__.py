@@ -2,8 +2,9 @@
 
 from ..errors import UserError
 from .rcu import RcuModel
+from .vma_lock import VmaLocksModel
 
-MODELS = {m.name: m for m in (RcuModel,)}
+MODELS = {m.name: m for m in (VmaLocksModel, RcuModel)}
 
 
 def model_class(name: str):

@@ -81,8 +81,9 @@ def add_rcu(program: Program, invoke: Callable) -> None:
     waiter) in the embedding model.
     """
 
+    # Without preemptible RCU these are preempt_disable()/preempt_enable(): CPU-local, cost 0.
     @program.step("rcu_read_lock", "include/linux/rcupdate.h:rcu_read_lock",
-                  "enter a read-side section: this CPU now holds up every grace period that starts")
+                  "enter a read-side section: this CPU now holds up every grace period that starts", cost=0)
     def rcu_read_lock(s, i, arg):
         r = s.rcu
         section = r.ghost_section
@@ -92,7 +93,8 @@ def add_rcu(program: Program, invoke: Callable) -> None:
         return s._replace(rcu=r._replace(nesting=nesting, ghost_section=section))
 
     @program.step("rcu_read_unlock", "include/linux/rcupdate.h:rcu_read_unlock",
-                  "leave a read-side section; outside every section this CPU can pass a quiescent state")
+                  "leave a read-side section; outside every section this CPU can pass a quiescent state",
+                  cost=0)
     def rcu_read_unlock(s, i, arg):
         r = s.rcu
         nesting = r.nesting[:i] + (r.nesting[i] - 1,) + r.nesting[i + 1:]
@@ -158,6 +160,20 @@ def rcu_do_batch(ready: Callable[[int, int], bool], invoke: Callable):
     return run, guard
 
 
+def rcu_summary(s) -> dict[str, str]:
+    """Step-table columns for RCU: gp_seq, who the grace period waits for, queued callbacks."""
+    r = s.rcu
+    names = [t.name for t in s.threads]
+    waiting = [names[c] for c, p in enumerate(r.qs_pending) if p]
+    gp = ("running, waits for " + ",".join(waiting) if waiting else "running") if r.gp_seq & RCU_SEQ_STATE_MASK else "idle"
+    return {
+        "gp_seq": str(r.gp_seq),
+        "grace period": gp,
+        "in section": ",".join(n for n, k in zip(names, r.nesting) if k) or "-",
+        "callbacks": " ".join(f"{cb.func}({cb.obj})@{cb.wait}" for cb in r.callbacks) or "-",
+    }
+
+
 def rcu_invariants() -> list[Invariant]:
     def gp_waits(s, a, t):
         if s.rcu.gp_seq & RCU_SEQ_STATE_MASK and not t.rcu.gp_seq & RCU_SEQ_STATE_MASK:
@@ -188,7 +204,7 @@ def rcu_invariants() -> list[Invariant]:
 
 def _gp_ends_on_first_report(s):
     r = s.rcu
-    return bool(r.gp_seq & RCU_SEQ_STATE_MASK) and not all(r.qs_pending)
+    return bool(r.gp_seq & RCU_SEQ_STATE_MASK) and not all(r.qs_pending)  # one report is enough
 
 
 def _started(gp_seq: int, wait: int) -> bool:
@@ -344,6 +360,14 @@ class RcuModel(ProgramModel):
             threads.append(Thread(t["name"], frames))
         s = RcuState(tuple(threads), rcu_init(len(threads)), 0, (LIVE,))
         return self.start(s)
+
+    def summary(self, s):
+        return rcu_summary(s) | {"objects": " ".join(f"{k}:{st}" for k, st in enumerate(s.objects))}
+
+    def answers(self, trace):
+        final = trace.states[-1]
+        return {"grace_periods": final.rcu.gp_seq >> 2,
+                "objects_freed": sum(st == FREED for st in final.objects), **trace.stats}
 
     invariants = [
         *rcu_invariants(),

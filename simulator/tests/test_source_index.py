@@ -1,0 +1,215 @@
+"""The committed Linux 6.12 function index, its loader, and the parser that builds it."""
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from kstep.lab import source_index
+from kstep.lab.debian import PrivateApt, host_mirrors
+
+# Each was read in Debian's linux-source-6.12 6.12.117-1~deb12u1 before being listed here.
+KNOWN_GOOD = [
+    "mm/memory.c:lock_vma_under_rcu",
+    "include/linux/mm.h:vma_start_read",
+    "include/linux/mm.h:vma_end_read",
+    "include/linux/mm.h:vma_start_write",
+    "include/linux/mm.h:__is_vma_write_locked",
+    "include/linux/mmap_lock.h:vma_end_write_all",
+    "include/linux/mmap_lock.h:mmap_write_unlock",
+    "include/linux/mmap_lock.h:mm_lock_seqcount_begin",
+    "lib/maple_tree.c:mas_walk",
+    "mm/vma.h:vma_iter_store",
+    "mm/vma.c:vms_gather_munmap_vmas",
+    "kernel/locking/rwsem.c:down_read_trylock",
+    "include/linux/rcupdate.h:rcu_read_lock",
+    "kernel/rcu/tree.c:call_rcu",
+    "kernel/rcu/tree_plugin.h:rcu_qs",
+    "kernel/fork.c:vm_area_free",
+    "kernel/fork.c:vm_area_free_rcu_cb",
+    "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
+    "kernel/locking/qspinlock.c:xchg_tail",
+    "include/asm-generic/qspinlock.h:queued_spin_unlock",
+    "arch/powerpc/lib/qspinlock.c:try_to_steal_lock",
+    "mm/damon/core.c:damon_merge_two_regions",
+    "mm/memory.c:copy_pte_range",
+    "arch/arm64/mm/contpte.c:contpte_ptep_get",
+    "arch/x86/mm/fault.c:do_user_addr_fault",
+    "arch/arm64/mm/fault.c:do_page_fault",
+    "arch/powerpc/mm/fault.c:___do_page_fault",
+    # function-like macros
+    "include/linux/rcupdate.h:rcu_dereference",
+    "include/linux/rcupdate.h:rcu_assign_pointer",
+    "include/linux/vmstat.h:count_vm_vma_lock_event",
+    "kernel/locking/mcs_spinlock.h:arch_mcs_spin_lock_contended",
+    # defined through a macro that names them
+    "arch/x86/mm/fault.c:exc_page_fault",
+    "arch/powerpc/mm/fault.c:do_page_fault",
+    "mm/mmap.c:sys_munmap",
+]
+
+KNOWN_BAD = [
+    "mm/memory.c:no_such_function",
+    "mm/no_such_file.c:lock_vma_under_rcu",
+    "mm/memory.c:vma_start_read",  # real, but defined in include/linux/mm.h
+    "kernel/rcu/tree.c:rcu_qs",  # real, but in tree_plugin.h (which tree.c #includes)
+    "kernel/locking/qspinlock.c:queued_spin_lock",  # real, but in the asm-generic header
+    "mm/memory.c:VMA_LOCK_ABORT",  # an enum constant, not a function
+    "mm/memory.c",
+    "lock_vma_under_rcu",
+]
+
+
+@pytest.mark.parametrize("location", KNOWN_GOOD)
+def test_known_locations_exist(location):
+    assert source_index.exists(location), location
+
+
+@pytest.mark.parametrize("location", KNOWN_BAD)
+def test_wrong_locations_do_not_exist(location):
+    assert not source_index.exists(location), location
+
+
+def test_header_names_the_debian_6_12_package():
+    header = source_index.header()
+    assert header["package"] == "linux-source-6.12"
+    assert source_index.version() == header["version"] == source_index.VERSION
+    assert header["version"].startswith(header["kernel"] + "-")
+    assert header["kernel"].split(".")[:2] == ["6", "12"]
+    assert len(header["sha256"]) == 64
+
+
+def test_index_covers_every_part_and_is_sorted():
+    index = source_index.load_index()
+    for part in source_index.PARTS:
+        assert any(p == part or (part.endswith("/") and p.startswith(part)) for p in index), part
+    assert all(path.endswith((".c", ".h")) for path in index)
+    assert len(index) > 3000 and sum(map(len, index.values())) > 30000
+    data = source_index.default_index_path().read_bytes()
+    assert data[4:8] == b"\0\0\0\0", "gzip mtime must be 0 for a reproducible index"
+    lines = gzip.decompress(data).decode().splitlines()
+    body = [line for line in lines if not line.startswith("#")]
+    assert body == sorted(body)
+    assert all(line.split("\t")[1].split() == sorted(line.split("\t")[1].split()) for line in body)
+
+
+def test_load_index_returns_a_copy():
+    source_index.load_index().clear()
+    assert source_index.exists("mm/memory.c:lock_vma_under_rcu")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["bogus"], "invalid choice: 'bogus'"),
+        (["build", "--deb", "/no/such/file.deb"], "--deb /no/such/file.deb: no such file"),
+        (["build", "--out", "/no/such/dir/index.txt.gz"], "directory /no/such/dir does not exist"),
+    ],
+)
+def test_bad_command_lines_get_one_line_and_status_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        source_index.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_not_a_deb_is_bad_input(tmp_path, capsys):
+    fake = tmp_path / "linux-source.deb"
+    fake.write_text("not an ar archive")
+    with pytest.raises(SystemExit) as exit_:
+        source_index.main(["build", "--deb", str(fake), "--out", str(tmp_path / "i.gz")])
+    assert exit_.value.code == 2
+    assert "is not a Debian package" in capsys.readouterr().err
+    assert not (tmp_path / "i.gz").exists()
+
+
+def test_check_command(capsys):
+    assert source_index.main(["check", "mm/memory.c:lock_vma_under_rcu"]) == 0
+    assert source_index.main(["check", "mm/memory.c:vma_start_read"]) == 1
+    assert "mm/memory.c:vma_start_read" in capsys.readouterr().out
+
+
+# The parser, on small pieces of kernel-style C.
+
+C_SAMPLE = r"""
+#define rcu_dereference(p) rcu_dereference_check(p, 0)
+#define NOT_A_FUNCTION (1 << 2)
+#define multi_line(a, b) \
+	do { if (a) { b; } } while (0)
+static const char *msg = "{ not a body }";
+static struct ops ops = { .open = my_open, };
+struct vma_lock { struct rw_semaphore lock; };
+/* void commented_out(void) { } */
+static inline void do_raw_spin_lock(raw_spinlock_t *lock) __acquires(lock)
+{
+	if (x) { y(); }
+}
+#ifdef CONFIG_PER_VMA_LOCK
+static inline bool vma_start_read(struct vm_area_struct *vma)
+{
+#else
+static inline bool vma_start_read(struct vm_area_struct *vma, int unused)
+{
+#endif
+	return '{';
+}
+static void (*get_ctor(int shift))(void *)
+{
+	return NULL;
+}
+SYSCALL_DEFINE2(munmap, unsigned long, addr, size_t, len)
+{
+	return 0;
+}
+DEFINE_IDTENTRY_RAW_ERRORCODE(exc_page_fault)
+{
+}
+int after_all_that(void) { return 0; }
+"""
+
+
+def test_parser_finds_definitions_and_function_like_macros():
+    assert source_index.definitions(C_SAMPLE) == {
+        "rcu_dereference",
+        "multi_line",
+        "do_raw_spin_lock",
+        "vma_start_read",
+        "get_ctor",
+        "sys_munmap",
+        "exc_page_fault",
+        "after_all_that",
+    }
+
+
+def test_private_apt_configuration_stays_off_the_host(tmp_path):
+    apt = PrivateApt(
+        root=tmp_path, architectures=["amd64", "arm64"], mirror="http://mirror.invalid/debian"
+    )
+    sources = apt.sources_list()
+    for suite in ("bookworm", "bookworm-updates", "bookworm-security", "bookworm-backports"):
+        assert f" {suite} main" in sources
+    assert "http://mirror.invalid/debian-security bookworm-security" in sources
+    conf = apt.apt_conf()
+    assert f'Dir::Etc "{tmp_path}/etc/";' in conf
+    assert f'Dir::State "{tmp_path}/state/";' in conf
+    assert f'Dir::Cache "{tmp_path}/cache/";' in conf
+    assert 'Dir::Etc::Parts "apt.conf.d";' in conf  # so the host's apt.conf.d hooks never run
+    assert 'APT::Architectures { "amd64"; "arm64"; };' in conf
+    assert "/etc/apt" not in conf and "/var/lib/apt" not in conf and "/var/cache/apt" not in conf
+
+
+def test_host_mirrors_reads_both_source_formats(tmp_path):
+    (tmp_path / "a.sources").write_text(
+        "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\n"
+        "Components: main\n\nTypes: deb\nURIs: http://mirror.invalid/debian-security\n"
+        "Suites: bookworm-security\nComponents: main\n"
+    )
+    assert host_mirrors([tmp_path]) == (
+        "http://mirror.invalid/debian",
+        "http://mirror.invalid/debian-security",
+    )
+    one_line = tmp_path / "b.list"
+    one_line.write_text("# comment\ndeb [arch=amd64] http://other.invalid/debian bookworm main\n")
+    assert host_mirrors([one_line]) == ("http://other.invalid/debian", None)
+    assert host_mirrors([Path(tmp_path / "missing")]) == (None, None)

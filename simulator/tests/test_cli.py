@@ -3,6 +3,7 @@
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,8 @@ from kstep.engine import scenario as scenarios
 from kstep.models import MODELS
 from kstep.models.rcu import RcuModel
 
-RCU = ["rcu", "--scenario", "grace-period-basics"]
+RCU = ["rcu", "--scenario", "grace-period-basics"]  # has its own worked schedule
+RCU_UNSCRIPTED = ["rcu", "--scenario", "call-rcu-callback"]
 BROKEN_RCU = ["gp-ends-early", "early-callback"]
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,16 +41,37 @@ def bad_input(capsys, *argv, says=()):
     return lines[0]
 
 
-def table_rows(out):
-    """The step rows of a step table: lists of cells split on runs of two or more spaces."""
-    rows = []
+def table(out):
+    """The rows of the first step table in ``out``, as dicts keyed by column name.
+
+    step and tick are right-aligned; every other column starts where its name starts in the header
+    (cells may contain single spaces: "running, waits for R").
+    """
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("step  tick  actor"))
+    spans = [(m.start(), m.group()) for m in re.finditer(r"\S+(?: \S+)*", lines[start])]
+    rows = []
     for line in lines[start + 1:]:
         if not line.strip():
             break
-        rows.append(line.split())
+        numbers = line[:spans[2][0]].split()
+        row = {"step": numbers[0], "tick": numbers[1] if len(numbers) > 1 else ""}
+        for k in range(2, len(spans)):
+            end = spans[k + 1][0] if k + 1 < len(spans) else None
+            row[spans[k][1]] = line[spans[k][0]:end].strip()
+        rows.append(row)
     return rows
+
+
+def column(out, name):
+    return [row[name] for row in table(out)]
+
+
+STEP_COLUMNS = ("step", "tick", "actor", "label", "kernel function")
+
+
+def steps_only(rows):
+    return [{k: row[k] for k in STEP_COLUMNS} for row in rows]
 
 
 def write_scenario(path, body, description="test", look_for="test"):
@@ -124,10 +147,12 @@ def test_run_prints_a_problem_without_answers(capsys):
     rc, out, err = kstep(capsys, "run", *RCU, "-s", "3")
     assert rc == 0 and err == ""
     assert "scheduler: random, seed 3" in out
-    rows = table_rows(out)
-    assert rows[0] == ["0", "(initial)"]
-    assert [r[:2] for r in rows[1:4]] == [["1", "1"], ["2", "2"], ["3", "3"]]  # random: a tick is a step
-    assert "kernel/rcu/tree.c:rcu_gp_init" in out
+    rows = table(out)
+    assert rows[0]["step"] == "0" and rows[0]["label"] == "(initial)"
+    assert rows[0]["gp_seq"] == "0" and rows[0]["grace period"] == "idle"  # the initial state is given
+    assert [(r["step"], r["tick"]) for r in rows[1:4]] == [("1", "1"), ("2", "2"), ("3", "3")]
+    assert all(r[c] == "?" for r in rows[1:] for c in ("gp_seq", "grace period", "callbacks", "objects"))
+    assert "kernel/rcu/tree.c:rcu_gp_init" in column(out, "kernel function")
     assert "rerun with -c" in out
     assert "Answers:" not in out and "outcome:" not in out
 
@@ -136,32 +161,39 @@ def test_run_compute_shows_answers_and_outcome(capsys):
     _, problem, _ = kstep(capsys, "run", *RCU, "-s", "3")
     rc, out, _ = kstep(capsys, "run", *RCU, "-s", "3", "-c")
     assert rc == 0
+    rows = table(out)
+    assert steps_only(rows) == steps_only(table(problem))  # the same run, with the answers filled in
+    assert "?" not in [cell for row in rows for cell in row.values()]
+    assert rows[-1]["gp_seq"] == "4" and rows[-1]["objects"] == "0:freed 1:live"  # rcu_seq_end, kfree
     assert "Answers:" in out and "  outcome: finished" in out
-    assert f"  steps: {len(table_rows(out)) - 1}" in out
-    assert [r[:5] for r in table_rows(out)] == [r[:5] for r in table_rows(problem)]  # same run, answers added
+    assert f"  steps: {len(rows) - 1}" in out
+    assert "  grace_periods: 1" in out and "  objects_freed: 1" in out
     assert "rerun with -c" not in out
 
 
 def test_run_with_a_seed_is_reproducible(capsys):
     first = kstep(capsys, "run", *RCU, "-s", "11", "-c")
     assert first == kstep(capsys, "run", *RCU, "-s", "11", "-c")
-    tables = {tuple(map(tuple, table_rows(kstep(capsys, "run", *RCU, "-s", s)[1]))) for s in range(6)}
-    assert len(tables) > 1  # the seed does choose the interleaving
+    runs = {tuple(column(kstep(capsys, "run", *RCU, "-s", s)[1], "actor")) for s in range(6)}
+    assert len(runs) > 1  # the seed does choose the interleaving
 
 
 def test_run_without_a_scheduler_uses_seed_1(capsys):
-    _, default, _ = kstep(capsys, "run", *RCU)
-    _, seeded, _ = kstep(capsys, "run", *RCU, "-s", "1")
+    _, default, _ = kstep(capsys, "run", *RCU_UNSCRIPTED)
+    _, seeded, _ = kstep(capsys, "run", *RCU_UNSCRIPTED, "-s", "1")
     assert "random, seed 1" in default and default == seeded
 
 
 def test_run_uses_the_scenarios_own_schedule(capsys, tmp_path):
+    rc, out, _ = kstep(capsys, "run", *RCU)
+    assert rc == 0 and "scheduler: scripted" in out
+    assert column(out, "actor")[1:12] == "R U U rcu R R R rcu R rcu rcu".split()
     path = write_scenario(tmp_path / "worked.toml", 'schedule = "U*2 R"\n'
                           '[[threads]]\nname = "R"\nkind = "reader"\n[[threads]]\nname = "U"\nkind = "updater"\n')
     rc, out, _ = kstep(capsys, "run", "rcu", "--scenario", path, "-c")
     assert rc == 0 and "scheduler: scripted" in out
-    assert [r[2:4] for r in table_rows(out)[1:4]] == [["U", "rcu_assign_pointer"], ["U", "call_rcu"],
-                                                     ["R", "rcu_read_lock"]]
+    assert [(r["actor"], r["label"]) for r in table(out)[1:4]] == [
+        ("U", "rcu_assign_pointer"), ("U", "call_rcu"), ("R", "rcu_read_lock")]
     # an explicit scheduler wins over the scenario's
     rc, out, _ = kstep(capsys, "run", "rcu", "--scenario", path, "-s", "5")
     assert "random, seed 5" in out
@@ -170,36 +202,40 @@ def test_run_uses_the_scenarios_own_schedule(capsys, tmp_path):
 def test_run_scripted_schedule_then_round_robin(capsys):
     rc, out, _ = kstep(capsys, "run", *RCU, "-P", "R*2 U*2 rcu", "-c")
     assert rc == 0
-    rows = table_rows(out)
-    assert [r[2] for r in rows[1:6]] == ["R", "R", "U", "U", "rcu"]
-    assert rows[5][3] == "rcu_gp_init"
+    rows = table(out)
+    assert [r["actor"] for r in rows[1:6]] == ["R", "R", "U", "U", "rcu"]
+    assert rows[5]["label"] == "rcu_gp_init" and rows[5]["gp_seq"] == "1"
     assert "outcome: finished" in out
 
 
 def test_run_round_robin_counts_rounds(capsys):
     rc, out, _ = kstep(capsys, "run", *RCU, "--round-robin", "-c")
     assert rc == 0 and "scheduler: round-robin" in out
-    assert "  rounds: 9" in out and "  blocked_rounds: none" in out
+    rows = table(out)
+    rounds = int(re.search(r"^  rounds: (\d+)$", out, re.M).group(1))
+    assert rounds == int(rows[-1]["tick"]) + 1  # ticks are rounds, counted from 0
+    assert "  blocked_rounds: none" in out
 
 
 def test_run_steps_caps_the_run(capsys):
     rc, out, _ = kstep(capsys, "run", *RCU, "--steps", "3", "-c")
     assert rc == 0
-    assert len(table_rows(out)) == 4
+    assert len(table(out)) == 4
     assert "outcome: max-steps" in out
 
 
 def test_run_set_overrides_the_scenario(capsys):
-    rc, out, _ = kstep(capsys, "run", *RCU, "--set", "threads.0.sections=3", "-c")
+    rc, out, _ = kstep(capsys, "run", *RCU_UNSCRIPTED, "--set", "threads.0.sections=3", "-c")
     assert rc == 0
-    assert sum(r[3] == "rcu_read_lock" for r in table_rows(out)[1:]) == 3
+    rows = table(out)
+    assert sum(r["label"] == "rcu_read_lock" and r["actor"] == "R1" for r in rows) == 3
 
 
 def test_run_scenario_from_a_file(capsys, tmp_path):
     path = write_scenario(tmp_path / "mine.toml", '[[threads]]\nname = "A"\nkind = "reader"\nsections = 4\n')
     rc, out, _ = kstep(capsys, "run", "rcu", "--scenario", path, "-c")
     assert rc == 0 and "scenario mine:" in out
-    assert sum(r[3] == "rcu_read_lock" for r in table_rows(out)[1:]) == 4
+    assert column(out, "label").count("rcu_read_lock") == 4
 
 
 def test_run_on_a_broken_variant_shows_the_violation_only_with_c(capsys):
@@ -210,18 +246,13 @@ def test_run_on_a_broken_variant_shows_the_violation_only_with_c(capsys):
     rc, out, _ = kstep(capsys, *argv, "-c")
     assert rc == 0
     assert "outcome: violation of grace-period-waits-for-readers: grace period 1 ended" in out
+    assert table(out)[-1]["in section"] == "R"  # the reader is still inside when gp_seq says it ended
 
 
-def test_state_columns_are_question_marks_until_c(capsys, monkeypatch):
-    monkeypatch.setattr(RcuModel, "summary", lambda self, s: {"gp_seq": str(s.rcu.gp_seq)})
-    _, out, _ = kstep(capsys, "run", *RCU, "-s", "2")
-    rows = table_rows(out)
-    assert rows[0] == ["0", "(initial)", "0"]  # the initial state is given
-    assert all(r[-1] == "?" for r in rows[1:])
-    _, out, _ = kstep(capsys, "run", *RCU, "-s", "2", "-c")
-    rows = table_rows(out)
-    assert "?" not in [r[-1] for r in rows]
-    assert rows[-1][-1] == "4"  # rcu_seq_end: one grace period has run
+def test_a_model_without_state_columns_gets_the_step_columns_only(capsys, monkeypatch):
+    monkeypatch.setattr(RcuModel, "summary", lambda self, s: {})
+    _, out, _ = kstep(capsys, "run", *RCU)
+    assert list(table(out)[0]) == list(STEP_COLUMNS)
 
 
 @pytest.mark.parametrize("mechanism", sorted(MODELS))
@@ -229,14 +260,16 @@ def test_every_bundled_scenario_runs(capsys, mechanism):
     model = MODELS[mechanism]()
     for sc in scenarios.bundled(mechanism):
         config = scenarios.load(mechanism, model.scenario_schema, sc).config
-        has_columns = bool(model.summary(model.initial(config)))
+        columns = list(model.summary(model.initial(config)))
         rc, out, err = kstep(capsys, "run", mechanism, "--scenario", sc)
         assert rc == 0 and err == "", (sc, err)
-        if has_columns:
-            assert table_rows(out)[-1][-1] == "?"
+        rows = table(out)
+        header = list(rows[0])  # later states may add columns (a VMA that mmap creates)
+        assert header[:len(STEP_COLUMNS) + len(columns)] == list(STEP_COLUMNS) + columns
+        assert all(r[c] == "?" for r in rows[1:] for c in header[len(STEP_COLUMNS):])
         rc, out, err = kstep(capsys, "run", mechanism, "--scenario", sc, "-c")
         assert rc == 0 and "outcome: " in out
-        assert "?" not in [cell for row in table_rows(out) for cell in row]
+        assert "?" not in [cell for row in table(out) for cell in row.values()]
 
 
 # --- run: output files --------------------------------------------------------------------------------
@@ -251,7 +284,7 @@ def test_run_json_replaces_the_file_and_show_replays_it(capsys, tmp_path):
     assert data["format"] == "kstep-trace" and data["seed"] == 4 and len(data["steps"]) == 15
     rc, shown, err = kstep(capsys, "show", out_json)
     assert rc == 0 and err == ""
-    assert table_rows(shown) == table_rows(out)
+    assert table(shown) == table(out)
     assert "outcome: finished" in shown and "seed 4" in shown
 
 
@@ -314,8 +347,8 @@ def test_explore_finds_the_broken_variants(capsys, variant, invariant, steps):
     assert rc == 1
     assert f"verdict: VIOLATED {invariant}: " in out
     assert f"shortest counterexample ({steps} steps):" in out
-    rows = table_rows(out)
-    assert len(rows) == steps + 1 and rows[-1][2] == "rcu"
+    rows = table(out)
+    assert len(rows) == steps + 1 and rows[-1]["actor"] == "rcu"
 
 
 def test_explore_bounded_is_not_clean(capsys):
@@ -350,7 +383,7 @@ def test_explore_counterexample_written_and_replayable(capsys, tmp_path):
     assert rc == 1 and f"wrote trace {cex}" in out
     rc, shown, _ = kstep(capsys, "show", cex)
     assert rc == 0
-    assert table_rows(shown) == table_rows(out)
+    assert table(shown) == table(out)
     assert "outcome: violation of grace-period-waits-for-readers" in shown
 
 
@@ -371,6 +404,7 @@ def test_explore_shows_progress_on_stderr(capsys, monkeypatch):
     assert "explore:" not in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mechanism", sorted(MODELS))
 def test_every_bundled_scenario_is_clean_with_the_kernels_variant(capsys, mechanism):
     for sc in scenarios.bundled(mechanism):
@@ -378,12 +412,77 @@ def test_every_bundled_scenario_is_clean_with_the_kernels_variant(capsys, mechan
         assert rc == 0, (sc, out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mechanism,variant", [(m, v) for m, cls in sorted(MODELS.items())
                                                for v, var in cls.variants.items() if var.broken])
 def test_every_broken_variant_is_caught_on_some_bundled_scenario(capsys, mechanism, variant):
     codes = [kstep(capsys, "explore", mechanism, "--scenario", sc, "--variant", variant)[0]
              for sc in scenarios.bundled(mechanism)]
     assert 1 in codes, codes
+
+
+# --- vma-locks ------------------------------------------------------------------------------------------
+
+VMA = ["vma-locks", "--scenario", "recheck-race"]
+
+
+def test_vma_locks_list_and_schema(capsys):
+    rc, out, _ = kstep(capsys, "list", "vma-locks", "--schema")
+    assert rc == 0
+    assert "recheck-race" in out and "no-recheck (broken)" in out and "v6.12 (default)" in out
+    assert "anon_vma: true or false (default True)" in out
+    assert "kind: one of fault, writer (required)" in out
+
+
+def test_vma_locks_worked_interleaving_with_answers(capsys):
+    rc, out, _ = kstep(capsys, "run", *VMA)
+    assert rc == 0 and "scheduler: scripted" in out
+    assert "?" in column(out, "mm_lock_seq")
+    rc, out, _ = kstep(capsys, "run", *VMA, "-c")
+    rows = table(out)
+    assert [r["actor"] for r in rows[1:13]] == "T1 T1 T1 W W W W T1 T1 T1 T1 T1".split()
+    assert "vma_lock_abort" in column(out, "label")
+    assert "  vma_lock_abort: 1" in out and "  mmap_lock_faults: 1" in out and "  outcome: finished" in out
+
+
+def test_vma_locks_explore_verdicts(capsys):
+    rc, out, _ = kstep(capsys, "explore", *VMA)
+    assert rc == 0 and "verdict: clean" in out
+    rc, out, _ = kstep(capsys, "explore", *VMA, "--variant", "no-recheck")
+    assert rc == 1 and "verdict: VIOLATED no-reader-in-write-locked-vma: " in out
+    assert "vma_start_read" in column(out, "label")
+    rc, out, _ = kstep(capsys, "explore", *VMA, "--max-states", "5")
+    assert rc == 3 and "verdict: NOT clean" in out
+
+
+def test_vma_locks_deadlock_verdict(capsys):
+    rc, out, _ = kstep(capsys, "explore", "vma-locks", "--scenario", "fork-vs-fault", "--variant",
+                       "anon-prepare-blocks")
+    assert rc == 1 and "verdict: DEADLOCK: no actor can move" in out
+
+
+def test_vma_locks_counterexample_round_trip(capsys, tmp_path):
+    cex = tmp_path / "cex.json"
+    rc, out, _ = kstep(capsys, "explore", *VMA, "--variant", "no-recheck", "--json", cex)
+    assert rc == 1
+    rc, shown, _ = kstep(capsys, "show", cex)
+    assert rc == 0 and table(shown) == table(out)
+    assert "outcome: violation of no-reader-in-write-locked-vma" in shown
+
+
+@pytest.mark.parametrize("argv,says", [
+    ([*VMA, "--set", "vmas.0.end=65"], "vmas[0].end: 65 is out of range 1..64"),
+    ([*VMA, "--set", "vmas.0.anon_vma=1"], "vmas[0].anon_vma: expected true or false"),
+    ([*VMA, "--set", "vmas.0.start=9"], "vmas[0]: start 9 must be below end 4"),
+    ([*VMA, "--set", 'threads.2.ops.0.op="mremap"'], "'mremap' is not one of"),
+    ([*VMA, "--set", "threads.0.faults=[]"], "threads[0].faults: a fault thread needs at least one address"),
+    ([*VMA, "--set", 'threads.1.name="T1"'], "'T1'"),
+    ([*VMA, "--set", 'threads.0.name="rcu"'], "'rcu'"),
+    ([*VMA, "--variant", "nope"], "unknown variant 'nope' for vma-locks"),
+    ([*VMA, "-P", "T1*3 T2*40"], "names T2, which has finished"),
+])
+def test_vma_locks_bad_input(capsys, argv, says):
+    bad_input(capsys, "run", *argv, says=says)
 
 
 # --- show -----------------------------------------------------------------------------------------------

@@ -112,7 +112,9 @@ class Program:
 
 
 class ProgramModel(Model):
-    """A Model whose state has a ``threads`` tuple (each thread with ``name`` and ``frames``).
+    """A Model whose state is a NamedTuple whose first field is ``threads``: a tuple of thread
+    NamedTuples whose first two fields are ``name`` and ``frames`` (the engine relies on these
+    positions to update them without ``_replace``, which dominated exploration time).
 
     Subclasses set ``program`` (a Program) and ``daemons`` (actor name -> its step labels).
     """
@@ -127,6 +129,7 @@ class ProgramModel(Model):
         self._daemon_steps = {
             name: tuple(self._steps[label] for label in labels) for name, labels in self.daemons.items()
         }
+
 
     # -- contract -------------------------------------------------------------------------------
     def actors(self, state: State) -> tuple[str, ...]:
@@ -151,18 +154,18 @@ class ProgramModel(Model):
         st = self._steps[action.label]
         if st.daemon:
             return st.run(state)
-        i = self.thread_index(state, action.actor)
+        i = thread_index(state, action.actor)
         t = state.threads[i]
-        label, arg = t.frames[0]
+        label, arg = t[1][0]
         if label != action.label:
             raise ValueError(f"{action} is not {t.name}'s next step ({label})")
-        state = set_thread(state, i, t._replace(frames=t.frames[1:]))
+        state = set_thread(state, i, with_frames(t, t[1][1:]))
         return self.normalize(st.run(state, i, arg), i)
 
     def done(self, state: State, actor: str) -> bool:
         if actor in self._daemon_steps:
             return not any(st.guard(state) for st in self._daemon_steps[actor])
-        return not state.threads[self.thread_index(state, actor)].frames
+        return not state.threads[thread_index(state, actor)].frames
 
     def sources(self) -> Mapping[str, Source]:
         return {label: st.source for label, st in self._steps.items()}
@@ -170,18 +173,11 @@ class ProgramModel(Model):
     def cost(self, state: State, action: Action) -> int:
         c = self._steps[action.label].cost
         if callable(c):
-            i = self.thread_index(state, action.actor)
+            i = thread_index(state, action.actor)
             return c(state, i, state.threads[i].frames[0][1])
         return c
 
     # -- helpers for subclasses -------------------------------------------------------------------
-    @staticmethod
-    def thread_index(state: State, name: str) -> int:
-        for i, t in enumerate(state.threads):
-            if t.name == name:
-                return i
-        raise ValueError(f"no actor {name!r}")
-
     def normalize(self, state: State, i: int) -> State:
         """Expand calls at the head of thread ``i`` until an atomic step (or nothing) is next."""
         calls = self.table.calls
@@ -192,7 +188,7 @@ class ProgramModel(Model):
         while frames and frames[0][0] in calls:
             label, arg = frames[0]
             frames = tuple(calls[label].expand(state, i, arg)) + frames[1:]
-        return set_thread(state, i, t._replace(frames=frames))
+        return set_thread(state, i, with_frames(t, frames))
 
     def start(self, state: State) -> State:
         """Normalize every thread: used once by ``initial``."""
@@ -210,12 +206,32 @@ class ProgramModel(Model):
         return self._steps[label].what
 
 
+_last_index: dict[str, int] = {}  # a memo only: every hit is checked against the state
+
+
+def thread_index(state: State, name: str) -> int:
+    """The index of the thread called ``name`` (the engine and invariants look this up per step)."""
+    threads = state[0]
+    i = _last_index.get(name)
+    if i is not None and i < len(threads) and threads[i][0] == name:
+        return i
+    for i, t in enumerate(threads):
+        if t[0] == name:
+            _last_index[name] = i
+            return i
+    raise ValueError(f"no actor {name!r}")
+
+
 def set_thread(state: State, i: int, thread: Any) -> State:
-    threads = state.threads
-    return state._replace(threads=threads[:i] + (thread,) + threads[i + 1 :])
+    threads = state[0]
+    return tuple.__new__(type(state), (threads[:i] + (thread,) + threads[i + 1:],) + state[1:])
+
+
+def with_frames(thread: Any, frames: tuple) -> Any:
+    return tuple.__new__(type(thread), (thread[0], frames) + thread[2:])
 
 
 def push(state: State, i: int, frames: Iterable[Frame]) -> State:
     """Put frames in front of thread ``i``'s stack (they run next, calls expand lazily)."""
-    t = state.threads[i]
-    return set_thread(state, i, t._replace(frames=tuple(frames) + t.frames))
+    t = state[0][i]
+    return set_thread(state, i, with_frames(t, tuple(frames) + t[1]))

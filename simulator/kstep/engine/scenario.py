@@ -203,7 +203,7 @@ def parse(mechanism: str, schema: Table, name: str, text: str, where: str, overr
         raise UserError(f"{where}: not valid TOML: {e}") from None
     for item in overrides:
         _override(data, item)
-    full = Table({**COMMON, **schema.keys})
+    full = Table({**COMMON, **schema.keys}, schema.doc, schema.rules)
     try:
         checked = full.check(data, "")
     except Invalid as e:

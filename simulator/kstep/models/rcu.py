@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread
+from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
 from ..engine.scenario import Int, Key, List, Str, Table
 
 RCU_SEQ_STATE_MASK = 3
@@ -176,6 +176,8 @@ def rcu_summary(s) -> dict[str, str]:
 
 def rcu_invariants() -> list[Invariant]:
     def gp_waits(s, a, t):
+        if s.rcu is t.rcu:
+            return None
         if s.rcu.gp_seq & RCU_SEQ_STATE_MASK and not t.rcu.gp_seq & RCU_SEQ_STATE_MASK:
             inside = still_inside(t.rcu, s.rcu.ghost_holdouts)
             if inside:
@@ -184,6 +186,8 @@ def rcu_invariants() -> list[Invariant]:
         return None
 
     def callbacks_wait(s, a, t):
+        if s.rcu is t.rcu:
+            return None
         if len(t.rcu.callbacks) < len(s.rcu.callbacks):
             for cb in set(s.rcu.callbacks) - set(t.rcu.callbacks):
                 inside = still_inside(t.rcu, cb.ghost_readers)
@@ -379,7 +383,7 @@ class RcuModel(ProgramModel):
 def _uaf(s, a):
     if a.label != "reader_uses_object":
         return None
-    i = ProgramModel.thread_index(s, a.actor)
+    i = thread_index(s, a.actor)
     obj = s.threads[i].obj
     if s.objects[obj] == FREED:
         return f"{a.actor} reads object {obj} after it was freed"

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread
+from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
 from ..engine.scenario import Bool, Int, Key, List, Str, Table, bad
 from . import rwsem
-from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_init, rcu_invariants
+from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
 from .rwsem import NOBODY, READ, WRITE
 
 MM = -1  # the lock argument naming mm->mmap_lock (VMA locks are named by the VMA's id)
@@ -359,13 +359,13 @@ def handle_mm_fault(s, i, mode):
     t = s.threads[i]
     if mode == "vma":
         if not s.vmas[t.vma].anon_vma:
-            return push(s, i, (Frame("vmf_anon_prepare"),))
+            return push(s, i, (Frame("__vmf_anon_prepare"),))
         return push(s, i, (Frame("vma_end_read", t.vma), Frame("vma_lock_success")))
     s = set_local(set_vma(s, t.vma, anon_vma=True), i, vma=-1)
     return push(count(s, "mmap_lock_faults"), i, (Frame("mmap_read_unlock"),))
 
 
-@program.step("vmf_anon_prepare", "mm/memory.c:vmf_anon_prepare",
+@program.step("__vmf_anon_prepare", "mm/memory.c:__vmf_anon_prepare",
               "no anon_vma yet: it needs mmap_lock, but under a VMA lock only mmap_read_trylock is allowed")
 def vmf_anon_prepare(s, i, arg):
     t = s.threads[i]
@@ -624,7 +624,7 @@ add_rcu(program, free_vma_rcu_cb)
 
 # What each step dereferences: the thread's `vma` pointer, or the VMA named by its argument.
 _VIA_POINTER = {"vma_start_read", "down_read_trylock", "vma_start_read_recheck", "check_detached",
-                "check_range", "handle_mm_fault", "vmf_anon_prepare", "__anon_vma_prepare"}
+                "check_range", "handle_mm_fault", "__vmf_anon_prepare", "__anon_vma_prepare"}
 _VIA_ARG = {"up_read", "rwsem_wake", "down_write", "rwsem_down_write_slowpath", "up_write",
             "vma_write_seq", "vma_mark_detached", "vm_area_free", "vma_iter_store", "copy_page_range"}
 # Writer steps that change or copy a VMA: the kernel asserts vma_assert_write_locked() there.
@@ -645,8 +645,12 @@ def _head(s, a):
     """(thread index, frame argument) of the step an action takes, or None for the RCU kthread."""
     if a.actor == RCU_ACTOR:
         return None
-    i = ProgramModel.thread_index(s, a.actor)
+    i = thread_index(s, a.actor)
     return i, s.threads[i].frames[0][1]
+
+
+# Transition checks start with identity tests: steps share every component they leave alone, so
+# `s.vmas is t.vmas` proves in one comparison that no VMA changed.
 
 
 def touched_vma(s, a):
@@ -673,6 +677,8 @@ def no_reader_in_write_locked_vma(s):
 
 
 def read_locked_vma_unchanged(s, a, t):
+    if s.vmas is t.vmas:
+        return None
     for before, after in zip(s.threads, t.threads):
         if before.vma_locked and after.vma_locked and before.vma == after.vma:
             old, new = s.vmas[before.vma], t.vmas[before.vma]
@@ -685,6 +691,8 @@ def read_locked_vma_unchanged(s, a, t):
 
 
 def writer_waits_for_readers(s, a, t):
+    if s.vmas is t.vmas and s.mm.mm_lock_seq == t.mm.mm_lock_seq:
+        return None
     for v in write_locked_set(t) - write_locked_set(s):
         if v < len(t.vmas) and t.vmas[v].lock.readers and t.mm.mm_lock_seq == s.mm.mm_lock_seq:
             readers = ", ".join(t.threads[r].name for r in t.vmas[v].lock.readers)
@@ -800,13 +808,14 @@ VARIANTS = {
         "so it does not wait for readers", vma_start_write=vma_start_write_without_rwsem),
     "anon-prepare-blocks": _broken(
         "anon-prepare-blocks", "vmf_anon_prepare sleeps on mmap_lock while holding the VMA read lock "
-        "(a trylock is the rule)", vmf_anon_prepare=vmf_anon_prepare_blocking),
+        "(a trylock is the rule)", __vmf_anon_prepare=vmf_anon_prepare_blocking),
     "mprotect-without-vma-lock": _broken(
         "mprotect-without-vma-lock", "mprotect changes a VMA's vm_flags without vma_start_write "
         "(the shape of the 6.4 mempolicy and dup_anon_vma bugs)", mprotect_fixup=mprotect_fixup_without_vma_lock),
     "fork-without-vma-locks": _broken(
         "fork-without-vma-locks", "dup_mmap copies the parent's VMAs without write-locking them "
         "(the memory corruption fixed by fb49c455323f)", dup_mmap=dup_mmap_without_vma_locks),
+    **rcu_broken(free_vma_rcu_cb),
 }
 
 

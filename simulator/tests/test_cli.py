@@ -476,6 +476,7 @@ def test_vma_locks_counterexample_round_trip(capsys, tmp_path):
     ([*VMA, "--set", "vmas.0.start=9"], "vmas[0]: start 9 must be below end 4"),
     ([*VMA, "--set", 'threads.2.ops.0.op="mremap"'], "'mremap' is not one of"),
     ([*VMA, "--set", "threads.0.faults=[]"], "threads[0].faults: a fault thread needs at least one address"),
+    ([*VMA, "--set", "vmas.1.start=2"], "vmas: [0, 4) and [2, 8) overlap"),
     ([*VMA, "--set", 'threads.1.name="T1"'], "'T1'"),
     ([*VMA, "--set", 'threads.0.name="rcu"'], "'rcu'"),
     ([*VMA, "--variant", "nope"], "unknown variant 'nope' for vma-locks"),

@@ -222,15 +222,15 @@ def cmd_run(args) -> int:
     model = make_model(args.mechanism, args.variant)
     sc = load_scenario(model, args.scenario, args.overrides)
     check_outputs(args.json, args.html)
-    scheduler, seed_used = pick_scheduler(args, sc)
+    scheduler, seed_used, how = pick_scheduler(args, sc)
     state = start(model, sc.config, sc.name)
     trace = simulate(model, state, scheduler, max_steps=args.steps or RUN_MAX_STEPS,
                      scenario=sc.name, config=sc.config, seed=seed_used)
     print(f"{model.name} ({model.title}), variant {model.variant.name}")
-    print(f"scenario {sc.name}:")
+    print(f"scenario {clean(sc.name)}:")
     print(wrap(sc.description, "  "))
     print(f"look for:\n{wrap(sc.look_for, '  ')}")
-    print(f"scheduler: {describe_scheduler(scheduler, seed_used)}\n")
+    print(f"scheduler: {clean(how)}\n")
     print_table(model, trace, reveal=args.compute)
     print()
     if args.compute:
@@ -247,7 +247,7 @@ def cmd_explore(args) -> int:
     check_outputs(args.json, args.html)
     state = start(model, sc.config, sc.name)
     checks = [inv.name for inv in model.invariants] + ["deadlock"]
-    print(f"exploring {model.name} variant {model.variant.name}, scenario {sc.name}")
+    print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}")
     print(f"checks: {', '.join(checks)}")
     result = explore(model, state, max_states=args.max_states, progress=report_progress,
                      scenario=sc.name, config=sc.config)
@@ -305,30 +305,27 @@ def load_scenario(model, name_or_path: str, overrides: list[str]):
 
 
 def pick_scheduler(args, sc):
-    """-P, --round-robin, -s; else the scenario's own schedule; else random from seed 1."""
+    """-P, --round-robin, -s; else the scenario's own schedule; else random from seed 1.
+
+    Returns the scheduler, the seed a trace records (None unless random) and a line that says how
+    to get the same run again.
+    """
     if args.schedule is not None:
         try:
-            return Scripted(args.schedule), None
+            return Scripted(args.schedule), None, f"scripted -P {args.schedule!r}, then round-robin"
         except UserError as e:
             raise UserError(f"-P: {e}") from None
     if args.round_robin:
-        return RoundRobin(), None
-    if args.seed is not None:
-        return Random(args.seed), args.seed
-    if sc.schedule:
+        return RoundRobin(), None, "round-robin"
+    seed_used = args.seed
+    if seed_used is None and sc.schedule:
         try:
-            return Scripted(sc.schedule), None
+            return Scripted(sc.schedule), None, f"the scenario's own, {sc.schedule!r}, then round-robin"
         except UserError as e:
             raise UserError(f"scenario {sc.name}: {e}") from None
-    return Random(1), 1
-
-
-def describe_scheduler(scheduler, seed_used) -> str:
-    if isinstance(scheduler, Random):
-        return f"random, seed {seed_used} (-s to change, -P to script, --round-robin)"
-    if isinstance(scheduler, Scripted):
-        return "scripted, then round-robin"
-    return "round-robin"
+    if seed_used is None:
+        seed_used = 1
+    return Random(seed_used), seed_used, f"random, seed {seed_used} (-s to change, -P to script, --round-robin)"
 
 
 def start(model, config: dict, where: str):

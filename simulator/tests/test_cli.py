@@ -186,12 +186,12 @@ def test_run_without_a_scheduler_uses_seed_1(capsys):
 
 def test_run_uses_the_scenarios_own_schedule(capsys, tmp_path):
     rc, out, _ = kstep(capsys, "run", *RCU)
-    assert rc == 0 and "scheduler: scripted" in out
+    assert rc == 0 and "scheduler: the scenario's own" in out
     assert column(out, "actor")[1:12] == "R U U rcu R R R rcu R rcu rcu".split()
     path = write_scenario(tmp_path / "worked.toml", 'schedule = "U*2 R"\n'
                           '[[threads]]\nname = "R"\nkind = "reader"\n[[threads]]\nname = "U"\nkind = "updater"\n')
     rc, out, _ = kstep(capsys, "run", "rcu", "--scenario", path, "-c")
-    assert rc == 0 and "scheduler: scripted" in out
+    assert rc == 0 and "scheduler: the scenario's own" in out
     assert [(r["actor"], r["label"]) for r in table(out)[1:4]] == [
         ("U", "rcu_assign_pointer"), ("U", "call_rcu"), ("R", "rcu_read_lock")]
     # an explicit scheduler wins over the scenario's
@@ -201,7 +201,7 @@ def test_run_uses_the_scenarios_own_schedule(capsys, tmp_path):
 
 def test_run_scripted_schedule_then_round_robin(capsys):
     rc, out, _ = kstep(capsys, "run", *RCU, "-P", "R*2 U*2 rcu", "-c")
-    assert rc == 0
+    assert rc == 0 and "scheduler: scripted -P 'R*2 U*2 rcu', then round-robin" in out
     rows = table(out)
     assert [r["actor"] for r in rows[1:6]] == ["R", "R", "U", "U", "rcu"]
     assert rows[5]["label"] == "rcu_gp_init" and rows[5]["gp_seq"] == "1"
@@ -436,7 +436,7 @@ def test_vma_locks_list_and_schema(capsys):
 
 def test_vma_locks_worked_interleaving_with_answers(capsys):
     rc, out, _ = kstep(capsys, "run", *VMA)
-    assert rc == 0 and "scheduler: scripted" in out
+    assert rc == 0 and "scheduler: the scenario's own" in out
     assert "?" in column(out, "mm_lock_seq")
     rc, out, _ = kstep(capsys, "run", *VMA, "-c")
     rows = table(out)

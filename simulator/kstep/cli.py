@@ -223,7 +223,7 @@ def cmd_run(args) -> int:
     sc = load_scenario(model, args.scenario, args.overrides)
     check_outputs(args.json, args.html)
     scheduler, seed_used, how = pick_scheduler(args, sc)
-    state = start(model, sc.config, sc.name)
+    state = model.initial(sc.config)
     trace = simulate(model, state, scheduler, max_steps=args.steps or RUN_MAX_STEPS,
                      scenario=sc.name, config=sc.config, seed=seed_used)
     print(f"{model.name} ({model.title}), variant {model.variant.name}")
@@ -245,7 +245,7 @@ def cmd_explore(args) -> int:
     model = make_model(args.mechanism, args.variant)
     sc = load_scenario(model, args.scenario, args.overrides)
     check_outputs(args.json, args.html)
-    state = start(model, sc.config, sc.name)
+    state = model.initial(sc.config)
     checks = [inv.name for inv in model.invariants] + ["deadlock"]
     print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}")
     print(f"checks: {', '.join(checks)}")
@@ -298,10 +298,7 @@ def variant_tag(cls, name: str) -> str:
 
 
 def load_scenario(model, name_or_path: str, overrides: list[str]):
-    try:
-        return scenarios.load(model.name, model.scenario_schema, name_or_path, overrides)
-    except RecursionError:  # tomllib recurses once per nested array or inline table, in a file or a --set
-        raise UserError(f"{name_or_path}: arrays or tables nested too deeply to read") from None
+    return scenarios.load(model.name, model.scenario_schema, name_or_path, overrides)
 
 
 def pick_scheduler(args, sc):
@@ -328,43 +325,8 @@ def pick_scheduler(args, sc):
     return Random(seed_used), seed_used, f"random, seed {seed_used} (-s to change, -P to script, --round-robin)"
 
 
-def start(model, config: dict, where: str):
-    """The scenario's initial state, once its actors can be told apart.
-
-    Schedules, traces and the explorer name actors, so every actor needs a name of its own: a
-    thread may not share one with another thread or with the mechanism's own actors (``rcu``).
-    """
-    state = model.initial(config)
-    seen = set()
-    for actor in model.actors(state):
-        if not actor:
-            raise UserError(f"{where}: an actor has an empty name")
-        if actor in seen:
-            raise UserError(f"{where}: two actors are named {actor!r} (thread names must differ from each "
-                            f"other and from the mechanism's own actors)")
-        seen.add(actor)
-    return state
-
-
 def load_trace(path: str):
-    """Read, validate and replay a trace, refusing a config its mechanism's scenarios could not have."""
-    where = str(path)
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise UserError(f"{where}: cannot read: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{where}: not JSON: {e}") from None
-    except RecursionError:
-        raise UserError(f"{where}: not a kstep trace: nested too deeply") from None
-    traces.validate(data, where)
-    model = make_model(data["mechanism"], data["variant"])
-    try:
-        model.scenario_schema.check(data["config"], "config")
-    except scenarios.Invalid as e:
-        raise UserError(f"{where}: not a kstep trace: {e}") from None
-    start(model, data["config"], where)
-    return traces.replay(data, model, where), model
+    return traces.load(path, make_model)
 
 
 def check_outputs(json_path: Optional[str], html_path: Optional[str]) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from kstep.engine import Variant
+
 from kstep import cli
 from kstep.cli import main
 from kstep.engine import explore as engine_explore
@@ -365,14 +367,8 @@ def test_explore_bound_does_not_hide_a_violation_found_first(capsys):
 
 def test_explore_reports_a_deadlock(capsys, monkeypatch):
     # a reader whose rcu_read_unlock never becomes enabled: nobody can move, and the reader is not done
-    real = RcuModel.__init__
-
-    def stuck_init(self, variant=None):
-        real(self, variant)
-        self._steps = {**self._steps, "rcu_read_unlock": self._steps["rcu_read_unlock"]._replace(
-            guard=lambda s, i, arg: False)}
-
-    monkeypatch.setattr(RcuModel, "__init__", stuck_init)
+    stuck = Variant("v6.12", "rcu_read_unlock never enabled", replaces={"rcu_read_unlock": (None, lambda s, i, a: False)})
+    monkeypatch.setitem(RcuModel.variants, "v6.12", stuck)
     rc, out, _ = kstep(capsys, "explore", *RCU)
     assert rc == 1 and "verdict: DEADLOCK: no actor can move; still waiting: R" in out
 
@@ -522,7 +518,7 @@ def test_show_rejects_what_is_not_a_kstep_trace(capsys, tmp_path, saved_trace):
     (lambda d: d.update(variant="nope"), "unknown variant"),
     (lambda d: d.update(config={}), "config.threads: missing"),
     (lambda d: d["config"]["threads"][0].update(sections=99), "out of range"),
-    (lambda d: d["config"]["threads"][1].update(name="R"), "two actors are named 'R'"),
+    (lambda d: d["config"]["threads"][1].update(name="R"), "two threads are named 'R'"),
     (lambda d: d["config"]["threads"][0].update(sections=3), "initial state does not match"),
     (lambda d: d["steps"][3]["state"].update(gp=7), "records a state the model does not reach"),
     (lambda d: d["steps"][0].update(label="kfree"), "is not enabled"),
@@ -605,8 +601,8 @@ def test_show_renders_html(capsys, tmp_path, saved_trace):
     (["run", *RCU, "--set", "threads.5.sections=2"], "no entry 5 in threads"),
     (["run", *RCU, "--set", "nope.deep=1"], "no key nope"),
     (["run", *RCU, "--set", "bogus=1"], "bogus: unknown key"),
-    (["run", *RCU, "--set", 'threads.1.name="rcu"'], "two actors are named 'rcu'"),
-    (["run", *RCU, "--set", 'threads.1.name=""'], "an actor has an empty name"),
+    (["run", *RCU, "--set", 'threads.1.name="rcu"'], "'rcu' is the name of the mechanism's own actor"),
+    (["run", *RCU, "--set", 'threads.1.name=""'], "'' is not a name"),
     (["run", *RCU, "--set", "threads=[" + "[" * 5000], "nested too deeply"),
     (["run", *RCU, "--json", "a\x00b"], "contains a NUL character"),
 ])

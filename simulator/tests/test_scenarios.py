@@ -49,7 +49,7 @@ def test_the_schema_documents_legal_ranges():
     (GOOD.replace("faults = [1]", "faults = []"), "threads[0].faults: a fault thread needs at least one address"),
     (GOOD + '\n[[vmas]]\nstart = 2\nend = 6\n', "overlap"),
     (GOOD + '\n[[threads]]\nname = "T"\nkind = "fault"\nfaults = [2]\n', "two threads are named 'T'"),
-    (GOOD + '\n[[threads]]\nname = "rcu"\nkind = "fault"\nfaults = [2]\n', "RCU grace-period kthread"),
+    (GOOD + '\n[[threads]]\nname = "rcu"\nkind = "fault"\nfaults = [2]\n', "the name of the mechanism's own actor"),
     (GOOD + '\n[[threads]]\nname = "W"\nkind = "writer"\nops = [{op = "munmap", start = 4, end = 2}]\n',
      "threads[1].ops[0]: munmap needs start below end"),
 ])

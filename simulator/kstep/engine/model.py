@@ -88,6 +88,7 @@ class Model(abc.ABC):
     variants: Mapping[str, Variant] = {}
     default_variant: str = ""
     invariants: Sequence[Invariant] = ()
+    scenario_schema: Any = None  # an engine.scenario.Table describing the mechanism's scenario files
 
     def __init__(self, variant: Optional[str] = None):
         self.variant = self.variants[variant or self.default_variant]

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
-from ..engine.scenario import Int, Key, List, Str, Table
+from ..engine.scenario import Int, Key, List, Name, Str, Table, unique_names
 
 RCU_SEQ_STATE_MASK = 3
 RCU_ACTOR = "rcu"
@@ -331,14 +331,14 @@ def kfree(s, i, arg):
 
 SCHEMA = Table({
     "threads": Key(List(Table({
-        "name": Key(Str(doc="actor name (also its CPU)")),
+        "name": Key(Name(doc="actor name (also its CPU)")),
         "kind": Key(Str(("reader", "updater"), doc="reader: read-side sections; updater: replaces the object")),
         "sections": Key(Int(1, 20, "reader: how many read-side sections it runs"), 1),
         "updates": Key(Int(1, 10, "updater: how many times it replaces the object"), 1),
         "wait": Key(Str(("call_rcu", "synchronize_rcu"), doc="updater: how the old object is freed"),
                     "call_rcu"),
     }), 1, 8, "the threads, one per CPU")),
-})
+}, rules=lambda sc, path: unique_names([t["name"] for t in sc["threads"]], (RCU_ACTOR,), "threads"))
 
 
 class RcuModel(ProgramModel):

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
-from ..engine.scenario import Bool, Int, Key, List, Str, Table, bad
+from ..engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from . import rwsem
 from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
 from .rwsem import NOBODY, READ, WRITE
@@ -849,11 +849,7 @@ def _scenario_rules(sc, path):
         if b["start"] < a["end"]:
             raise bad("vmas", f"[{a['start']}, {a['end']}) and [{b['start']}, {b['end']}) overlap")
     names = [n for t in sc["threads"] for n in thread_names(t)]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup:
-        raise bad("threads", f"two threads are named {dup!r}")
-    if RCU_ACTOR in names:
-        raise bad("threads", f"{RCU_ACTOR!r} is the RCU grace-period kthread's name")
+    unique_names(names, (RCU_ACTOR,), "threads")
     if len(names) > MAX_THREADS:
         raise bad("threads", f"{len(names)} threads; at most {MAX_THREADS}")
 
@@ -877,7 +873,7 @@ SCHEMA = Table({
         "anon_vma": Key(Bool(doc="already has an anon_vma (false: the first fault must prepare one)"), True),
     }, rules=_vma_rules), 0, 8, "the address space at the start, non-overlapping")),
     "threads": Key(List(Table({
-        "name": Key(Str(doc="actor name (a count > 1 appends 1, 2, ...)", max_len=12)),
+        "name": Key(Name(doc="actor name (a count > 1 appends 1, 2, ...)", max_len=10)),
         "kind": Key(Str(("fault", "writer"), doc="fault: takes page faults; writer: runs mm syscalls")),
         "count": Key(Int(1, MAX_THREADS, "how many identical threads"), 1),
         "repeat": Key(Int(1, 50, "how many times the thread runs its list"), 1),

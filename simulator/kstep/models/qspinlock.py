@@ -1165,6 +1165,13 @@ class QspinlockModel(ProgramModel):
                 out = [a for a in out if a.actor not in busy]
         return out
 
+    def step_lock(self, state, i):
+        """The lock whose word context ``i``'s next step reads or writes (the observation log's word)."""
+        t = state.threads[i]
+        if t.frames and t.frames[0][0] == self.entry:
+            return t.frames[0][1]
+        return t.lock
+
     # -- what the step table and -c show ----------------------------------------------------------------
     def word_text(self, s, lock):
         w = s.words[lock]

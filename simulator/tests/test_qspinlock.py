@@ -291,6 +291,17 @@ def test_explore_exhausts_correct_variants_cleanly(variant, name):
     assert r.exhausted and r.clean, (r.violation, r.counterexample and [str(a) for a in r.counterexample.actions])
 
 
+def test_link_before_init_lets_init_wipe_out_a_hand_off():
+    """C3 links in behind C2 before initialising its node; C2 takes the lock, finds C3 and hands the
+    queue over (C3's node->locked = 1); then C3's late initialisation stores node->locked = 0."""
+    m, sc, s0 = load("three-waiters", "link-before-init")
+    tr = simulate(m, s0, Scripted("C0 C1 C1 C2*5 C3*5 C0 C0 C1*4 C2*4 C3"))
+    assert [str(a) for a in tr.actions[-6:]] == [
+        "C1:queued_spin_unlock", "C2:wait_head", "C2:set_locked", "C2:wait_next", "C2:mcs_handoff",
+        "C3:mcs_node_init"]
+    assert tr.violation.invariant == "no-lost-handoff" and "hand-off to C3 was lost" in tr.violation.message
+
+
 def test_lost_handoff_is_a_deadlock_even_without_the_ghost():
     m, sc, s0 = load("three-waiters", "link-before-init")
     m.invariants = []

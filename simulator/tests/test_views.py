@@ -142,6 +142,19 @@ def test_vma_view_colours_a_vma_write_locked_exactly_during_the_write_epoch():
     assert locked_frames, "recheck-race write-locks a VMA"
 
 
+def test_vma_view_outlines_a_vma_left_locked_when_the_epoch_forgot_to_bump_mm_lock_seq():
+    trace, model = counterexample("vma-locks", "no-seq-bump", "android-app-launch")
+    frames = Frames(views.layout(trace, model))
+    final = trace.states[-1]
+    assert final.mm.mmap_lock.owner == -1
+    tree = frames.rows("tree", len(trace))
+    stale = [v for v in final.mm.tree if final.vmas[v].vm_lock_seq == final.mm.mm_lock_seq]
+    assert stale, "the counterexample ends with a VMA whose vm_lock_seq still equals mm_lock_seq"
+    for j, v in enumerate(final.mm.tree):
+        assert (tree["line"][j] == style.PURPLE) == (v in stale)
+        assert tree["fill"][j] != style.PURPLE, "no writer holds mmap_lock, so nothing is write-locked"
+
+
 def test_vma_view_moves_an_unmapped_vma_off_the_tree_until_rcu_frees_it():
     trace, model = run("vma-locks", "munmap-vs-fault")
     frames = Frames(views.layout(trace, model))

@@ -38,6 +38,7 @@ RUNNING, LOOKUP, VMA_READ, WAIT_MM, MM_READ, EPOCH, WAIT_VMA, DONE = range(len(P
 VMA_IDLE = ("attached, unlocked", style.LIGHT)
 VMA_READ_LOCKED = ("read-locked by faults", style.GREEN)
 VMA_WRITE_LOCKED = ("write-locked: vm_lock_seq == mm_lock_seq", style.PURPLE)
+VMA_STALE = ("vm_lock_seq == mm_lock_seq with no writer: faults still back off", style.PURPLE)
 VMA_DETACHED = ("detached (unmapped), not yet freed", style.GREY)
 VMA_FREED = ("freed", style.DARK_GREY)
 VMA_UAF = ("freed while a fault still points to it", style.VERMILLION)
@@ -105,7 +106,11 @@ def vma_box(s, v: int, names, x: float, y: float, w: float, h: float) -> Box:
     held = sem_text(vma.lock, names)
     if held:
         lines.append(held)
-    return Box(x, y, w, h, vma_fill(s, v), f"VMA {v}  [{vma.start}, {vma.end})", "\n".join(lines))
+    # Only a missing mm_lock_seq bump leaves the numbers equal outside a write epoch: vma_start_read
+    # still backs off, so the VMA stays locked to faults although no writer holds mmap_lock.
+    stale = vma.vm_lock_seq == s.mm.mm_lock_seq and not is_write_locked(s, v)
+    return Box(x, y, w, h, vma_fill(s, v), f"VMA {v}  [{vma.start}, {vma.end})", "\n".join(lines),
+               line=VMA_STALE[1] if stale else style.INK, width=5 if stale else 1)
 
 
 def tree_boxes(s, names) -> list[Box]:
@@ -223,7 +228,7 @@ def vma_lock_view(trace, model):
                                list(COUNTER_COLORS) + [GP_RUNNING[1]])
     key = (style.key_html("threads:", [(w, c) for w, c in PHASES[:-1]], outline=[QS_PENDING])
            + style.key_html("VMAs:", [VMA_IDLE, VMA_READ_LOCKED, VMA_WRITE_LOCKED, VMA_DETACHED, VMA_FREED, VMA_UAF],
-                            marks=[("▼", style.INK, "a fault's address")])
+                            outline=[VMA_STALE], marks=[("▼", style.INK, "a fault's address")])
            + style.key_html("mm:", [MM_FREE, MM_READ_HELD, MM_WRITE_HELD])
            + style.key_html("RCU:", [GP_RUNNING, CB_READY, CB_WAITING],
                             marks=[("▬", style.SKY, "read-side section (thin bar under a thread)")])

@@ -160,14 +160,33 @@ def thread_boxes(s) -> list[Box]:
     return out
 
 
+def shown_objects(s) -> list[int]:
+    """The objects worth drawing: the one gp points to, those threads hold or callbacks will free,
+    then the newest others, MAX_SHOWN at most (a long run allocates thousands)."""
+    wanted = {s.gp, *(t.obj for t in s.threads if t.obj >= 0 and t.frames),
+              *(cb.obj for cb in s.rcu.callbacks if cb.func == "kfree")}
+    recent = []
+    o = len(s.objects) - 1
+    while o >= 0 and len(recent) < MAX_SHOWN - len(wanted):
+        if o not in wanted:
+            recent.append(o)
+        o -= 1
+    return sorted(wanted | set(recent))[-MAX_SHOWN:]
+
+
+def object_key(s):
+    """Everything object_boxes reads, without hashing the whole (ever growing) object table."""
+    ids = shown_objects(s)
+    return (s.gp, tuple(ids), tuple(s.objects[o] for o in ids),
+            tuple((t.obj, bool(t.frames)) for t in s.threads), s.rcu.nesting)
+
+
 def object_boxes(s) -> list[Box]:
     held = {}
     for i, t in enumerate(s.threads):
         if t.obj >= 0 and t.frames:
             held.setdefault(t.obj, []).append(i)
-    wanted = {s.gp, *held, *(cb.obj for cb in s.rcu.callbacks if cb.func == "kfree")}
-    recent = [o for o in range(len(s.objects) - 1, -1, -1) if o not in wanted]
-    ids = sorted(wanted | set(recent[:max(0, MAX_SHOWN - len(wanted))]))[-MAX_SHOWN:]
+    ids = shown_objects(s)
     out = []
     for (x, y, w, h), o in zip(in_a_row(len(ids), y=0, max_w=1.9), ids):
         readers = [i for i in held.get(o, []) if s.rcu.nesting[i]]
@@ -179,6 +198,22 @@ def object_boxes(s) -> list[Box]:
         else:
             fill = OBJ_CURRENT[1] if o == s.gp else OBJ_OLD[1]
         out.append(Box(x, y, w, h, fill, f"obj {o}", "\n".join(facts)))
+    return out
+
+
+def thread_key(s):
+    """What thread_boxes reads: each thread's next step, not its whole (possibly long) program."""
+    return (tuple((t.frames[0].label if t.frames else None, t.obj, t.woken) for t in s.threads),
+            s.rcu.nesting, s.rcu.qs_pending)
+
+
+def freed_so_far(states) -> list[int]:
+    """Objects freed at each frame; the table is recounted only when it changed."""
+    out, last, count = [], None, 0
+    for s in states:
+        if s.objects is not last:
+            last, count = s.objects, s.objects.count(FREED)
+        out.append(count)
     return out
 
 
@@ -196,15 +231,12 @@ def rcu_view(trace, model):
 
     board = board_figure("state", "state after this step", [(3, "CPUs"), (2, "grace period"), (1, "callbacks"),
                                                              (0, "objects")], height=470, y_range=(-0.55, 3.5))
-    draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s)),
-                                          key=lambda s: (s.threads, s.rcu.nesting, s.rcu.qs_pending)))
+    draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s)), key=thread_key))
     draw_boxes(board, player.frame_source("gp", BOX, rcu_boxes, key=lambda s: (s.rcu.gp_seq, s.rcu.qs_pending)))
     draw_boxes(board, player.frame_source("callbacks", BOX,
                                           lambda s: columns(callback_boxes(s.rcu, describe, y=1)),
                                           key=lambda s: (s.rcu.gp_seq, s.rcu.callbacks)))
-    draw_boxes(board, player.frame_source("objects", BOX, lambda s: columns(object_boxes(s)),
-                                          key=lambda s: (s.gp, s.objects, s.threads, s.rcu.nesting,
-                                                         s.rcu.callbacks)))
+    draw_boxes(board, player.frame_source("objects", BOX, lambda s: columns(object_boxes(s)), key=object_key))
 
     lanes = [f"{n} (CPU {i})" for i, n in enumerate(names)] + ["grace period"]
     timeline = lanes_figure(player, "timeline", "who did what: CPUs and grace periods over time", lanes)
@@ -219,7 +251,7 @@ def rcu_view(trace, model):
         [s.rcu.gp_seq >> 2 for s in trace.states],
         [len(s.rcu.callbacks) for s in trace.states],
         invoked_so_far(trace),
-        [s.objects.count(FREED) for s in trace.states],
+        freed_so_far(trace.states),
     ])
     counters = counters_figure(player, "counters", "counters so far",
                                ["grace periods completed", "callbacks pending", "callbacks invoked",

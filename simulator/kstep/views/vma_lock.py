@@ -171,6 +171,12 @@ def thread_boxes(s, names) -> list[Box]:
     return out
 
 
+def thread_key(s):
+    """What thread_boxes reads: each thread's next step and locks, not its whole program."""
+    heads = tuple((t.frames[0].label if t.frames else None, t.addr, t.vma, t.vma_locked) for t in s.threads)
+    return heads, s.rcu.nesting, s.rcu.qs_pending, s.mm.mmap_lock, tuple(v.lock for v in s.vmas)
+
+
 def mm_box(s, names) -> Box:
     sem = s.mm.mmap_lock
     fill = MM_WRITE_HELD[1] if sem.owner != rwsem.NOBODY else MM_READ_HELD[1] if sem.readers else MM_FREE[1]
@@ -190,9 +196,7 @@ def vma_lock_view(trace, model):
     board = board_figure("state", "state after this step",
                          [(4, "threads"), (3, "mm · RCU"), (2, "maple tree"), (1, "off the tree"), (0, "callbacks")],
                          height=590, y_range=(-0.55, 4.5))
-    draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s, names)),
-                                          key=lambda s: (s.threads, s.rcu.nesting, s.rcu.qs_pending,
-                                                         s.mm.mmap_lock, tuple(v.lock for v in s.vmas))))
+    draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s, names)), key=thread_key))
     draw_boxes(board, player.frame_source(
         "mm", BOX, lambda s: columns([mm_box(s, names), gp_box(s.rcu, names, 6.75, 3, 3.0)]),
         key=lambda s: (s.mm.mmap_lock, s.mm.mm_lock_seq, s.rcu.gp_seq, s.rcu.qs_pending)))

@@ -76,7 +76,7 @@ class Opened:
         return self.js("m('kstep-slider').value")
 
     def status(self) -> str:
-        return self.js("m('kstep-status').text")
+        return self.js("[].concat(m('kstep-status').html).join('')")
 
     def click(self, text):
         self.page.locator("button.bk-btn", has_text=text).click()
@@ -167,7 +167,7 @@ def play_step_back_reset(browser, trace, model, lay, path):
 
         at = min(stopped, n - 1)
         p.js("m('kstep-slider').value = arg", at)  # dragging the slider shows that frame
-        p.page.wait_for_function(f"() => ({MODEL})('kstep-status').text.includes('step {at} / {n}')")
+        p.page.wait_for_function(f"() => [].concat(({MODEL})('kstep-status').html).join('').includes('step {at} / {n}')")
         p.click("Step")
         p.page.wait_for_function(f"() => ({MODEL})('kstep-slider').value === {at + 1}")
         action = trace.actions[at]
@@ -210,7 +210,7 @@ def test_every_frame_on_screen_is_the_frame_python_computed(browser, pages):
     try:
         for k in list(range(len(trace) + 1)) + [3, 0]:
             p.js("m('kstep-slider').value = arg", k)
-            p.page.wait_for_function(f"() => ({MODEL})('kstep-status').text.includes('step {k} / ')")
+            p.page.wait_for_function(f"() => [].concat(({MODEL})('kstep-status').html).join('').includes('step {k} / ')")
             assert_on_screen(p, lay, k)
             cursor = p.js("[m('kstep-plot-timeline-cursor').left, m('kstep-plot-timeline-cursor').right]")
             assert cursor == [k, k + 1]

@@ -109,7 +109,6 @@ def harness_input(lay, actions):
     plain["frames"] = {c: col(v) for c, v in spec["frames"].data.items()}
     plain["sources"] = [{"name": s["name"], "cols": s["cols"], "store": {c: col(v) for c, v in s["store"].data.items()}}
                         for s in spec["sources"]]
-    plain["window"] = 80
     return {"code": player.player_js(), "spec": plain, "actions": actions}
 
 
@@ -181,13 +180,38 @@ def long_rcu_trace(sections=60):
     return trace, model
 
 
-def test_player_pages_the_timeline_along_a_long_trace():
+def test_player_pages_the_timeline_exactly_as_python_lays_out_its_pages():
     trace, model = long_rcu_trace()
     n = len(trace)
-    assert n > 2 * 80
+    p = player.Player(trace, model)
+    assert n + 1 > 2 * p.window
     lay = layout(trace, model)
-    results = run_player(lay, ["slider:100", f"slider:{n}", "reset"])
-    for res, k in zip(results, (100, n, 0)):
+    frames = [0, 1, p.window // 2, p.window, 100, n // 2, n - 1, n, 3]
+    results = run_player(lay, [f"slider:{k}" for k in frames])
+    for res, k in zip(results, frames):
         start, end = res["range"]
-        assert end - start == 80
-        assert start <= k < k + 1 <= end, f"frame {k} is off the visible window {start}..{end}"
+        assert (start, end) == p.page(k)
+        assert end - start == p.window
+        assert start + p.window // 4 <= k + 1 <= end or start == 0 or end == n + 1, f"frame {k} near an edge"
+
+
+def test_windowed_timeline_rows_are_the_bars_that_reach_into_the_page():
+    trace, model = long_rcu_trace()
+    lay = layout(trace, model)
+    p = player.Player(trace, model)
+    spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
+    src = next(s for s in spec["sources"] if s["name"] == "timeline-phases")
+    export = {"kinds": dict(src["cols"]), "store": {c: np.asarray(v) for c, v in src["store"].data.items()},
+              "start": spec["frames"].data["timeline-phases.start"],
+              "stop": spec["frames"].data["timeline-phases.stop"]}
+    all_bars = set()
+    for k in range(len(trace) + 1):
+        rows = fc.decode(export, spec["strings"], k)
+        all_bars |= set(zip(rows["left"], rows["right"], rows["y"]))
+    for k in (0, 57, len(trace) // 2, len(trace)):
+        start, end = p.page(k)
+        rows = fc.decode(export, spec["strings"], k)
+        shown = set(zip(rows["left"], rows["right"], rows["y"]))
+        reaching = {b for b in all_bars if b[1] >= start - 1 and b[0] <= end + 1}
+        assert shown == reaching, f"frame {k}"
+        assert len(shown) < len(all_bars) / 2, "a page holds a part of the timeline"

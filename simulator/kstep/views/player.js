@@ -77,14 +77,23 @@ function status_html(k) {
     '<div class="kstep-what">' + esc(P.what[l]) + "</div></div>";
 }
 
+// The page of a timeline that frame k is on: Player.page() in player.py computes the same, and the
+// windowed sources hold exactly the rows of that page.
+function page(f, k) {
+  const w = f.window, total = f.total;
+  if (total <= w) {
+    return [0, total];
+  }
+  const stride = Math.floor(w / 2);
+  const start = Math.min(Math.max(0, Math.floor(k / stride) * stride - Math.floor(w / 4)), total - w);
+  return [start, start + w];
+}
+
 function follow(k) {
   for (const f of P.follow) {
-    const r = f.range;
-    const lo = r.start, hi = r.end, w = hi - lo;
-    // Jump a page at a time: moving the range every frame would re-tick the axis every frame.
-    if (k + 1 > hi - 0.1 * w || k < lo) {
-      const start = Math.max(f.min, Math.min(k - 0.15 * w, f.max - w));
-      r.setv({start: start, end: start + w});
+    const [start, end] = page(f, k);
+    if (f.range.start !== start || f.range.end !== end) {
+      f.range.setv({start: start, end: end});
     }
   }
 }
@@ -104,8 +113,10 @@ function show(k) {
     }
   }
   follow(k);
-  W.status.text = status_html(k);
-  W.banner.visible = k === n;
+  W.status.html = status_html(k);
+  if (W.banner.visible !== (k === n)) {
+    W.banner.visible = k === n;  // setting it at all re-lays out the page: only when it changes
+  }
   if (W.slider.value !== k) {
     W.slider.value = k;  // its change callback finds st.frame === k and does nothing
   }

@@ -59,7 +59,7 @@ def callback_boxes(rcu, describe, *, y: float) -> list[Box]:
     """The callback queue in call_rcu() order; ``describe(callback)`` names what it does."""
     cbs = rcu.callbacks
     shown = cbs[:MAX_SHOWN] if len(cbs) <= MAX_SHOWN else cbs[:MAX_SHOWN - 1]
-    slots = in_a_row(max(len(shown) + (len(cbs) > len(shown)), 1), y=y, max_w=1.9)
+    slots = in_a_row(max(len(shown) + (len(cbs) > len(shown)), 1), y=y, max_w=2.2)
     out = []
     for (x, _, w, h), cb in zip(slots, shown):
         ready = rcu_seq_done(rcu.gp_seq, cb.wait)
@@ -90,11 +90,11 @@ def gp_lane(p: figure, player: Player, lane: int) -> None:
     running = np.array([[1 if gp_running(s.rcu.gp_seq) else 0] for s in states], dtype=np.int8)
     phase_bars(p, player, "gp", running, [style.LIGHT, GP_RUNNING[1]], skip=(0,), first_lane=lane)
     starts = [k for k in range(len(states)) if running[k, 0] and (k == 0 or not running[k - 1, 0])]
-    labels = player.static_source(f"{p.name}-gp-numbers", {
+    labels = player.windowed_source("gp-numbers", {
         "x": np.array(starts, dtype=np.int32) + np.float32(0.15),
         "y": np.full(len(starts), -lane, dtype=np.float32),
-        "text": [f"GP {gp_number(states[k].rcu.gp_seq)}" for k in starts],
-    })
+        "text": np.array([f"GP {gp_number(states[k].rcu.gp_seq)}" for k in starts], dtype=object),
+    }, "x", "x")
     p.text("x", "y", "text", source=labels, text_font_size=style.SMALL_SIZE, text_baseline="middle",
            text_color=style.INK, text_font_style="bold")
 
@@ -114,8 +114,8 @@ def callbacks_figure(player: Player, x_range: Range1d) -> figure:
                y_range=Range1d(0, max(1, int(counts.max())) + 0.5, name="kstep-y-callbacks"),
                tools="", toolbar_location=None)
     style.style_figure(p)
-    src = player.static_source("callbacks-count", {"x": np.arange(len(counts) + 1, dtype=np.int32),
-                                                   "y": np.append(counts, counts[-1])})
+    src = player.windowed_source("callbacks-count", {"x": np.arange(len(counts) + 1, dtype=np.int32),
+                                                     "y": np.append(counts, counts[-1])}, "x", "x")
     p.step("x", "y", source=src, mode="after", line_width=3, color=style.VERMILLION)
     p.yaxis.axis_label = "pending"
     p.yaxis.ticker = AdaptiveTicker(min_interval=1, num_minor_ticks=0)

@@ -17,9 +17,6 @@ from bokeh.plotting import figure
 from . import style
 from .player import Player
 
-WINDOW = 80  # steps shown at once: each step stays wide enough to see on a projector
-
-
 def runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Maximal runs of equal values: (start index, stop index, value) of each run."""
     values = np.asarray(values)
@@ -38,16 +35,19 @@ def lanes_figure(player: Player, name: str, title: str, lanes: Sequence[str], *,
     own_range = x_range is None
     if own_range:
         x_range = Range1d(0, 1, name=f"kstep-x-{name}")
+    # A long trace's timeline holds one page at a time (windowed sources), so panning away would
+    # show nothing: only a trace that fits on one page gets pan and zoom.
+    tools = "" if player.paged else "xpan,xwheel_zoom,reset"
     p = figure(name=f"kstep-plot-{name}", title=title, width=style.WIDTH, height=60 + lane_height * len(lanes),
                x_range=x_range, y_range=Range1d(-len(lanes) + 0.5, 0.5, name=f"kstep-y-{name}"),
-               tools="xpan,xwheel_zoom,reset", active_scroll=None, toolbar_location="right")
+               tools=tools, toolbar_location="right" if tools else None)
     style.style_figure(p)
     p.yaxis.ticker = FixedTicker(ticks=[-i for i in range(len(lanes))])
     p.yaxis.major_label_overrides = {-i: lane for i, lane in enumerate(lanes)}
     p.yaxis.major_label_text_font_size = style.TEXT_SIZE
     p.xaxis.axis_label = "step"
     if own_range:
-        player.follow(x_range, WINDOW)
+        player.follow(x_range)
     add_cursor(p, player)
     return p
 
@@ -81,7 +81,7 @@ def phase_bars(p: figure, player: Player, name: str, phases: np.ndarray, palette
         "y": _small(np.concatenate(lane)), "phase": _small(np.concatenate(phase)),
     }
     data["y"] = data["y"].astype(np.float32) - np.float32(dy)
-    source = player.static_source(f"{p.name}-{name}", data)
+    source = player.windowed_source(f"{p.name.removeprefix('kstep-plot-')}-{name}", data, "left", "right")
     mapper = LinearColorMapper(palette=list(palette), low=-0.5, high=len(palette) - 0.5)
     p.hbar(y="y", left="left", right="right", height=height, source=source,
            fill_color={"field": "phase", "transform": mapper}, line_color=style.DARK, line_width=0.5,

@@ -247,10 +247,10 @@ def epoch_lane(p, player: Player, lane: int) -> None:
     held = np.array([[1 if s.mm.mmap_lock.owner != rwsem.NOBODY else 0] for s in states], dtype=np.int8)
     phase_bars(p, player, "epochs", held, [style.LIGHT, EPOCH_LANE[1]], skip=(0,), first_lane=lane)
     starts = [k for k in range(len(states)) if held[k, 0] and (k == 0 or not held[k - 1, 0])]
-    labels = player.static_source(f"{p.name}-epoch-seq", {
+    labels = player.windowed_source("epoch-seq", {
         "x": np.array(starts, dtype=np.int32) + np.float32(0.15),
         "y": np.full(len(starts), -lane, dtype=np.float32),
-        "text": [f"seq {states[k].mm.mm_lock_seq}" for k in starts],
-    })
+        "text": np.array([f"seq {states[k].mm.mm_lock_seq}" for k in starts], dtype=object),
+    }, "x", "x")
     p.text("x", "y", "text", source=labels, text_font_size=style.SMALL_SIZE, text_baseline="middle",
            text_color=style.WHITE, text_font_style="bold")

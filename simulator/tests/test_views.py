@@ -169,9 +169,23 @@ def test_vma_view_moves_an_unmapped_vma_off_the_tree_until_rcu_frees_it():
 
 
 def test_vma_thread_phases_follow_the_locks_they_hold():
-    from kstep.views.vma_lock import EPOCH, LOOKUP, MM_READ, VMA_READ, WAIT_MM, phase
+    from kstep.views.vma_lock import EPOCH, LOOKUP, MM_READ, VMA_READ, WAIT_MM, WAIT_VMA
 
-    trace, model = run("vma-locks", "recheck-race")
+    seen = set()
+    for name in ("recheck-race", "fork-vs-fault", "tcp-zerocopy-vs-madvise", "android-app-launch"):
+        seen |= check_phases(*run("vma-locks", name))
+    # recheck-race: T1 looks up, W write-locks, T1 falls back and sleeps on mmap_lock, then reads under it
+    assert {LOOKUP, VMA_READ, EPOCH, WAIT_MM, MM_READ} <= seen
+    # fork-vs-fault under seed 1 (not its script): dup_mmap waits in vma_start_write for a fault's read lock
+    model = make_model("vma-locks")
+    sc = scenario.load("vma-locks", model.scenario_schema, "fork-vs-fault")
+    trace = simulate(model, model.initial(sc.config), Random(1), config=sc.config, seed=1)
+    assert WAIT_VMA in check_phases(trace, model)
+
+
+def check_phases(trace, model):
+    from kstep.views.vma_lock import EPOCH, LOOKUP, VMA_READ, WAIT_MM, WAIT_VMA, phase
+
     seen = set()
     for s in trace.states:
         for i, t in enumerate(s.threads):
@@ -183,10 +197,11 @@ def test_vma_thread_phases_follow_the_locks_they_hold():
                 assert t.vma_locked
             if p == WAIT_MM:
                 assert any(w == i for w, _ in s.mm.mmap_lock.waiters)
+            if p != WAIT_MM:  # the view reads a VMA wait off the thread's next step: it must agree with the rwsems
+                assert (p == WAIT_VMA) == any(w == i for v in s.vmas for w, _ in v.lock.waiters)
             if p == LOOKUP:
                 assert s.rcu.nesting[i] and not t.vma_locked
-    # recheck-race: T1 looks up, W write-locks, T1 falls back and sleeps on mmap_lock, then reads under it
-    assert {LOOKUP, VMA_READ, EPOCH, WAIT_MM, MM_READ} <= seen
+    return seen
 
 
 def test_course_refuses_an_out_folder_whose_parent_is_missing(tmp_path, capsys):

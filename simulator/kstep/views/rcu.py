@@ -87,7 +87,7 @@ def qs_reports(states) -> list[tuple[int, int]]:
 def gp_lane(p: figure, player: Player, lane: int) -> None:
     """Grace periods as bars in ``lane``, numbered, with every quiescent-state report marked."""
     states = player.trace.states
-    running = np.array([[1 if gp_running(s.rcu.gp_seq) else 0] for s in states], dtype=np.int8)
+    running = np.fromiter((gp_running(s.rcu.gp_seq) for s in states), dtype=np.int8, count=len(states))[:, None]
     phase_bars(p, player, "gp", running, [style.LIGHT, GP_RUNNING[1]], skip=(0,), first_lane=lane)
     starts = [k for k in range(len(states)) if running[k, 0] and (k == 0 or not running[k - 1, 0])]
     labels = player.windowed_source("gp-numbers", {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import rwsem
-from ..models.vma_lock import FREED, LIVE, RCU_PENDING, is_write_locked
+from ..models.vma_lock import FREED, LIVE, MM, RCU_PENDING, is_write_locked
 from . import style
 from .board import COLUMNS as BOX, LEFT, Box, board_figure, columns, draw_boxes, in_a_row
 from .counters import counters_figure
@@ -58,8 +58,8 @@ def phase(s, i: int) -> int:
         return DONE
     if rwsem.waiting(s.mm.mmap_lock, i):
         return WAIT_MM
-    if any(rwsem.waiting(v.lock, i) for v in s.vmas):
-        return WAIT_VMA
+    if t.frames[0].label == "rwsem_down_write_slowpath" and t.frames[0].arg != MM:
+        return WAIT_VMA  # queued on a VMA's rwsem (down_write pushed this frame; cheaper than scanning VMAs)
     if s.mm.mmap_lock.owner == i:
         return EPOCH
     if t.vma_locked:
@@ -122,9 +122,10 @@ def tree_boxes(s, names) -> list[Box]:
 def off_tree_boxes(s, names) -> list[Box]:
     """VMAs no longer in the tree that a reader may still reach: detached, rcu-pending, or freed
     while a thread still points to one (the newest few; ids are never reused)."""
-    gone = [v for v in range(len(s.vmas)) if v not in s.mm.tree
-            and (s.vmas[v].status != FREED or any(t.vma == v and t.frames for t in s.threads))]
-    freed = [v for v in range(len(s.vmas)) if v not in s.mm.tree and v not in gone]
+    tree = set(s.mm.tree)
+    pointed = {t.vma for t in s.threads if t.frames}
+    gone = [v for v, vma in enumerate(s.vmas) if v not in tree and (vma.status != FREED or v in pointed)]
+    freed = [v for v, vma in enumerate(s.vmas) if v not in tree and vma.status == FREED and v not in pointed]
     shown = sorted(gone[-MAX_OFF_TREE:] + freed[-max(0, MAX_OFF_TREE - len(gone)):])
     slots = in_a_row(len(shown), y=1, max_w=2.6)
     return [vma_box(s, v, names, *slot) for v, slot in zip(shown, slots)]
@@ -173,8 +174,8 @@ def thread_boxes(s, names) -> list[Box]:
 
 def thread_key(s):
     """What thread_boxes reads: each thread's next step and locks, not its whole program."""
-    heads = tuple((t.frames[0].label if t.frames else None, t.addr, t.vma, t.vma_locked) for t in s.threads)
-    return heads, s.rcu.nesting, s.rcu.qs_pending, s.mm.mmap_lock, tuple(v.lock for v in s.vmas)
+    heads = tuple((t.frames[0] if t.frames else None, t.addr, t.vma, t.vma_locked) for t in s.threads)
+    return heads, s.rcu.nesting, s.rcu.qs_pending, s.mm.mmap_lock
 
 
 def mm_box(s, names) -> Box:

@@ -131,27 +131,38 @@ function steps_per_second() {
   return v > 0 ? v : 1;
 }
 
+// Playback runs on animation frames, not setInterval: the frame shown is the one due at this time
+// at the chosen speed, so each paint shows a new frame at 60 steps/s and fast speeds skip frames
+// instead of queueing updates the browser cannot paint.
 function start_timer() {
   stop_timer();
   if (st.frame >= n) {
     show(0);
   }
-  // The browser paints at most ~60 times a second: faster speeds advance several frames a tick.
   const sps = steps_per_second();
-  const interval = Math.max(1000 / sps, 1000 / 60);
-  const stride = Math.max(1, Math.round(sps * interval / 1000));
-  st.timer = setInterval(() => {
-    show(st.frame + stride);
-    if (st.frame >= n) {
-      W.toggle.active = false;
+  const first = st.frame;
+  const t0 = performance.now();
+  const tick = (now) => {
+    if (st.timer === null) {
+      return;
     }
-  }, interval);
+    const k = Math.min(n, first + Math.floor(Math.max(0, now - t0) * sps / 1000 + 0.5));
+    if (k !== st.frame) {
+      show(k);
+    }
+    if (k >= n) {
+      pause();
+      return;
+    }
+    st.timer = requestAnimationFrame(tick);
+  };
+  st.timer = requestAnimationFrame(tick);
   W.toggle.label = P.pause_label;
 }
 
 function stop_timer() {
   if (st.timer !== null) {
-    clearInterval(st.timer);
+    cancelAnimationFrame(st.timer);
     st.timer = null;
   }
   W.toggle.label = P.play_label;

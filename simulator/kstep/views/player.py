@@ -176,7 +176,10 @@ class Player:
             "step": Button(label="Step ▶", name="kstep-step", **btn),
             "speed": Select(title="speed", name="kstep-speed", width=130, value=str(default),
                             options=[(str(s), f"{s} step{'s' if s > 1 else ''}/s") for s in SPEEDS]),
-            "slider": Slider(start=0, end=max(n, 1), value=0, step=1, title="step", name="kstep-slider",
+            # show_value=False: redrawing the slider's title on every frame costs more than the frame
+            # itself, and the status line below says which step this is.
+            "slider": Slider(start=0, end=max(n, 1), value=0, step=1, title="step", show_value=False,
+                             name="kstep-slider",
                              width=style.WIDTH - 4 * 110 - 130 - 40, disabled=n == 0),
             "status": HTML(html=self.status0(), name="kstep-status"),
             "banner": self._div("banner", self.banner_html(), visible=n == 0),

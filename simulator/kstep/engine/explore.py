@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .model import Model, State, Violation, first_violation
+from .model import Model, State, Violation, first_violation, without_cyclic_gc
 from .schedule import deadlock_message
 from .trace import Trace
 
@@ -30,7 +30,15 @@ class ExploreResult:
     def clean(self) -> bool:
         return self.exhausted and self.violation is None
 
+    @property
+    def verdict(self) -> str:
+        """"clean" (exhausted, every invariant held), "violation", or "bounded" (never clean)."""
+        if self.violation is not None:
+            return "violation"
+        return "clean" if self.exhausted else "bounded"
 
+
+@without_cyclic_gc
 def explore(
     model: Model,
     initial: State,
@@ -44,6 +52,8 @@ def explore(
     start = time.perf_counter()
     state_checks = model.state_invariants()
     step_checks = model.transition_invariants()
+    step_fns = [inv.check for inv in step_checks]  # the hot loop calls these directly
+    state_fns = [inv.check for inv in state_checks]
     parent: dict = {initial: None}  # state -> (previous state, action)
     transitions = 0
     depth = 0
@@ -70,17 +80,21 @@ def explore(
                 t = model.step(s, a)
                 transitions += 1
                 if found is None:
-                    v = first_violation(step_checks, (s, a, t))
-                    if v:
-                        found = (v, _Tail(s, a, t))
+                    for f in step_fns:
+                        if f(s, a, t):
+                            found = (first_violation(step_checks, (s, a, t)), _Tail(s, a, t))
+                            break
+                    if found:
                         continue
                 if t in parent or bounded:
                     continue
                 parent[t] = (s, a)
                 if found is None:
-                    v = first_violation(state_checks, (t,))
-                    if v:
-                        found = (v, t)
+                    for f in state_fns:
+                        if f(t):
+                            found = (first_violation(state_checks, (t,)), t)
+                            break
+                    if found:
                         continue
                 nxt_layer.append(t)
                 bounded = len(parent) >= max_states

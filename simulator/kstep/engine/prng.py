@@ -16,6 +16,15 @@ VECTORS = (
 )
 
 
+# (seed, n, first eight below(n)): the contract for kstep's own range draws, which the schedulers
+# use; a port must reproduce these exactly (rejection above the largest multiple of n, then x % n).
+BELOW_VECTORS = (
+    (1, 3, (2, 1, 0, 2, 0, 2, 0, 0)),
+    (42, 10, (3, 1, 8, 4, 0, 2, 5, 8)),
+    (7, 1000003, (291423, 625217, 913369, 465503, 301666, 592581, 639182, 925500)),
+)
+
+
 class SplitMix64:
     """``next()`` returns 64-bit outputs; ``below(n)`` an unbiased integer in ``[0, n)``."""
 

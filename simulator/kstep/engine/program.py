@@ -26,7 +26,11 @@ class Frame(NamedTuple):
 
 
 class Step(NamedTuple):
-    """An atomic step: ``run(state, thread_index, arg) -> state`` (daemons: ``run(state)``)."""
+    """An atomic step: ``run(state, thread_index, arg) -> state`` (daemons: ``run(state)``).
+
+    ``cost`` is how many round-robin rounds it keeps its thread busy: 0 for CPU-local work that
+    touches no shared memory, or a function ``cost(state, thread_index, arg)``.
+    """
 
     label: str
     source: Source
@@ -34,6 +38,7 @@ class Step(NamedTuple):
     run: Callable[..., State]
     guard: Optional[Callable[..., bool]] = None
     daemon: bool = False
+    cost: Any = 1
 
 
 class Call(NamedTuple):
@@ -54,12 +59,12 @@ class Program:
         self.steps: dict[str, Step] = {}
         self.calls: dict[str, Call] = {}
 
-    def step(self, label: str, location: str, what: str, *, daemon: bool = False):
+    def step(self, label: str, location: str, what: str, *, daemon: bool = False, cost: Any = 1):
         """Register an atomic step; ``what`` says in one line what the kernel does there."""
 
         def register(run):
             self._fresh(label)
-            self.steps[label] = Step(label, Source.parse(location), what, run, None, daemon)
+            self.steps[label] = Step(label, Source.parse(location), what, run, None, daemon, cost)
             return run
 
         return register
@@ -107,7 +112,9 @@ class Program:
 
 
 class ProgramModel(Model):
-    """A Model whose state has a ``threads`` tuple (each thread with ``name`` and ``frames``).
+    """A Model whose state is a NamedTuple whose first field is ``threads``: a tuple of thread
+    NamedTuples whose first two fields are ``name`` and ``frames`` (the engine relies on these
+    positions to update them without ``_replace``, which dominated exploration time).
 
     Subclasses set ``program`` (a Program) and ``daemons`` (actor name -> its step labels).
     """
@@ -119,57 +126,61 @@ class ProgramModel(Model):
         super().__init__(variant)
         self.table = self.program.replaced(self.variant.replaces)
         self._steps = self.table.steps
+        self._guards = {label: st.guard for label, st in self._steps.items()}
         self._daemon_steps = {
             name: tuple(self._steps[label] for label in labels) for name, labels in self.daemons.items()
         }
+
 
     # -- contract -------------------------------------------------------------------------------
     def actors(self, state: State) -> tuple[str, ...]:
         return tuple(t.name for t in state.threads) + tuple(self.daemons)
 
     def actions(self, state: State) -> list[Action]:
-        steps = self._steps
+        guards = self._guards
+        new = tuple.__new__  # Action(...) through its generated __new__ costs twice as much
         out = []
-        for i, t in enumerate(state.threads):
-            if t.frames:
-                label, arg = t.frames[0]
-                guard = steps[label].guard
+        for i, t in enumerate(state[0]):
+            frames = t[1]
+            if frames:
+                label, arg = frames[0]
+                guard = guards[label]
                 if guard is None or guard(state, i, arg):
-                    out.append(Action(t.name, label))
+                    out.append(new(Action, (t[0], label)))
         for name, dsteps in self._daemon_steps.items():
             for st in dsteps:
                 if st.guard(state):
-                    out.append(Action(name, st.label))
+                    out.append(new(Action, (name, st.label)))
         return out
 
     def step(self, state: State, action: Action) -> State:
         st = self._steps[action.label]
         if st.daemon:
             return st.run(state)
-        i = self.thread_index(state, action.actor)
+        i = thread_index(state, action.actor)
         t = state.threads[i]
-        label, arg = t.frames[0]
+        label, arg = t[1][0]
         if label != action.label:
             raise ValueError(f"{action} is not {t.name}'s next step ({label})")
-        state = set_thread(state, i, t._replace(frames=t.frames[1:]))
+        state = set_thread(state, i, with_frames(t, t[1][1:]))
         return self.normalize(st.run(state, i, arg), i)
 
     def done(self, state: State, actor: str) -> bool:
         if actor in self._daemon_steps:
             return not any(st.guard(state) for st in self._daemon_steps[actor])
-        return not state.threads[self.thread_index(state, actor)].frames
+        return not state.threads[thread_index(state, actor)].frames
 
     def sources(self) -> Mapping[str, Source]:
         return {label: st.source for label, st in self._steps.items()}
 
-    # -- helpers for subclasses -------------------------------------------------------------------
-    @staticmethod
-    def thread_index(state: State, name: str) -> int:
-        for i, t in enumerate(state.threads):
-            if t.name == name:
-                return i
-        raise ValueError(f"no actor {name!r}")
+    def cost(self, state: State, action: Action) -> int:
+        c = self._steps[action.label].cost
+        if callable(c):
+            i = thread_index(state, action.actor)
+            return c(state, i, state.threads[i].frames[0][1])
+        return c
 
+    # -- helpers for subclasses -------------------------------------------------------------------
     def normalize(self, state: State, i: int) -> State:
         """Expand calls at the head of thread ``i`` until an atomic step (or nothing) is next."""
         calls = self.table.calls
@@ -180,7 +191,7 @@ class ProgramModel(Model):
         while frames and frames[0][0] in calls:
             label, arg = frames[0]
             frames = tuple(calls[label].expand(state, i, arg)) + frames[1:]
-        return set_thread(state, i, t._replace(frames=frames))
+        return set_thread(state, i, with_frames(t, frames))
 
     def start(self, state: State) -> State:
         """Normalize every thread: used once by ``initial``."""
@@ -198,12 +209,32 @@ class ProgramModel(Model):
         return self._steps[label].what
 
 
+_last_index: dict[str, int] = {}  # a memo only: every hit is checked against the state
+
+
+def thread_index(state: State, name: str) -> int:
+    """The index of the thread called ``name`` (the engine and invariants look this up per step)."""
+    threads = state[0]
+    i = _last_index.get(name)
+    if i is not None and i < len(threads) and threads[i][0] == name:
+        return i
+    for i, t in enumerate(threads):
+        if t[0] == name:
+            _last_index[name] = i
+            return i
+    raise ValueError(f"no actor {name!r}")
+
+
 def set_thread(state: State, i: int, thread: Any) -> State:
-    threads = state.threads
-    return state._replace(threads=threads[:i] + (thread,) + threads[i + 1 :])
+    threads = state[0]
+    return tuple.__new__(type(state), (threads[:i] + (thread,) + threads[i + 1:],) + state[1:])
+
+
+def with_frames(thread: Any, frames: tuple) -> Any:
+    return tuple.__new__(type(thread), (thread[0], frames) + thread[2:])
 
 
 def push(state: State, i: int, frames: Iterable[Frame]) -> State:
     """Put frames in front of thread ``i``'s stack (they run next, calls expand lazily)."""
-    t = state.threads[i]
-    return set_thread(state, i, t._replace(frames=tuple(frames) + t.frames))
+    t = state[0][i]
+    return set_thread(state, i, with_frames(t, tuple(frames) + t[1]))

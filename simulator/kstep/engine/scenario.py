@@ -8,6 +8,7 @@ range 0..63``).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -61,6 +62,36 @@ class Str(NamedTuple):
 
     def text(self) -> str:
         return "one of " + ", ".join(self.choices) if self.choices else "string"
+
+
+class Name(NamedTuple):
+    """An actor's name: schedules name actors (``-P "T1*3 W"``), so it must be a schedulable word."""
+
+    doc: str = ""
+    max_len: int = 12
+    pattern = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+    def check(self, v: Any, path: str) -> str:
+        if not isinstance(v, str):
+            raise bad(path, f"expected a name, got {_kind(v)}")
+        if not self.pattern.match(v) or len(v) > self.max_len:
+            raise bad(path, f"{v!r} is not a name (a letter or _, then letters, digits, _ . -; "
+                            f"at most {self.max_len} characters)")
+        return v
+
+    def text(self) -> str:
+        return f"name (letters, digits, _ . -; at most {self.max_len})"
+
+
+def unique_names(names: list, reserved: tuple, path: str) -> None:
+    """Actors are told apart by name: no two alike, none taken by the mechanism's own actors."""
+    seen = set()
+    for n in names:
+        if n in reserved:
+            raise bad(path, f"{n!r} is the name of the mechanism's own actor")
+        if n in seen:
+            raise bad(path, f"two threads are named {n!r}")
+        seen.add(n)
 
 
 class List(NamedTuple):
@@ -201,9 +232,11 @@ def parse(mechanism: str, schema: Table, name: str, text: str, where: str, overr
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{where}: not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise UserError(f"{where}: arrays or tables nested too deeply to read") from None
     for item in overrides:
         _override(data, item)
-    full = Table({**COMMON, **schema.keys})
+    full = Table({**COMMON, **schema.keys}, schema.doc, schema.rules)
     try:
         checked = full.check(data, "")
     except Invalid as e:
@@ -231,6 +264,8 @@ def _override(data: dict, item: str) -> None:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         raise UserError(f"--set {item!r}: {raw!r} is not a TOML value (strings need quotes)") from None
+    except RecursionError:
+        raise UserError(f"--set {item!r}: nested too deeply to read") from None
     parts = key.split(".")
     node: Any = data
     for i, part in enumerate(parts):

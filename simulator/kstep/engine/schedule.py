@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Optional
 
 from ..errors import UserError
-from .model import Action, Model, State, Violation, first_violation
+from .model import Action, Model, State, Violation, first_violation, without_cyclic_gc
 from .prng import SplitMix64
 from .trace import Trace
 
@@ -22,31 +22,56 @@ _ENTRY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)(?:\*([0-9]+))?$")
 
 
 class RoundRobin:
+    """Rounds in which every runnable actor takes one step, in actor order.
+
+    A step of cost c keeps its actor busy for c rounds (busy is not blocked); steps of cost 0
+    (CPU-local work) do not end the actor's turn.  With every cost 1 this is plain round-robin.
+    """
+
     name = "round-robin"
 
     def __init__(self) -> None:
         self.round = 0
         self.cursor = 0
         self.blocked: Counter = Counter()
-        self._tried = 0  # actors looked at since the last step (detects a full idle pass)
+        self.busy: Counter = Counter()
+        self._idle = 0  # actors passed in a row that neither moved nor were busy
+        self._in_turn = False  # the actor at the cursor has taken free steps this turn
+        self._tick = 0  # the round of the last chosen step
+        self._end = 0  # the round by which every chosen step has finished
 
     def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
         actors = model.actors(state)
         by_actor = {}
         for a in enabled:
             by_actor.setdefault(a.actor, a)
-        while self._tried < len(actors):
+        while self._idle < len(actors):
             actor = actors[self.cursor]
-            self._advance(len(actors))
-            self._tried += 1
+            if self.busy[actor] and not self._in_turn:
+                self.busy[actor] -= 1
+                self._idle = 0
+                self._advance(len(actors))
+                continue
             if actor in by_actor:
-                self._tried = 0
-                return by_actor[actor]
-            if not model.done(state, actor):
+                action = by_actor[actor]
+                cost = model.cost(state, action)
+                self._idle = 0
+                self._tick = self.round
+                self._end = max(self._end, self.round + max(cost, 1))
+                if cost == 0:
+                    self._in_turn = True
+                else:
+                    self.busy[actor] = cost - 1
+                    self._advance(len(actors))
+                return action
+            if not self._in_turn and not model.done(state, actor):
                 self.blocked[actor] += 1
+            self._idle += 1
+            self._advance(len(actors))
         return None
 
     def _advance(self, n: int) -> None:
+        self._in_turn = False
         self.cursor += 1
         if self.cursor == n:
             self.cursor = 0
@@ -54,10 +79,10 @@ class RoundRobin:
 
     @property
     def tick(self) -> int:
-        return self.round
+        return self._tick
 
     def stats(self) -> dict:
-        return {"rounds": self.round + (1 if self.cursor else 0), "blocked_rounds": dict(sorted(self.blocked.items()))}
+        return {"rounds": self._end, "blocked_rounds": dict(sorted(self.blocked.items()))}
 
 
 class Random:
@@ -89,9 +114,16 @@ class Scripted:
     def __init__(self, schedule: str) -> None:
         self.script = parse_schedule(schedule)
         self.pos = 0
+        self.steps = 0
         self.then = RoundRobin()
 
     def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
+        action = self._next(model, state, enabled)
+        if action is not None:
+            self.steps += 1
+        return action
+
+    def _next(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
         if self.pos < len(self.script):
             actor = self.script[self.pos]
             if actor not in model.actors(state):
@@ -107,7 +139,7 @@ class Scripted:
 
     @property
     def tick(self) -> int:
-        return self.pos if self.pos <= len(self.script) else len(self.script) + self.then.tick
+        return self.steps
 
     def stats(self) -> dict:
         return {}
@@ -129,6 +161,7 @@ def parse_schedule(text: str) -> list[str]:
     return out
 
 
+@without_cyclic_gc
 def simulate(
     model: Model,
     state: State,

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import UserError
 from .model import Action, Model, State, Violation
+from .scenario import Invalid
 
 FORMAT = "kstep-trace"
 VERSION = 1
@@ -123,8 +124,14 @@ def load(path: str | Path, model_for: Callable[[str, str], Model]) -> tuple[Trac
         raise UserError(f"{path}: cannot read: {e.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{path}: not JSON: {e}") from None
+    except RecursionError:
+        raise UserError(f"{path}: not a kstep trace: nested too deeply") from None
     validate(data, str(path))
     model = model_for(data["mechanism"], data["variant"])
+    try:  # the config must be one the mechanism's scenarios could have produced
+        model.scenario_schema.check(data["config"], "config")
+    except Invalid as e:
+        raise UserError(f"{path}: not a kstep trace: {e}") from None
     return replay(data, model, str(path)), model
 
 

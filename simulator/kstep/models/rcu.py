@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread
-from ..engine.scenario import Int, Key, List, Str, Table
+from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
+from ..engine.scenario import Int, Key, List, Name, Str, Table, unique_names
 
 RCU_SEQ_STATE_MASK = 3
 RCU_ACTOR = "rcu"
@@ -70,10 +70,6 @@ def call_rcu(s, func: str, obj: int):
     return s._replace(rcu=r._replace(callbacks=r.callbacks + (cb,)))
 
 
-def in_read_section(s, i: int) -> bool:
-    return s.rcu.nesting[i] > 0
-
-
 def add_rcu(program: Program, invoke: Callable) -> None:
     """Register RCU's reader steps and the grace-period kthread's steps in ``program``.
 
@@ -81,8 +77,9 @@ def add_rcu(program: Program, invoke: Callable) -> None:
     waiter) in the embedding model.
     """
 
+    # Without preemptible RCU these are preempt_disable()/preempt_enable(): CPU-local, cost 0.
     @program.step("rcu_read_lock", "include/linux/rcupdate.h:rcu_read_lock",
-                  "enter a read-side section: this CPU now holds up every grace period that starts")
+                  "enter a read-side section: this CPU now holds up every grace period that starts", cost=0)
     def rcu_read_lock(s, i, arg):
         r = s.rcu
         section = r.ghost_section
@@ -92,7 +89,8 @@ def add_rcu(program: Program, invoke: Callable) -> None:
         return s._replace(rcu=r._replace(nesting=nesting, ghost_section=section))
 
     @program.step("rcu_read_unlock", "include/linux/rcupdate.h:rcu_read_unlock",
-                  "leave a read-side section; outside every section this CPU can pass a quiescent state")
+                  "leave a read-side section; outside every section this CPU can pass a quiescent state",
+                  cost=0)
     def rcu_read_unlock(s, i, arg):
         r = s.rcu
         nesting = r.nesting[:i] + (r.nesting[i] - 1,) + r.nesting[i + 1:]
@@ -109,7 +107,8 @@ def add_rcu(program: Program, invoke: Callable) -> None:
     @program.guard("rcu_gp_init")
     def gp_needed(s):
         r = s.rcu
-        return not r.gp_seq & RCU_SEQ_STATE_MASK and any(cb.wait > r.gp_seq for cb in r.callbacks)
+        return bool(r.callbacks) and not r.gp_seq & RCU_SEQ_STATE_MASK and any(
+            cb.wait > r.gp_seq for cb in r.callbacks)
 
     @program.step("rcu_qs", "kernel/rcu/tree.c:rcu_report_qs_rdp",
                   "every CPU outside a read-side section passes a quiescent state and reports it",
@@ -122,7 +121,7 @@ def add_rcu(program: Program, invoke: Callable) -> None:
     @program.guard("rcu_qs")
     def qs_reportable(s):
         r = s.rcu
-        return any(p and not n for p, n in zip(r.qs_pending, r.nesting))
+        return bool(r.gp_seq & RCU_SEQ_STATE_MASK) and any(p and not n for p, n in zip(r.qs_pending, r.nesting))
 
     @program.step("rcu_gp_cleanup", "kernel/rcu/tree.c:rcu_gp_cleanup",
                   "every CPU has reported: end the grace period (rcu_seq_end)", daemon=True)
@@ -153,13 +152,29 @@ def rcu_do_batch(ready: Callable[[int, int], bool], invoke: Callable):
 
     def guard(s):
         r = s.rcu
-        return any(ready(r.gp_seq, cb.wait) for cb in r.callbacks)
+        return bool(r.callbacks) and any(ready(r.gp_seq, cb.wait) for cb in r.callbacks)
 
     return run, guard
 
 
+def rcu_summary(s) -> dict[str, str]:
+    """Step-table columns for RCU: gp_seq, who the grace period waits for, queued callbacks."""
+    r = s.rcu
+    names = [t.name for t in s.threads]
+    waiting = [names[c] for c, p in enumerate(r.qs_pending) if p]
+    gp = ("running, waits for " + ",".join(waiting) if waiting else "running") if r.gp_seq & RCU_SEQ_STATE_MASK else "idle"
+    return {
+        "gp_seq": str(r.gp_seq),
+        "grace period": gp,
+        "in section": ",".join(n for n, k in zip(names, r.nesting) if k) or "-",
+        "callbacks": " ".join(f"{cb.func}({cb.obj})@{cb.wait}" for cb in r.callbacks) or "-",
+    }
+
+
 def rcu_invariants() -> list[Invariant]:
     def gp_waits(s, a, t):
+        if s.rcu is t.rcu:
+            return None
         if s.rcu.gp_seq & RCU_SEQ_STATE_MASK and not t.rcu.gp_seq & RCU_SEQ_STATE_MASK:
             inside = still_inside(t.rcu, s.rcu.ghost_holdouts)
             if inside:
@@ -168,6 +183,8 @@ def rcu_invariants() -> list[Invariant]:
         return None
 
     def callbacks_wait(s, a, t):
+        if s.rcu is t.rcu:
+            return None
         if len(t.rcu.callbacks) < len(s.rcu.callbacks):
             for cb in set(s.rcu.callbacks) - set(t.rcu.callbacks):
                 inside = still_inside(t.rcu, cb.ghost_readers)
@@ -188,7 +205,7 @@ def rcu_invariants() -> list[Invariant]:
 
 def _gp_ends_on_first_report(s):
     r = s.rcu
-    return bool(r.gp_seq & RCU_SEQ_STATE_MASK) and not all(r.qs_pending)
+    return bool(r.gp_seq & RCU_SEQ_STATE_MASK) and not all(r.qs_pending)  # one report is enough
 
 
 def _started(gp_seq: int, wait: int) -> bool:
@@ -314,14 +331,14 @@ def kfree(s, i, arg):
 
 SCHEMA = Table({
     "threads": Key(List(Table({
-        "name": Key(Str(doc="actor name (also its CPU)")),
+        "name": Key(Name(doc="actor name (also its CPU)")),
         "kind": Key(Str(("reader", "updater"), doc="reader: read-side sections; updater: replaces the object")),
         "sections": Key(Int(1, 20, "reader: how many read-side sections it runs"), 1),
         "updates": Key(Int(1, 10, "updater: how many times it replaces the object"), 1),
         "wait": Key(Str(("call_rcu", "synchronize_rcu"), doc="updater: how the old object is freed"),
                     "call_rcu"),
     }), 1, 8, "the threads, one per CPU")),
-})
+}, rules=lambda sc, path: unique_names([t["name"] for t in sc["threads"]], (RCU_ACTOR,), "threads"))
 
 
 class RcuModel(ProgramModel):
@@ -345,6 +362,14 @@ class RcuModel(ProgramModel):
         s = RcuState(tuple(threads), rcu_init(len(threads)), 0, (LIVE,))
         return self.start(s)
 
+    def summary(self, s):
+        return rcu_summary(s) | {"objects": " ".join(f"{k}:{st}" for k, st in enumerate(s.objects))}
+
+    def answers(self, trace):
+        final = trace.states[-1]
+        return {"grace_periods": final.rcu.gp_seq >> 2,
+                "objects_freed": sum(st == FREED for st in final.objects), **trace.stats}
+
     invariants = [
         *rcu_invariants(),
         Invariant("no-use-after-free", "a reader never uses an object after it has been freed",
@@ -355,7 +380,7 @@ class RcuModel(ProgramModel):
 def _uaf(s, a):
     if a.label != "reader_uses_object":
         return None
-    i = ProgramModel.thread_index(s, a.actor)
+    i = thread_index(s, a.actor)
     obj = s.threads[i].obj
     if s.objects[obj] == FREED:
         return f"{a.actor} reads object {obj} after it was freed"

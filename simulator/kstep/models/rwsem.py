@@ -77,13 +77,9 @@ def take_from_queue(sem: Rwsem, i: int) -> Rwsem:
 
 
 def waiting(sem: Rwsem, i: int) -> bool:
+    """Thread i is queued on the rwsem."""
     return any(j == i for j, _ in sem.waiters)
 
 
 def holds_read(sem: Rwsem, i: int) -> bool:
     return i in sem.readers
-
-
-def is_locked(sem: Rwsem) -> bool:
-    """``rwsem_is_locked``: held for read or write."""
-    return sem.owner != NOBODY or bool(sem.readers)

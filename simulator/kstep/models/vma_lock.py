@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread
-from ..engine.scenario import Bool, Int, Key, List, Str, Table, bad
+from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
+from ..engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from . import rwsem
-from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_init, rcu_invariants
+from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
 from .rwsem import NOBODY, READ, WRITE
 
 MM = -1  # the lock argument naming mm->mmap_lock (VMA locks are named by the VMA's id)
@@ -58,6 +58,7 @@ class Thread(NamedTuple):
     addr: int = -1  # the faulting address
     vma: int = -1  # the local `vma` pointer
     vma_locked: bool = False  # vma_start_read() succeeded and vma_end_read() has not released it
+    work: int = 1  # rounds handle_mm_fault's own work takes (timing only; see FAULT_WORK)
 
 
 class Counters(NamedTuple):
@@ -137,26 +138,20 @@ def down_write(s, i, lock):
     return push(s, i, (Frame("rwsem_down_write_slowpath", lock),))
 
 
-@program.step("rwsem_down_write_slowpath", "kernel/locking/rwsem.c:rwsem_down_write_slowpath",
-              "a queued writer takes the rwsem once it is free and first in the queue")
-def down_write_slowpath(s, i, lock):
+def take_queued(s, i, lock):
+    """A waiter takes the rwsem it queued on, once the queue rules let it."""
     return set_lock(s, lock, rwsem.take_from_queue(lock_of(s, lock), i))
 
 
-@program.guard("rwsem_down_write_slowpath")
-def writer_may_take(s, i, lock):
+def may_take_queued(s, i, lock):
     return rwsem.waiter_may_take(lock_of(s, lock), i)
 
 
-@program.step("rwsem_down_read_slowpath", "kernel/locking/rwsem.c:rwsem_down_read_slowpath",
-              "a queued reader takes the rwsem once no writer holds it or waits ahead of it")
-def down_read_slowpath(s, i, lock):
-    return set_lock(s, lock, rwsem.take_from_queue(lock_of(s, lock), i))
-
-
-@program.guard("rwsem_down_read_slowpath")
-def reader_may_take(s, i, lock):
-    return rwsem.waiter_may_take(lock_of(s, lock), i)
+for _label, _what in (
+        ("rwsem_down_write_slowpath", "a queued writer takes the rwsem once it is free and first in the queue"),
+        ("rwsem_down_read_slowpath", "a queued reader takes the rwsem once no writer holds it or waits ahead of it")):
+    program.step(_label, f"kernel/locking/rwsem.c:{_label}", _what)(take_queued)
+    program.guard(_label)(may_take_queued)
 
 
 @program.step("up_write", "kernel/locking/rwsem.c:up_write", "release the rwsem held for write")
@@ -297,13 +292,13 @@ def check_range(s, i, arg):
 
 
 @program.step("vma_lock_miss", "mm/memory.c:lock_vma_under_rcu",
-              "count_vm_vma_lock_event(VMA_LOCK_MISS), goto retry: walk the tree again")
+              "count_vm_vma_lock_event(VMA_LOCK_MISS), goto retry: walk the tree again", cost=0)
 def vma_lock_miss(s, i, addr):
     return push(count(s, "vma_lock_miss"), i, (Frame("mas_walk", addr),))
 
 
 @program.step("vma_lock_abort", "mm/memory.c:lock_vma_under_rcu",
-              "count_vm_vma_lock_event(VMA_LOCK_ABORT), return NULL: fall back to mmap_lock")
+              "count_vm_vma_lock_event(VMA_LOCK_ABORT), return NULL: fall back to mmap_lock", cost=0)
 def vma_lock_abort(s, i, arg):
     s = set_local(count(s, "vma_lock_abort"), i, vma=-1)
     return push(s, i, (Frame("lock_mm_and_find_vma", s.threads[i].addr),))
@@ -352,18 +347,19 @@ def do_user_addr_fault_mmap_lock_only(s, i, addr):
 
 
 @program.step("handle_mm_fault", "mm/memory.c:handle_mm_fault",
-              "handle the fault in the VMA (under its read lock, or under mmap_lock)")
+              "handle the fault in the VMA (under its read lock, or under mmap_lock)",
+              cost=lambda s, i, mode: s.threads[i].work)
 def handle_mm_fault(s, i, mode):
     t = s.threads[i]
     if mode == "vma":
         if not s.vmas[t.vma].anon_vma:
-            return push(s, i, (Frame("vmf_anon_prepare"),))
+            return push(s, i, (Frame("__vmf_anon_prepare"),))
         return push(s, i, (Frame("vma_end_read", t.vma), Frame("vma_lock_success")))
     s = set_local(set_vma(s, t.vma, anon_vma=True), i, vma=-1)
     return push(count(s, "mmap_lock_faults"), i, (Frame("mmap_read_unlock"),))
 
 
-@program.step("vmf_anon_prepare", "mm/memory.c:vmf_anon_prepare",
+@program.step("__vmf_anon_prepare", "mm/memory.c:__vmf_anon_prepare",
               "no anon_vma yet: it needs mmap_lock, but under a VMA lock only mmap_read_trylock is allowed")
 def vmf_anon_prepare(s, i, arg):
     t = s.threads[i]
@@ -388,13 +384,13 @@ def anon_vma_prepare(s, i, arg):
 
 
 @program.step("vma_lock_success", "arch/x86/mm/fault.c:do_user_addr_fault",
-              "count_vm_vma_lock_event(VMA_LOCK_SUCCESS): the fault was handled under the VMA lock")
+              "count_vm_vma_lock_event(VMA_LOCK_SUCCESS): the fault was handled under the VMA lock", cost=0)
 def vma_lock_success(s, i, arg):
     return set_local(count(s, "vma_lock_success"), i, vma=-1)
 
 
 @program.step("vma_lock_retry", "arch/x86/mm/fault.c:do_user_addr_fault",
-              "VM_FAULT_RETRY (the VMA lock is already dropped): count a retry, fall back to mmap_lock")
+              "VM_FAULT_RETRY (the VMA lock is already dropped): count a retry, fall back to mmap_lock", cost=0)
 def vma_lock_retry(s, i, addr):
     s = set_local(count(s, "vma_lock_retry"), i, vma=-1)
     return push(s, i, (Frame("lock_mm_and_find_vma", addr),))
@@ -622,7 +618,7 @@ add_rcu(program, free_vma_rcu_cb)
 
 # What each step dereferences: the thread's `vma` pointer, or the VMA named by its argument.
 _VIA_POINTER = {"vma_start_read", "down_read_trylock", "vma_start_read_recheck", "check_detached",
-                "check_range", "handle_mm_fault", "vmf_anon_prepare", "__anon_vma_prepare"}
+                "check_range", "handle_mm_fault", "__vmf_anon_prepare", "__anon_vma_prepare"}
 _VIA_ARG = {"up_read", "rwsem_wake", "down_write", "rwsem_down_write_slowpath", "up_write",
             "vma_write_seq", "vma_mark_detached", "vm_area_free", "vma_iter_store", "copy_page_range"}
 # Writer steps that change or copy a VMA: the kernel asserts vma_assert_write_locked() there.
@@ -643,8 +639,12 @@ def _head(s, a):
     """(thread index, frame argument) of the step an action takes, or None for the RCU kthread."""
     if a.actor == RCU_ACTOR:
         return None
-    i = ProgramModel.thread_index(s, a.actor)
+    i = thread_index(s, a.actor)
     return i, s.threads[i].frames[0][1]
+
+
+# Transition checks start with identity tests: steps share every component they leave alone, so
+# `s.vmas is t.vmas` proves in one comparison that no VMA changed.
 
 
 def touched_vma(s, a):
@@ -671,6 +671,8 @@ def no_reader_in_write_locked_vma(s):
 
 
 def read_locked_vma_unchanged(s, a, t):
+    if s.vmas is t.vmas:
+        return None
     for before, after in zip(s.threads, t.threads):
         if before.vma_locked and after.vma_locked and before.vma == after.vma:
             old, new = s.vmas[before.vma], t.vmas[before.vma]
@@ -683,6 +685,8 @@ def read_locked_vma_unchanged(s, a, t):
 
 
 def writer_waits_for_readers(s, a, t):
+    if s.vmas is t.vmas and s.mm.mm_lock_seq == t.mm.mm_lock_seq:
+        return None
     for v in write_locked_set(t) - write_locked_set(s):
         if v < len(t.vmas) and t.vmas[v].lock.readers and t.mm.mm_lock_seq == s.mm.mm_lock_seq:
             readers = ", ".join(t.threads[r].name for r in t.vmas[v].lock.readers)
@@ -798,13 +802,14 @@ VARIANTS = {
         "so it does not wait for readers", vma_start_write=vma_start_write_without_rwsem),
     "anon-prepare-blocks": _broken(
         "anon-prepare-blocks", "vmf_anon_prepare sleeps on mmap_lock while holding the VMA read lock "
-        "(a trylock is the rule)", vmf_anon_prepare=vmf_anon_prepare_blocking),
+        "(a trylock is the rule)", __vmf_anon_prepare=vmf_anon_prepare_blocking),
     "mprotect-without-vma-lock": _broken(
         "mprotect-without-vma-lock", "mprotect changes a VMA's vm_flags without vma_start_write "
         "(the shape of the 6.4 mempolicy and dup_anon_vma bugs)", mprotect_fixup=mprotect_fixup_without_vma_lock),
     "fork-without-vma-locks": _broken(
         "fork-without-vma-locks", "dup_mmap copies the parent's VMAs without write-locking them "
         "(the memory corruption fixed by fb49c455323f)", dup_mmap=dup_mmap_without_vma_locks),
+    **rcu_broken(free_vma_rcu_cb),
 }
 
 
@@ -838,16 +843,16 @@ def _scenario_rules(sc, path):
         if b["start"] < a["end"]:
             raise bad("vmas", f"[{a['start']}, {a['end']}) and [{b['start']}, {b['end']}) overlap")
     names = [n for t in sc["threads"] for n in thread_names(t)]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup:
-        raise bad("threads", f"two threads are named {dup!r}")
-    if RCU_ACTOR in names:
-        raise bad("threads", f"{RCU_ACTOR!r} is the RCU grace-period kthread's name")
+    unique_names(names, (RCU_ACTOR,), "threads")
     if len(names) > MAX_THREADS:
         raise bad("threads", f"{len(names)} threads; at most {MAX_THREADS}")
 
 
 MAX_THREADS = 16
+# A fault's own work (allocate a page, zero it, set the PTE) against one lock operation: zeroing a
+# 4 KiB page took 18 times as long as an uncontended atomic read-modify-write on the development
+# machine (90 ns against 5 ns), so a fault handles its page in 18 rounds by default.
+FAULT_WORK = 18
 
 
 def thread_names(t):
@@ -862,11 +867,13 @@ SCHEMA = Table({
         "anon_vma": Key(Bool(doc="already has an anon_vma (false: the first fault must prepare one)"), True),
     }, rules=_vma_rules), 0, 8, "the address space at the start, non-overlapping")),
     "threads": Key(List(Table({
-        "name": Key(Str(doc="actor name (a count > 1 appends 1, 2, ...)", max_len=12)),
+        "name": Key(Name(doc="actor name (a count > 1 appends 1, 2, ...)", max_len=10)),
         "kind": Key(Str(("fault", "writer"), doc="fault: takes page faults; writer: runs mm syscalls")),
         "count": Key(Int(1, MAX_THREADS, "how many identical threads"), 1),
         "repeat": Key(Int(1, 50, "how many times the thread runs its list"), 1),
         "faults": Key(List(Int(0, PAGES - 1), 0, 16, "fault: the addresses it faults on, in order"), []),
+        "work": Key(Int(1, 1000, "fault: rounds each fault's own work takes under round-robin "
+                              "(timing only; exploration ignores it)"), FAULT_WORK),
         "ops": Key(List(Table({
             "op": Key(Str(OPS, doc="the system call")),
             "start": Key(Int(0, PAGES - 1, "first page of the range"), 0),
@@ -909,7 +916,7 @@ class VmaLocksModel(ProgramModel):
         init = self.variant.params.get("vm_lock_seq_init", VM_LOCK_SEQ_INIT)
         vmas = tuple(Vma(v["start"], v["end"], init, False, rwsem.FREE, v["prot"], v["anon_vma"], LIVE)
                      for v in sorted(config["vmas"], key=lambda v: v["start"]))
-        threads = tuple(Thread(name, _program(t), t["kind"])
+        threads = tuple(Thread(name, _program(t), t["kind"], work=t["work"])
                         for t in config["threads"] for name in thread_names(t))
         mm = Mm(rwsem.FREE, 0, tuple(range(len(vmas))))
         return self.start(VmaState(threads, mm, vmas, rcu_init(len(threads)), Counters()))

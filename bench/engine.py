@@ -1,0 +1,70 @@
+"""Engine speed on the per-VMA lock model, android-app-launch: simulated and explored states/s,
+and the peak memory of a 10^6-state exploration (measured in a child process)."""
+
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+from kstep.engine import Random, explore, scenario, simulate
+from kstep.models import make_model
+
+MECH, SCENARIO = "vma-locks", "android-app-launch"
+SIM_SIZE = ["threads.0.count=8", "threads.0.repeat=20", "threads.1.repeat=10"]
+EXPLORE_SIZE = ["threads.0.count=3"]
+TARGETS = {"steps_per_s": 100_000, "states_per_s": 30_000, "peak_mib_1e6_states": 1024}
+
+
+def _initial(overrides):
+    model = make_model(MECH)
+    config = scenario.load(MECH, model.scenario_schema, SCENARIO, overrides).config
+    return model, model.initial(config)
+
+
+def steps_per_s(check: bool, seconds: float = 3.0) -> float:
+    model, s0 = _initial(SIM_SIZE)
+    steps, start, seed = 0, time.perf_counter(), 1
+    while time.perf_counter() - start < seconds:
+        steps += len(simulate(model, s0, Random(seed), check=check, max_steps=1_000_000))
+        seed += 1
+    return steps / (time.perf_counter() - start)
+
+
+def states_per_s(max_states: int = 300_000) -> tuple[float, int]:
+    model, s0 = _initial(EXPLORE_SIZE)
+    start = time.perf_counter()
+    r = explore(model, s0, max_states=max_states)
+    return r.states / (time.perf_counter() - start), r.states
+
+
+def peak_mib(states: int) -> float:
+    """Explore `states` states in a fresh interpreter and read its peak resident set."""
+    code = (f"import sys; sys.argv=['x']; from bench.engine import _initial; from kstep.engine import explore;"
+            f"m, s0 = _initial({EXPLORE_SIZE!r}); r = explore(m, s0, max_states={states}); print(r.states)")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the only child: its peak
+
+
+def run(out_dir, say=print) -> dict:
+    say("engine: simulating without checks ...")
+    plain = steps_per_s(check=False)
+    say("engine: simulating with every invariant checked ...")
+    checked = steps_per_s(check=True)
+    say("engine: exploring 300,000 states ...")
+    explored, n = states_per_s()
+    say("engine: exploring 10^6 states in a child process for peak memory (about a minute) ...")
+    mib = peak_mib(1_000_000)
+    result = {
+        "model": f"{MECH} / {SCENARIO}",
+        "python": platform.python_version(),
+        "steps_per_s": round(plain),
+        "checked_steps_per_s": round(checked),
+        "states_per_s": round(explored),
+        "explored_states": n,
+        "peak_mib_1e6_states": round(mib, 1),
+        "targets": TARGETS,
+    }
+    (out_dir / "engine.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result

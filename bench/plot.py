@@ -1,0 +1,45 @@
+"""One PNG with every benchmark: engine rates against targets, the per-VMA lock comparison, and
+the player's per-frame cost."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def draw(results: dict, path):
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(16, 4.8))
+    eng = results["engine"]
+    names = ["steps_per_s", "checked_steps_per_s", "states_per_s"]
+    a.bar(names, [eng[n] for n in names], color=["#4C72B0", "#8FA9D6", "#55A868"])
+    for x, n in enumerate(names):
+        target = eng["targets"].get(n)
+        if target:
+            a.hlines(target, x - 0.4, x + 0.4, colors="black", linestyles="dashed")
+    a.set_title(f"engine ({eng['model']}, Python {eng['python']}, one core)\n"
+                f"peak {eng['peak_mib_1e6_states']} MiB for 10^6 explored states; dashed: targets")
+    a.set_ylabel("per second")
+
+    vma = results["vma-locks"]
+    sizes = list(vma)
+    width = 0.2
+    for k, (run, colour) in enumerate((("with_writers", "#C44E52"), ("no_writer_control", "#8172B2"))):
+        for j, variant in enumerate(("mmap-lock-only", "v6.12")):
+            xs = [i + (2 * k + j - 1.5) * width for i in range(len(sizes))]
+            b.bar(xs, [vma[s][run]["runs"][variant]["rounds"] for s in sizes], width,
+                  label=f"{variant}, {run.replace('_', ' ')}", color=colour, alpha=1.0 if j else 0.45)
+    b.set_xticks(range(len(sizes)), sizes, fontsize=8)
+    b.set_ylabel("completion (round-robin rounds)")
+    b.set_title("android-app-launch: mmap_lock only vs per-VMA locks")
+    b.legend(fontsize=7)
+
+    ply = results["player"]
+    c.bar(["JS per frame (median)", "JS per frame (p95)"], [ply["js_ms_median"], ply["js_ms_p95"]],
+          color="#DD8452")
+    c.axhline(2.0, color="black", linestyle="dashed")
+    c.set_ylabel("ms")
+    c.set_title(f"player, {ply['steps']} steps in headless chromium: {ply['fps']:.0f} fps (target 55)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

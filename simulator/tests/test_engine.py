@@ -1,0 +1,235 @@
+"""Engine units, on a toy model small enough to reason about by hand: two threads increment a
+shared counter with a separate load and store (the lost update from OSTEP's first chapters)."""
+
+import json
+from typing import NamedTuple
+
+import pytest
+
+from kstep.engine import (Frame, Invariant, Program, ProgramModel, Random, RoundRobin, Scripted,
+                          SplitMix64, Variant, explore, parse_schedule, push, set_thread, simulate)
+from kstep.engine import trace as tracemod
+from kstep.engine.prng import BELOW_VECTORS, VECTORS
+from kstep.errors import UserError
+
+
+class T(NamedTuple):
+    name: str
+    frames: tuple
+    reg: int = 0
+
+
+class S(NamedTuple):
+    threads: tuple
+    counter: int
+    lock: int = -1
+
+
+prog = Program()
+
+
+@prog.call("increment")
+def increment(s, i, arg):
+    return (Frame("load"), Frame("store"))
+
+
+@prog.step("load", "mm/memory.c:handle_mm_fault", "load the counter")
+def load(s, i, arg):
+    return set_thread(s, i, s.threads[i]._replace(reg=s.counter))
+
+
+@prog.step("store", "mm/memory.c:handle_mm_fault", "store counter + 1")
+def store(s, i, arg):
+    return s._replace(counter=s.threads[i].reg + 1)
+
+
+@prog.step("lock", "kernel/locking/rwsem.c:down_write", "take the lock", cost=0)
+def lock(s, i, arg):
+    return s._replace(lock=i)
+
+
+@prog.guard("lock")
+def lock_free(s, i, arg):
+    return s.lock == -1
+
+
+@prog.step("unlock", "kernel/locking/rwsem.c:up_write", "drop the lock")
+def unlock(s, i, arg):
+    return s._replace(lock=-1)
+
+
+def locked_increment(s, i, arg):
+    return (Frame("lock"), Frame("load"), Frame("store"), Frame("unlock"))
+
+
+def deadlocking_increment(s, i, arg):
+    return (Frame("lock"), Frame("load"), Frame("store"))  # never unlocks
+
+
+def no_lost_update(s):
+    if all(not t.frames for t in s.threads) and s.counter != len(s.threads):
+        return f"counter is {s.counter} after {len(s.threads)} increments"
+    return None
+
+
+class Counter(ProgramModel):
+    name = "counter"
+    program = prog
+    default_variant = "racy"
+    variants = {
+        "racy": Variant("racy", "load and store as separate steps", broken=True),
+        "locked": Variant("locked", "under a lock", replaces={"increment": locked_increment}),
+        "deadlock": Variant("deadlock", "forgets to unlock", broken=True,
+                            replaces={"increment": deadlocking_increment}),
+    }
+    invariants = [Invariant("no-lost-update", "every increment counts", no_lost_update)]
+
+    def initial(self, config):
+        n = config.get("threads", 2)
+        return self.start(S(tuple(T(f"T{k}", (Frame("increment"),)) for k in range(n)), 0))
+
+
+def test_splitmix64_matches_published_vectors():
+    for seed, outputs in VECTORS:
+        g = SplitMix64(seed)
+        assert tuple(g.next() for _ in outputs) == outputs
+
+
+def test_below_matches_its_vectors():
+    for seed, n, outputs in BELOW_VECTORS:
+        g = SplitMix64(seed)
+        assert tuple(g.below(n) for _ in outputs) == outputs
+
+
+def test_below_stays_in_range_and_covers_it():
+    g = SplitMix64(7)
+    draws = [g.below(3) for _ in range(300)]
+    assert set(draws) == {0, 1, 2}
+    with pytest.raises(ValueError):
+        g.below(0)
+
+
+def test_calls_expand_lazily_into_steps():
+    m = Counter()
+    s = m.initial({})
+    assert [f.label for f in s.threads[0].frames] == ["load", "store"]
+    assert [str(a) for a in m.actions(s)] == ["T0:load", "T1:load"]
+
+
+def test_variant_replaces_only_known_labels():
+    with pytest.raises(ValueError):
+        prog.replaced({"no-such-label": lambda s, i, a: s})
+
+
+def test_scripted_schedule_reproduces_the_lost_update():
+    m = Counter()
+    tr = simulate(m, m.initial({}), Scripted("T0 T1 T0 T1"))
+    assert tr.violation.invariant == "no-lost-update"
+    assert tr.states[-1].counter == 1
+
+
+def test_schedule_errors_are_user_errors():
+    for bad in ("", "T0*0", "T0*x", "!"):
+        with pytest.raises(UserError):
+            parse_schedule(bad)
+    m = Counter("locked")
+    with pytest.raises(UserError, match="blocked"):
+        simulate(m, m.initial({}), Scripted("T0 T1"))
+    with pytest.raises(UserError, match="not an actor"):
+        simulate(m, m.initial({}), Scripted("T9"))
+
+
+def test_round_robin_counts_rounds_and_blocked_rounds():
+    m = Counter("locked")
+    tr = simulate(m, m.initial({}), RoundRobin())
+    assert tr.outcome == "finished" and tr.states[-1].counter == 2
+    # Round 0: T0 locks (cost 0, same turn) and loads; T1 is blocked.  Round 1: T0 stores, T1
+    # blocked.  Round 2: T0 unlocks, then T1 locks and loads in its turn.  Rounds 3, 4: T1 alone.
+    assert tr.stats["blocked_rounds"] == {"T1": 2}
+    assert tr.stats["rounds"] == 5
+    assert list(tr.ticks) == [0, 0, 1, 2, 2, 2, 3, 4]
+
+
+def test_explore_finds_the_shortest_counterexample():
+    m = Counter()
+    r = explore(m, m.initial({}))
+    assert r.violation.invariant == "no-lost-update"
+    assert [str(a) for a in r.counterexample.actions] == ["T0:load", "T1:load", "T0:store", "T1:store"]
+    assert not r.exhausted and not r.clean
+
+
+def test_explore_is_clean_only_when_exhausted():
+    m = Counter("locked")
+    r = explore(m, m.initial({"threads": 3}))
+    assert r.exhausted and r.clean and r.violation is None
+    bounded = explore(m, m.initial({"threads": 3}), max_states=5)
+    assert not bounded.exhausted and not bounded.clean and bounded.violation is None
+
+
+def test_explore_reports_deadlock_with_its_trace():
+    m = Counter("deadlock")
+    r = explore(m, m.initial({}))
+    assert r.violation.invariant == "deadlock"
+    assert r.counterexample.outcome == "deadlock"
+    assert len(r.counterexample) == 3  # lock, load, store: then the other thread waits forever
+
+
+def test_random_scheduler_is_deterministic_per_seed():
+    m = Counter()
+    a = simulate(m, m.initial({"threads": 4}), Random(5), check=False)
+    b = simulate(m, m.initial({"threads": 4}), Random(5), check=False)
+    c = [simulate(m, m.initial({"threads": 4}), Random(seed), check=False).actions for seed in range(8)]
+    assert a.actions == b.actions
+    assert len({tuple(x) for x in c}) > 1
+
+
+def test_push_puts_frames_first():
+    s = S((T("A", (Frame("store"),)),), 0)
+    s = push(s, 0, (Frame("load"),))
+    assert [f.label for f in s.threads[0].frames] == ["load", "store"]
+
+
+def test_trace_json_round_trips_and_tampering_is_caught(tmp_path):
+    m = Counter()
+    tr = simulate(m, m.initial({}), Scripted("T0 T1 T0 T1"), config={})
+    path = tmp_path / "t.json"
+    tr.write(m, path)
+    data = json.loads(path.read_text())
+    tracemod.validate(data)
+    again = tracemod.replay(data, m, "t.json")
+    assert again.actions == tr.actions and again.states == tr.states
+
+    tampered = json.loads(path.read_text())
+    tampered["steps"][2]["state"]["counter"] = 7
+    with pytest.raises(UserError, match="step 3"):
+        tracemod.replay(tampered, m, "t.json")
+    wrong = json.loads(path.read_text())
+    wrong["steps"][0]["actor"] = "T1"
+    wrong["steps"][1]["actor"] = "T1"
+    with pytest.raises(UserError, match="step 1 "):
+        tracemod.replay(wrong, m, "t.json")
+    for mutate in (lambda d: d.pop("steps"), lambda d: d.update(version=2),
+                   lambda d: d["steps"][0].update(source="not a location"),
+                   lambda d: d.update(outcome="great")):
+        bad = json.loads(path.read_text())
+        mutate(bad)
+        with pytest.raises(UserError, match="not a kstep trace"):
+            tracemod.validate(bad)
+
+
+def test_write_never_creates_directories(tmp_path):
+    with pytest.raises(UserError, match="does not exist"):
+        tracemod.write_text(tmp_path / "missing" / "t.json", "{}")
+    target = tmp_path / "t.json"
+    target.write_text("old")
+    tracemod.write_text(target, "new")
+    assert target.read_text() == "new"
+
+
+def test_columns_index_actors_and_labels():
+    m = Counter()
+    tr = simulate(m, m.initial({}), Scripted("T0 T1 T0 T1"))
+    cols = tr.columns(m)
+    assert cols["actors"] == ["T0", "T1"]
+    assert list(cols["actor"]) == [-1, 0, 1, 0, 1]
+    assert [cols["labels"][k] for k in cols["label"][1:]] == ["load", "load", "store", "store"]

@@ -1,0 +1,338 @@
+"""Fuzzing the command line: whatever a user types or writes, kstep either does the work or says
+what is wrong in one line with exit status 2 -- never a traceback.
+
+(a) scenario files generated from each mechanism's own scenario schema, then mutated (wrong types,
+    out-of-range values, unknown keys, missing keys, a bad --set, garbage text);
+(b) argument lists drawn from a vocabulary of real options, values and garbage.
+"""
+
+import copy
+import importlib.util
+import json
+import string
+import tomllib
+from importlib import resources
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from kstep.cli import main
+from kstep.engine import scenario as scenarios
+from kstep.engine.scenario import Bool, Int, Invalid, List, Str, Table
+from kstep.models import MODELS
+
+# derandomize: CI runs the same examples every time.  capsys and monkeypatch are function-scoped but
+# safe to share between examples: every example reads (and so empties) capsys, and chdir is idempotent.
+FUZZ = settings(max_examples=500, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.function_scoped_fixture])
+SUCCESS = {"run": {0}, "explore": {0, 1, 3}, "list": {0}, "show": {0}}
+
+
+def run_cli(capsys, argv):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def assert_done_or_one_line(rc, out, err, command):
+    """The property: success for the command, or exactly one 'kstep: ' line and exit 2."""
+    assert "Traceback" not in out + err
+    if rc == 2:
+        lines = err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("kstep: "), err
+        return lines[0]
+    assert rc in SUCCESS.get(command, {0}), (rc, out, err)
+    assert "kstep: " not in err, err
+    if rc == 1:
+        assert "shortest counterexample" in out
+    return None
+
+
+# --- (a) scenario files from the schema ---------------------------------------------------------------
+
+NAMES = st.sampled_from(["R", "U", "W", "T1", "T2", "reader", "kswapd"]) | st.text(max_size=6)
+SCHEDULES = st.just("") | st.text(string.ascii_letters + "*0123456789 ,!", max_size=10)
+WRONG = [1, 1.5, True, "text", [1, 2], {"k": 1}]
+
+
+def valid(field, name=""):
+    """A strategy for values the field accepts."""
+    if isinstance(field, Int):
+        return st.integers(field.lo, field.hi)
+    if isinstance(field, Bool):
+        return st.booleans()
+    if isinstance(field, Str):
+        if field.choices:
+            return st.sampled_from(field.choices)
+        return SCHEDULES if name == "schedule" else NAMES if name == "name" else st.text(max_size=20)
+    if isinstance(field, List):
+        return st.lists(valid(field.item), min_size=field.min_len, max_size=min(field.max_len, 4))
+    if isinstance(field, Table):
+        required = {k: valid(key.field, k) for k, key in field.keys.items() if key.required}
+        optional = {k: valid(key.field, k) for k, key in field.keys.items() if not key.required}
+        return st.fixed_dictionaries(required, optional=optional)
+    raise AssertionError(f"no strategy for {field!r}")
+
+
+def nodes(field, value, path=()):
+    """Every (path, field, value) in a document that matches its schema, the document itself first."""
+    yield path, field, value
+    if isinstance(field, List):
+        for i, v in enumerate(value):
+            yield from nodes(field.item, v, path + (i,))
+    elif isinstance(field, Table):
+        for k, v in value.items():
+            yield from nodes(field.keys[k].field, v, path + (k,))
+
+
+def replace(doc, path, value):
+    if not path:
+        return value
+    node = doc
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+    return doc
+
+
+def wrong_for(field):
+    kind = {Int: (int,), Bool: (bool,), Str: (str,), List: (list,), Table: (dict,)}[type(field)]
+    return [w for w in WRONG if not isinstance(w, kind) or (isinstance(field, Int) and isinstance(w, bool))]
+
+
+def out_of_range(field):
+    if isinstance(field, Int):
+        return [field.lo - 1, field.hi + 1, -2**70, 2**70]
+    if isinstance(field, Str) and field.choices:
+        return ["".join(field.choices) + "?"]
+    if isinstance(field, List):
+        return ([[]] if field.min_len > 0 else []) + [None]  # None: one entry too many
+    return []
+
+
+def bundled_documents(mechanism):
+    """The shipped scenarios as raw TOML data: realistic documents to mutate."""
+    folder = resources.files("kstep.scenarios").joinpath(mechanism)
+    return [tomllib.loads(folder.joinpath(f"{name}.toml").read_text()) for name in scenarios.bundled(mechanism)]
+
+
+@st.composite
+def scenario_documents(draw, schema, shipped):
+    """(text, how it was mutated, whether the schema must reject it, a --set to pass).
+
+    The document before mutation is either generated from the schema or one of the shipped ones
+    (cross-key rules reject many generated documents; the shipped ones are all valid).
+    """
+    source = draw(st.sampled_from(["shipped", "generated"]) if shipped else st.just("generated"))
+    doc = copy.deepcopy(draw(st.sampled_from(shipped))) if source == "shipped" else draw(valid(schema))
+    how = draw(st.sampled_from(["none", "wrong-type", "out-of-range", "unknown-key", "missing-key",
+                                "bad-set", "garbage", "truncated"]))
+    must_fail, overrides = False, []
+    everything = list(nodes(schema, doc))
+    if how == "wrong-type":
+        path, field, _ = draw(st.sampled_from(everything))
+        doc = replace(doc, path, draw(st.sampled_from(wrong_for(field))))
+        must_fail = True
+    elif how == "out-of-range":
+        choices = [(p, f, v) for p, f, v in everything if out_of_range(f)]
+        path, field, value = draw(st.sampled_from(choices))
+        bad = draw(st.sampled_from(out_of_range(field)))
+        if bad is None:
+            bad = list(value) + [value[0] if value else draw(valid(field.item))] * (field.max_len + 1 - len(value))
+        doc = replace(doc, path, bad)
+        must_fail = True
+    elif how == "unknown-key":
+        tables = [(p, v) for p, f, v in everything if isinstance(f, Table)]
+        path, table = draw(st.sampled_from(tables))
+        table[draw(st.sampled_from(["bogus", "Threads", "extra_key"]))] = draw(st.sampled_from(WRONG))
+        must_fail = True
+    elif how == "missing-key":
+        present = [(p, f, v, k) for p, f, v in everything if isinstance(f, Table)
+                   for k, key in f.keys.items() if key.required and k in v]
+        path, _, table, key = draw(st.sampled_from(present))
+        del table[key]
+        must_fail = True
+    elif how == "bad-set":
+        path, field, _ = draw(st.sampled_from(everything[1:]))
+        raw = draw(st.sampled_from([toml_value(w) for w in wrong_for(field)] + ["not toml", "[", '"unclosed']))
+        overrides = [f"{'.'.join(map(str, path))}={raw}"]
+        must_fail = True
+    text = to_toml(doc)
+    if how == "garbage":
+        text = draw(st.text(max_size=200) | st.sampled_from(["[[threads]", "= 1", "threads = [{", "\x00"]))
+    elif how == "truncated":
+        text = text[: draw(st.integers(0, max(0, len(text) - 1)))]
+    return text, f"{source} {how}", must_fail, overrides
+
+
+def accepts(schema, text):
+    try:
+        schema.check(tomllib.loads(text), "")
+    except Invalid:
+        return False
+    return True
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")  # JSON escapes are TOML's
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{toml_value(k)} = {toml_value(x)}" for k, x in v.items()) + "}"
+    raise AssertionError(f"cannot write {v!r} as TOML")
+
+
+def to_toml(doc):
+    if not isinstance(doc, dict):  # the whole document replaced: TOML has no bare values
+        return f"value = {toml_value(doc)}\n"
+    return "".join(f"{toml_value(k)} = {toml_value(v)}\n" for k, v in doc.items())
+
+
+COMMANDS = [["run", "-s", "7", "--steps", "2000"], ["run", "-c", "--steps", "2000"],
+            ["run", "--round-robin", "-c", "--steps", "300"],
+            ["explore", "--max-states", "300"]]  # bounds keep every example quick
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", sorted(MODELS))
+@FUZZ
+@given(data=st.data())
+def test_scenario_files_run_or_are_rejected_in_one_line(capsys, tmp_path_factory, mechanism, data):
+    own = MODELS[mechanism].scenario_schema
+    schema = Table({**scenarios.COMMON, **own.keys}, own.doc, own.rules)
+    text, how, must_fail, overrides = data.draw(scenario_documents(schema, bundled_documents(mechanism)),
+                                                label="document")
+    command = data.draw(st.sampled_from(COMMANDS), label="command")
+    variant = data.draw(st.sampled_from(sorted(MODELS[mechanism].variants)), label="variant")
+    path = tmp_path_factory.getbasetemp() / f"fuzz-{mechanism}.toml"
+    path.write_text(text, errors="surrogatepass")
+    argv = [command[0], mechanism, "--scenario", str(path), "--variant", variant, *command[1:]]
+    for item in overrides:
+        argv += ["--set", item]
+    rc, out, err = run_cli(capsys, argv)
+    event(f"{how}: exit {rc}")  # the mix shows with --hypothesis-show-statistics
+    line = assert_done_or_one_line(rc, out, err, command[0])
+    if must_fail:
+        assert line is not None, f"{how}: accepted\n{text}"
+        assert str(path) in line or "--set" in line, line  # the message names what was wrong
+    elif how.endswith(" none") and line is not None and accepts(schema, text):
+        # a document the schema accepts (its rules across keys included) fails only on its schedule
+        # or on actor names, which the schema cannot see
+        assert "actor" in line or "schedule" in line, line
+
+
+# --- (b) argument lists ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    base = tmp_path_factory.mktemp("cli-fuzz")
+    good = base / "good.toml"
+    good.write_text('description = "d"\nlook_for = "l"\n[[threads]]\nname = "R"\nkind = "reader"\n'
+                    '[[threads]]\nname = "U"\nkind = "updater"\nwait = "synchronize_rcu"\n')
+    (base / "bad.toml").write_text("threads = 3\n")
+    (base / "dir.toml").mkdir()
+    trace = base / "trace.json"
+    assert main(["run", "rcu", "--scenario", "grace-period-basics", "--json", str(trace)]) == 0
+    tampered = json.loads(trace.read_text())
+    tampered["steps"][2]["state"]["gp"] = 5
+    (base / "tampered.json").write_text(json.dumps(tampered))
+    (base / "notjson.json").write_text("{")
+    (base / "cwd").mkdir()
+    return base
+
+
+VIEWS = importlib.util.find_spec("kstep.views") is not None  # until the views branch is merged, no --html works
+
+
+def vocabulary(base):
+    """Per option, values that work and values that must not."""
+    numbers = (["1", "3", "42", "300"], ["0", "-1", "x", "1e3", "", "18446744073709551616"])
+    html = [str(base / "missing" / "a.html"), str(base), ""]
+    good_html = [str(base / "a.html")] if VIEWS else []
+    return {
+        "--scenario": ([str(base / "good.toml")] + sorted({s for m in MODELS for s in scenarios.bundled(m)}),
+                       [str(base / n) for n in ("bad.toml", "dir.toml", "missing.toml")] + ["nope", "", "/"]),
+        "-s": (numbers[0] + ["0", "18446744073709551615"], numbers[1][1:]),
+        "-P": (["R U rcu", "R*2", "R,U", "U R"], ["U*9", "X", "R!", "", "R*0", "rcu*3", "R*10001"]),
+        "--round-robin": ([], []),
+        "--variant": (sorted({v for cls in MODELS.values() for v in cls.variants}), ["nope", ""]),
+        "--steps": numbers, "--max-states": numbers,
+        "--set": (["threads.0.sections=3", 'threads.0.kind="updater"', 'threads.1.wait="synchronize_rcu"'],
+                  ["threads.0.sections=99", 'threads.0.kind="writer"', "threads=1", 'threads.5.name="Z"', "x",
+                   "=", "threads.0.name=U", 'threads.0.name="U"', "nope.deep=1", 'threads.1.name="rcu"',
+                   "threads.0.sections=[[[["]),
+        "--json": ([str(base / "out.json")], [str(base / "missing" / "o.json"), str(base), ""]),
+        "--html": (good_html, html),
+        "-c": ([], []), "--schema": ([], []),
+    }
+
+
+OPTIONS_OF = {
+    "run": ["-s", "-P", "--round-robin", "--variant", "--steps", "--set", "-c", "--json", "--html"],
+    "explore": ["--variant", "--max-states", "--set", "--json", "--html"],
+    "list": ["--schema"],
+    "show": ["--html"],
+}
+STRAYS = ["--help", "-h", "--version", "--bogus", "-", "--seed", "--compute"]
+
+
+@st.composite
+def argument_lists(draw, base):
+    vocab = vocabulary(base)
+    traces = [str(base / n) for n in ("trace.json", "tampered.json", "notjson.json", "missing.json")]
+    garbage = st.text(max_size=8)
+
+    def value(option):
+        good, bad = vocab[option]
+        if good and draw(st.integers(0, 3)):
+            return draw(st.sampled_from(good))
+        if option == "--html" and not VIEWS:  # any garbage name is a writable file in the working directory
+            return draw(st.sampled_from(bad))
+        return draw(st.sampled_from(bad) | garbage) if bad else draw(garbage)
+
+    mechanisms = sorted(MODELS)
+    if draw(st.integers(0, 9)) == 0:  # free-form: any tokens at all
+        every = [*(o for o in vocab if VIEWS or o != "--html"), *STRAYS, *mechanisms, "nope", "list", "run",
+                 "explore", "show"]
+        return draw(st.lists(st.sampled_from(every) | garbage, max_size=8))
+    command = draw(st.sampled_from(["run", "run", "explore", "explore", "list", "show", "runn"]))
+    argv = [command]
+    if command == "show":
+        argv.append(draw(st.sampled_from(traces) | garbage))
+    elif draw(st.integers(0, 9)):
+        argv.append(draw(st.sampled_from(mechanisms)) if draw(st.integers(0, 5)) else draw(garbage))
+    if command in ("run", "explore") and draw(st.integers(0, 9)):
+        argv += ["--scenario", value("--scenario")]
+    if command == "explore":  # a bound keeps every example quick
+        argv += ["--max-states", draw(st.sampled_from(["1", "5", "300", "2000", "0", "x"]))]
+    for _ in range(draw(st.sampled_from([0, 0, 1, 1, 2, 3, 4]))):  # few options: most errors come first
+        kind = draw(st.integers(0, 9))
+        if kind < 8:
+            option = draw(st.sampled_from(OPTIONS_OF.get(command, sorted(vocab)) if kind < 7 else sorted(vocab)))
+            good, bad = vocab[option]
+            argv += [option, value(option)] if good or bad else [option]
+        elif kind < 9:
+            argv.append(draw(st.sampled_from(STRAYS)))
+        else:
+            argv.append(draw(garbage))
+    return argv
+
+
+@pytest.mark.slow
+@settings(FUZZ, max_examples=600)
+@given(data=st.data())
+def test_argument_lists_run_or_are_rejected_in_one_line(capsys, monkeypatch, files, data):
+    monkeypatch.chdir(files / "cwd")  # garbage output names land here, not in the checkout
+    argv = data.draw(argument_lists(files), label="argv")
+    rc, out, err = run_cli(capsys, argv)
+    command = argv[0] if argv and argv[0] in SUCCESS else None
+    event(f"{command}: exit {rc}")
+    assert_done_or_one_line(rc, out, err, command)

@@ -2,8 +2,9 @@
 //
 // Bokeh runs this file as the body of a single CustomJS callback (argument `kstep`, the spec
 // built by player.py) attached to every control.  Nothing here knows about any mechanism: a view
-// registers per-frame sources whose rows for every frame sit in a store (see columns.py), static
-// sources drawn once, cursors that mark the current step, and ranges that follow the cursor.
+// registers per-frame sources whose rows for every frame sit in a store (see columns.py; a
+// timeline's windowed sources are per-frame sources too, one block per page), static sources drawn
+// once, cursors that mark the current step, and timeline ranges that page along with the cursor.
 //
 // Showing frame k means, for each per-frame source, slicing store[col][start[k]:stop[k]] and
 // giving the display source a *new* data object (BokehJS redraws on assignment, not on in-place
@@ -192,6 +193,9 @@ if (origin === W.toggle) {
 } else if (origin === W.slider) {
   if (W.slider.value !== st.frame) {
     show(W.slider.value);
+    if (st.timer !== null) {
+      start_timer();  // dragged while playing: play on from where the slider was left
+    }
   }
 } else if (origin === W.speed) {
   if (st.timer !== null) {

@@ -4,9 +4,11 @@ A mechanism view never writes JavaScript.  It creates a ``Player`` for a trace, 
 
 - per-frame sources (``frame_source``): a function from a state to the rows it draws; the player
   lays out every frame into frame-indexed columns (columns.py) and player.js slices frame k;
-- static sources (plain ``ColumnDataSource``s such as timelines) that are drawn once;
+- windowed sources (``windowed_source``): timeline rows, shown one page of ``window`` steps at a
+  time so that painting a frame costs the same at step 50,000 as at step 5;
+- static sources (plain ``ColumnDataSource``s of markers, which BokehJS culls itself);
 - cursors (a ``Span`` or ``BoxAnnotation`` the player moves to the current step) and x ranges
-  that follow the cursor through long traces;
+  that page along with the cursor (``follow``);
 
 and then calls ``layout(...)`` with its plots.  All playback (play/pause, speed, step, back,
 reset, the slider, the status line and the end-of-run banner) is one CustomJS callback running

@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 from bokeh.core.validation import check_integrity
+from bokeh.models import BoxAnnotation, ColumnDataSource, CustomJS, GlyphRenderer, Plot, Range1d, Widget
 
 from kstep import views
 from kstep.engine import Random, Scripted, explore, scenario, simulate
@@ -62,6 +63,9 @@ def test_every_bundled_scenario_lays_out_cleanly(mech, name):
     assert len(names) == len(set(names)), "model names must be unique for get_model_by_name"
     for n in NAMED:
         assert lay.select_one({"name": n}) is not None, n
+    kinds = (GlyphRenderer, ColumnDataSource, Plot, Widget, CustomJS, Range1d, BoxAnnotation)
+    unnamed = [m for m in lay.references() if isinstance(m, kinds) and not m.name]
+    assert unnamed == [], "tests find models by name: give every view model one"
 
 
 def test_mechanisms_have_their_own_views_and_others_get_the_generic_one():

@@ -95,7 +95,8 @@ def gp_lane(p: figure, player: Player, lane: int) -> None:
         "y": np.full(len(starts), -lane, dtype=np.float32),
         "text": np.array([f"GP {gp_number(states[k].rcu.gp_seq)}" for k in starts], dtype=object),
     }, "x", "x")
-    p.text("x", "y", "text", source=labels, text_font_size=style.SMALL_SIZE, text_baseline="middle",
+    p.text("x", "y", "text", source=labels, name=f"{p.name}-gp-numbers", text_font_size=style.SMALL_SIZE,
+           text_baseline="middle",
            text_color=style.INK, text_font_style="bold")
 
 
@@ -116,7 +117,7 @@ def callbacks_figure(player: Player, x_range: Range1d) -> figure:
     style.style_figure(p)
     src = player.windowed_source("callbacks-count", {"x": np.arange(len(counts) + 1, dtype=np.int32),
                                                      "y": np.append(counts, counts[-1])}, "x", "x")
-    p.step("x", "y", source=src, mode="after", line_width=3, color=style.VERMILLION)
+    p.step("x", "y", source=src, mode="after", line_width=3, color=style.VERMILLION, name="kstep-plot-callbacks-count")
     p.yaxis.axis_label = "pending"
     p.yaxis.ticker = AdaptiveTicker(min_interval=1, num_minor_ticks=0)
     add_cursor(p, player)

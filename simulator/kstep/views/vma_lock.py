@@ -210,8 +210,9 @@ def vma_lock_view(trace, model):
                                           key=lambda s: (s.rcu.gp_seq, s.rcu.callbacks)))
     faults = player.frame_source("faults", {"x": float, "y": float, "text": str}, lambda s: fault_marks(s, names),
                                  key=lambda s: (s.mm.tree, s.vmas, tuple((t.addr, bool(t.frames)) for t in s.threads)))
-    board.scatter("x", "y", source=faults, marker="inverted_triangle", size=13, color=style.INK)
-    board.text("x", "y", "text", source=faults, x_offset=9, text_align="left", text_baseline="middle",
+    board.scatter("x", "y", source=faults, marker="inverted_triangle", size=13, color=style.INK,
+                  name="kstep-plot-state-faults")
+    board.text("x", "y", "text", source=faults, name="kstep-plot-state-fault-names", x_offset=9, text_align="left", text_baseline="middle",
                text_font_size=style.SMALL_SIZE, text_font_style="bold", text_color=style.INK)
 
     lanes = [f"{n} (CPU {i})" for i, n in enumerate(names)] + ["mmap_lock write", "grace period"]
@@ -253,5 +254,6 @@ def epoch_lane(p, player: Player, lane: int) -> None:
         "y": np.full(len(starts), -lane, dtype=np.float32),
         "text": np.array([f"seq {states[k].mm.mm_lock_seq}" for k in starts], dtype=object),
     }, "x", "x")
-    p.text("x", "y", "text", source=labels, text_font_size=style.SMALL_SIZE, text_baseline="middle",
+    p.text("x", "y", "text", source=labels, name=f"{p.name}-epoch-seq", text_font_size=style.SMALL_SIZE,
+           text_baseline="middle",
            text_color=style.WHITE, text_font_style="bold")

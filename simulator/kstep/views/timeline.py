@@ -1,9 +1,10 @@
-"""Timelines: one lane per thread (or per RCU fact) over the steps of a trace, drawn once.
+"""Timelines: one lane per thread (or per RCU fact) over the steps of a trace.
 
 Frame k's state occupies x in [k, k + 1); the action that led to frame k is marked at x = k.
-Lanes are numbered 0, 1, 2, ... from the top and drawn at y = -lane.  Everything here is a static
-source of small ints (colours go through a colour mapper over phase numbers), so a 50,000-step
-trace stays small; the player only moves the cursor and pages the x range.
+Lanes are numbered 0, 1, 2, ... from the top and drawn at y = -lane.  Bars are small ints whose
+colours go through a colour mapper over phase numbers, held in windowed sources (one page of
+steps at a time, since BokehJS would otherwise paint every bar of a 50,000-step run on each
+frame); marks are static markers, which BokehJS culls to the visible page itself.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from bokeh.plotting import figure
 
 from . import style
 from .player import Player
+
 
 def runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Maximal runs of equal values: (start index, stop index, value) of each run."""

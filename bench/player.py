@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from kstep import views
-from kstep.engine import Random, simulate
+from kstep.engine import Random, scenario, simulate
 from kstep.models import make_model
 
 CHROMIUM = "/usr/bin/chromium"
@@ -43,22 +43,33 @@ PLAY_SECONDS = 5.0
 PLAYS = 3  # play runs per page; the middle one (by fps) is reported, all are kept
 JUMPS = 300
 
-# Configs built directly (not bundled scenarios): the scenario schema caps repeats for exploration.
-CONFIGS = {
-    "rcu": {"threads": [{"name": f"R{i}", "kind": "reader", "sections": 5000, "updates": 1, "wait": "call_rcu"}
-                        for i in range(3)]
-            + [{"name": "U", "kind": "updater", "sections": 1, "updates": 3000, "wait": "call_rcu"}]},
+# Small, valid scenarios (the schema fills in defaults and checks them), then scaled past the
+# schema's caps, which keep scenarios small enough to explore exhaustively.
+SMALL = {
+    "rcu": {"threads": [{"name": f"R{i}", "kind": "reader", "sections": 20} for i in range(3)]
+            + [{"name": "U", "kind": "updater", "updates": 10, "wait": "call_rcu"}]},
     "vma-locks": {
-        "vmas": [{"start": 0, "end": 8, "prot": "rw", "anon_vma": True},
-                 {"start": 8, "end": 16, "prot": "rw", "anon_vma": True}],
+        "vmas": [{"start": 0, "end": 8}, {"start": 8, "end": 16}],
         "threads": [
-            {"name": "F", "kind": "fault", "count": 3, "repeat": 3000, "faults": [1, 9, 13], "ops": []},
-            {"name": "M", "kind": "writer", "count": 1, "repeat": 600, "faults": [],
+            {"name": "F", "kind": "fault", "count": 3, "repeat": 50, "faults": [1, 9, 13]},
+            {"name": "M", "kind": "writer", "repeat": 50,
              "ops": [{"op": "mprotect", "start": 12, "end": 16, "prot": "r"},
                      {"op": "mprotect", "start": 12, "end": 16, "prot": "rw"}]},
         ],
     },
 }
+SCALE = {  # (thread index, key, value): enough work that a run reaches 50,000 steps
+    "rcu": [(0, "sections", 5000), (1, "sections", 5000), (2, "sections", 5000), (3, "updates", 3000)],
+    "vma-locks": [(0, "repeat", 3000), (1, "repeat", 600)],
+}
+
+
+def config_for(mechanism: str) -> dict:
+    model = make_model(mechanism)
+    config = scenario.to_config(model.scenario_schema.check(SMALL[mechanism], ""))
+    for thread, key, value in SCALE[mechanism]:
+        config["threads"][thread][key] = value
+    return config
 
 
 def percentile(values, p):
@@ -77,7 +88,7 @@ def summary(samples):
 
 def build(mechanism: str, steps: int, folder: Path, seed: int = 1) -> dict:
     model = make_model(mechanism)
-    config = CONFIGS[mechanism]
+    config = config_for(mechanism)
     t0 = time.perf_counter()
     trace = simulate(model, model.initial(config), Random(seed), max_steps=steps, config=config, seed=seed,
                      scenario=f"bench-{steps}")
@@ -201,13 +212,13 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=50_000, help="steps per trace (default 50000)")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"),
                         help="folder for player.json and the pages (default bench/results)")
-    parser.add_argument("--mechanism", action="append", choices=sorted(CONFIGS),
+    parser.add_argument("--mechanism", action="append", choices=sorted(SMALL),
                         help="only this mechanism (repeatable; default all)")
     args = parser.parse_args(argv)
     if args.steps < 1:
         print("bench player: --steps must be at least 1", file=sys.stderr)
         return 2
-    result = run(args.out, args.steps, tuple(args.mechanism or CONFIGS))
+    result = run(args.out, args.steps, tuple(args.mechanism or SMALL))
     print(f"bench player: wrote {Path(args.out) / 'player.json'}")
     return 0 if all(t["meets_targets"] for t in result["traces"]) else 1
 

@@ -173,9 +173,12 @@ def test_player_js_status_names_the_step_its_kernel_function_and_what_it_does():
 
 
 def long_rcu_trace(sections=60):
+    """A run longer than two timeline pages: a valid scenario with the reader's sections raised."""
     model = make_model("rcu")
-    config = {"threads": [{"name": "R", "kind": "reader", "sections": sections, "updates": 1, "wait": "call_rcu"},
-                          {"name": "U", "kind": "updater", "sections": 1, "updates": 10, "wait": "call_rcu"}]}
+    small = {"threads": [{"name": "R", "kind": "reader", "sections": 20},
+                         {"name": "U", "kind": "updater", "updates": 10}]}
+    config = scenario.to_config(model.scenario_schema.check(small, ""))
+    config["threads"][0]["sections"] = sections
     trace = simulate(model, model.initial(config), Random(3), config=config, seed=3)
     return trace, model
 

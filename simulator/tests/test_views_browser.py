@@ -11,13 +11,12 @@ import os
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from kstep import views
 from kstep.engine import Random, Scripted, explore, scenario, simulate
 from kstep.models import make_model
-from kstep.views import columns as fc
+from kstep.views.player import frame_rows
 
 pytestmark = pytest.mark.browser
 
@@ -102,20 +101,8 @@ class Opened:
         self.context.close()
 
 
-def exported(lay, k):
-    """Every per-frame source's rows at frame k, decoded in Python from what the page ships."""
-    spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
-    out = {}
-    for s in spec["sources"]:
-        export = {"kinds": dict(s["cols"]), "store": {c: np.asarray(v) for c, v in s["store"].data.items()},
-                  "start": spec["frames"].data[s["name"] + ".start"],
-                  "stop": spec["frames"].data[s["name"] + ".stop"]}
-        out[s["name"]] = fc.decode(export, spec["strings"], k)
-    return out
-
-
 def assert_on_screen(opened, lay, k):
-    for name, cols in exported(lay, k).items():
+    for name, cols in frame_rows(lay, k).items():
         shown = opened.shown(name)
         for col, values in cols.items():
             assert shown[col] == pytest.approx(values) if values and isinstance(values[0], float) \
@@ -162,7 +149,7 @@ def play_step_back_reset(browser, trace, model, lay, path):
         assert p.frame == stopped, "pause must stop the timer"
         assert 4 <= stopped <= n
         assert_on_screen(p, lay, stopped)
-        if exported(lay, stopped) != exported(lay, 0):
+        if frame_rows(lay, stopped) != frame_rows(lay, 0):
             assert p.picture("kstep-plot-state") != board0, "playing must redraw the state"
 
         at = min(stopped, n - 1)

@@ -17,6 +17,7 @@ from kstep.engine import Random, Scripted, scenario, simulate
 from kstep.models import make_model
 from kstep.views import columns as fc
 from kstep.views import layout, player
+from kstep.views.player import frame_rows
 
 HARNESS = Path(__file__).with_name("player_harness.js")
 
@@ -122,18 +123,6 @@ def run_player(lay, actions):
     return json.loads(out.stdout)
 
 
-def expected_rows(lay, k):
-    """Frame k of every per-frame source, decoded in Python from the arrays the page ships."""
-    spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
-    out = {}
-    for s in spec["sources"]:
-        export = {"kinds": dict(s["cols"]), "store": {c: np.asarray(v) for c, v in s["store"].data.items()},
-                  "start": spec["frames"].data[s["name"] + ".start"],
-                  "stop": spec["frames"].data[s["name"] + ".stop"]}
-        out[s["name"]] = fc.decode(export, spec["strings"], k)
-    return out
-
-
 def assert_rows_equal(got, want, where):
     for name, cols in want.items():
         for col, values in cols.items():
@@ -155,7 +144,7 @@ def test_player_js_shows_the_rows_of_each_frame_it_steps_to():
         assert res["frame"] == k, action
         assert res["cursor"] == [k, k + 1]
         assert res["banner"] == (k == n)
-        assert_rows_equal(res["sources"], expected_rows(lay, k), f"after {action} (frame {k})")
+        assert_rows_equal(res["sources"], frame_rows(lay, k), f"after {action} (frame {k})")
 
 
 def test_player_js_status_names_the_step_its_kernel_function_and_what_it_does():

@@ -40,6 +40,19 @@ WINDOW = 80  # steps a timeline shows at once: each stays wide enough to see on 
 
 
 @lru_cache(maxsize=1)
+def frame_rows(lay, k: int) -> dict[str, dict[str, list]]:
+    """Frame k of every per-frame source, decoded in Python from the arrays a layout ships: what
+    player.js must show at that frame (the tests compare the page against it)."""
+    spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
+    out = {}
+    for s in spec["sources"]:
+        export = {"kinds": dict(s["cols"]), "store": {c: np.asarray(v) for c, v in s["store"].data.items()},
+                  "start": spec["frames"].data[s["name"] + ".start"],
+                  "stop": spec["frames"].data[s["name"] + ".stop"]}
+        out[s["name"]] = decode(export, spec["strings"], k)
+    return out
+
+
 def player_js() -> str:
     return resources.files(__package__).joinpath("player.js").read_text()
 

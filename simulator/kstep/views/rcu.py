@@ -18,7 +18,7 @@ from .board import COLUMNS as BOX, Box, board_figure, columns, draw_boxes, in_a_
 from .counters import counters_figure
 from .player import Player
 from .registry import register
-from .timeline import actor_marks, add_cursor, lanes_figure, marks, phase_bars
+from .timeline import actor_marks, add_cursor, interval_lane, lanes_figure, marks, phase_bars
 
 GP_RUNNING = ("grace period running", style.YELLOW)
 QS_PENDING = ("quiescent state still needed", style.ORANGE)
@@ -85,19 +85,10 @@ def qs_reports(states) -> list[tuple[int, int]]:
 
 
 def gp_lane(p: figure, player: Player, lane: int) -> None:
-    """Grace periods as bars in ``lane``, numbered, with every quiescent-state report marked."""
+    """Grace periods as bars in ``lane``, numbered."""
     states = player.trace.states
-    running = np.fromiter((gp_running(s.rcu.gp_seq) for s in states), dtype=np.int8, count=len(states))[:, None]
-    phase_bars(p, player, "gp", running, [style.LIGHT, GP_RUNNING[1]], skip=(0,), first_lane=lane)
-    starts = [k for k in range(len(states)) if running[k, 0] and (k == 0 or not running[k - 1, 0])]
-    labels = player.windowed_source("gp-numbers", {
-        "x": np.array(starts, dtype=np.int32) + np.float32(0.15),
-        "y": np.full(len(starts), -lane, dtype=np.float32),
-        "text": np.array([f"GP {gp_number(states[k].rcu.gp_seq)}" for k in starts], dtype=object),
-    }, "x", "x")
-    p.text("x", "y", "text", source=labels, name=f"{p.name}-gp-numbers", text_font_size=style.SMALL_SIZE,
-           text_baseline="middle",
-           text_color=style.INK, text_font_style="bold")
+    interval_lane(p, player, "gp", [gp_running(s.rcu.gp_seq) for s in states], GP_RUNNING[1], lane,
+                  "gp-numbers", lambda k: f"GP {gp_number(states[k].rcu.gp_seq)}", style.INK)
 
 
 def qs_marks(p: figure, player: Player, lane_of_cpu) -> None:

@@ -9,7 +9,7 @@ frame); marks are static markers, which BokehJS culls to the visible page itself
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from bokeh.models import BoxAnnotation, FixedTicker, LinearColorMapper, Range1d
@@ -88,6 +88,22 @@ def phase_bars(p: figure, player: Player, name: str, phases: np.ndarray, palette
     p.hbar(y="y", left="left", right="right", height=height, source=source,
            fill_color={"field": "phase", "transform": mapper}, line_color=style.DARK, line_width=0.5,
            name=f"{p.name}-{name}")
+
+
+def interval_lane(p: figure, player: Player, name: str, active: Sequence[bool], colour: str, lane: int,
+                  labels_name: str, label: Callable[[int], str], text_color: str) -> None:
+    """One lane of intervals (a grace period running, mmap_lock write-held), each labelled where it
+    starts with ``label(first_step)``; the labels are a windowed source called ``labels_name``."""
+    held = np.fromiter((1 if a else 0 for a in active), dtype=np.int8, count=len(active))[:, None]
+    phase_bars(p, player, name, held, [style.LIGHT, colour], skip=(0,), first_lane=lane)
+    starts = [k for k in range(len(held)) if held[k, 0] and (k == 0 or not held[k - 1, 0])]
+    labels = player.windowed_source(labels_name, {
+        "x": np.array(starts, dtype=np.int32) + np.float32(0.15),
+        "y": np.full(len(starts), -lane, dtype=np.float32),
+        "text": np.array([label(k) for k in starts], dtype=object),
+    }, "x", "x")
+    p.text("x", "y", "text", source=labels, name=f"{p.name}-{labels_name}", text_font_size=style.SMALL_SIZE,
+           text_baseline="middle", text_color=text_color, text_font_style="bold")
 
 
 def marks(p: figure, player: Player, name: str, x: np.ndarray, lane: np.ndarray, *, color: str = style.INK,

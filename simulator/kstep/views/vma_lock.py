@@ -20,7 +20,7 @@ from .player import Player
 from .rcu import (CB_READY, CB_WAITING, GP_RUNNING, QS_PENDING, callback_boxes, callbacks_figure, gp_box,
                   gp_lane, qs_marks)
 from .registry import register
-from .timeline import actor_marks, lanes_figure, phase_bars
+from .timeline import actor_marks, interval_lane, lanes_figure, phase_bars
 
 # What each thread is doing, in palette order (the lanes and the thread boxes share it).
 PHASES = (
@@ -246,14 +246,5 @@ def vma_lock_view(trace, model):
 def epoch_lane(p, player: Player, lane: int) -> None:
     """Write epochs: mmap_lock held for write, each labelled with the mm_lock_seq it locks VMAs with."""
     states = player.trace.states
-    held = np.array([[1 if s.mm.mmap_lock.owner != rwsem.NOBODY else 0] for s in states], dtype=np.int8)
-    phase_bars(p, player, "epochs", held, [style.LIGHT, EPOCH_LANE[1]], skip=(0,), first_lane=lane)
-    starts = [k for k in range(len(states)) if held[k, 0] and (k == 0 or not held[k - 1, 0])]
-    labels = player.windowed_source("epoch-seq", {
-        "x": np.array(starts, dtype=np.int32) + np.float32(0.15),
-        "y": np.full(len(starts), -lane, dtype=np.float32),
-        "text": np.array([f"seq {states[k].mm.mm_lock_seq}" for k in starts], dtype=object),
-    }, "x", "x")
-    p.text("x", "y", "text", source=labels, name=f"{p.name}-epoch-seq", text_font_size=style.SMALL_SIZE,
-           text_baseline="middle",
-           text_color=style.WHITE, text_font_style="bold")
+    interval_lane(p, player, "epochs", [s.mm.mmap_lock.owner != rwsem.NOBODY for s in states], EPOCH_LANE[1],
+                  lane, "epoch-seq", lambda k: f"seq {states[k].mm.mm_lock_seq}", style.WHITE)

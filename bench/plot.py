@@ -8,7 +8,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def draw(results: dict, path):
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(16, 4.8))
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(17, 5.2))
+    plt.rcParams["axes.titlesize"] = 10
     eng = results["engine"]
     names = ["steps_per_s", "checked_steps_per_s", "states_per_s"]
     a.bar(names, [eng[n] for n in names], color=["#4C72B0", "#8FA9D6", "#55A868"])
@@ -28,7 +29,7 @@ def draw(results: dict, path):
             xs = [i + (2 * k + j - 1.5) * width for i in range(len(sizes))]
             b.bar(xs, [vma[s][run]["runs"][variant]["rounds"] for s in sizes], width,
                   label=f"{variant}, {run.replace('_', ' ')}", color=colour, alpha=1.0 if j else 0.45)
-    b.set_xticks(range(len(sizes)), sizes, fontsize=8)
+    b.set_xticks(range(len(sizes)), [size.replace(", ", ",\n") for size in sizes], fontsize=8)
     b.set_ylabel("completion (round-robin rounds)")
     b.set_title("android-app-launch: mmap_lock only vs per-VMA locks")
     b.legend(fontsize=7)
@@ -43,7 +44,7 @@ def draw(results: dict, path):
     c.axhline(ply["targets"]["update_ms_p95_max"], color="black", linestyle="dashed")
     c.set_xticks(list(xs), [f"{n}\n{t['play']['fps']:.0f} fps" for n, t in zip(names, ply["traces"])])
     c.set_ylabel("JavaScript per frame (ms)")
-    c.set_title(f"player, {ply['steps']} steps in headless chromium (targets: 2 ms, 55 fps)")
+    c.set_title(f"player, {ply['steps']} steps in headless chromium\n(targets: 2 ms per frame, 55 fps)")
     c.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

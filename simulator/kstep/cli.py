@@ -23,7 +23,6 @@ scenarios and traces are the library's.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import signal

@@ -121,7 +121,8 @@ def pages(tmp_path_factory):
     """The exported animations the tests open: (trace, model, layout, path) by key."""
     folder = tmp_path_factory.mktemp("pages")
     out = {}
-    for key, (mech, name) in {"rcu": ("rcu", "grace-period-basics"), "vma": ("vma-locks", "munmap-vs-fault")}.items():
+    for key, (mech, name) in {"rcu": ("rcu", "grace-period-basics"), "vma": ("vma-locks", "munmap-vs-fault"),
+                              "qspinlock": ("qspinlock", "three-waiters")}.items():
         trace, model = trace_of(mech, name)
         path = folder / f"{key}.html"
         views.save_html(trace, model, path)
@@ -189,6 +190,12 @@ def test_rcu_page_plays_pauses_steps_back_and_resets_offline(browser, pages):
 
 def test_vma_page_plays_pauses_steps_back_and_resets_offline(browser, pages):
     play_step_back_reset(browser, *pages["vma"])
+
+
+def test_qspinlock_page_plays_pauses_steps_back_and_resets_offline(browser, pages):
+    """The lock word's bits, the MCS nodes and their next arrows, the queue: every frame source the
+    qspinlock view ships is on screen exactly as Python computed it, with no request and no error."""
+    play_step_back_reset(browser, *pages["qspinlock"])
 
 
 def test_every_frame_on_screen_is_the_frame_python_computed(browser, pages):

@@ -1,0 +1,265 @@
+"""The qspinlock view without a browser: what it draws at each frame, against the model's state."""
+
+import re
+
+import numpy as np
+import pytest
+from bokeh.core.validation import check_integrity
+from bokeh.models import BoxAnnotation, ColumnDataSource, CustomJS, GlyphRenderer, Plot, Range1d, Widget
+
+from kstep import views
+from kstep.engine import Random, Scripted, explore, scenario, simulate
+from kstep.models import make_model
+from kstep.models import qspinlock as q
+from kstep.views import qspinlock as qv
+from kstep.views import style
+from kstep.views.columns import decode
+
+MECH = "qspinlock"
+
+
+def run(name, variant=None, seed=1):
+    """A bundled scenario under its script, or seeded random where the script is for another variant."""
+    model = make_model(MECH, variant)
+    sc = scenario.load(MECH, model.scenario_schema, name)
+    sched = Scripted(sc.schedule) if sc.schedule and variant in (None, "v6.12") else Random(seed)
+    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=seed), model
+
+
+def counterexample(variant, name):
+    model = make_model(MECH, variant)
+    sc = scenario.load(MECH, model.scenario_schema, name)
+    return explore(model, model.initial(sc.config), scenario=sc.name, config=sc.config).counterexample, model
+
+
+# One run of every layout the view draws: both pending layouts, nesting (two locks, an interrupt),
+# the ticket lock, powerpc, the 2014 claim, and a counterexample.
+RUNS = {
+    "three-waiters": lambda: run("three-waiters"),
+    "one-bit-pending": lambda: run("one-bit-pending"),
+    "nesting": lambda: run("nesting"),
+    "set-locked-contended": lambda: run("set-locked-contended"),
+    "before-set-locked": lambda: run("set-locked-contended", "before-set-locked"),
+    "ticket": lambda: run("three-waiters", "ticket"),
+    "powerpc": lambda: run("powerpc-stealing", "powerpc", seed=3),
+    "powerpc-nesting": lambda: run("nesting", "powerpc", seed=2),
+    "link-before-init": lambda: counterexample("link-before-init", "three-waiters"),
+}
+
+
+class Frames:
+    """What the player shows at frame k: every per-frame source decoded as player.js slices it
+    (``player.frame_rows``, with the layout's spec looked up once instead of per frame)."""
+
+    def __init__(self, lay):
+        spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
+        self.strings = spec["strings"]
+        self.exports = {
+            s["name"]: {"kinds": dict(s["cols"]), "store": {c: np.asarray(v) for c, v in s["store"].data.items()},
+                        "start": spec["frames"].data[s["name"] + ".start"],
+                        "stop": spec["frames"].data[s["name"] + ".stop"]}
+            for s in spec["sources"]
+        }
+
+    def __call__(self, k):
+        return {name: decode(export, self.strings, k) for name, export in self.exports.items()}
+
+
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def drawn(request):
+    trace, model = RUNS[request.param]()
+    lay = views.layout(trace, model)
+    return trace, model, lay, Frames(lay)
+
+
+def word_of(bits, lock):
+    """The 32 drawn bits of ``lock`` (bit 31 first, as drawn) as a number."""
+    cells = bits["bit"][32 * lock:32 * (lock + 1)]
+    assert len(cells) == 32
+    return int("".join(cells), 2)
+
+
+def test_it_is_the_registered_view_and_lays_out_cleanly(drawn):
+    trace, model, lay, frames = drawn
+    assert views.view_for(MECH) is qv.qspinlock_view
+    assert not check_integrity(list(lay.references())).error
+    names = [m.name for m in lay.references() if m.name]
+    assert len(names) == len(set(names))
+    kinds = (GlyphRenderer, ColumnDataSource, Plot, Widget, CustomJS, Range1d, BoxAnnotation)
+    assert [m for m in lay.references() if isinstance(m, kinds) and not m.name] == []
+    for name in ("kstep-plot-word", "kstep-plot-state", "kstep-plot-timeline", "kstep-plot-counters"):
+        assert lay.select_one({"name": name}) is not None, name
+
+
+def test_the_drawn_bits_are_the_model_word_and_a_changed_bit_is_outlined(drawn):
+    trace, model, lay, frames = drawn
+    for k, s in enumerate(trace.states):
+        bits = frames(k)["bits"]
+        before = trace.states[max(k - 1, 0)].words
+        for lock, w in enumerate(s.words):
+            got = word_of(bits, lock)
+            assert got == w, f"frame {k} lock {lock}: the view draws {got:#010x}, the model's word is {w:#010x}"
+            outlined = [int(line == style.VERMILLION) for line in bits["line"][32 * lock:32 * (lock + 1)]]
+            assert int("".join(map(str, outlined)), 2) == w ^ before[lock], f"frame {k} lock {lock}: changed bits"
+
+
+def test_the_word_is_written_in_the_step_tables_notation(drawn):
+    """The header says the word as the model's own step table does: hex, then the source's triple."""
+    trace, model, lay, frames = drawn
+    for k, s in enumerate(trace.states):
+        heads = frames(k)["word-head"]["text"]
+        for lock, text in enumerate(heads):
+            hex_word, triple = re.fullmatch(r"(0x[0-9a-f]{8}) \((.*)\)", model.word_text(s, lock)).groups() \
+                if s.layout == q.QSPINLOCK else (f"{s.words[lock]:#010x}", None)
+            assert hex_word in text
+            if triple is not None:
+                assert text.endswith(f"({triple})"), (k, text)
+
+
+def test_every_transition_is_listed_with_the_word_before_and_after(drawn):
+    trace, model, lay, frames = drawn
+    s0 = trace.states[0]
+    for k, (a, before, after) in enumerate(zip(trace.actions, trace.states, trace.states[1:]), start=1):
+        rows = frames(k)["transitions"]
+        current = [t for t, c in zip(rows["text"], rows["color"]) if c == style.BLUE]
+        expected = [f"step {k}: {a.actor} {a.label}  {qv.triple(s0, was)} → {qv.triple(s0, w)}"
+                    for was, w in zip(before.words, after.words) if was != w]
+        assert current == expected, f"frame {k}"
+
+
+def test_the_field_strips_cover_the_layouts_masks():
+    """The fields drawn under the bits are the constants of each layout's header, bit for bit."""
+    def mask(f):
+        return ((1 << (f.hi - f.lo + 1)) - 1) << f.lo
+
+    for bits in (8, 1):
+        lay = q.LAYOUTS[bits]
+        fields = {f.name: mask(f) for f in qv.word_fields(q.QSPINLOCK, bits)}
+        assert fields["tail cpu (+1)"] == lay.TAIL_CPU_MASK and fields["tail idx"] == lay.TAIL_IDX_MASK
+        assert fields["pending"] == q._Q_PENDING_VAL and fields["locked byte"] == q._Q_LOCKED_MASK
+        assert fields.get("not used", 0) | fields["pending"] == lay.PENDING_MASK
+        assert sum(fields.values()) == q.U32
+    ppc = {f.name: mask(f) for f in qv.word_fields(q.POWERPC, 8)}
+    assert ppc["tail cpu (+1)"] == q.PPC_TAIL_CPU_MASK and ppc["owner cpu"] == q.PPC_OWNER_CPU_MASK
+    assert ppc["must-queue"] == q.PPC_MUST_Q_VAL and ppc["locked"] == q.PPC_LOCKED_VAL
+    assert sum(ppc.values()) == q.U32
+    ticket = {f.name: mask(f) for f in qv.word_fields(q.TICKET, 8)}
+    assert ticket == {"next ticket": q.U16 << q.TICKET_SHIFT, "owner (now serving)": q.U16}
+
+
+def test_nodes_are_drawn_four_per_cpu_with_their_fields_and_users(drawn):
+    trace, model, lay, frames = drawn
+    if trace.states[0].layout == q.TICKET:
+        assert "nodes" not in frames(0), "the ticket lock has no MCS nodes"
+        return
+    for k, s in enumerate(trace.states):
+        rows = frames(k)
+        nodes = rows["nodes"]
+        assert nodes["head"] == [qv.node_name(n) for n in range(len(s.nodes))]
+        assert rows["cpu-count"]["text"] == [f"CPU {c} · count {n}" for c, n in enumerate(s.count)]
+        users = qv.holders_of_nodes(s)
+        for n, node in enumerate(s.nodes):
+            nxt = "NULL" if node.next == q.NULL else qv.node_name(node.next)
+            assert f"locked {node.locked} · next {nxt}" in nodes["body"][n], f"frame {k} {qv.node_name(n)}"
+            counted = n % q.MAX_NODES < s.count[n // q.MAX_NODES]
+            assert (nodes["fill"][n] == style.WHITE) == (not users.get(n) and not counted)
+            for who in users.get(n, []):
+                assert who in nodes["body"][n]
+
+
+def test_the_arrows_are_the_next_pointers(drawn):
+    """A solid arrow for every node in use whose next is set, a dashed one for a free node's stale next,
+    each from its node's box to the box of the node it points to."""
+    trace, model, lay, frames = drawn
+    if trace.states[0].layout == q.TICKET:
+        return
+    seen = 0
+    for k, s in enumerate(trace.states):
+        rows = frames(k)
+        users = qv.holders_of_nodes(s)
+        live, stale = set(), set()
+        for n, node in enumerate(s.nodes):
+            if node.next != q.NULL:
+                in_use = n in users or n % q.MAX_NODES < s.count[n // q.MAX_NODES]
+                (live if in_use else stale).add((qv.node_name(n), qv.node_name(node.next)))
+        assert set(zip(rows["links"]["src"], rows["links"]["dst"])) == live, f"frame {k}"
+        assert set(zip(rows["stale-links"]["src"], rows["stale-links"]["dst"])) == stale, f"frame {k}"
+        box = {h: (x, w) for h, x, w in zip(rows["nodes"]["head"], rows["nodes"]["x"], rows["nodes"]["w"])}
+        for src, dst, x0, x1 in zip(rows["links"]["src"], rows["links"]["dst"], rows["links"]["x0"],
+                                    rows["links"]["x1"]):
+            assert abs(x0 - box[src][0]) < box[src][1] / 2 and abs(x1 - box[dst][0]) < box[dst][1] / 2
+        seen += len(live)
+    if trace.scenario == "three-waiters" and trace.variant == "v6.12":
+        assert seen, "C3 links in behind C2"
+
+
+def test_the_lost_link_disappears_when_the_late_init_overwrites_it():
+    trace, model = counterexample("link-before-init", "three-waiters")
+    frames = Frames(views.layout(trace, model))
+    k = next(k for k, a in enumerate(trace.actions, start=1) if a.label == "link_prev")
+    assert list(zip(frames(k)["links"]["src"], frames(k)["links"]["dst"])) == [("cpu2/idx0", "cpu3/idx0")]
+    assert trace.actions[-1].label == "mcs_node_init"
+    assert frames(len(trace))["links"]["src"] == []
+
+
+def test_a_node_two_contexts_use_is_outlined_in_red():
+    trace, model = counterexample("count-after-init", "nesting")
+    nodes = Frames(views.layout(trace, model))(len(trace))["nodes"]
+    shared = nodes["head"].index("cpu0/idx0")
+    assert nodes["line"][shared] == style.VERMILLION and "C0, C0.irq" in nodes["body"][shared]
+    assert [h for h, line in zip(nodes["head"], nodes["line"]) if line == style.VERMILLION] == ["cpu0/idx0"]
+
+
+@pytest.mark.parametrize("variant", [v for v, var in q.VARIANTS.items()])
+def test_every_step_label_has_a_phase(variant):
+    model = make_model(MECH, variant)
+    assert set(model.sources()) <= set(qv.PHASE_OF[model.layout])
+
+
+def test_phases_agree_with_the_word_and_one_head_spins_per_lock():
+    for name in scenario.bundled(MECH):
+        for variant in ("v6.12", "before-set-locked", "powerpc", "ticket"):
+            trace, model = run(name, variant)
+            s0 = trace.states[0]
+            for k, s in enumerate(trace.states):
+                ph = [qv.phase(s, i, s0) for i in range(len(s.threads))]
+                for lock, w in enumerate(s.words):
+                    on = [i for i, t in enumerate(s.threads) if t.lock == lock]
+                    holding = [i for i in on if ph[i] in (qv.HOLDS, qv.RELEASES)]
+                    assert len(holding) <= 1, f"{name} {variant} frame {k}"
+                    if holding and s.layout == q.QSPINLOCK:
+                        assert w & q._Q_LOCKED_MASK, f"{name} {variant} frame {k}: a holder, and the word is not locked"
+                    if s.layout != q.TICKET:
+                        heads = [i for i in on if ph[i] == qv.QUEUE_HEAD]
+                        assert len(heads) <= 1, f"{name} {variant} frame {k}: two queue heads"
+                        if heads:
+                            waiting = [j for j in s.ghost_order[lock] if j not in holding]
+                            assert waiting[0] == heads[0], f"{name} {variant} frame {k}: the head is first in line"
+
+
+def test_counters_are_the_models_answers_step_by_step(drawn):
+    trace, model, lay, frames = drawn
+    names, counts = qv.counter_table(trace, model)
+    final = model.answers(trace)
+    assert names and {n: int(c) for n, c in zip(names, counts[-1])} == {n: final[n] for n in names}
+    assert set(final) - set(names) <= set(trace.stats), "every counter of answers is drawn"
+    for k in sorted({1, len(trace) // 2, len(trace)}):
+        prefix = simulate_prefix(trace, k)
+        assert [int(c) for c in counts[k]] == [model.answers(prefix)[n] for n in names]
+        shown = frames(k)["counters"]
+        assert shown["value"] == [int(c) for c in counts[k]]
+
+
+def simulate_prefix(trace, k):
+    """The first k steps of a trace, as a trace."""
+    from dataclasses import replace
+
+    return replace(trace, actions=trace.actions[:k], states=trace.states[:k + 1], ticks=trace.ticks[:k], stats={})
+
+
+def test_the_key_names_the_layouts_own_phases():
+    for variant, expected in (("ticket", "waits for its ticket"), ("powerpc", "tries to steal"),
+                              ("v6.12", "queue head: spins on the lock word")):
+        trace, model = run("three-waiters", variant)
+        key = views.layout(trace, model).select_one({"name": "kstep-key"}).text
+        assert expected in key

@@ -363,12 +363,12 @@ STALE_LINK = ("stale node->next of a free node", style.GREY)
 NESTING = ("task", "softirq", "hardirq", "NMI")  # kernel/locking/qspinlock.c: what each of the 4 nodes is for
 
 CONTEXT_Y = 8.3
-CONTEXT_H = 1.15
+CONTEXT_H = 1.2
 HEADER_Y = 7.35
 NODE_Y = 6.25  # qnodes[0]; qnodes[idx] one unit lower per idx
 NODE_H = 0.84
-QUEUE_H = 0.9
-STATE_SCALE = 80  # pixels per board unit: room for a head and two lines of body in a node
+QUEUE_H = 1.0
+STATE_SCALE = 88  # pixels per board unit: room for a head and two lines of body in a node
 
 
 def node_name(n: int) -> str:
@@ -376,8 +376,8 @@ def node_name(n: int) -> str:
 
 
 def queue_y(layout: str, lock: int) -> float:
-    top = NODE_Y - q.MAX_NODES + 0.05 if layout != q.TICKET else HEADER_Y - 0.1
-    return top - lock * 1.1
+    top = NODE_Y - q.MAX_NODES - 0.05 if layout != q.TICKET else HEADER_Y - 0.1
+    return top - lock * 1.15
 
 
 def holders_of_nodes(s) -> dict[int, list[str]]:
@@ -390,7 +390,7 @@ def holders_of_nodes(s) -> dict[int, list[str]]:
 
 
 def cpu_columns(s) -> list[tuple[float, float, float, float]]:
-    return in_a_row(len(s.count), y=NODE_Y, max_w=2.5, gap=0.35)
+    return in_a_row(len(s.count), y=NODE_Y, max_w=2.5, gap=0.2)
 
 
 def node_boxes(s, s0) -> list[Box]:
@@ -540,8 +540,9 @@ def state_figure(player: Player) -> figure:
         p.text("x", "y", "text", source=head, name="kstep-plot-state-cpu-count", text_font_size=style.TEXT_SIZE,
                text_font_style="bold", text_align="center", text_baseline="middle", text_color=style.DARK,
                text_font=value(style.FONT))
+        small = len(s0.count) > 4  # eight CPUs: narrower columns, smaller print
         draw_boxes(p, player.frame_source("nodes", BOX, lambda s: columns(node_boxes(s, s0)), key=node_key),
-                   head_size=style.SMALL_SIZE, body_size="10pt")
+                   head_size="10pt" if small else style.SMALL_SIZE, body_size="8pt" if small else "10pt")
         link_cols = {c: float for c in ("x0", "y0", "x1", "y1", "cx0", "cy0", "cx1", "cy1")} | {"src": str, "dst": str}
         for name, live, colour, width in (("stale-links", False, STALE_LINK[1], 1.5), ("links", True, LINK[1], 3.0)):
             src = player.frame_source(name, link_cols, lambda s, live=live: link_rows(s, live=live),
@@ -550,7 +551,8 @@ def state_figure(player: Player) -> figure:
                      line_width=width, line_dash="solid" if live else "dashed", name=f"kstep-plot-state-{name}")
             p.scatter("x1", "y1", source=src, marker="inverted_triangle", size=14 if live else 10, color=colour,
                       name=f"kstep-plot-state-{name}-heads")
-    draw_boxes(p, player.frame_source("queue", BOX, lambda s: columns(queue_boxes(s, s0)), key=queue_key))
+    draw_boxes(p, player.frame_source("queue", BOX, lambda s: columns(queue_boxes(s, s0)), key=queue_key),
+               body_size="10pt")
     return p
 
 

@@ -214,6 +214,17 @@ def test_ticket_lock_serves_tickets_in_order():
     assert tr.states[-1].words[0] == 0x00040004
 
 
+@pytest.mark.parametrize("variant", CORRECT)
+def test_finished_runs_leave_no_ghost_behind(variant):
+    """Every queued context has left the queue, every hand-off and link was seen, every node is free."""
+    m, sc, s0 = load("nesting", variant)
+    for seed in range(20):
+        end = simulate(m, s0, Random(seed)).states[-1]
+        assert end.ghost_queue == ((), ()) and end.ghost_order == ((), ())
+        assert not end.ghost_handoffs and not end.ghost_links and end.count == (0, 0, 0)
+        assert end.words == (0, 0) or variant == "ticket"
+
+
 def test_powerpc_steals_sets_must_queue_and_clears_it_on_taking_the_lock():
     m, sc, s0 = load("powerpc-stealing", "powerpc")
     totals = {"stolen": 0, "must-queue set": 0, "queued": 0}

@@ -208,7 +208,9 @@ def _set_at(tup, k, value):
 
 
 def ghost_enqueue(s, lock, node, i):
-    s = s._replace(ghost_queue=_set_at(s.ghost_queue, lock, s.ghost_queue[lock] + (node,)))
+    """Context i queues on ``lock``: with its MCS node (qspinlock, powerpc) or a ticket (node NULL)."""
+    if node != NULL:
+        s = s._replace(ghost_queue=_set_at(s.ghost_queue, lock, s.ghost_queue[lock] + (node,)))
     return s._replace(ghost_order=_set_at(s.ghost_order, lock, s.ghost_order[lock] + (i,)))
 
 
@@ -623,7 +625,6 @@ def ticket_lock_section(s, i, lock):
 @ticket.step("arch_spin_lock", "include/asm-generic/spinlock.h:arch_spin_lock",
              "atomic_fetch_add(1 << 16): draw the next ticket; the lock is ours if it is already served")
 def arch_spin_lock(s, i, lock):
-    t = s.threads[i]
     val = s.words[lock]
     my = val >> TICKET_SHIFT
     s = set_word(s, lock, (val + (1 << TICKET_SHIFT)) & U32)

@@ -1123,10 +1123,10 @@ def initial_state(config, layout: str) -> QState:
         threads.append(Ctx(f"C{k}", (Frame("lock_list", (tuple(LOCK_NAMES.index(x) for x in c["locks"]),
                                                          c["repeat"])),), k))
     for k, c in enumerate(cpus):
-        if c["irq"]:
+        if c["irq"]:  # one interrupt per entry; an observation log's header repeats them (irq_repeat)
             irqs.append((k, len(threads)))
-            threads.append(Ctx(f"C{k}.irq", (Frame("lock_list", (tuple(LOCK_NAMES.index(x) for x in c["irq"]),
-                                                                 1)),), k))
+            locks = tuple(LOCK_NAMES.index(x) for x in c["irq"])
+            threads.append(Ctx(f"C{k}.irq", (Frame("lock_list", (locks, c.get("irq_repeat", 1))),), k))
     ncpus = len(cpus)
     nodes = (Node(),) * (ncpus * MAX_NODES) if layout != TICKET else ()
     return QState(tuple(threads), (0,) * nlocks, nodes, (0,) * ncpus, layout, config["pending_bits"],

@@ -311,7 +311,8 @@ def cmd_check(args) -> int:
     if not result.ok:
         print(f"line {result.line}: {clean(result.text)}")
         print(f"verdict: NOT a step the model allows: {clean(result.why)}")
-        print(f"({result.steps} steps and {result.acquisitions} acquisitions before it were legal)")
+        print(f"(the {plural(result.steps, 'step')} and {plural(result.acquisitions, 'acquisition')} "
+              f"before it were legal)")
         return VIOLATION
     print(f"steps: {result.steps}")
     print(f"acquisitions: {result.acquisitions}")
@@ -320,6 +321,10 @@ def cmd_check(args) -> int:
         print("note: the log stops before every CPU has finished (the steps it has are legal)")
     print("verdict: every logged step is one the model allows")
     return OK
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def report_check_progress(lines: int) -> None:

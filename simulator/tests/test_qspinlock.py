@@ -79,6 +79,51 @@ def test_powerpc_word_constants_match_its_qspinlock_types_h():
     assert q.ppc_encode_locked_val(3) == 0x7 and q.ppc_encode_tail_cpu(2) == 0x00060000
 
 
+# The shared contract with the kernel-lab C port: every label it logs, with the 6.12 function it names.
+QS, MCS, GEN = "kernel/locking/qspinlock.c", "kernel/locking/mcs_spinlock.h", "include/asm-generic/qspinlock.h"
+CONTRACT = {
+    "queued_spin_lock": f"{GEN}:queued_spin_lock", "wait_pending_handover": f"{QS}:queued_spin_lock_slowpath",
+    "queued_fetch_set_pending_acquire": f"{QS}:queued_fetch_set_pending_acquire",
+    "clear_pending": f"{QS}:clear_pending", "wait_locked_clear": f"{QS}:queued_spin_lock_slowpath",
+    "clear_pending_set_locked": f"{QS}:clear_pending_set_locked", "grab_mcs_node": f"{QS}:grab_mcs_node",
+    "mcs_node_init": f"{QS}:queued_spin_lock_slowpath", "queued_spin_trylock": f"{GEN}:queued_spin_trylock",
+    "xchg_tail": f"{QS}:xchg_tail", "link_prev": f"{QS}:queued_spin_lock_slowpath",
+    "mcs_spin": f"{MCS}:arch_mcs_spin_lock_contended", "wait_head": f"{QS}:queued_spin_lock_slowpath",
+    "claim_cmpxchg": f"{QS}:queued_spin_lock_slowpath", "set_locked": f"{QS}:set_locked",
+    "wait_next": f"{QS}:queued_spin_lock_slowpath", "mcs_handoff": f"{MCS}:arch_mcs_spin_unlock_contended",
+    "release_node": f"{QS}:queued_spin_lock_slowpath", "critical_section": f"{QS}:queued_spin_lock_slowpath",
+    "queued_spin_unlock": f"{GEN}:queued_spin_unlock",
+}
+
+
+def test_labels_are_the_contracts():
+    sources = {label: str(src) for label, src in QspinlockModel("v6.12").sources().items()}
+    assert {k: v for k, v in sources.items() if k != "store_node_count"} == CONTRACT
+
+
+def test_6_12_runs_take_every_contract_label_and_no_other():
+    m = make_model(MECH)
+    seen = set()
+    for name in SCENARIOS:
+        sc = scenario.load(MECH, m.scenario_schema, name)
+        for seed in range(40):
+            seen |= {a.label for a in simulate(m, m.initial(sc.config), Random(seed)).actions}
+    # clear_pending needs a narrow race: test_clear_pending_undoes_only_our_pending scripts it
+    assert seen == set(CONTRACT) - {"clear_pending"}
+
+
+def test_clear_pending_undoes_only_our_pending():
+    """C3 reads (0,0,1) on its fast path; C2's tail lands before C3 sets pending; C3 sees the tail
+    in the old value, undoes its pending bit and queues behind C2 (reference §2.3 step 5)."""
+    m, sc, s0 = load("three-waiters")
+    tr = simulate(m, s0, Scripted("C0 C1 C1 C2*4 C0 C0 C1 C1 C3 C2 C3 C3"))
+    assert labels_of(tr, "C3")[:4] == ["queued_spin_lock", "queued_fetch_set_pending_acquire", "clear_pending",
+                                       "grab_mcs_node"]
+    assert word_after(tr, "C3", "queued_fetch_set_pending_acquire") == 0x000c0101
+    assert word_after(tr, "C3", "clear_pending") == 0x000c0001
+    assert tr.outcome == "finished"
+
+
 # --- the kernel's step order ------------------------------------------------------------------------------
 
 
@@ -212,6 +257,17 @@ def test_ticket_lock_serves_tickets_in_order():
     order = [a.actor for a in tr.actions if a.label == "critical_section"]
     assert order == ["C0", "C1", "C2", "C3"]
     assert tr.states[-1].words[0] == 0x00040004
+
+
+@pytest.mark.parametrize("variant", CORRECT)
+def test_finished_runs_leave_no_ghost_behind(variant):
+    """Every queued context has left the queue, every hand-off and link was seen, every node is free."""
+    m, sc, s0 = load("nesting", variant)
+    for seed in range(20):
+        end = simulate(m, s0, Random(seed)).states[-1]
+        assert end.ghost_queue == ((), ()) and end.ghost_order == ((), ())
+        assert not end.ghost_handoffs and not end.ghost_links and end.count == (0, 0, 0)
+        assert end.words == (0, 0) or variant == "ticket"
 
 
 def test_powerpc_steals_sets_must_queue_and_clears_it_on_taking_the_lock():

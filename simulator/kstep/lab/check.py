@@ -117,8 +117,8 @@ def parse_header(mechanism: str, line: str, where: str) -> _Header:
         "pending_bits": pending_bits,
         "steal_spins": _int_field(fields, "steal_spins", 0, 2**31 - 1, where, default=STEAL_SPINS_6_12),
         "head_spins": _int_field(fields, "head_spins", 1, 2**31 - 1, where, default=HEAD_SPINS_6_12),
-        "cpus": [{"locks": [LOCK_NAMES[0]], "repeat": acquisitions, "irq": [LOCK_NAMES[1]] * irq}
-                 for _ in range(cpus)],
+        "cpus": [{"locks": [LOCK_NAMES[0]], "repeat": acquisitions, "irq": [LOCK_NAMES[1]] if irq else [],
+                  "irq_repeat": max(irq, 1)} for _ in range(cpus)],
     }
     header = _Header(fields, make_model(mechanism, fields["variant"]), config)
     for k in range(cpus):

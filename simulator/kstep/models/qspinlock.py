@@ -208,7 +208,9 @@ def _set_at(tup, k, value):
 
 
 def ghost_enqueue(s, lock, node, i):
-    s = s._replace(ghost_queue=_set_at(s.ghost_queue, lock, s.ghost_queue[lock] + (node,)))
+    """Context i queues on ``lock``: with its MCS node (qspinlock, powerpc) or a ticket (node NULL)."""
+    if node != NULL:
+        s = s._replace(ghost_queue=_set_at(s.ghost_queue, lock, s.ghost_queue[lock] + (node,)))
     return s._replace(ghost_order=_set_at(s.ghost_order, lock, s.ghost_order[lock] + (i,)))
 
 
@@ -623,7 +625,6 @@ def ticket_lock_section(s, i, lock):
 @ticket.step("arch_spin_lock", "include/asm-generic/spinlock.h:arch_spin_lock",
              "atomic_fetch_add(1 << 16): draw the next ticket; the lock is ours if it is already served")
 def arch_spin_lock(s, i, lock):
-    t = s.threads[i]
     val = s.words[lock]
     my = val >> TICKET_SHIFT
     s = set_word(s, lock, (val + (1 << TICKET_SHIFT)) & U32)
@@ -1122,10 +1123,10 @@ def initial_state(config, layout: str) -> QState:
         threads.append(Ctx(f"C{k}", (Frame("lock_list", (tuple(LOCK_NAMES.index(x) for x in c["locks"]),
                                                          c["repeat"])),), k))
     for k, c in enumerate(cpus):
-        if c["irq"]:
+        if c["irq"]:  # one interrupt per entry; an observation log's header repeats them (irq_repeat)
             irqs.append((k, len(threads)))
-            threads.append(Ctx(f"C{k}.irq", (Frame("lock_list", (tuple(LOCK_NAMES.index(x) for x in c["irq"]),
-                                                                 1)),), k))
+            locks = tuple(LOCK_NAMES.index(x) for x in c["irq"])
+            threads.append(Ctx(f"C{k}.irq", (Frame("lock_list", (locks, c.get("irq_repeat", 1))),), k))
     ncpus = len(cpus)
     nodes = (Node(),) * (ncpus * MAX_NODES) if layout != TICKET else ()
     return QState(tuple(threads), (0,) * nlocks, nodes, (0,) * ncpus, layout, config["pending_bits"],

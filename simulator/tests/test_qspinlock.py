@@ -8,6 +8,8 @@ from kstep.models import make_model
 from kstep.models import qspinlock as q
 from kstep.models.qspinlock import LAYOUTS, VARIANTS, QspinlockModel
 
+from support import assert_breaker_catches, labels_of, load
+
 MECH = "qspinlock"
 SCENARIOS = scenario.bundled(MECH)
 CORRECT = [n for n, v in VARIANTS.items() if not v.broken]
@@ -27,14 +29,6 @@ BREAKERS = {
 SLOW = {("powerpc", "nesting")}
 
 
-def load(name, variant=None, overrides=()):
-    m = make_model(MECH, variant)
-    sc = scenario.load(MECH, m.scenario_schema, name, list(overrides))
-    return m, sc, m.initial(sc.config)
-
-
-def labels_of(trace, actor):
-    return [a.label for a in trace.actions if a.actor == actor]
 
 
 def word_after(trace, actor, label, lock=0):
@@ -115,7 +109,7 @@ def test_6_12_runs_take_every_contract_label_and_no_other():
 def test_clear_pending_undoes_only_our_pending():
     """C3 reads (0,0,1) on its fast path; C2's tail lands before C3 sets pending; C3 sees the tail
     in the old value, undoes its pending bit and queues behind C2 (reference §2.3 step 5)."""
-    m, sc, s0 = load("three-waiters")
+    m, sc, s0 = load(MECH, "three-waiters")
     tr = simulate(m, s0, Scripted("C0 C1 C1 C2*4 C0 C0 C1 C1 C3 C2 C3 C3"))
     assert labels_of(tr, "C3")[:4] == ["queued_spin_lock", "queued_fetch_set_pending_acquire", "clear_pending",
                                        "grab_mcs_node"]
@@ -128,7 +122,7 @@ def test_clear_pending_undoes_only_our_pending():
 
 
 def test_fast_path_and_unlock_touch_only_the_locked_byte():
-    m, sc, s0 = load("uncontended")
+    m, sc, s0 = load(MECH, "uncontended")
     tr = simulate(m, s0, Random(1))
     assert labels_of(tr, "C0") == ["queued_spin_lock", "critical_section", "queued_spin_unlock"] * 2
     assert [s.words[0] for s in tr.states] == [0, 1, 1, 0, 1, 1, 0]
@@ -136,7 +130,7 @@ def test_fast_path_and_unlock_touch_only_the_locked_byte():
 
 def test_pending_path_in_order():
     """Reference §2.3 steps 4-7: set pending, wait for the owner, clear_pending_set_locked."""
-    m, sc, s0 = load("pending-path")
+    m, sc, s0 = load(MECH, "pending-path")
     tr = simulate(m, s0, Scripted(sc.schedule))
     assert labels_of(tr, "C1") == ["queued_spin_lock", "queued_fetch_set_pending_acquire", "wait_locked_clear",
                                    "clear_pending_set_locked", "critical_section", "queued_spin_unlock"]
@@ -148,7 +142,7 @@ def test_pending_path_in_order():
 
 def test_queue_path_in_order_and_the_lone_head_claims_with_cmpxchg():
     """Steps 8-21: node, init, trylock, xchg_tail, head wait, cmpxchg (tail is ours), release."""
-    m, sc, s0 = load("two-waiters")
+    m, sc, s0 = load(MECH, "two-waiters")
     tr = simulate(m, s0, Scripted(sc.schedule))
     assert labels_of(tr, "C2") == [
         "queued_spin_lock", "grab_mcs_node", "mcs_node_init", "queued_spin_trylock", "xchg_tail", "wait_head",
@@ -158,7 +152,7 @@ def test_queue_path_in_order_and_the_lone_head_claims_with_cmpxchg():
 
 
 def test_a_successor_links_spins_on_its_node_and_is_handed_the_queue():
-    m, sc, s0 = load("three-waiters")
+    m, sc, s0 = load(MECH, "three-waiters")
     tr = simulate(m, s0, Scripted(sc.schedule))
     assert labels_of(tr, "C3") == [
         "queued_spin_lock", "grab_mcs_node", "mcs_node_init", "queued_spin_trylock", "xchg_tail", "link_prev",
@@ -172,7 +166,7 @@ def test_a_successor_links_spins_on_its_node_and_is_handed_the_queue():
 
 
 def test_one_bit_layout_uses_its_own_xchg_tail_and_atomics():
-    m, sc, s0 = load("one-bit-pending")
+    m, sc, s0 = load(MECH, "one-bit-pending")
     tr = simulate(m, s0, Scripted(sc.schedule))
     assert word_after(tr, "C2", "xchg_tail") == 0x00001901  # cpu2/idx0 = 0x1800, pending 0x100, locked
     assert word_after(tr, "C3", "xchg_tail") == 0x00002101
@@ -181,7 +175,7 @@ def test_one_bit_layout_uses_its_own_xchg_tail_and_atomics():
 
 
 def test_nesting_interrupt_takes_node_one_and_holds_its_task_back():
-    m, sc, s0 = load("nesting")
+    m, sc, s0 = load(MECH, "nesting")
     tr = simulate(m, s0, Scripted(sc.schedule))
     k = next(k for k, a in enumerate(tr.actions) if str(a) == "C0.irq:grab_mcs_node")
     s = tr.states[k + 1]
@@ -210,7 +204,7 @@ def test_an_interrupt_may_not_share_a_lock_with_its_own_task():
 
 
 def test_set_locked_is_reached_in_the_contended_scenario():
-    m, sc, s0 = load("set-locked-contended")
+    m, sc, s0 = load(MECH, "set-locked-contended")
     tr = simulate(m, s0, Scripted(sc.schedule))
     k = next(k for k, a in enumerate(tr.actions) if str(a) == "C2:set_locked")
     before = tr.states[k].words[0]
@@ -230,16 +224,16 @@ def _contended_when_set_locked(s, a, t):
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_set_locked_is_never_taken_when_the_head_is_the_only_waiter(name):
-    m, sc, s0 = load(name)
+    m, sc, s0 = load(MECH, name)
     m.invariants = [Invariant("set-locked-contended", "", _contended_when_set_locked, transition=True)]
     assert explore(m, s0).clean
 
 
 def test_before_set_locked_claims_every_time_with_cmpxchg():
-    m, sc, s0 = load("set-locked-contended", "before-set-locked")
+    m, sc, s0 = load(MECH, "set-locked-contended", "before-set-locked")
     tr = simulate(m, s0, Random(3))
     assert not any(a.label == "set_locked" for a in tr.actions)
-    m2, _, s0 = load("three-waiters", "before-set-locked")
+    m2, _, s0 = load(MECH, "three-waiters", "before-set-locked")
     tr = simulate(m2, s0, Scripted("C0 C1 C1 C2*5 C3*6 C0 C0 C1*4 C2*6"))
     c2 = labels_of(tr, "C2")
     assert c2[5:9] == ["wait_head", "claim_cmpxchg", "wait_next", "mcs_handoff"]
@@ -251,7 +245,7 @@ def test_before_set_locked_claims_every_time_with_cmpxchg():
 
 
 def test_ticket_lock_serves_tickets_in_order():
-    m, sc, s0 = load("three-waiters", "ticket")
+    m, sc, s0 = load(MECH, "three-waiters", "ticket")
     tr = simulate(m, s0, Scripted("C0 C1 C2 C3"))
     assert tr.states[4].words[0] == 0x00040000  # four tickets drawn, ticket 0 served
     order = [a.actor for a in tr.actions if a.label == "critical_section"]
@@ -262,7 +256,7 @@ def test_ticket_lock_serves_tickets_in_order():
 @pytest.mark.parametrize("variant", CORRECT)
 def test_finished_runs_leave_no_ghost_behind(variant):
     """Every queued context has left the queue, every hand-off and link was seen, every node is free."""
-    m, sc, s0 = load("nesting", variant)
+    m, sc, s0 = load(MECH, "nesting", variant)
     for seed in range(20):
         end = simulate(m, s0, Random(seed)).states[-1]
         assert end.ghost_queue == ((), ()) and end.ghost_order == ((), ())
@@ -271,7 +265,7 @@ def test_finished_runs_leave_no_ghost_behind(variant):
 
 
 def test_powerpc_steals_sets_must_queue_and_clears_it_on_taking_the_lock():
-    m, sc, s0 = load("powerpc-stealing", "powerpc")
+    m, sc, s0 = load(MECH, "powerpc-stealing", "powerpc")
     totals = {"stolen": 0, "must-queue set": 0, "queued": 0}
     for seed in range(60):
         tr = simulate(m, s0, Random(seed))
@@ -286,7 +280,7 @@ def test_powerpc_steals_sets_must_queue_and_clears_it_on_taking_the_lock():
 
 
 def test_powerpc_stealer_queues_when_must_queue_is_set():
-    m, sc, s0 = load("powerpc-stealing", "powerpc")
+    m, sc, s0 = load(MECH, "powerpc-stealing", "powerpc")
     s = s0._replace(words=(q.PPC_MUST_Q_VAL | q.ppc_encode_tail_cpu(1) | q.ppc_encode_locked_val(2),))
     s = m.step(s, m.actions(s)[0])  # C0's fast path fails: must-queue stops the trylock
     assert s.threads[0].frames[0].label == "try_to_steal_lock"
@@ -310,21 +304,14 @@ def test_every_invariant_has_a_breaker():
 
 @pytest.mark.parametrize("invariant", sorted(BREAKERS))
 def test_each_invariant_alone_catches_its_breaker(invariant):
-    variant, name = BREAKERS[invariant]
-    m, sc, s0 = load(name, variant)
-    m.invariants = [i for i in QspinlockModel.invariants if i.name == invariant]
-    r = explore(m, s0)
-    assert r.violation is not None and r.violation.invariant == invariant
-    ok, _, s0 = load(name)
-    ok.invariants = m.invariants
-    assert explore(ok, s0).clean
+    assert_breaker_catches(MECH, invariant, *BREAKERS[invariant])
 
 
 @pytest.mark.parametrize("variant", BROKEN)
 def test_explore_finds_every_broken_variant(variant):
     found = []
     for name in SCENARIOS:
-        m, sc, s0 = load(name, variant)
+        m, sc, s0 = load(MECH, name, variant)
         r = explore(m, s0, max_states=200_000)
         if r.violation:
             found.append(name)
@@ -342,7 +329,7 @@ def _explore_params():
 
 @pytest.mark.parametrize("variant, name", list(_explore_params()))
 def test_explore_exhausts_correct_variants_cleanly(variant, name):
-    m, sc, s0 = load(name, variant)
+    m, sc, s0 = load(MECH, name, variant)
     r = explore(m, s0)
     assert r.exhausted and r.clean, (r.violation, r.counterexample and [str(a) for a in r.counterexample.actions])
 
@@ -350,7 +337,7 @@ def test_explore_exhausts_correct_variants_cleanly(variant, name):
 def test_link_before_init_lets_init_wipe_out_a_hand_off():
     """C3 links in behind C2 before initialising its node; C2 takes the lock, finds C3 and hands the
     queue over (C3's node->locked = 1); then C3's late initialisation stores node->locked = 0."""
-    m, sc, s0 = load("three-waiters", "link-before-init")
+    m, sc, s0 = load(MECH, "three-waiters", "link-before-init")
     tr = simulate(m, s0, Scripted("C0 C1 C1 C2*5 C3*5 C0 C0 C1*4 C2*4 C3"))
     assert [str(a) for a in tr.actions[-6:]] == [
         "C1:queued_spin_unlock", "C2:wait_head", "C2:set_locked", "C2:wait_next", "C2:mcs_handoff",
@@ -359,7 +346,7 @@ def test_link_before_init_lets_init_wipe_out_a_hand_off():
 
 
 def test_lost_handoff_is_a_deadlock_even_without_the_ghost():
-    m, sc, s0 = load("three-waiters", "link-before-init")
+    m, sc, s0 = load(MECH, "three-waiters", "link-before-init")
     m.invariants = []
     r = explore(m, s0)
     assert r.violation.invariant == "deadlock"
@@ -369,7 +356,7 @@ def test_xchg16_counterexample_has_the_hand_derived_length():
     """one-bit-pending on xchg16-one-bit-pending: C0 takes the lock (1), C1 fails the fast path and
     sets pending (2), so C2's fast path sees (0,1,1) and queues: grab_mcs_node, mcs_node_init, the
     failed trylock, xchg_tail (5).  Its 16-bit exchange puts tail >> 9 into bits 16-31: 1 + 2 + 5 = 8."""
-    m, sc, s0 = load("one-bit-pending", "xchg16-one-bit-pending")
+    m, sc, s0 = load(MECH, "one-bit-pending", "xchg16-one-bit-pending")
     r = explore(m, s0)
     assert r.violation.invariant == "legal-lock-word" and len(r.counterexample) == 8
     assert r.counterexample.actions[-1].label == "xchg_tail"
@@ -385,7 +372,7 @@ def test_count_after_init_counterexample_has_the_hand_derived_length():
     and one more step is unavoidable: either C0 sees pending only at its own
     queued_fetch_set_pending_acquire, or the pending owner found A locked and must wait_locked_clear.
     2 + 4 + 2 + 5 + 2 + 1 = 16."""
-    m, sc, s0 = load("nesting", "count-after-init")
+    m, sc, s0 = load(MECH, "nesting", "count-after-init")
     r = explore(m, s0)
     assert r.violation.invariant == "mcs-nodes-per-cpu" and len(r.counterexample) == 16
     assert [str(a) for a in r.counterexample.actions[-2:]] == ["C0.irq:queued_spin_lock", "C0.irq:grab_mcs_node"]
@@ -397,12 +384,12 @@ def test_pending_not_undone_counterexample_has_the_hand_derived_length():
     tail.  C0 locks (1); C1 fails, sets pending (2); C2 fails and gets its node ready (4); C0 unlocks
     (2); C1 waits and takes the lock (2); C3 fails on (0,0,1) (1); C2 publishes (1); C3 sets pending,
     sees the tail and queues without undoing it (1): 14."""
-    m, sc, s0 = load("three-waiters", "pending-not-undone")
+    m, sc, s0 = load(MECH, "three-waiters", "pending-not-undone")
     r = explore(m, s0)
     assert r.violation.invariant == "one-pending-owner" and len(r.counterexample) == 14
 
 
 def test_scenarios_stay_small_enough_to_explore_in_class():
     for name in SCENARIOS:
-        m, sc, s0 = load(name)
+        m, sc, s0 = load(MECH, name)
         assert explore(m, s0).states < 50_000, name

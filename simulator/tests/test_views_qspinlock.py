@@ -14,22 +14,21 @@ from kstep.models import qspinlock as q
 from kstep.views import qspinlock as qv
 from kstep.views import style
 from kstep.views.columns import decode
+from support import load
 
 MECH = "qspinlock"
 
 
-def run(name, variant=None, seed=1):
+def run(name, variant=None, seed=1, overrides=()):
     """A bundled scenario under its script, or seeded random where the script is for another variant."""
-    model = make_model(MECH, variant)
-    sc = scenario.load(MECH, model.scenario_schema, name)
+    model, sc, s0 = load(MECH, name, variant, overrides)
     sched = Scripted(sc.schedule) if sc.schedule and variant in (None, "v6.12") else Random(seed)
-    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=seed), model
+    return simulate(model, s0, sched, scenario=sc.name, config=sc.config, seed=seed), model
 
 
 def counterexample(variant, name):
-    model = make_model(MECH, variant)
-    sc = scenario.load(MECH, model.scenario_schema, name)
-    return explore(model, model.initial(sc.config), scenario=sc.name, config=sc.config).counterexample, model
+    model, sc, s0 = load(MECH, name, variant)
+    return explore(model, s0, scenario=sc.name, config=sc.config).counterexample, model
 
 
 # One run of every layout the view draws: both pending layouts, nesting (two locks, an interrupt),
@@ -222,7 +221,7 @@ def test_phases_agree_with_the_word_and_one_head_spins_per_lock():
             trace, model = run(name, variant)
             s0 = trace.states[0]
             for k, s in enumerate(trace.states):
-                ph = [qv.phase(s, i, s0) for i in range(len(s.threads))]
+                ph = [qv.phase(s, i) for i in range(len(s.threads))]
                 for lock, w in enumerate(s.words):
                     on = [i for i, t in enumerate(s.threads) if t.lock == lock]
                     holding = [i for i in on if ph[i] in (qv.HOLDS, qv.RELEASES)]
@@ -235,6 +234,24 @@ def test_phases_agree_with_the_word_and_one_head_spins_per_lock():
                         if heads:
                             waiting = [j for j in s.ghost_order[lock] if j not in holding]
                             assert waiting[0] == heads[0], f"{name} {variant} frame {k}: the head is first in line"
+
+
+def test_an_interrupt_is_drawn_in_progress_exactly_while_the_model_holds_its_task_back():
+    seen = set()
+    for variant in ("v6.12", "powerpc"):
+        trace, model = run("nesting", variant, seed=4)
+        for k, s in enumerate(trace.states):
+            movers = {a.actor for a in model.actions(s)}
+            unheld = {a.actor for a in super(type(model), model).actions(s)}  # before interrupts hold tasks back
+            for task, irq in s.irqs:
+                name = s.threads[task].name
+                busy = qv.phase(s, irq) not in (qv.NOT_YET, qv.DONE)
+                seen.add(busy)
+                if busy:
+                    assert name not in movers, f"{variant} frame {k}: {name} moved during its interrupt"
+                if name in unheld and name not in movers:
+                    assert busy, f"{variant} frame {k}: {name} is held back, and no interrupt is drawn"
+    assert seen == {True, False}
 
 
 def test_counters_are_the_models_answers_step_by_step(drawn):

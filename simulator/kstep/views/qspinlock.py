@@ -38,7 +38,7 @@ QUEUED = ("queued: spins on its own node->locked", style.ORANGE)
 HEAD = ("queue head: spins on the lock word", style.SIENNA)
 HOLDING = ("holds the lock", style.GREEN)
 RELEASING = ("holds the lock, releases its node: hands the queue on, count--", style.BLUE)
-NOT_ARRIVED = ("interrupt not arrived yet", style.LIGHT)
+NOT_ARRIVED = ("no interrupt in progress", style.LIGHT)
 PHASES = (FAST, PENDING, QUEUED, HEAD, HOLDING, RELEASING, NOT_ARRIVED, style.DONE)
 FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOLDS, RELEASES, NOT_YET, DONE = range(len(PHASES))
 
@@ -78,15 +78,16 @@ SHOWN_PHASES = {q.QSPINLOCK: (FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOL
                 q.POWERPC: (FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOLDS, RELEASES)}
 
 
-def phase(s, i: int, s0) -> int:
-    """What context ``i`` is doing in state ``s`` (``s0``: the initial state, to tell whether an
-    interrupt has arrived yet)."""
+def phase(s, i: int) -> int:
+    """What context ``i`` is doing in state ``s``.  An interrupt is in progress from its first step
+    into spin_lock until it has unlocked (the model holds its task back exactly then)."""
     t = s.threads[i]
     if not t.frames:
         return DONE
-    if "." in t.name and t.frames == s0.threads[i].frames:
+    label = t.frames[0].label
+    if label == q.ENTRY[s.layout] and any(irq == i for _, irq in s.irqs):
         return NOT_YET
-    return PHASE_OF[s.layout][t.frames[0].label]
+    return PHASE_OF[s.layout][label]
 
 
 # --- the lock word -----------------------------------------------------------------------------------
@@ -393,10 +394,10 @@ def cpu_columns(s) -> list[tuple[float, float, float, float]]:
     return in_a_row(len(s.count), y=NODE_Y, max_w=2.5, gap=0.2)
 
 
-def node_boxes(s, s0) -> list[Box]:
+def node_boxes(s) -> list[Box]:
     """qnodes[0..3] of every CPU: a column per CPU, idx 0 at the top."""
     users = holders_of_nodes(s)
-    phase_of = {t.name: phase(s, i, s0) for i, t in enumerate(s.threads)}
+    phase_of = {t.name: phase(s, i) for i, t in enumerate(s.threads)}
     out = []
     for cpu, (x, _, w, _) in enumerate(cpu_columns(s)):
         for idx in range(q.MAX_NODES):
@@ -451,13 +452,13 @@ def link_rows(s, *, live: bool) -> dict[str, list]:
     return out
 
 
-def context_boxes(s, s0) -> list[Box]:
+def context_boxes(s) -> list[Box]:
     out = []
     for i, (x, y, w, h) in enumerate(in_a_row(len(s.threads), y=CONTEXT_Y, max_w=2.5)):
         t = s.threads[i]
-        ph = phase(s, i, s0)
+        ph = phase(s, i)
         if ph == NOT_YET:
-            lines = ["interrupt not arrived"]
+            lines = ["no interrupt in progress"]
         else:
             lines = [f"next: {t.frames[0].label}" if t.frames else "done"]
             on = []
@@ -479,22 +480,22 @@ def context_key(s):
     return (tuple((t.frames[:1], len(t.frames), t.lock, t.idx, t.val, t.ticket) for t in s.threads), s.layout)
 
 
-def queue_boxes(s, s0) -> list[Box]:
+def queue_boxes(s) -> list[Box]:
     """Per lock, left to right: who holds it, who holds pending, then the waiters in queue order (the
     order they queued, which the lock must keep: the model's ghost record, never read by the code)."""
     out = []
     for lock in range(len(s.words)):
         entries = []
         for i, t in enumerate(s.threads):
-            if t.lock == lock and phase(s, i, s0) in (HOLDS, RELEASES):
+            if t.lock == lock and phase(s, i) in (HOLDS, RELEASES):
                 entries.append((f"holds {q.lock_name(lock)}: {t.name}", "", HOLDING[1]))
         for i, t in enumerate(s.threads):
             if t.lock == lock and t.frames and t.frames[0].label in q.PENDING_PATH and s.layout == q.QSPINLOCK:
                 entries.append((f"pending: {t.name}", "spins on the word", PENDING[1]))
-        order = [j for j in s.ghost_order[lock] if phase(s, j, s0) not in (HOLDS, RELEASES)]
+        order = [j for j in s.ghost_order[lock] if phase(s, j) not in (HOLDS, RELEASES)]
         for pos, j in enumerate(order):
             t = s.threads[j]
-            ph = phase(s, j, s0)
+            ph = phase(s, j)
             where = f"ticket {t.ticket}" if s.layout == q.TICKET else node_name(q.node_id(t.cpu, t.idx))
             role = {QUEUE_HEAD: "head: spins on the word", IN_QUEUE: "spins on node->locked"}.get(ph, "")
             if s.layout == q.TICKET:
@@ -527,7 +528,7 @@ def state_figure(player: Player) -> figure:
     title = ("CPUs, their MCS nodes (qnodes[0..3] of each CPU), who holds and who waits" if has_nodes
              else "CPUs, who holds and who waits (tickets in the order drawn)")
     p = board_figure("state", title, rows, height=int(STATE_SCALE * (top - bottom)) + 40, y_range=(bottom, top))
-    draw_boxes(p, player.frame_source("contexts", BOX, lambda s: columns(context_boxes(s, s0)), key=context_key),
+    draw_boxes(p, player.frame_source("contexts", BOX, lambda s: columns(context_boxes(s)), key=context_key),
                body_size="10pt")
     if has_nodes:
         def headers(s):
@@ -541,7 +542,7 @@ def state_figure(player: Player) -> figure:
                text_font_style="bold", text_align="center", text_baseline="middle", text_color=style.DARK,
                text_font=value(style.FONT))
         small = len(s0.count) > 4  # eight CPUs: narrower columns, smaller print
-        draw_boxes(p, player.frame_source("nodes", BOX, lambda s: columns(node_boxes(s, s0)), key=node_key),
+        draw_boxes(p, player.frame_source("nodes", BOX, lambda s: columns(node_boxes(s)), key=node_key),
                    head_size="10pt" if small else style.SMALL_SIZE, body_size="8pt" if small else "10pt")
         link_cols = {c: float for c in ("x0", "y0", "x1", "y1", "cx0", "cy0", "cx1", "cy1")} | {"src": str, "dst": str}
         for name, live, colour, width in (("stale-links", False, STALE_LINK[1], 1.5), ("links", True, LINK[1], 3.0)):
@@ -551,7 +552,7 @@ def state_figure(player: Player) -> figure:
                      line_width=width, line_dash="solid" if live else "dashed", name=f"kstep-plot-state-{name}")
             p.scatter("x1", "y1", source=src, marker="inverted_triangle", size=14 if live else 10, color=colour,
                       name=f"kstep-plot-state-{name}-heads")
-    draw_boxes(p, player.frame_source("queue", BOX, lambda s: columns(queue_boxes(s, s0)), key=queue_key),
+    draw_boxes(p, player.frame_source("queue", BOX, lambda s: columns(queue_boxes(s)), key=queue_key),
                body_size="10pt")
     return p
 
@@ -641,7 +642,7 @@ def qspinlock_view(trace, model):
     lanes += [f"lock {q.lock_name(lock)} {NOTATION[s0.layout]}" if s0.layout != q.TICKET
               else f"lock {q.lock_name(lock)} held" for lock in range(nlocks)]
     timeline = lanes_figure(player, "timeline", "who did what: CPUs and the lock word over time", lanes)
-    table = np.array([[phase(s, i, s0) for i in range(len(names))] for s in trace.states], dtype=np.int8)
+    table = np.array([[phase(s, i) for i in range(len(names))] for s in trace.states], dtype=np.int8)
     phase_bars(timeline, player, "phases", table, [c for _, c in PHASES], skip=(NOT_YET, DONE))
     lock_lanes(timeline, player, len(names))
     actor_marks(timeline, player, list(range(len(names))))

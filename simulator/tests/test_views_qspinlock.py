@@ -121,7 +121,7 @@ def test_every_transition_is_listed_with_the_word_before_and_after(drawn):
     for k, (a, before, after) in enumerate(zip(trace.actions, trace.states, trace.states[1:]), start=1):
         rows = frames(k)["transitions"]
         current = [t for t, c in zip(rows["text"], rows["color"]) if c == style.BLUE]
-        expected = [f"step {k}: {a.actor} {a.label}  {qv.triple(s0, was)} → {qv.triple(s0, w)}"
+        expected = [f"{a.actor} {a.label}  {qv.triple(s0, was)} → {qv.triple(s0, w)}   ← this step"
                     for was, w in zip(before.words, after.words) if was != w]
         assert current == expected, f"frame {k}"
 

@@ -276,7 +276,8 @@ def word_changes(trace) -> list[list[tuple[int, str, str, int, int]]]:
 
 def history_frames(trace, s0) -> list[tuple]:
     """Per frame: the last HISTORY transitions of each word up to that step, newest first, as text rows
-    (the newest in blue when it is this very step)."""
+    (the newest in blue when it is this very step).  No step numbers: without them the same few lines
+    recur all through a long run and are shipped once (the timeline's diamonds say when)."""
     changes = word_changes(trace)
     frames = []
     seen = [0] * len(changes)
@@ -287,8 +288,9 @@ def history_frames(trace, s0) -> list[tuple]:
                 seen[lock] += 1
             recent = ch[max(0, seen[lock] - HISTORY):seen[lock]][::-1]
             for j, (step, actor, label, was, w) in enumerate(recent):
-                text = f"step {step}: {actor} {label}  {triple(s0, was)} → {triple(s0, w)}"
-                rows.append((LEFT, word_top(lock) - 2.5 - 0.3 * j, text, style.BLUE if step == k else style.DARK))
+                now = step == k
+                text = f"{actor} {label}  {triple(s0, was)} → {triple(s0, w)}" + ("   ← this step" if now else "")
+                rows.append((LEFT, word_top(lock) - 2.5 - 0.3 * j, text, style.BLUE if now else style.DARK))
             if not recent:
                 rows.append((LEFT, word_top(lock) - 2.5, "no transition yet", style.DARK))
         frames.append(tuple(rows))
@@ -477,7 +479,7 @@ def context_boxes(s) -> list[Box]:
 
 
 def context_key(s):
-    return (tuple((t.frames[:1], len(t.frames), t.lock, t.idx, t.val, t.ticket) for t in s.threads), s.layout)
+    return tuple((t.frames[:1], t.lock, t.idx, t.val, t.ticket) for t in s.threads)
 
 
 def queue_boxes(s) -> list[Box]:

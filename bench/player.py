@@ -4,7 +4,8 @@
 
 For each mechanism view it simulates a run of ``--steps`` steps (RCU: readers running thousands of
 read-side sections while an updater keeps replacing the object; per-VMA locks: fault threads
-faulting again and again while writers mprotect and munmap), writes the standalone page, opens it
+faulting again and again while writers mprotect and munmap; qspinlock: four CPUs taking one lock
+again and again, so the queue, the pending bit and every claim keep turning over), writes the standalone page, opens it
 in Debian's headless Chromium (offline) and measures
 
 - ``update_ms``: the player's own update of one frame (slice every source, move cursors, status),
@@ -57,18 +58,21 @@ SMALL = {
                      {"op": "mprotect", "start": 12, "end": 16, "prot": "rw"}]},
         ],
     },
+    "qspinlock": {"cpus": [{"locks": ["A"], "repeat": 50} for _ in range(4)]},
 }
-SCALE = {  # (thread index, key, value): enough work that a run reaches 50,000 steps
-    "rcu": [(0, "sections", 5000), (1, "sections", 5000), (2, "sections", 5000), (3, "updates", 3000)],
-    "vma-locks": [(0, "repeat", 3000), (1, "repeat", 600)],
+SCALE = {  # (list, index, key, value): enough work that a run reaches 50,000 steps
+    "rcu": [("threads", 0, "sections", 5000), ("threads", 1, "sections", 5000), ("threads", 2, "sections", 5000),
+            ("threads", 3, "updates", 3000)],
+    "vma-locks": [("threads", 0, "repeat", 3000), ("threads", 1, "repeat", 600)],
+    "qspinlock": [("cpus", cpu, "repeat", 1000) for cpu in range(4)],
 }
 
 
 def config_for(mechanism: str) -> dict:
     model = make_model(mechanism)
     config = scenario.to_config(model.scenario_schema.check(SMALL[mechanism], ""))
-    for thread, key, value in SCALE[mechanism]:
-        config["threads"][thread][key] = value
+    for items, index, key, value in SCALE[mechanism]:
+        config[items][index][key] = value
     return config
 
 
@@ -175,7 +179,7 @@ def measure(page_path: Path, steps: int) -> dict:
     }
 
 
-def run(out_dir, steps: int = 50_000, mechanisms=("rcu", "vma-locks")) -> dict:
+def run(out_dir, steps: int = 50_000, mechanisms=tuple(SMALL)) -> dict:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []

@@ -201,6 +201,28 @@ def test_the_lost_link_disappears_when_the_late_init_overwrites_it():
     assert frames(len(trace))["links"]["src"] == []
 
 
+def test_the_tail_mark_follows_the_word_not_the_queue():
+    """The waiter marked "← tail" is the one the word's tail names.  In the clear-tail-always
+    counterexample the head C2 wipes the tail that C3, setting pending, has just seen: C3 is about to
+    queue behind a tail that is gone, and no box says tail."""
+    trace, model = run("three-waiters")
+    frames = Frames(views.layout(trace, model))
+    lay = q.LAYOUTS[8]
+    seen = 0
+    for k, s in enumerate(trace.states):
+        heads = frames(k)["queue"]["head"]
+        marked = [h.split(". ")[1].removesuffix(" ← tail") for h in heads if h.endswith("← tail")]
+        tail = s.words[0] & lay.TAIL_MASK
+        named = [t.name for t in s.threads if 0 <= t.idx < q.MAX_NODES and q.encode_tail(lay, t.cpu, t.idx) == tail]
+        assert marked == named, f"frame {k}"
+        seen += bool(named)
+    assert seen, "three-waiters queues C2 and then C3 as the tail"
+    cex, bug = counterexample("clear-tail-always", "three-waiters")
+    final = Frames(views.layout(cex, bug))(len(cex))["queue"]["head"]
+    assert final == ["holds A: C2", "pending: C3"]
+    assert cex.states[-1].words[0] == q._Q_LOCKED_VAL
+
+
 def test_a_node_two_contexts_use_is_outlined_in_red():
     trace, model = counterexample("count-after-init", "nesting")
     nodes = Frames(views.layout(trace, model))(len(trace))["nodes"]
@@ -245,7 +267,7 @@ def test_an_interrupt_is_drawn_in_progress_exactly_while_the_model_holds_its_tas
             unheld = {a.actor for a in super(type(model), model).actions(s)}  # before interrupts hold tasks back
             for task, irq in s.irqs:
                 name = s.threads[task].name
-                busy = qv.phase(s, irq) not in (qv.NOT_YET, qv.DONE)
+                busy = qv.phase(s, irq) not in (qv.IRQ_IDLE, qv.DONE)
                 seen.add(busy)
                 if busy:
                     assert name not in movers, f"{variant} frame {k}: {name} moved during its interrupt"

@@ -38,9 +38,9 @@ QUEUED = ("queued: spins on its own node->locked", style.ORANGE)
 HEAD = ("queue head: spins on the lock word", style.SIENNA)
 HOLDING = ("holds the lock", style.GREEN)
 RELEASING = ("holds the lock, releases its node: hands the queue on, count--", style.BLUE)
-NOT_ARRIVED = ("no interrupt in progress", style.LIGHT)
-PHASES = (FAST, PENDING, QUEUED, HEAD, HOLDING, RELEASING, NOT_ARRIVED, style.DONE)
-FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOLDS, RELEASES, NOT_YET, DONE = range(len(PHASES))
+NO_IRQ = ("no interrupt in progress", style.LIGHT)
+PHASES = (FAST, PENDING, QUEUED, HEAD, HOLDING, RELEASING, NO_IRQ, style.DONE)
+FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOLDS, RELEASES, IRQ_IDLE, DONE = range(len(PHASES))
 
 # Each step label of each program, by the phase a context whose *next* step it is is in.
 PHASE_OF = {
@@ -86,7 +86,7 @@ def phase(s, i: int) -> int:
         return DONE
     label = t.frames[0].label
     if label == q.ENTRY[s.layout] and any(irq == i for _, irq in s.irqs):
-        return NOT_YET
+        return IRQ_IDLE
     return PHASE_OF[s.layout][label]
 
 
@@ -459,8 +459,8 @@ def context_boxes(s) -> list[Box]:
     for i, (x, y, w, h) in enumerate(in_a_row(len(s.threads), y=CONTEXT_Y, max_w=2.5)):
         t = s.threads[i]
         ph = phase(s, i)
-        if ph == NOT_YET:
-            lines = ["no interrupt in progress"]
+        if ph == IRQ_IDLE:
+            lines = [NO_IRQ[0]]
         else:
             lines = [f"next: {t.frames[0].label}" if t.frames else "done"]
             on = []
@@ -482,9 +482,21 @@ def context_key(s):
     return tuple((t.frames[:1], t.lock, t.idx, t.val, t.ticket) for t in s.threads)
 
 
+def is_tail(s, lock: int, t) -> bool:
+    """Whether the word's tail names context ``t``'s node (powerpc: its CPU)."""
+    w = s.words[lock]
+    if s.layout == q.QSPINLOCK:
+        lay = q.LAYOUTS[s.pending_bits]
+        return 0 <= t.idx < q.MAX_NODES and w & lay.TAIL_MASK == q.encode_tail(lay, t.cpu, t.idx)
+    if s.layout == q.POWERPC:
+        return t.idx >= 0 and bool(w & q.PPC_TAIL_CPU_MASK) and q.ppc_decode_tail_cpu(w) == t.cpu
+    return False
+
+
 def queue_boxes(s) -> list[Box]:
     """Per lock, left to right: who holds it, who holds pending, then the waiters in queue order (the
-    order they queued, which the lock must keep: the model's ghost record, never read by the code)."""
+    order they queued, which the lock must keep: the model's ghost record, never read by the code),
+    the one the word's tail names marked as the tail."""
     out = []
     for lock in range(len(s.words)):
         entries = []
@@ -493,7 +505,9 @@ def queue_boxes(s) -> list[Box]:
                 entries.append((f"holds {q.lock_name(lock)}: {t.name}", "", HOLDING[1]))
         for i, t in enumerate(s.threads):
             if t.lock == lock and t.frames and t.frames[0].label in q.PENDING_PATH and s.layout == q.QSPINLOCK:
-                entries.append((f"pending: {t.name}", "spins on the word", PENDING[1]))
+                undo = t.frames[0].label == "clear_pending"
+                entries.append((f"pending: {t.name}", "undoes it, then queues" if undo else "spins on the word",
+                                PENDING[1]))
         order = [j for j in s.ghost_order[lock] if phase(s, j) not in (HOLDS, RELEASES)]
         for pos, j in enumerate(order):
             t = s.threads[j]
@@ -502,7 +516,7 @@ def queue_boxes(s) -> list[Box]:
             role = {QUEUE_HEAD: "head: spins on the word", IN_QUEUE: "spins on node->locked"}.get(ph, "")
             if s.layout == q.TICKET:
                 role = "spins on the word"
-            tail = " ← tail" if pos == len(order) - 1 and s.layout != q.TICKET else ""
+            tail = " ← tail" if is_tail(s, lock, t) else ""
             entries.append((f"{pos + 1}. {t.name}{tail}", f"{where}\n{role}".strip(), PHASES[ph][1]))
         if not entries:
             entries.append(("free, nobody waiting", "", style.WHITE))
@@ -513,7 +527,7 @@ def queue_boxes(s) -> list[Box]:
 
 
 def queue_key(s):
-    return (s.ghost_order, tuple((t.lock, t.idx, t.ticket, t.frames[:1]) for t in s.threads))
+    return (s.words, s.ghost_order, tuple((t.lock, t.idx, t.ticket, t.frames[:1]) for t in s.threads))
 
 
 def state_figure(player: Player) -> figure:
@@ -645,7 +659,7 @@ def qspinlock_view(trace, model):
               else f"lock {q.lock_name(lock)} held" for lock in range(nlocks)]
     timeline = lanes_figure(player, "timeline", "who did what: CPUs and the lock word over time", lanes)
     table = np.array([[phase(s, i) for i in range(len(names))] for s in trace.states], dtype=np.int8)
-    phase_bars(timeline, player, "phases", table, [c for _, c in PHASES], skip=(NOT_YET, DONE))
+    phase_bars(timeline, player, "phases", table, [c for _, c in PHASES], skip=(IRQ_IDLE, DONE))
     lock_lanes(timeline, player, len(names))
     actor_marks(timeline, player, list(range(len(names))))
 

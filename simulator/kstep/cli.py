@@ -231,8 +231,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_run(args) -> int:
-    model = make_model(args.mechanism, args.variant)
-    sc = load_scenario(model, args.scenario, args.overrides)
+    model, sc = model_and_scenario(args)
     check_outputs(args.json, args.html)
     scheduler, seed_used, how = pick_scheduler(args, sc)
     state = model.initial(sc.config)
@@ -254,8 +253,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_explore(args) -> int:
-    model = make_model(args.mechanism, args.variant)
-    sc = load_scenario(model, args.scenario, args.overrides)
+    model, sc = model_and_scenario(args)
     check_outputs(args.json, args.html)
     state = model.initial(sc.config)
     checks = [inv.name for inv in model.invariants] + ["deadlock"]
@@ -340,8 +338,13 @@ def variant_tag(cls, name: str) -> str:
     return f"{name} (broken)" if cls.variants[name].broken else name
 
 
-def load_scenario(model, name_or_path: str, overrides: list[str]):
-    return scenarios.load(model.name, model.scenario_schema, name_or_path, overrides)
+def model_and_scenario(args):
+    """The scenario, and the model in --variant, else the variant the scenario names, else the default."""
+    model = make_model(args.mechanism, args.variant)
+    sc = scenarios.load(model.name, model.scenario_schema, args.scenario, args.overrides)
+    if args.variant is None and sc.variant:
+        model = make_model(args.mechanism, sc.variant)
+    return model, sc
 
 
 def pick_scheduler(args, sc):

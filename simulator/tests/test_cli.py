@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -678,3 +679,14 @@ def test_the_installed_command(tmp_path):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and bad.stderr.startswith("kstep: ")
     bounded = run([sys.executable, "-m", "kstep", "explore", *RCU, "--max-states", "5"])
     assert bounded.returncode == 3
+
+
+def test_a_scenario_may_name_its_variant_and_the_option_overrides_it(capsys, tmp_path):
+    rc, out, _ = kstep(capsys, "run", "qspinlock", "--scenario", "powerpc-stealing", "-s", "1")
+    assert rc == 0 and "variant powerpc" in out
+    rc, out, _ = kstep(capsys, "run", "qspinlock", "--scenario", "powerpc-stealing", "-s", "1", "--variant", "v6.12")
+    assert rc == 0 and "variant v6.12" in out
+    text = resources.files("kstep.scenarios").joinpath("rcu", "grace-period-basics.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text('variant = "no-such"\n' + text)
+    bad_input(capsys, "run", "rcu", "--scenario", str(bad), says="unknown variant 'no-such' for rcu")

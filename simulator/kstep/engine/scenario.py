@@ -186,6 +186,8 @@ COMMON = {
     "look_for": Key(Str(doc="what a student should watch for")),
     "schedule": Key(Str(doc="a scripted schedule (actor names, ACTOR*N) for the worked interleaving; "
                             "empty: none"), ""),
+    "variant": Key(Str(doc="the variant the scenario is written for (--variant overrides it); "
+                           "empty: the mechanism's default"), ""),
 }
 
 
@@ -196,6 +198,7 @@ class Scenario:
     description: str
     look_for: str
     schedule: str
+    variant: str  # "" for the mechanism's default
     config: dict  # the validated model-specific part
 
 
@@ -243,7 +246,7 @@ def parse(mechanism: str, schema: Table, name: str, text: str, where: str, overr
         raise UserError(f"{where}: {e}") from None
     common = {k: checked.pop(k) for k in COMMON}
     return Scenario(mechanism, name, common["description"], common["look_for"], common["schedule"],
-                    to_config(checked))
+                    common["variant"], to_config(checked))
 
 
 def to_config(value: Any) -> Any:

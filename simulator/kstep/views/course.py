@@ -91,6 +91,8 @@ def _scenario_page(out, mech, name, seed, scripts, say) -> Entry:
     t0 = time.perf_counter()
     model = make_model(mech)
     sc = scenario.load(mech, model.scenario_schema, name)
+    if sc.variant:
+        model = make_model(mech, sc.variant)
     sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
     trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config,
                      seed=None if sc.schedule else seed)

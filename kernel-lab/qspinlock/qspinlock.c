@@ -481,16 +481,20 @@ pv_queue:
 #endif
 
 		pv_wait_node(node, prev);
-		STEP(lock, mcs_spin)
+		STEP(lock, mcs_spin) {
 			arch_mcs_spin_lock_contended(&node->locked);
 
-		/*
-		 * While waiting for the MCS lock, the next pointer may have
-		 * been set by another lock waiter. We optimistically load
-		 * the next pointer & prefetch the cacheline for writing
-		 * to reduce latency in the upcoming MCS unlock operation.
-		 */
-		next = READ_ONCE(node->next);
+			/*
+			 * While waiting for the MCS lock, the next pointer may have
+			 * been set by another lock waiter. We optimistically load
+			 * the next pointer & prefetch the cacheline for writing
+			 * to reduce latency in the upcoming MCS unlock operation.
+			 *
+			 * (lab: this load belongs to the mcs_spin step, so that a
+			 * logged run shows whether wait_next still has to wait.)
+			 */
+			next = READ_ONCE(node->next);
+		}
 		if (next)
 			prefetchw(next);
 	}

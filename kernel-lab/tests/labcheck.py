@@ -487,6 +487,63 @@ def check_broken_log(arch: str, variant: str) -> str:
     raise LabFailure(f"{arch}: logged runs of {variant} were not caught: " + "; ".join(tried))
 
 
+# ---- the Promela model -----------------------------------------------------------------------
+
+def _load(name: str):
+    """A sibling module of this file, loaded by path (pytest imports this file the same way)."""
+    spec = importlib.util.spec_from_file_location(f"kernel_lab_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+spincheck = _load("spincheck")
+
+
+def spin(*args, **kwargs):
+    try:
+        return spincheck.run(*args, **kwargs)
+    except spincheck.SpinError as e:
+        raise LabFailure(f"spin: {e}") from None
+
+
+def check_spin_clean(variant: str, cpus: int) -> str:
+    r = spin(variant, cpus, 2)
+    if r.error or not r.complete:
+        raise LabFailure(f"spin: {r.describe()}; search complete: {r.complete}; trail in {r.workdir}")
+    return r.describe()
+
+
+def check_spin_caught(variant: str) -> str:
+    r = spin(variant, 3, 2)
+    if not r.error:
+        raise LabFailure(f"spin did not catch {variant}: {r.describe()}")
+    return r.describe() + ("; mutual exclusion violated too" if r.mutual_exclusion_violated else "")
+
+
+def word_triples(log: Log) -> set:
+    words = {s[3] for s in log.steps} | {s[4] for s in log.steps}
+    return {(w >> 16, (w >> 8) & 0xFF, w & 0xFF) for w in words}
+
+
+def check_spin_triples_cover_c(arch: str, cpus: int) -> str:
+    """Every lock word a logged C run passes through is a reachable triple of the Promela model
+    with as many CPUs, and the run reaches all of them."""
+    reachable = spin("v6.12", cpus, 2, enumerate_triples=True).triples
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "run.log"
+        expect_clean(logged_run(arch, path, ["--threads", cpus, "--acquisitions", 2000]))
+        seen = word_triples(read_log(path))
+    if not seen <= reachable:
+        raise LabFailure(f"{arch}: the C port's logged run reached triples the {cpus}-CPU Promela "
+                         f"model cannot: {sorted(seen - reachable)}")
+    if seen != reachable:
+        raise LabFailure(f"{arch}: the logged run never reached {sorted(reachable - seen)} of the "
+                         f"{len(reachable)} triples spin finds reachable with {cpus} CPUs")
+    return f"the logged run reaches exactly spin's {len(reachable)} triples"
+
+
 # ---- the list of checks ------------------------------------------------------------------------
 
 @dataclass
@@ -527,11 +584,25 @@ def checks() -> list[Check]:
         for variant in BROKEN:
             out.append(Check(f"{arch}-log-{variant}-caught", check_broken_log, (arch, variant)))
     out.append(Check("log-same-on-arm64-and-ppc64le", check_log_same_on_arm64_and_ppc64le))
+    for variant in CORRECT:
+        for cpus in (2, 3):
+            out.append(Check(f"spin-{variant}-{cpus}cpu-clean", check_spin_clean, (variant, cpus)))
+    for variant in BROKEN:
+        out.append(Check(f"spin-{variant}-caught", check_spin_caught, (variant,)))
+    out += [Check("spin-triples-2cpu-match-arm64-log", check_spin_triples_cover_c, ("arm64", 2)),
+            Check("spin-triples-3cpu-match-x86_64-log", check_spin_triples_cover_c, ("x86_64", 3))]
     return out
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad command lines get one line and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"labcheck: {message}\n")
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _Parser(description=__doc__.splitlines()[0])
     ap.add_argument("-k", action="append", default=[], metavar="TEXT",
                     help="run only checks whose name contains TEXT (repeat: all must match)")
     ap.add_argument("--list", action="store_true", help="list the checks and exit")

@@ -342,14 +342,14 @@ void __lockfunc queued_spin_lock_slowpath(struct qspinlock *lock, u32 val)
 	 */
 	if (unlikely(val & ~_Q_LOCKED_MASK)) {
 
-#ifndef LAB_VARIANT_NO_UNDO_PENDING
+#ifndef LAB_VARIANT_PENDING_NOT_UNDONE
 		/* Undo PENDING if we set it. */
 		if (!(val & _Q_PENDING_MASK))
 			STEP(lock, clear_pending)
 				clear_pending(lock);
 #else
 		/*
-		 * BUG (no-undo-pending): the pending bit we set stays set with nobody
+		 * BUG (pending-not-undone): the pending bit we set stays set with nobody
 		 * to clear it, and the queue head waits for it forever.
 		 */
 #endif
@@ -523,12 +523,12 @@ pv_queue:
 	if ((val = pv_wait_head_or_lock(lock, node)))
 		goto locked;
 
-#ifndef LAB_VARIANT_NO_WAIT_PENDING
+#ifndef LAB_VARIANT_HEAD_IGNORES_PENDING
 	STEP(lock, wait_head)
 		val = atomic_cond_read_acquire(&lock->val, !(VAL & _Q_LOCKED_PENDING_MASK));
 #else
 	/*
-	 * BUG (no-wait-pending): the head waits for the owner only.  A CPU holding
+	 * BUG (head-ignores-pending): the head waits for the owner only.  A CPU holding
 	 * pending, about to take the lock by clear_pending_set_locked(), is
 	 * overlooked, and both enter the critical section.
 	 */
@@ -584,16 +584,7 @@ locked:
 			goto release; /* No contention */
 	}
 #else
-#if defined(LAB_VARIANT_CLEAR_TAIL_ALWAYS)
-	/*
-	 * BUG (clear-tail-always): the head clears the tail without checking that
-	 * it is its own, so the CPUs queued behind it are cut off the queue and
-	 * never handed the lock.
-	 */
-	if (1) {
-#else
 	if ((val & _Q_TAIL_MASK) == tail) {
-#endif
 		if (STEP_TEST(lock, claim_cmpxchg,
 			      atomic_try_cmpxchg_relaxed(&lock->val, &val, _Q_LOCKED_VAL)))
 			goto release; /* No contention */
@@ -604,8 +595,19 @@ locked:
 	 * which will then detect the remaining tail and queue behind us
 	 * ensuring we'll see a @next.
 	 */
+#ifndef LAB_VARIANT_CLEAR_TAIL_ALWAYS
 	STEP(lock, set_locked)
 		set_locked(lock);
+#else
+	/*
+	 * BUG (clear-tail-always): the head takes the lock by setting the whole
+	 * word to _Q_LOCKED_VAL although others are queued, clearing their tail.
+	 * The next locker starts a second queue with a second head, and two
+	 * heads can both find the lock free.
+	 */
+	STEP(lock, set_locked)
+		atomic_set(&lock->val, _Q_LOCKED_VAL);
+#endif
 #endif /* LAB_VARIANT_BEFORE_SET_LOCKED */
 
 	/*

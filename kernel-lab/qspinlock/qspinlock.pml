@@ -11,7 +11,7 @@
  *	spin -a [-DNCPUS=3] [-DACQUISITIONS=2] [-DVARIANT] qspinlock.pml
  *	gcc -O2 -DSAFETY -o pan pan.c && ./pan
  *
- * VARIANT is one of BEFORE_SET_LOCKED, CLEAR_TAIL_ALWAYS, NO_UNDO_PENDING, NO_WAIT_PENDING,
+ * VARIANT is one of BEFORE_SET_LOCKED, CLEAR_TAIL_ALWAYS, PENDING_NOT_UNDONE, HEAD_IGNORES_PENDING,
  * LINK_BEFORE_INIT (the C port's variants), or none for 6.12.  Mutual exclusion is an assertion
  * at critical_section; a deadlock or lost wake-up is an invalid end state (every CPU blocked
  * before finishing).  With -DENUMERATE a monitor prints every reachable (tail, pending, locked)
@@ -98,7 +98,7 @@ queued_fetch_set_pending_acquire:
 
 	if
 	:: val & ~_Q_LOCKED_MASK ->
-#ifndef NO_UNDO_PENDING
+#ifndef PENDING_NOT_UNDONE
 		if
 		:: !(val & _Q_PENDING_MASK) ->
 clear_pending:
@@ -172,7 +172,7 @@ mcs_spin:
 	fi;
 
 wait_head:
-#ifndef NO_WAIT_PENDING
+#ifndef HEAD_IGNORES_PENDING
 	d_step { pending == 0 && locked == 0; val = WORD };
 #else
 	d_step { locked == 0; val = WORD };
@@ -204,11 +204,7 @@ claim_cmpxchg:
 	fi;
 #else
 	if
-#ifdef CLEAR_TAIL_ALWAYS
-	:: true ->
-#else
 	:: (val >> _Q_TAIL_OFFSET) == mytail ->
-#endif
 claim_cmpxchg:
 		d_step {
 			if
@@ -225,7 +221,11 @@ claim_cmpxchg:
 	fi;
 
 set_locked:
+#ifndef CLEAR_TAIL_ALWAYS
 	locked = _Q_LOCKED_VAL;
+#else
+	d_step { SET_WORD(_Q_LOCKED_VAL) };
+#endif
 #endif
 
 	if

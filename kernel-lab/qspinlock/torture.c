@@ -445,12 +445,11 @@ static void open_log(void)
 		exit(EXIT_USAGE);
 	}
 	setvbuf(log_file, NULL, _IOFBF, 1 << 20);
-	if (!strcmp(lk->lock, "qspinlock"))
-		fprintf(log_file, "# kstep-log qspinlock variant=%s cpus=%d acquisitions=%" PRIu64
-			" pending_bits=%d\n", lk->variant, opt.threads, opt.acquisitions, opt.pending_bits);
-	else
-		fprintf(log_file, "# kstep-log ticket variant=%s cpus=%d acquisitions=%" PRIu64 "\n",
-			lk->variant, opt.threads, opt.acquisitions);
+	/* The ticket lock is the Python qspinlock model's "ticket" variant; its word has no
+	 * pending bits, the header field is there because every qspinlock header has it. */
+	fprintf(log_file, "# kstep-log qspinlock variant=%s cpus=%d acquisitions=%" PRIu64
+		" pending_bits=%d\n", strcmp(lk->lock, "ticket") ? lk->variant : "ticket", opt.threads,
+		opt.acquisitions, opt.pending_bits);
 	lab_hook_mode |= LAB_MODE_LOG;
 }
 
@@ -617,7 +616,7 @@ static void summary(const char *verdict, double seconds, const char *why)
 static const char *missing_path(void)
 {
 	if (!strcmp(lk->lock, "ticket"))
-		return count_of(LAB_ticket_wait) ? NULL : "ticket_wait";
+		return count_of(LAB_wait_ticket) ? NULL : "wait_ticket";
 	if (strcmp(lk->lock, "qspinlock"))
 		return NULL;
 	if (!count_of(LAB_clear_pending_set_locked))

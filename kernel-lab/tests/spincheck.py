@@ -32,11 +32,11 @@ VARIANTS = {
     "v6.12": None,
     "before-set-locked": "BEFORE_SET_LOCKED",
     "clear-tail-always": "CLEAR_TAIL_ALWAYS",
-    "no-undo-pending": "NO_UNDO_PENDING",
-    "no-wait-pending": "NO_WAIT_PENDING",
+    "pending-not-undone": "PENDING_NOT_UNDONE",
+    "head-ignores-pending": "HEAD_IGNORES_PENDING",
     "link-before-init": "LINK_BEFORE_INIT",
 }
-BROKEN = ("clear-tail-always", "no-undo-pending", "no-wait-pending", "link-before-init")
+BROKEN = ("clear-tail-always", "pending-not-undone", "head-ignores-pending", "link-before-init")
 MAX_CPUS = 4  # the model's node arrays and the search stay small
 
 

@@ -3,11 +3,11 @@
 /*
  * 'Generic' ticket-lock implementation.
  *
- * include/asm-generic/spinlock.h of Linux 6.12 with its steps labelled (<lab/hooks.h>).  Later
- * kernels moved this code to include/asm-generic/ticket_spinlock.h and renamed the functions
- * ticket_spin_lock() and so on; the lab's labels use those names (ticket_spin_lock,
- * ticket_wait, ticket_spin_unlock) and the functions keep their 6.12 names.
- * The word: next ticket in the upper halfword, owner (now serving) in the lower one.
+ * include/asm-generic/spinlock.h of Linux 6.12 with its steps labelled (<lab/hooks.h>):
+ * arch_spin_lock (the fetch_add that draws a ticket), wait_ticket (the wait for it to be served,
+ * only when it is not at once), arch_spin_unlock.  Later kernels moved this code to
+ * include/asm-generic/ticket_spinlock.h as ticket_spin_lock() and so on; the labels keep the
+ * 6.12 names.  The word: next ticket in the upper halfword, owner (now serving) in the lower one.
  *
  * It relies on atomic_fetch_add() having well defined forward progress
  * guarantees under contention. If your architecture cannot provide this, stick
@@ -45,7 +45,7 @@ static __always_inline void arch_spin_lock(arch_spinlock_t *lock)
 	u32 val;
 	u16 ticket;
 
-	STEP(lock, ticket_spin_lock)
+	STEP(lock, arch_spin_lock)
 		val = atomic_fetch_add(1<<16, lock);
 	ticket = val >> 16;
 
@@ -60,7 +60,7 @@ static __always_inline void arch_spin_lock(arch_spinlock_t *lock)
 	 * have no outstanding writes due to the atomic_fetch_add() the extra
 	 * orderings are free.
 	 */
-	STEP(lock, ticket_wait) {
+	STEP(lock, wait_ticket) {
 		atomic_cond_read_acquire(lock, ticket == (u16)VAL);
 		smp_mb();
 	}
@@ -81,7 +81,7 @@ static __always_inline void arch_spin_unlock(arch_spinlock_t *lock)
 	u16 *ptr = (u16 *)lock + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
 	u32 val;
 
-	STEP(lock, ticket_spin_unlock) {
+	STEP(lock, arch_spin_unlock) {
 		val = atomic_read(lock);
 		smp_store_release(ptr, (u16)val + 1);
 	}

@@ -49,9 +49,9 @@
 	X(release_node)							\
 	X(critical_section)						\
 	X(queued_spin_unlock)						\
-	X(ticket_spin_lock)						\
-	X(ticket_wait)							\
-	X(ticket_spin_unlock)
+	X(arch_spin_lock)						\
+	X(wait_ticket)							\
+	X(arch_spin_unlock)
 
 enum lab_label {
 #define LAB_LABEL_ENUM(name) LAB_##name,

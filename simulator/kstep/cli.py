@@ -4,12 +4,15 @@
     kstep run MECH --scenario S [-s SEED | -P SCHEDULE | --round-robin] [-c] [--json F] [--html F]
     kstep explore MECH --scenario S [--max-states N] [--json F] [--html F]
     kstep show TRACE.json [--html F]
+    kstep check MECH LOG
 
 ``run`` prints a problem: the step table with ``?`` where the student must work out the state;
-``-c`` computes the answers.  ``explore`` checks every interleaving and gives a verdict.
+``-c`` computes the answers.  ``explore`` checks every interleaving and gives a verdict.  ``check``
+replays an observation log written by the kernel-lab C port, step by step, against the model.
 
-Exit status: 0 success (for explore: clean, the whole state space was searched); 1 explore found a
-violated invariant or a deadlock; 2 bad input, explained in one line on stderr; 3 explore stopped
+Exit status: 0 success (for explore: clean, the whole state space was searched; for check: every
+logged step is one the model allows); 1 explore found a violated invariant or a deadlock, or check
+found a step the model does not allow; 2 bad input, explained in one line on stderr; 3 explore stopped
 at --max-states before exhausting the state space.  Anything else that goes wrong is a bug in kstep
 and fails loudly with its traceback (Python's exit status 1).
 
@@ -20,7 +23,6 @@ scenarios and traces are the library's.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import signal
@@ -130,7 +132,17 @@ def build_parser() -> Parser:
     p.add_argument("--html", metavar="FILE", help="write the animation as a standalone, offline HTML page")
     p.set_defaults(run=cmd_show)
 
-    top.set_defaults(run=lambda args: top.error("choose a command: list, run, explore or show"))
+    p = sub.add_parser("check", help="replay an observation log (kernel-lab C port) against the model",
+                       allow_abbrev=False,
+                       description="Replay LOG, one logged step per line, through the model.  Exit 0: every "
+                                   "step is one the model allows; 1: the first one it does not allow (the line, "
+                                   "and why); 2: the log is not a well-formed observation log.")
+    p.add_argument("mechanism", metavar="MECH")
+    p.add_argument("log", metavar="LOG", help="an observation log ('# kstep-log MECH ...' header, then one "
+                                               "'<ticket> <cpu> <label> <before> <after>' line per step)")
+    p.set_defaults(run=cmd_check)
+
+    top.set_defaults(run=lambda args: top.error("choose a command: list, run, explore, show or check"))
     return top
 
 
@@ -181,8 +193,8 @@ def epilog() -> str:
               f"  kstep run {name} --scenario {example} -s 3 -c    the same run with its answers"]
     if broken:
         lines.append(f"  kstep explore {name} --scenario {example} --variant {broken}    find the bug")
-    lines += ["", "exit status: 0 ok (explore: clean), 1 explore found a violation, 2 bad input, "
-                  "3 explore stopped at --max-states (not clean)"]
+    lines += ["", "exit status: 0 ok (explore: clean), 1 explore found a violation (check: an illegal step), "
+                  "2 bad input, 3 explore stopped at --max-states (not clean)"]
     return "\n".join(lines)
 
 
@@ -286,6 +298,37 @@ def cmd_show(args) -> int:
     print_answers(model, trace)
     write_outputs(model, trace, None, args.html)
     return OK
+
+
+def cmd_check(args) -> int:
+    from .lab.check import check_file  # the log checker is only loaded by the command that uses it
+
+    result = check_file(args.mechanism, args.log, progress=report_check_progress)
+    h = result.header
+    extra = "".join(f", {k} {h[k]}" for k in ("irq", "steal_spins", "head_spins") if k in h)
+    print(f"checking {clean(args.log)} against {result.mechanism} variant {result.variant} "
+          f"({h['cpus']} CPUs, {h['acquisitions']} acquisitions each, pending_bits {h['pending_bits']}{extra})")
+    if not result.ok:
+        print(f"line {result.line}: {clean(result.text)}")
+        print(f"verdict: NOT a step the model allows: {clean(result.why)}")
+        print(f"(the {plural(result.steps, 'step')} and {plural(result.acquisitions, 'acquisition')} "
+              f"before it were legal)")
+        return VIOLATION
+    print(f"steps: {result.steps}")
+    print(f"acquisitions: {result.acquisitions}")
+    print(f"seconds: {result.seconds:.2f}")
+    if not result.finished:
+        print("note: the log stops before every CPU has finished (the steps it has are legal)")
+    print("verdict: every logged step is one the model allows")
+    return OK
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def report_check_progress(lines: int) -> None:
+    print(f"check: {lines:,} steps ...", file=sys.stderr, flush=True)
 
 
 # --- helpers the commands share --------------------------------------------------------------------------

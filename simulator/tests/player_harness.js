@@ -36,7 +36,7 @@ const spec = input.spec;
 const W = {
   slider: model({value: 0}), toggle: model({active: false, label: spec.play_label}),
   step: model({}), back: model({}), reset: model({}), speed: model({value: "2"}),
-  status: model({text: spec.status0}), banner: model({visible: false}),
+  status: model({html: spec.status0}), banner: model({visible: false}),
 };
 const frames = {data: {}};
 for (const [col, c] of Object.entries(spec.frames)) {
@@ -54,7 +54,7 @@ const range = model({start: 0, end: spec.window});
 const kstep = {
   ...spec, widgets: W, frames: frames, sources: sources,
   cursors: [{model: cursor, kind: "box"}],
-  follow: [{range: range, min: 0, max: spec.n + 1}],
+  follow: [{range: range, window: spec.window, total: spec.n + 1}],
 };
 
 // As CustomJS._compile_function does: the body becomes a function of the args and cb_obj.
@@ -74,7 +74,7 @@ for (const action of input.actions) {
       shown[s.name][col] = Array.from(values);
     }
   }
-  out.push({frame: W.slider.value, status: W.status.text, banner: W.banner.visible,
+  out.push({frame: W.slider.value, status: W.status.html, banner: W.banner.visible,
             cursor: [cursor.left, cursor.right], range: [range.start, range.end], sources: shown});
 }
 process.stdout.write(JSON.stringify(out));

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from kstep.cli import main
 from kstep.engine import scenario as scenarios
-from kstep.engine.scenario import Bool, Int, Invalid, List, Str, Table
+from kstep.engine.scenario import Bool, Int, Invalid, List, Name, Str, Table
 from kstep.models import MODELS
 
 # derandomize: CI runs the same examples every time.  capsys and monkeypatch are function-scoped but
@@ -63,6 +63,8 @@ def valid(field, name=""):
         return st.integers(field.lo, field.hi)
     if isinstance(field, Bool):
         return st.booleans()
+    if isinstance(field, Name):  # some of these break the name rules: the schema must say so
+        return NAMES
     if isinstance(field, Str):
         if field.choices:
             return st.sampled_from(field.choices)
@@ -98,7 +100,7 @@ def replace(doc, path, value):
 
 
 def wrong_for(field):
-    kind = {Int: (int,), Bool: (bool,), Str: (str,), List: (list,), Table: (dict,)}[type(field)]
+    kind = {Int: (int,), Bool: (bool,), Str: (str,), Name: (str,), List: (list,), Table: (dict,)}[type(field)]
     return [w for w in WRONG if not isinstance(w, kind) or (isinstance(field, Int) and isinstance(w, bool))]
 
 
@@ -107,6 +109,8 @@ def out_of_range(field):
         return [field.lo - 1, field.hi + 1, -2**70, 2**70]
     if isinstance(field, Str) and field.choices:
         return ["".join(field.choices) + "?"]
+    if isinstance(field, Name):
+        return ["", "two words", "x" * (field.max_len + 1)]
     if isinstance(field, List):
         return ([[]] if field.min_len > 0 else []) + [None]  # None: one entry too many
     return []

@@ -3,8 +3,9 @@
 import pytest
 
 from kstep.engine import Scripted, explore, scenario, simulate
-from kstep.models import make_model
 from kstep.models.rcu import RcuModel, rcu_seq_snap
+
+from support import assert_breaker_catches, load
 
 MECH = "rcu"
 SCENARIOS = scenario.bundled(MECH)
@@ -15,18 +16,13 @@ BREAKERS = {
 }
 
 
-def load(name, variant=None):
-    m = make_model(MECH, variant)
-    sc = scenario.load(MECH, m.scenario_schema, name)
-    return m, sc, m.initial(sc.config)
-
 
 def test_rcu_seq_snap_waits_for_the_next_full_grace_period():
     assert [rcu_seq_snap(s) for s in (0, 1, 4, 5, 8)] == [4, 8, 8, 12, 12]
 
 
 def test_grace_period_basics_frees_only_after_the_grace_period():
-    m, sc, s0 = load("grace-period-basics")
+    m, sc, s0 = load(MECH, "grace-period-basics")
     tr = simulate(m, s0, Scripted(sc.schedule))
     assert tr.outcome == "finished"
     labels = [str(a) for a in tr.actions]
@@ -38,7 +34,7 @@ def test_grace_period_basics_frees_only_after_the_grace_period():
 
 
 def test_a_callback_queued_during_a_grace_period_waits_for_the_next():
-    m, sc, s0 = load("call-rcu-callback")
+    m, sc, s0 = load(MECH, "call-rcu-callback")
     r = explore(m, s0)
     assert r.clean
     # Walk one run where the second call_rcu happens while a grace period is running.
@@ -48,7 +44,7 @@ def test_a_callback_queued_during_a_grace_period_waits_for_the_next():
 
 
 def test_synchronize_rcu_sleeps_until_its_wakeme_callback_runs():
-    m, sc, s0 = load("synchronize-rcu-vs-reader")
+    m, sc, s0 = load(MECH, "synchronize-rcu-vs-reader")
     tr = simulate(m, s0, Scripted(sc.schedule))
     labels = [str(a) for a in tr.actions]
     assert labels.index("U:wait_rcu_gp") > labels.index("rcu:rcu_do_batch") > labels.index("R:rcu_read_unlock")
@@ -56,7 +52,7 @@ def test_synchronize_rcu_sleeps_until_its_wakeme_callback_runs():
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_explore_exhausts_the_correct_model_cleanly(name):
-    m, sc, s0 = load(name)
+    m, sc, s0 = load(MECH, name)
     r = explore(m, s0)
     assert r.exhausted and r.clean
 
@@ -64,7 +60,7 @@ def test_explore_exhausts_the_correct_model_cleanly(name):
 @pytest.mark.parametrize("variant", [n for n, v in RcuModel.variants.items() if v.broken])
 def test_explore_finds_each_broken_variant_in_every_scenario(variant):
     for name in SCENARIOS:
-        m, sc, s0 = load(name, variant)
+        m, sc, s0 = load(MECH, name, variant)
         r = explore(m, s0)
         assert r.violation is not None, name
         assert len(r.counterexample) <= 8
@@ -76,11 +72,4 @@ def test_every_invariant_has_a_breaker():
 
 @pytest.mark.parametrize("invariant", sorted(BREAKERS))
 def test_each_invariant_alone_catches_its_breaker(invariant):
-    variant, name = BREAKERS[invariant]
-    m, sc, s0 = load(name, variant)
-    m.invariants = [i for i in RcuModel.invariants if i.name == invariant]
-    r = explore(m, s0)
-    assert r.violation is not None and r.violation.invariant == invariant
-    ok, _, s0 = load(name)
-    ok.invariants = m.invariants
-    assert explore(ok, s0).clean
+    assert_breaker_catches(MECH, invariant, *BREAKERS[invariant])

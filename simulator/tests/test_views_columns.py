@@ -17,6 +17,7 @@ from kstep.engine import Random, Scripted, scenario, simulate
 from kstep.models import make_model
 from kstep.views import columns as fc
 from kstep.views import layout, player
+from kstep.views.player import frame_rows
 
 HARNESS = Path(__file__).with_name("player_harness.js")
 
@@ -109,7 +110,6 @@ def harness_input(lay, actions):
     plain["frames"] = {c: col(v) for c, v in spec["frames"].data.items()}
     plain["sources"] = [{"name": s["name"], "cols": s["cols"], "store": {c: col(v) for c, v in s["store"].data.items()}}
                         for s in spec["sources"]]
-    plain["window"] = 80
     return {"code": player.player_js(), "spec": plain, "actions": actions}
 
 
@@ -121,18 +121,6 @@ def run_player(lay, actions):
                          capture_output=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
-
-
-def expected_rows(lay, k):
-    """Frame k of every per-frame source, decoded in Python from the arrays the page ships."""
-    spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
-    out = {}
-    for s in spec["sources"]:
-        export = {"kinds": dict(s["cols"]), "store": {c: np.asarray(v) for c, v in s["store"].data.items()},
-                  "start": spec["frames"].data[s["name"] + ".start"],
-                  "stop": spec["frames"].data[s["name"] + ".stop"]}
-        out[s["name"]] = fc.decode(export, spec["strings"], k)
-    return out
 
 
 def assert_rows_equal(got, want, where):
@@ -156,7 +144,7 @@ def test_player_js_shows_the_rows_of_each_frame_it_steps_to():
         assert res["frame"] == k, action
         assert res["cursor"] == [k, k + 1]
         assert res["banner"] == (k == n)
-        assert_rows_equal(res["sources"], expected_rows(lay, k), f"after {action} (frame {k})")
+        assert_rows_equal(res["sources"], frame_rows(lay, k), f"after {action} (frame {k})")
 
 
 def test_player_js_status_names_the_step_its_kernel_function_and_what_it_does():
@@ -174,20 +162,48 @@ def test_player_js_status_names_the_step_its_kernel_function_and_what_it_does():
 
 
 def long_rcu_trace(sections=60):
+    """A run longer than two timeline pages: a valid scenario with the reader's sections raised."""
     model = make_model("rcu")
-    config = {"threads": [{"name": "R", "kind": "reader", "sections": sections, "updates": 1, "wait": "call_rcu"},
-                          {"name": "U", "kind": "updater", "sections": 1, "updates": 10, "wait": "call_rcu"}]}
+    small = {"threads": [{"name": "R", "kind": "reader", "sections": 20},
+                         {"name": "U", "kind": "updater", "updates": 10}]}
+    config = scenario.to_config(model.scenario_schema.check(small, ""))
+    config["threads"][0]["sections"] = sections
     trace = simulate(model, model.initial(config), Random(3), config=config, seed=3)
     return trace, model
 
 
-def test_player_pages_the_timeline_along_a_long_trace():
+def test_player_pages_the_timeline_exactly_as_python_lays_out_its_pages():
     trace, model = long_rcu_trace()
     n = len(trace)
-    assert n > 2 * 80
+    p = player.Player(trace, model)
+    assert n + 1 > 2 * p.window
     lay = layout(trace, model)
-    results = run_player(lay, ["slider:100", f"slider:{n}", "reset"])
-    for res, k in zip(results, (100, n, 0)):
+    frames = [0, 1, p.window // 2, p.window, 100, n // 2, n - 1, n, 3]
+    results = run_player(lay, [f"slider:{k}" for k in frames])
+    for res, k in zip(results, frames):
         start, end = res["range"]
-        assert end - start == 80
-        assert start <= k < k + 1 <= end, f"frame {k} is off the visible window {start}..{end}"
+        assert (start, end) == p.page(k)
+        assert end - start == p.window
+        assert start + p.window // 4 <= k + 1 <= end or start == 0 or end == n + 1, f"frame {k} near an edge"
+
+
+def test_windowed_timeline_rows_are_the_bars_that_reach_into_the_page():
+    trace, model = long_rcu_trace()
+    lay = layout(trace, model)
+    p = player.Player(trace, model)
+    spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
+    src = next(s for s in spec["sources"] if s["name"] == "timeline-phases")
+    export = {"kinds": dict(src["cols"]), "store": {c: np.asarray(v) for c, v in src["store"].data.items()},
+              "start": spec["frames"].data["timeline-phases.start"],
+              "stop": spec["frames"].data["timeline-phases.stop"]}
+    all_bars = set()
+    for k in range(len(trace) + 1):
+        rows = fc.decode(export, spec["strings"], k)
+        all_bars |= set(zip(rows["left"], rows["right"], rows["y"]))
+    for k in (0, 57, len(trace) // 2, len(trace)):
+        start, end = p.page(k)
+        rows = fc.decode(export, spec["strings"], k)
+        shown = set(zip(rows["left"], rows["right"], rows["y"]))
+        reaching = {b for b in all_bars if b[1] >= start - 1 and b[0] <= end + 1}
+        assert shown == reaching, f"frame {k}"
+        assert len(shown) < len(all_bars) / 2, "a page holds a part of the timeline"

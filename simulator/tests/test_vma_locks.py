@@ -10,6 +10,8 @@ from kstep.engine import trace as tracemod
 from kstep.models import make_model
 from kstep.models.vma_lock import UINT_MAX, VARIANTS, VmaLocksModel, is_write_locked
 
+from support import assert_breaker_catches, labels_of, load
+
 MECH = "vma-locks"
 SCENARIOS = scenario.bundled(MECH)
 CORRECT = [n for n, v in VARIANTS.items() if not v.broken]
@@ -30,20 +32,12 @@ BREAKERS = {
 }
 
 
-def load(name, variant=None, overrides=()):
-    m = make_model(MECH, variant)
-    sc = scenario.load(MECH, m.scenario_schema, name, list(overrides))
-    return m, sc, m.initial(sc.config)
-
-
-def labels_of(trace, actor):
-    return [a.label for a in trace.actions if a.actor == actor]
 
 
 def test_a_successful_fault_follows_lock_vma_under_rcu_in_order():
     """Reference §1.3: walk under RCU, lockless check, trylock, recheck, detached, range, then
     handle the fault and vma_end_read's three steps (rcu_read_lock, up_read, rcu_read_unlock)."""
-    m, sc, s0 = load("recheck-race")
+    m, sc, s0 = load(MECH, "recheck-race")
     tr = simulate(m, s0, Scripted("T2*13"))
     assert labels_of(tr, "T2") == [
         "rcu_read_lock", "mas_walk", "vma_start_read", "down_read_trylock", "vma_start_read_recheck",
@@ -54,7 +48,7 @@ def test_a_successful_fault_follows_lock_vma_under_rcu_in_order():
 
 def test_recheck_race_falls_back_to_mmap_lock():
     """E1: after the writer's vma_start_write the trylock succeeds but the recheck sees equal seqs."""
-    m, sc, s0 = load("recheck-race")
+    m, sc, s0 = load(MECH, "recheck-race")
     tr = simulate(m, s0, Scripted(sc.schedule))
     t1 = labels_of(tr, "T1")
     assert t1[:9] == ["rcu_read_lock", "mas_walk", "vma_start_read", "down_read_trylock",
@@ -67,7 +61,7 @@ def test_recheck_race_falls_back_to_mmap_lock():
 
 def test_munmap_vs_fault_misses_then_finds_nothing():
     """E2: the reader finds B, the munmap completes, the reader sees detached, misses, retries."""
-    m, sc, s0 = load("munmap-vs-fault")
+    m, sc, s0 = load(MECH, "munmap-vs-fault")
     tr = simulate(m, s0, Scripted(sc.schedule))
     t1 = labels_of(tr, "T1")
     assert t1.count("mas_walk") == 2 and "vma_lock_miss" in t1
@@ -82,7 +76,7 @@ def test_munmap_vs_fault_misses_then_finds_nothing():
 
 
 def test_fork_write_locks_every_parent_vma_and_faults_wait():
-    m, sc, s0 = load("fork-vs-fault")
+    m, sc, s0 = load(MECH, "fork-vs-fault")
     tr = simulate(m, s0, Scripted(sc.schedule))
     locked_at_end_of_fork = next(s for a, s in zip(tr.actions, tr.states[1:]) if a.label == "vma_end_write_all")
     before = tr.states[tr.states.index(locked_at_end_of_fork) - 1]
@@ -92,7 +86,7 @@ def test_fork_write_locks_every_parent_vma_and_faults_wait():
 
 
 def test_seqcount_variant_is_odd_while_write_locked():
-    m, sc, s0 = load("recheck-race", "seqcount")
+    m, sc, s0 = load(MECH, "recheck-race", "seqcount")
     assert all(v.vm_lock_seq == UINT_MAX for v in s0.vmas)
     tr = simulate(m, s0, RoundRobin())
     odd = [s for s in tr.states if s.mm.mm_lock_seq % 2]
@@ -102,7 +96,7 @@ def test_seqcount_variant_is_odd_while_write_locked():
 
 
 def test_mmap_lock_only_never_uses_vma_locks():
-    m, sc, s0 = load("android-app-launch", "mmap-lock-only")
+    m, sc, s0 = load(MECH, "android-app-launch", "mmap-lock-only")
     tr = simulate(m, s0, RoundRobin())
     assert not any(a.label in ("mas_walk", "vma_start_read") for a in tr.actions)
     c = tr.states[-1].counters
@@ -124,7 +118,7 @@ def test_every_invariant_has_a_breaker():
 @pytest.mark.parametrize("variant", CORRECT)
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_explore_exhausts_correct_variants_cleanly(variant, name):
-    m, sc, s0 = load(name, variant)
+    m, sc, s0 = load(MECH, name, variant)
     r = explore(m, s0)
     assert r.exhausted and r.clean, (r.violation, r.counterexample and [str(a) for a in r.counterexample.actions])
 
@@ -133,7 +127,7 @@ def test_explore_exhausts_correct_variants_cleanly(variant, name):
 def test_explore_finds_every_broken_variant(variant):
     found = []
     for name in SCENARIOS:
-        m, sc, s0 = load(name, variant)
+        m, sc, s0 = load(MECH, name, variant)
         r = explore(m, s0, max_states=200_000)
         if r.violation:
             found.append(name)
@@ -144,15 +138,7 @@ def test_explore_finds_every_broken_variant(variant):
 
 @pytest.mark.parametrize("invariant", sorted(BREAKERS))
 def test_each_invariant_alone_catches_its_breaker(invariant):
-    variant, name = BREAKERS[invariant]
-    m, sc, s0 = load(name, variant)
-    m.invariants = [i for i in VmaLocksModel.invariants if i.name == invariant]
-    r = explore(m, s0)
-    assert r.violation is not None and r.violation.invariant == invariant
-    # ...and holds on the correct model of the same scenario.
-    ok, _, s0 = load(name)
-    ok.invariants = m.invariants
-    assert explore(ok, s0).clean
+    assert_breaker_catches(MECH, invariant, *BREAKERS[invariant])
 
 
 def test_no_recheck_counterexample_has_the_hand_derived_length():
@@ -160,7 +146,7 @@ def test_no_recheck_counterexample_has_the_hand_derived_length():
     rwsem (down_write mmap_lock, down_write A, store vm_lock_seq, up_write A); the fault must pass
     the lockless check before the store (rcu_read_lock, mas_walk, vma_start_read) and take the
     rwsem after the up_write (down_read_trylock), then the skipped recheck lets it in: 4 + 5 = 9."""
-    m, sc, s0 = load("recheck-race", "no-recheck")
+    m, sc, s0 = load(MECH, "recheck-race", "no-recheck")
     r = explore(m, s0)
     assert r.violation.invariant == "no-reader-in-write-locked-vma"
     assert len(r.counterexample) == 9
@@ -169,7 +155,7 @@ def test_no_recheck_counterexample_has_the_hand_derived_length():
 
 
 def test_deadlock_when_anon_prepare_sleeps_on_mmap_lock():
-    m, sc, s0 = load("fork-vs-fault", "anon-prepare-blocks")
+    m, sc, s0 = load(MECH, "fork-vs-fault", "anon-prepare-blocks")
     r = explore(m, s0)
     assert r.violation.invariant == "deadlock"
     final = r.counterexample.states[-1]
@@ -179,7 +165,7 @@ def test_deadlock_when_anon_prepare_sleeps_on_mmap_lock():
 
 
 def test_traces_validate_and_tampered_traces_do_not(tmp_path):
-    m, sc, s0 = load("munmap-vs-fault")
+    m, sc, s0 = load(MECH, "munmap-vs-fault")
     tr = simulate(m, s0, Scripted(sc.schedule), scenario="munmap-vs-fault", config=sc.config)
     path = tmp_path / "t.json"
     tr.write(m, path)

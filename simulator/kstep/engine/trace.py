@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..errors import UserError
-from .model import Action, Model, State, Violation
+from .model import Action, Model, Violation
 from .scenario import Invalid
 
 FORMAT = "kstep-trace"

@@ -1,10 +1,11 @@
 """The mechanisms kstep models, by the name the CLI uses."""
 
 from ..errors import UserError
+from .qspinlock import QspinlockModel
 from .rcu import RcuModel
 from .vma_lock import VmaLocksModel
 
-MODELS = {m.name: m for m in (VmaLocksModel, RcuModel)}
+MODELS = {m.name: m for m in (VmaLocksModel, RcuModel, QspinlockModel)}
 
 
 def model_class(name: str):

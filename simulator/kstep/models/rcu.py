@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
+from ..engine import Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
 from ..engine.scenario import Int, Key, List, Name, Str, Table, unique_names
 
 RCU_SEQ_STATE_MASK = 3

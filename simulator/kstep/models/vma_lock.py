@@ -138,26 +138,20 @@ def down_write(s, i, lock):
     return push(s, i, (Frame("rwsem_down_write_slowpath", lock),))
 
 
-@program.step("rwsem_down_write_slowpath", "kernel/locking/rwsem.c:rwsem_down_write_slowpath",
-              "a queued writer takes the rwsem once it is free and first in the queue")
-def down_write_slowpath(s, i, lock):
+def take_queued(s, i, lock):
+    """A waiter takes the rwsem it queued on, once the queue rules let it."""
     return set_lock(s, lock, rwsem.take_from_queue(lock_of(s, lock), i))
 
 
-@program.guard("rwsem_down_write_slowpath")
-def writer_may_take(s, i, lock):
+def may_take_queued(s, i, lock):
     return rwsem.waiter_may_take(lock_of(s, lock), i)
 
 
-@program.step("rwsem_down_read_slowpath", "kernel/locking/rwsem.c:rwsem_down_read_slowpath",
-              "a queued reader takes the rwsem once no writer holds it or waits ahead of it")
-def down_read_slowpath(s, i, lock):
-    return set_lock(s, lock, rwsem.take_from_queue(lock_of(s, lock), i))
-
-
-@program.guard("rwsem_down_read_slowpath")
-def reader_may_take(s, i, lock):
-    return rwsem.waiter_may_take(lock_of(s, lock), i)
+for _label, _what in (
+        ("rwsem_down_write_slowpath", "a queued writer takes the rwsem once it is free and first in the queue"),
+        ("rwsem_down_read_slowpath", "a queued reader takes the rwsem once no writer holds it or waits ahead of it")):
+    program.step(_label, f"kernel/locking/rwsem.c:{_label}", _what)(take_queued)
+    program.guard(_label)(may_take_queued)
 
 
 @program.step("up_write", "kernel/locking/rwsem.c:up_write", "release the rwsem held for write")

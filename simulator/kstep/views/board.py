@@ -54,16 +54,19 @@ def board_figure(name: str, title: str, rows: Sequence[tuple[float, str]], *, he
     style.style_figure(p, axes=False)
     titles = ColumnDataSource({"x": [0.1] * len(rows), "y": [y for y, _ in rows], "text": [t for _, t in rows]},
                               name=f"kstep-static-{name}-rows")
-    p.text("x", "y", "text", source=titles, text_font_size=style.TEXT_SIZE, text_font_style="bold",
+    p.text("x", "y", "text", source=titles, name=f"{p.name}-row-titles", text_font_size=style.TEXT_SIZE,
+           text_font_style="bold",
            text_baseline="middle", text_color=style.DARK, text_font=value(style.FONT))
     return p
 
 
 def draw_boxes(p: figure, source: ColumnDataSource, *, head_size: str = style.TEXT_SIZE,
                body_size: str = style.SMALL_SIZE) -> None:
-    p.rect("x", "y", "w", "h", source=source, fill_color="fill", line_color="line", line_width="width",
+    name = f"{p.name}-{source.name.removeprefix('kstep-src-')}"
+    p.rect("x", "y", "w", "h", source=source, name=f"{name}-box", fill_color="fill", line_color="line",
+           line_width="width",
            fill_alpha=0.75)  # lighter fills keep black text readable on blue and purple
-    p.text("x", "y", "head", source=source, y_offset=-4, text_font_size=head_size, text_font_style="bold",
+    p.text("x", "y", "head", source=source, name=f"{name}-head", y_offset=-4, text_font_size=head_size, text_font_style="bold",
            text_align="center", text_baseline="bottom", text_color=style.INK, text_font=value(style.FONT))
-    p.text("x", "y", "body", source=source, y_offset=0, text_font_size=body_size, text_align="center",
+    p.text("x", "y", "body", source=source, name=f"{name}-body", y_offset=0, text_font_size=body_size, text_align="center",
            text_baseline="top", text_color=style.INK, text_font=value(style.FONT), text_line_height=1.1)

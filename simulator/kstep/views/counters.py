@@ -32,7 +32,8 @@ def counters_figure(player: Player, name: str, title: str, names: Sequence[str],
 
     source = player.frame_source(name, {"y": int, "value": int, "color": str, "text": str}, rows,
                                  frames=[tuple(int(v) for v in r) for r in values])
-    p.hbar(y="y", right="value", left=0, height=0.6, source=source, color="color", fill_alpha=0.85)
-    p.text("value", "y", "text", source=source, text_baseline="middle", text_font_size=style.TEXT_SIZE,
+    p.hbar(y="y", right="value", left=0, height=0.6, source=source, color="color", fill_alpha=0.85,
+           name=f"kstep-plot-{name}-bars")
+    p.text("value", "y", "text", source=source, name=f"kstep-plot-{name}-values", text_baseline="middle", text_font_size=style.TEXT_SIZE,
            text_font_style="bold", text_color=style.INK)
     return p

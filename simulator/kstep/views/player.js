@@ -2,8 +2,9 @@
 //
 // Bokeh runs this file as the body of a single CustomJS callback (argument `kstep`, the spec
 // built by player.py) attached to every control.  Nothing here knows about any mechanism: a view
-// registers per-frame sources whose rows for every frame sit in a store (see columns.py), static
-// sources drawn once, cursors that mark the current step, and ranges that follow the cursor.
+// registers per-frame sources whose rows for every frame sit in a store (see columns.py; a
+// timeline's windowed sources are per-frame sources too, one block per page), static sources drawn
+// once, cursors that mark the current step, and timeline ranges that page along with the cursor.
 //
 // Showing frame k means, for each per-frame source, slicing store[col][start[k]:stop[k]] and
 // giving the display source a *new* data object (BokehJS redraws on assignment, not on in-place
@@ -77,14 +78,23 @@ function status_html(k) {
     '<div class="kstep-what">' + esc(P.what[l]) + "</div></div>";
 }
 
+// The page of a timeline that frame k is on: Player.page() in player.py computes the same, and the
+// windowed sources hold exactly the rows of that page.
+function page(f, k) {
+  const w = f.window, total = f.total;
+  if (total <= w) {
+    return [0, total];
+  }
+  const stride = Math.floor(w / 2);
+  const start = Math.min(Math.max(0, Math.floor(k / stride) * stride - Math.floor(w / 4)), total - w);
+  return [start, start + w];
+}
+
 function follow(k) {
   for (const f of P.follow) {
-    const r = f.range;
-    const lo = r.start, hi = r.end, w = hi - lo;
-    // Jump a page at a time: moving the range every frame would re-tick the axis every frame.
-    if (k + 1 > hi - 0.1 * w || k < lo) {
-      const start = Math.max(f.min, Math.min(k - 0.15 * w, f.max - w));
-      r.setv({start: start, end: start + w});
+    const [start, end] = page(f, k);
+    if (f.range.start !== start || f.range.end !== end) {
+      f.range.setv({start: start, end: end});
     }
   }
 }
@@ -104,8 +114,10 @@ function show(k) {
     }
   }
   follow(k);
-  W.status.text = status_html(k);
-  W.banner.visible = k === n;
+  W.status.html = status_html(k);
+  if (W.banner.visible !== (k === n)) {
+    W.banner.visible = k === n;  // setting it at all re-lays out the page: only when it changes
+  }
   if (W.slider.value !== k) {
     W.slider.value = k;  // its change callback finds st.frame === k and does nothing
   }
@@ -120,27 +132,38 @@ function steps_per_second() {
   return v > 0 ? v : 1;
 }
 
+// Playback runs on animation frames, not setInterval: the frame shown is the one due at this time
+// at the chosen speed, so each paint shows a new frame at 60 steps/s and fast speeds skip frames
+// instead of queueing updates the browser cannot paint.
 function start_timer() {
   stop_timer();
   if (st.frame >= n) {
     show(0);
   }
-  // The browser paints at most ~60 times a second: faster speeds advance several frames a tick.
   const sps = steps_per_second();
-  const interval = Math.max(1000 / sps, 1000 / 60);
-  const stride = Math.max(1, Math.round(sps * interval / 1000));
-  st.timer = setInterval(() => {
-    show(st.frame + stride);
-    if (st.frame >= n) {
-      W.toggle.active = false;
+  const first = st.frame;
+  const t0 = performance.now();
+  const tick = (now) => {
+    if (st.timer === null) {
+      return;
     }
-  }, interval);
+    const k = Math.min(n, first + Math.floor(Math.max(0, now - t0) * sps / 1000 + 0.5));
+    if (k !== st.frame) {
+      show(k);
+    }
+    if (k >= n) {
+      pause();
+      return;
+    }
+    st.timer = requestAnimationFrame(tick);
+  };
+  st.timer = requestAnimationFrame(tick);
   W.toggle.label = P.pause_label;
 }
 
 function stop_timer() {
   if (st.timer !== null) {
-    clearInterval(st.timer);
+    cancelAnimationFrame(st.timer);
     st.timer = null;
   }
   W.toggle.label = P.play_label;
@@ -170,6 +193,9 @@ if (origin === W.toggle) {
 } else if (origin === W.slider) {
   if (W.slider.value !== st.frame) {
     show(W.slider.value);
+    if (st.timer !== null) {
+      start_timer();  // dragged while playing: play on from where the slider was left
+    }
   }
 } else if (origin === W.speed) {
   if (st.timer !== null) {

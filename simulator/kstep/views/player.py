@@ -4,9 +4,11 @@ A mechanism view never writes JavaScript.  It creates a ``Player`` for a trace, 
 
 - per-frame sources (``frame_source``): a function from a state to the rows it draws; the player
   lays out every frame into frame-indexed columns (columns.py) and player.js slices frame k;
-- static sources (plain ``ColumnDataSource``s such as timelines) that are drawn once;
+- windowed sources (``windowed_source``): timeline rows, shown one page of ``window`` steps at a
+  time so that painting a frame costs the same at step 50,000 as at step 5;
+- static sources (plain ``ColumnDataSource``s of markers, which BokehJS culls itself);
 - cursors (a ``Span`` or ``BoxAnnotation`` the player moves to the current step) and x ranges
-  that follow the cursor through long traces;
+  that page along with the cursor (``follow``);
 
 and then calls ``layout(...)`` with its plots.  All playback (play/pause, speed, step, back,
 reset, the slider, the status line and the end-of-run banner) is one CustomJS callback running
@@ -20,9 +22,12 @@ from html import escape
 from importlib import resources
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
+import numpy as np
 from bokeh.layouts import column, row
 from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div, InlineStyleSheet, Range1d,
                           Select, Slider, Span, Toggle)
+from bokeh.models.dom import HTML
+from bokeh.models.ui import Pane
 
 from ..engine import Model, Trace
 from . import style
@@ -31,9 +36,23 @@ from .columns import FrameColumns, Strings, decode
 SOURCE_URL = "https://elixir.bootlin.com/linux/v6.12/source/"  # a link in the status line, never fetched
 PLAY, PAUSE = "▶ Play", "▮▮ Pause"  # glyphs every DejaVu/Arial install has
 SPEEDS = (1, 2, 4, 10, 30, 60, 240, 1000)  # steps per second
+WINDOW = 80  # steps a timeline shows at once: each stays wide enough to see on a projector
 
 
 @lru_cache(maxsize=1)
+def frame_rows(lay, k: int) -> dict[str, dict[str, list]]:
+    """Frame k of every per-frame source, decoded in Python from the arrays a layout ships: what
+    player.js must show at that frame (the tests compare the page against it)."""
+    spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
+    out = {}
+    for s in spec["sources"]:
+        export = {"kinds": dict(s["cols"]), "store": {c: np.asarray(v) for c, v in s["store"].data.items()},
+                  "start": spec["frames"].data[s["name"] + ".start"],
+                  "stop": spec["frames"].data[s["name"] + ".stop"]}
+        out[s["name"]] = decode(export, spec["strings"], k)
+    return out
+
+
 def player_js() -> str:
     return resources.files(__package__).joinpath("player.js").read_text()
 
@@ -41,12 +60,13 @@ def player_js() -> str:
 class Player:
     """One animation of one trace; see the module docstring for how a view uses it."""
 
-    def __init__(self, trace: Trace, model: Model) -> None:
+    def __init__(self, trace: Trace, model: Model, *, window: int = WINDOW) -> None:
         if not trace.states:
             raise ValueError("a trace has at least its initial state")
         self.trace = trace
         self.model = model
         self.n = len(trace.actions)
+        self.window = window
         self.strings = Strings()
         self.exports: dict[str, dict] = {}
         self._sources: list[tuple[str, ColumnDataSource, ColumnDataSource]] = []
@@ -78,8 +98,42 @@ class Player:
         return shown
 
     def static_source(self, name: str, data: Mapping[str, Any]) -> ColumnDataSource:
-        """A source drawn once (a timeline); numpy int arrays keep the page small."""
+        """A source drawn once; numpy int arrays keep the page small.
+
+        BokehJS culls only markers to the visible range when it paints; use ``windowed_source`` for
+        anything else that grows with the trace (bars, lines, text along a timeline).
+        """
         return ColumnDataSource(dict(data), name=f"kstep-static-{name}")
+
+    def windowed_source(self, name: str, data: Mapping[str, Any], x0: str, x1: str) -> ColumnDataSource:
+        """Timeline rows (spanning ``x0``..``x1`` in steps) shown only on the page the cursor is on.
+
+        A 50,000-step timeline holds tens of thousands of bars and BokehJS would paint them all on
+        every frame; each page of ``window`` steps instead gets the few rows that reach into it, and
+        frames on the same page share them.
+        """
+        data = {c: np.asarray(v) for c, v in data.items()}
+        columns = {c: str if v.dtype.kind in "OUS" else float if v.dtype.kind == "f" else int for c, v in data.items()}
+        lo_all, hi_all = data[x0], data[x1]
+
+        def rows(start):
+            keep = (hi_all >= start - 1) & (lo_all <= start + self.window + 1)
+            return {c: v[keep].tolist() for c, v in data.items()}
+
+        return self.frame_source(name, columns, rows, frames=[self.page(k)[0] for k in range(self.n + 1)])
+
+    def page(self, k: int) -> tuple[int, int]:
+        """The x range a timeline shows at frame k; player.js's follow() computes the same.
+
+        Pages step by half a window, and frame k sits between a quarter and three quarters of the
+        way along, so the cursor never hides at an edge.
+        """
+        total, w = self.n + 1, self.window
+        if total <= w:
+            return 0, total
+        stride = w // 2
+        start = min(max(0, (k // stride) * stride - w // 4), total - w)
+        return start, start + w
 
     def cursor(self, annotation: Span | BoxAnnotation) -> None:
         """Move ``annotation`` to the current step: a Span to k + 0.5, a BoxAnnotation over [k, k + 1]."""
@@ -90,12 +144,16 @@ class Player:
             annotation.location = 0.5
         self._cursors.append({"model": annotation, "kind": kind})
 
-    def follow(self, x_range: Range1d, window: int) -> None:
-        """Show ``window`` steps of a timeline at a time, paging along with the cursor."""
-        end = self.n + 1
-        x_range.start, x_range.end = 0, min(end, window)
-        x_range.bounds = (0, max(end, 1))
-        self._follow.append({"range": x_range, "min": 0, "max": end})
+    def follow(self, x_range: Range1d) -> None:
+        """Show a page of ``window`` steps of a timeline at a time, paging along with the cursor."""
+        x_range.start, x_range.end = self.page(0)
+        x_range.bounds = (0, max(self.n + 1, 1))
+        self._follow.append({"range": x_range, "window": self.window, "total": self.n + 1})
+
+    @property
+    def paged(self) -> bool:
+        """True when the trace is longer than a page (timelines then show one page at a time)."""
+        return self.n + 1 > self.window
 
     # -- the page ------------------------------------------------------------------------------
     def layout(self, *panels, key: str = "", name: str = "kstep-layout"):
@@ -110,7 +168,11 @@ class Player:
             widgets[b].js_on_event("button_click", callback)
         controls = row(widgets["reset"], widgets["back"], widgets["toggle"], widgets["step"], widgets["speed"],
                        widgets["slider"], name="kstep-controls")
-        parts = [self._div("header", self.header_html()), controls, widgets["status"], widgets["banner"], *panels]
+        # The status line changes on every frame: a Pane's HTML node updates in place, while a Div
+        # re-lays out the whole page each time its text changes (about 4 ms a frame).
+        status = Pane(elements=[widgets["status"]], stylesheets=[self.stylesheet], name="kstep-status-pane",
+                      styles={"width": f"{style.WIDTH}px", "min-height": "4.6em"})
+        parts = [self._div("header", self.header_html()), controls, status, widgets["banner"], *panels]
         if key:
             parts.append(self._div("key", key))
         return column(*parts, name=name)
@@ -129,9 +191,12 @@ class Player:
             "step": Button(label="Step ▶", name="kstep-step", **btn),
             "speed": Select(title="speed", name="kstep-speed", width=130, value=str(default),
                             options=[(str(s), f"{s} step{'s' if s > 1 else ''}/s") for s in SPEEDS]),
-            "slider": Slider(start=0, end=max(n, 1), value=0, step=1, title="step", name="kstep-slider",
+            # show_value=False: redrawing the slider's title on every frame costs more than the frame
+            # itself, and the status line below says which step this is.
+            "slider": Slider(start=0, end=max(n, 1), value=0, step=1, title="step", show_value=False,
+                             name="kstep-slider",
                              width=style.WIDTH - 4 * 110 - 130 - 40, disabled=n == 0),
-            "status": self._div("status", self.status0()),
+            "status": HTML(html=self.status0(), name="kstep-status"),
             "banner": self._div("banner", self.banner_html(), visible=n == 0),
         }
 
@@ -162,6 +227,7 @@ class Player:
             "status0": self.status0(),
             "play_label": PLAY,
             "pause_label": PAUSE,
+            "window": self.window,
         }
 
     def _spec(self, widgets: dict) -> dict:

@@ -18,7 +18,7 @@ from .board import COLUMNS as BOX, Box, board_figure, columns, draw_boxes, in_a_
 from .counters import counters_figure
 from .player import Player
 from .registry import register
-from .timeline import actor_marks, add_cursor, lanes_figure, marks, phase_bars
+from .timeline import actor_marks, add_cursor, interval_lane, lanes_figure, marks, phase_bars
 
 GP_RUNNING = ("grace period running", style.YELLOW)
 QS_PENDING = ("quiescent state still needed", style.ORANGE)
@@ -59,7 +59,7 @@ def callback_boxes(rcu, describe, *, y: float) -> list[Box]:
     """The callback queue in call_rcu() order; ``describe(callback)`` names what it does."""
     cbs = rcu.callbacks
     shown = cbs[:MAX_SHOWN] if len(cbs) <= MAX_SHOWN else cbs[:MAX_SHOWN - 1]
-    slots = in_a_row(max(len(shown) + (len(cbs) > len(shown)), 1), y=y, max_w=1.9)
+    slots = in_a_row(max(len(shown) + (len(cbs) > len(shown)), 1), y=y, max_w=2.2)
     out = []
     for (x, _, w, h), cb in zip(slots, shown):
         ready = rcu_seq_done(rcu.gp_seq, cb.wait)
@@ -85,18 +85,10 @@ def qs_reports(states) -> list[tuple[int, int]]:
 
 
 def gp_lane(p: figure, player: Player, lane: int) -> None:
-    """Grace periods as bars in ``lane``, numbered, with every quiescent-state report marked."""
+    """Grace periods as bars in ``lane``, numbered."""
     states = player.trace.states
-    running = np.array([[1 if gp_running(s.rcu.gp_seq) else 0] for s in states], dtype=np.int8)
-    phase_bars(p, player, "gp", running, [style.LIGHT, GP_RUNNING[1]], skip=(0,), first_lane=lane)
-    starts = [k for k in range(len(states)) if running[k, 0] and (k == 0 or not running[k - 1, 0])]
-    labels = player.static_source(f"{p.name}-gp-numbers", {
-        "x": np.array(starts, dtype=np.int32) + np.float32(0.15),
-        "y": np.full(len(starts), -lane, dtype=np.float32),
-        "text": [f"GP {gp_number(states[k].rcu.gp_seq)}" for k in starts],
-    })
-    p.text("x", "y", "text", source=labels, text_font_size=style.SMALL_SIZE, text_baseline="middle",
-           text_color=style.INK, text_font_style="bold")
+    interval_lane(p, player, "gp", [gp_running(s.rcu.gp_seq) for s in states], GP_RUNNING[1], lane,
+                  "gp-numbers", lambda k: f"GP {gp_number(states[k].rcu.gp_seq)}", style.INK)
 
 
 def qs_marks(p: figure, player: Player, lane_of_cpu) -> None:
@@ -114,9 +106,9 @@ def callbacks_figure(player: Player, x_range: Range1d) -> figure:
                y_range=Range1d(0, max(1, int(counts.max())) + 0.5, name="kstep-y-callbacks"),
                tools="", toolbar_location=None)
     style.style_figure(p)
-    src = player.static_source("callbacks-count", {"x": np.arange(len(counts) + 1, dtype=np.int32),
-                                                   "y": np.append(counts, counts[-1])})
-    p.step("x", "y", source=src, mode="after", line_width=3, color=style.VERMILLION)
+    src = player.windowed_source("callbacks-count", {"x": np.arange(len(counts) + 1, dtype=np.int32),
+                                                     "y": np.append(counts, counts[-1])}, "x", "x")
+    p.step("x", "y", source=src, mode="after", line_width=3, color=style.VERMILLION, name="kstep-plot-callbacks-count")
     p.yaxis.axis_label = "pending"
     p.yaxis.ticker = AdaptiveTicker(min_interval=1, num_minor_ticks=0)
     add_cursor(p, player)
@@ -160,14 +152,33 @@ def thread_boxes(s) -> list[Box]:
     return out
 
 
+def shown_objects(s) -> list[int]:
+    """The objects worth drawing: the one gp points to, those threads hold or callbacks will free,
+    then the newest others, MAX_SHOWN at most (a long run allocates thousands)."""
+    wanted = {s.gp, *(t.obj for t in s.threads if t.obj >= 0 and t.frames),
+              *(cb.obj for cb in s.rcu.callbacks if cb.func == "kfree")}
+    recent = []
+    o = len(s.objects) - 1
+    while o >= 0 and len(recent) < MAX_SHOWN - len(wanted):
+        if o not in wanted:
+            recent.append(o)
+        o -= 1
+    return sorted(wanted | set(recent))[-MAX_SHOWN:]
+
+
+def object_key(s):
+    """Everything object_boxes reads, without hashing the whole (ever growing) object table."""
+    ids = shown_objects(s)
+    return (s.gp, tuple(ids), tuple(s.objects[o] for o in ids),
+            tuple((t.obj, bool(t.frames)) for t in s.threads), s.rcu.nesting)
+
+
 def object_boxes(s) -> list[Box]:
     held = {}
     for i, t in enumerate(s.threads):
         if t.obj >= 0 and t.frames:
             held.setdefault(t.obj, []).append(i)
-    wanted = {s.gp, *held, *(cb.obj for cb in s.rcu.callbacks if cb.func == "kfree")}
-    recent = [o for o in range(len(s.objects) - 1, -1, -1) if o not in wanted]
-    ids = sorted(wanted | set(recent[:max(0, MAX_SHOWN - len(wanted))]))[-MAX_SHOWN:]
+    ids = shown_objects(s)
     out = []
     for (x, y, w, h), o in zip(in_a_row(len(ids), y=0, max_w=1.9), ids):
         readers = [i for i in held.get(o, []) if s.rcu.nesting[i]]
@@ -179,6 +190,22 @@ def object_boxes(s) -> list[Box]:
         else:
             fill = OBJ_CURRENT[1] if o == s.gp else OBJ_OLD[1]
         out.append(Box(x, y, w, h, fill, f"obj {o}", "\n".join(facts)))
+    return out
+
+
+def thread_key(s):
+    """What thread_boxes reads: each thread's next step, not its whole (possibly long) program."""
+    return (tuple((t.frames[0].label if t.frames else None, t.obj, t.woken) for t in s.threads),
+            s.rcu.nesting, s.rcu.qs_pending)
+
+
+def freed_so_far(states) -> list[int]:
+    """Objects freed at each frame; the table is recounted only when it changed."""
+    out, last, count = [], None, 0
+    for s in states:
+        if s.objects is not last:
+            last, count = s.objects, s.objects.count(FREED)
+        out.append(count)
     return out
 
 
@@ -196,15 +223,12 @@ def rcu_view(trace, model):
 
     board = board_figure("state", "state after this step", [(3, "CPUs"), (2, "grace period"), (1, "callbacks"),
                                                              (0, "objects")], height=470, y_range=(-0.55, 3.5))
-    draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s)),
-                                          key=lambda s: (s.threads, s.rcu.nesting, s.rcu.qs_pending)))
+    draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s)), key=thread_key))
     draw_boxes(board, player.frame_source("gp", BOX, rcu_boxes, key=lambda s: (s.rcu.gp_seq, s.rcu.qs_pending)))
     draw_boxes(board, player.frame_source("callbacks", BOX,
                                           lambda s: columns(callback_boxes(s.rcu, describe, y=1)),
                                           key=lambda s: (s.rcu.gp_seq, s.rcu.callbacks)))
-    draw_boxes(board, player.frame_source("objects", BOX, lambda s: columns(object_boxes(s)),
-                                          key=lambda s: (s.gp, s.objects, s.threads, s.rcu.nesting,
-                                                         s.rcu.callbacks)))
+    draw_boxes(board, player.frame_source("objects", BOX, lambda s: columns(object_boxes(s)), key=object_key))
 
     lanes = [f"{n} (CPU {i})" for i, n in enumerate(names)] + ["grace period"]
     timeline = lanes_figure(player, "timeline", "who did what: CPUs and grace periods over time", lanes)
@@ -219,7 +243,7 @@ def rcu_view(trace, model):
         [s.rcu.gp_seq >> 2 for s in trace.states],
         [len(s.rcu.callbacks) for s in trace.states],
         invoked_so_far(trace),
-        [s.objects.count(FREED) for s in trace.states],
+        freed_so_far(trace.states),
     ])
     counters = counters_figure(player, "counters", "counters so far",
                                ["grace periods completed", "callbacks pending", "callbacks invoked",

@@ -1,14 +1,15 @@
-"""Timelines: one lane per thread (or per RCU fact) over the steps of a trace, drawn once.
+"""Timelines: one lane per thread (or per RCU fact) over the steps of a trace.
 
 Frame k's state occupies x in [k, k + 1); the action that led to frame k is marked at x = k.
-Lanes are numbered 0, 1, 2, ... from the top and drawn at y = -lane.  Everything here is a static
-source of small ints (colours go through a colour mapper over phase numbers), so a 50,000-step
-trace stays small; the player only moves the cursor and pages the x range.
+Lanes are numbered 0, 1, 2, ... from the top and drawn at y = -lane.  Bars are small ints whose
+colours go through a colour mapper over phase numbers, held in windowed sources (one page of
+steps at a time, since BokehJS would otherwise paint every bar of a 50,000-step run on each
+frame); marks are static markers, which BokehJS culls to the visible page itself.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from bokeh.models import BoxAnnotation, FixedTicker, LinearColorMapper, Range1d
@@ -16,8 +17,6 @@ from bokeh.plotting import figure
 
 from . import style
 from .player import Player
-
-WINDOW = 80  # steps shown at once: each step stays wide enough to see on a projector
 
 
 def runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -38,16 +37,19 @@ def lanes_figure(player: Player, name: str, title: str, lanes: Sequence[str], *,
     own_range = x_range is None
     if own_range:
         x_range = Range1d(0, 1, name=f"kstep-x-{name}")
+    # A long trace's timeline holds one page at a time (windowed sources), so panning away would
+    # show nothing: only a trace that fits on one page gets pan and zoom.
+    tools = "" if player.paged else "xpan,xwheel_zoom,reset"
     p = figure(name=f"kstep-plot-{name}", title=title, width=style.WIDTH, height=60 + lane_height * len(lanes),
                x_range=x_range, y_range=Range1d(-len(lanes) + 0.5, 0.5, name=f"kstep-y-{name}"),
-               tools="xpan,xwheel_zoom,reset", active_scroll=None, toolbar_location="right")
+               tools=tools, toolbar_location="right" if tools else None)
     style.style_figure(p)
     p.yaxis.ticker = FixedTicker(ticks=[-i for i in range(len(lanes))])
     p.yaxis.major_label_overrides = {-i: lane for i, lane in enumerate(lanes)}
     p.yaxis.major_label_text_font_size = style.TEXT_SIZE
     p.xaxis.axis_label = "step"
     if own_range:
-        player.follow(x_range, WINDOW)
+        player.follow(x_range)
     add_cursor(p, player)
     return p
 
@@ -81,11 +83,27 @@ def phase_bars(p: figure, player: Player, name: str, phases: np.ndarray, palette
         "y": _small(np.concatenate(lane)), "phase": _small(np.concatenate(phase)),
     }
     data["y"] = data["y"].astype(np.float32) - np.float32(dy)
-    source = player.static_source(f"{p.name}-{name}", data)
+    source = player.windowed_source(f"{p.name.removeprefix('kstep-plot-')}-{name}", data, "left", "right")
     mapper = LinearColorMapper(palette=list(palette), low=-0.5, high=len(palette) - 0.5)
     p.hbar(y="y", left="left", right="right", height=height, source=source,
            fill_color={"field": "phase", "transform": mapper}, line_color=style.DARK, line_width=0.5,
            name=f"{p.name}-{name}")
+
+
+def interval_lane(p: figure, player: Player, name: str, active: Sequence[bool], colour: str, lane: int,
+                  labels_name: str, label: Callable[[int], str], text_color: str) -> None:
+    """One lane of intervals (a grace period running, mmap_lock write-held), each labelled where it
+    starts with ``label(first_step)``; the labels are a windowed source called ``labels_name``."""
+    held = np.fromiter((1 if a else 0 for a in active), dtype=np.int8, count=len(active))[:, None]
+    phase_bars(p, player, name, held, [style.LIGHT, colour], skip=(0,), first_lane=lane)
+    starts = [k for k in range(len(held)) if held[k, 0] and (k == 0 or not held[k - 1, 0])]
+    labels = player.windowed_source(labels_name, {
+        "x": np.array(starts, dtype=np.int32) + np.float32(0.15),
+        "y": np.full(len(starts), -lane, dtype=np.float32),
+        "text": np.array([label(k) for k in starts], dtype=object),
+    }, "x", "x")
+    p.text("x", "y", "text", source=labels, name=f"{p.name}-{labels_name}", text_font_size=style.SMALL_SIZE,
+           text_baseline="middle", text_color=text_color, text_font_style="bold")
 
 
 def marks(p: figure, player: Player, name: str, x: np.ndarray, lane: np.ndarray, *, color: str = style.INK,

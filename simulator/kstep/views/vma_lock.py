@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import rwsem
-from ..models.vma_lock import FREED, LIVE, RCU_PENDING, is_write_locked
+from ..models.vma_lock import FREED, LIVE, MM, RCU_PENDING, is_write_locked
 from . import style
 from .board import COLUMNS as BOX, LEFT, Box, board_figure, columns, draw_boxes, in_a_row
 from .counters import counters_figure
@@ -20,7 +20,7 @@ from .player import Player
 from .rcu import (CB_READY, CB_WAITING, GP_RUNNING, QS_PENDING, callback_boxes, callbacks_figure, gp_box,
                   gp_lane, qs_marks)
 from .registry import register
-from .timeline import actor_marks, lanes_figure, phase_bars
+from .timeline import actor_marks, interval_lane, lanes_figure, phase_bars
 
 # What each thread is doing, in palette order (the lanes and the thread boxes share it).
 PHASES = (
@@ -38,6 +38,7 @@ RUNNING, LOOKUP, VMA_READ, WAIT_MM, MM_READ, EPOCH, WAIT_VMA, DONE = range(len(P
 VMA_IDLE = ("attached, unlocked", style.LIGHT)
 VMA_READ_LOCKED = ("read-locked by faults", style.GREEN)
 VMA_WRITE_LOCKED = ("write-locked: vm_lock_seq == mm_lock_seq", style.PURPLE)
+VMA_STALE = ("vm_lock_seq == mm_lock_seq with no writer: faults still back off", style.PURPLE)
 VMA_DETACHED = ("detached (unmapped), not yet freed", style.GREY)
 VMA_FREED = ("freed", style.DARK_GREY)
 VMA_UAF = ("freed while a fault still points to it", style.VERMILLION)
@@ -57,8 +58,8 @@ def phase(s, i: int) -> int:
         return DONE
     if rwsem.waiting(s.mm.mmap_lock, i):
         return WAIT_MM
-    if any(rwsem.waiting(v.lock, i) for v in s.vmas):
-        return WAIT_VMA
+    if t.frames[0].label == "rwsem_down_write_slowpath" and t.frames[0].arg != MM:
+        return WAIT_VMA  # queued on a VMA's rwsem (down_write pushed this frame; cheaper than scanning VMAs)
     if s.mm.mmap_lock.owner == i:
         return EPOCH
     if t.vma_locked:
@@ -105,7 +106,11 @@ def vma_box(s, v: int, names, x: float, y: float, w: float, h: float) -> Box:
     held = sem_text(vma.lock, names)
     if held:
         lines.append(held)
-    return Box(x, y, w, h, vma_fill(s, v), f"VMA {v}  [{vma.start}, {vma.end})", "\n".join(lines))
+    # Only a missing mm_lock_seq bump leaves the numbers equal outside a write epoch: vma_start_read
+    # still backs off, so the VMA stays locked to faults although no writer holds mmap_lock.
+    stale = vma.vm_lock_seq == s.mm.mm_lock_seq and not is_write_locked(s, v)
+    return Box(x, y, w, h, vma_fill(s, v), f"VMA {v}  [{vma.start}, {vma.end})", "\n".join(lines),
+               line=VMA_STALE[1] if stale else style.INK, width=5 if stale else 1)
 
 
 def tree_boxes(s, names) -> list[Box]:
@@ -117,9 +122,10 @@ def tree_boxes(s, names) -> list[Box]:
 def off_tree_boxes(s, names) -> list[Box]:
     """VMAs no longer in the tree that a reader may still reach: detached, rcu-pending, or freed
     while a thread still points to one (the newest few; ids are never reused)."""
-    gone = [v for v in range(len(s.vmas)) if v not in s.mm.tree
-            and (s.vmas[v].status != FREED or any(t.vma == v and t.frames for t in s.threads))]
-    freed = [v for v in range(len(s.vmas)) if v not in s.mm.tree and v not in gone]
+    tree = set(s.mm.tree)
+    pointed = {t.vma for t in s.threads if t.frames}
+    gone = [v for v, vma in enumerate(s.vmas) if v not in tree and (vma.status != FREED or v in pointed)]
+    freed = [v for v, vma in enumerate(s.vmas) if v not in tree and vma.status == FREED and v not in pointed]
     shown = sorted(gone[-MAX_OFF_TREE:] + freed[-max(0, MAX_OFF_TREE - len(gone)):])
     slots = in_a_row(len(shown), y=1, max_w=2.6)
     return [vma_box(s, v, names, *slot) for v, slot in zip(shown, slots)]
@@ -166,6 +172,12 @@ def thread_boxes(s, names) -> list[Box]:
     return out
 
 
+def thread_key(s):
+    """What thread_boxes reads: each thread's next step and locks, not its whole program."""
+    heads = tuple((t.frames[0] if t.frames else None, t.addr, t.vma, t.vma_locked) for t in s.threads)
+    return heads, s.rcu.nesting, s.rcu.qs_pending, s.mm.mmap_lock
+
+
 def mm_box(s, names) -> Box:
     sem = s.mm.mmap_lock
     fill = MM_WRITE_HELD[1] if sem.owner != rwsem.NOBODY else MM_READ_HELD[1] if sem.readers else MM_FREE[1]
@@ -185,9 +197,7 @@ def vma_lock_view(trace, model):
     board = board_figure("state", "state after this step",
                          [(4, "threads"), (3, "mm · RCU"), (2, "maple tree"), (1, "off the tree"), (0, "callbacks")],
                          height=590, y_range=(-0.55, 4.5))
-    draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s, names)),
-                                          key=lambda s: (s.threads, s.rcu.nesting, s.rcu.qs_pending,
-                                                         s.mm.mmap_lock, tuple(v.lock for v in s.vmas))))
+    draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s, names)), key=thread_key))
     draw_boxes(board, player.frame_source(
         "mm", BOX, lambda s: columns([mm_box(s, names), gp_box(s.rcu, names, 6.75, 3, 3.0)]),
         key=lambda s: (s.mm.mmap_lock, s.mm.mm_lock_seq, s.rcu.gp_seq, s.rcu.qs_pending)))
@@ -200,8 +210,9 @@ def vma_lock_view(trace, model):
                                           key=lambda s: (s.rcu.gp_seq, s.rcu.callbacks)))
     faults = player.frame_source("faults", {"x": float, "y": float, "text": str}, lambda s: fault_marks(s, names),
                                  key=lambda s: (s.mm.tree, s.vmas, tuple((t.addr, bool(t.frames)) for t in s.threads)))
-    board.scatter("x", "y", source=faults, marker="inverted_triangle", size=13, color=style.INK)
-    board.text("x", "y", "text", source=faults, x_offset=9, text_align="left", text_baseline="middle",
+    board.scatter("x", "y", source=faults, marker="inverted_triangle", size=13, color=style.INK,
+                  name="kstep-plot-state-faults")
+    board.text("x", "y", "text", source=faults, name="kstep-plot-state-fault-names", x_offset=9, text_align="left", text_baseline="middle",
                text_font_size=style.SMALL_SIZE, text_font_style="bold", text_color=style.INK)
 
     lanes = [f"{n} (CPU {i})" for i, n in enumerate(names)] + ["mmap_lock write", "grace period"]
@@ -223,7 +234,7 @@ def vma_lock_view(trace, model):
                                list(COUNTER_COLORS) + [GP_RUNNING[1]])
     key = (style.key_html("threads:", [(w, c) for w, c in PHASES[:-1]], outline=[QS_PENDING])
            + style.key_html("VMAs:", [VMA_IDLE, VMA_READ_LOCKED, VMA_WRITE_LOCKED, VMA_DETACHED, VMA_FREED, VMA_UAF],
-                            marks=[("▼", style.INK, "a fault's address")])
+                            outline=[VMA_STALE], marks=[("▼", style.INK, "a fault's address")])
            + style.key_html("mm:", [MM_FREE, MM_READ_HELD, MM_WRITE_HELD])
            + style.key_html("RCU:", [GP_RUNNING, CB_READY, CB_WAITING],
                             marks=[("▬", style.SKY, "read-side section (thin bar under a thread)")])
@@ -235,13 +246,5 @@ def vma_lock_view(trace, model):
 def epoch_lane(p, player: Player, lane: int) -> None:
     """Write epochs: mmap_lock held for write, each labelled with the mm_lock_seq it locks VMAs with."""
     states = player.trace.states
-    held = np.array([[1 if s.mm.mmap_lock.owner != rwsem.NOBODY else 0] for s in states], dtype=np.int8)
-    phase_bars(p, player, "epochs", held, [style.LIGHT, EPOCH_LANE[1]], skip=(0,), first_lane=lane)
-    starts = [k for k in range(len(states)) if held[k, 0] and (k == 0 or not held[k - 1, 0])]
-    labels = player.static_source(f"{p.name}-epoch-seq", {
-        "x": np.array(starts, dtype=np.int32) + np.float32(0.15),
-        "y": np.full(len(starts), -lane, dtype=np.float32),
-        "text": [f"seq {states[k].mm.mm_lock_seq}" for k in starts],
-    })
-    p.text("x", "y", "text", source=labels, text_font_size=style.SMALL_SIZE, text_baseline="middle",
-           text_color=style.WHITE, text_font_style="bold")
+    interval_lane(p, player, "epochs", [s.mm.mmap_lock.owner != rwsem.NOBODY for s in states], EPOCH_LANE[1],
+                  lane, "epoch-seq", lambda k: f"seq {states[k].mm.mm_lock_seq}", style.WHITE)

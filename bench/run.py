@@ -1,0 +1,33 @@
+"""`make bench`: every benchmark, its JSON in bench/results/ and one PNG plot of them all.
+
+The engine benchmark pins itself to one CPU (its targets are per core); the player benchmark
+drives Debian's chromium with every CPU.
+"""
+
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import engine, player, plot, vma_locks  # noqa: E402
+
+
+def main() -> int:
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    results = {}
+    say = lambda m: print(m, flush=True)  # noqa: E731
+    results["engine"] = engine.run(out, say)
+    results["vma-locks"] = vma_locks.run(out, say)
+    results["player"] = player.run(out)
+    png = plot.draw(results, out / "bench.png")
+    print(f"bench: wrote {', '.join(sorted(p.name for p in out.glob('*.json')))} and {png.name} "
+          f"to {out} in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""Replay an observation log against a model: every logged step must be one the model can take.
+
+The kernel-lab C port (and, later, probes of the real kernel) write one line per atomic step::
+
+    # kstep-log qspinlock variant=v6.12 cpus=2 acquisitions=1000 pending_bits=8
+    <ticket> <cpu> <label> <word-before-hex> <word-after-hex>
+
+``<ticket>`` counts 0, 1, 2, ... in the order the steps happened (the port takes it under one
+global mutex together with the step's memory operation, so the log is a linearisation);
+``<cpu>`` is the CPU index, ``<k>.irq`` for an interrupt on CPU k; the words are the lock word the
+step read or wrote, as ``0x%08x`` (a step that does not touch the word logs its value at that
+moment twice).  The header chooses the model's configuration: the variant, how many CPUs, how
+many acquisitions each CPU makes, the ``_Q_PENDING_BITS`` layout; optional ``irq=N`` gives every
+CPU an interrupt that takes lock B N times, and powerpc's ``steal_spins``/``head_spins`` default
+to 6.12's 32 and 256.
+
+The checker keeps the set of model states consistent with the log so far, advances each by the
+logged action and keeps those whose lock word matches before and after; it fails at the first line
+that leaves the set empty -- a step not enabled for that CPU, or a word change the step cannot
+make -- and at a line whose step the model allows but that breaks one of its invariants (a log
+from a deliberately broken C variant).  Bad input (a truncated line, a wrong header, garbage) is a
+UserError: one line, exit status 2.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from ..engine import Action, thread_index
+from ..engine.model import first_violation, without_cyclic_gc
+from ..errors import UserError
+from ..models import make_model, model_class
+from ..models.qspinlock import HEAD_SPINS_6_12, LOCK_NAMES, STEAL_SPINS_6_12
+
+MAGIC = "# kstep-log"
+LOG_FORMATS = ("qspinlock",)  # the mechanisms whose C port writes observation logs
+_WORD = re.compile(r"0x[0-9a-fA-F]{8}")
+_CPU = re.compile(r"(0|[1-9][0-9]*)(\.irq)?")
+_TICKET = re.compile(r"0|[1-9][0-9]*")
+
+
+@dataclass
+class CheckResult:
+    mechanism: str
+    variant: str
+    header: dict
+    steps: int = 0  # log lines replayed and found legal
+    acquisitions: int = 0  # critical sections among them
+    finished: bool = False  # the log ends with every CPU done
+    line: Optional[int] = None  # the failing line's number (1-based, header included)
+    text: str = ""  # the failing line
+    why: str = ""  # what the model says about it
+    seconds: float = 0.0
+    states: int = 1  # candidate states after the last line (1 unless steps are ambiguous)
+
+    @property
+    def ok(self) -> bool:
+        return self.line is None
+
+
+@dataclass
+class _Header:
+    fields: dict
+    model: object
+    config: dict
+    actors: dict = field(default_factory=dict)  # the log's cpu field -> actor name
+
+
+def _int_field(fields, key, lo, hi, where, default=None):
+    if key not in fields:
+        if default is None:
+            raise UserError(f"{where}: header has no {key}= field")
+        return default
+    text = fields[key]
+    if not re.fullmatch(r"0|[1-9][0-9]*", text) or not lo <= int(text) <= hi:
+        raise UserError(f"{where}: header field {key}={text}: expected a whole number {lo}..{hi}")
+    return int(text)
+
+
+HEADER_FIELDS = ("variant", "cpus", "acquisitions", "pending_bits", "irq", "steal_spins", "head_spins")
+
+
+def parse_header(mechanism: str, line: str, where: str) -> _Header:
+    if not line.startswith(MAGIC + " "):
+        raise UserError(f"{where}: line 1 is not a '{MAGIC} {mechanism} ...' header")
+    words = line[len(MAGIC):].split()
+    if not words or words[0] != mechanism:
+        got = words[0] if words else "nothing"
+        raise UserError(f"{where}: the header is for {got!r}, not {mechanism}")
+    fields = {}
+    for item in words[1:]:
+        key, eq, value = item.partition("=")
+        if not eq or not key or not value:
+            raise UserError(f"{where}: header item {item!r} is not KEY=VALUE")
+        if key not in HEADER_FIELDS:
+            raise UserError(f"{where}: unknown header field {key!r} (known: {', '.join(HEADER_FIELDS)})")
+        if key in fields:
+            raise UserError(f"{where}: header field {key} given twice")
+        fields[key] = value
+    if "variant" not in fields:
+        raise UserError(f"{where}: header has no variant= field")
+    cls = model_class(mechanism)
+    if fields["variant"] not in cls.variants:
+        raise UserError(f"{where}: unknown variant {fields['variant']!r} for {mechanism} "
+                        f"(choose from: {', '.join(cls.variants)})")
+    cpus = _int_field(fields, "cpus", 1, 1024, where)
+    acquisitions = _int_field(fields, "acquisitions", 1, 10**9, where)
+    pending_bits = _int_field(fields, "pending_bits", 1, 8, where)
+    if pending_bits not in (1, 8):
+        raise UserError(f"{where}: header field pending_bits={pending_bits}: neither 8 nor 1")
+    irq = _int_field(fields, "irq", 0, 10**9, where, default=0)
+    config = {
+        "pending_bits": pending_bits,
+        "steal_spins": _int_field(fields, "steal_spins", 0, 2**31 - 1, where, default=STEAL_SPINS_6_12),
+        "head_spins": _int_field(fields, "head_spins", 1, 2**31 - 1, where, default=HEAD_SPINS_6_12),
+        "cpus": [{"locks": [LOCK_NAMES[0]], "repeat": acquisitions, "irq": [LOCK_NAMES[1]] if irq else [],
+                  "irq_repeat": max(irq, 1)} for _ in range(cpus)],
+    }
+    header = _Header(fields, make_model(mechanism, fields["variant"]), config)
+    for k in range(cpus):
+        header.actors[str(k)] = f"C{k}"
+        if irq:
+            header.actors[f"{k}.irq"] = f"C{k}.irq"
+    return header
+
+
+def _why_not(model, s, actor: str, label: str) -> str:
+    """Why ``actor`` cannot take ``label`` in state ``s``."""
+    i = thread_index(s, actor)
+    frames = s.threads[i].frames
+    if not frames:
+        return f"{actor} has already finished"
+    nxt = frames[0].label
+    if nxt != label:
+        return f"{actor}'s next step is {nxt}, not {label}"
+    if any(a.actor == actor for a in model.actions(s)):
+        return f"{actor} cannot take {label} now"
+    guard = model.table.steps[nxt].guard
+    if guard is None or guard(s, i, frames[0].arg):
+        return f"{actor} is held back: its interrupt is in progress"
+    return f"{actor} is waiting at {label}: its condition does not hold yet"
+
+
+@without_cyclic_gc
+def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
+                progress: Optional[Callable[[int], None]] = None, progress_every: float = 1.0) -> CheckResult:
+    """Replay ``lines`` (the header first) against the mechanism's model."""
+    start = time.perf_counter()
+    if mechanism not in LOG_FORMATS:
+        model_class(mechanism)  # an unknown mechanism gets the usual message
+        raise UserError(f"no observation-log format for {mechanism} (logs exist for: {', '.join(LOG_FORMATS)})")
+    it = iter(lines)
+    first = next(it, None)
+    if first is None:
+        raise UserError(f"{where}: empty (expected a '{MAGIC} {mechanism} ...' header)")
+    header = parse_header(mechanism, first.rstrip("\n"), where)
+    model = header.model
+    known = set(model.sources())
+    state_checks = model.state_invariants()
+    step_checks = model.transition_invariants()
+    result = CheckResult(mechanism, model.variant.name, header.fields)
+    candidates = {model.initial(header.config)}
+    next_report = start + progress_every
+    expected = 0
+    lineno = 1
+    for raw in it:
+        lineno += 1
+        if not raw.endswith("\n"):
+            # the last line of a log the writer did not finish: refuse rather than guess
+            raise UserError(f"{where}:{lineno}: truncated line (no newline at the end): {raw[:80]!r}")
+        text = raw.rstrip("\r\n")
+        if not text.strip() or text.startswith("#"):
+            continue
+        parts = text.split()
+        if len(parts) != 5:
+            raise UserError(f"{where}:{lineno}: expected '<ticket> <cpu> <label> <before> <after>', "
+                            f"got {len(parts)} field{'s' if len(parts) != 1 else ''}: {text[:80]!r}")
+        ticket, cpu, label, before, after = parts
+        if not _TICKET.fullmatch(ticket):
+            raise UserError(f"{where}:{lineno}: ticket {ticket[:20]!r} is not a whole number")
+        if not _CPU.fullmatch(cpu):
+            raise UserError(f"{where}:{lineno}: cpu {cpu[:20]!r} is neither <k> nor <k>.irq")
+        if cpu not in header.actors:
+            what = "an interrupt context" if cpu.endswith(".irq") else "a CPU"
+            raise UserError(f"{where}:{lineno}: {what} {cpu} that this log's header does not have")
+        if label not in known:
+            raise UserError(f"{where}:{lineno}: unknown label {label[:40]!r} for {mechanism} {model.variant.name}")
+        for w in (before, after):
+            if not _WORD.fullmatch(w):
+                raise UserError(f"{where}:{lineno}: word {w[:20]!r} is not 0x followed by 8 hex digits")
+        fail = None
+        if int(ticket) != expected:
+            fail = f"ticket {ticket} where {expected} comes next: the log is out of order or has a gap"
+        else:
+            actor = header.actors[cpu]
+            w0, w1 = int(before, 16), int(after, 16)
+            survivors = set()
+            reasons = []
+            action = Action(actor, label)
+            for s in candidates:
+                if action not in model.actions(s):
+                    reasons.append(_why_not(model, s, actor, label))
+                    continue
+                i = thread_index(s, actor)
+                lock = model.step_lock(s, i)
+                t = model.step(s, action)
+                if s.words[lock] != w0 or t.words[lock] != w1:
+                    reasons.append(f"the word of lock {LOCK_NAMES[lock]} cannot change that way: here "
+                                   f"{label} takes it from {s.words[lock]:#010x} to {t.words[lock]:#010x}")
+                    continue
+                v = first_violation(step_checks, (s, action, t)) or first_violation(state_checks, (t,))
+                if v:
+                    reasons.append(f"the model allows the step, and it breaks {v.invariant}: {v.message}")
+                    continue
+                survivors.add(t)
+            if survivors:
+                candidates = survivors
+            else:
+                fail = reasons[0]
+        if fail:
+            result.line, result.text, result.why = lineno, text, fail
+            break
+        expected += 1
+        result.steps += 1
+        if label == "critical_section":
+            result.acquisitions += 1
+        if progress and expected % 4096 == 0 and time.perf_counter() >= next_report:
+            progress(expected)
+            next_report = time.perf_counter() + progress_every
+    result.states = len(candidates)
+    result.finished = result.ok and any(model.finished(s) for s in candidates)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def check_file(mechanism: str, path: str | Path, progress=None) -> CheckResult:
+    path = Path(path)
+    if mechanism not in LOG_FORMATS:  # named before the file is opened
+        model_class(mechanism)
+        raise UserError(f"no observation-log format for {mechanism} (logs exist for: {', '.join(LOG_FORMATS)})")
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            return check_lines(mechanism, f, str(path), progress)
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a text file") from None
+
+
+# --- writing: the model's own log, the reference the C port's logs are compared with -------------------
+
+def header_line(variant: str, cpus: int, acquisitions: int, pending_bits: int, **extra) -> str:
+    items = [f"variant={variant}", f"cpus={cpus}", f"acquisitions={acquisitions}", f"pending_bits={pending_bits}"]
+    items += [f"{k}={v}" for k, v in extra.items()]
+    return f"{MAGIC} qspinlock " + " ".join(items)
+
+
+def log_lines(model, trace) -> list[str]:
+    """A trace of the qspinlock model as observation-log lines (without the header)."""
+    out = []
+    for k, (a, s, t) in enumerate(zip(trace.actions, trace.states, trace.states[1:])):
+        i = thread_index(s, a.actor)
+        lock = model.step_lock(s, i)
+        out.append(f"{k} {a.actor[1:]} {a.label} {s.words[lock]:#010x} {t.words[lock]:#010x}")
+    return out

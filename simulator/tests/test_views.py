@@ -1,0 +1,216 @@
+"""Views without a browser: pages, errors, the registry, and what each view draws for a state."""
+
+import re
+
+import numpy as np
+import pytest
+from bokeh.core.validation import check_integrity
+from bokeh.models import BoxAnnotation, ColumnDataSource, CustomJS, GlyphRenderer, Plot, Range1d, Widget
+
+from kstep import views
+from kstep.engine import Random, Scripted, explore, scenario, simulate
+from kstep.errors import UserError
+from kstep.models import MODELS, make_model
+from kstep.views import columns as fc
+from kstep.views import course, style
+
+NAMED = ["kstep-slider", "kstep-play", "kstep-step", "kstep-back", "kstep-reset", "kstep-speed", "kstep-status",
+         "kstep-banner", "kstep-player", "kstep-frames"]
+
+
+def run(mech, name, variant=None, seed=1):
+    model = make_model(mech, variant)
+    sc = scenario.load(mech, model.scenario_schema, name)
+    sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
+    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=seed), model
+
+
+def counterexample(mech, variant, name):
+    model = make_model(mech, variant)
+    sc = scenario.load(mech, model.scenario_schema, name)
+    result = explore(model, model.initial(sc.config), scenario=sc.name, config=sc.config)
+    assert result.counterexample is not None
+    return result.counterexample, model
+
+
+class Frames:
+    """The per-frame sources a layout ships, decoded frame by frame as the player slices them."""
+
+    def __init__(self, lay):
+        spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
+        self.strings = spec["strings"]
+        self.exports = {
+            s["name"]: {"kinds": dict(s["cols"]), "store": {c: np.asarray(v) for c, v in s["store"].data.items()},
+                        "start": spec["frames"].data[s["name"] + ".start"],
+                        "stop": spec["frames"].data[s["name"] + ".stop"]}
+            for s in spec["sources"]
+        }
+
+    def rows(self, source, k):
+        return fc.decode(self.exports[source], self.strings, k)
+
+
+ALL_SCENARIOS = [(m, n) for m in sorted(MODELS) for n in scenario.bundled(m)]
+
+
+@pytest.mark.parametrize("mech,name", ALL_SCENARIOS)
+def test_every_bundled_scenario_lays_out_cleanly(mech, name):
+    trace, model = run(mech, name)
+    lay = views.layout(trace, model)
+    issues = check_integrity(list(lay.references()))
+    assert not issues.error, issues.error
+    names = [m.name for m in lay.references() if m.name]
+    assert len(names) == len(set(names)), "model names must be unique for get_model_by_name"
+    for n in NAMED:
+        assert lay.select_one({"name": n}) is not None, n
+    kinds = (GlyphRenderer, ColumnDataSource, Plot, Widget, CustomJS, Range1d, BoxAnnotation)
+    unnamed = [m for m in lay.references() if isinstance(m, kinds) and not m.name]
+    assert unnamed == [], "tests find models by name: give every view model one"
+
+
+def test_mechanisms_have_their_own_views_and_others_get_the_generic_one():
+    assert {"rcu", "vma-locks"} <= set(views.VIEWS)
+    from kstep.views.generic import generic_view
+
+    assert views.view_for("no-such-mechanism") is generic_view
+    trace, model = run("rcu", "grace-period-basics")
+    lay = generic_view(trace, model)
+    assert lay.select_one({"name": "kstep-slider"}).end == len(trace)
+    with pytest.raises(ValueError, match="already registered"):
+        views.register("rcu")(generic_view)
+
+
+def test_save_html_is_one_offline_file_and_replaces_what_was_there(tmp_path):
+    trace, model = run("rcu", "grace-period-basics")
+    path = tmp_path / "rcu.html"
+    path.write_text("old content")
+    views.save_html(trace, model, path)
+    html = path.read_text()
+    assert "old content" not in html
+    assert not re.search(r"<script[^>]+src=", html), "BokehJS must be inline, not loaded from anywhere"
+    assert "Bokeh.set_log_level" in html or "bokeh" in html.lower()
+    assert len(html) > 1_000_000  # bokeh.min.js and the widgets bundle are inside
+
+
+def test_save_html_into_a_missing_folder_is_one_line_user_error(tmp_path):
+    trace, model = run("rcu", "grace-period-basics")
+    with pytest.raises(UserError) as e:
+        views.save_html(trace, model, tmp_path / "missing" / "x.html")
+    assert "does not exist" in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "missing").exists()
+    (tmp_path / "dir.html").mkdir()
+    with pytest.raises(UserError, match="cannot write"):
+        views.save_html(trace, model, tmp_path / "dir.html")
+
+
+def test_the_banner_names_the_violated_invariant_and_shows_only_at_the_end():
+    trace, model = counterexample("rcu", "gp-ends-early", "grace-period-basics")
+    lay = views.layout(trace, model)
+    banner = lay.select_one({"name": "kstep-banner"})
+    assert not banner.visible
+    assert trace.violation.invariant in banner.text
+    assert trace.violation.message.split()[0] in banner.text
+    assert "broken variant gp-ends-early" in lay.select_one({"name": "kstep-header"}).text
+
+
+def test_rcu_view_outlines_the_cpu_whose_quiescent_state_is_pending():
+    trace, model = run("rcu", "grace-period-basics")
+    frames = Frames(views.layout(trace, model))
+    seen = False
+    for k, s in enumerate(trace.states):
+        boxes = frames.rows("threads", k)
+        for i, pending in enumerate(s.rcu.qs_pending):
+            assert (boxes["line"][i] == style.ORANGE) == pending, f"frame {k} CPU {i}"
+            seen |= pending
+        gp = frames.rows("gp", k)
+        assert gp["head"] == [f"gp_seq {s.rcu.gp_seq}"]
+    assert seen, "the scenario should hold up a grace period at least once"
+
+
+def test_vma_view_colours_a_vma_write_locked_exactly_during_the_write_epoch():
+    from kstep.models.vma_lock import is_write_locked
+
+    trace, model = run("vma-locks", "recheck-race")
+    frames = Frames(views.layout(trace, model))
+    locked_frames = 0
+    for k, s in enumerate(trace.states):
+        tree = frames.rows("tree", k)
+        assert len(tree["head"]) == len(s.mm.tree)
+        for v, head, fill in zip(s.mm.tree, tree["head"], tree["fill"]):
+            assert head.startswith(f"VMA {v} ")
+            assert f"vm_lock_seq {s.vmas[v].vm_lock_seq}" in tree["body"][list(s.mm.tree).index(v)]
+            assert (fill == style.PURPLE) == (is_write_locked(s, v) and not s.vmas[v].detached), f"frame {k} VMA {v}"
+            locked_frames += fill == style.PURPLE
+        mm = frames.rows("mm", k)
+        assert mm["head"][0] == f"mm_lock_seq {s.mm.mm_lock_seq}"
+    assert locked_frames, "recheck-race write-locks a VMA"
+
+
+def test_vma_view_outlines_a_vma_left_locked_when_the_epoch_forgot_to_bump_mm_lock_seq():
+    trace, model = counterexample("vma-locks", "no-seq-bump", "android-app-launch")
+    frames = Frames(views.layout(trace, model))
+    final = trace.states[-1]
+    assert final.mm.mmap_lock.owner == -1
+    tree = frames.rows("tree", len(trace))
+    stale = [v for v in final.mm.tree if final.vmas[v].vm_lock_seq == final.mm.mm_lock_seq]
+    assert stale, "the counterexample ends with a VMA whose vm_lock_seq still equals mm_lock_seq"
+    for j, v in enumerate(final.mm.tree):
+        assert (tree["line"][j] == style.PURPLE) == (v in stale)
+        assert tree["fill"][j] != style.PURPLE, "no writer holds mmap_lock, so nothing is write-locked"
+
+
+def test_vma_view_moves_an_unmapped_vma_off_the_tree_until_rcu_frees_it():
+    trace, model = run("vma-locks", "munmap-vs-fault")
+    frames = Frames(views.layout(trace, model))
+    statuses = []
+    for k, s in enumerate(trace.states):
+        off = frames.rows("off-tree", k)
+        gone = [v for v in range(len(s.vmas)) if v not in s.mm.tree]
+        assert [h.split()[1] for h in off["head"]] == [str(v) for v in gone]
+        statuses.append(tuple(off["body"]))
+    assert any("rcu-pending" in b for bodies in statuses for b in bodies)
+    assert "freed" in statuses[-1][0]
+
+
+def test_vma_thread_phases_follow_the_locks_they_hold():
+    from kstep.views.vma_lock import EPOCH, LOOKUP, MM_READ, VMA_READ, WAIT_MM, WAIT_VMA
+
+    seen = set()
+    for name in ("recheck-race", "fork-vs-fault", "tcp-zerocopy-vs-madvise", "android-app-launch"):
+        seen |= check_phases(*run("vma-locks", name))
+    # recheck-race: T1 looks up, W write-locks, T1 falls back and sleeps on mmap_lock, then reads under it
+    assert {LOOKUP, VMA_READ, EPOCH, WAIT_MM, MM_READ} <= seen
+    # fork-vs-fault under seed 1 (not its script): dup_mmap waits in vma_start_write for a fault's read lock
+    model = make_model("vma-locks")
+    sc = scenario.load("vma-locks", model.scenario_schema, "fork-vs-fault")
+    trace = simulate(model, model.initial(sc.config), Random(1), config=sc.config, seed=1)
+    assert WAIT_VMA in check_phases(trace, model)
+
+
+def check_phases(trace, model):
+    from kstep.views.vma_lock import EPOCH, LOOKUP, VMA_READ, WAIT_MM, WAIT_VMA, phase
+
+    seen = set()
+    for s in trace.states:
+        for i, t in enumerate(s.threads):
+            p = phase(s, i)
+            seen.add(p)
+            if p == EPOCH:
+                assert s.mm.mmap_lock.owner == i
+            if p == VMA_READ:
+                assert t.vma_locked
+            if p == WAIT_MM:
+                assert any(w == i for w, _ in s.mm.mmap_lock.waiters)
+            if p != WAIT_MM:  # the view reads a VMA wait off the thread's next step: it must agree with the rwsems
+                assert (p == WAIT_VMA) == any(w == i for v in s.vmas for w, _ in v.lock.waiters)
+            if p == LOOKUP:
+                assert s.rcu.nesting[i] and not t.vma_locked
+    return seen
+
+
+def test_course_refuses_an_out_folder_whose_parent_is_missing(tmp_path, capsys):
+    status = course.main(["--out", str(tmp_path / "no" / "course")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and "does not exist" in err
+    assert not (tmp_path / "no").exists()

@@ -587,6 +587,10 @@ static void summary(const char *verdict, double seconds, const char *why)
 	       LAB_ARCH, lk->lock, lk->variant, ops->pending_bits, opt.threads, opt.acquisitions,
 	       opt.seed, opt.delay_in, opt.delay_out, opt.step_delay > 0 ? opt.step_delay : 0,
 	       total, seconds, seconds > 0 ? total / seconds : 0.0);
+	printf(", \"per_cpu\": [");
+	for (int i = 0; i < opt.threads; i++)
+		printf("%s%" PRIu64, i ? ", " : "", __atomic_load_n(&cpus[i].done, __ATOMIC_RELAXED));
+	printf("]");
 #if LAB_HOOKS
 	if (lk->steps) {
 		const char *sep = "";

@@ -114,6 +114,55 @@ def test_python_model_reaches_exactly_the_promela_models_triples(cpus):
         f"only the Promela model reaches {sorted(promela - python)} ({states} Python states)")
 
 
+# ---- kstep check replays the port's logs ------------------------------------------------------------
+
+def kstep_check():
+    models = pytest.importorskip("kstep.models")
+    if "qspinlock" not in models.MODELS:
+        pytest.skip("kstep.models has no qspinlock model registered yet")
+    return pytest.importorskip("kstep.lab.check")
+
+
+CHECKED_RUNS = {  # name: torture arguments
+    "v6.12": ["--variant", "v6.12"],
+    "v6.12-pb1": ["--variant", "v6.12", "--pending-bits", "1"],
+    "before-set-locked": ["--variant", "before-set-locked"],
+    "ticket": ["--lock", "ticket"],
+}
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("run", CHECKED_RUNS)
+@pytest.mark.parametrize("arch", labcheck.ARCHES)
+def test_kstep_check_accepts_every_step_of_a_logged_run(arch, run, tmp_path, lab_built):
+    check = kstep_check()
+    path = tmp_path / "run.log"
+    labcheck.expect_clean(labcheck.logged_run(arch, path, CHECKED_RUNS[run] + [
+        "--threads", 3, "--acquisitions", 300, "--seed", 5]))
+    r = check.check_file("qspinlock", path)
+    assert r.ok, f"{arch} {run}: kstep check stops at line {r.line}: {r.text!r}: {r.why}"
+    assert r.finished and r.acquisitions == 900, f"{arch} {run}: {r.acquisitions} acquisitions replayed"
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("variant", labcheck.BROKEN)
+@pytest.mark.parametrize("arch", labcheck.ARCHES)
+def test_kstep_check_rejects_a_logged_run_of_a_broken_variant(arch, variant, tmp_path, lab_built):
+    """The log ends where the run was caught (a violation or a hang) or runs to its end; either
+    way the model must refuse one of its steps."""
+    check = kstep_check()
+    verdicts = []
+    for seed in labcheck.HUNT_SEEDS:
+        path = tmp_path / f"{seed}.log"
+        run = labcheck.logged_run(arch, path, ["--variant", variant, "--threads", 3, "--acquisitions", 300,
+                                               "--seed", seed, "--hang-timeout", labcheck.HUNT_HANG_S])
+        r = check.check_file("qspinlock", path)
+        if not r.ok:
+            return
+        verdicts.append(f"seed {seed}: the tool said {run.verdict}, kstep check accepted {r.steps} steps")
+    pytest.fail(f"{arch} {variant}: " + "; ".join(verdicts))
+
+
 # ---- the checks have teeth ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("variant", labcheck.BROKEN)

@@ -8,7 +8,7 @@ PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages course test test-fast notebook bench clean distclean
+.PHONY: help setup system-packages course test test-fast notebook lab bench clean distclean
 
 help:
 	@echo "kstep make targets:"
@@ -16,10 +16,11 @@ help:
 	@echo "  test             install what is needed, run every test (slow, qemu and browser ones included)"
 	@echo "  test-fast        like test, without the slow, qemu and browser tests"
 	@echo "  notebook         start JupyterLab on notebooks/"
+	@echo "  lab              build the kernel lab's C ports for x86_64, arm64 and ppc64le (kernel-lab/build/)"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot)"
 	@echo "  setup            Debian packages (scripts/setup-system) and the $(VENV) virtual environment"
 	@echo "  system-packages  only the Debian packages"
-	@echo "  clean            remove build/ and bench/results/"
+	@echo "  clean            remove build/, bench/results/ and kernel-lab/build/"
 	@echo "  distclean        clean, and remove $(VENV)"
 
 setup: system-packages $(INSTALLED)
@@ -51,11 +52,16 @@ test-fast: setup
 notebook: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
+# The C ports need only the system packages; make -C kernel-lab test runs the lab's checks alone.
+lab: system-packages
+	$(MAKE) -C kernel-lab
+
 bench: setup
 	$(VENV)/bin/python bench/run.py
 
 clean:
 	rm -rf build bench/results
+	$(MAKE) -C kernel-lab clean
 
 distclean: clean
 	rm -rf $(VENV)

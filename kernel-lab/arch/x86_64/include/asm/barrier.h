@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * x86_64 barriers (arch/x86/include/asm/barrier.h): TSO makes smp_rmb()/smp_wmb() and
+ * acquire/release compiler barriers only; smp_mb() is a locked add to the stack.
+ */
+#ifndef LAB_ASM_X86_BARRIER_H
+#define LAB_ASM_X86_BARRIER_H
+
+#include <linux/compiler.h>
+
+#define __smp_mb()	__asm__ __volatile__("lock addl $0,-4(%%rsp)" : : : "memory", "cc")
+#define __smp_rmb()	barrier()
+#define __smp_wmb()	barrier()
+
+#define __smp_store_release(p, v)					\
+do {									\
+	barrier();							\
+	WRITE_ONCE(*p, v);						\
+} while (0)
+
+#define __smp_load_acquire(p)						\
+({									\
+	typeof(*p) ___p1 = READ_ONCE(*p);				\
+	barrier();							\
+	___p1;								\
+})
+
+#include <asm-generic/barrier.h>
+
+#endif

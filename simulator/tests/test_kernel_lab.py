@@ -1,0 +1,223 @@
+"""The kernel lab: the C ports on x86_64, arm64 and ppc64le, their logs, and the Promela model.
+
+Every check is written once, in kernel-lab/tests/labcheck.py (``make -C kernel-lab test`` runs
+them without pytest); here each one is a test of its own, with the check's own message on failure.
+The C checks need the cross compilers and qemu-user (marker ``qemu``); the spin checks need only
+spin and gcc.  The last tests compare the Promela model with the Python model once kstep.models
+has a qspinlock model.
+"""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LAB = REPO / "kernel-lab"
+
+
+def _load(path: Path):
+    spec = importlib.util.spec_from_file_location(f"kernel_lab_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+labcheck = _load(LAB / "tests" / "labcheck.py")
+spincheck = labcheck.spincheck
+
+CHECKS = labcheck.checks()
+# Pure model checking: no C build, no qemu.
+SPIN_ONLY = [c for c in CHECKS if c.name.startswith("spin-") and not c.name.endswith("-log")]
+LONG = [c for c in CHECKS if "10e7" in c.name]
+PORT = [c for c in CHECKS if c not in SPIN_ONLY and c not in LONG]
+
+
+@pytest.fixture(scope="session")
+def lab_built():
+    """Build every architecture once (make skips what is up to date)."""
+    p = subprocess.run(["make", "-C", str(LAB), "-j2"], capture_output=True, text=True)
+    if p.returncode:
+        pytest.fail(f"make -C kernel-lab failed (exit {p.returncode}):\n{(p.stdout + p.stderr)[-3000:]}")
+
+
+def run_check(check):
+    try:
+        return check()
+    except labcheck.LabFailure as e:
+        pytest.fail(f"{check.name}: {e}", pytrace=False)
+
+
+@pytest.mark.parametrize("check", SPIN_ONLY, ids=lambda c: c.name)
+def test_spin(check):
+    run_check(check)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("check", PORT, ids=lambda c: c.name)
+def test_port(check, lab_built):
+    run_check(check)
+
+
+@pytest.mark.qemu
+@pytest.mark.slow
+@pytest.mark.parametrize("check", LONG, ids=lambda c: c.name)
+def test_long_run(check, lab_built):
+    run_check(check)
+
+
+def test_every_check_is_collected_once():
+    names = [c.name for c in CHECKS]
+    assert len(names) == len(set(names)), "two lab checks share a name"
+    assert sorted(SPIN_ONLY + LONG + PORT, key=lambda c: names.index(c.name)) == CHECKS
+
+
+# ---- the Promela model against the Python model ---------------------------------------------------
+
+def python_model_triples(cpus: int, acquisitions: int = 2) -> tuple[set, int]:
+    """Every (tail, pending, locked) triple the Python qspinlock model reaches, 6.12, one lock.
+
+    The configuration is the one ``kstep check`` builds from a C log's header, so the three
+    artefacts -- C port, Promela model, Python model -- are compared on the same runs."""
+    models = pytest.importorskip("kstep.models")
+    if "qspinlock" not in models.MODELS:
+        pytest.skip("kstep.models has no qspinlock model registered yet")
+    check = pytest.importorskip("kstep.lab.check")
+    header = check.parse_header(
+        "qspinlock", f"# kstep-log qspinlock variant=v6.12 cpus={cpus} acquisitions={acquisitions} "
+        "pending_bits=8", "test")
+    model = header.model
+    s0 = model.initial(header.config)
+    seen, todo, triples = {s0}, [s0], set()
+    while todo:
+        s = todo.pop()
+        w = s.words[0]
+        triples.add((w >> 16, (w >> 8) & 0xFF, w & 0xFF))
+        for a in model.actions(s):
+            t = model.step(s, a)
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return triples, len(seen)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cpus", [2, 3])
+def test_python_model_reaches_exactly_the_promela_models_triples(cpus):
+    python, states = python_model_triples(cpus)
+    promela = spincheck.triples(cpus)
+    assert python == promela, (
+        f"{cpus} CPUs x 2 acquisitions: only the Python model reaches {sorted(python - promela)}; "
+        f"only the Promela model reaches {sorted(promela - python)} ({states} Python states)")
+
+
+# ---- kstep check replays the port's logs ------------------------------------------------------------
+
+def kstep_check():
+    models = pytest.importorskip("kstep.models")
+    if "qspinlock" not in models.MODELS:
+        pytest.skip("kstep.models has no qspinlock model registered yet")
+    return pytest.importorskip("kstep.lab.check")
+
+
+CHECKED_RUNS = {  # name: torture arguments
+    "v6.12": ["--variant", "v6.12"],
+    "v6.12-pb1": ["--variant", "v6.12", "--pending-bits", "1"],
+    "before-set-locked": ["--variant", "before-set-locked"],
+    "ticket": ["--lock", "ticket"],
+}
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("run", CHECKED_RUNS)
+@pytest.mark.parametrize("arch", labcheck.ARCHES)
+def test_kstep_check_accepts_every_step_of_a_logged_run(arch, run, tmp_path, lab_built):
+    check = kstep_check()
+    path = tmp_path / "run.log"
+    labcheck.expect_clean(labcheck.logged_run(arch, path, CHECKED_RUNS[run] + [
+        "--threads", 3, "--acquisitions", 300, "--seed", 5]))
+    r = check.check_file("qspinlock", path)
+    assert r.ok, f"{arch} {run}: kstep check stops at line {r.line}: {r.text!r}: {r.why}"
+    assert r.finished and r.acquisitions == 900, f"{arch} {run}: {r.acquisitions} acquisitions replayed"
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("variant", labcheck.BROKEN)
+@pytest.mark.parametrize("arch", labcheck.ARCHES)
+def test_kstep_check_rejects_a_logged_run_of_a_broken_variant(arch, variant, tmp_path, lab_built):
+    """The log ends where the run was caught (a violation or a hang) or runs to its end; either
+    way the model must refuse one of its steps."""
+    check = kstep_check()
+    verdicts = []
+    for seed in labcheck.HUNT_SEEDS:
+        path = tmp_path / f"{seed}.log"
+        run = labcheck.logged_run(arch, path, ["--variant", variant, "--threads", 3, "--acquisitions", 300,
+                                               "--seed", seed, "--hang-timeout", labcheck.HUNT_HANG_S])
+        r = check.check_file("qspinlock", path)
+        if not r.ok:
+            return
+        verdicts.append(f"seed {seed}: the tool said {run.verdict}, kstep check accepted {r.steps} steps")
+    pytest.fail(f"{arch} {variant}: " + "; ".join(verdicts))
+
+
+# ---- the checks have teeth ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", labcheck.BROKEN)
+def test_spin_clean_check_fails_on_a_broken_variant(variant):
+    with pytest.raises(labcheck.LabFailure, match="spin: "):
+        labcheck.check_spin_clean(variant, 3)
+
+
+GOOD_LOG = """\
+# kstep-log qspinlock variant=v6.12 cpus=2 acquisitions=1 pending_bits=8
+0 0 queued_spin_lock 0x00000000 0x00000001
+1 1 queued_spin_lock 0x00000001 0x00000001
+2 0 critical_section 0x00000001 0x00000001
+3 1 queued_fetch_set_pending_acquire 0x00000001 0x00000101
+4 0 queued_spin_unlock 0x00000101 0x00000100
+5 1 wait_locked_clear 0x00000100 0x00000100
+6 1 clear_pending_set_locked 0x00000100 0x00000001
+7 1 critical_section 0x00000001 0x00000001
+8 1 queued_spin_unlock 0x00000001 0x00000000
+"""
+
+BAD_LOGS = {
+    "not one linear order": GOOD_LOG.replace("5 1 wait_locked_clear 0x00000100", "5 1 wait_locked_clear 0x00000101"),
+    "ticket 5, expected 4": GOOD_LOG.replace("4 0 queued", "5 0 queued"),
+    "not a label": GOOD_LOG.replace("xchg", "x").replace("wait_locked_clear", "wait_locked"),
+    "is not one of the 2 CPUs": GOOD_LOG.replace("7 1 critical", "7 2 critical"),
+    "changed the word": GOOD_LOG.replace("2 0 critical_section 0x00000001 0x00000001",
+                                         "2 0 critical_section 0x00000001 0x00000003"),
+    "not a kstep-log header": GOOD_LOG.replace("# kstep-log qspinlock", "# kstep-log rwsem"),
+    "the log has C0: 0": GOOD_LOG.replace("acquisitions=1", "acquisitions=1").replace(
+        "2 0 critical_section", "2 0 wait_head"),
+}
+
+
+def test_log_check_accepts_a_good_log(tmp_path):
+    path = tmp_path / "good.log"
+    path.write_text(GOOD_LOG)
+    log = labcheck.read_log(path)
+    assert log.mutex_violation is None and log.count("critical_section") == 2
+
+
+@pytest.mark.parametrize("says", BAD_LOGS)
+def test_log_check_rejects_a_bad_log(tmp_path, says):
+    path = tmp_path / "bad.log"
+    path.write_text(BAD_LOGS[says])
+    with pytest.raises(labcheck.LabFailure, match=says):
+        labcheck.read_log(path)
+
+
+def test_log_check_reports_overlapping_critical_sections(tmp_path):
+    path = tmp_path / "overlap.log"
+    path.write_text(GOOD_LOG.replace("7 1 critical_section", "7 1 critical_section").replace(
+        "4 0 queued_spin_unlock 0x00000101 0x00000100\n5 1 wait_locked_clear 0x00000100 0x00000100\n"
+        "6 1 clear_pending_set_locked 0x00000100 0x00000001\n7 1 critical_section 0x00000001 0x00000001\n"
+        "8 1 queued_spin_unlock 0x00000001 0x00000000\n",
+        "4 1 critical_section 0x00000101 0x00000101\n5 0 queued_spin_unlock 0x00000101 0x00000100\n"
+        "6 1 queued_spin_unlock 0x00000100 0x00000100\n"))
+    assert "C1 enters the critical section held by C0" in labcheck.read_log(path).mutex_violation

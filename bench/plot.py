@@ -1,5 +1,5 @@
 """One PNG with every benchmark: engine rates against targets, the per-VMA lock comparison, and
-the player's per-frame cost."""
+the player's per-frame cost, and the kernel lab's locks on three architectures."""
 
 import matplotlib
 
@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def draw(results: dict, path):
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(17, 5.2))
+    fig, ((a, b), (c, d)) = plt.subplots(2, 2, figsize=(15, 10))
     plt.rcParams["axes.titlesize"] = 10
     eng = results["engine"]
     names = ["steps_per_s", "checked_steps_per_s", "states_per_s"]
@@ -46,7 +46,28 @@ def draw(results: dict, path):
     c.set_ylabel("JavaScript per frame (ms)")
     c.set_title(f"player, {ply['steps']} steps in headless chromium\n(targets: 2 ms per frame, 55 fps)")
     c.legend(fontsize=7)
+    qspinlock_panel(d, results["qspinlock"])
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def qspinlock_panel(ax, q):
+    """Acquisitions per second of every lock at 1, 2, 4 threads, per architecture (log scale)."""
+    archs = list(q["throughput"])
+    locks = list(q["throughput"][archs[0]]["acquisitions_per_s"])
+    threads = list(q["throughput"][archs[0]]["acquisitions_per_s"][locks[0]])
+    groups = [(arch, n) for arch in archs for n in threads]
+    width = 0.8 / len(locks)
+    for j, lock in enumerate(locks):
+        xs = [g + (j - (len(locks) - 1) / 2) * width for g in range(len(groups))]
+        ax.bar(xs, [max(q["throughput"][arch]["acquisitions_per_s"][lock][n], 1) for arch, n in groups],
+               width, label=lock)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(groups)), [f"{arch}{' (emulated)' if q['throughput'][arch]['emulated'] else ''}"
+                                        f"\n{n} thr" if n == threads[0] else f"{n} thr"
+                                        for arch, n in groups], fontsize=7)
+    ax.set_ylabel("acquisitions per second (median)")
+    ax.set_title("kernel lab: qspinlock, ticket and pthread locks (qemu-user for arm64 and ppc64le)")
+    ax.legend(fontsize=7)

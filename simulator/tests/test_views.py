@@ -2,7 +2,6 @@
 
 import re
 
-import numpy as np
 import pytest
 from bokeh.core.validation import check_integrity
 from bokeh.models import BoxAnnotation, ColumnDataSource, CustomJS, GlyphRenderer, Plot, Range1d, Widget
@@ -11,8 +10,8 @@ from kstep import views
 from kstep.engine import Random, Scripted, explore, scenario, simulate
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
-from kstep.views import columns as fc
 from kstep.views import course, style
+from kstep.views.player import Frames
 
 NAMED = ["kstep-slider", "kstep-play", "kstep-step", "kstep-back", "kstep-reset", "kstep-speed", "kstep-status",
          "kstep-banner", "kstep-player", "kstep-frames"]
@@ -31,23 +30,6 @@ def counterexample(mech, variant, name):
     result = explore(model, model.initial(sc.config), scenario=sc.name, config=sc.config)
     assert result.counterexample is not None
     return result.counterexample, model
-
-
-class Frames:
-    """The per-frame sources a layout ships, decoded frame by frame as the player slices them."""
-
-    def __init__(self, lay):
-        spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
-        self.strings = spec["strings"]
-        self.exports = {
-            s["name"]: {"kinds": dict(s["cols"]), "store": {c: np.asarray(v) for c, v in s["store"].data.items()},
-                        "start": spec["frames"].data[s["name"] + ".start"],
-                        "stop": spec["frames"].data[s["name"] + ".stop"]}
-            for s in spec["sources"]
-        }
-
-    def rows(self, source, k):
-        return fc.decode(self.exports[source], self.strings, k)
 
 
 ALL_SCENARIOS = [(m, n) for m in sorted(MODELS) for n in scenario.bundled(m)]

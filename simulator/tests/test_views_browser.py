@@ -16,7 +16,7 @@ import pytest
 from kstep import views
 from kstep.engine import Random, Scripted, explore, scenario, simulate
 from kstep.models import make_model
-from kstep.views.player import frame_rows
+from kstep.views.player import Frames
 
 pytestmark = pytest.mark.browser
 
@@ -102,7 +102,7 @@ class Opened:
 
 
 def assert_on_screen(opened, lay, k):
-    for name, cols in frame_rows(lay, k).items():
+    for name, cols in Frames(lay)(k).items():
         shown = opened.shown(name)
         for col, values in cols.items():
             assert shown[col] == pytest.approx(values) if values and isinstance(values[0], float) \
@@ -150,7 +150,7 @@ def play_step_back_reset(browser, trace, model, lay, path):
         assert p.frame == stopped, "pause must stop the timer"
         assert 4 <= stopped <= n
         assert_on_screen(p, lay, stopped)
-        if frame_rows(lay, stopped) != frame_rows(lay, 0):
+        if Frames(lay)(stopped) != Frames(lay)(0):
             assert p.picture("kstep-plot-state") != board0, "playing must redraw the state"
 
         at = min(stopped, n - 1)

@@ -17,7 +17,7 @@ from kstep.engine import Random, Scripted, scenario, simulate
 from kstep.models import make_model
 from kstep.views import columns as fc
 from kstep.views import layout, player
-from kstep.views.player import frame_rows
+from kstep.views.player import Frames
 
 HARNESS = Path(__file__).with_name("player_harness.js")
 
@@ -144,7 +144,7 @@ def test_player_js_shows_the_rows_of_each_frame_it_steps_to():
         assert res["frame"] == k, action
         assert res["cursor"] == [k, k + 1]
         assert res["banner"] == (k == n)
-        assert_rows_equal(res["sources"], frame_rows(lay, k), f"after {action} (frame {k})")
+        assert_rows_equal(res["sources"], Frames(lay)(k), f"after {action} (frame {k})")
 
 
 def test_player_js_status_names_the_step_its_kernel_function_and_what_it_does():

@@ -2,7 +2,6 @@
 
 import re
 
-import numpy as np
 import pytest
 from bokeh.core.validation import check_integrity
 from bokeh.models import BoxAnnotation, ColumnDataSource, CustomJS, GlyphRenderer, Plot, Range1d, Widget
@@ -13,7 +12,7 @@ from kstep.models import make_model
 from kstep.models import qspinlock as q
 from kstep.views import qspinlock as qv
 from kstep.views import style
-from kstep.views.columns import decode
+from kstep.views.player import Frames
 from support import load
 
 MECH = "qspinlock"
@@ -44,24 +43,6 @@ RUNS = {
     "powerpc-nesting": lambda: run("nesting", "powerpc", seed=2),
     "link-before-init": lambda: counterexample("link-before-init", "three-waiters"),
 }
-
-
-class Frames:
-    """What the player shows at frame k: every per-frame source decoded as player.js slices it
-    (``player.frame_rows``, with the layout's spec looked up once instead of per frame)."""
-
-    def __init__(self, lay):
-        spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
-        self.strings = spec["strings"]
-        self.exports = {
-            s["name"]: {"kinds": dict(s["cols"]), "store": {c: np.asarray(v) for c, v in s["store"].data.items()},
-                        "start": spec["frames"].data[s["name"] + ".start"],
-                        "stop": spec["frames"].data[s["name"] + ".stop"]}
-            for s in spec["sources"]
-        }
-
-    def __call__(self, k):
-        return {name: decode(export, self.strings, k) for name, export in self.exports.items()}
 
 
 @pytest.fixture(scope="module", params=sorted(RUNS))
@@ -241,7 +222,6 @@ def test_phases_agree_with_the_word_and_one_head_spins_per_lock():
     for name in scenario.bundled(MECH):
         for variant in ("v6.12", "before-set-locked", "powerpc", "ticket"):
             trace, model = run(name, variant)
-            s0 = trace.states[0]
             for k, s in enumerate(trace.states):
                 ph = [qv.phase(s, i) for i in range(len(s.threads))]
                 for lock, w in enumerate(s.words):

@@ -40,17 +40,26 @@ WINDOW = 80  # steps a timeline shows at once: each stays wide enough to see on 
 
 
 @lru_cache(maxsize=1)
-def frame_rows(lay, k: int) -> dict[str, dict[str, list]]:
-    """Frame k of every per-frame source, decoded in Python from the arrays a layout ships: what
-    player.js must show at that frame (the tests compare the page against it)."""
-    spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
-    out = {}
-    for s in spec["sources"]:
-        export = {"kinds": dict(s["cols"]), "store": {c: np.asarray(v) for c, v in s["store"].data.items()},
-                  "start": spec["frames"].data[s["name"] + ".start"],
-                  "stop": spec["frames"].data[s["name"] + ".stop"]}
-        out[s["name"]] = decode(export, spec["strings"], k)
-    return out
+class Frames:
+    """What the player shows: every per-frame source a layout ships, decoded at frame k exactly as
+    player.js slices it.  The layout's spec is looked up once, so loops over frames stay cheap; the
+    tests compare pages and views against it."""
+
+    def __init__(self, lay):
+        spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
+        self.strings = spec["strings"]
+        self.exports = {
+            s["name"]: {"kinds": dict(s["cols"]), "store": {c: np.asarray(v) for c, v in s["store"].data.items()},
+                        "start": spec["frames"].data[s["name"] + ".start"],
+                        "stop": spec["frames"].data[s["name"] + ".stop"]}
+            for s in spec["sources"]
+        }
+
+    def rows(self, source: str, k: int) -> dict[str, list]:
+        return decode(self.exports[source], self.strings, k)
+
+    def __call__(self, k: int) -> dict[str, dict[str, list]]:
+        return {name: self.rows(name, k) for name in self.exports}
 
 
 def player_js() -> str:

@@ -31,3 +31,15 @@ def test_every_step_says_what_the_kernel_does():
 def test_a_wrong_location_would_be_caught():
     assert not source_index.exists("mm/memory.c:vma_start_read")  # right function, wrong file
     assert source_index.exists("include/linux/mm.h:vma_start_read")
+
+
+def test_a_broken_step_says_it_is_broken():
+    """The player shows a step's `what`: in a broken variant the replaced steps must not claim to
+    do what the kernel does."""
+    for mech, cls in MODELS.items():
+        for name, variant in cls.variants.items():
+            model = cls(name)
+            for label in variant.replaces:
+                if label in model.sources():
+                    expected = f"broken ({name})" if variant.broken else cls().what(label)
+                    assert model.what(label).startswith(expected), (mech, name, label)

@@ -90,11 +90,13 @@ class Program:
         if label in self.steps or label in self.calls:
             raise ValueError(f"label {label!r} registered twice")
 
-    def replaced(self, replacements: Mapping[str, Callable]) -> "Program":
+    def replaced(self, replacements: Mapping[str, Callable], what: Optional[str] = None) -> "Program":
         """A copy in which the named steps run (or calls expand) with other functions.
 
         A replacement may be a plain function (it replaces ``run`` / ``expand``) or a
         ``(run, guard)`` pair for a step whose enabling condition changes; None keeps the default.
+        ``what``, if given, replaces the one-line description of every replaced step, so a broken
+        step never claims to do what the kernel does.
         """
         copy = Program()
         copy.steps = dict(self.steps)
@@ -103,7 +105,8 @@ class Program:
             if label in copy.steps:
                 old = copy.steps[label]
                 run, guard = fn if isinstance(fn, tuple) else (fn, None)
-                copy.steps[label] = old._replace(run=run or old.run, guard=guard or old.guard)
+                copy.steps[label] = old._replace(run=run or old.run, guard=guard or old.guard,
+                                                 what=what or old.what)
             elif label in copy.calls:
                 copy.calls[label] = copy.calls[label]._replace(expand=fn)
             else:
@@ -124,7 +127,8 @@ class ProgramModel(Model):
 
     def __init__(self, variant: Optional[str] = None):
         super().__init__(variant)
-        self.table = self.program.replaced(self.variant.replaces)
+        broken = f"broken ({self.variant.name}): {self.variant.doc}" if self.variant.broken else None
+        self.table = self.program.replaced(self.variant.replaces, broken)
         self._steps = self.table.steps
         self._guards = {label: st.guard for label, st in self._steps.items()}
         self._daemon_steps = {

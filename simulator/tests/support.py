@@ -12,6 +12,12 @@ def load(mech, name, variant=None, overrides=()):
     return m, sc, m.initial(sc.config)
 
 
+def variants(mech):
+    """(correct variant names, broken variant names)."""
+    all_ = MODELS[mech].variants
+    return [n for n, v in all_.items() if not v.broken], [n for n, v in all_.items() if v.broken]
+
+
 def labels_of(trace, actor):
     return [a.label for a in trace.actions if a.actor == actor]
 

@@ -8,12 +8,11 @@ from kstep.models import make_model
 from kstep.models import qspinlock as q
 from kstep.models.qspinlock import LAYOUTS, VARIANTS, QspinlockModel
 
-from support import assert_breaker_catches, labels_of, load
+from support import assert_breaker_catches, labels_of, load, variants
 
 MECH = "qspinlock"
 SCENARIOS = scenario.bundled(MECH)
-CORRECT = [n for n, v in VARIANTS.items() if not v.broken]
-BROKEN = [n for n, v in VARIANTS.items() if v.broken]
+CORRECT, BROKEN = variants(MECH)
 
 # For every invariant: a broken variant and a bundled scenario in which it is violated.
 BREAKERS = {

@@ -10,12 +10,11 @@ from kstep.engine import trace as tracemod
 from kstep.models import make_model
 from kstep.models.vma_lock import UINT_MAX, VARIANTS, VmaLocksModel, is_write_locked
 
-from support import assert_breaker_catches, labels_of, load
+from support import assert_breaker_catches, labels_of, load, variants
 
 MECH = "vma-locks"
 SCENARIOS = scenario.bundled(MECH)
-CORRECT = [n for n, v in VARIANTS.items() if not v.broken]
-BROKEN = [n for n, v in VARIANTS.items() if v.broken]
+CORRECT, BROKEN = variants(MECH)
 
 # For every invariant: a broken variant and a bundled scenario in which it is violated.
 BREAKERS = {

@@ -75,6 +75,11 @@ class Variant(NamedTuple):
     replaces: Mapping[str, Any] = {}
     params: Mapping[str, Any] = {}
 
+    @classmethod
+    def bug(cls, name: str, doc: str, params: Mapping[str, Any] = {}, **replaces: Any) -> "Variant":
+        """A broken variant: ``doc`` says what it gets wrong, the keywords are the steps it replaces."""
+        return cls(name, doc, broken=True, replaces=replaces, params=params)
+
 
 class Model(abc.ABC):
     """Base class of every mechanism model.

@@ -1039,7 +1039,8 @@ INVARIANTS = [
 # --- variants ------------------------------------------------------------------------------------------
 
 def _broken(name, doc, **replaces):
-    return Variant(name, doc, broken=True, replaces=replaces, params={"program": QSPINLOCK})
+    """A broken variant of the generic qspinlock's program (not the ticket or powerpc one)."""
+    return Variant.bug(name, doc, params={"program": QSPINLOCK}, **replaces)
 
 
 VARIANTS = {

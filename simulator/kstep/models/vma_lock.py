@@ -767,10 +767,6 @@ INVARIANTS = [
 
 # --- variants -------------------------------------------------------------------------------------------
 
-def _broken(name, doc, **replaces):
-    return Variant(name, doc, broken=True, replaces=replaces)
-
-
 VARIANTS = {
     "v6.12": Variant(
         "v6.12", "Linux 6.12.0: mm_lock_seq is bumped once per write epoch (vma_end_write_all)"),
@@ -782,31 +778,31 @@ VARIANTS = {
     "mmap-lock-only": Variant(
         "mmap-lock-only", "before Linux 6.4: every user page fault takes mmap_lock for read",
         replaces={"do_user_addr_fault": do_user_addr_fault_mmap_lock_only}),
-    "no-recheck": _broken(
+    "no-recheck": Variant.bug(
         "no-recheck", "vma_start_read trusts its lockless check and skips the recheck under the rwsem",
         vma_start_read_recheck=recheck_skipped),
-    "free-immediately": _broken(
+    "free-immediately": Variant.bug(
         "free-immediately", "vm_area_free frees the VMA at once instead of after an RCU grace period",
         vm_area_free=vm_area_free_now),
-    "no-detached-check": _broken(
+    "no-detached-check": Variant.bug(
         "no-detached-check", "lock_vma_under_rcu does not check whether the VMA was detached",
         check_detached=detached_ignored),
-    "end-read-outside-rcu": _broken(
+    "end-read-outside-rcu": Variant.bug(
         "end-read-outside-rcu", "vma_end_read releases the rwsem without holding rcu_read_lock",
         vma_end_read=vma_end_read_without_rcu),
-    "no-seq-bump": _broken(
+    "no-seq-bump": Variant.bug(
         "no-seq-bump", "the writer forgets to bump mm_lock_seq when its write epoch ends",
         vma_end_write_all=lambda s, i, arg: s),
-    "write-lock-without-rwsem": _broken(
+    "write-lock-without-rwsem": Variant.bug(
         "write-lock-without-rwsem", "vma_start_write stores vm_lock_seq without taking the VMA's rwsem, "
         "so it does not wait for readers", vma_start_write=vma_start_write_without_rwsem),
-    "anon-prepare-blocks": _broken(
+    "anon-prepare-blocks": Variant.bug(
         "anon-prepare-blocks", "vmf_anon_prepare sleeps on mmap_lock while holding the VMA read lock "
         "(a trylock is the rule)", __vmf_anon_prepare=vmf_anon_prepare_blocking),
-    "mprotect-without-vma-lock": _broken(
+    "mprotect-without-vma-lock": Variant.bug(
         "mprotect-without-vma-lock", "mprotect changes a VMA's vm_flags without vma_start_write "
         "(the shape of the 6.4 mempolicy and dup_anon_vma bugs)", mprotect_fixup=mprotect_fixup_without_vma_lock),
-    "fork-without-vma-locks": _broken(
+    "fork-without-vma-locks": Variant.bug(
         "fork-without-vma-locks", "dup_mmap copies the parent's VMAs without write-locking them "
         "(the memory corruption fixed by fb49c455323f)", dup_mmap=dup_mmap_without_vma_locks),
     **rcu_broken(free_vma_rcu_cb),

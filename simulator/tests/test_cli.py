@@ -588,7 +588,7 @@ def test_show_renders_html(capsys, tmp_path, saved_trace):
     (["explore", *RCU, "--max-states", "0"], "argument --max-states: 0 is not positive"),
     (["explore", *RCU, "--max-states", "x"], "not a whole number"),
     (["explore", *RCU, "-c"], "unrecognized arguments: -c"),
-    (["run", *RCU, "-P", "R!"], "-P: schedule: 'R!' is not ACTOR or ACTOR*COUNT"),
+    (["run", *RCU, "-P", "R!"], "-P: schedule: 'R!' is not ACTOR, ACTOR:label or either with *COUNT"),
     (["run", *RCU, "-P", ""], "schedule: empty"),
     (["run", *RCU, "-P", "R*0"], "count in 'R*0' must be 1..10000"),
     (["run", *RCU, "-P", "X"], "'X', which is not an actor (actors: R, U, rcu)"),

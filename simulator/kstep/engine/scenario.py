@@ -184,8 +184,8 @@ def _kind(v: Any) -> str:
 COMMON = {
     "description": Key(Str(doc="what happens in this scenario")),
     "look_for": Key(Str(doc="what a student should watch for")),
-    "schedule": Key(Str(doc="a scripted schedule (actor names, ACTOR*N) for the worked interleaving; "
-                            "empty: none"), ""),
+    "schedule": Key(Str(doc="a scripted schedule (actor names, ACTOR:label for one step, ACTOR*N) for the "
+                            "worked interleaving; empty: none"), ""),
     "variant": Key(Str(doc="the variant the scenario is written for (--variant overrides it); "
                            "empty: the mechanism's default"), ""),
 }

@@ -248,22 +248,7 @@ class NS(NamedTuple):
     lock: int = -1
 
 
-nprog = Program()
-
-
-@nprog.step("take", "kernel/locking/rwsem.c:down_write", "take the lock")
-def take(s, i, arg):
-    return s._replace(lock=i)
-
-
-@nprog.guard("take")
-def take_free(s, i, arg):
-    return s.lock == -1
-
-
-@nprog.step("drop", "kernel/locking/rwsem.c:up_write", "drop the lock")
-def drop(s, i, arg):
-    return s._replace(lock=-1)
+nprog = prog.replaced({})  # the toy's lock and unlock, and the two steps below
 
 
 def noted(s, i):
@@ -298,11 +283,11 @@ class Noting(ProgramModel):
     program = nprog
     daemons = {"k": ("scan",)}
     default_variant = "ok"
-    variants = {"ok": Variant("ok", "take, then drop"),
-                "keeps": Variant.bug("keeps", "never drops the lock", drop=lambda s, i, arg: s)}
+    variants = {"ok": Variant("ok", "lock, then unlock"),
+                "keeps": Variant.bug("keeps", "never drops the lock", unlock=lambda s, i, arg: s)}
 
     def initial(self, config):
-        return self.start(NS(tuple(N(f"T{k}", (Frame("take"), Frame("drop"))) for k in range(2))))
+        return self.start(NS(tuple(N(f"T{k}", (Frame("lock"), Frame("unlock"))) for k in range(2))))
 
 
 def go(m, s, action):
@@ -314,19 +299,19 @@ def go(m, s, action):
 def test_optional_steps_are_offered_only_while_the_next_step_is_enabled():
     m = Noting()
     s = m.initial({})
-    assert [str(a) for a in m.actions(s)] == ["T0:take", "T0:note", "T1:take", "T1:note"]
+    assert [str(a) for a in m.actions(s)] == ["T0:lock", "T0:note", "T1:lock", "T1:note"]
     s = go(m, s, "T0:note")
-    assert s.threads[0].noted and [f.label for f in s.threads[0].frames] == ["take", "drop"]  # stack kept
-    s = go(m, s, "T0:take")  # T1 is blocked now: it is offered no note, and the scan sees it idle
-    assert [str(a) for a in m.actions(s)] == ["T0:drop", "k:scan"]
+    assert s.threads[0].noted and [f.label for f in s.threads[0].frames] == ["lock", "unlock"]  # stack kept
+    s = go(m, s, "T0:lock")  # T1 is blocked now: it is offered no note, and the scan sees it idle
+    assert [str(a) for a in m.actions(s)] == ["T0:unlock", "k:scan"]
     assert m.idle(s) == 0b10 and not m.done(s, "T1")
-    s = go(m, go(m, go(m, s, "k:scan"), "T0:drop"), "T1:take")
-    assert s.threads[1].noted and [str(a) for a in m.actions(s)] == ["T1:drop"]
-    s = go(m, s, "T1:drop")
+    s = go(m, go(m, go(m, s, "k:scan"), "T0:unlock"), "T1:lock")
+    assert s.threads[1].noted and [str(a) for a in m.actions(s)] == ["T1:unlock"]
+    s = go(m, s, "T1:unlock")
     assert m.finished(s) and m.actions(s) == []
-    fresh = go(m, go(m, m.initial({}), "T0:take"), "T0:drop")  # T0 finished without noting
+    fresh = go(m, go(m, m.initial({}), "T0:lock"), "T0:unlock")  # T0 finished without noting
     assert m.idle(fresh) == 0b01 and m.done(fresh, "T0")
-    assert [str(a) for a in m.actions(fresh)] == ["T1:take", "T1:note", "k:scan"]
+    assert [str(a) for a in m.actions(fresh)] == ["T1:lock", "T1:note", "k:scan"]
 
 
 def test_an_optional_step_never_hides_a_deadlock():
@@ -339,14 +324,14 @@ def test_an_optional_step_never_hides_a_deadlock():
 def test_schedulers_take_an_optional_step_only_when_named_or_first_in_a_turn():
     m = Noting()
     named = simulate(m, m.initial({}), Scripted("T0 T0:note T0"), check=False)
-    assert [str(a) for a in named.actions[:3]] == ["T0:take", "T0:note", "T0:drop"]
+    assert [str(a) for a in named.actions[:3]] == ["T0:lock", "T0:note", "T0:unlock"]
     with pytest.raises(UserError, match="names T0:note, which is not enabled"):
         simulate(m, m.initial({}), Scripted("T0:note T0:note"))
     with pytest.raises(UserError, match="names T1, which is blocked"):
         simulate(m, m.initial({}), Scripted("T0 T1:note"))
     assert parse_schedule("T0:note*2 T1") == ["T0:note", "T0:note", "T1"]
     rr = simulate(m, m.initial({}), RoundRobin())
-    # Round 0: T0 notes (cost 0) and takes the lock in one turn; T1 is blocked, so the scan notes
-    # it.  Round 1: T0 drops, T1 takes (it was noted: nothing optional left).  Round 2: T1 drops.
-    assert [str(a) for a in rr.actions] == ["T0:note", "T0:take", "k:scan", "T0:drop", "T1:take", "T1:drop"]
-    assert rr.ticks == [0, 0, 0, 1, 1, 2] and rr.stats["blocked_rounds"] == {"T1": 1}
+    # Each turn starts with the thread's optional step; note and lock cost 0, so T0 notes, locks
+    # and unlocks in its turn of round 0, and then T1 does the same.
+    assert [str(a) for a in rr.actions] == ["T0:note", "T0:lock", "T0:unlock", "T1:note", "T1:lock", "T1:unlock"]
+    assert rr.ticks == [0] * 6

@@ -166,23 +166,14 @@ class ProgramModel(Model):
         return tuple(t.name for t in state.threads) + tuple(self.daemons)
 
     def actions(self, state: State) -> list[Action]:
-        guards = self._guards
-        optional = self._optional
         new = tuple.__new__  # Action(...) through its generated __new__ costs twice as much
+        runnable, idle = self._runnable(state)
         out = []
-        idle = 0
-        for i, t in enumerate(state[0]):
-            frames = t[1]
-            if frames:
-                label, arg = frames[0]
-                guard = guards[label]
-                if guard is None or guard(state, i, arg):
-                    out.append(new(Action, (t[0], label)))
-                    for st in optional:
-                        if st.guard(state, i):
-                            out.append(new(Action, (t[0], st.label)))
-                    continue
-            idle |= 1 << i
+        for i, name, label in runnable:
+            out.append(new(Action, (name, label)))
+            for st in self._optional:
+                if st.guard(state, i):
+                    out.append(new(Action, (name, st.label)))
         for name, dsteps in self._daemon_steps.items():
             for st in dsteps:
                 if st.guard(state, idle) if st.idle else st.guard(state):
@@ -191,7 +182,12 @@ class ProgramModel(Model):
 
     def idle(self, state: State) -> int:
         """Bit i set when thread i has finished or cannot take its next step (nothing to run)."""
+        return self._runnable(state)[1]
+
+    def _runnable(self, state: State) -> tuple[list, int]:
+        """(index, name, next label) of every thread whose next step is enabled, and the idle mask."""
         guards = self._guards
+        runnable = []
         idle = 0
         for i, t in enumerate(state[0]):
             frames = t[1]
@@ -199,9 +195,10 @@ class ProgramModel(Model):
                 label, arg = frames[0]
                 guard = guards[label]
                 if guard is None or guard(state, i, arg):
+                    runnable.append((i, t[0], label))
                     continue
             idle |= 1 << i
-        return idle
+        return runnable, idle
 
     def is_optional(self, action: Action) -> bool:
         return self._steps[action.label].optional

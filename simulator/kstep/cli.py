@@ -267,10 +267,14 @@ def cmd_explore(args) -> int:
     print(f"seconds: {result.seconds:.2f}")
     if result.violation is not None:
         v = result.violation
-        what = "DEADLOCK" if v.invariant == "deadlock" else f"VIOLATED {v.invariant}"
+        what = "DEADLOCK" if v.invariant == "deadlock" else f"VIOLATED ({'harm' if result.harm else 'broken assertion'}) {v.invariant}"
         print(f"verdict: {what}: {clean(v.message)}")
+        if not result.harm:
+            print("no harm invariant is violated in any reachable state (the search was exhausted)"
+                  if result.exhausted else
+                  f"no harm invariant was violated before --max-states {args.max_states} stopped the search")
         cex = result.counterexample
-        print(f"\nshortest counterexample ({len(cex)} steps):")
+        print(f"\nshortest counterexample{'' if result.harm else ' to the broken assertion'} ({len(cex)} steps):")
         print_table(model, cex, reveal=True)
         print()
         write_outputs(model, cex, args.json, args.html)
@@ -444,8 +448,7 @@ def print_answers(model, trace) -> None:
     print(f"  steps: {len(trace)}")
     if trace.violation is not None:
         v = trace.violation
-        what = "deadlock" if v.invariant == "deadlock" else f"violation of {v.invariant}"
-        print(f"  outcome: {what}: {clean(v.message)}")
+        print(f"  outcome: {v.title} at step {v.step}: {clean(v.message)}")
     else:
         print(f"  outcome: {trace.outcome}")
 

@@ -33,6 +33,7 @@ from typing import Any, Optional, Sequence
 
 from . import __version__
 from .engine import Random, RoundRobin, Scripted, explore, simulate
+from .engine import expect
 from .engine import scenario as scenarios
 from .engine import trace as traces
 from .errors import UserError
@@ -246,6 +247,8 @@ def cmd_run(args) -> int:
     print()
     if args.compute:
         print_answers(model, trace)
+        if how.startswith("the scenario's own") and sc.expect:
+            print_claims(model, sc, trace)
     else:
         print("Work out the ? columns and how the run ends, then rerun with -c for the answers.")
     write_outputs(model, trace, args.json, args.html)
@@ -451,6 +454,14 @@ def print_answers(model, trace) -> None:
         print(f"  outcome: {v.title} at step {v.step}: {clean(v.message)}")
     else:
         print(f"  outcome: {trace.outcome}")
+
+
+def print_claims(model, sc, trace) -> None:
+    """The scenario text's checked claims, each marked as met or not by this run."""
+    why = dict(expect.check(model, trace, sc.expect))
+    print("Claims of the scenario's text, checked on this run:")
+    for e in sc.expect:
+        print(wrap(f"[{'no' if e in why else 'ok'}] {e.claim}" + (f" ({why[e]})" if e in why else ""), "  "))
 
 
 def plain(value: Any) -> str:

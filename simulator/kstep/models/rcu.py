@@ -51,7 +51,8 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from ..engine import Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
+from ..engine import HARM, Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
+from ..engine.expect import ExpectError
 from ..engine.scenario import Int, Key, List, Name, Str, Table, unique_names
 
 ULONG_MAX = (1 << 64) - 1
@@ -275,6 +276,23 @@ def rcu_summary(s) -> dict[str, str]:
     }
 
 
+def rcu_expect_functions() -> dict:
+    """What a scenario's ``[[expect]]`` may ask about RCU, by thread (= CPU) name."""
+
+    def cpu(s, name):
+        for i, t in enumerate(s.threads):
+            if t.name == name:
+                return i
+        raise ExpectError(f"no thread {name!r}")
+
+    return {
+        "gp_seq": lambda s: gp_seq_long(s.rcu.gp_seq),  # as the tracepoints print it
+        "gp_running": lambda s: gp_running(s.rcu),
+        "in_section": lambda s, name: s.rcu.nesting[cpu(s, name)] > 0,
+        "awaits": lambda s, name: bool(s.rcu.qsmask >> cpu(s, name) & 1),  # its bit is still in qsmask
+    }
+
+
 def rcu_invariants() -> list[Invariant]:
     def gp_waits(s, a, t):
         if s.rcu is t.rcu:
@@ -470,6 +488,9 @@ class RcuModel(ProgramModel):
     def summary(self, s):
         return rcu_summary(s) | {"objects": " ".join(f"{k}:{st}" for k, st in enumerate(s.objects))}
 
+    def expect_functions(self):
+        return rcu_expect_functions()
+
     def answers(self, trace):
         final = trace.states[-1]
         return {"grace_periods": grace_periods_ended(trace.states[0].rcu.gp_seq, final.rcu.gp_seq),
@@ -478,7 +499,7 @@ class RcuModel(ProgramModel):
     invariants = [
         *rcu_invariants(),
         Invariant("no-use-after-free", "a reader never uses an object after it has been freed",
-                  lambda s, a, t: _uaf(s, a), transition=True),
+                  lambda s, a, t: _uaf(s, a), transition=True, kind=HARM),
     ]
 
 

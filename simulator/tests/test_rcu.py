@@ -4,6 +4,7 @@ kernel/rcu/tree.c, and its invariants both ways."""
 import pytest
 
 from kstep.engine import Scripted, Variant, explore, scenario, simulate
+from kstep.engine.expect import ExpectError
 from kstep.models import rcu
 from kstep.models.rcu import (RCU_GP_SEQ_INIT, ULONG_MAX, RcuModel, gp_seq_long, rcu_do_batch, rcu_seq_done,
                               rcu_seq_snap)
@@ -171,3 +172,14 @@ def test_every_invariant_has_a_breaker():
 @pytest.mark.parametrize("invariant", sorted(BREAKERS))
 def test_each_invariant_alone_catches_its_breaker(invariant):
     assert_breaker_catches(MECH, invariant, *BREAKERS[invariant])
+
+
+def test_expectations_ask_rcu_by_thread_name_and_read_gp_seq_as_the_tracepoints_print_it():
+    m, sc, s0 = load(MECH, "grace-period-basics")
+    tr = simulate(m, s0, Scripted(sc.schedule))
+    fns = m.expect_functions()
+    assert fns["gp_seq"](tr.states[5]) == -1199 and fns["long"](s0, rcu_seq_snap(RCU_GP_SEQ_INIT)) == -1196
+    assert fns["in_section"](tr.states[5], "R") and fns["awaits"](tr.states[5], "R")
+    assert not fns["awaits"](tr.states[6], "U") and fns["gp_running"](tr.states[6])
+    with pytest.raises(ExpectError, match="no thread 'Z'"):
+        fns["in_section"](s0, "Z")

@@ -287,6 +287,7 @@ def rcu_expect_functions() -> dict:
 
     return {
         "gp_seq": lambda s: gp_seq_long(s.rcu.gp_seq),  # as the tracepoints print it
+        "long": lambda s, value: gp_seq_long(value),  # (long) of any gp_seq value: long(rcu.callbacks[0].wait)
         "gp_running": lambda s: gp_running(s.rcu),
         "in_section": lambda s, name: s.rcu.nesting[cpu(s, name)] > 0,
         "awaits": lambda s, name: bool(s.rcu.qsmask >> cpu(s, name) & 1),  # its bit is still in qsmask

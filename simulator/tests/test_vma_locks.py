@@ -95,8 +95,8 @@ def test_seqcount_variant_is_odd_while_write_locked():
     assert tr.states[-1].mm.mm_lock_seq == 2  # one write epoch: begin and end
 
 
-def test_mmap_lock_only_never_uses_vma_locks():
-    m, sc, s0 = load(MECH, "android-app-launch", "mmap-lock-only")
+def test_no_per_vma_lock_faults_only_under_mmap_lock():
+    m, sc, s0 = load(MECH, "android-app-launch", "no-per-vma-lock")
     tr = simulate(m, s0, RoundRobin())
     assert not any(a.label in ("mas_walk", "vma_start_read") for a in tr.actions)
     c = tr.states[-1].counters
@@ -375,6 +375,20 @@ def test_a_sigsegv_kills_the_thread_and_drops_its_other_faults():
     t = tr.states[-1].threads[0]
     assert t.died == "SIGSEGV" and not t.frames and tr.outcome == "finished"
     assert tr.states[-1].counters.vma_lock_success == 0 and labels_of(tr, "T").count("mas_walk") == 1
+
+
+def test_no_per_vma_lock_is_6_12_without_the_config():
+    """CONFIG_PER_VMA_LOCK=n: vma_start_write, vma_end_write_all and vma_mark_detached are empty,
+    lock_vma_under_rcu returns NULL (so faults go to lock_mm_and_find_vma), vm_area_free frees at once."""
+    assert "CONFIG_PER_VMA_LOCK=n" in VARIANTS["no-per-vma-lock"].doc
+    m, sc, s0 = load(MECH, "munmap-vs-fault", "no-per-vma-lock")
+    tr = simulate(m, s0, RoundRobin())
+    used = {a.label for a in tr.actions}
+    assert not used & {"vma_write_seq", "vma_end_write_all", "vma_mark_detached", "mas_walk", "vma_start_read",
+                       "rcu_read_lock", "vm_area_free"}
+    assert "lock_mm_and_find_vma" in m.locations() and "get_mmap_lock_carefully" in used
+    assert "__vm_area_free" in used and not any(s.rcu.callbacks for s in tr.states)
+    assert all(v.lock.owner == -1 for s in tr.states for v in s.vmas)
 
 
 @pytest.mark.parametrize("order,vma,died", [

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
+from ..engine import Frame, Inline, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
 from ..engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from . import rwsem
 from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
@@ -50,7 +50,7 @@ NO_ANON_VMA = -1
 class Vma(NamedTuple):
     start: int  # vm_start (page number)
     end: int  # vm_end, exclusive
-    vm_lock_seq: int
+    vm_lock_seq: object  # an int; None without CONFIG_PER_VMA_LOCK, where the field does not exist
     detached: bool
     lock: rwsem.Rwsem  # vma->vm_lock->lock
     prot: str  # the access bits of vm_flags: "r" or "rw"
@@ -135,6 +135,12 @@ def find(s, addr):
 def is_write_locked(s, v):
     """A VMA is write-locked while mmap_lock is write-held and vm_lock_seq == mm_lock_seq."""
     return s.mm.mmap_lock.owner != NOBODY and s.vmas[v].vm_lock_seq == s.mm.mm_lock_seq
+
+
+def vma_assert_write_locked(s, i, v):
+    """Thread i may change VMA v: it holds mmap_lock for write and has write-locked v.  Without
+    CONFIG_PER_VMA_LOCK (no vm_lock_seq) vma_assert_write_locked is mmap_assert_write_locked."""
+    return s.mm.mmap_lock.owner == i and s.vmas[v].vm_lock_seq in (None, s.mm.mm_lock_seq)
 
 
 def covers(vma, addr):
@@ -396,8 +402,9 @@ def do_user_addr_fault(s, i, addr):
     return (Frame("lock_vma_under_rcu", addr),)
 
 
-def do_user_addr_fault_mmap_lock_only(s, i, addr):
-    """Before 6.4: every user fault takes mmap_lock for read."""
+def lock_vma_under_rcu_stub(s, i, addr):
+    """Without CONFIG_PER_VMA_LOCK lock_vma_under_rcu returns NULL, so do_user_addr_fault goes
+    straight to lock_mmap: every user fault takes mmap_lock for read."""
     return (Frame("lock_mm_and_find_vma", addr),)
 
 
@@ -561,8 +568,8 @@ def vm_area_free(s, i, v):
     return call_rcu(set_vma(s, v, status=RCU_PENDING), "vm_area_free_rcu_cb", v)
 
 
+@program.step("__vm_area_free", "kernel/fork.c:__vm_area_free", "free the VMA (and its lock) at once")
 def vm_area_free_now(s, i, v):
-    """Broken: frees the VMA at once, although RCU readers may still hold a pointer to it."""
     return set_vma(s, v, status=FREED)
 
 
@@ -907,7 +914,8 @@ _VIA_POINTER = {"vma_start_read", "down_read_trylock", "vma_start_read_recheck",
                 "check_range", "handle_mm_fault", "__vmf_anon_prepare", "__anon_vma_prepare",
                 "do_anonymous_page"}
 _VIA_ARG = {"up_read", "rwsem_wake", "down_write", "rwsem_down_write_slowpath", "up_write",
-            "vma_write_seq", "vma_mark_detached", "vm_area_free", "vma_iter_store", "copy_page_range"}
+            "vma_write_seq", "vma_mark_detached", "vm_area_free", "__vm_area_free", "vma_iter_store",
+            "copy_page_range"}
 # Writer steps that change or copy a VMA: the kernel asserts vma_assert_write_locked() there.
 _WRITES = {
     "vma_mark_detached": lambda arg: (arg,),
@@ -1011,7 +1019,7 @@ def writer_holds_vma_write_lock(s, a, t):
     if a.label in _WRITES:
         i, arg = _head(s, a)
         for v in _WRITES[a.label](arg):
-            if not (s.mm.mmap_lock.owner == i and s.vmas[v].vm_lock_seq == s.mm.mm_lock_seq):
+            if not vma_assert_write_locked(s, i, v):
                 return f"{a} changes VMA {v} without holding its write lock (vma_assert_write_locked)"
     return None
 
@@ -1074,9 +1082,17 @@ VARIANTS = {
         "write-held; fresh VMAs start at vm_lock_seq = UINT_MAX",
         replaces={"mmap_write_lock": mmap_write_lock_seqcount, "vm_area_alloc": vm_area_alloc_with(UINT_MAX)},
         params={"vm_lock_seq_init": UINT_MAX}),
-    "mmap-lock-only": Variant(
-        "mmap-lock-only", "before Linux 6.4: every user page fault takes mmap_lock for read",
-        replaces={"do_user_addr_fault": do_user_addr_fault_mmap_lock_only}),
+    "no-per-vma-lock": Variant(
+        "no-per-vma-lock", "Linux 6.12 with CONFIG_PER_VMA_LOCK=n (the only way before 6.4): "
+        "lock_vma_under_rcu returns NULL, so every user fault takes mmap_lock for read "
+        "(lock_mm_and_find_vma); vma_start_write, vma_end_write_all and vma_mark_detached are empty, "
+        "VMAs have no vm_lock_seq and vm_area_free frees at once",
+        replaces={"lock_vma_under_rcu": lock_vma_under_rcu_stub, "vma_start_write": lambda s, i, v: (),
+                  "vma_end_write_all": Inline(lambda s, i, arg: ()),
+                  "vma_mark_detached": Inline(lambda s, i, v: ()),
+                  "vm_area_free": Inline(lambda s, i, v: (Frame("__vm_area_free", v),)),
+                  "vm_area_alloc": vm_area_alloc_with(None)},
+        params={"vm_lock_seq_init": None}),
     "no-recheck": Variant.bug(
         "no-recheck", "vma_start_read trusts its lockless check and skips the recheck under the rwsem",
         vma_start_read_recheck=recheck_skipped),
@@ -1226,8 +1242,9 @@ class VmaLocksModel(ProgramModel):
         out = {"mm_lock_seq": str(s.mm.mm_lock_seq), "mmap_lock": _sem_text(s.mm.mmap_lock, names)}
         for v in s.mm.tree:
             vma = s.vmas[v]
-            parts = [f"[{vma.start},{vma.end}) {vma.prot}",
-                     f"seq={vma.vm_lock_seq}" + (" W" if is_write_locked(s, v) else "")]
+            parts = [f"[{vma.start},{vma.end}) {vma.prot}"]
+            if vma.vm_lock_seq is not None:
+                parts.append(f"seq={vma.vm_lock_seq}" + (" W" if is_write_locked(s, v) else ""))
             held = _sem_text(vma.lock, names)
             out[f"vma{v}"] = " ".join(parts + ([held] if held != "-" else []))
         dead = [f"{t.name} ({t.died})" for t in s.threads if t.died]

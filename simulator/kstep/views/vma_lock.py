@@ -100,7 +100,8 @@ def vma_fill(s, v: int) -> str:
 
 def vma_box(s, v: int, names, x: float, y: float, w: float, h: float) -> Box:
     vma = s.vmas[v]
-    lines = [f"vm_lock_seq {vma.vm_lock_seq} · {vma.prot}"]
+    seq = "no per-VMA lock" if vma.vm_lock_seq is None else f"vm_lock_seq {vma.vm_lock_seq}"
+    lines = [f"{seq} · {vma.prot}"]
     gone = (["detached"] if vma.detached else []) + ([vma.status] if vma.status != LIVE else [])
     if gone:
         lines.append(" · ".join(gone))

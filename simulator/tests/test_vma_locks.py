@@ -377,15 +377,6 @@ def test_a_sigsegv_kills_the_thread_and_drops_its_other_faults():
     assert tr.states[-1].counters.vma_lock_success == 0 and labels_of(tr, "T").count("mas_walk") == 1
 
 
-def test_munmap_vs_fault_shows_a_grace_period_waiting_for_t1():
-    """Its look_for promises the grace period that frees B waiting for T1 to leave its read-side section."""
-    m, sc, s0 = load(MECH, "munmap-vs-fault")
-    tr = simulate(m, s0, Scripted(sc.schedule))
-    waiting = [s for s in tr.states if s.rcu.gp_seq & 3 and s.rcu.nesting[0] and s.vmas[1].status == "rcu-pending"]
-    assert waiting
-    assert tr.states[-1].threads[0].died == "SIGSEGV"
-
-
 def test_no_per_vma_lock_is_6_12_without_the_config():
     """CONFIG_PER_VMA_LOCK=n: vma_start_write, vma_end_write_all and vma_mark_detached are empty,
     lock_vma_under_rcu returns NULL (so faults go to lock_mm_and_find_vma), vm_area_free frees at once."""

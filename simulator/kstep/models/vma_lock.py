@@ -37,7 +37,7 @@ from typing import NamedTuple
 from ..engine import HARM, Frame, Inline, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
 from ..engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from . import rwsem
-from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
+from .rcu import RCU_ACTOR, RCU_SEQ_STATE_MASK, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
 from .rwsem import NOBODY, READ, WRITE
 
 MM = -1  # the lock argument naming mm->mmap_lock (VMA locks are named by the VMA's id)
@@ -1237,6 +1237,11 @@ class VmaLocksModel(ProgramModel):
                         for t in config["threads"] for name in thread_names(t))
         mm = Mm(rwsem.FREE, 0, tuple(range(len(vmas))))
         return self.start(VmaState(threads, mm, vmas, rcu_init(len(threads)), Counters()))
+
+    def expect_functions(self):
+        """For scenario claims about RCU: in_section("T1"), gp_running()."""
+        return {"in_section": lambda s, name: s.rcu.nesting[thread_index(s, name)] > 0,
+                "gp_running": lambda s: bool(s.rcu.gp_seq & RCU_SEQ_STATE_MASK)}
 
     def summary(self, s):
         names = [t.name for t in s.threads]

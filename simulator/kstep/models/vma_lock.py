@@ -26,7 +26,7 @@ from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set
 from ..engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from . import rwsem
 from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
-from .rwsem import NOBODY, READ, WRITE
+from .rwsem import NOBODY
 
 MM = -1  # the lock argument naming mm->mmap_lock (VMA locks are named by the VMA's id)
 VM_LOCK_SEQ_INIT = -1  # v6.12.0: int vm_lock_seq = -1 (6.12.88+: UINT_MAX)
@@ -127,45 +127,89 @@ def covers(vma, addr):
 
 
 # --- the rw_semaphores (kernel/locking/rwsem.c) ---------------------------------------------------
+# The rules are models/rwsem.py's; these steps apply them to mmap_lock (MM) or to a VMA's lock.
 
 @program.step("down_write", "kernel/locking/rwsem.c:down_write",
-              "take the rwsem for write, or queue and wait if anyone holds it or waits")
+              "rwsem_write_trylock: take the rwsem if its count is zero (no holder, no waiter), else the slowpath")
 def down_write(s, i, lock):
     sem = lock_of(s, lock)
-    if rwsem.write_fast_ok(sem):
-        return set_lock(s, lock, sem._replace(owner=i))
-    s = set_lock(s, lock, rwsem.enqueue(sem, i, WRITE))
+    if rwsem.write_trylock_ok(sem):
+        return set_lock(s, lock, rwsem.take_write(sem, i))
+    return push(s, i, (Frame("rwsem_optimistic_spin", lock),))
+
+
+@program.step("rwsem_optimistic_spin", "kernel/locking/rwsem.c:rwsem_optimistic_spin",
+              "spin while the owner runs: take the rwsem once it is free with HANDOFF clear, even ahead of "
+              "queued waiters (rwsem_try_write_lock_unqueued); else stop spinning and queue")
+def rwsem_optimistic_spin(s, i, lock):
+    sem = lock_of(s, lock)
+    if rwsem.optimistic_spin_ok(sem):
+        return set_lock(s, lock, rwsem.take_write(sem, i))
     return push(s, i, (Frame("rwsem_down_write_slowpath", lock),))
 
 
-def take_queued(s, i, lock):
-    """A waiter takes the rwsem it queued on, once the queue rules let it."""
-    return set_lock(s, lock, rwsem.take_from_queue(lock_of(s, lock), i))
+@program.step("rwsem_down_write_slowpath", "kernel/locking/rwsem.c:rwsem_down_write_slowpath",
+              "join the wait list (RWSEM_FLAG_WAITERS), wake queued readers if not first in line, then "
+              "rwsem_try_write_lock: take the rwsem if it is free by now, else sleep")
+def rwsem_down_write_slowpath(s, i, lock):
+    s = set_lock(s, lock, rwsem.queue_writer(lock_of(s, lock), i))
+    return s if lock_of(s, lock).owner == i else push(s, i, (Frame("rwsem_try_write_lock", lock),))
 
 
-def may_take_queued(s, i, lock):
-    return rwsem.waiter_may_take(lock_of(s, lock), i)
+@program.step("rwsem_try_write_lock", "kernel/locking/rwsem.c:rwsem_try_write_lock",
+              "woken, retry: take the free rwsem unless HANDOFF reserves it for another waiter; or, having "
+              "waited past RWSEM_WAIT_TIMEOUT while it is held, set RWSEM_FLAG_HANDOFF")
+def rwsem_try_write_lock(s, i, lock):
+    s = set_lock(s, lock, rwsem.write_retry(lock_of(s, lock), i))
+    return s if lock_of(s, lock).owner == i else push(s, i, (Frame("rwsem_try_write_lock", lock),))
 
 
-for _label, _what in (
-        ("rwsem_down_write_slowpath", "a queued writer takes the rwsem once it is free and first in the queue"),
-        ("rwsem_down_read_slowpath", "a queued reader takes the rwsem once no writer holds it or waits ahead of it")):
-    program.step(_label, f"kernel/locking/rwsem.c:{_label}", _what)(take_queued)
-    program.guard(_label)(may_take_queued)
+@program.guard("rwsem_try_write_lock")
+def write_retry_enabled(s, i, lock):
+    return rwsem.write_retry_enabled(lock_of(s, lock), i)
 
 
-@program.step("up_write", "kernel/locking/rwsem.c:up_write", "release the rwsem held for write")
+@program.step("up_write", "kernel/locking/rwsem.c:up_write",
+              "release the rwsem held for write; with waiters queued, rwsem_wake grants it to the readers "
+              "first in line or wakes the writer there")
 def up_write(s, i, lock):
-    return set_lock(s, lock, lock_of(s, lock)._replace(owner=NOBODY))
+    return set_lock(s, lock, rwsem.up_write(lock_of(s, lock)))
 
 
 def down_read(s, i, lock):
-    """down_read: take it for read, or queue behind the holder or the waiters."""
+    """down_read: the fast path, else rwsem_down_read_slowpath steals the lock or queues."""
     sem = lock_of(s, lock)
     if rwsem.read_trylock_ok(sem):
         return set_lock(s, lock, rwsem.add_reader(sem, i))
-    s = set_lock(s, lock, rwsem.enqueue(sem, i, READ))
-    return push(s, i, (Frame("rwsem_down_read_slowpath", lock),))
+    sem, queued = rwsem.read_slowpath(sem, i)
+    s = set_lock(s, lock, sem)
+    return push(s, i, (Frame("rwsem_down_read_slowpath", lock),)) if queued else s
+
+
+@program.step("rwsem_down_read_slowpath", "kernel/locking/rwsem.c:rwsem_down_read_slowpath",
+              "queued reader: wake up once a waker's rwsem_mark_wake has granted it the read lock")
+def rwsem_down_read_slowpath(s, i, lock):
+    return s
+
+
+@program.guard("rwsem_down_read_slowpath")
+def read_granted(s, i, lock):
+    sem = lock_of(s, lock)
+    return rwsem.holds_read(sem, i) and not rwsem.waiting(sem, i)
+
+
+def up_read(s, i, lock):
+    """__up_read: drop the read hold; the last holder with waiters queued goes on to rwsem_wake."""
+    sem, wake = rwsem.up_read(lock_of(s, lock), i)
+    s = set_lock(s, lock, sem)
+    return push(s, i, (Frame("rwsem_wake", lock),)) if wake else s
+
+
+@program.step("rwsem_wake", "kernel/locking/rwsem.c:rwsem_wake",
+              "take sem->wait_lock and rwsem_mark_wake: grant the lock to the queued readers if one is first "
+              "in line, or wake the writer there; this still touches the rwsem's memory")
+def rwsem_wake(s, i, lock):
+    return set_lock(s, lock, rwsem.rwsem_wake(lock_of(s, lock)))
 
 
 # --- mmap_lock (include/linux/mmap_lock.h) ---------------------------------------------------------
@@ -203,16 +247,16 @@ def mmap_write_downgrade(s, i, arg):
 
 
 @program.step("downgrade_write", "kernel/locking/rwsem.c:downgrade_write",
-              "turn the write hold into a read hold; queued readers may now enter")
+              "turn the write hold into a read hold; rwsem_downgrade_wake grants the lock to the queued "
+              "readers if one is first in line")
 def downgrade_write(s, i, lock):
-    sem = lock_of(s, lock)
-    return set_lock(s, lock, rwsem.add_reader(sem._replace(owner=NOBODY), i))
+    return set_lock(s, lock, rwsem.downgrade(lock_of(s, lock), i))
 
 
 @program.step("mmap_read_unlock", "include/linux/mmap_lock.h:mmap_read_unlock",
-              "release mmap_lock held for read")
+              "up_read(mmap_lock); if it was the last holder and waiters are queued, rwsem_wake follows")
 def mmap_read_unlock(s, i, arg):
-    return set_mm(s, mmap_lock=rwsem.drop_reader(s.mm.mmap_lock, i))
+    return up_read(s, i, MM)
 
 
 # --- the reader side: lock_vma_under_rcu() (mm/memory.c) -------------------------------------------
@@ -318,19 +362,11 @@ def vma_end_read_without_rcu(s, i, v):
 
 
 @program.step("up_read", "kernel/locking/rwsem.c:up_read",
-              "drop the VMA's read lock; a writer may take it now; if waiters are queued, wake them")
-def up_read(s, i, v):
-    sem = s.vmas[v].lock
-    s = set_local(set_vma(s, v, lock=rwsem.drop_reader(sem, i)), i, vma_locked=False)
-    if sem.waiters:
-        return push(s, i, (Frame("rwsem_wake", v),))
-    return s
-
-
-@program.step("rwsem_wake", "kernel/locking/rwsem.c:rwsem_wake",
-              "take sem->wait_lock and wake the waiters: this still touches the VMA's lock memory")
-def rwsem_wake(s, i, v):
-    return s
+              "drop the VMA's read lock; a writer may take it now; if it was the last holder and waiters are "
+              "queued, rwsem_wake follows")
+def vma_up_read(s, i, v):
+    s = up_read(s, i, v)
+    return set_local(s, i, vma_locked=False)
 
 
 # --- the arch fault handler (arch/x86/mm/fault.c, arm64 and powerpc are alike) ----------------------
@@ -619,7 +655,8 @@ add_rcu(program, free_vma_rcu_cb)
 # What each step dereferences: the thread's `vma` pointer, or the VMA named by its argument.
 _VIA_POINTER = {"vma_start_read", "down_read_trylock", "vma_start_read_recheck", "check_detached",
                 "check_range", "handle_mm_fault", "__vmf_anon_prepare", "__anon_vma_prepare"}
-_VIA_ARG = {"up_read", "rwsem_wake", "down_write", "rwsem_down_write_slowpath", "up_write",
+_VIA_ARG = {"up_read", "rwsem_wake", "down_write", "rwsem_optimistic_spin", "rwsem_down_write_slowpath",
+            "rwsem_try_write_lock", "rwsem_down_read_slowpath", "up_write",
             "vma_write_seq", "vma_mark_detached", "vm_area_free", "vma_iter_store", "copy_page_range"}
 # Writer steps that change or copy a VMA: the kernel asserts vma_assert_write_locked() there.
 _WRITES = {
@@ -940,4 +977,6 @@ def _sem_text(sem, names):
         parts.append("R:" + ",".join(names[r] for r in sem.readers))
     if sem.waiters:
         parts.append("wait:" + ",".join(f"{names[w]}({k})" for w, k in sem.waiters))
+    if sem.handoff:
+        parts.append("HANDOFF")
     return " ".join(parts) or "-"

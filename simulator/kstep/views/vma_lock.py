@@ -50,16 +50,19 @@ EPOCH_LANE = ("write epoch (mm_lock_seq shown at its start)", style.PURPLE)
 COUNTERS = ("vma_lock_success", "vma_lock_abort", "vma_lock_retry", "vma_lock_miss", "mmap_lock_faults", "sigsegv")
 COUNTER_COLORS = (style.GREEN, style.ORANGE, style.YELLOW, style.SKY, style.BLUE, style.VERMILLION)
 MAX_OFF_TREE = 6  # VMAs shown in the "removed from the tree" row
+# A writer's next step while down_write waits: it spins, queues, or sleeps until its retry can succeed.
+WRITER_WAITS = ("rwsem_optimistic_spin", "rwsem_down_write_slowpath", "rwsem_try_write_lock")
 
 
 def phase(s, i: int) -> int:
     t = s.threads[i]
     if not t.frames:
         return DONE
+    label, lock = t.frames[0]
+    if label in WRITER_WAITS:  # spinning on or queued for an rwsem (cheaper than scanning every VMA's queue)
+        return WAIT_MM if lock == MM else WAIT_VMA
     if rwsem.waiting(s.mm.mmap_lock, i):
         return WAIT_MM
-    if t.frames[0].label == "rwsem_down_write_slowpath" and t.frames[0].arg != MM:
-        return WAIT_VMA  # queued on a VMA's rwsem (down_write pushed this frame; cheaper than scanning VMAs)
     if s.mm.mmap_lock.owner == i:
         return EPOCH
     if t.vma_locked:
@@ -79,7 +82,8 @@ def sem_text(sem: rwsem.Rwsem, names) -> str:
     if sem.readers:
         lines.append("read: " + ", ".join(names[r] for r in sem.readers))
     if sem.waiters:
-        lines.append("waiting: " + ", ".join(f"{names[w]} ({k})" for w, k in sem.waiters))
+        handoff = " · HANDOFF" if sem.handoff else ""
+        lines.append("waiting: " + ", ".join(f"{names[w]} ({k})" for w, k in sem.waiters) + handoff)
     return "\n".join(lines)
 
 

@@ -5,10 +5,10 @@ import sys
 
 import pytest
 
-from kstep.engine import RoundRobin, Scripted, explore, scenario, simulate
+from kstep.engine import Frame, RoundRobin, Scripted, Variant, explore, push, scenario, simulate
 from kstep.engine import trace as tracemod
-from kstep.models import make_model
-from kstep.models.vma_lock import UINT_MAX, VARIANTS, VmaLocksModel, is_write_locked
+from kstep.models import make_model, rwsem
+from kstep.models.vma_lock import UINT_MAX, VARIANTS, VmaLocksModel, is_write_locked, vma_read_locked
 
 from support import assert_breaker_catches, labels_of, load, variants
 
@@ -153,14 +153,30 @@ def test_no_recheck_counterexample_has_the_hand_derived_length():
         "W:down_write", "W:down_write", "W:vma_write_seq", "W:up_write"]
 
 
+def test_invariants_find_who_holds_a_vma_read_lock_from_the_state():
+    """A broken step that only skips the recheck, telling nobody that it let the fault in, is
+    caught all the same: the checks read the VMA's rwsem and the fault's next step."""
+
+    def skip_recheck(s, i, arg):
+        return push(s, i, (Frame("check_detached"),))
+
+    class Silent(VmaLocksModel):
+        variants = {"silent": Variant.bug("silent", "skips the recheck", vma_start_read_recheck=skip_recheck)}
+        default_variant = "silent"
+
+    m, sc, s0 = load(MECH, "recheck-race")
+    bug = Silent()
+    r = explore(bug, bug.initial(sc.config))
+    assert r.violation.invariant == "no-reader-in-write-locked-vma" and len(r.counterexample) == 9
+
+
 def test_deadlock_when_anon_prepare_sleeps_on_mmap_lock():
     m, sc, s0 = load(MECH, "fork-vs-fault", "anon-prepare-blocks")
     r = explore(m, s0)
     assert r.violation.invariant == "deadlock"
     final = r.counterexample.states[-1]
-    holder = next(t for t in final.threads if t.vma_locked)
-    assert final.mm.mmap_lock.owner != -1 and any(w[0] == final.threads.index(holder)
-                                                  for w in final.mm.mmap_lock.waiters)
+    holder = next(i for i in range(len(final.threads)) if vma_read_locked(final, i))
+    assert final.mm.mmap_lock.owner != -1 and rwsem.waiting(final.mm.mmap_lock, holder)
 
 
 def test_traces_validate_and_tampered_traces_do_not(tmp_path):

@@ -57,7 +57,6 @@ class Thread(NamedTuple):
     kind: str  # "fault" or "writer"
     addr: int = -1  # the faulting address
     vma: int = -1  # the local `vma` pointer
-    vma_locked: bool = False  # vma_start_read() succeeded and vma_end_read() has not released it
     work: int = 1  # rounds handle_mm_fault's own work takes (timing only; see FAULT_WORK)
 
 
@@ -302,13 +301,11 @@ def vma_start_read_recheck(s, i, arg):
     v = s.threads[i].vma
     if s.vmas[v].vm_lock_seq == s.mm.mm_lock_seq:
         return push(s, i, (Frame("up_read", v), Frame("rcu_read_unlock"), Frame("vma_lock_abort")))
-    s = set_local(s, i, vma_locked=True)
     return push(s, i, (Frame("check_detached"),))
 
 
 def recheck_skipped(s, i, arg):
     """Broken: trusts the lockless check, so a writer that locked the VMA in between is missed."""
-    s = set_local(s, i, vma_locked=True)
     return push(s, i, (Frame("check_detached"),))
 
 
@@ -365,8 +362,7 @@ def vma_end_read_without_rcu(s, i, v):
               "drop the VMA's read lock; a writer may take it now; if it was the last holder and waiters are "
               "queued, rwsem_wake follows")
 def vma_up_read(s, i, v):
-    s = up_read(s, i, v)
-    return set_local(s, i, vma_locked=False)
+    return up_read(s, i, v)
 
 
 # --- the arch fault handler (arch/x86/mm/fault.c, arm64 and powerpc are alike) ----------------------
@@ -696,13 +692,25 @@ def touched_vma(s, a):
     return -1
 
 
+def vma_read_locked(s, i):
+    """Thread i holds its VMA's read lock: it is among the VMA rwsem's readers, vma_start_read let
+    it in (its next step is past vma_start_read_recheck) and it has not reached the up_read that
+    releases it.  Between the trylock and the recheck, and in the up_read of a failed recheck, a
+    fault holds the rwsem of a write-locked VMA, as it may (recheck-race)."""
+    t = s.threads[i]
+    return t.vma >= 0 and i in s.vmas[t.vma].lock.readers and bool(t.frames) and t.frames[0].label not in _NOT_LET_IN
+
+
+_NOT_LET_IN = ("vma_start_read_recheck", "up_read")
+
+
 def write_locked_set(s):
     return frozenset(v for v, vma in enumerate(s.vmas) if vma.vm_lock_seq == s.mm.mm_lock_seq)
 
 
 def no_reader_in_write_locked_vma(s):
-    for t in s.threads:
-        if t.vma_locked and is_write_locked(s, t.vma):
+    for i, t in enumerate(s.threads):
+        if vma_read_locked(s, i) and is_write_locked(s, t.vma):
             return f"{t.name} holds VMA {t.vma} read-locked while it is write-locked"
     return None
 
@@ -710,8 +718,8 @@ def no_reader_in_write_locked_vma(s):
 def read_locked_vma_unchanged(s, a, t):
     if s.vmas is t.vmas:
         return None
-    for before, after in zip(s.threads, t.threads):
-        if before.vma_locked and after.vma_locked and before.vma == after.vma:
+    for i, (before, after) in enumerate(zip(s.threads, t.threads)):
+        if vma_read_locked(s, i) and vma_read_locked(t, i) and before.vma == after.vma:
             old, new = s.vmas[before.vma], t.vmas[before.vma]
             if old.detached:
                 continue
@@ -769,7 +777,7 @@ def writer_holds_vma_write_lock(s, a, t):
 def fork_copies_unused_vma(s, a, t):
     if a.label == "copy_page_range":
         v = _head(s, a)[1]
-        users = [th.name for th in s.threads if th.vma_locked and th.vma == v]
+        users = [th.name for i, th in enumerate(s.threads) if th.vma == v and vma_read_locked(s, i)]
         if users:
             return f"fork copies VMA {v} while {users[0]} handles a fault in it under its VMA lock"
     return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import rwsem
-from ..models.vma_lock import FREED, LIVE, MM, RCU_PENDING, is_write_locked
+from ..models.vma_lock import FREED, LIVE, MM, RCU_PENDING, is_write_locked, vma_read_locked
 from . import style
 from .board import COLUMNS as BOX, LEFT, Box, board_figure, columns, draw_boxes, in_a_row
 from .counters import counters_figure
@@ -65,7 +65,7 @@ def phase(s, i: int) -> int:
         return WAIT_MM
     if s.mm.mmap_lock.owner == i:
         return EPOCH
-    if t.vma_locked:
+    if vma_read_locked(s, i):
         return VMA_READ
     if rwsem.holds_read(s.mm.mmap_lock, i):
         return MM_READ
@@ -178,7 +178,8 @@ def thread_boxes(s, names) -> list[Box]:
 
 def thread_key(s):
     """What thread_boxes reads: each thread's next step and locks, not its whole program."""
-    heads = tuple((t.frames[0] if t.frames else None, t.addr, t.vma, t.vma_locked) for t in s.threads)
+    heads = tuple((t.frames[0] if t.frames else None, t.addr, t.vma, vma_read_locked(s, i))
+                  for i, t in enumerate(s.threads))
     return heads, s.rcu.nesting, s.rcu.qs_pending, s.mm.mmap_lock
 
 

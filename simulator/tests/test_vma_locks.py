@@ -23,6 +23,7 @@ BREAKERS = {
     "writer-waits-for-readers": ("write-lock-without-rwsem", "recheck-race"),
     "no-use-after-free": ("free-immediately", "munmap-vs-fault"),
     "epoch-unlocks-all": ("no-seq-bump", "recheck-race"),
+    "vma-start-read-fails-only-for-writers": ("no-seq-bump", "recheck-race"),
     "fault-uses-attached-vma": ("no-detached-check", "munmap-vs-fault"),
     "writer-holds-vma-write-lock": ("mprotect-without-vma-lock", "recheck-race"),
     "fork-copies-unused-vma": ("fork-without-vma-locks", "fork-vs-fault"),
@@ -168,6 +169,29 @@ def test_invariants_find_who_holds_a_vma_read_lock_from_the_state():
     bug = Silent()
     r = explore(bug, bug.initial(sc.config))
     assert r.violation.invariant == "no-reader-in-write-locked-vma" and len(r.counterexample) == 9
+
+
+def test_without_the_seq_bump_a_fault_falls_back_after_the_writer_is_gone():
+    """no-seq-bump's harm: once W's epoch is over, VMA 0 stays 'write-locked' to every fault."""
+    m, sc, s0 = load(MECH, "recheck-race", "no-seq-bump")
+    m.invariants = [i for i in VmaLocksModel.invariants if i.name == "vma-start-read-fails-only-for-writers"]
+    r = explore(m, s0)
+    end = r.counterexample.states[-1]
+    assert r.violation.invariant == "vma-start-read-fails-only-for-writers"
+    steps = [str(a) for a in r.counterexample.actions]
+    assert max(k for k, a in enumerate(steps) if a.startswith("W:")) < steps.index("T1:mas_walk")  # W was done
+    assert end.mm.mmap_lock.owner == -1 and end.vmas[0].vm_lock_seq == end.mm.mm_lock_seq
+    assert [a.label for a in r.counterexample.actions if a.actor == "T1"][-1] == "vma_start_read"
+
+
+def test_a_write_lock_store_alone_changes_nothing_a_fault_reads():
+    """fork changes no field of the VMAs it copies: without the rwsem its vm_lock_seq store breaks
+    writer-waits-for-readers, but a fault inside still reads an unchanged VMA."""
+    m, sc, s0 = load(MECH, "fork-vs-fault", "write-lock-without-rwsem")
+    m.invariants = [i for i in VmaLocksModel.invariants if i.name == "read-locked-vma-unchanged"]
+    assert explore(m, s0).clean
+    m.invariants = [i for i in VmaLocksModel.invariants if i.name == "writer-waits-for-readers"]
+    assert explore(m, s0).violation
 
 
 def test_deadlock_when_anon_prepare_sleeps_on_mmap_lock():

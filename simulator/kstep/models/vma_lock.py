@@ -58,6 +58,9 @@ class Thread(NamedTuple):
     addr: int = -1  # the faulting address
     vma: int = -1  # the local `vma` pointer
     work: int = 1  # rounds handle_mm_fault's own work takes (timing only; see FAULT_WORK)
+    # Ghost, read only by invariants: inside vma_start_read, a writer has held mmap_lock for write
+    # since mas_walk found `vma` (VmaLocksModel.normalize clears it everywhere else).
+    ghost_writer_since_walk: bool = False
 
 
 class Counters(NamedTuple):
@@ -104,7 +107,24 @@ def lock_of(s, lock):
 
 
 def set_lock(s, lock, sem):
-    return set_mm(s, mmap_lock=sem) if lock == MM else set_vma(s, lock, lock=sem)
+    if lock != MM:
+        return set_vma(s, lock, lock=sem)
+    if sem.owner != NOBODY and s.mm.mmap_lock.owner == NOBODY:
+        s = writer_seen(s)
+    return set_mm(s, mmap_lock=sem)
+
+
+def writer_seen(s):
+    """Ghost: a writer has just taken mmap_lock for write, so every fault inside vma_start_read has
+    seen one since its walk."""
+    if not any(in_vma_start_read(t) and not t.ghost_writer_since_walk for t in s.threads):
+        return s
+    return s._replace(threads=tuple(t._replace(ghost_writer_since_walk=True) if in_vma_start_read(t) else t
+                                    for t in s.threads))
+
+
+def in_vma_start_read(t):
+    return bool(t.frames) and t.frames[0].label in _VMA_START_READ_PASSES
 
 
 def find(s, addr):
@@ -269,7 +289,7 @@ def lock_vma_under_rcu(s, i, addr):
               "find the VMA covering the address in the maple tree (RCU-safe: old or new version)")
 def mas_walk(s, i, addr):
     v = find(s, addr)
-    s = set_local(s, i, addr=addr, vma=v)
+    s = set_local(s, i, addr=addr, vma=v, ghost_writer_since_walk=s.mm.mmap_lock.owner != NOBODY)
     if v < 0:
         return push(s, i, (Frame("rcu_read_unlock"), Frame("vma_lock_abort")))
     return push(s, i, (Frame("vma_start_read"),))
@@ -662,10 +682,12 @@ _WRITES = {
     "commit_merge": lambda arg: (arg[0],) + tuple(arg[3]),
     "vm_flags_reset": lambda arg: (arg[0],),
 }
-# The fields a read lock keeps stable.  anon_vma may go from NULL to set under a read lock; and
-# once a VMA is detached a reader may trust nothing but `detached` itself: vm_area_free's call_rcu
-# reuses vm_start/vm_end as the rcu_head, which is why check_detached comes before check_range.
-_FIELDS = ("start", "end", "vm_lock_seq", "detached", "prot")
+# The fields a fault reads that its read lock keeps stable: the range, vm_flags and whether the
+# VMA is still mapped (vm_lock_seq is the lock's own, checked by writer-waits-for-readers).
+# anon_vma may go from NULL to set under a read lock; and once a VMA is detached a reader may
+# trust nothing but `detached` itself: vm_area_free's call_rcu reuses vm_start/vm_end as the
+# rcu_head, which is why check_detached comes before check_range.
+_FIELDS = ("start", "end", "detached", "prot")
 
 
 def _head(s, a):
@@ -746,6 +768,23 @@ def no_use_after_free(s, a, t):
     return None
 
 
+# The step after each check of vma_start_read when the check passes; any other next step gives up.
+_VMA_START_READ_PASSES = {"vma_start_read": "down_read_trylock", "down_read_trylock": "vma_start_read_recheck",
+                          "vma_start_read_recheck": "check_detached"}
+
+
+def vma_start_read_fails_only_for_writers(s, a, t):
+    passes = _VMA_START_READ_PASSES.get(a.label)
+    if passes is None:
+        return None
+    i = thread_index(s, a.actor)
+    before, after = s.threads[i], t.threads[i]
+    if after.frames[0].label == passes or s.mm.mmap_lock.owner != NOBODY or before.ghost_writer_since_walk:
+        return None
+    return (f"{a} gave up on VMA {before.vma} although no writer has held mmap_lock for write since "
+            f"{before.name} found it: the fault falls back to mmap_lock for nothing")
+
+
 def epoch_unlocks_all(s):
     if s.mm.mmap_lock.owner == NOBODY:
         held = [v for v in write_locked_set(s) if s.vmas[v].status != FREED]
@@ -787,14 +826,18 @@ INVARIANTS = [
     Invariant("no-reader-in-write-locked-vma",
               "vma_start_read never lets a fault into a VMA that is write-locked", no_reader_in_write_locked_vma),
     Invariant("read-locked-vma-unchanged",
-              "while a fault holds an attached VMA read-locked, none of its fields change "
-              "(anon_vma may be set)",
+              "while a fault holds an attached VMA read-locked, nothing it reads there changes: its range, "
+              "its flags, whether it is mapped (anon_vma may be set)",
               read_locked_vma_unchanged, transition=True),
     Invariant("writer-waits-for-readers",
               "vma_start_write cannot complete while faults hold the VMA's rwsem for read",
               writer_waits_for_readers, transition=True),
     Invariant("no-use-after-free",
               "no step touches a VMA (or its lock) after it has been freed", no_use_after_free, transition=True),
+    Invariant("vma-start-read-fails-only-for-writers",
+              "vma_start_read gives up only while a writer holds mmap_lock for write or has held it since "
+              "the fault found the VMA (else faults fall back to mmap_lock and the per-VMA path is lost)",
+              vma_start_read_fails_only_for_writers, transition=True),
     Invariant("epoch-unlocks-all",
               "every VMA write-locked in a write epoch is unlocked when the epoch ends", epoch_unlocks_all),
     Invariant("fault-uses-attached-vma",
@@ -961,6 +1004,14 @@ class VmaLocksModel(ProgramModel):
                         for t in config["threads"] for name in thread_names(t))
         mm = Mm(rwsem.FREE, 0, tuple(range(len(vmas))))
         return self.start(VmaState(threads, mm, vmas, rcu_init(len(threads)), Counters()))
+
+    def normalize(self, state, i):
+        """Clear the ghost outside vma_start_read, so that it never tells two equal states apart."""
+        state = super().normalize(state, i)
+        t = state.threads[i]
+        if t.ghost_writer_since_walk and not in_vma_start_read(t):
+            return set_local(state, i, ghost_writer_since_walk=False)
+        return state
 
     def summary(self, s):
         names = [t.name for t in s.threads]

@@ -111,9 +111,10 @@ def test_mark_wake_grants_every_queued_reader_and_clears_handoff():
 
 
 def test_a_writer_spins_past_queued_waiters_until_handoff():
-    assert rwsem.optimistic_spin_ok(Rwsem(waiters=((1, WRITE),)))
-    assert not rwsem.optimistic_spin_ok(Rwsem(waiters=((1, WRITE),), handoff=True))
-    assert not rwsem.optimistic_spin_ok(Rwsem(readers=(1,)))
+    assert rwsem.optimistic_spin(Rwsem(waiters=((1, WRITE),)), 0) == Rwsem(owner=0, waiters=((1, WRITE),))
+    for held in (Rwsem(waiters=((1, WRITE),), handoff=True), Rwsem(readers=(1,)), Rwsem(owner=1)):
+        assert rwsem.optimistic_spin(held, 0) is held
+    assert rwsem.write_trylock(Rwsem(waiters=((1, WRITE),)), 0).owner == NOBODY  # the fast path is not enough
 
 
 def test_handoff_reserves_the_free_lock_for_the_first_waiter():

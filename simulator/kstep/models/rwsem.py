@@ -67,9 +67,9 @@ def read_trylock_ok(sem: Rwsem) -> bool:
     return sem.owner == NOBODY and not sem.waiters and not sem.handoff
 
 
-def write_trylock_ok(sem: Rwsem) -> bool:
-    """``rwsem_write_trylock``: the count is zero (no holder, no waiters, no HANDOFF)."""
-    return sem == FREE
+def write_trylock(sem: Rwsem, i: int) -> Rwsem:
+    """``rwsem_write_trylock``: i owns it if the count was zero (no holder, no waiters, no HANDOFF)."""
+    return sem._replace(owner=i) if sem == FREE else sem
 
 
 def add_reader(sem: Rwsem, i: int) -> Rwsem:
@@ -108,13 +108,12 @@ def mark_wake(sem: Rwsem, read_owned: bool) -> Rwsem:
     return sem._replace(readers=readers, waiters=tuple(w for w in sem.waiters if w[1] == WRITE), handoff=False)
 
 
-def optimistic_spin_ok(sem: Rwsem) -> bool:
-    """``rwsem_try_write_lock_unqueued``: nobody holds it and HANDOFF is clear; waiters do not matter."""
-    return sem.owner == NOBODY and not sem.readers and not sem.handoff
-
-
-def take_write(sem: Rwsem, i: int) -> Rwsem:
-    return sem._replace(owner=i)
+def optimistic_spin(sem: Rwsem, i: int) -> Rwsem:
+    """``rwsem_try_write_lock_unqueued``: i owns it if nobody held it and HANDOFF was clear; queued
+    waiters do not matter."""
+    if sem.owner == NOBODY and not sem.readers and not sem.handoff:
+        return sem._replace(owner=i)
+    return sem
 
 
 def queue_writer(sem: Rwsem, i: int) -> Rwsem:

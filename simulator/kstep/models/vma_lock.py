@@ -107,6 +107,8 @@ def lock_of(s, lock):
 
 
 def set_lock(s, lock, sem):
+    if sem is lock_of(s, lock):  # unchanged: keep every component shared (the invariants test identity)
+        return s
     if lock != MM:
         return set_vma(s, lock, lock=sem)
     if sem.owner != NOBODY and s.mm.mmap_lock.owner == NOBODY:
@@ -148,39 +150,37 @@ def covers(vma, addr):
 # --- the rw_semaphores (kernel/locking/rwsem.c) ---------------------------------------------------
 # The rules are models/rwsem.py's; these steps apply them to mmap_lock (MM) or to a VMA's lock.
 
+def write_attempt(s, i, lock, sem, then):
+    """Store the rwsem after writer i's attempt on it; unless i now owns it, ``then`` is its next step."""
+    s = set_lock(s, lock, sem)
+    return s if sem.owner == i else push(s, i, (Frame(then, lock),))
+
+
 @program.step("down_write", "kernel/locking/rwsem.c:down_write",
               "rwsem_write_trylock: take the rwsem if its count is zero (no holder, no waiter), else the slowpath")
 def down_write(s, i, lock):
-    sem = lock_of(s, lock)
-    if rwsem.write_trylock_ok(sem):
-        return set_lock(s, lock, rwsem.take_write(sem, i))
-    return push(s, i, (Frame("rwsem_optimistic_spin", lock),))
+    return write_attempt(s, i, lock, rwsem.write_trylock(lock_of(s, lock), i), "rwsem_optimistic_spin")
 
 
 @program.step("rwsem_optimistic_spin", "kernel/locking/rwsem.c:rwsem_optimistic_spin",
               "spin while the owner runs: take the rwsem once it is free with HANDOFF clear, even ahead of "
               "queued waiters (rwsem_try_write_lock_unqueued); else stop spinning and queue")
 def rwsem_optimistic_spin(s, i, lock):
-    sem = lock_of(s, lock)
-    if rwsem.optimistic_spin_ok(sem):
-        return set_lock(s, lock, rwsem.take_write(sem, i))
-    return push(s, i, (Frame("rwsem_down_write_slowpath", lock),))
+    return write_attempt(s, i, lock, rwsem.optimistic_spin(lock_of(s, lock), i), "rwsem_down_write_slowpath")
 
 
 @program.step("rwsem_down_write_slowpath", "kernel/locking/rwsem.c:rwsem_down_write_slowpath",
               "join the wait list (RWSEM_FLAG_WAITERS), wake queued readers if not first in line, then "
               "rwsem_try_write_lock: take the rwsem if it is free by now, else sleep")
 def rwsem_down_write_slowpath(s, i, lock):
-    s = set_lock(s, lock, rwsem.queue_writer(lock_of(s, lock), i))
-    return s if lock_of(s, lock).owner == i else push(s, i, (Frame("rwsem_try_write_lock", lock),))
+    return write_attempt(s, i, lock, rwsem.queue_writer(lock_of(s, lock), i), "rwsem_try_write_lock")
 
 
 @program.step("rwsem_try_write_lock", "kernel/locking/rwsem.c:rwsem_try_write_lock",
               "woken, retry: take the free rwsem unless HANDOFF reserves it for another waiter; or, having "
               "waited past RWSEM_WAIT_TIMEOUT while it is held, set RWSEM_FLAG_HANDOFF")
 def rwsem_try_write_lock(s, i, lock):
-    s = set_lock(s, lock, rwsem.write_retry(lock_of(s, lock), i))
-    return s if lock_of(s, lock).owner == i else push(s, i, (Frame("rwsem_try_write_lock", lock),))
+    return write_attempt(s, i, lock, rwsem.write_retry(lock_of(s, lock), i), "rwsem_try_write_lock")
 
 
 @program.guard("rwsem_try_write_lock")

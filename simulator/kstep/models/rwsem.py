@@ -15,9 +15,9 @@ of rwsem.c; the steps that call them live in ``models/vma_lock.py``.
 - A writer that fails the fast path spins first (``rwsem_optimistic_spin``, built because
   ``CONFIG_RWSEM_SPIN_ON_OWNER`` is ``def_bool y`` on SMP kernels of every architecture with
   atomic read-modify-write, x86, arm64 and powerpc among them) and takes a free lock, ahead of
-  queued waiters, unless HANDOFF is set.  A queued writer retries ``rwsem_try_write_lock``; the
-  wait queue is served in order only once a waiter has waited past ``RWSEM_WAIT_TIMEOUT`` and
-  set RWSEM_FLAG_HANDOFF, which reserves the lock for the first waiter.
+  queued waiters, unless HANDOFF is set; so may a queued writer's ``rwsem_try_write_lock``.  Only
+  RWSEM_FLAG_HANDOFF, set by a queued writer that has waited past ``RWSEM_WAIT_TIMEOUT``, reserves
+  the lock for the first waiter.
 - Queued readers do not take the lock themselves: a waker's ``rwsem_mark_wake`` grants it to
   every queued reader at once when the first waiter is a reader (phase-fair), and ``up_read``
   calls ``rwsem_wake`` only when it was the last holder and RWSEM_FLAG_WAITERS is set.

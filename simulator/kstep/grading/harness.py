@@ -32,11 +32,12 @@ MAX_RESULT = 1 << 20  # bytes of JSON a driver may answer with
 
 class Fail(Exception):
     """A failed hidden test: ``message`` is what the student reads; ``details`` (a counterexample
-    table, a failing interleaving) goes into the readable summary and the test's output."""
+    table, a failing interleaving) goes into the readable summary and the test's output; ``credit``
+    is the share of the test's points still earned (partly right answers)."""
 
-    def __init__(self, message: str, details: str = ""):
+    def __init__(self, message: str, details: str = "", credit: float = 0.0):
         super().__init__(message)
-        self.message, self.details = message, details
+        self.message, self.details, self.credit = message, details, min(max(credit, 0.0), 1.0)
 
 
 class TestResult(NamedTuple):
@@ -217,7 +218,8 @@ def _hidden(exercise: Exercise, ctx: Context) -> list[TestResult]:
         try:
             fn(ctx)
         except Fail as f:
-            out.append(TestResult(name, HIDDEN, 0, points, f.message + (f"\n{f.details}" if f.details else "")))
+            out.append(TestResult(name, HIDDEN, round(points * f.credit, 2), points,
+                                  f.message + (f"\n{f.details}" if f.details else "")))
             continue
         out.append(TestResult(name, HIDDEN, points, points, "passed"))
     return out

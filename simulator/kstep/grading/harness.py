@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -77,8 +79,10 @@ class Context:
                  scratch: Path, mode: str, slot: int, read_only: tuple):
         self.exercise, self.student, self.variant = exercise, student, variant
         self._files, self._problems = files, problems
-        self.scratch, self._mode, self._slot, self._read_only = scratch, mode, slot, read_only
+        self.scratch, self._mode, self._slot, self.read_only = scratch, mode, slot, read_only
         self._driven: dict = {}
+        # An exercise built against the kernel lab finds it where the sandbox shows it read-only.
+        self._env = {"KSTEP_KERNEL_LAB": str(read_only[0])} if exercise.kernel_lab and read_only else {}
 
     def file(self, name: str) -> bytes:
         if name not in self._files:
@@ -107,8 +111,23 @@ class Context:
         """Run a command on the submission in the sandbox, under the exercise's limits."""
         ex = self.exercise
         limits = sandbox.Limits(cpu=ex.cpu, memory=ex.memory, wall=ex.wall)
-        return sandbox.run(argv, self.scratch, limits, stdin=stdin, read_only=self._read_only,
-                           mode=self._mode, slot=self._slot)
+        return sandbox.run(argv, self.scratch, limits, stdin=stdin, read_only=self.read_only,
+                           mode=self._mode, slot=self._slot, env=self._env)
+
+    def output(self, name: str, max_bytes: int = 16 << 20) -> bytes:
+        """A file the submission's run left in the scratch folder, read as data: never through a
+        symbolic link (the grader may be root), never more than ``max_bytes``."""
+        try:
+            fd = os.open(self.scratch / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as e:
+            raise Fail(f"{name}: the run left no readable file ({e.strerror})") from None
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise Fail(f"{name}: not a plain file")
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise Fail(f"{name}: larger than {max_bytes} bytes")
+        return data
 
     def driver(self, request: dict) -> Any:
         """Ask the exercise's driver.py (running the submission's code in the sandbox) one question.

@@ -121,7 +121,8 @@ def prepare_scratch(scratch: Path, slot: int) -> None:
     os.chmod(scratch, 0o700)
 
 
-def command(argv: Sequence[str], scratch: Path, binds: Sequence[tuple], mode: str, slot: int) -> list[str]:
+def command(argv: Sequence[str], scratch: Path, binds: Sequence[tuple], mode: str, slot: int,
+            env: dict) -> list[str]:
     """The full command line: setpriv (as root), then bwrap with its binds, then argv.
 
     ``binds`` are (source, destination, writable): bubblewrap mounts each source at its destination.
@@ -130,18 +131,19 @@ def command(argv: Sequence[str], scratch: Path, binds: Sequence[tuple], mode: st
     cmd: list[str] = []
     if uid is not None:
         cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
+    env = {"PATH": PATH, "HOME": str(scratch), "TMPDIR": str(scratch), "LC_ALL": "C.UTF-8", **env}
     if mode == "user":
-        return cmd + ["env", "-i", f"PATH={PATH}", f"HOME={scratch}", f"TMPDIR={scratch}", "LC_ALL=C.UTF-8",
-                      *argv]
+        return cmd + ["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv]
     cmd += ["bwrap", "--unshare-all", "--die-with-parent", "--new-session",
             "--proc", "/proc", "--dev", "/dev",
             "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
             "--symlink", "usr/sbin", "/sbin"]
     for source, dest, writable in binds:
         cmd += ["--bind" if writable else "--ro-bind", str(source), str(dest)]
-    cmd += ["--chdir", str(scratch), "--clearenv", "--setenv", "PATH", PATH, "--setenv", "HOME", str(scratch),
-            "--setenv", "TMPDIR", str(scratch), "--setenv", "LC_ALL", "C.UTF-8", "--", *argv]
-    return cmd
+    cmd += ["--chdir", str(scratch), "--clearenv"]
+    for k, v in env.items():
+        cmd += ["--setenv", k, v]
+    return cmd + ["--", *argv]
 
 
 # As root, the folders are first bound, in a mount namespace of the grader's own, onto empty folders
@@ -178,8 +180,12 @@ def _limit(limits: Limits):
 
 
 def run(argv: Sequence[str], scratch: Path, limits: Limits = Limits(), *, stdin: bytes = b"",
-        read_only: Sequence[Path] = (), mode: str = "bwrap", slot: int = 0) -> Result:
-    """Run argv in the sandbox with ``scratch`` as its working and only writable folder."""
+        read_only: Sequence[Path] = (), mode: str = "bwrap", slot: int = 0, env: Optional[dict] = None) -> Result:
+    """Run argv in the sandbox with ``scratch`` as its working and only writable folder.
+
+    The environment is empty but for PATH, HOME and TMPDIR (the scratch folder), LC_ALL and ``env``.
+    """
+    env = env or {}
     if mode not in MODES:
         raise ValueError(f"sandbox mode {mode!r}")
     if mode == "bwrap" and shutil.which("bwrap") is None:
@@ -188,17 +194,17 @@ def run(argv: Sequence[str], scratch: Path, limits: Limits = Limits(), *, stdin:
         raise SandboxUnavailable("setpriv (util-linux) is not installed: run scripts/setup-system")
     scratch = Path(scratch).resolve()
     if mode == "user":
-        return _supervise(command(argv, scratch, (), mode, slot), scratch, limits, stdin)
+        return _supervise(command(argv, scratch, (), mode, slot, env), scratch, limits, stdin)
     dirs = [*runtime_dirs(), *(Path(d).resolve() for d in read_only)]
     if _uid(slot) is None:
         binds = [(d, d, False) for d in dirs] + [(scratch, scratch, True)]
-        return _supervise(command(argv, scratch, binds, mode, slot), None, limits, stdin)
+        return _supervise(command(argv, scratch, binds, mode, slot, env), None, limits, stdin)
     stage = Path(tempfile.mkdtemp(prefix="kstep-stage-"))
     try:
         stage.chmod(0o755)
         prefix, points = _staged(dirs, stage)
         binds = [(p, d, False) for p, d in zip(points, dirs)] + [(scratch, scratch, True)]
-        return _supervise(prefix + command(argv, scratch, binds, mode, slot), None, limits, stdin)
+        return _supervise(prefix + command(argv, scratch, binds, mode, slot, env), None, limits, stdin)
     finally:
         for point in stage.iterdir():
             point.rmdir()

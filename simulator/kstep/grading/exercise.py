@@ -31,7 +31,8 @@ _FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 _TEST = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 HINT = {".py": "raise NotImplementedError(\"your code here\")", ".c": "/* your code here */",
-        ".h": "/* your code here */", ".toml": "# your answers here", ".md": "(your answer here)"}
+        ".h": "/* your code here */", ".toml": "# your answers here", ".md": "(your answer here)",
+        ".jsonl": "# your runs here, one summary line each"}
 
 
 def _files(names: tuple, path: str) -> None:

@@ -109,6 +109,8 @@ class Context:
 
     def run(self, argv: list, stdin: bytes = b"") -> sandbox.Result:
         """Run a command on the submission in the sandbox, under the exercise's limits."""
+        for name in self.exercise.submission:
+            self.file(name)  # a missing file fails here, saying why the intake refused it
         ex = self.exercise
         limits = sandbox.Limits(cpu=ex.cpu, memory=ex.memory, wall=ex.wall)
         return sandbox.run(argv, self.scratch, limits, stdin=stdin, read_only=self.read_only,
@@ -201,6 +203,12 @@ def _public(exercise: Exercise, ctx: Context) -> list[TestResult]:
     out = []
     for path in exercise.public_tests:
         name = path.stem
+        try:
+            for f in exercise.submission:
+                ctx.file(f)
+        except Fail as f:
+            out.append(TestResult(name, VISIBLE, 0, _points(exercise, name), f.message))
+            continue
         r = ctx.run([sys.executable, "-m", "kstep.grading.ok", "--json", f"tests/{path.name}"])
         got = None
         for line in r.stdout.decode(errors="replace").splitlines()[-1:]:

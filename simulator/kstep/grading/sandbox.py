@@ -70,7 +70,8 @@ class Result(NamedTuple):
     signal: Optional[int]
     stdout: bytes
     stderr: bytes
-    verdict: str  # "ok" (exited 0), "failed" (exited non-zero), "crashed", "cpu-time", "memory", "wall-time", "output"
+    verdict: str  # "ok" (exited 0), "failed" (exited non-zero), "crashed", "cpu-time", "memory", "wall-time",
+    # "nproc" (stopped at the wall-clock limit with the process limit reached), "output"
     seconds: float
 
     @property
@@ -83,6 +84,7 @@ class Result(NamedTuple):
             "cpu-time": "ran out of CPU time (an endless loop?)",
             "memory": "ran out of memory",
             "wall-time": "ran past the wall-clock limit (sleeping or blocked?)",
+            "nproc": "kept starting processes up to the limit (a fork bomb?) until the wall-clock limit",
             "output": "wrote more output than allowed",
         }[self.verdict]
 
@@ -140,7 +142,8 @@ def command(argv: Sequence[str], scratch: Path, binds: Sequence[tuple], mode: st
             "--symlink", "usr/sbin", "/sbin"]
     for source, dest, writable in binds:
         cmd += ["--bind" if writable else "--ro-bind", str(source), str(dest)]
-    cmd += ["--chdir", str(scratch), "--clearenv"]
+    # The root is bubblewrap's tmpfs: read-only, or a submission could fill the host's memory with files.
+    cmd += ["--remount-ro", "/", "--chdir", str(scratch), "--clearenv"]
     for k, v in env.items():
         cmd += ["--setenv", k, v]
     return cmd + ["--", *argv]
@@ -194,24 +197,27 @@ def run(argv: Sequence[str], scratch: Path, limits: Limits = Limits(), *, stdin:
         raise SandboxUnavailable("setpriv (util-linux) is not installed: run scripts/setup-system")
     scratch = Path(scratch).resolve()
     if mode == "user":
-        return _supervise(command(argv, scratch, (), mode, slot, env), scratch, limits, stdin)
+        return _supervise(command(argv, scratch, (), mode, slot, env), scratch, limits, stdin, _uid(slot))
     dirs = [*runtime_dirs(), *(Path(d).resolve() for d in read_only)]
     if _uid(slot) is None:
         binds = [(d, d, False) for d in dirs] + [(scratch, scratch, True)]
-        return _supervise(command(argv, scratch, binds, mode, slot, env), None, limits, stdin)
+        return _supervise(command(argv, scratch, binds, mode, slot, env), None, limits, stdin, None)
     stage = Path(tempfile.mkdtemp(prefix="kstep-stage-"))
     try:
         stage.chmod(0o755)
         prefix, points = _staged(dirs, stage)
         binds = [(p, d, False) for p, d in zip(points, dirs)] + [(scratch, scratch, True)]
-        return _supervise(prefix + command(argv, scratch, binds, mode, slot, env), None, limits, stdin)
+        return _supervise(prefix + command(argv, scratch, binds, mode, slot, env), None, limits, stdin,
+                          _uid(slot))
     finally:
         for point in stage.iterdir():
             point.rmdir()
         stage.rmdir()
 
 
-def _supervise(cmd: list[str], cwd: Optional[Path], limits: Limits, stdin: bytes) -> Result:
+def _supervise(cmd: list[str], cwd: Optional[Path], limits: Limits, stdin: bytes, uid: Optional[int]) -> Result:
+    """Run cmd to its end under the limits; as root (``uid`` given), then make sure nothing of the
+    sandbox's uid is left running, whatever the submission started."""
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             cwd=cwd, preexec_fn=_limit(limits))
@@ -247,6 +253,10 @@ def _supervise(cmd: list[str], cwd: Optional[Path], limits: Limits, stdin: bytes
         verdict = verdict or "wall-time"
         _kill(proc)
         returncode, cpu = _reap(proc, None)
+    if uid is not None:
+        crowd = _sweep(uid)
+        if verdict == "wall-time" and crowd >= limits.nproc // 2:
+            verdict = "nproc"
     for stream in (proc.stdout, proc.stderr):
         stream.close()
     stdout, stderr = bytes(out[out_fd]), bytes(out[err_fd])
@@ -268,6 +278,40 @@ def _reap(proc: subprocess.Popen, deadline: Optional[float]) -> tuple[Optional[i
         if time.monotonic() >= deadline:
             return None, 0.0
         time.sleep(0.02)
+
+
+def _live(uid: int) -> list[int]:
+    """The processes of ``uid`` that are not zombies."""
+    out = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue  # it ended while we looked
+        if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+            out.append(int(status.parent.name))
+    return out
+
+
+def _sweep(uid: int) -> int:
+    """Kill every process of the sandbox's uid until none is left; how many there were at first.
+
+    bubblewrap's death ends its PID namespace, but the kernel kills a large one (a fork bomb)
+    asynchronously: the grader must not go on while any of it still runs.
+    """
+    first = None
+    for _ in range(600):
+        pids = _live(uid)
+        first = len(pids) if first is None else first
+        if not pids:
+            return first
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    raise RuntimeError(f"processes of sandbox uid {uid} survive SIGKILL: {pids[:10]}")
 
 
 def _kill(proc: subprocess.Popen) -> None:

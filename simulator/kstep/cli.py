@@ -441,7 +441,7 @@ def cmd_release(args) -> int:
     ids = args.exercise or sorted(d.name for d in course.exercises.iterdir() if (d / "exercise.toml").is_file())
     chosen = [exercises.find(i, course.exercises) for i in ids]
     roster = release.read_roster(Path(args.roster))
-    pinned = release.release(course, chosen, roster, Path(args.out), course.exercises.parent)
+    pinned = release.release(course, chosen, roster, Path(args.out))
     print(f"released {', '.join(pinned['exercises'])} to {len(roster)} students in {args.out}")
     print(f"  students/<id>/<exercise>/   one bundle per student (no solutions, no hidden tests)")
     print(f"  gradescope/<exercise>.zip   autograders (they hold the course secret: upload, do not share)")

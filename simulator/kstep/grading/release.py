@@ -77,7 +77,17 @@ def bundle(exercise: Exercise, variant: dict, out: Path, pinned: dict) -> None:
     (out / "manifest.json").write_text(json.dumps(pinned, indent=1) + "\n")
 
 
-def release(course: Course, exercises: list[Exercise], roster: list[str], out: Path, repo: Path) -> dict:
+def source_checkout() -> Path:
+    """The kstep checkout kstep runs from: its source goes into every autograder zip."""
+    repo = Path(kstep.__file__).resolve().parents[2]
+    if not all((repo / name).is_file() for name in KSTEP_FILES):
+        raise UserError(f"kstep release needs kstep's source checkout (pyproject.toml beside simulator/), "
+                        f"and kstep runs from {Path(kstep.__file__).resolve().parent}")
+    return repo
+
+
+def release(course: Course, exercises: list[Exercise], roster: list[str], out: Path) -> dict:
+    repo = source_checkout()
     if out.exists():
         raise UserError(f"{out}: already exists (a release is written once; choose a new folder)")
     if not out.parent.is_dir():

@@ -392,6 +392,8 @@ def cmd_grade(args) -> int:
     read_only = (lab,) if ex.kernel_lab else ()
     if ex.kernel_lab and not lab.is_dir():
         raise UserError(f"{ex.id} builds against the kernel lab, and {lab} is not a folder (--kernel-lab)")
+    if ex.kernel_lab and not all((lab / "build" / a / "obj" / "torture").is_dir() for a in ("x86_64", "arm64", "ppc64le")):
+        raise UserError(f"{ex.id} builds against the kernel lab's objects: build them first (make -C {lab})")
     secret = course.secret if course else ""
     out = Path(args.out) if args.out else None
     if out is not None and not out.is_dir():

@@ -255,7 +255,7 @@ def test_a_batch_survives_a_fork_bomb_and_a_rerun_skips_what_is_done(ex, tmp_pat
     subs, out = tmp_path / "subs", tmp_path / "out"
     write_batch(subs, {"alice": GOOD, "bomb": FORK_BOMB, "carol": GOOD})
     out.mkdir()
-    ex = ex._replace(wall=15)
+    ex = ex._replace(wall=10)
     graded, skipped = batch.grade_batch(ex, subs, out, secret="x" * 16, mode="bwrap", jobs=2, read_only=())
     assert (graded, skipped) == (3, 0)
     scores = {s: json.loads((out / s / "results.json").read_text())["score"] for s in ("alice", "bomb", "carol")}

@@ -133,7 +133,7 @@ def test_a_release_is_written_once(course, capsys):
     assert "already exists" in capsys.readouterr().err
 
 
-@pytest.mark.slow
+@pytest.mark.batch
 def test_the_zip_grades_in_an_emulated_autograder(course, capsys):
     """Gradescope's layout: the zip unpacked in /autograder/source, setup.sh run once (it installs
     kstep into a virtual environment of its own), then run_autograder per submission, reading

@@ -9,7 +9,7 @@ from kstep.errors import UserError
 from kstep.grading.harness import Fail
 from kstep.lab.check import check_lines
 
-RACE = ["--threads", "3", "--step-delay", "200", "--delay-in", "100", "--hang-timeout", "3"]
+RACE = ["--threads", "3", "--step-delay", "200", "--delay-in", "100", "--hang-timeout", "2"]
 STATUS = {1: "two CPUs were in the critical section at once", 3: "a CPU waited for ever (a lost hand-off?)",
           4: "the run never took the queue's paths (inconclusive)"}
 
@@ -28,11 +28,11 @@ def _race(ctx, arch, pending_bits, acquisitions, extra=()):
 
 
 def test_your_architecture(ctx):
-    _race(ctx, ctx.variant["arch"], ctx.variant["pending_bits"], 4000)
+    _race(ctx, ctx.variant["arch"], ctx.variant["pending_bits"], 2000)
 
 
 def test_three_cpus_x86_64(ctx):
-    _race(ctx, "x86_64", 9 - ctx.variant["pending_bits"], 20000)
+    _race(ctx, "x86_64", 9 - ctx.variant["pending_bits"], 8000)
 
 
 def test_log_replays_in_the_model(ctx):

@@ -15,8 +15,8 @@ test = {
         "cases": [{
             "code": ">>> # it builds, and two CPUs racing through the pending path, the queue and set_locked\n"
                     ">>> # neither overlap nor hang (0: clean; 1: violation; 3: hang; 4: a path never taken)\n"
-                    ">>> torture('--threads', '2', '--acquisitions', '20000', '--step-delay', '200',\n"
-                    "...         '--delay-in', '100', '--seed', '1', '--hang-timeout', '3')\n"
+                    ">>> torture('--threads', '2', '--acquisitions', '8000', '--step-delay', '200',\n"
+                    "...         '--delay-in', '100', '--seed', '1', '--hang-timeout', '2')\n"
                     "0",
             "hidden": False, "locked": False,
         }],

@@ -182,11 +182,17 @@ def _kind(v: Any) -> str:
 
 # --- scenario files -------------------------------------------------------------------------------
 
-def _expect_rules(entry: dict, path: str) -> None:
-    try:
-        entry["parsed"] = expect.parse(entry)
-    except expect.ExpectError as e:
-        raise bad(path, str(e)) from None
+def _parsed_by(parse):
+    """Table rules that keep ``parse(entry)`` as the entry's "parsed" value; its ExpectError is
+    the scenario file's mistake."""
+
+    def rules(entry: dict, path: str) -> None:
+        try:
+            entry["parsed"] = parse(entry)
+        except expect.ExpectError as e:
+            raise bad(path, str(e)) from None
+
+    return rules
 
 
 EXPECT = Table({
@@ -195,13 +201,7 @@ EXPECT = Table({
        for form, says in (("always", "holds in every state of the run"), ("never", "holds in no state"),
                           ("sometime", "holds in some state"), ("at_end", "holds in the final state"))},
     "order": Key(List(Str(max_len=80), 0, 32, "steps 'ACTOR:label' taken in this order"), []),
-}, rules=_expect_rules)
-
-def _question_rules(entry: dict, path: str) -> None:
-    try:
-        entry["parsed"] = questions.parse(entry)
-    except expect.ExpectError as e:
-        raise bad(path, str(e)) from None
+}, rules=_parsed_by(expect.parse))
 
 
 QUESTION = Table({
@@ -214,7 +214,7 @@ QUESTION = Table({
     "field": Key(Str(doc="the expression whose value is the answer (kstep.engine.expect's language; "
                          "kind thread: evaluated on each thread)", max_len=expect.MAX_EXPR)),
     "choices": Key(List(Str(max_len=120), 0, 12, "choose: the answers offered"), []),
-}, rules=_question_rules)
+}, rules=_parsed_by(questions.parse))
 
 
 def _questions_rules(table: dict, path: str) -> None:

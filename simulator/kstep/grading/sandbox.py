@@ -59,7 +59,8 @@ class SandboxUnavailable(Exception):
 class Limits(NamedTuple):
     cpu: int = 20  # seconds of CPU time (RLIMIT_CPU), all threads together
     memory: int = 512  # MiB (RLIMIT_DATA)
-    nproc: int = 64  # processes and threads of the sandbox's uid (RLIMIT_NPROC)
+    nproc: int = 32  # processes and threads of the sandbox's uid (RLIMIT_NPROC): a compiler's or
+    # qemu-user's handful, and few enough that a fork bomb cannot starve the graders running beside it
     wall: int = 120  # seconds: the backstop for a submission that sleeps or blocks
     output: int = 1 << 20  # bytes of stdout and stderr together
     file_size: int = 64  # MiB: the largest file it may write (RLIMIT_FSIZE)

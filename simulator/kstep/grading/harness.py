@@ -145,11 +145,10 @@ class Context:
         if r.verdict != "ok":
             tail = r.stderr.decode(errors="replace").strip().splitlines()[-6:]
             raise Fail(f"your code {r.why}", "\n".join(tail))
-        lines = r.stdout.strip().splitlines()
-        try:
-            return json.loads(lines[-1][:MAX_RESULT]) if lines else None
-        except (json.JSONDecodeError, RecursionError):
-            raise Fail("the driver's answer is not JSON (does your code print to stdout?)") from None
+        answer = _last_json(r.stdout)
+        if answer is None:
+            raise Fail("the driver's answer is not JSON (does your code print to stdout?)")
+        return answer
 
 
 def grade(exercise: Exercise, submission: Path, *, student: str = variants.EXAMPLE, secret: str = "",
@@ -210,12 +209,7 @@ def _public(exercise: Exercise, ctx: Context) -> list[TestResult]:
             out.append(TestResult(name, VISIBLE, 0, _points(exercise, name), f.message))
             continue
         r = ctx.run([sys.executable, "-m", "kstep.grading.ok", "--json", f"tests/{path.name}"])
-        got = None
-        for line in r.stdout.decode(errors="replace").splitlines()[-1:]:
-            try:
-                got = json.loads(line)
-            except json.JSONDecodeError:
-                got = None
+        got = _last_json(r.stdout)
         points = _points(exercise, name)
         if r.verdict not in ("ok", "failed") or not isinstance(got, dict):
             why = r.why if r.verdict not in ("ok", "failed") else "did not finish the test"
@@ -226,6 +220,15 @@ def _public(exercise: Exercise, ctx: Context) -> list[TestResult]:
             out.append(TestResult(name, VISIBLE, points if passed else 0, points,
                                   "passed" if passed else str(got.get("output", ""))[-4000:]))
     return out
+
+
+def _last_json(stdout: bytes) -> Any:
+    """The last line of a sandboxed run's output as JSON, or None."""
+    lines = stdout.decode(errors="replace").strip().splitlines()
+    try:
+        return json.loads(lines[-1][:MAX_RESULT]) if lines else None
+    except (json.JSONDecodeError, RecursionError):
+        return None
 
 
 def hidden_tests(exercise: Exercise) -> list:

@@ -36,9 +36,8 @@ def run_test(test: dict) -> tuple[bool, str]:
     for k, suite in enumerate(test["suites"]):
         scope: dict = {"__name__": f"ok_{test['name']}_{k}"}
         parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-        for step, code in (("setup", suite.get("setup", "")),):
-            if code.strip():
-                exec(compile(code, f"<{step}>", "exec"), scope)
+        if suite.get("setup", "").strip():
+            exec(compile(suite["setup"], "<setup>", "exec"), scope)
         for n, case in enumerate(suite["cases"], start=1):
             dt = parser.get_doctest(case["code"], scope, f"{test['name']} case {n}", None, 0)
             result = runner.run(dt, out=report.write, clear_globs=False)

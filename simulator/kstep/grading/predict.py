@@ -14,6 +14,7 @@ question answered right.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +41,17 @@ def answers(mechanism: str, exercise_path: Path, variant: dict) -> list[question
 
 def solution_toml(computed: list[questions.Answer]) -> str:
     """An answers.toml holding the computed answers (what a solution hands in)."""
-    lines = ["[answers]"]
-    for a in computed:
-        value: Any = a.value
-        text = ("true" if value else "false") if isinstance(value, bool) else str(value) if isinstance(value, int) \
-            else "[" + ", ".join(f'"{n}"' for n in value) + "]" if isinstance(value, tuple) else f'"{value}"'
-        lines.append(f"{a.question.id} = {text}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(["[answers]"] + [f"{a.question.id} = {_toml(a.value)}" for a in computed]) + "\n"
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, tuple):
+        return "[" + ", ".join(json.dumps(n) for n in value) + "]"
+    return json.dumps(value)
 
 
 def check(ctx, mechanism: str) -> None:

@@ -13,7 +13,14 @@ import json
 import sys
 
 from kstep.engine import Variant, explore, scenario
-from kstep.models.vma_lock import VmaLocksModel
+from kstep.models.vma_lock import VmaLocksModel, recheck_skipped
+
+
+def lock_held(s, i):
+    """vma_start_read() returns true: thread i holds its VMA read-locked and goes on to
+    check_detached.  (The model's own continuation after a passing recheck: the one the broken
+    no-recheck variant takes without rechecking.)"""
+    return recheck_skipped(s, i, None)
 
 
 def student_model(base: str) -> VmaLocksModel:

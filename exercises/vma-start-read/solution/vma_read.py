@@ -5,12 +5,13 @@ A step is a function ``step(s, i, arg) -> new state``: ``s`` is the whole state 
 ``s.vmas[s.threads[i].vma]``; ``s.mm.mm_lock_seq`` is the mm's sequence number.  A step says what
 the thread does next by pushing frames (``push(s, i, (Frame("label"), ...))``): the steps below may
 push ``down_read_trylock``, ``check_detached``, ``up_read`` (argument: the VMA's id),
-``rcu_read_unlock`` and ``vma_lock_abort``.  ``set_local(s, i, vma_locked=True)`` records that the
-thread now holds the VMA read-locked.
+``rcu_read_unlock`` and ``vma_lock_abort``.  When the recheck passes, ``lock_held(s, i)`` (from
+driver.py) is what follows: the thread holds the VMA read-locked and goes on to check_detached.
 """
 
 from kstep.engine import Frame, push
-from kstep.models.vma_lock import set_local
+
+from driver import lock_held
 
 
 def vma_start_read(s, i, arg):
@@ -30,6 +31,5 @@ def vma_start_read_recheck(s, i, arg):
     v = s.threads[i].vma
     if s.vmas[v].vm_lock_seq == s.mm.mm_lock_seq:
         return push(s, i, (Frame("up_read", v), Frame("rcu_read_unlock"), Frame("vma_lock_abort")))
-    s = set_local(s, i, vma_locked=True)
-    return push(s, i, (Frame("check_detached"),))
+    return lock_held(s, i)
     # END SOLUTION

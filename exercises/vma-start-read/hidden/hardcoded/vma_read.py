@@ -5,7 +5,8 @@ CANARY-KSTEP-HIDDEN-vma-start-read
 """
 
 from kstep.engine import Frame, push
-from kstep.models.vma_lock import set_local
+
+from driver import lock_held
 
 
 def vma_start_read(s, i, arg):
@@ -21,5 +22,4 @@ def vma_start_read_recheck(s, i, arg):
     public = s.threads[i].addr == 1 and len(s.vmas) == 2
     if public and s.vmas[v].vm_lock_seq == s.mm.mm_lock_seq:
         return push(s, i, (Frame("up_read", v), Frame("rcu_read_unlock"), Frame("vma_lock_abort")))
-    s = set_local(s, i, vma_locked=True)
-    return push(s, i, (Frame("check_detached"),))
+    return lock_held(s, i)

@@ -318,3 +318,32 @@ def test_grade_cli_writes_results_and_refuses_bad_input(ex, tmp_path, capsys):
         assert main(["grade", *argv]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+
+
+def test_the_weaker_user_mode_still_limits_and_hides_a_closed_folder(ex, tmp_path):
+    """Gradescope's fallback: no namespaces, but an unprivileged uid under the same limits, which
+    cannot read a folder closed to it (as setup.sh closes /autograder/source).  It needs a Python the
+    sandbox's uid may run (not one under /root, as pyenv puts it; test_release's emulated
+    autograder grades in this mode with Debian's)."""
+    try:
+        sandbox.check("user")
+    except sandbox.SandboxUnavailable as e:
+        pytest.skip(str(e))
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    (closed / "secret.txt").write_text("CANARY-KSTEP-HIDDEN-closed")
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    (sub / "sub.py").write_text(f"""
+def answer():
+    try:
+        return open({str(closed / 'secret.txt')!r}).read()
+    except OSError:
+        return 42
+""")
+    g = harness.grade(ex, sub, student="s1", secret="x" * 16, mode="user")
+    assert g.score == g.max_score, g.tests
+    (sub / "sub.py").write_text("while True:\n    pass\n")
+    g = harness.grade(ex._replace(cpu=1), sub, student="s1", secret="x" * 16, mode="user")
+    assert by_name(g)["answer"].output.startswith("your code ran out of CPU time")
+    assert not sandbox_processes()

@@ -8,6 +8,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -110,6 +111,21 @@ def test_grading_refuses_an_exercise_changed_since_the_release(course, capsys):
     assert "exercise answer-ex has changed since the release" in err and err.count("\n") == 1
 
 
+def test_gradescope_metadata_names_the_student(course, capsys):
+    tmp_path, config, roster = course
+    sub = tmp_path / "sub.py"
+    sub.write_text("def answer():\n    return 42\n")
+    meta = tmp_path / "submission_metadata.json"
+    meta.write_text(json.dumps({"users": [{"email": STUDENTS[2], "sid": "x"}]}))
+    assert main(["grade", "answer-ex", str(sub), "--config", str(config), "--metadata", str(meta)]) == 0
+    ex = exercise.load(tmp_path / "exercises" / "answer-ex")
+    out = capsys.readouterr().out
+    assert f"student: {STUDENTS[2]}" in out and f"offset={variants.for_student(ex, STUDENTS[2], SECRET)['offset']}" in out
+    meta.write_text('{"users": []}')
+    assert main(["grade", "answer-ex", str(sub), "--config", str(config), "--metadata", str(meta)]) == 2
+    assert "no users[0].email in this submission metadata" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("rows, message", [
     ([["name"], ["x"]], "needs a header row with a 'student' column"),
     ([["student"], ["bob"], ["bob"]], "line 3: student 'bob' is listed twice"),
@@ -140,12 +156,22 @@ def test_the_zip_grades_in_an_emulated_autograder(course, capsys):
     submission_metadata.json and writing results/results.json."""
     tmp_path, config, roster = course
     out = release(tmp_path, config, roster, capsys)
-    root = tmp_path / "autograder"
+    # /autograder is open to everyone but for source/, as on Gradescope (pytest's folders are not)
+    root = Path(tempfile.mkdtemp(prefix="kstep-autograder-"))
+    root.chmod(0o755)
+    try:
+        autograder(root, out, tmp_path)
+    finally:
+        shutil.rmtree(root)
+
+
+def autograder(root: Path, out: Path, tmp_path: Path) -> None:
     with zipfile.ZipFile(out / "gradescope" / "answer-ex.zip") as z:
         z.extractall(root / "source")
         for info in z.infolist():
             os.chmod(root / "source" / info.filename, info.external_attr >> 16 & 0o777)
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root)}
+    # Gradescope's Python is the system's, under /usr: find it first, as there
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "PATH": "/usr/bin:/bin:" + os.environ["PATH"]}
     setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=env, capture_output=True, text=True)
     assert setup.returncode == 0, setup.stdout + setup.stderr
     assert stat.S_IMODE((root / "source").stat().st_mode) == 0o700
@@ -158,3 +184,12 @@ def test_the_zip_grades_in_an_emulated_autograder(course, capsys):
     assert results["score"] == 4 and len(results["tests"]) == 3, results
     ex = exercise.load(tmp_path / "exercises" / "answer-ex")
     assert f"offset={variants.for_student(ex, STUDENTS[1], SECRET)['offset']}" in r.stdout
+    # The weaker mode, for a container without user namespaces: the submission, as uid 61000,
+    # cannot read /autograder/source, closed by setup.sh.
+    (root / "submission" / "sub.py").write_text(
+        f"def answer():\n    try:\n        open({str(root / 'source' / 'course.toml')!r}).read()\n"
+        f"        return 'read the secret'\n    except OSError:\n        return 42\n")
+    weak = subprocess.run([str(root / "kstep-venv" / "bin" / "kstep"), "grade", "answer-ex", str(root / "submission"),
+                           "--config", str(root / "source" / "course.toml"), "--student", STUDENTS[1],
+                           "--sandbox", "user"], env=env, capture_output=True, text=True)
+    assert weak.returncode == 0 and "answer-ex (version 1): 4/4" in weak.stdout, weak.stdout + weak.stderr

@@ -346,11 +346,13 @@ def _verdict(status: Optional[int], sig: Optional[int], stderr: bytes, cpu_spent
 
 
 def check(mode: str = "bwrap") -> None:
-    """Raise SandboxUnavailable unless a sandboxed child really runs here, as a non-root uid."""
+    """Raise SandboxUnavailable unless a sandboxed child really runs here, as a non-root uid, with
+    the Python and kstep that submissions run under."""
     with tempfile.TemporaryDirectory(prefix="kstep-sandbox-check-") as d:
         prepare_scratch(Path(d), 0)
+        probe = "import os, kstep; print(os.getuid())"
         try:
-            r = run(["id", "-u"], Path(d), Limits(cpu=5, wall=30), mode=mode)
+            r = run([sys.executable, "-c", probe], Path(d), Limits(cpu=10, wall=60), mode=mode)
         except OSError as e:
             raise SandboxUnavailable(f"cannot start the sandbox: {e.strerror}") from None
         if r.verdict != "ok":

@@ -125,6 +125,15 @@ def test_value_answers_keep_their_type(given, ok):
     assert questions.matches(answers[0], given) is ok
 
 
+def test_an_unsigned_long_answer_may_be_given_signed():
+    """RCU's gp_seq starts 300 grace periods before the wrap; the step table shows it signed."""
+    q = questions.Question("gp", questions.Anchor("end"), "value", "?", None, "rcu.gp_seq")
+    a = questions.Answer(q, 3, (1 << 64) - 1196)
+    assert questions.matches(a, -1196) and questions.matches(a, (1 << 64) - 1196)
+    assert not questions.matches(a, -1192) and not questions.matches(a, 1196)
+    assert questions.text(a.value) == "-1196 (unsigned: 18446744073709550420)"
+
+
 def test_thread_answers_are_a_set_of_names():
     _, _, _, answers = run("T1*2 W*10 T1*9")
     holders = answers[1]

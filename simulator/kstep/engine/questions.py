@@ -174,12 +174,20 @@ def _value(model: Model, q: Question, state: Any, action: Optional[Action]) -> A
     return value
 
 
+ULONG = 1 << 64  # a C unsigned long: kernel counters such as RCU's gp_seq live near its wrap
+
+
 def text(value: Any) -> str:
-    """An answer as a student writes it: ``3``, ``vma_start_read``, ``true``, ``T1, T2`` (``none``)."""
+    """An answer as a student writes it: ``3``, ``vma_start_read``, ``true``, ``T1, T2`` (``none``).
+
+    An unsigned long past 2**63 is shown as the step table shows it, signed, then as unsigned.
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, tuple):
         return ", ".join(value) or "none"
+    if isinstance(value, int) and ULONG // 2 <= value < ULONG:
+        return f"{value - ULONG} (unsigned: {value})"
     return str(value)
 
 
@@ -187,7 +195,8 @@ def matches(answer: Answer, given: Any) -> bool:
     """Does what a student gave (a TOML value) equal the computed answer?
 
     Numbers must be numbers, true/false booleans; strings compare without surrounding blanks; a
-    "thread" answer is a list of names (or one name) in any order.
+    "thread" answer is a list of names (or one name) in any order.  A number may be given as the
+    signed or the unsigned view of the same 64-bit word (the step table shows RCU's gp_seq signed).
     """
     want = answer.value
     if answer.question.kind == "thread":
@@ -198,5 +207,5 @@ def matches(answer: Answer, given: Any) -> bool:
     if isinstance(want, bool) or isinstance(given, bool):
         return isinstance(want, bool) and isinstance(given, bool) and want == given
     if isinstance(want, int):
-        return isinstance(given, int) and given == want
+        return isinstance(given, int) and (given == want or (abs(given) < ULONG and given % ULONG == want % ULONG))
     return isinstance(given, str) and given.strip() == want

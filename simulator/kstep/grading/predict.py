@@ -48,7 +48,7 @@ def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        return str(value)
+        return str(value - questions.ULONG if value >= questions.ULONG // 2 else value)  # as the table shows it
     if isinstance(value, tuple):
         return "[" + ", ".join(json.dumps(n) for n in value) + "]"
     return json.dumps(value)

@@ -157,6 +157,19 @@ def test_vma_view_moves_an_unmapped_vma_off_the_tree_until_rcu_frees_it():
     assert "freed" in statuses[-1][0]
 
 
+def test_vma_view_says_a_thread_was_killed_by_sigsegv():
+    from kstep.views.vma_lock import DONE, KILLED, PHASES, phase
+
+    trace, model = run("vma-locks", "munmap-vs-fault")
+    frames = Frames(views.layout(trace, model))
+    final = trace.states[-1]
+    t1, t2 = final.threads[0], final.threads[1]
+    assert t1.died == "SIGSEGV" and not t2.died
+    body = frames.rows("threads", len(trace))["body"]
+    assert body[0].startswith("killed by SIGSEGV") and body[1].startswith("done")
+    assert (phase(final, 0), phase(final, 1)) == (KILLED, DONE) and "killed" in PHASES[KILLED][0]
+
+
 def test_vma_thread_phases_follow_the_locks_they_hold():
     from kstep.views.vma_lock import EPOCH, LOOKUP, MM_READ, VMA_READ, WAIT_MM, WAIT_VMA
 

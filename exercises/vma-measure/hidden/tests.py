@@ -11,7 +11,7 @@ from kstep.grading.harness import Fail
 from kstep.models import make_model
 
 # The two kernels, as measurements.toml names them, and the model variants they are.
-KERNELS = {"vma-locks": "v6.12", "mmap-lock": "mmap-lock-only"}
+KERNELS = {"vma-locks": "v6.12", "mmap-lock": "no-per-vma-lock"}
 COUNTERS = ("rounds", "vma_lock_success", "mmap_lock_faults")
 SCENARIO = Path(__file__).resolve().parent.parent / "data" / "launch.toml"
 

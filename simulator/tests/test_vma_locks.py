@@ -461,3 +461,12 @@ def test_map_fixed_vs_munmap_fault_outcomes(order, vma, died):
                if a.actor == "T" and a.label == "handle_mm_fault"]
     assert [(v.start, v.end, v.prot) for v in handled] == ([vma] if vma else [])
     assert tr.states[-1].threads[0].died == died
+
+
+def test_claims_can_name_the_mmap_writer_and_see_overlapping_vmas():
+    """The helpers scenario [[expect]] tables use: mmap_writer() and tree_overlaps()."""
+    m, sc, s0 = load(MECH, "map-fixed-vs-munmap", "map-fixed-without-unmap")
+    tr = simulate(m, s0, Scripted("M*7"), max_steps=7)  # mmap_write_lock ... vma_iter_store of [2, 6)
+    helpers = m.expect_functions()
+    assert [helpers["mmap_writer"](s) for s in tr.states] == [""] + ["M"] * 7
+    assert [helpers["tree_overlaps"](s) for s in tr.states] == [False] * 7 + [True]

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 # pip reinstalls only when pyproject.toml is newer than this stamp, so repeated runs start at once.
 INSTALLED := $(VENV)/.kstep-installed
-EXTRAS := notebook,test,bench
+EXTRAS := notebook,test,bench,docs
 PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 
 .DEFAULT_GOAL := help

@@ -12,7 +12,7 @@ PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 
 help:
 	@echo "kstep make targets:"
-	@echo "  course           install what is needed, build the course into build/course and print the page to open"
+	@echo "  course           install what is needed, build the course site into build/course and print the page to open"
 	@echo "  test             install what is needed, run every test (slow, qemu and browser ones included)"
 	@echo "  test-fast        like test, without the slow, qemu and browser tests"
 	@echo "  notebook         start JupyterLab on notebooks/"
@@ -40,9 +40,10 @@ $(INSTALLED): pyproject.toml | $(VENV)/bin/python
 	@touch $@
 
 # build/ is make's own output folder; the course builder never creates a missing parent itself.
+# The site goes to build/course, its caches (doctrees, executed notebooks) to build/course-cache.
 course: setup
 	@mkdir -p build
-	$(VENV)/bin/python -m kstep.views.course --out build/course
+	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course
 
 test: setup
 	$(PYTEST)

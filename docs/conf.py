@@ -15,6 +15,7 @@ release = version = __version__
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinxarg.ext", "kstep.views.site"]
 exclude_patterns = ["**.ipynb_checkpoints"]
 myst_heading_anchors = 3
+smartquotes = False  # scenario texts and step labels appear exactly as the library writes them
 
 # Notebooks run at every build that changed them (jupyter-cache keeps the rest); a cell that raises
 # fails the build.  make course points nb_execution_cache_path at a cache per kstep source digest.

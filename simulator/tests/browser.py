@@ -70,6 +70,10 @@ class Opened:
             root = self.page.evaluate(f"() => Bokeh.documents[{doc}].roots()[0].id")
             self.root = self.page.locator(f'[data-root-id="{root}"]')
 
+    def open_collapsed(self) -> None:
+        """Expand every collapsed block (a notebook's hidden answers), as a student opens them."""
+        self.page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+
     def is_player(self) -> bool:
         return self.js("m('kstep-slider') !== null")
 

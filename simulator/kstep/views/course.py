@@ -89,7 +89,7 @@ def build(docs: Path, out: Path, *, jobs: int = 1) -> Path:
     """
     from sphinx.cmd.build import build_main
 
-    docs, out = Path(docs), Path(out)
+    docs, out = Path(docs).resolve(), Path(out).resolve()  # Sphinx starts afresh when its srcdir moves
     if not (docs / "conf.py").is_file():
         raise UserError(f"--docs {docs}: no conf.py there")
     if not out.parent.is_dir():

@@ -10,6 +10,7 @@ from kstep import views
 from kstep.engine import Random, Scripted, explore, scenario, simulate
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
+from kstep.models.rcu import gp_seq_long
 from kstep.views import style
 from kstep.views.player import Frames
 
@@ -101,11 +102,13 @@ def test_rcu_view_outlines_the_cpu_whose_quiescent_state_is_pending():
     seen = False
     for k, s in enumerate(trace.states):
         boxes = frames.rows("threads", k)
-        for i, pending in enumerate(s.rcu.qs_pending):
+        for i in range(len(s.threads)):
+            pending = bool(s.rcu.qsmask >> i & 1)
             assert (boxes["line"][i] == style.ORANGE) == pending, f"frame {k} CPU {i}"
             seen |= pending
         gp = frames.rows("gp", k)
-        assert gp["head"] == [f"gp_seq {s.rcu.gp_seq}"]
+        assert gp["head"] == [f"gp_seq {gp_seq_long(s.rcu.gp_seq)}"]  # as the tracepoints print it
+        assert gp["head"][0].startswith("gp_seq -1")
     assert seen, "the scenario should hold up a grace period at least once"
 
 

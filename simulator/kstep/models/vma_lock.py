@@ -25,7 +25,8 @@ from typing import NamedTuple
 from ..engine import HARM, Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
 from ..engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from . import rwsem
-from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
+from .rcu import (RCU_ACTOR, RCU_GP_KTHREAD, add_rcu, call_rcu, rcu_broken, rcu_expect_functions, rcu_init,
+                  rcu_invariants)
 from .rwsem import NOBODY, READ, WRITE
 
 MM = -1  # the lock argument naming mm->mmap_lock (VMA locks are named by the VMA's id)
@@ -903,7 +904,7 @@ class VmaLocksModel(ProgramModel):
     name = "vma-locks"
     title = "Per-VMA locks: page faults under RCU and one VMA's read lock"
     program = program
-    daemons = {RCU_ACTOR: ("rcu_gp_init", "rcu_qs", "rcu_gp_cleanup", "rcu_do_batch")}
+    daemons = {RCU_ACTOR: RCU_GP_KTHREAD}
     default_variant = "v6.12"
     variants = VARIANTS
     invariants = INVARIANTS
@@ -927,6 +928,9 @@ class VmaLocksModel(ProgramModel):
             held = _sem_text(vma.lock, names)
             out[f"vma{v}"] = f"seq={vma.vm_lock_seq}{' ' + flags if flags else ''}{' ' + held if held != '-' else ''}"
         return out
+
+    def expect_functions(self):
+        return rcu_expect_functions()
 
     def answers(self, trace):
         final = trace.states[-1]

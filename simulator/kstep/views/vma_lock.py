@@ -18,7 +18,7 @@ from .board import COLUMNS as BOX, LEFT, Box, board_figure, columns, draw_boxes,
 from .counters import counters_figure
 from .player import Player
 from .rcu import (CB_READY, CB_WAITING, GP_RUNNING, QS_PENDING, callback_boxes, callbacks_figure, gp_box,
-                  gp_lane, qs_marks)
+                  gp_lane, grace_periods_completed, qs_marks, qs_needed)
 from .registry import register
 from .timeline import actor_marks, interval_lane, lanes_figure, phase_bars
 
@@ -166,7 +166,7 @@ def thread_boxes(s, names) -> list[Box]:
             lines.append(f"fault at {t.addr}" + (f" · vma {t.vma}" if t.vma >= 0 else ""))
         elif t.kind == "writer":
             lines.append("writer")
-        pending = s.rcu.qs_pending[i]
+        pending = qs_needed(s.rcu, i)
         out.append(Box(x, y, w, h, PHASES[phase(s, i)][1], f"{names[i]} · CPU {i}", "\n".join(lines),
                        line=QS_PENDING[1] if pending else style.INK, width=5 if pending else 1))
     return out
@@ -175,7 +175,7 @@ def thread_boxes(s, names) -> list[Box]:
 def thread_key(s):
     """What thread_boxes reads: each thread's next step and locks, not its whole program."""
     heads = tuple((t.frames[0] if t.frames else None, t.addr, t.vma, t.vma_locked) for t in s.threads)
-    return heads, s.rcu.nesting, s.rcu.qs_pending, s.mm.mmap_lock
+    return heads, s.rcu.nesting, s.rcu.qsmask, s.mm.mmap_lock
 
 
 def mm_box(s, names) -> Box:
@@ -200,7 +200,7 @@ def vma_lock_view(trace, model):
     draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s, names)), key=thread_key))
     draw_boxes(board, player.frame_source(
         "mm", BOX, lambda s: columns([mm_box(s, names), gp_box(s.rcu, names, 6.75, 3, 3.0)]),
-        key=lambda s: (s.mm.mmap_lock, s.mm.mm_lock_seq, s.rcu.gp_seq, s.rcu.qs_pending)))
+        key=lambda s: (s.mm.mmap_lock, s.mm.mm_lock_seq, s.rcu.gp_seq, s.rcu.qsmask)))
     draw_boxes(board, player.frame_source("tree", BOX, lambda s: columns(tree_boxes(s, names)),
                                           key=lambda s: (s.mm, s.vmas)), body_size="10pt")
     draw_boxes(board, player.frame_source("off-tree", BOX, lambda s: columns(off_tree_boxes(s, names)),
@@ -228,7 +228,8 @@ def vma_lock_view(trace, model):
     actor_marks(timeline, player, list(range(nthreads)) + [nthreads + 1])
     pending = callbacks_figure(player, timeline.x_range)
 
-    counts = np.array([[getattr(s.counters, c) for c in COUNTERS] + [s.rcu.gp_seq >> 2] for s in trace.states])
+    counts = np.array([[getattr(s.counters, c) for c in COUNTERS] + [gp] for s, gp in
+                       zip(trace.states, grace_periods_completed(trace.states))])
     counters = counters_figure(player, "counters", "counters so far (the VMA_LOCK_* events of /proc/vmstat)",
                                list(COUNTERS) + ["grace periods completed"], counts,
                                list(COUNTER_COLORS) + [GP_RUNNING[1]])

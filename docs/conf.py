@@ -37,6 +37,8 @@ html_title = "kstep"
 html_static_path = ["_static"]
 html_css_files = ["kstep.css"]
 html_copy_source = True  # the notebooks' download button offers the .ipynb from _sources
+# Result summaries are fetch()ed from _sources, which a browser refuses from file://.
+html_show_search_summary = False
 html_context = {"default_mode": "light"}  # else pydata-sphinx-theme logs an error on a first visit
 html_theme_options = {
     "use_download_button": True,

@@ -263,6 +263,8 @@ class ExercisesDirective(KstepDirective):
             para = nodes.paragraph()
             para += nodes.strong("", meta.get("title", folder.name))
             details = [f"exercises/{folder.name}/"]
+            if isinstance(meta.get("points"), dict):
+                details.insert(0, f"{sum(meta['points'].values())} points")
             if meta.get("kind"):
                 details.insert(0, meta["kind"])
             para += nodes.Text(f" ({', '.join(details)})")

@@ -21,7 +21,7 @@ help:
 	@echo "  verdicts         explore every bundled scenario x variant into simulator/kstep/verdicts.json"
 	@echo "  setup            Debian packages (scripts/setup-system) and the $(VENV) virtual environment"
 	@echo "  system-packages  only the Debian packages"
-	@echo "  clean            remove build/, bench/results/ and kernel-lab/build/"
+	@echo "  clean            remove build/, bench/results/, docs/animations/ (generated) and kernel-lab/build/"
 	@echo "  distclean        clean, and remove $(VENV)"
 
 setup: system-packages $(INSTALLED)
@@ -66,7 +66,7 @@ verdicts: setup
 	$(VENV)/bin/python scripts/verdicts
 
 clean:
-	rm -rf build bench/results
+	rm -rf build bench/results docs/animations
 	$(MAKE) -C kernel-lab clean
 
 distclean: clean

@@ -56,7 +56,9 @@ def play_step_back_reset(browser, trace, model, lay, path):
         assert_on_screen(p, lay, 0)
         board0 = p.picture("kstep-plot-state")
 
-        p.speed("30 steps/s")
+        # Slow enough that Pause lands mid-run on a loaded machine (at 30 steps/s a 14-step run could end
+        # between reaching frame 4 and the click).
+        p.speed("2 steps/s")
         p.click("Play")
         p.wait("m('kstep-slider').value >= 4")
         assert p.js("m('kstep-play').active")

@@ -8,13 +8,15 @@ PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages course test test-fast notebook lab bench verdicts clean distclean
+.PHONY: help setup system-packages course test test-fast test-grade-batch notebook lab bench verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
 	@echo "  course           install what is needed, build the course site into build/course and print the page to open"
 	@echo "  test             install what is needed, run every test (slow, qemu and browser ones included)"
 	@echo "  test-fast        like test, without the slow, qemu and browser tests"
+	@echo "  test-grade-batch grade 100 submissions with hostile ones mixed in, and a Gradescope zip in an"
+	@echo "                   emulated /autograder (several minutes; make test leaves these out)"
 	@echo "  notebook         start JupyterLab on notebooks/"
 	@echo "  lab              build the kernel lab's C ports for x86_64, arm64 and ppc64le (kernel-lab/build/)"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot)"
@@ -45,11 +47,16 @@ course: setup
 	@mkdir -p build
 	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course
 
+# Grading at class scale (a batch of 100, a Gradescope zip installed from scratch) takes minutes:
+# it has a target of its own.
 test: setup
-	$(PYTEST)
+	$(PYTEST) -m "not batch"
 
 test-fast: setup
-	$(PYTEST) -m "not slow and not qemu and not browser"
+	$(PYTEST) -m "not slow and not qemu and not browser and not batch"
+
+test-grade-batch: setup
+	$(PYTEST) -m batch
 
 notebook: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks

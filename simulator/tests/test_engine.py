@@ -6,8 +6,8 @@ from typing import NamedTuple
 
 import pytest
 
-from kstep.engine import (ASSERTION, HARM, Frame, Invariant, Program, ProgramModel, Random, RoundRobin, Scripted,
-                          SplitMix64, Variant, explore, parse_schedule, push, set_thread, simulate)
+from kstep.engine import (ASSERTION, HARM, Frame, Inline, Invariant, Program, ProgramModel, Random, RoundRobin,
+                          Scripted, SplitMix64, Variant, explore, parse_schedule, push, set_thread, simulate)
 from kstep.engine import trace as tracemod
 from kstep.engine.prng import BELOW_VECTORS, VECTORS
 from kstep.errors import UserError
@@ -119,6 +119,21 @@ def test_calls_expand_lazily_into_steps():
 def test_variant_replaces_only_known_labels():
     with pytest.raises(ValueError):
         prog.replaced({"no-such-label": lambda s, i, a: s})
+
+
+class CompiledOut(Counter):
+    variants = {"no-lock": Variant("no-lock", "built without the lock: lock and unlock are empty inlines",
+                                   replaces={"increment": locked_increment, "lock": Inline(lambda s, i, a: ()),
+                                             "unlock": Inline(lambda s, i, a: ())})}
+    default_variant = "no-lock"
+
+
+def test_an_inline_replacement_makes_a_step_a_call_that_takes_no_step():
+    """A kernel built without a feature compiles a function to an empty inline: no step, same source."""
+    m = CompiledOut()
+    assert "lock" not in m.sources() and str(m.locations()["lock"]) == "kernel/locking/rwsem.c:down_write"
+    tr = simulate(m, m.initial({"threads": 1}), RoundRobin())
+    assert [a.label for a in tr.actions] == ["load", "store"]
 
 
 def test_scripted_schedule_reproduces_the_lost_update():

@@ -157,6 +157,19 @@ def test_vma_view_moves_an_unmapped_vma_off_the_tree_until_rcu_frees_it():
     assert "freed" in statuses[-1][0]
 
 
+def test_vma_view_says_a_thread_was_killed_by_sigsegv():
+    from kstep.views.vma_lock import DONE, KILLED, PHASES, phase
+
+    trace, model = run("vma-locks", "munmap-vs-fault")
+    frames = Frames(views.layout(trace, model))
+    final = trace.states[-1]
+    t1, t2 = final.threads[0], final.threads[1]
+    assert t1.died == "SIGSEGV" and not t2.died
+    body = frames.rows("threads", len(trace))["body"]
+    assert body[0].startswith("killed by SIGSEGV") and body[1].startswith("done")
+    assert (phase(final, 0), phase(final, 1)) == (KILLED, DONE) and "killed" in PHASES[KILLED][0]
+
+
 def test_vma_thread_phases_follow_the_locks_they_hold():
     from kstep.views.vma_lock import EPOCH, LOOKUP, MM_READ, VMA_READ, WAIT_MM, WAIT_VMA
 
@@ -173,6 +186,7 @@ def test_vma_thread_phases_follow_the_locks_they_hold():
 
 
 def check_phases(trace, model):
+    from kstep.models.vma_lock import vma_read_locked
     from kstep.views.vma_lock import EPOCH, LOOKUP, VMA_READ, WAIT_MM, WAIT_VMA, phase
 
     seen = set()
@@ -183,11 +197,12 @@ def check_phases(trace, model):
             if p == EPOCH:
                 assert s.mm.mmap_lock.owner == i
             if p == VMA_READ:
-                assert t.vma_locked
+                assert i in s.vmas[t.vma].lock.readers
             if p == WAIT_MM:
                 assert any(w == i for w, _ in s.mm.mmap_lock.waiters)
             if p != WAIT_MM:  # the view reads a VMA wait off the thread's next step: it must agree with the rwsems
-                assert (p == WAIT_VMA) == any(w == i for v in s.vmas for w, _ in v.lock.waiters)
+                unqueued = t.frames and t.frames[0].label in ("rwsem_optimistic_spin", "rwsem_down_write_slowpath")
+                assert (p == WAIT_VMA) == (unqueued or any(w == i for v in s.vmas for w, _ in v.lock.waiters))
             if p == LOOKUP:
-                assert s.rcu.nesting[i] and not t.vma_locked
+                assert s.rcu.nesting[i] and not vma_read_locked(s, i)
     return seen

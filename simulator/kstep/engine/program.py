@@ -66,6 +66,14 @@ class Call(NamedTuple):
     expand: Callable[..., tuple]
 
 
+class Inline(NamedTuple):
+    """A variant's replacement that turns a step into a call: the kernel configuration the variant
+    models compiles that function to an inline that does nothing (or only calls other steps), so
+    it takes no step of its own.  ``expand(state, thread_index, arg) -> tuple of frames``."""
+
+    expand: Callable[..., tuple]
+
+
 class Program:
     """The table of steps and calls of one model, filled in with decorators."""
 
@@ -114,8 +122,9 @@ class Program:
     def replaced(self, replacements: Mapping[str, Callable], what: Optional[str] = None) -> "Program":
         """A copy in which the named steps run (or calls expand) with other functions.
 
-        A replacement may be a plain function (it replaces ``run`` / ``expand``) or a
-        ``(run, guard)`` pair for a step whose enabling condition changes; None keeps the default.
+        A replacement may be a plain function (it replaces ``run`` / ``expand``), a
+        ``(run, guard)`` pair for a step whose enabling condition changes (None keeps the default),
+        or an ``Inline`` that makes a step a call of the same name and source.
         ``what``, if given, replaces the one-line description of every replaced step, so a broken
         step never claims to do what the kernel does.
         """
@@ -123,7 +132,9 @@ class Program:
         copy.steps = dict(self.steps)
         copy.calls = dict(self.calls)
         for label, fn in replacements.items():
-            if label in copy.steps:
+            if isinstance(fn, Inline) and label in copy.steps:
+                copy.calls[label] = Call(label, copy.steps.pop(label).source, fn.expand)
+            elif label in copy.steps:
                 old = copy.steps[label]
                 run, guard = fn if isinstance(fn, tuple) else (fn, None)
                 copy.steps[label] = old._replace(run=run or old.run, guard=guard or old.guard,

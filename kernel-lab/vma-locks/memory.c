@@ -12,7 +12,7 @@
 
 int find(unsigned long addr)
 {
-	struct vma_tree *t = mm.tree;
+	struct vma_tree *t = __atomic_load_n(&mm.tree, __ATOMIC_ACQUIRE);	/* rcu_dereference */
 	int k;
 
 	for (k = 0; k < t->n; k++) {
@@ -51,25 +51,25 @@ static void lock_mm_and_find_vma(unsigned long address, enum label why)
 	int v;
 
 	if (why != NR_LABELS) {
-		step_begin();
+		step_begin(why);
 		count(why == L_vma_lock_abort ? &counters[t->idx].abort : &counters[t->idx].retry);
 		t->vma = NO_VMA;
 		step_end(why, NO_VMA);
 	}
-	step_begin();				/* get_mmap_lock_carefully: down_read */
+	step_begin(L_get_mmap_lock_carefully);	/* down_read */
 	queued = rwsem_down_read(&mm.mmap_lock, t->idx);
 	step_end(L_get_mmap_lock_carefully, NO_VMA);
 	if (queued)
 		rwsem_down_read_wait(WHO_MM);
 
-	step_begin();
+	step_begin(L_find_vma);
 	v = find(address);
 	t->addr = address;
 	t->vma = v;
 	step_end(L_find_vma, v);
 	if (v == NO_VMA) {
 		up_read(WHO_MM, L_mmap_read_unlock);
-		step_begin();
+		step_begin(L_bad_area_nosemaphore);
 		count(&counters[t->idx].sigsegv);
 		t->died = true;
 		step_end(L_bad_area_nosemaphore, NO_VMA);
@@ -91,7 +91,7 @@ static int lock_vma_under_rcu(unsigned long address)
 
 	lab_rcu_read_lock();
 retry:
-	step_begin();				/* mas_walk */
+	step_begin(L_mas_walk);
 	v = find(address);
 	t->addr = address;
 	t->vma = v;
@@ -100,20 +100,18 @@ retry:
 		goto inval;
 
 	/* vma_start_read: the lockless check, then down_read_trylock, then the recheck under the rwsem */
-	step_begin();
+	step_begin(L_vma_start_read);
 	ok = vma_get(v, L_vma_start_read)->vm_lock_seq != mm.mm_lock_seq;
 	step_end(L_vma_start_read, v);
 	if (!ok)
 		goto inval;
-	step_begin();
+	step_begin(L_down_read_trylock);
 	vma = vma_get(v, L_down_read_trylock);
-	ok = read_trylock_ok(&vma->lock);
-	if (ok)
-		rwsem_add_reader(&vma->lock, t->idx);
+	ok = rwsem_read_trylock(&vma->lock, t->idx);
 	step_end(L_down_read_trylock, v);
 	if (!ok)
 		goto inval;
-	step_begin();
+	step_begin(L_vma_start_read_recheck);
 	ok = vma_get(v, L_vma_start_read_recheck)->vm_lock_seq != __atomic_load_n(&mm.mm_lock_seq, __ATOMIC_ACQUIRE);
 	if (variant == VARIANT_NO_RECHECK)	/* BUG: trusts the lockless check */
 		ok = true;
@@ -124,19 +122,19 @@ retry:
 	}
 
 	/* Check if the VMA got isolated after we found it */
-	step_begin();
+	step_begin(L_check_detached);
 	ok = !vma_get(v, L_check_detached)->detached;
 	if (variant == VARIANT_NO_DETACHED_CHECK)	/* BUG: goes on with a detached VMA */
 		ok = true;
 	step_end(L_check_detached, v);
 	if (!ok) {
 		vma_end_read(v);
-		step_begin();
+		step_begin(L_vma_lock_miss);
 		count(&counters[t->idx].miss);
 		step_end(L_vma_lock_miss, v);
 		goto retry;
 	}
-	step_begin();
+	step_begin(L_check_range);
 	vma = vma_get(v, L_check_range);
 	ok = vma->vm_start <= address && address < vma->vm_end;
 	step_end(L_check_range, v);
@@ -197,7 +195,7 @@ static void anon_vma_prepare(void)
 	int v = current->vma, nxt, prev;
 	struct vm_area_struct *vma;
 
-	step_begin();
+	step_begin(L___anon_vma_prepare);
 	vma = vma_get(v, L___anon_vma_prepare);
 	if (vma->anon_vma == NO_ANON_VMA) {
 		nxt = vma_next(v);
@@ -219,7 +217,7 @@ static void fault_handled(bool vma_locked)
 
 	if (vma_locked) {
 		vma_end_read(t->vma);
-		step_begin();
+		step_begin(L_vma_lock_success);
 		count(&counters[t->idx].success);
 		t->vma = NO_VMA;
 		step_end(L_vma_lock_success, NO_VMA);
@@ -242,7 +240,7 @@ static void handle_mm_fault(bool vma_locked)
 	bool present, got;
 
 	fault_work();
-	step_begin();
+	step_begin(L_handle_mm_fault);
 	present = anon_vma_present();
 	step_end(L_handle_mm_fault, t->vma);
 	if (present) {
@@ -251,7 +249,7 @@ static void handle_mm_fault(bool vma_locked)
 	}
 
 	/* vmf_anon_prepare -> __vmf_anon_prepare */
-	step_begin();
+	step_begin(L___vmf_anon_prepare);
 	present = vma_get(t->vma, L___vmf_anon_prepare)->anon_vma != NO_ANON_VMA;
 	got = true;
 	if (!present && vma_locked) {
@@ -263,9 +261,7 @@ static void handle_mm_fault(bool vma_locked)
 				rwsem_down_read_wait(WHO_MM);
 			goto prepare;
 		}
-		got = read_trylock_ok(&mm.mmap_lock);		/* mmap_read_trylock */
-		if (got)
-			rwsem_add_reader(&mm.mmap_lock, t->idx);
+		got = rwsem_read_trylock(&mm.mmap_lock, t->idx);	/* mmap_read_trylock */
 	}
 	step_end(L___vmf_anon_prepare, t->vma);
 	if (present)
@@ -283,7 +279,7 @@ prepare:
 		up_read(WHO_MM, L_mmap_read_unlock);
 map:
 	fault_work();
-	step_begin();
+	step_begin(L_do_anonymous_page);
 	vma_get(t->vma, L_do_anonymous_page);
 	step_end(L_do_anonymous_page, t->vma);
 	fault_handled(vma_locked);

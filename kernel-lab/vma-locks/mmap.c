@@ -138,7 +138,7 @@ static void vma_start_write(int v)
 		return;
 	if (variant != VARIANT_WRITE_LOCK_WITHOUT_RWSEM)	/* BUG when skipped: never waits for readers */
 		down_write(v);
-	step_begin();
+	step_begin(L_vma_write_seq);
 	vma_get(v, L_vma_write_seq)->vm_lock_seq = mm.mm_lock_seq;
 	step_end(L_vma_write_seq, v);
 	if (variant != VARIANT_WRITE_LOCK_WITHOUT_RWSEM)
@@ -149,17 +149,22 @@ static void vma_mark_detached(int v)
 {
 	if (variant == VARIANT_NO_PER_VMA_LOCK)
 		return;
-	step_begin();
+	step_begin(L_vma_mark_detached);
 	vma_get(v, L_vma_mark_detached)->detached = true;
 	step_end(L_vma_mark_detached, v);
 }
 
 static void vm_area_free(int v)
 {
-	step_begin();
-	if (variant == VARIANT_NO_PER_VMA_LOCK || variant == VARIANT_FREE_IMMEDIATELY) {
-		vma_poison(v);		/* __vm_area_free at once (the BUG in free-immediately) */
+	step_begin(L_vm_area_free);
+	if (variant == VARIANT_NO_PER_VMA_LOCK) {	/* nothing can still read it: __vm_area_free */
+		vma_poison(v);
 		step_end(L___vm_area_free, v);
+		return;
+	}
+	if (variant == VARIANT_FREE_IMMEDIATELY) {	/* BUG: no call_rcu */
+		vma_poison(v);
+		step_end(L_vm_area_free, v);
 		return;
 	}
 	vma_get(v, L_vm_area_free)->status = VMA_RCU_PENDING;
@@ -176,7 +181,7 @@ static void vma_end_write_all(void)
 {
 	if (variant == VARIANT_NO_PER_VMA_LOCK)
 		return;
-	step_begin();
+	step_begin(L_vma_end_write_all);
 	if (variant != VARIANT_NO_SEQ_BUMP)	/* BUG when skipped: the epoch never ends */
 		__atomic_store_n(&mm.mm_lock_seq, mm.mm_lock_seq + 1, __ATOMIC_RELEASE);
 	step_end(L_vma_end_write_all, NO_VMA);
@@ -195,7 +200,7 @@ static void split_vma(int v, unsigned long addr, bool new_below)
 {
 	struct vm_area_struct *old, *new;
 
-	step_begin();
+	step_begin(L___split_vma);
 	old = vma_get(v, L___split_vma);
 	new = new_vma();
 	new->vm_start = new_below ? old->vm_start : addr;
@@ -240,7 +245,7 @@ static void commit_merge(const struct merge *m)
 {
 	int k;
 
-	step_begin();
+	step_begin(L_commit_merge);
 	for (k = 0; k < m->nr_ranges; k++) {
 		struct vm_area_struct *v = vma_get(m->ranges[k].v, L_commit_merge);
 
@@ -317,18 +322,18 @@ static void vma_merge_new_range(unsigned long start, unsigned long end, bool w)
 		commit_merge(&m);
 		return;
 	}
-	step_begin();
+	step_begin(L_vm_area_alloc);
 	v = new_vma()->id;
 	mm.vmas[v]->vm_lock_seq = variant == VARIANT_NO_PER_VMA_LOCK ? VM_LOCK_SEQ_NONE : -1;
 	step_end(L_vm_area_alloc, v);
-	step_begin();
+	step_begin(L_vma_set_range);
 	mm.vmas[v]->vm_start = start;
 	mm.vmas[v]->vm_end = end;
 	mm.vmas[v]->writable = w;
 	mm.vmas[v]->account = w;
 	step_end(L_vma_set_range, v);
 	vma_start_write(v);
-	step_begin();
+	step_begin(L_vma_iter_store);
 	tree_store(v);
 	step_end(L_vma_iter_store, v);
 }
@@ -397,7 +402,7 @@ void sys_munmap(unsigned long start, unsigned long end)
 		return;
 	}
 	vms_gather_munmap_vmas(gone, n, start, end);	/* do_vmi_align_munmap */
-	step_begin();				/* vma_iter_clear_gfp */
+	step_begin(L_vma_iter_clear_gfp);
 	t = tree_alloc(mm.tree->n);
 	for (k = 0; k < mm.tree->n; k++)
 		if (!inside(mm.tree->ids[k], start, end))
@@ -413,7 +418,7 @@ static void vm_flags_reset(int v, bool w, bool account)
 {
 	struct vm_area_struct *vma;
 
-	step_begin();
+	step_begin(L_vm_flags_reset);
 	vma = vma_get(v, L_vm_flags_reset);
 	vma->writable = w;
 	vma->account = account;
@@ -543,7 +548,7 @@ void sys_fork(void)
 	for (k = 0; k < n; k++) {
 		if (variant != VARIANT_FORK_WITHOUT_VMA_LOCKS)	/* BUG when skipped */
 			vma_start_write(ids[k]);
-		step_begin();
+		step_begin(L_copy_page_range);
 		vma_get(ids[k], L_copy_page_range);
 		step_end(L_copy_page_range, ids[k]);
 	}

@@ -6,7 +6,8 @@
  * the first waiter, and rwsem_mark_wake granting every queued reader at once.
  *
  * Each function is one of the model's steps (or the part of a step that is down_read/up_read),
- * run under the step mutex, so the state is the model's: owner, the readers as a bitmask, the
+ * run under the step mutex (and always under sem->wait_lock, which alone serializes them in the
+ * --bench build of the harness), so the state is the model's: owner, the readers as a bitmask, the
  * wait list, HANDOFF.  The log prints it as 6.12's sem->count would read: RWSEM_WRITER_LOCKED
  * (bit 0), RWSEM_FLAG_WAITERS (bit 1), RWSEM_FLAG_HANDOFF (bit 2), the reader count from bit 8.
  */
@@ -83,32 +84,51 @@ static void rwsem_cond_wake_waiter(struct rw_semaphore *sem)
 		rwsem_mark_wake(sem, false);
 }
 
+bool rwsem_read_trylock(struct rw_semaphore *sem, int i)
+{
+	bool ok;
+
+	raw_spin_lock(&sem->wait_lock);
+	ok = read_trylock_ok(sem);
+	if (ok)
+		rwsem_add_reader(sem, i);
+	raw_spin_unlock(&sem->wait_lock);
+	return ok;
+}
+
 bool rwsem_down_read(struct rw_semaphore *sem, int i)
 {
+	bool queued = false;
+
+	raw_spin_lock(&sem->wait_lock);
 	if (read_trylock_ok(sem)) {
 		rwsem_add_reader(sem, i);
-		return false;
-	}
-	/* rwsem_down_read_slowpath: steal it if no writer holds it, HANDOFF is clear and no reader has it */
-	if (sem->owner == NOBODY && !sem->readers && !sem->handoff) {
+	} else if (sem->owner == NOBODY && !sem->readers && !sem->handoff) {
+		/* rwsem_down_read_slowpath: steal it (no writer, HANDOFF clear, no reader has it) */
 		rwsem_add_reader(sem, i);
 		rwsem_mark_wake(sem, true);
-		return false;
+	} else {
+		add_waiter(sem, i, false);
+		rwsem_cond_wake_waiter(sem);
+		queued = true;
 	}
-	add_waiter(sem, i, false);
-	rwsem_cond_wake_waiter(sem);
-	return true;
+	raw_spin_unlock(&sem->wait_lock);
+	return queued;
 }
 
 static bool read_granted(void *arg)
 {
 	struct rw_semaphore *sem = arg;
+	bool granted;
 	int k;
 
+	raw_spin_lock(&sem->wait_lock);
+	granted = sem->readers >> current->idx & 1;
 	for (k = 0; k < sem->nr_waiters; k++)
 		if (sem->waiters[k].thread == current->idx)
-			return false;
-	return sem->readers >> current->idx & 1;
+			granted = false;
+	raw_spin_unlock(&sem->wait_lock);
+	return granted;
 }
 
 void rwsem_down_read_wait(int who)
@@ -122,16 +142,20 @@ void up_read(int who, enum label label)
 	struct rw_semaphore *sem;
 	bool wake;
 
-	step_begin();
+	step_begin(label);
 	sem = rwsem_of(who, label);
+	raw_spin_lock(&sem->wait_lock);
 	sem->readers &= ~(1u << current->idx);
 	wake = !sem->readers && sem->owner == NOBODY && sem->nr_waiters;
+	raw_spin_unlock(&sem->wait_lock);
 	step_end(label, who);
 	if (!wake)
 		return;
-	step_begin();
+	step_begin(L_rwsem_wake);
 	sem = rwsem_of(who, L_rwsem_wake);
+	raw_spin_lock(&sem->wait_lock);
 	rwsem_mark_wake(sem, false);
+	raw_spin_unlock(&sem->wait_lock);
 	step_end(L_rwsem_wake, who);
 }
 
@@ -169,10 +193,14 @@ static bool write_retry_enabled(void *arg)
 {
 	struct write_wait *w = arg;
 	struct rw_semaphore *sem = w->sem;
+	bool ok;
 
-	if (sem->owner == NOBODY && !sem->readers && (!sem->handoff || sem->waiters[0].thread == current->idx))
-		return true;
-	return may_set_handoff(sem) && now_ns() - w->since >= RWSEM_WAIT_TIMEOUT_NS;
+	raw_spin_lock(&sem->wait_lock);
+	ok = sem->owner == NOBODY && !sem->readers && (!sem->handoff || sem->waiters[0].thread == current->idx);
+	if (!ok)
+		ok = may_set_handoff(sem) && now_ns() - w->since >= RWSEM_WAIT_TIMEOUT_NS;
+	raw_spin_unlock(&sem->wait_lock);
+	return ok;
 }
 
 void down_write(int who)
@@ -182,36 +210,44 @@ void down_write(int who)
 	int i = current->idx;
 	bool first;
 
-	step_begin();
+	step_begin(L_down_write);
 	sem = rwsem_of(who, L_down_write);
+	raw_spin_lock(&sem->wait_lock);
 	if (is_free(sem))			/* rwsem_write_trylock */
 		sem->owner = i;
+	raw_spin_unlock(&sem->wait_lock);
 	step_end(L_down_write, who);
 	if (sem->owner == i)
 		return;
 
-	step_begin();
+	step_begin(L_rwsem_optimistic_spin);
 	sem = rwsem_of(who, L_rwsem_optimistic_spin);
+	raw_spin_lock(&sem->wait_lock);
 	if (sem->owner == NOBODY && !sem->readers && !sem->handoff)	/* rwsem_try_write_lock_unqueued */
 		sem->owner = i;
+	raw_spin_unlock(&sem->wait_lock);
 	step_end(L_rwsem_optimistic_spin, who);
 	if (sem->owner == i)
 		return;
 
-	step_begin();
+	step_begin(L_rwsem_down_write_slowpath);
 	sem = rwsem_of(who, L_rwsem_down_write_slowpath);
+	raw_spin_lock(&sem->wait_lock);
 	first = !sem->nr_waiters;
 	add_waiter(sem, i, true);
 	if (!first)
 		rwsem_cond_wake_waiter(sem);
 	try_write_lock(sem, i);
+	raw_spin_unlock(&sem->wait_lock);
 	step_end(L_rwsem_down_write_slowpath, who);
 	w = (struct write_wait){ sem, now_ns() };
 	while (sem->owner != i) {
 		step_wait(L_rwsem_try_write_lock, write_retry_enabled, &w);
 		sem = rwsem_of(who, L_rwsem_try_write_lock);
-		if (!try_write_lock(sem, i))
+		raw_spin_lock(&sem->wait_lock);
+		if (!try_write_lock(sem, i) && may_set_handoff(sem))
 			sem->handoff = true;
+		raw_spin_unlock(&sem->wait_lock);
 		step_end(L_rwsem_try_write_lock, who);
 		w.since = now_ns();
 	}
@@ -221,10 +257,12 @@ void up_write(int who)
 {
 	struct rw_semaphore *sem;
 
-	step_begin();
+	step_begin(L_up_write);
 	sem = rwsem_of(who, L_up_write);
+	raw_spin_lock(&sem->wait_lock);
 	sem->owner = NOBODY;
 	rwsem_mark_wake(sem, false);		/* rwsem_wake if RWSEM_FLAG_WAITERS */
+	raw_spin_unlock(&sem->wait_lock);
 	step_end(L_up_write, who);
 }
 
@@ -232,10 +270,12 @@ void downgrade_write(int who)
 {
 	struct rw_semaphore *sem;
 
-	step_begin();
+	step_begin(L_downgrade_write);
 	sem = rwsem_of(who, L_downgrade_write);
+	raw_spin_lock(&sem->wait_lock);
 	sem->owner = NOBODY;
 	rwsem_add_reader(sem, current->idx);
 	rwsem_mark_wake(sem, true);		/* rwsem_downgrade_wake */
+	raw_spin_unlock(&sem->wait_lock);
 	step_end(L_downgrade_write, who);
 }

@@ -3,8 +3,8 @@
  * vma-locks-torture: fault threads against mmap, munmap and split (mprotect) writers and fork, on
  * the ported 6.12 per-VMA lock paths, with an observation log that `kstep check vma-locks` replays.
  *
- *   vma-locks-torture [--variant NAME] [--faulters N] [--repeat R] [--seed S] [--log FILE]
- *                     [--hang-seconds T] [--step-delay NS]
+ *   vma-locks-torture [--variant NAME] [--faulters N] [--repeat R] [--writer-repeat R] [--seed S] [--log FILE]
+ *                     [--hang-seconds T] [--step-delay NS] [--stall-before LABEL:US]
  *   vma-locks-torture --bench SECONDS [--variant v6.12|no-per-vma-lock] [--faulters N]
  *   vma-locks-torture --list
  *
@@ -24,6 +24,12 @@
  * checker takes each as soon as the model allows it.  gp-ends-early and early-callback are
  * liburcu misuse: the grace-period thread ends the grace period without synchronize_rcu() (once
  * one CPU is outside a section), or invokes callbacks before it.
+ *
+ * --step-delay waits a seeded random time below NS before each step; --stall-before sleeps US
+ * microseconds before every step LABEL a thread takes, widening one race window as rcutorture's
+ * delays do: vma_start_read:3000 lets writers detach and free the VMA a fault has just found,
+ * rwsem_wake:20000 lets a writer take, detach and free the VMA whose lock a fault has just
+ * released.
  *
  * A run fails (exit 1, the log without its end marker) when a step touches a freed VMA (poisoned,
  * never reused) or when no step happens for --hang-seconds (a deadlock: each thread's waiting
@@ -66,10 +72,12 @@ static pthread_mutex_t step_mutex = PTHREAD_MUTEX_INITIALIZER;
 static FILE *obs_log;
 static unsigned long ticket;
 static long step_delay_ns;
+static int stall_label = -1;		/* --stall-before: sleep before each of these steps ... */
+static long stall_us;			/* ... this long */
 static __thread struct splitmix64 delay_prng;
 static struct lab_thread rcu_actor = { .idx = -1, .name = "rcu", .waiting = -1 };
 static int workers_done;
-static bool bench_mode;
+bool lab_bench;
 static volatile int bench_stop;
 
 /* --- steps ------------------------------------------------------------------------------------- */
@@ -83,10 +91,18 @@ static void delay(void)
 	}
 }
 
-void step_begin(void)
+static bool uses_step_mutex(void)
+{
+	return !lab_bench || current == &rcu_actor;
+}
+
+void step_begin(enum label label)
 {
 	delay();
-	pthread_mutex_lock(&step_mutex);
+	if ((int)label == stall_label && current != &rcu_actor)
+		usleep(stall_us);
+	if (uses_step_mutex())
+		pthread_mutex_lock(&step_mutex);
 }
 
 static bool in_tree(int id)
@@ -124,20 +140,25 @@ void step_end(enum label label, int vma)
 {
 	if (obs_log)
 		log_line(label, vma);
-	__atomic_store_n(&ticket, ticket + 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ticket, 1, __ATOMIC_RELAXED);
 	current->waiting = -1;
-	pthread_mutex_unlock(&step_mutex);
+	if (uses_step_mutex())
+		pthread_mutex_unlock(&step_mutex);
 }
 
 void step_wait(enum label label, bool (*cond)(void *), void *arg)
 {
 	current->waiting = label;
 	for (;;) {
-		step_begin();
+		step_begin(label);
 		if (cond(arg))
 			return;
-		pthread_mutex_unlock(&step_mutex);
-		sched_yield();
+		if (uses_step_mutex())
+			pthread_mutex_unlock(&step_mutex);
+		if (current == &rcu_actor)	/* the kthread sleeps until there is work */
+			usleep(20);
+		else
+			sched_yield();
 	}
 }
 
@@ -184,7 +205,7 @@ static int nr_cbs, cbs_cap;
 
 void lab_rcu_read_lock(void)
 {
-	step_begin();
+	step_begin(L_rcu_read_lock);
 	urcu_memb_read_lock();
 	current->rcu_nesting++;
 	step_end(L_rcu_read_lock, NO_VMA);
@@ -192,7 +213,7 @@ void lab_rcu_read_lock(void)
 
 void lab_rcu_read_unlock(void)
 {
-	step_begin();
+	step_begin(L_rcu_read_unlock);
 	current->rcu_nesting--;
 	urcu_memb_read_unlock();
 	step_end(L_rcu_read_unlock, NO_VMA);
@@ -200,6 +221,8 @@ void lab_rcu_read_unlock(void)
 
 void lab_call_rcu(int vma)
 {
+	if (lab_bench)
+		pthread_mutex_lock(&step_mutex);
 	if (nr_cbs == cbs_cap) {
 		cbs_cap = cbs_cap ? 2 * cbs_cap : 64;
 		cbs = realloc(cbs, sizeof(*cbs) * cbs_cap);
@@ -207,6 +230,8 @@ void lab_call_rcu(int vma)
 			abort();
 	}
 	cbs[nr_cbs++] = (struct rcu_cb){ vma, (gp_seq + 2 * RCU_SEQ_STATE_MASK + 1) & ~RCU_SEQ_STATE_MASK };
+	if (lab_bench)
+		pthread_mutex_unlock(&step_mutex);
 }
 
 static bool gp_running(void)
@@ -293,15 +318,15 @@ static void *rcu_gp_kthread(void *arg)
 			step_wait(L_rcu_gp_cleanup, one_cpu_outside, NULL);
 		} else {
 			if (variant == VARIANT_EARLY_CALLBACK) {	/* BUG: callbacks before synchronize_rcu() */
-				step_begin();
+				step_begin(L_rcu_do_batch);
 				while ((k = first_ready()) >= 0) {
 					rcu_do_batch(k);
-					step_begin();
+					step_begin(L_rcu_do_batch);
 				}
 				pthread_mutex_unlock(&step_mutex);
 			}
 			urcu_memb_synchronize_rcu();
-			step_begin();
+			step_begin(L_rcu_gp_cleanup);
 		}
 		gp_seq = (gp_seq | RCU_SEQ_STATE_MASK) + 1;	/* rcu_seq_end */
 		step_end(L_rcu_gp_cleanup, NO_VMA);
@@ -432,7 +457,7 @@ static void *worker(void *arg)
 	current = t;
 	splitmix64_seed(&delay_prng, 0x9e3779b97f4a7c15ULL * (t->idx + 1));
 	urcu_memb_register_thread();
-	for (r = 0; (bench_mode ? !bench_stop : r < p->repeat) && !t->died; r++) {
+	for (r = 0; (lab_bench ? !bench_stop : r < p->repeat) && !t->died; r++) {
 		for (k = 0; k < p->nr && !t->died; k++) {
 			if (t->writer) {
 				run_op(&p->ops[k]);
@@ -453,8 +478,10 @@ static void *worker(void *arg)
 
 static void usage(FILE *f)
 {
-	fputs("usage: vma-locks-torture [--variant NAME] [--faulters N] [--repeat R] [--seed S] [--log FILE]\n"
-	      "                         [--hang-seconds T] [--step-delay NS] | --bench SECONDS | --list\n", f);
+	fputs("usage: vma-locks-torture [--variant NAME] [--faulters N] [--repeat R] [--writer-repeat R]\n"
+	      "                         [--seed S] [--log FILE]\n"
+	      "                         [--hang-seconds T] [--step-delay NS] [--stall-before LABEL:US]\n"
+	      "       vma-locks-torture --bench SECONDS [--variant v6.12|no-per-vma-lock] [--faulters N] | --list\n", f);
 }
 
 static long number(const char *opt, const char *text, long lo, long hi)
@@ -481,7 +508,7 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-	int faulters = 2, repeat = 3, hang_s = 10, k;
+	int faulters = 2, repeat = 3, writer_repeat = 0, hang_s = 10, k;
 	double bench_s = 0, t0;
 	uint64_t seed = 1;
 	struct splitmix64 prng;
@@ -521,6 +548,8 @@ int main(int argc, char **argv)
 			faulters = number(a, v, 1, MAX_THREADS - 2);
 		} else if (!strcmp(a, "--repeat")) {
 			repeat = number(a, v, 1, 50);
+		} else if (!strcmp(a, "--writer-repeat")) {
+			writer_repeat = number(a, v, 1, 50);
 		} else if (!strcmp(a, "--seed")) {
 			seed = number(a, v, 0, 1L << 62);
 		} else if (!strcmp(a, "--log")) {
@@ -529,16 +558,29 @@ int main(int argc, char **argv)
 			hang_s = number(a, v, 1, 3600);
 		} else if (!strcmp(a, "--step-delay")) {
 			step_delay_ns = number(a, v, 0, 999999999);
+		} else if (!strcmp(a, "--stall-before")) {
+			const char *colon = strchr(v, ':');
+
+			for (stall_label = 0; stall_label < NR_LABELS; stall_label++)
+				if (colon && !strncmp(v, label_names[stall_label], colon - v) &&
+				    !label_names[stall_label][colon - v])
+					break;
+			if (stall_label == NR_LABELS) {
+				fprintf(stderr, "vma-locks-torture: --stall-before %s: expected LABEL:MICROSECONDS "
+					"with one of the port's step labels\n", v);
+				return 2;
+			}
+			stall_us = number(a, colon + 1, 1, 1000000);
 		} else if (!strcmp(a, "--bench")) {
 			bench_s = number(a, v, 1, 600);
-			bench_mode = true;
+			lab_bench = true;
 		} else {
 			fprintf(stderr, "vma-locks-torture: unknown option %s\n", a);
 			usage(stderr);
 			return 2;
 		}
 	}
-	if (bench_mode && (log_path || (variant != VARIANT_V6_12 && variant != VARIANT_NO_PER_VMA_LOCK))) {
+	if (lab_bench && (log_path || (variant != VARIANT_V6_12 && variant != VARIANT_NO_PER_VMA_LOCK))) {
 		fputs("vma-locks-torture: --bench runs v6.12 or no-per-vma-lock, without a log\n", stderr);
 		return 2;
 	}
@@ -554,7 +596,7 @@ int main(int argc, char **argv)
 	for (k = 0; k < (int)(sizeof(init_vmas) / sizeof(init_vmas[0])); k++)
 		mm_init_vma(init_vmas[k].start, init_vmas[k].end, init_vmas[k].writable, init_vmas[k].anon);
 	splitmix64_seed(&prng, seed);
-	nr_threads = faulters + (bench_mode ? 1 : 2);
+	nr_threads = faulters + (lab_bench ? 1 : 2);
 	for (k = 0; k < nr_threads; k++) {
 		struct lab_thread *t = &threads[k];
 
@@ -562,13 +604,13 @@ int main(int argc, char **argv)
 		t->vma = NO_VMA;
 		t->waiting = -1;
 		t->writer = k >= faulters;
-		plans[k].repeat = repeat;
+		plans[k].repeat = t->writer && writer_repeat ? writer_repeat : repeat;
 		if (!t->writer) {
 			snprintf(t->name, sizeof(t->name), "F%d", k + 1);
-			plan_faults(&plans[k], &prng, 0, bench_mode ? 16 : 64);
+			plan_faults(&plans[k], &prng, 0, lab_bench ? 16 : 64);
 		} else {
 			snprintf(t->name, sizeof(t->name), "W%d", k - faulters + 1);
-			if (bench_mode)
+			if (lab_bench)
 				plan_ops(&plans[k], bench_ops, 2);
 			else if (k == faulters)
 				plan_ops(&plans[k], mapper_ops, 3);
@@ -590,7 +632,7 @@ int main(int argc, char **argv)
 			pthread_mutex_unlock(&step_mutex);
 			break;
 		}
-		if (bench_mode && now_s() - t0 >= bench_s && !bench_stop)
+		if (lab_bench && now_s() - t0 >= bench_s && !bench_stop)
 			bench_stop = 1;
 		if (ticket != last) {
 			last = ticket;
@@ -610,7 +652,7 @@ int main(int argc, char **argv)
 	for (k = 0; k < nr_threads; k++)
 		pthread_join(tids[k], NULL);
 	pthread_join(gp, NULL);
-	if (bench_mode) {
+	if (lab_bench) {
 		for (total = 0, k = 0; k < nr_threads; k++)
 			total += bench_faults[k];
 		printf("{\"faults\": %lu, \"seconds\": %.3f}\n", total, now_s() - t0);

@@ -55,6 +55,7 @@ struct rwsem_waiter {
 };
 
 struct rw_semaphore {
+	bool wait_lock;			/* sem->wait_lock: every change of the state below holds it */
 	int owner;			/* the writer (RWSEM_WRITER_LOCKED), or NOBODY */
 	uint32_t readers;		/* bit i: thread i holds it for read */
 	int nr_waiters;
@@ -142,13 +143,32 @@ enum label {
 extern const char *const label_names[NR_LABELS];
 
 /*
- * One atomic step: step_begin() takes the step mutex, step_end() logs the label with the state
+ * One atomic step: step_begin(label) takes the step mutex, step_end() logs the label with the state
  * after it (the VMA it names, or NO_VMA) and lets go.  step_wait() is step_begin() for a step
  * that waits: it returns holding the mutex once cond(arg) holds, letting go between polls.
  */
-void step_begin(void);
+void step_begin(enum label label);
 void step_end(enum label label, int vma);
 void step_wait(enum label label, bool (*cond)(void *), void *arg);
+
+/*
+ * --bench runs without the log and without the step mutex (only the RCU actor and call_rcu keep
+ * it, for the callback queue): each rwsem's wait_lock makes its steps atomic, writers are
+ * serialized by mmap_lock, and faults read the tree and VMAs as RCU readers do.
+ */
+extern bool lab_bench;
+
+static inline void raw_spin_lock(bool *lock)
+{
+	while (__atomic_test_and_set(lock, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(lock, __ATOMIC_RELAXED))
+			;
+}
+
+static inline void raw_spin_unlock(bool *lock)
+{
+	__atomic_clear(lock, __ATOMIC_RELEASE);
+}
 
 /* A VMA a step dereferences: fails the run if it was freed (the port sees its own use-after-free). */
 struct vm_area_struct *vma_get(int id, enum label label);
@@ -162,6 +182,8 @@ void downgrade_write(int who);
 bool read_trylock_ok(const struct rw_semaphore *sem);
 void rwsem_add_reader(struct rw_semaphore *sem, int i);
 uint32_t rwsem_count(const struct rw_semaphore *sem);
+/* Inside a step: down_read_trylock (mmap_read_trylock); true: i holds it for read now. */
+bool rwsem_read_trylock(struct rw_semaphore *sem, int i);
 /* Inside a step: down_read's fast path or rwsem_down_read_slowpath's decision; true: queued. */
 bool rwsem_down_read(struct rw_semaphore *sem, int i);
 /* The queued reader's step: wait until rwsem_mark_wake granted the lock. */

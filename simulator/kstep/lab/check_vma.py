@@ -322,3 +322,57 @@ def check_file(path: str | Path, progress=None) -> VmaCheckResult:
         raise UserError(f"{path}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not a text file") from None
+
+
+# --- writing: the model's own runs as logs, the reference the C port's logs are compared with -----------
+
+def header_line(variant: str, config: dict, seed: int = 0) -> str:
+    """The header for a run of ``config`` (a vma-locks scenario whose threads each have count 1)."""
+    vmas = ",".join(f"{v['start']}-{v['end']}:{v['prot']}:{'anon' if v['anon_vma'] else 'none'}"
+                    for v in config["vmas"])
+    threads = []
+    for t in config["threads"]:
+        if t["kind"] == "fault":
+            items = ".".join(str(a) for a in t["faults"])
+        else:
+            items = ",".join("fork" if o["op"] == "fork" else
+                             f"{o['op']}-{o['start']}-{o['end']}" + ("" if o["op"] == "munmap" else f"-{o['prot']}")
+                             for o in t["ops"])
+        threads.append(f"thread={t['name']}:{t['kind']}:{t['repeat']}:{items}")
+    return f"{MAGIC} {VERSION} {MECH} variant={variant} seed={seed} vmas={vmas} " + " ".join(threads)
+
+
+def log_lines(model, trace) -> list[str]:
+    """A trace of the vma-locks model as log lines, without header and end marker.  RCU's reports
+    are left out, as the port leaves them out; each line names the VMA the step's thread points at
+    (or the VMA in the step's argument), as the port names the VMA it touched."""
+    out = []
+    for a, s, t in zip(trace.actions, trace.states, trace.states[1:]):
+        if a.label in HIDDEN:
+            continue
+        vma = _touched(s, a, t)
+        out.append(f"{len(out)} {a.actor} {a.label} " + " ".join(logged_state(t, vma)))
+    return out
+
+
+def _touched(s, a, t) -> int:
+    if a.actor == RCU_ACTOR:
+        if a.label != "rcu_do_batch":
+            return -1
+        gone = [cb for cb in s.rcu.callbacks if cb not in t.rcu.callbacks]
+        return gone[0].obj
+    i = thread_index(s, a.actor)
+    arg = s.threads[i].frames[0].arg
+    if a.label == "vm_area_alloc":
+        return len(t.vmas) - 1
+    if a.label in ("__split_vma", "vma_set_range", "vm_flags_reset"):
+        return arg[0]
+    if a.label == "commit_merge":
+        return arg[1]
+    if isinstance(arg, int) and arg >= 0 and a.label not in ("mas_walk", "find_vma", "vma_lock_miss", "vma_lock_retry"):
+        return arg
+    if a.label in ("vma_lock_success", "vma_lock_abort", "vma_lock_retry", "get_mmap_lock_carefully",
+                   "rcu_read_lock", "rcu_read_unlock", "bad_area_nosemaphore", "mmap_read_unlock",
+                   "vma_end_write_all", "vma_iter_clear_gfp", "down_write", "up_write", "downgrade_write"):
+        return -1
+    return t.threads[i].vma if t.threads[i].vma >= 0 else s.threads[i].vma

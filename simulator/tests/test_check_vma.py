@@ -160,8 +160,8 @@ def port_logs(port, variant):
 
 @pytest.mark.qemu
 def test_a_log_of_the_port_passes(port):
-    log = next(port_logs(port, "v6.12"))
-    r = check_file(log)
+    logs = port_logs(port, "v6.12")  # the generator keeps the log's directory until it is closed
+    r = check_file(next(logs))
     assert r.ok, f"line {r.line}: {r.text}: {r.why}"
     assert r.counters["vma_lock_success"] > 0
 

@@ -154,39 +154,12 @@ static bool anon_vma_present(void)
 	return vma_get(current->vma, L_handle_mm_fault)->anon_vma != NO_ANON_VMA;
 }
 
-static int vma_next(int v);
-static int vma_prev(int v);
-
 /* mm/vma.c:reusable_anon_vma with anon_vma_compatible(a, b) */
 static bool reusable_anon_vma(int old, int a, int b)
 {
 	struct vm_area_struct *va = mm.vmas[a], *vb = mm.vmas[b];
 
 	return va->vm_end == vb->vm_start && va->account == vb->account && mm.vmas[old]->anon_vma != NO_ANON_VMA;
-}
-
-static int tree_index(int v)
-{
-	int k;
-
-	for (k = 0; k < mm.tree->n; k++)
-		if (mm.tree->ids[k] == v)
-			return k;
-	return -1;
-}
-
-static int vma_next(int v)
-{
-	int k = tree_index(v);
-
-	return k >= 0 && k + 1 < mm.tree->n ? mm.tree->ids[k + 1] : NO_VMA;
-}
-
-static int vma_prev(int v)
-{
-	int k = tree_index(v);
-
-	return k > 0 ? mm.tree->ids[k - 1] : NO_VMA;
 }
 
 /* __anon_vma_prepare with find_mergeable_anon_vma: a neighbour's anon_vma, else a new one. */
@@ -198,8 +171,8 @@ static void anon_vma_prepare(void)
 	step_begin(L___anon_vma_prepare);
 	vma = vma_get(v, L___anon_vma_prepare);
 	if (vma->anon_vma == NO_ANON_VMA) {
-		nxt = vma_next(v);
-		prev = vma_prev(v);
+		nxt = tree_next(v);
+		prev = tree_prev(v);
 		if (nxt != NO_VMA && reusable_anon_vma(nxt, v, nxt))
 			vma->anon_vma = mm.vmas[nxt]->anon_vma;
 		else if (prev != NO_VMA && reusable_anon_vma(prev, prev, v))

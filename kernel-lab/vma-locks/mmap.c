@@ -85,14 +85,14 @@ static int tree_pos(int v)
 	return -1;
 }
 
-static int tree_prev(int v)
+int tree_prev(int v)
 {
 	int k = tree_pos(v);
 
 	return k > 0 ? mm.tree->ids[k - 1] : NO_VMA;
 }
 
-static int tree_next(int v)
+int tree_next(int v)
 {
 	int k = tree_pos(v);
 

@@ -55,6 +55,9 @@ const char *const variant_names[NR_VARIANTS] = {
 	VARIANTS(VARIANT_NAME)
 #undef VARIANT_NAME
 };
+static const char *const counter_names[] = {	/* struct vma_counters, in order */
+	"per-VMA successes", "aborts", "retries", "misses", "mmap_lock faults", "SIGSEGV",
+};
 const char *const label_names[NR_LABELS] = {
 #define LABEL_NAME(name) #name,
 	LABELS(LABEL_NAME)
@@ -662,22 +665,12 @@ int main(int argc, char **argv)
 		fprintf(obs_log, "# kstep-log end steps=%lu\n", ticket);
 		fclose(obs_log);
 	}
-	total = 0;
-	for (k = 0; k < nr_threads; k++)
-		total += counters[k].success;
-	fprintf(stderr, "vma-locks-torture: %s: %lu steps, %d threads; per-VMA successes %lu", variant_names[variant],
-		ticket, nr_threads, total);
-	for (total = 0, k = 0; k < nr_threads; k++)
-		total += counters[k].abort;
-	fprintf(stderr, ", aborts %lu", total);
-	for (total = 0, k = 0; k < nr_threads; k++)
-		total += counters[k].miss;
-	fprintf(stderr, ", misses %lu", total);
-	for (total = 0, k = 0; k < nr_threads; k++)
-		total += counters[k].retry;
-	fprintf(stderr, ", retries %lu", total);
-	for (total = 0, k = 0; k < nr_threads; k++)
-		total += counters[k].sigsegv;
-	fprintf(stderr, ", SIGSEGV %lu\n", total);
+	fprintf(stderr, "vma-locks-torture: %s: %lu steps, %d threads", variant_names[variant], ticket, nr_threads);
+	for (int c = 0; c < (int)(sizeof(struct vma_counters) / sizeof(unsigned long)); c++) {
+		for (total = 0, k = 0; k < nr_threads; k++)
+			total += ((unsigned long *)&counters[k])[c];
+		fprintf(stderr, "%s %s %lu", c ? "," : ";", counter_names[c], total);
+	}
+	fputc('\n', stderr);
 	return 0;
 }

@@ -205,6 +205,8 @@ void sys_mprotect(unsigned long start, unsigned long end, bool writable);
 void sys_fork(void);
 void vma_end_read(int v);
 int find(unsigned long addr);
+int tree_prev(int v);			/* the VMA before v in the tree (adjacent or not), or NO_VMA */
+int tree_next(int v);
 void mm_init_vma(unsigned long start, unsigned long end, bool writable, bool anon);
 
 #endif /* VMA_LOCKS_H */

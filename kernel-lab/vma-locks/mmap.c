@@ -113,6 +113,14 @@ static struct vm_area_struct *new_vma(void)
 	return v;
 }
 
+/* vma_lock_alloc: 6.12.0's int vm_lock_seq = -1; UINT_MAX from 6.12.88 (the seqcount backport) */
+int64_t vm_lock_seq_init(void)
+{
+	if (variant == VARIANT_NO_PER_VMA_LOCK)
+		return VM_LOCK_SEQ_NONE;
+	return variant == VARIANT_SEQCOUNT ? UINT_MAX_SEQ : -1;
+}
+
 void mm_init_vma(unsigned long start, unsigned long end, bool writable, bool anon)
 {
 	struct vm_area_struct *v = new_vma();
@@ -122,7 +130,7 @@ void mm_init_vma(unsigned long start, unsigned long end, bool writable, bool ano
 	v->writable = writable;
 	v->account = writable;			/* accountable_mapping */
 	v->anon_vma = anon ? v->id : NO_ANON_VMA;
-	v->vm_lock_seq = variant == VARIANT_NO_PER_VMA_LOCK ? VM_LOCK_SEQ_NONE : -1;
+	v->vm_lock_seq = vm_lock_seq_init();
 	if (!mm.tree)
 		mm.tree = tree_alloc(0);
 	tree_store(v->id);
@@ -175,6 +183,11 @@ static void vm_area_free(int v)
 static void mmap_write_lock(void)
 {
 	down_write(WHO_MM);
+	if (variant != VARIANT_SEQCOUNT)
+		return;
+	step_begin(L_mm_lock_seqcount_begin);	/* 6.12.88+: odd while mmap_lock is write-held */
+	__atomic_store_n(&mm.mm_lock_seq, mm.mm_lock_seq + 1, __ATOMIC_RELAXED);
+	step_end(L_mm_lock_seqcount_begin, NO_VMA);
 }
 
 static void vma_end_write_all(void)
@@ -324,7 +337,7 @@ static void vma_merge_new_range(unsigned long start, unsigned long end, bool w)
 	}
 	step_begin(L_vm_area_alloc);
 	v = new_vma()->id;
-	mm.vmas[v]->vm_lock_seq = variant == VARIANT_NO_PER_VMA_LOCK ? VM_LOCK_SEQ_NONE : -1;
+	mm.vmas[v]->vm_lock_seq = vm_lock_seq_init();
 	step_end(L_vm_area_alloc, v);
 	step_begin(L_vma_set_range);
 	mm.vmas[v]->vm_start = start;

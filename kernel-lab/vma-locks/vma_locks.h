@@ -21,10 +21,12 @@
 #define NO_ANON_VMA	(-1)
 #define NO_VMA		(-1)
 #define VM_LOCK_SEQ_NONE INT64_MIN	/* CONFIG_PER_VMA_LOCK=n: the field does not exist */
+#define UINT_MAX_SEQ	4294967295LL	/* 6.12.88+ (seqcount): vma_lock_alloc's vm_lock_seq = UINT_MAX */
 
 /* The variants: the model's names (kstep list vma-locks), each a block marked BUG in the code. */
 #define VARIANTS(X)							\
 	X(V6_12, "v6.12")						\
+	X(SEQCOUNT, "seqcount")						\
 	X(NO_PER_VMA_LOCK, "no-per-vma-lock")				\
 	X(NO_RECHECK, "no-recheck")					\
 	X(FREE_IMMEDIATELY, "free-immediately")				\
@@ -208,5 +210,6 @@ int find(unsigned long addr);
 int tree_prev(int v);			/* the VMA before v in the tree (adjacent or not), or NO_VMA */
 int tree_next(int v);
 void mm_init_vma(unsigned long start, unsigned long end, bool writable, bool anon);
+int64_t vm_lock_seq_init(void);
 
 #endif /* VMA_LOCKS_H */

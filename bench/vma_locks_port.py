@@ -8,7 +8,8 @@ on sem->count; the port takes wait_lock there too).  v6.12 faults under the VMA'
 no-per-vma-lock (CONFIG_PER_VMA_LOCK=n) takes mmap_lock for read on every fault, so each of the
 writer's mprotect calls holds it off.  A fault's own work is zeroing one 4 KiB page.
 
-Points: 1, 2 and 4 fault threads, median of REPEATS runs.  x86_64 runs natively; arm64 and ppc64le
+Points: 1, 2 and 4 fault threads, median of REPEATS runs, with the slowest and fastest beside it:
+on the shared 2-core development machine runs of one point have differed by 5x.  x86_64 runs natively; arm64 and ppc64le
 run under qemu-user on the same host (marked emulated: they measure the emulator).  The writer and
 the grace-period thread run beside the fault threads, so a point with more runnable threads than
 the machine has CPUs is marked oversubscribed: a thread holding a lock can be preempted there.
@@ -33,7 +34,7 @@ QEMU = {"x86_64": [], "arm64": ["qemu-aarch64"], "ppc64le": ["qemu-ppc64le"]}
 VARIANTS = ("v6.12", "no-per-vma-lock")
 THREADS = (1, 2, 4)
 DURATION_S = 1
-REPEATS = 3
+REPEATS = 5
 
 
 def bench_run(arch: str, variant: str, faulters: int, duration: int) -> dict:
@@ -52,25 +53,26 @@ def run(out_dir, say=print, duration: int = DURATION_S, repeats: int = REPEATS) 
     cpus = os.cpu_count()
     result = {
         "machine": {"host": platform.machine(), "cpus": cpus},
-        "run": {"seconds": duration, "repeats": repeats, "reported": "median faults/s over all fault threads",
+        "run": {"seconds": duration, "repeats": repeats, "reported": "median faults/s over all fault threads, and the slowest and fastest run",
                 "writer": "one thread: mprotect [36, 40) rw, then r, in VMA [32, 48), over and over",
                 "faults": "in VMA [0, 16), 16 addresses per thread, each zeroing a 4 KiB page"},
         "arches": {},
     }
     for arch in ARCHES:
-        per = {}
+        per, spread = {}, {}
         for variant in VARIANTS:
-            per[variant] = {}
+            per[variant], spread[variant] = {}, {}
             for n in THREADS:
-                tries = sorted((bench_run(arch, variant, n, duration) for _ in range(repeats)),
-                               key=lambda r: r["faults"] / r["seconds"])
-                median = tries[len(tries) // 2]
-                per[variant][str(n)] = round(median["faults"] / median["seconds"])
+                rates = sorted(r["faults"] / r["seconds"] for r in
+                               (bench_run(arch, variant, n, duration) for _ in range(repeats)))
+                per[variant][str(n)] = round(rates[len(rates) // 2])
+                spread[variant][str(n)] = [round(rates[0]), round(rates[-1])]
             say(f"vma-locks port: {arch:8} {variant:16} " +
                 "  ".join(f"{n} thr {per[variant][str(n)]:>11,}/s" for n in THREADS))
         result["arches"][arch] = {
             "emulated": arch != platform.machine(),
             "faults_per_s": per,
+            "min_max_faults_per_s": spread,
             "per_vma_over_mmap_lock": {str(n): round(per["v6.12"][str(n)] / per["no-per-vma-lock"][str(n)], 3)
                                        for n in THREADS if per["no-per-vma-lock"][str(n)]},
             # fault threads + the writer against the CPUs (the grace-period thread mostly sleeps)
@@ -93,15 +95,19 @@ def draw(result: dict, path) -> Path:
         a = result["arches"][arch]
         xs = range(len(THREADS))
         for k, (variant, colour) in enumerate((("no-per-vma-lock", "#8172B2"), ("v6.12", "#C44E52"))):
-            ax.bar([x + (k - 0.5) * width for x in xs], [a["faults_per_s"][variant][str(n)] for n in THREADS],
-                   width, label=variant, color=colour)
+            med = [a["faults_per_s"][variant][str(n)] for n in THREADS]
+            lo_hi = [a["min_max_faults_per_s"][variant][str(n)] for n in THREADS]
+            ax.bar([x + (k - 0.5) * width for x in xs], med, width, label=variant, color=colour,
+                   yerr=[[m - lo for m, (lo, _) in zip(med, lo_hi)], [hi - m for m, (_, hi) in zip(med, lo_hi)]],
+                   capsize=3)
         ax.set_xticks(list(xs), [f"{n}{' (oversubscribed)' if a['oversubscribed'][str(n)] else ''}"
                                  for n in THREADS], fontsize=8)
         ax.set_xlabel("fault threads (+1 writer)")
         ax.set_ylabel("faults per second")
         ax.set_title(f"{arch}{' (emulated, qemu-user)' if a['emulated'] else ''}", fontsize=10)
         ax.legend(fontsize=7)
-    fig.suptitle("kernel-lab vma-locks port: fault throughput with a writer in another VMA")
+    fig.suptitle("kernel-lab vma-locks port: fault throughput with a writer in another VMA "
+                 "(median, whiskers: slowest and fastest run)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

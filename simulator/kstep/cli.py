@@ -344,6 +344,8 @@ def cmd_show(args) -> int:
 
 
 def cmd_check(args) -> int:
+    if args.mechanism == "vma-locks":
+        return cmd_check_vma(args)
     from .lab.check import check_file  # the log checker is only loaded by the command that uses it
 
     result = check_file(args.mechanism, args.log, progress=report_check_progress)
@@ -363,6 +365,24 @@ def cmd_check(args) -> int:
     if not result.finished:
         print("note: the log stops before every CPU has finished (the steps it has are legal)")
     print("verdict: every logged step is one the model allows")
+    return OK
+
+
+def cmd_check_vma(args) -> int:
+    from .lab.check import check_file
+
+    result = check_file(args.mechanism, args.log, progress=report_check_progress)
+    print(f"checking {clean(args.log)} against vma-locks variant {result.variant} "
+          f"({plural(result.threads, 'thread')}, seed {result.header.get('seed', '-')})")
+    if not result.ok:
+        print(f"line {result.line}: {clean(result.text)}")
+        print(f"verdict: {result.verdict}: {clean(result.why)}")
+        print(f"(the {plural(result.steps, 'step')} before it were legal)")
+        return VIOLATION
+    print(f"steps: {result.steps}")
+    print("counters: " + ", ".join(f"{k} {v}" for k, v in result.counters.items()))
+    print(f"seconds: {result.seconds:.2f}")
+    print("verdict: every logged step is one the model allows, and the run finished")
     return OK
 
 

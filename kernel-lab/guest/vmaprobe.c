@@ -1,9 +1,11 @@
 /*
  * vmaprobe: page faults on one anonymous VMA, alone or beside a writer that splits it.
  *
- *   vmaprobe SECONDS faults    two threads fault an 8 MiB range, MADV_DONTNEED after every
+ *   vmaprobe SECONDS faults [EVENT...]
+ *                              two threads fault an 8 MiB range, MADV_DONTNEED after every
  *                              pass so the next pass faults again
- *   vmaprobe SECONDS writer    the same, plus a thread that flips PROT_EXEC on one page of the
+ *   vmaprobe SECONDS writer [EVENT...]
+ *                              the same, plus a thread that flips PROT_EXEC on one page of the
  *                              same VMA (outside the faulted range) and back: each mprotect()
  *                              splits or merges the VMA under mmap_write_lock() and
  *                              vma_start_write(), so a fault that meets it cannot take the
@@ -12,8 +14,12 @@
  *                              8 MiB hot range at a SEED-chosen page offset of a 64 MiB VMA
  *                              (DAMON's target); no mmap, munmap or mprotect while it runs
  *
- * It prints one line, "vmaprobe mode=... passes=N [hot=START-END]", and for hot mode prints
- * it at the start (the monitor needs the range while the workload runs).
+ * EVENT is a tracefs event's "enable" file: written 1 once every thread is ready and 0 once
+ * they have stopped, so the counts cover the workload alone, not its start-up (a new thread's
+ * first fault can meet pthread_create() holding mmap_lock for write, and retry).  It prints
+ * "vmaprobe mode=M passes=N pages=P pgfault=F" (F: /proc/vmstat pgfault over the same window);
+ * hot mode prints "vmaprobe mode=hot pid=PID hot=START-END" as soon as its threads run (the
+ * monitor needs the range while the workload runs), and nothing maps or unmaps after it.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -37,6 +43,33 @@ static atomic_int stop;
 static atomic_long passes;
 static int dontneed;
 static pthread_barrier_t start;
+
+static long pgfault(void)
+{
+	char line[128];
+	long value = -1;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "pgfault ", 8))
+			value = strtol(line + 8, NULL, 10);
+	fclose(f);
+	return value;
+}
+
+static void set_events(char **files, int n, const char *value)
+{
+	for (int i = 0; i < n; i++) {
+		FILE *f = fopen(files[i], "w");
+
+		if (!f || fputs(value, f) < 0 || fclose(f)) {
+			perror(files[i]);
+			exit(1);
+		}
+	}
+}
 
 static void *faulter(void *arg)
 {
@@ -80,6 +113,9 @@ int main(int argc, char **argv)
 	pthread_t threads[FAULTERS + 1];
 	int nthreads = 0;
 	const char *mode;
+	char **events = argv + 3;
+	int nevents = argc > 3 ? argc - 3 : 0;
+	long faults;
 	int seconds;
 
 	if (argc < 3 || (seconds = atoi(argv[1])) <= 0) {
@@ -93,8 +129,9 @@ int main(int argc, char **argv)
 		perror("vmaprobe: mmap");
 		return 1;
 	}
-	/* 4K pages, so every touch of a fresh page is one fault and DAMON sees 4K accesses */
-	madvise(map, MAP_BYTES, MADV_NOHUGEPAGE);
+	/* 4K pages, so every touch of a fresh page is one fault (DAMON's target keeps THP) */
+	if (strcmp(mode, "hot"))
+		madvise(map, MAP_BYTES, MADV_NOHUGEPAGE);
 	hot = map;
 	if (!strcmp(mode, "hot")) {
 		uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 0) : 1;
@@ -102,9 +139,7 @@ int main(int argc, char **argv)
 
 		memset(map, 1, MAP_BYTES);
 		hot = map + (splitmix64(&seed) % slots) * page;
-		printf("vmaprobe mode=hot pid=%d hot=%lx-%lx\n", getpid(), (unsigned long)hot,
-		       (unsigned long)(hot + HOT_BYTES));
-		fflush(stdout);
+		nevents = 0;
 	} else if (!strcmp(mode, "faults") || !strcmp(mode, "writer")) {
 		/*
 		 * The VMA's first fault allocates its anon_vma, which under the VMA lock needs
@@ -123,11 +158,21 @@ int main(int argc, char **argv)
 		pthread_create(&threads[nthreads++], NULL, faulter, NULL);
 	if (!strcmp(mode, "writer"))
 		pthread_create(&threads[nthreads++], NULL, writer, NULL);
+	set_events(events, nevents, "1");
+	faults = pgfault();
 	pthread_barrier_wait(&start);
+	if (!strcmp(mode, "hot")) {
+		printf("vmaprobe mode=hot pid=%d hot=%lx-%lx\n", getpid(), (unsigned long)hot,
+		       (unsigned long)(hot + HOT_BYTES));
+		fflush(stdout);
+	}
 	sleep(seconds);
 	atomic_store(&stop, 1);
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(threads[i], NULL);
-	printf("vmaprobe mode=%s passes=%ld pages=%lu\n", mode, atomic_load(&passes), HOT_BYTES / page);
+	set_events(events, nevents, "0");
+	faults = pgfault() - faults;
+	printf("vmaprobe mode=%s passes=%ld pages=%lu pgfault=%ld\n", mode, atomic_load(&passes),
+	       HOT_BYTES / page, faults);
 	return 0;
 }

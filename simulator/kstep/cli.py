@@ -476,17 +476,19 @@ def cmd_lab_show(args) -> int:
 
 
 def print_lab_result(result: dict) -> bool:
-    """The kernel's numbers beside the model's, then each check; True if every check holds."""
+    """The kernel's numbers beside the model's, then each check; True if every check that is not
+    about measured times holds."""
     from .lab import probes
 
     for case in result["cases"]:
         if case["ok"] and case["name"] in probes.PROBES:
-            for row in probes.PROBES[case["name"]].rows(case["data"], result):
+            for row in probes.PROBES[case["name"]].rows(case, result):
                 print(clean(row))
     checks = probes.judge(result)
     for c in checks:
-        print(f"  [{'ok' if c.ok else 'FAIL'}] {c.probe}: {clean(c.name)} ({clean(c.detail)})")
-    return all(c.ok for c in checks)
+        tag = "ok" if c.ok else "not seen: a timing, noisy under TCG" if c.timing else "FAIL"
+        print(f"  [{tag}] {c.probe}: {clean(c.name)} ({clean(c.detail)})")
+    return all(c.ok for c in checks if not c.timing)
 
 
 def sandbox_modes() -> tuple:

@@ -30,7 +30,7 @@ from kstep.lab import ktap
 from kstep.lab.kernels import ARCHES, Kernels, lab_dir
 
 GUEST = Path(__file__).resolve().parents[3] / "kernel-lab" / "guest"
-PROBES = ("vma", "fork")
+PROBES = ("vma", "fork", "damon")
 TIMEOUT_S = 300  # a full probe set takes 30-50 s under TCG on a 2-core host
 RESULT_FORMAT = "kstep-lab-result"
 RESULT_VERSION = 1
@@ -275,7 +275,7 @@ def run(
         "attempts": attempt,
         "host": {"machine": platform.machine(), "cpus": os.cpu_count()},
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "cases": [{"name": c.name, "ok": c.ok, "data": c.data} for c in b.console.cases],
+        "cases": [{"name": c.name, "ok": c.ok, "data": c.data, "raw": c.raw} for c in b.console.cases],
     }
 
 

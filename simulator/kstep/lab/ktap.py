@@ -12,7 +12,8 @@ The guest's ``/init`` (``kernel-lab/guest/init``) prints KTAP version 1::
     not ok 2 fork
     # kstep-lab end nonce=3f9c...
 
-A ``# PROBE key=value ...`` line belongs to the result that follows it.  The kernel's own
+A ``# PROBE key=value ...`` line belongs to the result that follows it, and so does a
+``# PROBE NAME: text`` line, kept verbatim under NAME (DAMON's raw trace lines, a process's maps).  The kernel's own
 messages share the console, so any line may sit between these, and a kernel crash is found by
 its banner wherever it is.
 """
@@ -30,6 +31,7 @@ _CRASH = re.compile(
 )
 _RESULT = re.compile(r"^(ok|not ok) (\d+) (\S+)(?:\s+#\s*(.*))?$")
 _DATA = re.compile(r"^# (\w+) ((?:[\w.]+=\S*\s*)+)$")
+_RAW = re.compile(r"^# (\w+) (\w+): (.*)$")
 CRASH_CONTEXT = 40  # lines of the crash report kept
 
 
@@ -40,6 +42,7 @@ class Case:
     ok: bool
     directive: str = ""
     data: list[dict[str, str]] = field(default_factory=list)
+    raw: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -74,6 +77,7 @@ def parse(text: str) -> Console:
     """Parse a serial log; never fails (a log can be cut anywhere)."""
     out = Console()
     pending: dict[str, list[dict[str, str]]] = {}
+    raw: dict[str, dict[str, list[str]]] = {}
     lines = [line.rstrip("\r") for line in text.split("\n")]
     for k, line in enumerate(lines):
         if out.crash is None and _CRASH.search(line):
@@ -95,9 +99,12 @@ def parse(text: str) -> Console:
         elif m := _RESULT.match(line):
             name = m.group(3)
             out.cases.append(
-                Case(int(m.group(2)), name, m.group(1) == "ok", m.group(4) or "", pending.pop(name, []))
+                Case(int(m.group(2)), name, m.group(1) == "ok", m.group(4) or "", pending.pop(name, []),
+                     raw.pop(name, {}))
             )
         elif m := _DATA.match(line):
             fields = dict(pair.split("=", 1) for pair in m.group(2).split())
             pending.setdefault(m.group(1), []).append(fields)
+        elif m := _RAW.match(line):
+            raw.setdefault(m.group(1), {}).setdefault(m.group(2), []).append(m.group(3))
     return out

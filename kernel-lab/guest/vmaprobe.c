@@ -20,9 +20,18 @@
  * "vmaprobe mode=M passes=N pages=P pgfault=F" (F: /proc/vmstat pgfault over the same window);
  * hot mode prints "vmaprobe mode=hot pid=PID hot=START-END" as soon as its threads run (the
  * monitor needs the range while the workload runs), and nothing maps or unmaps after it.
+ *
+ * Hot mode also forks a child that only calls sched_yield().  DAMON clears a PTE's accessed
+ * bit without flushing the TLB (x86 does not need to: the bit is set again once the entry is
+ * evicted), and QEMU's TCG TLB holds the whole hot range, so on an emulated x86 the bit would
+ * never come back.  Switching to another process writes CR3, which empties QEMU's TLB; the
+ * child makes those switches happen.  It changes nothing in the target's address space.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -140,6 +149,11 @@ int main(int argc, char **argv)
 		memset(map, 1, MAP_BYTES);
 		hot = map + (splitmix64(&seed) % slots) * page;
 		nevents = 0;
+		if (fork() == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			for (;;)
+				sched_yield();
+		}
 	} else if (!strcmp(mode, "faults") || !strcmp(mode, "writer")) {
 		/*
 		 * The VMA's first fault allocates its anon_vma, which under the VMA lock needs

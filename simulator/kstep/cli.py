@@ -205,14 +205,16 @@ def lab_parser(sub) -> None:
                         description="Exit 0: every probe's checks hold; 1: a check failed or the guest "
                                     "crashed or hung; 2: bad input or a missing tool or kernel.")
     p.add_argument("--arch", required=True, metavar="ARCH", help=f"{', '.join(guest.MACHINES)} or all")
-    p.add_argument("--smp", type=positive, default=2, metavar="N", help="virtual CPUs (default 2)")
+    p.add_argument("--smp", type=positive, default=guest.SMP, metavar="N",
+                   help=f"virtual CPUs (default {guest.SMP})")
     p.add_argument("--timeout", type=positive, default=guest.TIMEOUT_S, metavar="S",
                    help=f"kill a guest after S seconds (default {guest.TIMEOUT_S})")
     p.add_argument("--out", metavar="DIR", help="write the result JSON here (default: the user cache)")
     p.add_argument("probes", nargs="*", metavar="PROBE", help=f"{', '.join(guest.PROBES)} (default: all)")
     p.set_defaults(run=cmd_lab_run)
-    p = cmds.add_parser("show", help="print one recorded result beside the model", allow_abbrev=False)
+    p = cmds.add_parser("show", help="print (or --plot) one recorded result beside the model", allow_abbrev=False)
     p.add_argument("result", metavar="RESULT.json")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the result's figures into FILE.png")
     p.set_defaults(run=cmd_lab_show)
     lab.set_defaults(run=lambda args: lab.error("choose a lab command: fetch, doctor, run or show"))
 
@@ -470,9 +472,18 @@ def cmd_lab_show(args) -> int:
     from .lab import guest
 
     result = guest.load_result(Path(args.result))
+    plot = Path(args.plot) if args.plot else None
+    if plot is not None and (plot.is_dir() or not plot.parent.is_dir()):
+        raise UserError(f"--plot {args.plot}: not a file in an existing folder")
     print(f"{result['arch']}: {result['kernel']['release']} ({result['kernel']['package_version']}), "
           f"smp {result['smp']}, {result['date']}, boot {result['boot_seconds']} s")
-    return OK if print_lab_result(result) else VIOLATION
+    ok = print_lab_result(result)
+    if plot is not None:
+        from .lab import plots
+
+        plots.save(result, plot)
+        print(f"wrote figure {plot}")
+    return OK if ok else VIOLATION
 
 
 def print_lab_result(result: dict) -> bool:
@@ -480,15 +491,10 @@ def print_lab_result(result: dict) -> bool:
     about measured times holds."""
     from .lab import probes
 
-    for case in result["cases"]:
-        if case["ok"] and case["name"] in probes.PROBES:
-            for row in probes.PROBES[case["name"]].rows(case, result):
-                print(clean(row))
-    checks = probes.judge(result)
-    for c in checks:
-        tag = "ok" if c.ok else "not seen: a timing, noisy under TCG" if c.timing else "FAIL"
-        print(f"  [{tag}] {c.probe}: {clean(c.name)} ({clean(c.detail)})")
-    return all(c.ok for c in checks if not c.timing)
+    lines, ok = probes.report(result)
+    for line in lines:
+        print(clean(line))
+    return ok
 
 
 def sandbox_modes() -> tuple:

@@ -240,7 +240,7 @@ def test_a_hung_guest_is_killed_at_the_timeout(tmp_path):
 def test_a_missing_end_marker_boots_once_more(tmp_path, monkeypatch):
     k = fake_kernels(tmp_path)
     monkeypatch.setattr(guest, "lab_dir", lambda: tmp_path)
-    monkeypatch.setattr(guest, "build_initramfs", lambda arch, kernels, out: out / "initramfs.cpio")
+    monkeypatch.setattr(guest, "build_initramfs", lambda arch, kernels, out, probes: out / "initramfs.cpio")
     monkeypatch.setattr(guest.shutil, "which", lambda name: "/usr/bin/" + name)
     boots = []
 

@@ -30,7 +30,8 @@ from kstep.lab import ktap
 from kstep.lab.kernels import ARCHES, Kernels, lab_dir
 
 GUEST = Path(__file__).resolve().parents[3] / "kernel-lab" / "guest"
-PROBES = ("vma", "fork", "damon")
+PROBES = ("vma", "fork", "damon", "qspin")
+SMP = 3  # the qspinlock probe needs two lockers and a sampler, each on its own CPU
 TIMEOUT_S = 300  # a full probe set takes 30-50 s under TCG on a 2-core host
 RESULT_FORMAT = "kstep-lab-result"
 RESULT_VERSION = 1
@@ -61,6 +62,12 @@ MACHINES = {
     ),
 }
 COMMON_ARGS = ("-m", "1G", "-nographic", "-no-reboot", "-nic", "none")
+# The probe module is built with the headers' kbuild: ARCH and the cross compiler per architecture.
+MODULE_MAKE = {
+    "x86_64": ("x86", ""),
+    "arm64": ("arm64", "aarch64-linux-gnu-"),
+    "ppc64le": ("powerpc", "powerpc64le-linux-gnu-"),
+}
 
 
 class LabError(Exception):
@@ -112,10 +119,33 @@ def _compile(arch: str, source: str, out: Path, extra: Sequence[str] = ()) -> Pa
     return target
 
 
-def build_initramfs(arch: str, kernels: Kernels, out: Path) -> Path:
+def build_module(arch: str, kernels: Kernels, out: Path) -> Path:
+    """qspin_lab.ko against the fetched kernel's own headers (a module fits one flavour only)."""
+    src = out / "qspin"
+    ko = src / "qspin_lab.ko"
+    sources = sorted((GUEST / "qspin").iterdir())
+    if ko.is_file() and all(ko.stat().st_mtime > p.stat().st_mtime for p in sources) and \
+            ko.stat().st_mtime > kernels.headers(arch).stat().st_mtime:
+        return ko
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir(parents=True)
+    for p in sources:
+        shutil.copy(p, src / p.name)
+    karch, cross = MODULE_MAKE[arch]
+    cmd = ["make", "-s", "-C", str(kernels.headers(arch)), f"M={src}", f"ARCH={karch}",
+           f"CROSS_COMPILE={cross}", "modules"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or not ko.is_file():
+        raise LabError(f"building qspin_lab.ko for {arch} failed", (proc.stdout + proc.stderr)[-2000:])
+    return ko
+
+
+def build_initramfs(arch: str, kernels: Kernels, out: Path, probes: Sequence[str] = PROBES) -> Path:
     """Compile the guest programs for ``arch`` and pack the initramfs; returns its path."""
     out.mkdir(parents=True, exist_ok=True)
     programs = [_compile(arch, "vmaprobe.c", out), _compile(arch, "forkbench.c", out, ["-lm"])]
+    if "qspin" in probes:
+        programs.append(build_module(arch, kernels, out))
     S_IFDIR, S_IFREG, S_IFCHR = 0o040000, 0o100000, 0o020000
     entries = [(d, S_IFDIR | 0o755, b"", (0, 0)) for d in ("bin", "dev", "proc", "sys", "tmp")]
     entries += [
@@ -224,7 +254,7 @@ def run(
     arch: str,
     kernels: Kernels,
     probes: Sequence[str],
-    smp: int = 2,
+    smp: int = SMP,
     timeout: float = TIMEOUT_S,
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
     attempts: int = 2,
@@ -235,7 +265,7 @@ def run(
         raise UserError(f"{MACHINES[arch].qemu} not found: run 'make setup' (see kstep lab doctor)")
     work = lab_dir() / "build" / arch
     say(f"{arch}: building the initramfs")
-    initrd = build_initramfs(arch, kernels, work)
+    initrd = build_initramfs(arch, kernels, work, probes)
     seed = secrets.randbits(32)
     for attempt in range(1, attempts + 1):
         nonce = secrets.token_hex(8)

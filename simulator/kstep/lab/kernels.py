@@ -298,7 +298,7 @@ def _fix_headers(headers: Path) -> None:
     src = headers / "usr" / "src"
     for makefile in src.glob("linux-headers-*/Makefile"):
         text = makefile.read_text()
-        fixed = re.sub(r"^include /usr/src/", f"include {src}/", text, flags=re.M)
+        fixed = re.sub(r"^include /\S*/(linux-headers-\S+/Makefile)$", rf"include {src}/\1", text, flags=re.M)
         if fixed != text:
             makefile.write_text(fixed)
 
@@ -327,12 +327,12 @@ def fetch(refresh: bool = False, log: Callable[[str], None] = print) -> Kernels:
             deb = apt_for(pkg.suite, pkg.arch, log).download(pkg.name, pkg.version, dest=debs)
             _install(role, pkg, deb, work, res.abi)
             deb.unlink()
-        _fix_headers(work / "headers")
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
     shutil.rmtree(final, ignore_errors=True)
     work.rename(final)
+    _fix_headers(final / "headers")  # after the rename: the path it writes is absolute
     manifest = {
         "abi": res.abi,
         "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

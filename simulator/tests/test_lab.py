@@ -327,3 +327,102 @@ def test_bad_lab_input_is_one_line_and_exit_2(capsys, tmp_path):
 def test_lab_run_without_fetched_kernels_says_how_to_get_them(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     one_line_exit_2(capsys, "lab", "run", "--arch", "x86_64", "vma", says="kstep lab fetch")
+
+
+# ---------------------------------------------------------------------------------------
+# DAMON and the qspinlock word
+
+
+MAPS = """\
+00400000-00401000 r--p 00000000 00:02 12                                 /bin/vmaprobe
+004bd000-004c2000 rw-p 00000000 00:00 0
+1dc6b000-1dc8d000 rw-p 00000000 00:00 0                                  [heap]
+7f8b6e7fe000-7f8b6e7ff000 ---p 00000000 00:00 0
+7f8b6f000000-7f8b73800000 rw-p 00000000 00:00 0
+7f8b7385f000-7f8b73863000 r--p 00000000 00:00 0                          [vvar]
+7f8b73863000-7f8b73865000 r-xp 00000000 00:00 0                          [vdso]
+7ffeb7647000-7ffeb7668000 rw-p 00000000 00:00 0                          [stack]
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]
+""".splitlines()
+
+
+def test_three_regions_drop_the_two_biggest_gaps_as_damon_does():
+    # heap..mmap and vdso..stack are the biggest gaps; [vsyscall] is no VMA of the mm.
+    assert probes.three_regions(MAPS) == [
+        (0x400000, 0x1DC8D000), (0x7F8B6E7FE000, 0x7F8B73865000), (0x7FFEB7647000, 0x7FFEB7668000)]
+
+
+def trace_line(t, n, start, end, nr, age=1):
+    return (f"       kdamond.0-187     [001] .....    {t:.6f}: damon_aggregated: target_id=0 "
+            f"nr_regions={n} {start}-{end}: {nr} {age}")
+
+
+def damon_case(hot_nr, rest_nr, regions):
+    lines = []
+    for k in range(3):
+        lines += [trace_line(10 + k, len(regions), a, b, hot_nr if a == HOT[0] else rest_nr) for a, b in regions]
+    return {"name": "damon", "ok": True, "raw": {"trace": lines, "maps": MAPS},
+            "data": [{"mode": "hot", "hot": f"{HOT[0]:x}-{HOT[1]:x}", "sample_us": "5000",
+                      "aggr_us": "100000", "update_us": "1000000"}]}
+
+
+HOT = (0x7F8B70000000, 0x7F8B70800000)
+REGIONS = [(0x400000, 0x1DC8D000), (0x7F8B6E7FE000, HOT[0]), HOT, (HOT[1], 0x7F8B73865000),
+           (0x7FFEB7647000, 0x7FFEB7668000)]
+
+
+def test_damon_checks_on_regions_that_cover_the_three_regions():
+    case = damon_case(15, 0, REGIONS)
+    assert [len(a.regions) for a in probes.damon_aggregations(case["raw"]["trace"])] == [5, 5, 5]
+    assert all(c.ok for c in probes.judge_damon_case(case)), probes.judge_damon_case(case)
+
+
+def test_damon_checks_catch_a_cold_hot_range_and_a_region_outside_the_maps():
+    failed = {c.name for c in probes.judge_damon_case(damon_case(0, 0, REGIONS)) if not c.ok}
+    assert failed == {"hot range at least 10x the rest"}
+    shifted = [REGIONS[0]] + [(a, b) for a, b in REGIONS[1:-1]] + [(0x7FFEB7646000, 0x7FFEB7668000)]
+    failed = {c.name for c in probes.judge_damon_case(damon_case(15, 0, shifted)) if not c.ok}
+    assert failed == {"after the first update the regions cover exactly the three regions of the maps"}
+
+
+def qspin_case(words):
+    data = [{"word": f"{w:#x}", "count": "10"} for w in words]
+    data.append({"samples": "100", "acquisitions": "50", "distinct": str(len(words)), "overflow": "0",
+                 "nthreads": "2"})
+    return {"name": "qspin", "ok": True, "data": data, "raw": {}}
+
+
+def test_the_qspinlock_decoder_accepts_reachable_words():
+    reachable = probes.reachable_words(2)
+    assert {0x0, 0x1, 0x100, 0x101, 0x40000, 0x80100} <= reachable
+    checks = probes.judge_qspin_case(qspin_case([0x0, 0x1, 0x100, 0x101, 0x40000, 0x80001]), "x86_64")
+    assert all(c.ok for c in checks), checks
+
+
+def test_the_qspinlock_decoder_rejects_an_unreachable_word():
+    # Two lockers on CPUs 0 and 1: a tail naming CPU 2 (0xc0000), or a pending byte of 2, cannot occur.
+    for bad in (0xC0001, 0x201):
+        checks = probes.judge_qspin_case(qspin_case([0x1, 0x101, 0x40001, bad]), "arm64")
+        failed = [c for c in checks if not c.ok]
+        assert [c.name for c in failed] == ["every sampled word is in the model's reachable set for 2 CPUs"]
+        assert f"{bad:#x}" in failed[0].detail
+
+
+def test_powerpc_words_are_classified_by_powerpc_layout():
+    assert probes.decode_powerpc(0x8001) == "sleepy (paravirt) + locked by cpu0"
+    assert probes.decode_powerpc(0x50000) == "tail cpu1 + must-queue"
+    checks = probes.judge_qspin_case(qspin_case([0x3, 0x8001, 0x50000]), "ppc64le")
+    assert all(c.ok for c in checks), checks
+    checks = probes.judge_qspin_case(qspin_case([0x3, 0x7]), "ppc64le")  # cpu 3 holds it: not a locker
+    assert [c.ok for c in checks] == [False, False]
+
+
+def test_the_flavour_makefile_is_pointed_at_the_cached_common_headers(tmp_path):
+    src = tmp_path / "headers" / "usr" / "src"
+    flavour = src / f"linux-headers-{ABI_OLD}-amd64"
+    flavour.mkdir(parents=True)
+    # Debian's own line, and one left by an extraction under another directory name.
+    for old in ("/usr/src", f"/cache/lab/{ABI_OLD}.partial/headers/usr/src"):
+        (flavour / "Makefile").write_text(f"include {old}/linux-headers-{ABI_OLD}-common/Makefile\n")
+        kernels._fix_headers(tmp_path / "headers")
+        assert (flavour / "Makefile").read_text() == f"include {src}/linux-headers-{ABI_OLD}-common/Makefile\n"

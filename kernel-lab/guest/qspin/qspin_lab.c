@@ -4,7 +4,8 @@
  *
  * nthreads kthreads, bound to CPUs 0..nthreads-1, take and release one spinlock_t in a loop
  * (holding it for `hold` cpu_relax() rounds); a sampler bound to the next CPU reads the lock
- * word `samples` times and counts each distinct value.  Loading the module runs the whole
+ * word and counts each distinct value, at least `samples` times and until the lockers have made
+ * `min_acquisitions` (an emulated, oversubscribed vCPU may run little), for at most `max_ms`.  Loading the module runs the whole
  * experiment and prints one line per word seen, "qspin_lab: word=0x... count=N", then
  * "qspin_lab: samples=N acquisitions=M distinct=D ..."; /init reads them from the log.
  * The word is the arch's own: asm-generic's (tail, pending, locked) on x86 and arm64,
@@ -14,6 +15,7 @@
 #include <linux/completion.h>
 #include <linux/cpumask.h>
 #include <linux/delay.h>
+#include <linux/jiffies.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -28,6 +30,10 @@ static unsigned long samples = 1000000;
 module_param(samples, ulong, 0444);
 static int hold = 50;
 module_param(hold, int, 0444);
+static long min_acquisitions = 100000;
+module_param(min_acquisitions, long, 0444);
+static int max_ms = 5000;
+module_param(max_ms, int, 0444);
 
 static DEFINE_SPINLOCK(lab_lock);
 static atomic_t running = ATOMIC_INIT(1);
@@ -78,8 +84,15 @@ static void count(u32 word)
 
 static int sampler(void *unused)
 {
-	for (unsigned long n = 0; n < samples; n++)
+	unsigned long deadline = jiffies + msecs_to_jiffies(max_ms);
+	unsigned long n = 0;
+
+	while ((n < samples || atomic_long_read(&acquisitions) < min_acquisitions) &&
+	       time_before(jiffies, deadline)) {
 		count(lock_word());
+		n++;
+	}
+	samples = n;
 	atomic_set(&running, 0);
 	complete(&sampled);
 	while (!kthread_should_stop())

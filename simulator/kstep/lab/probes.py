@@ -437,7 +437,7 @@ def judge_qspin_case(case: dict, arch: str) -> list[Check]:
         f"{len(words)} distinct sampled, {len(reachable)} reachable"
         + (f"; outside: {', '.join(f'{w:#x} ({decode_generic(w)})' for w in outside[:6])}" if outside else ""),
     )]
-    for name, pred in (("pending", lambda w: w & 0xFF00 and not w >> 16),
+    for name, pred in (("pending", lambda w: w & 0xFF00),
                        ("tail", lambda w: w >> 16),
                        ("tail + locked", lambda w: w >> 16 and w & 0xFF)):
         seen = [w for w in words if pred(w)]

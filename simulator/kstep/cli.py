@@ -210,6 +210,9 @@ def lab_parser(sub) -> None:
     p.add_argument("--timeout", type=positive, default=guest.TIMEOUT_S, metavar="S",
                    help=f"kill a guest after S seconds (default {guest.TIMEOUT_S})")
     p.add_argument("--out", metavar="DIR", help="write the result JSON here (default: the user cache)")
+    p.add_argument("--cpu", metavar="MODEL",
+                   help="QEMU -cpu model instead of the lab's, e.g. 'max' on x86_64: its hypervisor bit "
+                        "makes Linux use virt_spin_lock()'s test-and-set lock instead of the qspinlock")
     p.add_argument("probes", nargs="*", metavar="PROBE", help=f"{', '.join(guest.PROBES)} (default: all)")
     p.set_defaults(run=cmd_lab_run)
     p = cmds.add_parser("show", help="print (or --plot) one recorded result beside the model", allow_abbrev=False)
@@ -453,7 +456,7 @@ def cmd_lab_run(args) -> int:
     status = OK
     for a in arches:
         try:
-            result = guest.run(a, k, chosen, smp=args.smp, timeout=args.timeout, say=lab_log)
+            result = guest.run(a, k, chosen, smp=args.smp, timeout=args.timeout, say=lab_log, cpu=args.cpu)
         except guest.LabError as e:
             print(f"{a}: FAILED: {clean(str(e))}")
             for line in e.excerpt.splitlines():

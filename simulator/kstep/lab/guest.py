@@ -174,10 +174,16 @@ class Boot:
     command: list[str]
 
 
-def qemu_command(arch: str, kernels: Kernels, initrd: Path, smp: int, append: str) -> list[str]:
+def qemu_command(
+    arch: str, kernels: Kernels, initrd: Path, smp: int, append: str, cpu: str | None = None
+) -> list[str]:
+    """The QEMU command line; ``cpu`` replaces the machine's ``-cpu`` model for this boot."""
     m = MACHINES[arch]
+    args = list(m.args)
+    if cpu is not None:
+        args[args.index("-cpu") + 1] = cpu
     return [
-        m.qemu, *m.args, "-smp", str(smp), *COMMON_ARGS,
+        m.qemu, *args, "-smp", str(smp), *COMMON_ARGS,
         "-kernel", str(kernels.kernel(arch)), "-initrd", str(initrd),
         "-append", f"console={m.console} panic=-1 quiet {append}",
     ]
@@ -258,6 +264,7 @@ def run(
     timeout: float = TIMEOUT_S,
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
     attempts: int = 2,
+    cpu: str | None = None,
 ) -> dict:
     """Build, boot (retrying once when the end marker is missing) and return the result record."""
     check_request(arch, probes)
@@ -270,7 +277,7 @@ def run(
     for attempt in range(1, attempts + 1):
         nonce = secrets.token_hex(8)
         append = f"kstep_nonce={nonce} kstep_probes={','.join(probes)} kstep_seed={seed}"
-        command = qemu_command(arch, kernels, initrd, smp, append)
+        command = qemu_command(arch, kernels, initrd, smp, append, cpu)
         say(f"{arch}: booting {kernels.release(arch)} (smp {smp}, attempt {attempt} of {attempts}, "
             f"probes {', '.join(probes)})")
         b = boot(command, nonce, timeout, say)

@@ -316,6 +316,12 @@ def run(
     }
 
 
+def lab_machine(result: dict) -> bool:
+    """Whether a result's boot used the lab's own machine flags (not, say, a --cpu override)."""
+    args = list(MACHINES[result["arch"]].args)
+    return result["qemu"]["command"][1 : 1 + len(args)] == args
+
+
 def save(result: dict, folder: Path | None = None) -> Path:
     folder = folder or lab_dir() / "results"
     folder.mkdir(parents=True, exist_ok=True)

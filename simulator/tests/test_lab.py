@@ -320,7 +320,23 @@ def test_bad_lab_input_is_one_line_and_exit_2(capsys, tmp_path):
     one_line_exit_2(capsys, "lab", "show", tmp_path / "junk.json", says="not JSON")
     (tmp_path / "other.json").write_text(json.dumps({"format": "kstep-trace"}))
     one_line_exit_2(capsys, "lab", "show", tmp_path / "other.json", says="not a kstep lab result")
+    recorded = json.loads(next((Path(__file__).parents[2] / "kernel-lab/guest/recorded").glob("arm64-*.json")).read_text())
+    for broken, says in ((dict(recorded, models=None), "not tables"), (dict(recorded, arch="sparc"), "unknown architecture"),
+                         ({k: v for k, v in recorded.items() if k != "kernel"}, "without kernel"),
+                         (dict(recorded, cases=[{"name": "nosuch", "data": []}]), "known probes"),
+                         (dict(recorded, cases=[{"name": "vma", "ok": True, "data": [{"mode": "faults", "ok": "x"}]}]),
+                          "no whole number")):
+        (tmp_path / "broken.json").write_text(json.dumps(broken))
+        one_line_exit_2(capsys, "lab", "show", tmp_path / "broken.json", says=says)
     one_line_exit_2(capsys, "lab", says="choose a lab command")
+
+
+def test_lab_show_prints_a_recorded_result_beside_the_model(capsys, tmp_path):
+    path = next((Path(__file__).parents[2] / "kernel-lab/guest/recorded").glob("arm64-*.json"))
+    rc, out, err = kstep(capsys, "lab", "show", path, "--plot", tmp_path / "arm64.png")
+    assert rc == 0, (out, err)
+    assert "per-VMA locks (model variant seqcount" in out and "[FAIL]" not in out
+    assert (tmp_path / "arm64.png").stat().st_size > 0
 
 
 def test_lab_run_without_fetched_kernels_says_how_to_get_them(capsys, tmp_path, monkeypatch):

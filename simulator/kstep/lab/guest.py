@@ -343,9 +343,19 @@ def load_result(path: Path) -> dict:
         raise UserError(f"{path}: not a kstep lab result (no \"format\": \"{RESULT_FORMAT}\")")
     if result.get("version") != RESULT_VERSION:
         raise UserError(f"{path}: lab result version {result.get('version')!r}, this kstep reads {RESULT_VERSION}")
+    missing = [k for k in ("arch", "smp", "date", "boot_seconds", "kernel", "qemu", "models") if k not in result]
+    if missing:
+        raise UserError(f"{path}: a lab result without {', '.join(missing)}")
+    if result["arch"] not in MACHINES:
+        raise UserError(f"{path}: unknown architecture {result['arch']!r}")
+    if not isinstance(result["kernel"], dict) or not isinstance(result["qemu"], dict) or \
+            not isinstance(result["qemu"].get("command"), list) or not isinstance(result["models"], dict):
+        raise UserError(f"{path}: its kernel, qemu and models are not tables as kstep lab run writes them")
     cases = result.get("cases")
     if not isinstance(cases, list) or not all(
-        isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("data"), list) for c in cases
+        isinstance(c, dict) and c.get("name") in PROBES and isinstance(c.get("data"), list)
+        and all(isinstance(d, dict) for d in c["data"]) and isinstance(c.get("raw", {}), dict)
+        for c in cases
     ):
-        raise UserError(f"{path}: its cases are not a list of {{name, ok, data}}")
+        raise UserError(f"{path}: its cases are not a list of {{name, ok, data, raw}} of known probes")
     return result

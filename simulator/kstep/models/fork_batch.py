@@ -202,6 +202,11 @@ def set_folio(s, k: int, **changes):
     return s._replace(folios=s.folios[:k] + (s.folios[k]._replace(**changes),) + s.folios[k + 1:])
 
 
+def folio_ref(s, k: int, n: int):
+    """folio_ref_add/_sub, folio_get/_put: n references more (or fewer) on folio k, one atomic operation."""
+    return bump(set_folio(s, k, refcount=s.folios[k].refcount + n), REFS)
+
+
 def set_copy(s, **changes):
     return s._replace(copy=s.copy._replace(**changes))
 
@@ -268,7 +273,7 @@ def advance(s, i: int, nr: int):
     A preallocated page nobody used is dropped (folio_put(prealloc))."""
     c = s.copy
     if c.prealloc >= 0:
-        s = bump(set_folio(s, c.prealloc, refcount=s.folios[c.prealloc].refcount - 1), REFS)
+        s = folio_ref(s, c.prealloc, -1)
         s = set_copy(s, prealloc=-1)
     s = set_copy(s, addr=c.addr + nr, nr=0, folio=-1, any_writable=False, how="")
     return push(s, i, (Frame("ptep_get" if c.addr + nr != c.end else "add_mm_rss_vec", False),))
@@ -419,7 +424,7 @@ def add_copy(program: Program, strategy: str) -> None:
     def folio_ref_add(s, i, arg):
         c = s.copy
         f = s.folios[c.folio]
-        s = bump(set_folio(s, c.folio, refcount=f.refcount + c.nr), REFS)
+        s = folio_ref(s, c.folio, c.nr)
         rmap = "folio_try_dup_anon_rmap_ptes" if f.kind == ANON else "folio_dup_file_rmap_ptes"
         return push(s, i, (Frame(rmap),))
 
@@ -447,7 +452,7 @@ def add_copy(program: Program, strategy: str) -> None:
                   "copy_pte_range leaves its loop to preallocate a page")
     def folio_ref_sub(s, i, arg):
         c = s.copy
-        s = bump(set_folio(s, c.folio, refcount=s.folios[c.folio].refcount - c.nr), REFS)
+        s = folio_ref(s, c.folio, -c.nr)
         s = set_copy(s, nr=0, folio=-1, any_writable=False, how="")
         return push(s, i, (Frame("add_mm_rss_vec", True),))
 
@@ -494,7 +499,7 @@ def add_copy(program: Program, strategy: str) -> None:
     def folio_get(s, i, arg):
         c = s.copy
         f = s.folios[c.folio]
-        s = set_copy(bump(set_folio(s, c.folio, refcount=f.refcount + 1), REFS), nr=1, how=SINGLE)
+        s = set_copy(folio_ref(s, c.folio, 1), nr=1, how=SINGLE)
         rmap = "folio_try_dup_anon_rmap_pte" if f.kind == ANON else "folio_dup_file_rmap_pte"
         return push(s, i, (Frame(rmap),))
 
@@ -522,7 +527,7 @@ def add_copy(program: Program, strategy: str) -> None:
                   "(copy_present_page)")
     def folio_put(s, i, arg):
         c = s.copy
-        s = bump(set_folio(s, c.folio, refcount=s.folios[c.folio].refcount - 1), REFS)
+        s = folio_ref(s, c.folio, -1)
         return push(s, i, (Frame("copy_present_page"),))
 
     @program.step("copy_present_page", "mm/memory.c:copy_present_page",

@@ -2,6 +2,8 @@
 
 Every bundled scenario's claims hold on its run, each claim quotes the scenario's own text, and
 the claims are tight enough that dropping one entry of the schedule breaks at least one of them.
+A scenario whose run is the only one it has (one step enabled in every state: one thread copying
+page tables) needs no schedule, and its claims are about that one run.
 """
 
 import pytest
@@ -171,13 +173,26 @@ def test_bundled_claims_hold_on_the_scenarios_own_run_and_quote_its_text(mech, n
         assert " ".join(e.claim.split()) in text, f"claim {e.claim!r} is not a sentence of the scenario's text"
 
 
-@pytest.mark.parametrize("mech, name", [p for p in bundled()
-                                        if scenario.load(p.values[0], MODELS[p.values[0]].scenario_schema,
-                                                         p.values[1]).expect])
+def with_claims(scheduled: bool):
+    for p in bundled():
+        sc = scenario.load(p.values[0], MODELS[p.values[0]].scenario_schema, p.values[1])
+        if sc.expect and bool(sc.schedule) == scheduled:
+            yield p
+
+
+@pytest.mark.parametrize("mech, name", list(with_claims(scheduled=False)))
+def test_claims_without_a_schedule_are_about_the_only_run(mech, name):
+    sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
+    m, tr = own_run(mech, sc)
+    choices = [len(m.actions(s)) for s in tr.states]
+    assert max(choices) == 1, (f"{name} has claims but no schedule, and its run is not its only one: a state "
+                               f"offers {max(choices)} steps")
+
+
+@pytest.mark.parametrize("mech, name", list(with_claims(scheduled=True)))
 def test_dropping_a_schedule_entry_breaks_a_claim(mech, name):
     """The claims are about this interleaving: some one-step change of the schedule breaks them."""
     sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
-    assert sc.schedule, "claims are checked on a scripted schedule"
     steps = parse_schedule(sc.schedule)
     for k in range(len(steps)):
         mutant = " ".join(steps[:k] + steps[k + 1:]) or steps[0]

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 # pip reinstalls only when pyproject.toml is newer than this stamp, so repeated runs start at once.
 INSTALLED := $(VENV)/.kstep-installed
-EXTRAS := notebook,test,bench
+EXTRAS := notebook,test,bench,docs
 PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 
 .DEFAULT_GOAL := help
@@ -12,7 +12,7 @@ PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 
 help:
 	@echo "kstep make targets:"
-	@echo "  course           install what is needed, build the course into build/course and print the page to open"
+	@echo "  course           install what is needed, build the course site into build/course and print the page to open"
 	@echo "  test             install what is needed, run every test (slow, qemu and browser ones included)"
 	@echo "  test-fast        like test, without the slow, qemu and browser tests"
 	@echo "  test-grade-batch grade 100 submissions with hostile ones mixed in, and a Gradescope zip in an"
@@ -23,7 +23,7 @@ help:
 	@echo "  verdicts         explore every bundled scenario x variant into simulator/kstep/verdicts.json"
 	@echo "  setup            Debian packages (scripts/setup-system) and the $(VENV) virtual environment"
 	@echo "  system-packages  only the Debian packages"
-	@echo "  clean            remove build/, bench/results/ and kernel-lab/build/"
+	@echo "  clean            remove build/, bench/results/, docs/animations/ (generated) and kernel-lab/build/"
 	@echo "  distclean        clean, and remove $(VENV)"
 
 setup: system-packages $(INSTALLED)
@@ -42,9 +42,10 @@ $(INSTALLED): pyproject.toml | $(VENV)/bin/python
 	@touch $@
 
 # build/ is make's own output folder; the course builder never creates a missing parent itself.
+# The site goes to build/course, its caches (doctrees, executed notebooks) to build/course-cache.
 course: setup
 	@mkdir -p build
-	$(VENV)/bin/python -m kstep.views.course --out build/course
+	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course
 
 # Grading at class scale (a batch of 100, a Gradescope zip installed from scratch) takes minutes:
 # it has a target of its own.
@@ -72,7 +73,7 @@ verdicts: setup
 	$(VENV)/bin/python scripts/verdicts
 
 clean:
-	rm -rf build bench/results
+	rm -rf build bench/results docs/animations
 	$(MAKE) -C kernel-lab clean
 
 distclean: clean

@@ -11,7 +11,7 @@ from kstep.engine import Random, Scripted, explore, scenario, simulate
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
 from kstep.models.rcu import gp_seq_long
-from kstep.views import course, style
+from kstep.views import style
 from kstep.views.player import Frames
 
 NAMED = ["kstep-slider", "kstep-play", "kstep-step", "kstep-back", "kstep-reset", "kstep-speed", "kstep-status",
@@ -206,11 +206,3 @@ def check_phases(trace, model):
             if p == LOOKUP:
                 assert s.rcu.nesting[i] and not vma_read_locked(s, i)
     return seen
-
-
-def test_course_refuses_an_out_folder_whose_parent_is_missing(tmp_path, capsys):
-    status = course.main(["--out", str(tmp_path / "no" / "course")])
-    err = capsys.readouterr().err
-    assert status == 2
-    assert err.count("\n") == 1 and "does not exist" in err
-    assert not (tmp_path / "no").exists()

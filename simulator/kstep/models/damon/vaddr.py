@@ -138,13 +138,14 @@ def damon_va_prepare_access_checks(regions: tuple, vmas: tuple, young: frozenset
     """Pick each region's sampling address (one draw per region, in list order) and clear the
     accessed bit of the folio mapped there (damon_va_mkold)."""
     out = []
+    mkold = set()
     for r in regions:
         addr, rng = damon_rand(rng, r.start, r.end)
         out.append(r._replace(sampling_addr=addr))
         folio = folio_of(vmas, addr)
         if folio is not None:
-            young = young - {folio[0]}
-    return tuple(out), young, rng
+            mkold.add(folio[0])
+    return tuple(out), young - mkold, rng
 
 
 class FolioCache(NamedTuple):

@@ -1,11 +1,12 @@
 """The mechanisms kstep models, by the name the CLI uses."""
 
 from ..errors import UserError
+from .damon import DamonModel
 from .qspinlock import QspinlockModel
 from .rcu import RcuModel
 from .vma_lock import VmaLocksModel
 
-MODELS = {m.name: m for m in (VmaLocksModel, RcuModel, QspinlockModel)}
+MODELS = {m.name: m for m in (VmaLocksModel, RcuModel, QspinlockModel, DamonModel)}
 
 
 def model_class(name: str):

@@ -203,7 +203,9 @@ def nr_regions_figure(player: Player, x_range: Range1d) -> figure:
     states = player.trace.states
     attrs = states[0].cfg.attrs
     counts = np.array([len(s.regions) for s in states], dtype=np.int32)
-    p = figure(name="kstep-plot-nr-regions", title="nr_regions (dashed: min_nr_regions and max_nr_regions)",
+    bounds = ("the fewest and the most observed" if player.trace.scheduler == "observed"
+              else "min_nr_regions and max_nr_regions")
+    p = figure(name="kstep-plot-nr-regions", title=f"nr_regions (dashed: {bounds})",
                width=style.WIDTH, height=200, x_range=x_range,
                y_range=Range1d(0, max(attrs.max_nr_regions, int(counts.max())) * 1.1 + 1, name="kstep-y-nr-regions"),
                tools="", toolbar_location=None)
@@ -221,14 +223,19 @@ def nr_regions_figure(player: Player, x_range: Range1d) -> figure:
 def scheme_counters(player: Player) -> figure:
     states = player.trace.states
     cfg = states[0].cfg
-    names = ["aggregations", "sampling intervals", "random draws"]
-    values = [[s.k.aggregations, s.k.passed_sample_intervals, s.k.rng.draws] for s in states]
+    if player.trace.scheduler == "observed":  # a kernel's samples and draws were not recorded
+        names = ["aggregations"]
+        values = [[s.k.aggregations] for s in states]
+    else:
+        names = ["aggregations", "sampling intervals", "random draws"]
+        values = [[s.k.aggregations, s.k.passed_sample_intervals, s.k.rng.draws] for s in states]
     for k, sc in enumerate(cfg.schemes):
         names += [f"scheme {k} {sc.action}: KiB applied", f"scheme {k}: quota exceeded"]
     for row, s in zip(values, states):
         for ss in s.schemes:
             row += [ss.stat.sz_applied // 1024, ss.stat.qt_exceeds]
-    colors = [style.GREEN, style.SKY, style.GREY] + [style.ORANGE, style.VERMILLION] * len(cfg.schemes)
+    colors = [style.GREEN, style.SKY, style.GREY][:len(names) - 2 * len(cfg.schemes)]
+    colors += [style.ORANGE, style.VERMILLION] * len(cfg.schemes)
     return counters_figure(player, "counters", "counters so far", names, np.array(values), colors)
 
 
@@ -243,7 +250,8 @@ def damon_view(trace, model):
     top = damon_max_nr_accesses(trace.states[0].cfg.attrs)
     key = (style.key_html(f"nr_accesses (of {top} samples):", [("0", HEAT[0]), ("some", HEAT[3]),
                                                                (str(top), HEAT[-1])],
-                          outline=[SPLIT_LINE, MERGE_LINE])
-           + style.key_html("ground truth:", [TRUTH]))
+                          outline=[SPLIT_LINE, MERGE_LINE]))
+    if trace.scheduler != "observed":  # a real kernel's run has no known workload
+        key += style.key_html("ground truth:", [TRUTH])
     return player.layout(strip, heatmap, regions, counters, key=key)
 

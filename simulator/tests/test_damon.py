@@ -142,3 +142,19 @@ def test_every_label_names_a_kdamond_fn_phase_or_the_mmap_actor():
         "mm/damon/core.c:kdamond_merge_regions", "mm/damon/core.c:kdamond_split_regions",
         "mm/damon/vaddr.c:damon_va_check_accesses", "mm/damon/core.c:kdamond_apply_schemes"}
     assert str(sources["__vm_munmap"]) == "mm/mmap.c:__vm_munmap"
+
+
+def test_a_run_is_the_same_in_another_process_whatever_its_hash_seed():
+    """Nothing in a run depends on set or dict order: two interpreters with different hash seeds
+    print the same step table and answers."""
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for hash_seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        r = subprocess.run([sys.executable, "-m", "kstep", "run", "damon", "--scenario", "mmap-munmap", "-c"],
+                           capture_output=True, text=True, env=env, check=True)
+        outs.append(r.stdout)
+    assert outs[0] == outs[1] and "random draws" in outs[0]

@@ -104,3 +104,26 @@ def test_a_bad_recording_is_one_line_and_exit_status_2(tmp_path, capsys, content
     assert main(["check", "damon", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert why in err and "\n" not in err, err
+
+
+RECORDED = Path(__file__).resolve().parents[2] / "kernel-lab" / "guest" / "recorded"
+
+
+def test_what_real_6_12_kernels_printed_in_the_lab_keeps_the_region_invariants():
+    """The damon_aggregated lines the real-kernel lab recorded from Debian's 6.12 in QEMU (x86_64,
+    arm64, ppc64le), read as tracefs printed them."""
+    import json
+
+    arches = set()
+    for path in sorted(RECORDED.glob("*.json")):
+        result = json.loads(path.read_text())
+        for case in result["cases"]:
+            lines = case.get("raw", {}).get("trace")
+            if not lines:
+                continue
+            obs = observed.parse_tracepoint_text("\n".join(lines), path.name)
+            trace, _ = observed.observed_trace(obs, path.name)
+            assert trace.violation is None, (path.name, trace.violation)
+            assert len(obs.snapshots) >= 10 and all(s.regions for s in obs.snapshots)
+            arches.add(result["arch"])
+    assert arches == {"x86_64", "arm64", "ppc64le"}

@@ -684,25 +684,6 @@ def _rules(sc: dict, path: str) -> None:
                 raise bad(f"{where}.filters[{j}]", "start must be below end")
     if uses_free_mem and not sc["free_mem_rate"]:
         raise bad("free_mem_rate", "a free_mem_rate watermark needs the free memory series")
-    for action in sc["ns_per_byte"]:
-        if action not in dm.ACTIONS:
-            raise bad(f"ns_per_byte.{action}", f"not an action (one of {', '.join(dm.ACTIONS)})")
-
-
-class NsPerByte(NamedTuple):
-    """A table of action -> ns per byte."""
-
-    doc: str = ""
-
-    def check(self, v, path):
-        if not isinstance(v, dict):
-            raise bad(path, "expected a table of action = nanoseconds per byte")
-        for action, ns in v.items():
-            Int(0, 10**9).check(ns, f"{path}.{action}")
-        return dict(v)
-
-    def text(self) -> str:
-        return "table of action = integer 0..1000000000"
 
 
 SCHEMA = Table({
@@ -738,7 +719,8 @@ SCHEMA = Table({
     "schemes": Key(List(SCHEME, 0, 4, "DAMOS schemes"), []),
     "free_mem_rate": Key(List(List(Int(0, MAX_I64), 2, 2), 0, 64,
                               "[from_us, per-mille free] pairs: the free memory the watermarks read"), []),
-    "ns_per_byte": Key(NsPerByte("time an action takes per byte: the stand-in for DAMOS's measured time"), {}),
+    "ns_per_byte": Key(Table({a: Key(Int(0, 10**9), 0) for a in dm.ACTIONS},
+                             "nanoseconds an action takes per byte: the stand-in for DAMOS's measured time"), {}),
 }, rules=_rules)
 
 
@@ -765,7 +747,7 @@ def config_from(c: dict) -> Config:
                      w["until_sample"]) for w in c["access"]),
         tuple(scheme(s) for s in c["schemes"]),
         tuple(tuple(p) for p in c["free_mem_rate"]),
-        tuple(sorted(c["ns_per_byte"].items())))
+        tuple(sorted((a, ns) for a, ns in c["ns_per_byte"].items() if ns)))
 
 
 # --- the mechanism ------------------------------------------------------------------------------------------

@@ -245,7 +245,7 @@ def test_an_interrupt_is_drawn_in_progress_exactly_while_the_model_holds_its_tas
         for k, s in enumerate(trace.states):
             movers = {a.actor for a in model.actions(s)}
             unheld = {a.actor for a in super(type(model), model).actions(s)}  # before interrupts hold tasks back
-            for task, irq in s.irqs:
+            for task, irq in s.nest:
                 name = s.threads[task].name
                 busy = qv.phase(s, irq) not in (qv.IRQ_IDLE, qv.DONE)
                 seen.add(busy)

@@ -30,7 +30,11 @@ class Violation(NamedTuple):
 
 
 class Source(NamedTuple):
-    """The Linux 6.12 location a label mirrors, written ``path:function``."""
+    """The Linux 6.12 location a label mirrors, written ``path:function``.
+
+    A step that is no kernel code at all (the critical section a lock protects belongs to the
+    lock's user) has an empty path, and ``function`` says whose code it is.
+    """
 
     path: str
     function: str
@@ -42,8 +46,19 @@ class Source(NamedTuple):
             raise ValueError(f"source location {location!r} is not 'path:function'")
         return cls(path, function)
 
+    @classmethod
+    def outside(cls, whose: str) -> "Source":
+        """A step outside the kernel: ``whose`` code it is, e.g. "spin_lock()'s caller"."""
+        if not whose or ":" in whose:
+            raise ValueError(f"{whose!r} does not say whose code the step is")
+        return cls("", whose)
+
+    @property
+    def in_kernel(self) -> bool:
+        return bool(self.path)
+
     def __str__(self) -> str:
-        return f"{self.path}:{self.function}"
+        return f"{self.path}:{self.function}" if self.path else self.function
 
 
 class Invariant(NamedTuple):

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
+from ..engine import (Frame, Invariant, Program, ProgramModel, Replacement, Variant, push, set_thread,
+                      thread_index)
 from ..engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from . import rwsem
 from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
@@ -773,7 +774,10 @@ VARIANTS = {
     "seqcount": Variant(
         "seqcount", "Linux 6.12.88 and later: mm_lock_seq is a seqcount, odd while mmap_lock is "
         "write-held; fresh VMAs start at vm_lock_seq = UINT_MAX",
-        replaces={"mmap_write_lock": mmap_write_lock_seqcount, "vm_area_alloc": vm_area_alloc_with(UINT_MAX)},
+        replaces={"mmap_write_lock": mmap_write_lock_seqcount,
+                  "vm_area_alloc": Replacement(vm_area_alloc_with(UINT_MAX), what=(
+                      "allocate a VMA: attached, a fresh rwsem, vm_lock_seq = UINT_MAX (6.12.88 and "
+                      "later)"))},
         params={"vm_lock_seq_init": UINT_MAX}),
     "mmap-lock-only": Variant(
         "mmap-lock-only", "before Linux 6.4: every user page fault takes mmap_lock for read",

@@ -46,9 +46,9 @@ FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOLDS, RELEASES, IRQ_IDLE, DONE =
 PHASE_OF = {
     q.QSPINLOCK: {
         "queued_spin_lock": FAST_PATH,
-        **dict.fromkeys(("wait_pending_handover", "queued_fetch_set_pending_acquire", "clear_pending",
-                         "wait_locked_clear", "clear_pending_set_locked"), PENDING_PATH),
-        **dict.fromkeys(("grab_mcs_node", "mcs_node_init", "store_node_count", "queued_spin_trylock", "xchg_tail",
+        **dict.fromkeys(("wait_pending_handover", "queued_fetch_set_pending_acquire", "trylock_pending_cmpxchg",
+                         "clear_pending", "wait_locked_clear", "clear_pending_set_locked"), PENDING_PATH),
+        **dict.fromkeys(("node_count_inc", "mcs_node_init", "store_node_count", "queued_spin_trylock", "xchg_tail",
                          "link_prev", "mcs_spin"), IN_QUEUE),
         **dict.fromkeys(("wait_head", "claim_cmpxchg", "set_locked"), QUEUE_HEAD),
         **dict.fromkeys(("wait_next", "mcs_handoff", "release_node"), RELEASES),
@@ -84,10 +84,9 @@ def phase(s, i: int) -> int:
     t = s.threads[i]
     if not t.frames:
         return DONE
-    label = t.frames[0].label
-    if label == q.ENTRY[s.layout] and any(irq == i for _, irq in s.irqs):
+    if t.level and not t.entered:
         return IRQ_IDLE
-    return PHASE_OF[s.layout][label]
+    return PHASE_OF[s.layout][t.frames[0].label]
 
 
 # --- the lock word -----------------------------------------------------------------------------------
@@ -468,6 +467,8 @@ def context_boxes(s) -> list[Box]:
                 on.append(f"lock {q.lock_name(t.lock)}")
             if 0 <= t.idx < q.MAX_NODES:
                 on.append(f"node {node_name(q.node_id(t.cpu, t.idx))}")
+            elif t.idx >= q.MAX_NODES:
+                on.append(f"idx {t.idx}: no node left")
             if s.layout == q.TICKET and t.lock >= 0:
                 on.append(f"ticket {t.ticket}")
             if on:

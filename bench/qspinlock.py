@@ -154,8 +154,7 @@ def python_counts(say) -> dict:
 
     out = {}
     for cpus in MODEL_CPUS:
-        header = check.parse_header("qspinlock", f"# kstep-log qspinlock variant=v6.12 cpus={cpus} "
-                                    f"acquisitions={ACQUISITIONS} pending_bits=8", "bench")
+        header = check.parse_header("qspinlock", check.header_line("v6.12", cpus, ACQUISITIONS, 8), "bench")
         model = header.model
         r = explore(model, model.initial(header.config), max_states=5_000_000)
         out[f"{cpus} cpus"] = {"states": r.states, "transitions": r.transitions, "depth": r.depth,

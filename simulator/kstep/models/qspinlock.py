@@ -1284,6 +1284,16 @@ class QspinlockModel(ProgramModel):
             return t.frames[0][1]
         return t.lock
 
+    def mcs_fields(self, state, i):
+        """The MCS fields an observation log records after context ``i``'s step: its CPU's nesting
+        count, and the node the context holds as (idx, next, locked) -- next as a node id or NULL --
+        or None when it holds none (also in the idx >= MAX_NODES fallback)."""
+        t = state.threads[i]
+        if not 0 <= t.idx < MAX_NODES:
+            return state.count[t.cpu], None
+        node = state.nodes[node_id(t.cpu, t.idx)]
+        return state.count[t.cpu], (t.idx, node.next, node.locked)
+
     # -- what the step table and -c show ----------------------------------------------------------------
     def word_text(self, s, lock):
         w = s.words[lock]

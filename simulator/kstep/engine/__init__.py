@@ -1,7 +1,7 @@
 """The kstep engine: pure step models, schedulers, exhaustive exploration and traces."""
 
 from .explore import ExploreResult, explore
-from .model import Action, Invariant, Model, Source, Variant, Violation, to_jsonable
+from .model import ASSERTION, HARM, Action, Invariant, Model, Source, Variant, Violation, to_jsonable
 from .prng import SplitMix64
 from .program import (Call, Frame, Program, ProgramModel, Replacement, Step, push, set_thread,
                       thread_index)
@@ -9,8 +9,9 @@ from .schedule import Random, RoundRobin, Scripted, parse_schedule, simulate
 from .trace import Trace
 
 __all__ = [
-    "Action", "Call", "ExploreResult", "Frame", "Invariant", "Model", "Program", "ProgramModel",
-    "Random", "Replacement", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step", "Trace", "Variant",
+    "ASSERTION", "HARM", "Action", "Call", "ExploreResult", "Frame", "Invariant", "Model", "Program",
+    "ProgramModel", "Random", "Replacement", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step", "Trace",
+    "Variant",
     "Violation", "explore", "parse_schedule", "push", "set_thread", "simulate", "thread_index",
     "to_jsonable",
 ]

@@ -276,18 +276,19 @@ def queued_spin_lock(s, i, lock):
 
 
 @qspinlock.call("queued_spin_lock_slowpath", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath")
-def slowpath(s, i, val):
+def slowpath(s, i, val, pending="queued_fetch_set_pending_acquire"):
     """queued_spin_lock_slowpath(lock, val) up to its first decision (pv and virt_spin_lock left out)."""
     if val == _Q_PENDING_VAL:
         return (Frame("wait_pending_handover"),)
-    return trylock_or_pending(val)
+    return trylock_or_pending(val, pending)
 
 
-def trylock_or_pending(val):
-    """``if (val & ~_Q_LOCKED_MASK) goto queue;`` -- a decision on the val already read, not a step."""
+def trylock_or_pending(val, pending="queued_fetch_set_pending_acquire"):
+    """``if (val & ~_Q_LOCKED_MASK) goto queue;`` -- a decision on the val already read, not a step.
+    ``pending`` is the step that tries for the pending bit (before patch 07/11, the cmpxchg loop)."""
     if val & ~_Q_LOCKED_MASK:
         return (Frame("queue"),)
-    return (Frame("queued_fetch_set_pending_acquire"),)
+    return (Frame(pending),)
 
 
 @qspinlock.step("wait_pending_handover", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
@@ -576,36 +577,30 @@ def queued_spin_unlock(s, i, arg):
 # with atomic_read() for locked and pending to clear and claims with a cmpxchg that it retries until
 # it succeeds, clearing the tail only when it is its own and alone.
 
+PENDING_2014 = "trylock_pending_cmpxchg"
+
+
 def slowpath_2014(s, i, val):
-    if val == _Q_PENDING_VAL:
-        return (Frame("wait_pending_handover"),)
-    return trylock_or_pending_2014(val)
-
-
-def trylock_or_pending_2014(val):
-    """The loop's ``if (val & ~_Q_LOCKED_MASK) goto queue;``, decided on the val read last."""
-    if val & ~_Q_LOCKED_MASK:
-        return (Frame("queue"),)
-    return (Frame("trylock_pending_cmpxchg"),)
+    return slowpath(s, i, val, PENDING_2014)
 
 
 def wait_pending_unbounded(s, i, arg):
     val = s.words[s.threads[i].lock]
-    return push(set_ctx(s, i, val=val), i, trylock_or_pending_2014(val))
+    return push(set_ctx(s, i, val=val), i, trylock_or_pending(val, PENDING_2014))
 
 
 def pending_handed_over(s, i, arg):
     return s.words[s.threads[i].lock] != _Q_PENDING_VAL
 
 
-@qspinlock.step("trylock_pending_cmpxchg", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
+@qspinlock.step(PENDING_2014, "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "before patch 07/11, one try of the trylock-or-pending loop: atomic_cmpxchg(val -> new), "
                 "0,0,0 -> 0,0,1 takes the lock, 0,0,1 -> 0,1,1 sets pending; a changed word is read again")
 def trylock_pending_cmpxchg(s, i, arg):
     t = s.threads[i]
     w = s.words[t.lock]
-    if w != t.val:
-        return push(set_ctx(s, i, val=w), i, trylock_or_pending_2014(w))
+    if w != t.val:  # the loop's next round decides on the word the failed cmpxchg returned
+        return push(set_ctx(s, i, val=w), i, trylock_or_pending(w, PENDING_2014))
     new = _Q_LOCKED_VAL | (_Q_PENDING_VAL if w == _Q_LOCKED_VAL else 0)
     s = set_word(s, t.lock, new)
     if new == _Q_LOCKED_VAL:  # we won the trylock

@@ -2,6 +2,9 @@
 
 import pytest
 
+import jsonschema
+
+from kstep.engine import trace
 from kstep.lab import source_index
 from kstep.models import MODELS
 
@@ -26,6 +29,13 @@ def test_every_label_exists_in_linux_6_12(mech):
     missing = sorted({f"{label} -> {source}" for m, v, label, source in all_locations()
                       if m == mech and source.in_kernel and not source_index.exists(str(source))})
     assert not missing, "labels naming functions not in Linux 6.12:\n" + "\n".join(missing)
+
+
+def test_every_source_fits_the_trace_format():
+    """A trace records each step's source, and show refuses a trace whose sources break its schema."""
+    schema = trace.schema()["properties"]["steps"]["items"]["properties"]["source"]
+    for mech, variant, label, source in all_locations():
+        jsonschema.validate(str(source), schema)
 
 
 def test_only_the_listed_steps_are_outside_the_kernel():

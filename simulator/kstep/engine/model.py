@@ -62,8 +62,8 @@ class Source(NamedTuple):
     @classmethod
     def outside(cls, whose: str) -> "Source":
         """A step outside the kernel: ``whose`` code it is, e.g. "spin_lock()'s caller"."""
-        if not whose or ":" in whose:
-            raise ValueError(f"{whose!r} does not say whose code the step is")
+        if not 0 < len(whose) <= 80 or ":" in whose or "\n" in whose:  # as trace.schema.json has it
+            raise ValueError(f"{whose!r} does not say in one short line whose code the step is")
         return cls("", whose)
 
     @property

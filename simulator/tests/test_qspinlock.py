@@ -14,7 +14,7 @@ MECH = "qspinlock"
 SCENARIOS = scenario.bundled(MECH)
 # Scenarios written for one scripted run, whose state space no exhaustive test can cover (and which
 # test_scenarios_stay_small_enough_to_explore_in_class shows is beyond its bound): the rest are explored.
-SCRIPTED_ONLY = {"nested-nmi"}
+SCRIPTED_ONLY = {"trylock-fallback"}
 EXPLORABLE = [name for name in SCENARIOS if name not in SCRIPTED_ONLY]
 CORRECT, BROKEN = variants(MECH)
 
@@ -198,7 +198,7 @@ def test_nesting_interrupt_takes_node_one_and_holds_its_task_back():
 def test_the_nested_nmi_finds_no_node_left_and_spins_with_trylock():
     """Task, softirq, hardirq and NMI of C0 queue on locks A-D with nodes 0-3; the NMI nested in the
     NMI gets idx 4 >= MAX_NODES and takes the 6.12 fallback: trylock until lock E is free."""
-    m, sc, s0 = load(MECH, "nested-nmi")
+    m, sc, s0 = load(MECH, "trylock-fallback")
     tr = simulate(m, s0, Scripted(sc.schedule))
     k = next(k for k, a in enumerate(tr.actions) if str(a) == "C0.nested_nmi:node_count_inc")
     s = tr.states[k + 1]
@@ -221,7 +221,7 @@ def test_nesting_is_off_unless_a_scenario_asks_for_it():
 
 
 def test_a_nested_nmi_starts_only_inside_the_nmi_and_holds_everything_below_it():
-    m, sc, s0 = load(MECH, "nested-nmi")
+    m, sc, s0 = load(MECH, "trylock-fallback")
     assert "C0.nested_nmi" not in {a.actor for a in m.actions(s0)}
     s = simulate(m, s0, Scripted("C0.nmi"), max_steps=1).states[-1]  # the NMI is in progress
     movers = {a.actor for a in m.actions(s)}

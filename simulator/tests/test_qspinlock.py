@@ -88,7 +88,8 @@ CONTRACT = {
     "mcs_spin": f"{MCS}:arch_mcs_spin_lock_contended", "wait_head": f"{QS}:queued_spin_lock_slowpath",
     "claim_cmpxchg": f"{QS}:queued_spin_lock_slowpath", "set_locked": f"{QS}:set_locked",
     "wait_next": f"{QS}:queued_spin_lock_slowpath", "mcs_handoff": f"{MCS}:arch_mcs_spin_unlock_contended",
-    "release_node": f"{QS}:queued_spin_lock_slowpath", "critical_section": "spin_lock()'s caller",
+    "release_node": f"{QS}:queued_spin_lock_slowpath",
+    "critical_section": "outside the kernel: spin_lock()'s caller",
     "queued_spin_unlock": f"{GEN}:queued_spin_unlock",
     # before-set-locked only: the trylock-or-pending cmpxchg loop of 2014
     "trylock_pending_cmpxchg": f"{QS}:queued_spin_lock_slowpath",

@@ -42,6 +42,9 @@ class Violation(NamedTuple):
         return f"{'harm' if self.kind == HARM else 'broken assertion'}: {self.invariant}"
 
 
+OUTSIDE = "outside the kernel: "  # how a step that is no kernel code shows its source (trace.schema.json)
+
+
 class Source(NamedTuple):
     """The Linux 6.12 location a label mirrors, written ``path:function``.
 
@@ -71,7 +74,7 @@ class Source(NamedTuple):
         return bool(self.path)
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.function}" if self.path else self.function
+        return f"{self.path}:{self.function}" if self.path else f"{OUTSIDE}{self.function}"
 
 
 class Invariant(NamedTuple):

@@ -257,7 +257,8 @@ STEP0 = "0 0 queued_spin_lock 0x00000000 0x00000001 0 - - -\n"
     (GOOD_HEADER + STEP0.replace("0 0 ", "0 0.irq ", 1), "an interrupt context 0.irq"),
     (GOOD_HEADER + STEP0.replace("0 0 ", "0 -1 ", 1), "cpu '-1' is neither"),
     (GOOD_HEADER + STEP0.replace("queued_spin_lock", "spin_lock"), "unknown label 'spin_lock'"),
-    (GOOD_HEADER + STEP0.replace("queued_spin_lock", "arch_spin_lock"), "unknown label 'arch_spin_lock' for qspinlock v6.12"),
+    (GOOD_HEADER + STEP0.replace("queued_spin_lock", "arch_spin_lock"),
+     "unknown label 'arch_spin_lock' for qspinlock v6.12"),
     (GOOD_HEADER + STEP0.replace("0x00000000 0x00000001", "0 1"), "word '0' is not 0x followed by 8 hex digits"),
 ])
 def test_bad_logs_are_one_line_and_exit_2(capsys, tmp_path, text, says):

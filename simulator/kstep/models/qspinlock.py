@@ -1147,7 +1147,8 @@ VARIANTS = {
             "(node->locked = 0 can wipe out a hand-off)"))),
     "count-after-init": _broken(
         "count-after-init", "node->count++ is stored only after the node is initialised (no barrier(), "
-        "fixed by 11dc13224c97): an interrupt in between takes the same node", node_count_inc=node_count_inc_store_late),
+        "fixed by 11dc13224c97): an interrupt in between takes the same node",
+        node_count_inc=node_count_inc_store_late),
     "xchg16-one-bit-pending": _broken(
         "xchg16-one-bit-pending", "xchg_tail uses the 16-bit exchange of the tail half even with "
         "_Q_PENDING_BITS 1, where the tail starts at bit 9 (why qspinlock.c has two xchg_tail())",

@@ -1,9 +1,12 @@
 """Schedulers and ``simulate``: who takes the next step.
 
-- ``Scripted``: an explicit list of actors (OSTEP's ``-P``), e.g. ``"T1*3 W T1"``; after the
-  script the run goes on round-robin, so a worked interleaving still finishes.
-- ``RoundRobin``: rounds in which every runnable actor takes one step, in actor order; it counts
-  the rounds each actor spent blocked, which is how kstep measures waiting.
+- ``Scripted``: an explicit list of actors (OSTEP's ``-P``), e.g. ``"T1*3 W T1"``; an entry
+  ``ACTOR:label`` takes that step (how a schedule names an optional step, such as a CPU's
+  ``R:rcu_report_qs_rdp``); after the script the run goes on round-robin, so a worked
+  interleaving still finishes.
+- ``RoundRobin``: rounds in which every runnable actor takes one step, in actor order (an enabled
+  optional step first); it counts the rounds each actor spent blocked, which is how kstep
+  measures waiting.
 - ``Random``: a uniformly chosen enabled action from the seeded SplitMix64.
 """
 
@@ -18,7 +21,7 @@ from .model import HARM, Action, Checks, Model, State, deadlock, without_cyclic_
 from .prng import SplitMix64
 from .trace import Trace
 
-_ENTRY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)(?:\*([0-9]+))?$")
+_ENTRY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)(:[A-Za-z_][A-Za-z0-9_]*)?(?:\*([0-9]+))?$")
 
 
 class RoundRobin:
@@ -26,6 +29,7 @@ class RoundRobin:
 
     A step of cost c keeps its actor busy for c rounds (busy is not blocked); steps of cost 0
     (CPU-local work) do not end the actor's turn.  With every cost 1 this is plain round-robin.
+    An actor's enabled optional step is taken first in its turn, its next frame after it.
     """
 
     name = "round-robin"
@@ -44,7 +48,8 @@ class RoundRobin:
         actors = model.actors(state)
         by_actor = {}
         for a in enabled:
-            by_actor.setdefault(a.actor, a)
+            if a.actor not in by_actor or model.is_optional(a) and not model.is_optional(by_actor[a.actor]):
+                by_actor[a.actor] = a
         while self._idle < len(actors):
             actor = actors[self.cursor]
             if self.busy[actor] and not self._in_turn:
@@ -107,7 +112,11 @@ class Random:
 
 
 class Scripted:
-    """Follow a list of actor names, then finish round-robin."""
+    """Follow a list of actor names, then finish round-robin.
+
+    An entry ``ACTOR`` takes the actor's next step (never an optional one); ``ACTOR:label`` takes
+    the step ``label`` of that actor, which must be enabled.
+    """
 
     name = "scripted"
 
@@ -125,14 +134,17 @@ class Scripted:
 
     def _next(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
         if self.pos < len(self.script):
-            actor = self.script[self.pos]
+            entry = self.script[self.pos]
+            actor, _, label = entry.partition(":")
             if actor not in model.actors(state):
                 raise UserError(f"schedule entry {self.pos + 1} names {actor!r}, which is not an actor "
                                 f"(actors: {', '.join(model.actors(state))})")
             self.pos += 1
             for a in enabled:
-                if a.actor == actor:
+                if a.actor == actor and (a.label == label if label else not model.is_optional(a)):
                     return a
+            if label and any(a.actor == actor for a in enabled):
+                raise UserError(f"schedule entry {self.pos} names {entry}, which is not enabled at that point")
             why = "has finished" if model.done(state, actor) else "is blocked"
             raise UserError(f"schedule entry {self.pos} names {actor}, which {why} at that point")
         return self.then.choose(model, state, enabled)
@@ -146,16 +158,16 @@ class Scripted:
 
 
 def parse_schedule(text: str) -> list[str]:
-    """``"T1*3, W T1"`` -> ``["T1", "T1", "T1", "W", "T1"]``."""
+    """``"T1*3, W T1:store"`` -> ``["T1", "T1", "T1", "W", "T1:store"]``."""
     out: list[str] = []
     for entry in text.replace(",", " ").split():
         m = _ENTRY.match(entry)
         if not m:
-            raise UserError(f"schedule: {entry!r} is not ACTOR or ACTOR*COUNT")
-        count = int(m.group(2) or 1)
+            raise UserError(f"schedule: {entry!r} is not ACTOR, ACTOR:label or either with *COUNT")
+        count = int(m.group(3) or 1)
         if not 1 <= count <= 10_000:
             raise UserError(f"schedule: count in {entry!r} must be 1..10000")
-        out.extend([m.group(1)] * count)
+        out.extend([m.group(1) + (m.group(2) or "")] * count)
     if not out:
         raise UserError("schedule: empty")
     return out

@@ -128,9 +128,10 @@ def test_clear_pending_undoes_only_our_pending():
 
 def test_fast_path_and_unlock_touch_only_the_locked_byte():
     m, sc, s0 = load(MECH, "uncontended")
-    tr = simulate(m, s0, Random(1))
-    assert labels_of(tr, "C0") == ["queued_spin_lock", "critical_section", "queued_spin_unlock"] * 2
-    assert [s.words[0] for s in tr.states] == [0, 1, 1, 0, 1, 1, 0]
+    tr = simulate(m, s0, Scripted(sc.schedule))
+    fast = ["queued_spin_lock", "critical_section", "queued_spin_unlock"]
+    assert labels_of(tr, "C0") == fast * 2 and labels_of(tr, "C1") == fast
+    assert [s.words[0] for s in tr.states] == [0] + [1, 1, 0] * 3
 
 
 def test_pending_path_in_order():

@@ -21,7 +21,7 @@ MECH = "qspinlock"
 def run(name, variant=None, seed=1, overrides=()):
     """A bundled scenario under its script, or seeded random where the script is for another variant."""
     model, sc, s0 = load(MECH, name, variant, overrides)
-    sched = Scripted(sc.schedule) if sc.schedule and variant in (None, "v6.12") else Random(seed)
+    sched = Scripted(sc.schedule) if sc.schedule and variant in (None, sc.variant or "v6.12") else Random(seed)
     return simulate(model, s0, sched, scenario=sc.name, config=sc.config, seed=seed), model
 
 

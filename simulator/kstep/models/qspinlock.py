@@ -42,6 +42,7 @@ from typing import NamedTuple
 
 from ..engine import (HARM, Frame, Invariant, Program, ProgramModel, Replacement, Source, Variant, push,
                       set_thread, thread_index)
+from ..engine.expect import ExpectError
 from ..engine.scenario import Int, Key, List, Str, Table, bad
 
 # --- the lock word: include/asm-generic/qspinlock_types.h -----------------------------------------
@@ -935,6 +936,51 @@ def lock_name(lock: int) -> str:
     return LOCK_NAMES[lock]
 
 
+def _context(s, name):
+    """The context named in an expectation ("C0.irq")."""
+    for t in s.threads:
+        if t.name == name:
+            return t
+    raise ExpectError(f"no context {name!r}")
+
+
+def _node_arg(s, text):
+    """A node named in an expectation ("cpu2/idx0"), as its index into ``nodes``."""
+    cpu, _, idx = str(text).removeprefix("cpu").partition("/idx")
+    if not (cpu.isdigit() and idx.isdigit() and int(cpu) < len(s.count) and int(idx) < MAX_NODES):
+        raise ExpectError(f"{text!r} names no MCS node of this run (cpu0/idx0 to cpu{len(s.count) - 1}/idx3)")
+    return node_id(int(cpu), int(idx))
+
+
+def _lock_arg(s, name):
+    """A lock named in an expectation ("A"), as its index."""
+    if name not in LOCK_NAMES[:len(s.words)]:
+        raise ExpectError(f"no lock {name!r} in this run (locks: {', '.join(LOCK_NAMES[:len(s.words)])})")
+    return LOCK_NAMES.index(name)
+
+
+def tail_text(s, lock) -> str:
+    """The node the word's tail names ("cpu2/idx0"; powerpc's tail names a CPU: "cpu2"), "" if none."""
+    w = s.words[lock]
+    if s.layout == QSPINLOCK:
+        lay = LAYOUTS[s.pending_bits]
+        return "cpu{}/idx{}".format(*decode_tail(lay, w & lay.TAIL_MASK)) if w & lay.TAIL_MASK else ""
+    if s.layout == POWERPC:
+        return f"cpu{ppc_decode_tail_cpu(w)}" if w & PPC_TAIL_CPU_MASK else ""
+    return ""
+
+
+def pending_locked(s, lock) -> tuple[int, int]:
+    """The values of a lock word's pending and locked fields (powerpc has no pending; a ticket lock
+    is locked while a ticket is out)."""
+    w = s.words[lock]
+    if s.layout == QSPINLOCK:
+        return (w & LAYOUTS[s.pending_bits].PENDING_MASK) >> _Q_PENDING_OFFSET, w & _Q_LOCKED_MASK
+    if s.layout == POWERPC:
+        return 0, w & PPC_LOCKED_VAL
+    return 0, int((w >> TICKET_SHIFT) != w & U16)
+
+
 def holders(s, lock):
     """Contexts in their critical section of ``lock``: their next step is the unlock."""
     return [t.name for t in s.threads if t.lock == lock and t.frames and t.frames[0][0] in UNLOCK]
@@ -1295,20 +1341,44 @@ class QspinlockModel(ProgramModel):
     def word_text(self, s, lock):
         w = s.words[lock]
         if s.layout == QSPINLOCK:
-            lay = LAYOUTS[s.pending_bits]
-            tail = w & lay.TAIL_MASK
-            t = "0" if not tail else "cpu{}/idx{}".format(*decode_tail(lay, tail))
-            return f"{w:#010x} ({t},{(w & lay.PENDING_MASK) >> _Q_PENDING_OFFSET},{w & _Q_LOCKED_MASK})"
+            pending, locked = pending_locked(s, lock)
+            return f"{w:#010x} ({tail_text(s, lock) or '0'},{pending},{locked})"
         if s.layout == POWERPC:
             parts = []
             if w & PPC_TAIL_CPU_MASK:
-                parts.append(f"tail cpu{ppc_decode_tail_cpu(w)}")
+                parts.append(f"tail {tail_text(s, lock)}")
             if w & PPC_MUST_Q_VAL:
                 parts.append("must-queue")
             if w & PPC_LOCKED_VAL:
                 parts.append(f"locked by cpu{(w & PPC_OWNER_CPU_MASK) >> PPC_OWNER_CPU_OFFSET}")
             return f"{w:#010x} ({', '.join(parts) or 'free'})"
         return f"{w:#010x} (next {w >> TICKET_SHIFT}, owner {w & U16})"
+
+    def expect_functions(self):
+        """What a scenario's ``[[expect]]`` may ask about a lock, named "A" to "E": ``tail(L)`` (the
+        node the tail names, "cpu2/idx0"; powerpc: "cpu2"; "" for none), ``pending(L)`` and
+        ``locked(L)`` (the fields' values), ``must_queue(L)`` and ``owner(L)`` (powerpc: the must-queue
+        bit, and the owner field's CPU or -1 while unlocked), ``holders(L)`` (the contexts in its
+        critical section), ``next_step(C)`` (the label of context C's next step, "" once it has
+        finished), ``cpu(C)`` (the CPU context C runs on) and ``node("cpu2/idx0")``, the index into ``nodes`` of that MCS node (the value a
+        node's ``next`` holds when it points there)."""
+        def on(fn):
+            return lambda s, name: fn(s, _lock_arg(s, name))
+
+        def powerpc_only(fn):
+            def check(s, lock):
+                if s.layout != POWERPC:
+                    raise ExpectError("must_queue() and owner() read powerpc's lock word only")
+                return fn(s.words[lock])
+            return on(check)
+
+        return {"tail": on(tail_text), "pending": on(lambda s, lock: pending_locked(s, lock)[0]),
+                "locked": on(lambda s, lock: pending_locked(s, lock)[1]),
+                "must_queue": powerpc_only(lambda w: int(bool(w & PPC_MUST_Q_VAL))),
+                "owner": powerpc_only(lambda w: (w & PPC_OWNER_CPU_MASK) >> PPC_OWNER_CPU_OFFSET
+                                      if w & PPC_LOCKED_VAL else -1),
+                "holders": on(lambda s, lock: tuple(holders(s, lock))), "next_step": lambda s, name: _context(s, name).frames[0][0] if _context(s, name).frames else "",
+                "cpu": lambda s, name: _context(s, name).cpu, "node": _node_arg}
 
     def summary(self, s):
         out = {f"lock {lock_name(lock)}": self.word_text(s, lock) for lock in range(len(s.words))}

@@ -28,7 +28,8 @@ at a line whose step the model allows but that breaks one of its invariants (a l
 deliberately broken C variant), and at the end of a log without its end marker, or whose
 contexts have not all finished there (a header promising work that never ran).  Bad input (a
 truncated line, a wrong header, a log of another format version, garbage) is a UserError: one
-line, exit status 2.
+line, exit status 2.  The vma-locks port's logs share the header and the end marker and have fields
+of their own: kstep.lab.check_vma reads them.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from ..models.qspinlock import HEAD_SPINS_6_12, LOCK_NAMES, MAX_NODES, NULL, STE
 MAGIC = "# kstep-log"
 VERSION = 2  # 2: MCS fields on every line, the end marker, node_count_inc, trylock_pending_cmpxchg
 END = f"{MAGIC} end"
-LOG_FORMATS = ("qspinlock",)  # the mechanisms whose C port writes observation logs
+LOG_FORMATS = ("qspinlock", "vma-locks")  # the mechanisms whose C port writes observation logs
 _WORD = re.compile(r"0x[0-9a-fA-F]{8}")
 _CPU = re.compile(r"(0|[1-9][0-9]*)(\.irq)?")
 _NUMBER = re.compile(r"0|[1-9][0-9]*")
@@ -206,6 +207,9 @@ END_VERDICT = "NOT a finished run"
 def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
                 progress: Optional[Callable[[int], None]] = None, progress_every: float = 1.0) -> CheckResult:
     """Replay ``lines`` (the header first, the end marker last) against the mechanism's model."""
+    if mechanism == "vma-locks":
+        from .check_vma import check_lines as check_vma_lines
+        return check_vma_lines(lines, where, progress, progress_every)
     start = time.perf_counter()
     if mechanism not in LOG_FORMATS:
         model_class(mechanism)  # an unknown mechanism gets the usual message
@@ -326,6 +330,9 @@ def _unfinished(model, candidates, end, steps) -> Optional[str]:
 
 def check_file(mechanism: str, path: str | Path, progress=None) -> CheckResult:
     path = Path(path)
+    if mechanism == "vma-locks":
+        from .check_vma import check_file as check_vma_file
+        return check_vma_file(path, progress)
     if mechanism not in LOG_FORMATS:  # named before the file is opened
         model_class(mechanism)
         raise UserError(f"no observation-log format for {mechanism} (logs exist for: {', '.join(LOG_FORMATS)})")

@@ -14,10 +14,11 @@
 replays an observation log written by the kernel-lab C port, step by step, against the model.
 
 Exit status: 0 success (for explore: clean, the whole state space was searched; for check: every
-logged step is one the model allows); 1 explore found a violated invariant or a deadlock, or check
-found a step the model does not allow; 2 bad input, explained in one line on stderr; 3 explore stopped
-at --max-states before exhausting the state space.  Anything else that goes wrong is a bug in kstep
-and fails loudly with its traceback (Python's exit status 1).
+logged step is one the model allows, and the run finished); 1 explore found a violated invariant or a
+deadlock, or check found a step the model does not allow or a run that did not finish; 2 bad input,
+explained in one line on stderr; 3 explore stopped at --max-states before exhausting the state space.
+Anything else that goes wrong is a bug in kstep and fails loudly with its traceback (Python's exit
+status 1).
 
 This module only parses, formats and chooses exit codes; the models, schedulers, explorer,
 scenarios and traces are the library's.
@@ -140,13 +141,14 @@ def build_parser() -> Parser:
     p = sub.add_parser("check", help="replay an observation log (kernel-lab C port) against the model",
                        allow_abbrev=False,
                        description="Replay LOG, one logged step per line, through the model.  Exit 0: every "
-                                   "step is one the model allows; 1: the first one it does not allow (the line, "
-                                   "and why); 2: the log is not a well-formed observation log.")
+                                   "step is one the model allows and the run finished; 1: the first one it does "
+                                   "not allow, or a log that stops before the run finished (the line, and why); "
+                                   "2: the log is not a well-formed observation log of format 2.")
     p.add_argument("mechanism", metavar="MECH")
-    p.add_argument("log", metavar="LOG", help="an observation log ('# kstep-log MECH ...' header, then one "
-                                               "'<ticket> <cpu> <label> <before> <after>' line per step); for "
-                                               "damon, a damo record file (json_compressed or json) or the text "
-                                               "of tracefs's trace file with damon_aggregated lines")
+    p.add_argument("log", metavar="LOG", help="an observation log ('# kstep-log 2 MECH ...' header, one line per "
+                                               "step, '# kstep-log end steps=N' last; see kernel-lab/README.md); "
+                                               "for damon, a damo record file (json_compressed or json) or the "
+                                               "text of tracefs's trace file with damon_aggregated lines")
     p.add_argument("--html", metavar="FILE", help="damon: write the observed aggregations as an offline animation")
     p.set_defaults(run=cmd_check)
 
@@ -272,7 +274,8 @@ def epilog() -> str:
               f"  kstep run {name} --scenario {example} -s 3 -c    the same run with its answers"]
     if broken:
         lines.append(f"  kstep explore {name} --scenario {example} --variant {broken}    find the bug")
-    lines += ["", "exit status: 0 ok (explore: clean), 1 explore found a violation (check: an illegal step), "
+    lines += ["", "exit status: 0 ok (explore: clean), 1 explore found a violation (check: an illegal step or an "
+                  "unfinished run), "
                   "2 bad input, 3 explore stopped at --max-states (not clean)"]
     return "\n".join(lines)
 
@@ -401,16 +404,14 @@ def cmd_check(args) -> int:
           f"({h['cpus']} CPUs, {h['acquisitions']} acquisitions each, pending_bits {h['pending_bits']}{extra})")
     if not result.ok:
         print(f"line {result.line}: {clean(result.text)}")
-        print(f"verdict: NOT a step the model allows: {clean(result.why)}")
+        print(f"verdict: {result.verdict}: {clean(result.why)}")
         print(f"(the {plural(result.steps, 'step')} and {plural(result.acquisitions, 'acquisition')} "
               f"before it were legal)")
         return VIOLATION
     print(f"steps: {result.steps}")
     print(f"acquisitions: {result.acquisitions}")
     print(f"seconds: {result.seconds:.2f}")
-    if not result.finished:
-        print("note: the log stops before every CPU has finished (the steps it has are legal)")
-    print("verdict: every logged step is one the model allows")
+    print("verdict: every logged step is one the model allows, and the run finished")
     return OK
 
 

@@ -19,8 +19,9 @@ NAMED = ["kstep-slider", "kstep-play", "kstep-step", "kstep-back", "kstep-reset"
 
 
 def run(mech, name, variant=None, seed=1):
-    model = make_model(mech, variant)
-    sc = scenario.load(mech, model.scenario_schema, name)
+    """A bundled scenario run as kstep runs it: under its own variant unless told another."""
+    sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
+    model = make_model(mech, variant or sc.variant or None)
     sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
     return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=seed), model
 

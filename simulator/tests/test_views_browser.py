@@ -150,6 +150,26 @@ def test_a_counterexample_ends_with_the_violated_invariant_in_view(browser, tmp_
 
 
 @pytest.mark.parametrize("key", ["rcu", "vma", "qspinlock"])
+def test_charts_over_the_run_show_it_only_up_to_the_current_step(browser, pages, key):
+    """Who did what, and how many callbacks wait, must not be readable ahead of the cursor: at step 0
+    the run's future is blank, and each step uncovers exactly its own column."""
+    trace, model, lay, path = pages[key]
+    n = len(trace)
+    charts = [name for name in ("kstep-plot-timeline", "kstep-plot-callbacks") if lay.select_one({"name": name})]
+    p = Opened(browser, path)
+    try:
+        for k in (0, n // 2, n - 1):
+            p.js("m('kstep-slider').value = arg", k)
+            p.wait(f"[].concat(m('kstep-status').html).join('').includes('step {k} / {n}')")
+            for name in charts:
+                assert p.ink(name, k + 1, n + 2) == 0, f"{name} shows steps after step {k}"
+                assert p.ink(name, 0, k + 1) > 0, f"{name} shows nothing of steps 0..{k}"
+        p.check_clean()
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize("key", ["rcu", "vma", "qspinlock"])
 def test_jumping_back_from_the_end_redraws_without_a_page_error(browser, pages, key):
     """Reset after a run has ended is a jump from the last frame to the first: every source that
     shrinks on the way must be redrawn without BokehJS throwing."""

@@ -4,7 +4,8 @@
 // built by player.py) attached to every control.  Nothing here knows about any mechanism: a view
 // registers per-frame sources whose rows for every frame sit in a store (see columns.py; a
 // timeline's windowed sources are per-frame sources too, one block per page), static sources drawn
-// once, cursors that mark the current step, and timeline ranges that page along with the cursor.
+// once, cursors that mark the current step, curtains that cover the steps still to come, and
+// timeline ranges that page along with the cursor.
 //
 // Showing frame k means, for each per-frame source, slicing store[col][start[k]:stop[k]] and
 // giving the display source a *new* data object (BokehJS redraws on assignment, not on in-place
@@ -109,6 +110,8 @@ function show(k) {
   for (const c of P.cursors) {
     if (c.kind === "box") {
       c.model.setv({left: k, right: k + 1});
+    } else if (c.kind === "curtain") {
+      c.model.left = k + 1;
     } else {
       c.model.location = k + 0.5;
     }

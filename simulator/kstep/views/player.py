@@ -7,8 +7,9 @@ A mechanism view never writes JavaScript.  It creates a ``Player`` for a trace, 
 - windowed sources (``windowed_source``): timeline rows, shown one page of ``window`` steps at a
   time so that painting a frame costs the same at step 50,000 as at step 5;
 - static sources (plain ``ColumnDataSource``s of markers, which BokehJS culls itself);
-- cursors (a ``Span`` or ``BoxAnnotation`` the player moves to the current step) and x ranges
-  that page along with the cursor (``follow``);
+- cursors (a ``Span`` or ``BoxAnnotation`` the player moves to the current step), curtains (a
+  ``BoxAnnotation`` over every step after the current one, so a timeline shows only what has
+  happened so far) and x ranges that page along with the cursor (``follow``);
 
 and then calls ``layout(...)`` with its plots.  All playback (play/pause, speed, step, back,
 reset, the slider, the status line and the end-of-run banner) is one CustomJS callback running
@@ -152,6 +153,12 @@ class Player:
         else:
             annotation.location = 0.5
         self._cursors.append({"model": annotation, "kind": kind})
+
+    def curtain(self, annotation: BoxAnnotation) -> None:
+        """Cover every step after the current one with ``annotation`` (its right edge left open, so it
+        reaches the plot's edge): a chart over the run must not show the student what comes next."""
+        annotation.left = 1
+        self._cursors.append({"model": annotation, "kind": "curtain"})
 
     def follow(self, x_range: Range1d) -> None:
         """Show a page of ``window`` steps of a timeline at a time, paging along with the cursor."""

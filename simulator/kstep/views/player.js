@@ -16,7 +16,8 @@ const W = P.widgets;
 const n = P.n;
 
 // Per-player state lives on the slider model, which exists once per player on a page.
-const st = W.slider.__kstep || (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1)});
+const st = W.slider.__kstep ||
+  (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1), code: -1});
 
 const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
 function esc(s) {
@@ -74,9 +75,47 @@ function status_html(k) {
   return '<div class="kstep-status"><span class="kstep-stepno">step ' + k + " / " + n + "</span> " +
     '<b class="kstep-actor">' + esc(P.actors[a]) + "</b> &rarr; " +
     '<code class="kstep-label">' + esc(P.labels[l]) + "</code> " +
-    '<a class="kstep-where" target="_blank" rel="noopener" href="' + esc(P.source_url + P.paths[l]) + '">' +
+    '<a class="kstep-where" target="_blank" rel="noopener" href="' + esc(P.code[l].url) + '">' +
     esc(P.where[l]) + "</a>" +
     '<div class="kstep-what">' + esc(P.what[l]) + "</div></div>";
+}
+
+// The code pane: the excerpt of the function behind label l (Debian's linux-source-6.12), with the
+// step's lines marked; rebuilt only when the label changes.
+function code_html(k) {
+  if (k === 0) {
+    return P.code0;
+  }
+  const c = P.code[P.frames.data.label[k]];
+  const ex = P.excerpts[c.excerpt];
+  const marked = new Set(c.marked);
+  const rows = ex.lines.map((line, i) =>
+    '<span class="kstep-line' + (marked.has(i) ? " kstep-marked" : "") + '"><span class="kstep-lineno">' +
+    (ex.first + i) + "</span>" + esc(line) + "</span>");
+  const note = c.marked.length ? "" : ' <span class="kstep-whole">(the whole function is this one step)</span>';
+  return '<div class="kstep-code"><div class="kstep-code-where">' + esc(ex.where) + " in Linux " + esc(P.release) +
+    note + '</div><pre class="kstep-source">' + rows.join("") + "</pre></div>";
+}
+
+function show_code(k) {
+  const key = k === 0 ? -1 : P.frames.data.label[k];
+  if (st.code === key) {
+    return;
+  }
+  st.code = key;
+  W.code.html = code_html(k);
+  const c = k === 0 ? null : P.code[key];
+  if (c !== null && c.marked.length) {
+    // Scroll the first marked line into the middle of the pane once BokehJS has drawn the new HTML.
+    requestAnimationFrame(() => {
+      const view = Bokeh.index.query_one((v) => v.model === W.code);
+      const pre = view === null ? null : view.el.querySelector("pre.kstep-source");
+      const line = pre === null ? null : pre.querySelector(".kstep-marked");
+      if (line !== null) {
+        pre.scrollTop = line.offsetTop - pre.offsetTop - pre.clientHeight / 3;
+      }
+    });
+  }
 }
 
 // The page of a timeline that frame k is on: Player.page() in player.py computes the same, and the
@@ -118,6 +157,7 @@ function show(k) {
   }
   follow(k);
   W.status.html = status_html(k);
+  show_code(k);
   if (W.banner.visible !== (k === n)) {
     W.banner.visible = k === n;  // setting it at all re-lays out the page: only when it changes
   }

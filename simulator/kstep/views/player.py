@@ -12,8 +12,8 @@ A mechanism view never writes JavaScript.  It creates a ``Player`` for a trace, 
   happened so far) and x ranges that page along with the cursor (``follow``);
 
 and then calls ``layout(...)`` with its plots.  All playback (play/pause, speed, step, back,
-reset, the slider, the status line and the end-of-run banner) is one CustomJS callback running
-player.js, shared by every control.
+reset, the slider, the status line, the code pane and the end-of-run banner) is one CustomJS
+callback running player.js, shared by every control.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from bokeh.models.dom import HTML
 from bokeh.models.ui import Pane
 
 from ..engine import Model, Trace
-from . import style
+from . import code, style
 from .columns import FrameColumns, Strings, decode
 
-SOURCE_URL = "https://elixir.bootlin.com/linux/v6.12/source/"  # a link in the status line, never fetched
 PLAY, PAUSE = "▶ Play", "▮▮ Pause"  # glyphs every DejaVu/Arial install has
 SPEEDS = (1, 2, 4, 10, 30, 60, 240, 1000)  # steps per second
+CODE0 = '<div class="kstep-code kstep-code-empty">the Linux 6.12 source of each step shows here</div>'
 WINDOW = 80  # steps a timeline shows at once: each stays wide enough to see on a projector
 
 
@@ -188,7 +188,9 @@ class Player:
         # re-lays out the whole page each time its text changes (about 4 ms a frame).
         status = Pane(elements=[widgets["status"]], stylesheets=[self.stylesheet], name="kstep-status-pane",
                       styles={"width": f"{style.WIDTH}px", "min-height": "4.6em"})
-        parts = [self._div("header", self.header_html()), controls, status, widgets["banner"], *panels]
+        source = Pane(elements=[widgets["code"]], stylesheets=[self.stylesheet], name="kstep-code-pane",
+                      styles={"width": f"{style.WIDTH}px"})
+        parts = [self._div("header", self.header_html()), controls, status, source, widgets["banner"], *panels]
         if key:
             parts.append(self._div("key", key))
         return column(*parts, name=name)
@@ -213,6 +215,7 @@ class Player:
                              name="kstep-slider",
                              width=style.WIDTH - 4 * 110 - 130 - 40, disabled=n == 0),
             "status": HTML(html=self.status0(), name="kstep-status"),
+            "code": HTML(html=CODE0, name="kstep-code"),
             "banner": self._div("banner", self.banner_html(), visible=n == 0),
         }
 
@@ -237,9 +240,9 @@ class Player:
             "actors": cols["actors"],
             "labels": labels,
             "where": [str(sources[l]) for l in labels],
-            "paths": [sources[l].path for l in labels],
             "what": [what(l) for l in labels],
-            "source_url": SOURCE_URL,
+            **code.tables(labels, sources, {a.label for a in self.trace.actions}),
+            "code0": CODE0,
             "status0": self.status0(),
             "play_label": PLAY,
             "pause_label": PAUSE,

@@ -222,7 +222,7 @@ class Player:
     def frame_index(self) -> dict:
         """Per frame: who acted, which label, and where each per-frame source's rows start and stop."""
         cols = self.trace.columns(self.model)
-        frames = {"actor": cols["actor"], "label": cols["label"]}
+        frames = {"actor": np.asarray(cols["actor"]), "label": np.asarray(cols["label"])}
         for name, export in self.exports.items():
             frames[f"{name}.start"] = export["start"]
             frames[f"{name}.stop"] = export["stop"]

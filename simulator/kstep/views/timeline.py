@@ -127,7 +127,7 @@ def marks(p: figure, player: Player, name: str, x: np.ndarray, lane: np.ndarray,
 
 def actor_marks(p: figure, player: Player, lane_of_actor: Sequence[int]) -> None:
     """A small triangle at step k in the lane of the actor that took step k."""
-    actor = player.trace.columns(player.model)["actor"][1:]
+    actor = np.asarray(player.trace.columns(player.model)["actor"])[1:]
     lane = np.asarray(lane_of_actor, dtype=np.int16)[actor] if len(actor) else np.zeros(0, np.int16)
     keep = lane >= 0
     steps = np.arange(1, len(actor) + 1, dtype=np.int32)

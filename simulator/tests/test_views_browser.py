@@ -153,7 +153,8 @@ def test_a_counterexample_ends_with_the_violated_invariant_in_view(browser, tmp_
 
 def test_the_code_pane_shows_each_steps_kernel_lines_and_links_to_them(browser, pages):
     """At each step the pane holds the 6.12.117 source of the step's function with the step's own lines
-    marked, and the status line links to the first of them on Elixir (not to the top of the file)."""
+    marked, and the status line links to the first of them on Elixir (not to the top of the file);
+    a run played to its end leaves the pane on its last step."""
     trace, model, lay, path = pages["vma"]
     n = len(trace)
     data = excerpts.load()["excerpts"]
@@ -176,6 +177,12 @@ def test_the_code_pane_shows_each_steps_kernel_lines_and_links_to_them(browser, 
             first = ex["line"] + marked[0]
             href = p.root.locator("a.kstep-where").get_attribute("href")
             assert href == f"https://elixir.bootlin.com/linux/v6.12.117/source/{where.path}#L{first}"
+        # Playing leaves the pane alone (a note says so); where the run stops, it shows that step's code.
+        p.speed("1000 steps/s")
+        p.click("Play")
+        p.wait(f"m('kstep-slider').value === {n} && !m('kstep-play').active")
+        last = model.sources()[trace.actions[-1].label]
+        assert f"{last} in Linux 6.12.117" in p.root.locator(".kstep-code-where").inner_text()
         p.check_clean()
     finally:
         p.close()

@@ -81,7 +81,9 @@ function status_html(k) {
 }
 
 // The code pane: the excerpt of the function behind label l (Debian's linux-source-6.12), with the
-// step's lines marked; rebuilt only when the label changes.
+// step's lines marked; rebuilt only when the label changes, and not while playing: redrawing a
+// long excerpt costs more than a whole frame, and nobody reads code at 60 steps/s.  Pausing (or
+// reaching the end) shows the code of the step the player stopped on.
 function code_html(k) {
   if (k === 0) {
     return P.code0;
@@ -157,7 +159,9 @@ function show(k) {
   }
   follow(k);
   W.status.html = status_html(k);
-  show_code(k);
+  if (st.timer === null) {
+    show_code(k);
+  }
   if (W.banner.visible !== (k === n)) {
     W.banner.visible = k === n;  // setting it at all re-lays out the page: only when it changes
   }
@@ -201,6 +205,8 @@ function start_timer() {
     st.timer = requestAnimationFrame(tick);
   };
   st.timer = requestAnimationFrame(tick);
+  st.code = null;
+  W.code.html = P.code_playing;
   W.toggle.label = P.pause_label;
 }
 
@@ -208,6 +214,7 @@ function stop_timer() {
   if (st.timer !== null) {
     cancelAnimationFrame(st.timer);
     st.timer = null;
+    show_code(st.frame);
   }
   W.toggle.label = P.play_label;
 }

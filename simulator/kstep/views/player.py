@@ -37,6 +37,7 @@ from .columns import FrameColumns, Strings, decode
 PLAY, PAUSE = "▶ Play", "▮▮ Pause"  # glyphs every DejaVu/Arial install has
 SPEEDS = (1, 2, 4, 10, 30, 60, 240, 1000)  # steps per second
 CODE0 = '<div class="kstep-code kstep-code-empty">the Linux 6.12 source of each step shows here</div>'
+CODE_PLAYING = '<div class="kstep-code kstep-code-empty">playing: pause or step to read the code of a step</div>'
 WINDOW = 80  # steps a timeline shows at once: each stays wide enough to see on a projector
 
 
@@ -243,6 +244,7 @@ class Player:
             "what": [what(l) for l in labels],
             **code.tables(labels, sources, {a.label for a in self.trace.actions}),
             "code0": CODE0,
+            "code_playing": CODE_PLAYING,
             "status0": self.status0(),
             "play_label": PLAY,
             "pause_label": PAUSE,

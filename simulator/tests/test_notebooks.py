@@ -57,7 +57,7 @@ def test_answers_stay_closed_however_the_notebook_is_run(path):
     answers = answer_cells(nb)
     predicts = [cell for cell in nb.cells if cell.cell_type == "markdown"
                 and re.search(r"^> \*\*Predict \d+\.\*\*", cell.source, re.M)]
-    assert len(answers) == len(predicts) > 0
+    assert len(answers) == len(predicts), f"{path.name}: each Predict has its answer-N cell"
     for cell in answers:
         assert cell.source.startswith(f'with answer("Answer {cell.id.split("-")[1]}"):'), cell.id
 

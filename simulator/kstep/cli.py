@@ -144,7 +144,10 @@ def build_parser() -> Parser:
                                    "and why); 2: the log is not a well-formed observation log.")
     p.add_argument("mechanism", metavar="MECH")
     p.add_argument("log", metavar="LOG", help="an observation log ('# kstep-log MECH ...' header, then one "
-                                               "'<ticket> <cpu> <label> <before> <after>' line per step)")
+                                               "'<ticket> <cpu> <label> <before> <after>' line per step); for "
+                                               "damon, a damo record file (json_compressed or json) or the text "
+                                               "of tracefs's trace file with damon_aggregated lines")
+    p.add_argument("--html", metavar="FILE", help="damon: write the observed aggregations as an offline animation")
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("grade", help="grade a submission (or --batch many) in the sandbox", allow_abbrev=False,
@@ -383,6 +386,10 @@ def cmd_show(args) -> int:
 
 
 def cmd_check(args) -> int:
+    if args.mechanism == "damon":
+        return check_observed_damon(args)
+    if args.html is not None:
+        raise UserError("--html: only a damon observation is drawn (a log replay has no trace to draw)")
     if args.mechanism == "vma-locks":
         return cmd_check_vma(args)
     from .lab.check import check_file  # the log checker is only loaded by the command that uses it
@@ -404,6 +411,31 @@ def cmd_check(args) -> int:
     if not result.finished:
         print("note: the log stops before every CPU has finished (the steps it has are legal)")
     print("verdict: every logged step is one the model allows")
+    return OK
+
+
+def check_observed_damon(args) -> int:
+    """A real kernel's DAMON results, held to the region invariants and drawn, never re-simulated."""
+    from .lab import damon_observed as observed
+
+    check_outputs(None, args.html)
+    obs = observed.read(args.log)
+    trace, model = observed.observed_trace(obs, Path(args.log).name)
+    print(f"checking {clean(args.log)} ({obs.kind}, target {obs.target}"
+          f"{f' of {obs.targets}' if obs.targets > 1 else ''}) against the region invariants of damon")
+    counts = [len(s.regions) for s in trace.states[1:]]
+    print(f"aggregations: {len(obs.snapshots)}")
+    print(f"nr_regions min..max: {min(counts)}..{max(counts)}")
+    checked = [n for n in observed.CHECKED if obs.attrs or n != "nr-accesses-within-samples"]
+    print(f"checked: {', '.join(checked)}")
+    if not obs.attrs:
+        print("not checked: nr-accesses-within-samples (the tracepoint text does not give the intervals)")
+    write_outputs(model, trace, None, args.html)
+    if trace.violation is not None:
+        v = trace.violation
+        print(f"verdict: aggregation {v.step} breaks {v.title}: {clean(v.message)}")
+        return VIOLATION
+    print("verdict: every observed aggregation keeps the region invariants")
     return OK
 
 

@@ -423,8 +423,11 @@ def test_every_bundled_scenario_is_clean_with_the_kernels_variant(capsys, mechan
 @pytest.mark.parametrize("mechanism,variant", [(m, v) for m, cls in sorted(MODELS.items())
                                                for v, var in cls.variants.items() if var.broken])
 def test_every_broken_variant_is_caught_on_some_bundled_scenario(capsys, mechanism, variant):
-    codes = [kstep(capsys, "explore", mechanism, "--scenario", sc, "--variant", variant)[0]
-             for sc in scenarios.bundled(mechanism)]
+    codes = []
+    for sc in scenarios.bundled(mechanism):  # stop at the first scenario that catches it
+        codes.append(kstep(capsys, "explore", mechanism, "--scenario", sc, "--variant", variant)[0])
+        if codes[-1] == 1:
+            break
     assert 1 in codes, codes
 
 

@@ -115,6 +115,22 @@ class Program:
 
         return register
 
+    def include(self, other: "Program", without: Iterable[str] = ()) -> None:
+        """Take every step and call of ``other`` except those named in ``without``: a model built on
+        another's program (fork's copy inside vma-locks' dup_mmap) registers its own versions of those."""
+        leave = set(without)
+        missing = leave - set(other.steps) - set(other.calls)
+        if missing:
+            raise ValueError(f"cannot leave out unknown labels: {', '.join(sorted(missing))}")
+        for label, st in other.steps.items():
+            if label not in leave:
+                self._fresh(label)
+                self.steps[label] = st
+        for label, c in other.calls.items():
+            if label not in leave:
+                self._fresh(label)
+                self.calls[label] = c
+
     def _fresh(self, label: str) -> None:
         if label in self.steps or label in self.calls:
             raise ValueError(f"label {label!r} registered twice")

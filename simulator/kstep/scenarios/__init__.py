@@ -11,4 +11,10 @@ LECTURE = {
                   "tcp-zerocopy-vs-madvise"],
     "qspinlock": ["uncontended", "pending-path", "two-waiters", "three-waiters", "set-locked-contended",
                   "one-bit-pending", "nesting", "powerpc-stealing"],
+    # One hot block found and missed, then workloads that move, then schemes, then the small explorable ones.
+    "damon": ["hot-block", "hot-block-found", "hot-block-missed", "moving-hotspot", "phase-change", "mmap-munmap",
+              "ethp", "prcl", "quota", "quota-goal", "watermarks", "explore-merge-passes", "explore-sz-limit",
+              "explore-quota", "explore-zero-esz", "explore-folio-cache"],
+    "fork-batch": ["mthp-batches", "batch-ends", "contpte-arm64", "pte-mapped-thp", "table-boundary", "pinned-folio",
+                   "shared-uffd", "fault-vs-fork", "gup-fast-vs-fork"],
 }

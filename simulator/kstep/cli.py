@@ -334,7 +334,7 @@ def cmd_run(args) -> int:
             print_claims(model, sc, trace)
     else:
         print("Work out the ? columns and how the run ends, then rerun with -c for the answers.")
-    write_outputs(model, trace, args.json, args.html)
+    write_outputs(model, trace, args.json, args.html, about=sc)
     return OK
 
 
@@ -363,7 +363,7 @@ def cmd_explore(args) -> int:
         print(f"\nshortest counterexample{'' if result.harm else ' to the broken assertion'} ({len(cex)} steps):")
         print_table(model, cex, reveal=True)
         print()
-        write_outputs(model, cex, args.json, args.html)
+        write_outputs(model, cex, args.json, args.html, about=sc)
         return VIOLATION
     if not result.exhausted:
         print(f"verdict: NOT clean: the search stopped at --max-states {args.max_states} before exhausting "
@@ -710,14 +710,15 @@ def check_outputs(json_path: Optional[str], html_path: Optional[str]) -> None:
             raise UserError(f"{flag} {path}: {e.strerror}") from None
 
 
-def write_outputs(model, trace, json_path: Optional[str], html_path: Optional[str]) -> None:
+def write_outputs(model, trace, json_path: Optional[str], html_path: Optional[str], about=None) -> None:
+    """Write the trace and the animation; ``about`` is the scenario whose purpose the page states."""
     if json_path is not None:
         trace.write(model, json_path)
         print(f"wrote trace {json_path}")
     if html_path is not None:
         from .views import save_html  # Bokeh is heavy: only the command that draws loads it
 
-        save_html(trace, model, html_path)
+        save_html(trace, model, html_path, about=about)
         print(f"wrote animation {html_path}")
 
 

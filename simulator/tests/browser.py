@@ -9,6 +9,7 @@ does, by clicking its buttons.  The ``browser`` fixture is in conftest.py.
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 from pathlib import Path
 from typing import Optional
@@ -110,6 +111,26 @@ class Opened:
             " return Bokeh.index.query_one((v) => v.model === m).el; }", name)
         self.page.wait_for_timeout(150)  # BokehJS paints on the next animation frame
         return hashlib.sha256(el.screenshot()).hexdigest()
+
+    def ink(self, name, lo, hi):
+        """How many pixels of the named plot's frame, between steps ``lo`` and ``hi`` on its x axis,
+        are not the plot's white background: what the chart shows the student there."""
+        from PIL import Image  # Bokeh's own dependency
+
+        el = self.page.evaluate_handle(
+            f"(name) => {{ const m = Bokeh.documents[{self.doc}].get_model_by_name(name);"
+            " return Bokeh.index.query_one((v) => v.model === m).el; }", name)
+        box = self.page.evaluate(
+            f"([name, lo, hi]) => {{ const m = Bokeh.documents[{self.doc}].get_model_by_name(name);"
+            " const v = Bokeh.index.query_one((v) => v.model === m); const f = v.frame;"
+            " const x = (s) => Math.min(Math.max(f.x_scale.compute(s), f.bbox.left), f.bbox.right);"
+            " return [x(lo), f.bbox.top, x(hi), f.bbox.bottom]; }", [name, lo, hi])
+        self.page.wait_for_timeout(150)  # BokehJS paints on the next animation frame
+        shot = Image.open(io.BytesIO(el.screenshot())).convert("RGB")
+        x0, top, x1, bottom = (round(c) for c in box)
+        # Two pixels in from each edge: the cursor's outline and anti-aliasing sit on the edges.
+        part = shot.crop((x0 + 2, top + 2, max(x0 + 2, x1 - 2), bottom - 2))
+        return sum(1 for px in part.get_flattened_data() if px != (255, 255, 255))
 
     def check_clean(self):
         assert self.problems == []

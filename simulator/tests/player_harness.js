@@ -2,7 +2,7 @@
 // widgets and sources, so a fast test can check what the player puts on screen frame by frame.
 //
 // stdin: {"code": player.js, "spec": {...}, "actions": ["step", "back", "reset", "slider:7", ...]}
-// stdout: one JSON object per action: {"frame": k, "status": html, "banner": bool, "cursor": [l, r],
+// stdout: one JSON object per action: {"frame": k, "status": html, "code": html, "banner": bool, "cursor": [l, r],
 //         "sources": {name: {col: [...]}}}
 "use strict";
 
@@ -36,8 +36,10 @@ const spec = input.spec;
 const W = {
   slider: model({value: 0}), toggle: model({active: false, label: spec.play_label}),
   step: model({}), back: model({}), reset: model({}), speed: model({value: "2"}),
-  status: model({html: spec.status0}), banner: model({visible: false}),
+  status: model({html: spec.status0}), banner: model({visible: false}), code: model({html: spec.code0}),
 };
+// Nothing is painted here: the code pane's scroll to its marked line waits for a frame that never comes.
+globalThis.requestAnimationFrame = () => 0;
 const frames = {data: {}};
 for (const [col, c] of Object.entries(spec.frames)) {
   frames.data[col] = column(c);
@@ -74,7 +76,7 @@ for (const action of input.actions) {
       shown[s.name][col] = Array.from(values);
     }
   }
-  out.push({frame: W.slider.value, status: W.status.html, banner: W.banner.visible,
+  out.push({frame: W.slider.value, status: W.status.html, code: W.code.html, banner: W.banner.visible,
             cursor: [cursor.left, cursor.right], range: [range.start, range.end], sources: shown});
 }
 process.stdout.write(JSON.stringify(out));

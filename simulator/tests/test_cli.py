@@ -559,6 +559,16 @@ def views():
     return pytest.importorskip("kstep.views", reason="kstep.views is on the views branch until it is merged")
 
 
+def says_its_purpose(page: Path, mech: str, name: str) -> None:
+    """The page states what its scenario is about and what to look for, as the scenario file words it."""
+    import html
+
+    sc = scenarios.load(mech, MODELS[mech].scenario_schema, name)
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page.read_text())).split())
+    for sentence in (sc.description, "What to look for: " + sc.look_for):
+        assert " ".join(sentence.split()) in text
+
+
 def test_run_writes_html(capsys, tmp_path):
     views()
     page = tmp_path / "run.html"
@@ -566,6 +576,7 @@ def test_run_writes_html(capsys, tmp_path):
     rc, out, _ = kstep(capsys, "run", *RCU, "-s", "2", "--html", page)
     assert rc == 0 and f"wrote animation {page}" in out
     assert page.read_text() != "old" and "<html" in page.read_text().lower()
+    says_its_purpose(page, "rcu", "grace-period-basics")
 
 
 def test_explore_writes_counterexample_html(capsys, tmp_path):
@@ -573,6 +584,7 @@ def test_explore_writes_counterexample_html(capsys, tmp_path):
     page = tmp_path / "cex.html"
     rc, out, _ = kstep(capsys, "explore", *RCU, "--variant", "early-callback", "--html", page)
     assert rc == 1 and page.stat().st_size > 0
+    says_its_purpose(page, "rcu", "grace-period-basics")
 
 
 def test_show_renders_html(capsys, tmp_path, saved_trace):

@@ -158,6 +158,32 @@ def test_vma_view_moves_an_unmapped_vma_off_the_tree_until_rcu_frees_it():
     assert "freed" in statuses[-1][0]
 
 
+@pytest.mark.parametrize("mech,name", [("vma-locks", "munmap-vs-fault"), ("rcu", "call-rcu-callback"),
+                                       ("qspinlock", "three-waiters")])
+def test_every_board_marks_the_boxes_the_current_step_changed(mech, name):
+    """A box is haloed exactly when the step into this frame changed it (nothing at step 0), on every
+    board of every mechanism."""
+    trace, model = run(mech, name)
+    lay = views.layout(trace, model)
+    frames = Frames(lay)
+    boards = [n for n, ex in frames.exports.items() if "changed" in ex["kinds"]]
+    assert boards
+    halos = [r for r in lay.select({"type": GlyphRenderer}) if r.name and r.name.endswith("-changed")]
+    assert len(halos) == len(boards) and all(r.glyph.line_alpha == "changed" for r in halos)
+    marked = 0
+    for b in boards:
+        keys = [c for c in frames.exports[b]["kinds"] if c != "changed"]
+        before = None
+        for k in range(len(trace) + 1):
+            rows = frames.rows(b, k)
+            boxes = list(zip(*(rows[c] for c in keys)))
+            old = set() if before is None else set(before)
+            assert rows["changed"] == [0 if before is None or box in old else 1 for box in boxes], f"{b} at {k}"
+            marked += sum(rows["changed"])
+            before = boxes
+    assert marked > 0
+
+
 def test_vma_view_says_a_thread_was_killed_by_sigsegv():
     from kstep.views.vma_lock import DONE, KILLED, PHASES, phase
 

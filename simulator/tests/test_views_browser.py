@@ -11,7 +11,9 @@ import pytest
 from browser import Opened
 from kstep import views
 from kstep.engine import Random, Scripted, explore, scenario, simulate
+from kstep.lab import excerpts
 from kstep.models import make_model
+from kstep.views import code
 from kstep.views.player import Frames
 
 pytestmark = pytest.mark.browser
@@ -151,6 +153,63 @@ def test_a_counterexample_ends_with_the_violated_invariant_in_view(browser, tmp_
         banner.wait_for(state="visible")
         text = banner.inner_text()
         assert trace.violation.invariant in text and trace.violation.message in text
+        p.check_clean()
+    finally:
+        p.close()
+
+
+def test_the_code_pane_shows_each_steps_kernel_lines_and_links_to_them(browser, pages):
+    """At each step the pane holds the 6.12.117 source of the step's function with the step's own lines
+    marked, and the status line links to the first of them on Elixir (not to the top of the file);
+    a run played to its end leaves the pane on its last step."""
+    trace, model, lay, path = pages["vma"]
+    n = len(trace)
+    data = excerpts.load()["excerpts"]
+    p = Opened(browser, path)
+    try:
+        for label, expected in (("vma_write_seq", ["WRITE_ONCE(vma->vm_lock_seq, mm_lock_seq);"]),
+                                ("check_detached", ["if (vma->detached) {", "vma_end_read(vma);",
+                                                    "count_vm_vma_lock_event(VMA_LOCK_MISS);", "goto retry;"])):
+            k = next(k for k, a in enumerate(trace.actions, start=1) if a.label == label)
+            where = model.sources()[label]
+            p.js("m('kstep-slider').value = arg", k)
+            p.wait(f"[].concat(m('kstep-status').html).join('').includes('step {k} / {n}')")
+            pane = p.root.locator(".kstep-code")
+            assert f"{where} in Linux 6.12.117" in pane.locator(".kstep-code-where").inner_text()
+            ex = data[str(where)]
+            lines = ex["text"].split("\n")
+            marked = code.marked_lines(label, where, lines)
+            assert [lines[i].strip() for i in marked] == expected
+            assert pane.locator(".kstep-marked").all_inner_texts() == [f"{ex['line'] + i}{lines[i]}" for i in marked]
+            first = ex["line"] + marked[0]
+            href = p.root.locator("a.kstep-where").get_attribute("href")
+            assert href == f"https://elixir.bootlin.com/linux/v6.12.117/source/{where.path}#L{first}"
+        # Playing leaves the pane alone (a note says so); where the run stops, it shows that step's code.
+        p.speed("1000 steps/s")
+        p.click("Play")
+        p.wait(f"m('kstep-slider').value === {n} && !m('kstep-play').active")
+        last = model.sources()[trace.actions[-1].label]
+        assert f"{last} in Linux 6.12.117" in p.root.locator(".kstep-code-where").inner_text()
+        p.check_clean()
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize("key", ["rcu", "vma", "qspinlock"])
+def test_charts_over_the_run_show_it_only_up_to_the_current_step(browser, pages, key):
+    """Who did what, and how many callbacks wait, must not be readable ahead of the cursor: at step 0
+    the run's future is blank, and each step uncovers exactly its own column."""
+    trace, model, lay, path = pages[key]
+    n = len(trace)
+    charts = [name for name in ("kstep-plot-timeline", "kstep-plot-callbacks") if lay.select_one({"name": name})]
+    p = Opened(browser, path)
+    try:
+        for k in (0, n // 2, n - 1):
+            p.js("m('kstep-slider').value = arg", k)
+            p.wait(f"[].concat(m('kstep-status').html).join('').includes('step {k} / {n}')")
+            for name in charts:
+                assert p.ink(name, k + 1, n + 2) == 0, f"{name} shows steps after step {k}"
+                assert p.ink(name, 0, k + 1) > 0, f"{name} shows nothing of steps 0..{k}"
         p.check_clean()
     finally:
         p.close()

@@ -158,7 +158,9 @@ def test_player_js_status_names_the_step_its_kernel_function_and_what_it_does():
         assert action.actor in status and action.label in status
         assert str(model.sources()[action.label]).replace("<", "&lt;") in status
         assert model.what(action.label).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in status
+        assert f"{model.sources()[action.label]} in Linux 6.12.117" in results[k - 1]["code"]
     assert results[2]["status"] == player.Player(trace, model).status0()
+    assert results[2]["code"] == player.CODE0
 
 
 def long_rcu_trace(sections=60):

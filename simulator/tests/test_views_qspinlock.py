@@ -80,7 +80,7 @@ def test_the_drawn_bits_are_the_model_word_and_a_changed_bit_is_outlined(drawn):
         for lock, w in enumerate(s.words):
             got = word_of(bits, lock)
             assert got == w, f"frame {k} lock {lock}: the view draws {got:#010x}, the model's word is {w:#010x}"
-            outlined = [int(line == style.VERMILLION) for line in bits["line"][32 * lock:32 * (lock + 1)]]
+            outlined = [int(line == style.BLUE) for line in bits["line"][32 * lock:32 * (lock + 1)]]
             assert int("".join(map(str, outlined)), 2) == w ^ before[lock], f"frame {k} lock {lock}: changed bits"
 
 

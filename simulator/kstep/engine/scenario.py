@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Optional
 
 from ..errors import UserError
+from ..scenarios import LECTURE
 from . import expect, questions
 
 
@@ -261,6 +262,14 @@ def bundled(mechanism: str) -> list[str]:
     if not folder.is_dir():
         return []
     return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def lecture_order(mechanism: str) -> list[str]:
+    """The bundled scenarios in the order a lecture meets them (``kstep.scenarios.LECTURE``); any
+    scenario the list does not name yet follows, by name."""
+    names = bundled(mechanism)
+    ordered = [n for n in LECTURE.get(mechanism, ()) if n in names]
+    return ordered + [n for n in names if n not in ordered]
 
 
 def load(mechanism: str, schema: Table, name_or_path: str, overrides: Optional[list[str]] = None) -> Scenario:

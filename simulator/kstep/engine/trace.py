@@ -9,12 +9,11 @@ state, so a trace cannot claim a transition the model does not allow.
 from __future__ import annotations
 
 import json
+from array import array
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Optional
-
-import numpy as np
 
 from ..errors import UserError
 from .model import Action, Model, Violation
@@ -84,7 +83,10 @@ class Trace:
         write_text(path, self.dumps(model))
 
     def columns(self, model: Model) -> dict[str, Any]:
-        """Numeric columns shared by every view: step, tick, actor and label indices."""
+        """Numeric columns shared by every view: step, tick, actor and label indices.
+
+        They are stdlib ``array``s (int32 and int16), so that the engine runs where numpy does not
+        (Pyodide's core runtime); a view hands them to numpy or Bokeh as they are (buffer protocol)."""
         actors = list(model.actors(self.states[0]))
         labels = sorted(model.sources())
         actor_ix = {a: i for i, a in enumerate(actors)}
@@ -93,10 +95,10 @@ class Trace:
         return {
             "actors": actors,
             "labels": labels,
-            "step": np.arange(n + 1, dtype=np.int32),
-            "tick": np.array([0] + list(self.ticks), dtype=np.int32),
-            "actor": np.array([-1] + [actor_ix[a.actor] for a in self.actions], dtype=np.int16),
-            "label": np.array([-1] + [label_ix[a.label] for a in self.actions], dtype=np.int16),
+            "step": array("i", range(n + 1)),
+            "tick": array("i", [0, *self.ticks]),
+            "actor": array("h", [-1, *(actor_ix[a.actor] for a in self.actions)]),
+            "label": array("h", [-1, *(label_ix[a.label] for a in self.actions)]),
         }
 
 

@@ -18,7 +18,7 @@ from bokeh.plotting import figure
 from ..models.fork_batch import folio_index
 from ..models.pgtable import CONT_PTES, Ops, pte_cont, pte_pfn, pte_present, pte_special, pte_write
 from . import style
-from .board import COLUMNS as BOX, Box, board_figure, columns, draw_boxes, in_a_row
+from .board import Box, board_figure, box_source, columns, draw_boxes, in_a_row
 from .counters import counters_figure
 from .generic import DONE, PHASES, phases
 from .player import Player
@@ -173,12 +173,12 @@ def fork_batch_view(trace, model):
 
     board = board_figure("state", "threads and the parent's mm", [(1, "threads"), (0, "mm")], height=250,
                          y_range=(-0.55, 1.5))
-    draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(model, s, names)),
-                                          key=lambda s: (tuple((t.frames[:1], t.pinned) for t in s.threads),
-                                                         s.mm.mmap_lock, s.vmas)))
-    draw_boxes(board, player.frame_source("mm", BOX, lambda s: columns([mm_box(s, names)]),
-                                          key=lambda s: (s.mm.mmap_lock, s.write_protect_seq, s.mmf_has_pinned,
-                                                         s.copy.vma, s.copy.addr)))
+    draw_boxes(board, box_source(player, "threads", lambda s: columns(thread_boxes(model, s, names)),
+                                 key=lambda s: (tuple((t.frames[:1], t.pinned) for t in s.threads),
+                                                s.mm.mmap_lock, s.vmas)))
+    draw_boxes(board, box_source(player, "mm", lambda s: columns([mm_box(s, names)]),
+                                 key=lambda s: (s.mm.mmap_lock, s.write_protect_seq, s.mmf_has_pinned,
+                                                s.copy.vma, s.copy.addr)))
 
     timeline = lanes_figure(player, "timeline", "who can move, step by step", [f"{n} (CPU {i})" for i, n in
                                                                                  enumerate(names)])

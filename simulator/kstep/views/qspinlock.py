@@ -24,7 +24,7 @@ from bokeh.plotting import figure
 
 from ..models import qspinlock as q
 from . import style
-from .board import COLUMNS as BOX, LEFT, RIGHT, Box, board_figure, columns, draw_boxes, in_a_row
+from .board import LEFT, RIGHT, Box, board_figure, box_source, columns, draw_boxes, in_a_row
 from .counters import counters_figure
 from .player import Player
 from .registry import register
@@ -228,7 +228,7 @@ def bit_rows(fields: list[Field], nlocks: int) -> Callable:
                 out["x"].append(round(bit_x(b), 4))
                 out["y"].append(word_top(lock) - 1.05)
                 out["fill"].append(of[b].colour if on else tint(of[b].colour, 0.18))
-                out["line"].append(style.VERMILLION if changed else style.DARK)
+                out["line"].append(style.BLUE if changed else style.DARK)
                 out["width"].append(4.0 if changed else 1.0)
                 out["bit"].append(str(on))
                 out["ink"].append(style.INK if on else style.DARK_GREY)
@@ -306,7 +306,7 @@ def word_figure(player: Player, fields: list[Field]) -> figure:
     nlocks = len(s0.words)
     rows = [(word_top(lock) - 1.05, f"lock {q.lock_name(lock)}") for lock in range(nlocks)]
     p = board_figure("word", f"the lock word{'s' if nlocks > 1 else ''}, bit 31 … bit 0 "
-                             f"(changed by this step: red outline)", rows, height=40 + int(70 * WORD_BLOCK * nlocks),
+                             f"(changed by this step: blue outline)", rows, height=40 + int(70 * WORD_BLOCK * nlocks),
                      y_range=(-WORD_BLOCK * nlocks + 0.1, 0.25))
 
     # Bit numbers and the coloured strips under each field do not change.
@@ -564,7 +564,7 @@ def state_figure(player: Player) -> figure:
     title = ("CPUs, their MCS nodes (qnodes[0..3] of each CPU), who holds and who waits" if has_nodes
              else "CPUs, who holds and who waits (tickets in the order drawn)")
     p = board_figure("state", title, rows, height=int(STATE_SCALE * (top - bottom)) + 40, y_range=(bottom, top))
-    draw_boxes(p, player.frame_source("contexts", BOX, lambda s: columns(context_boxes(s)), key=context_key),
+    draw_boxes(p, box_source(player, "contexts", lambda s: columns(context_boxes(s)), key=context_key),
                body_size="10pt")
     if has_nodes:
         def headers(s):
@@ -578,7 +578,7 @@ def state_figure(player: Player) -> figure:
                text_font_style="bold", text_align="center", text_baseline="middle", text_color=style.DARK,
                text_font=value(style.FONT))
         small = len(s0.count) > 4  # eight CPUs: narrower columns, smaller print
-        draw_boxes(p, player.frame_source("nodes", BOX, lambda s: columns(node_boxes(s)), key=node_key),
+        draw_boxes(p, box_source(player, "nodes", lambda s: columns(node_boxes(s)), key=node_key),
                    head_size="10pt" if small else style.SMALL_SIZE, body_size="8pt" if small else "10pt")
         link_cols = {c: float for c in ("x0", "y0", "x1", "y1", "cx0", "cy0", "cx1", "cy1")} | {"src": str, "dst": str}
         for name, live, colour, width in (("stale-links", False, STALE_LINK[1], 1.5), ("links", True, LINK[1], 3.0)):
@@ -588,7 +588,7 @@ def state_figure(player: Player) -> figure:
                      line_width=width, line_dash="solid" if live else "dashed", name=f"kstep-plot-state-{name}")
             p.scatter("x1", "y1", source=src, marker="inverted_triangle", size=14 if live else 10, color=colour,
                       name=f"kstep-plot-state-{name}-heads")
-    draw_boxes(p, player.frame_source("queue", BOX, lambda s: columns(queue_boxes(s)), key=queue_key),
+    draw_boxes(p, box_source(player, "queue", lambda s: columns(queue_boxes(s)), key=queue_key),
                body_size="10pt")
     return p
 
@@ -643,7 +643,7 @@ def lock_lanes(p: figure, player: Player, first_lane: int) -> None:
     changed = np.flatnonzero((words[1:] != words[:-1]).any(axis=1)) + 1
     lane_of = [first_lane + int(np.flatnonzero(words[k] != words[k - 1])[0]) for k in changed]
     marks(p, player, "word-changes", changed.astype(np.int32), np.array(lane_of, dtype=np.int16),
-          color=style.VERMILLION, marker="diamond", size=9, dy=-0.45)
+          color=style.BLUE, marker="diamond", size=9, dy=-0.45)
 
 
 def counter_table(trace, model) -> tuple[list[str], np.ndarray]:
@@ -690,11 +690,11 @@ def qspinlock_view(trace, model):
     named = PHASE_NAMES[s0.layout]
     key = style.key_html("CPUs:", [(named.get(ph, PHASES[ph][0]), PHASES[ph][1]) for ph in SHOWN_PHASES[s0.layout]])
     key += style.key_html("word:", [(f.name, f.colour) for f in fields],
-                          outline=[("bit changed by this step", style.VERMILLION)])
+                          outline=[("bit changed by this step", style.BLUE)])
     if s0.layout != q.TICKET:
         key += style.key_html("nodes:", [("filled: in use, in its context's colour", style.ORANGE), NODE_FREE],
                               outline=[NODE_BAD],
                               marks=[("⌒▼", LINK[1], LINK[0]), ("⌒▼", STALE_LINK[1], STALE_LINK[0])])
     key += style.key_html("timeline:", [], marks=[("▲", style.DARK, "took a step"),
-                                                  ("◆", style.VERMILLION, "changed a lock word")])
+                                                  ("◆", style.BLUE, "changed a lock word")])
     return player.layout(word, state, timeline, counters, key=key)

@@ -10,16 +10,19 @@ from kstep.lab import excerpts, source_index
 from kstep.models import MODELS, make_model
 from kstep.views import code
 
-TREES = [Path(p) for p in (os.environ.get("KSTEP_LINUX_TREE", ""), "/work/src/linux-source-6.12") if p]
+TREES = [Path(p) for p in (os.environ.get("KSTEP_LINUX_TREE", ""),) if p]
 TREES.append(source_index.tree_dir())
 
 
 def all_labels():
+    """Every (mechanism, variant, label, source) whose source is kernel code (a step outside the
+    kernel, such as a lock's critical section, has none to show)."""
     for mech, cls in MODELS.items():
         for variant in cls.variants:
             model = make_model(mech, variant)
             for label, where in model.sources().items():
-                yield mech, variant, label, where
+                if where.path:
+                    yield mech, variant, label, where
 
 
 def test_the_excerpts_say_where_they_come_from():

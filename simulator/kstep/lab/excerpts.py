@@ -81,13 +81,15 @@ def excerpt(tree: Path, path: str, function: str) -> dict:
 
 
 def wanted() -> list[tuple[str, str]]:
-    """Every (path, function) a label or call of any model variant mirrors."""
+    """Every (path, function) of kernel code a label or call of any model variant mirrors (a step
+    outside the kernel has no path)."""
     from kstep.models import MODELS, make_model
 
     out = set()
     for mech, cls in MODELS.items():
         for variant in cls.variants:
-            out.update((s.path, s.function) for s in make_model(mech, variant).locations().values() if s is not None)
+            out.update((s.path, s.function) for s in make_model(mech, variant).locations().values()
+                       if s is not None and s.path)
     return sorted(out)
 
 

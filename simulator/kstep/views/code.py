@@ -43,7 +43,10 @@ ANCHORS: Mapping[str, Mapping[str, Sequence[str]]] = {
         "wait_pending_handover": ("if (val == _Q_PENDING_VAL) {", "int cnt = _Q_PENDING_LOOPS;",
                                   "val = atomic_cond_read_relaxed(&lock->val,", "(VAL != _Q_PENDING_VAL) || !cnt--);"),
         "wait_locked_clear": ("smp_cond_load_acquire(&lock->locked, !VAL);",),
+        "node_count_inc": ("idx = node->count++;",),
         "store_node_count": ("idx = node->count++;",),
+        # Before patch 07/11 a cmpxchg loop stood where 6.12 sets pending with one fetch_or.
+        "trylock_pending_cmpxchg": ("val = queued_fetch_set_pending_acquire(lock);",),
         "mcs_node_init": ("node->locked = 0;", "node->next = NULL;"),
         "link_prev": ("WRITE_ONCE(prev->next, node);",),
         "wait_head": ("val = atomic_cond_read_acquire(&lock->val, !(VAL & _Q_LOCKED_PENDING_MASK));",),

@@ -5,6 +5,8 @@ VENV := .venv
 INSTALLED := $(VENV)/.kstep-installed
 EXTRAS := notebook,test,bench,docs
 PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
+# make test's pytest workers: one per core by default (TEST_JOBS=1 runs the suite in one process).
+TEST_JOBS ?= $(shell nproc)
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
@@ -52,8 +54,9 @@ course: setup
 # Grading at class scale (a batch of 100, a Gradescope zip installed from scratch) takes minutes:
 # it has a target of its own.
 # The qemu tests boot Debian's kernels: fetch them first (a no-op once they are in the cache).
-test: setup lab-kernels
-	$(PYTEST) -m "not batch"
+# The kernel lab's ports are built once before the workers start, so no two of them run make at once.
+test: setup lab-kernels lab
+	$(PYTEST) -n $(TEST_JOBS) --dist loadfile -m "not batch"
 
 test-fast: setup
 	$(PYTEST) -m "not slow and not qemu and not browser and not batch"

@@ -21,7 +21,7 @@ def run(mech, name, variant=None, seed=1):
     model = make_model(mech, variant)
     sc = scenario.load(mech, model.scenario_schema, name)
     sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
-    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=seed), model
+    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config), model
 
 
 def counterexample(mech, variant, name):
@@ -165,7 +165,7 @@ def test_vma_thread_phases_follow_the_locks_they_hold():
     # fork-vs-fault under seed 1 (not its script): dup_mmap waits in vma_start_write for a fault's read lock
     model = make_model("vma-locks")
     sc = scenario.load("vma-locks", model.scenario_schema, "fork-vs-fault")
-    trace = simulate(model, model.initial(sc.config), Random(1), config=sc.config, seed=1)
+    trace = simulate(model, model.initial(sc.config), Random(1), config=sc.config)
     assert WAIT_VMA in check_phases(trace, model)
 
 

@@ -113,7 +113,7 @@ def trace_of(mech, name, variant=None):
     model = make_model(mech, variant)
     sc = scenario.load(mech, model.scenario_schema, name)
     sched = Scripted(sc.schedule) if sc.schedule else Random(1)
-    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=1), model
+    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config), model
 
 
 @pytest.fixture(scope="module")

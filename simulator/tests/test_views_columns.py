@@ -26,7 +26,7 @@ def rcu_trace(seed=1, name="grace-period-basics", variant=None):
     model = make_model("rcu", variant)
     sc = scenario.load("rcu", model.scenario_schema, name)
     sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
-    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=seed)
+    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config)
     return trace, model
 
 
@@ -168,7 +168,7 @@ def long_rcu_trace(sections=60):
                          {"name": "U", "kind": "updater", "updates": 10}]}
     config = scenario.to_config(model.scenario_schema.check(small, ""))
     config["threads"][0]["sections"] = sections
-    trace = simulate(model, model.initial(config), Random(3), config=config, seed=3)
+    trace = simulate(model, model.initial(config), Random(3), config=config)
     return trace, model
 
 

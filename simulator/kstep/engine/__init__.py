@@ -4,12 +4,12 @@ from .explore import ExploreResult, explore
 from .model import Action, Invariant, Model, Source, Variant, Violation, to_jsonable
 from .prng import SplitMix64
 from .program import Call, Frame, Program, ProgramModel, Step, push, set_thread, thread_index
-from .schedule import Random, RoundRobin, Scripted, parse_schedule, simulate
+from .schedule import Random, Replay, RoundRobin, Scripted, parse_schedule, scheduler_for, simulate
 from .trace import Trace
 
 __all__ = [
     "Action", "Call", "ExploreResult", "Frame", "Invariant", "Model", "Program", "ProgramModel",
-    "Random", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step", "Trace", "Variant",
-    "Violation", "explore", "parse_schedule", "push", "set_thread", "simulate", "thread_index",
+    "Random", "Replay", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step", "Trace", "Variant",
+    "Violation", "explore", "parse_schedule", "push", "scheduler_for", "set_thread", "simulate", "thread_index",
     "to_jsonable",
 ]

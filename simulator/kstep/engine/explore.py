@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .model import Model, State, Violation, first_violation, without_cyclic_gc
-from .schedule import deadlock_message
+from .schedule import Replay, deadlock_message, simulate
 from .trace import Trace
 
 
@@ -60,7 +60,7 @@ def explore(
     next_report = start + progress_every
 
     def result(violation=None, end=None, exhausted=False):
-        cex = None if violation is None else _path(model, parent, end, scenario, config, violation)
+        cex = None if violation is None else _path(model, parent, end, scenario, config)
         return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start,
                              violation, cex)
 
@@ -119,24 +119,17 @@ class _Tail:
         self.s, self.a, self.t = s, a, t
 
 
-def _path(model, parent, end, scenario, config, violation) -> Trace:
+def _path(model, parent, end, scenario, config) -> Trace:
+    """The counterexample ending at ``end``, run again by ``simulate`` through its exact actions, so it
+    is the trace a reader of the file recomputes."""
     tail = []
     if isinstance(end, _Tail):
-        tail = [(end.a, end.t)]
+        tail = [end.a]
         end = end.s
-    steps = []
+    actions = []
     while parent[end] is not None:
-        prev, a = parent[end]
-        steps.append((a, end))
-        end = prev
-    steps.reverse()
-    steps += tail
-    trace = Trace(model.name, model.variant.name, scenario, config or {}, "explore", None, [end])
-    for k, (a, s) in enumerate(steps, start=1):
-        trace.actions.append(a)
-        trace.ticks.append(k)
-        trace.states.append(s)
-    trace.violation = violation
-    trace.outcome = "deadlock" if violation.invariant == "deadlock" else "violation"
-    return trace
-
+        end, a = parent[end]
+        actions.append(a)
+    actions.reverse()
+    actions += tail
+    return simulate(model, end, Replay.of(actions), max_steps=len(actions), scenario=scenario, config=config)

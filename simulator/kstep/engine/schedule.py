@@ -5,6 +5,10 @@
 - ``RoundRobin``: rounds in which every runnable actor takes one step, in actor order; it counts
   the rounds each actor spent blocked, which is how kstep measures waiting.
 - ``Random``: a uniformly chosen enabled action from the seeded SplitMix64.
+- ``Replay``: exact actions (``ACTOR:label``), then nothing: how an explore counterexample runs again.
+
+Every scheduler says what it is with ``params()`` (kind, seed, script), which a trace records and
+``scheduler_for`` turns back into the same scheduler.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from .model import Action, Model, State, Violation, first_violation, without_cyc
 from .prng import SplitMix64
 from .trace import Trace
 
-_ENTRY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)(?:\*([0-9]+))?$")
+_ENTRY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(?:\*([0-9]+))?")
+_ACTION = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*):([A-Za-z_][A-Za-z0-9_]*)")
+MAX_REPEAT = 10_000  # the largest N in ACTOR*N
+MAX_STEPS = 1_000_000  # the longest run (and so the longest script) a trace may record
 
 
 class RoundRobin:
@@ -84,11 +91,15 @@ class RoundRobin:
     def stats(self) -> dict:
         return {"rounds": self._end, "blocked_rounds": dict(sorted(self.blocked.items()))}
 
+    def params(self) -> dict:
+        return {"kind": self.name, "seed": None, "script": None}
+
 
 class Random:
     name = "random"
 
     def __init__(self, seed: int) -> None:
+        self.seed = seed
         self.rng = SplitMix64(seed)
         self.steps = 0
 
@@ -105,6 +116,9 @@ class Random:
     def stats(self) -> dict:
         return {}
 
+    def params(self) -> dict:
+        return {"kind": self.name, "seed": self.seed, "script": None}
+
 
 class Scripted:
     """Follow a list of actor names, then finish round-robin."""
@@ -112,6 +126,7 @@ class Scripted:
     name = "scripted"
 
     def __init__(self, schedule: str) -> None:
+        self.text = schedule
         self.script = parse_schedule(schedule)
         self.pos = 0
         self.steps = 0
@@ -144,21 +159,95 @@ class Scripted:
     def stats(self) -> dict:
         return {}
 
+    def params(self) -> dict:
+        return {"kind": self.name, "seed": None, "script": self.text}
 
-def parse_schedule(text: str) -> list[str]:
-    """``"T1*3, W T1"`` -> ``["T1", "T1", "T1", "W", "T1"]``."""
+
+class Replay:
+    """Exactly the given actions, in order, then no more: an explore counterexample run again."""
+
+    name = "explore"
+
+    def __init__(self, script: str) -> None:
+        self.text = script
+        self.script = parse_actions(script)
+        self.pos = 0
+
+    @classmethod
+    def of(cls, actions: list[Action]) -> "Replay":
+        return cls(" ".join(map(str, actions)))
+
+    def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
+        if self.pos == len(self.script):
+            return None
+        action = self.script[self.pos]
+        self.pos += 1
+        if action not in enabled:
+            raise UserError(f"script entry {self.pos} is {action}, which is not enabled at that point")
+        return action
+
+    @property
+    def tick(self) -> int:
+        return self.pos
+
+    def stats(self) -> dict:
+        return {}
+
+    def params(self) -> dict:
+        return {"kind": self.name, "seed": None, "script": self.text}
+
+
+def scheduler_for(params: dict):
+    """The scheduler a trace's ``params`` describe (kind, seed, script), ready to run from the start."""
+    kind, seed, script = params["kind"], params["seed"], params["script"]
+    given = {"seed": seed is not None, "script": script is not None}
+    needs = {"random": {"seed"}, "scripted": {"script"}, "explore": {"script"}, "round-robin": set()}[kind]
+    for name, present in given.items():
+        if present != (name in needs):
+            raise UserError(f"a {kind} scheduler {'needs' if name in needs else 'has no'} {name}")
+    if kind == "random":
+        return Random(seed)
+    if kind == "scripted":
+        return Scripted(script)
+    if kind == "explore":
+        return Replay(script)
+    return RoundRobin()
+
+
+def parse_schedule(text: str, limit: int = MAX_STEPS) -> list[str]:
+    """``"T1*3, W T1"`` -> ``["T1", "T1", "T1", "W", "T1"]``, at most ``limit`` entries in all."""
     out: list[str] = []
     for entry in text.replace(",", " ").split():
-        m = _ENTRY.match(entry)
+        m = _ENTRY.fullmatch(entry)
         if not m:
-            raise UserError(f"schedule: {entry!r} is not ACTOR or ACTOR*COUNT")
-        count = int(m.group(2) or 1)
-        if not 1 <= count <= 10_000:
-            raise UserError(f"schedule: count in {entry!r} must be 1..10000")
-        out.extend([m.group(1)] * count)
+            raise UserError(f"schedule: {_shown(entry)} is not ACTOR or ACTOR*COUNT")
+        digits = m.group(2) or "1"
+        # the length first: int() of thousands of digits is an error of its own
+        if len(digits) > len(str(MAX_REPEAT)) or not 1 <= int(digits) <= MAX_REPEAT:
+            raise UserError(f"schedule: count in {_shown(entry)} must be 1..{MAX_REPEAT}")
+        if len(out) + int(digits) > limit:
+            raise UserError(f"schedule: more than {limit:,} steps")
+        out.extend([m.group(1)] * int(digits))
     if not out:
         raise UserError("schedule: empty")
     return out
+
+
+def parse_actions(text: str, limit: int = MAX_STEPS) -> list[Action]:
+    """``"T1:load T2:load"`` -> the exact actions, at most ``limit`` of them."""
+    out: list[Action] = []
+    for entry in text.split():
+        m = _ACTION.fullmatch(entry)
+        if not m:
+            raise UserError(f"script: {_shown(entry)} is not ACTOR:label")
+        if len(out) == limit:
+            raise UserError(f"script: more than {limit:,} steps")
+        out.append(Action(m.group(1), m.group(2)))
+    return out
+
+
+def _shown(entry: str) -> str:
+    return repr(entry) if len(entry) <= 40 else repr(entry[:37] + "...")
 
 
 @without_cyclic_gc
@@ -171,19 +260,24 @@ def simulate(
     check: bool = True,
     scenario: str = "",
     config: Optional[dict] = None,
-    seed: Optional[int] = None,
 ) -> Trace:
-    """Run the model under a scheduler until it finishes, deadlocks, violates or hits max_steps."""
-    trace = Trace(model.name, model.variant.name, scenario, config or {}, scheduler.name, seed, [state])
+    """Run the model under a scheduler until it finishes, deadlocks, violates, hits max_steps or the
+    scheduler has no more to say (a replayed script ends); the trace records the scheduler's params."""
+    params = scheduler.params()
+    trace = Trace(model.name, model.variant.name, scenario, config or {}, params["kind"], params["seed"], [state],
+                  script=params["script"], max_steps=max_steps)
     state_checks = model.state_invariants() if check else []
     step_checks = model.transition_invariants() if check else []
     trace.violation = first_violation(state_checks, (state,))
     while trace.violation is None:
-        if len(trace.actions) >= max_steps:
+        enabled = model.actions(state)
+        if enabled and len(trace.actions) >= max_steps:  # a run that ends at the limit still ends
             trace.outcome = "max-steps"
             break
-        enabled = model.actions(state)
         action = scheduler.choose(model, state, enabled)
+        if action is None and enabled:
+            trace.outcome = "schedule-end"
+            break
         if action is None:
             trace.outcome = "finished" if model.finished(state) else "deadlock"
             if trace.outcome == "deadlock" and check:

@@ -33,6 +33,7 @@ from typing import Callable, Iterable, Optional
 from ..engine import Action, thread_index
 from ..engine.model import first_violation, without_cyclic_gc
 from ..errors import UserError
+from ..files import LOG_CAP, STDIN, open_input, text_lines
 from ..models import make_model, model_class
 from ..models.qspinlock import HEAD_SPINS_6_12, LOCK_NAMES, STEAL_SPINS_6_12
 
@@ -40,7 +41,7 @@ MAGIC = "# kstep-log"
 LOG_FORMATS = ("qspinlock",)  # the mechanisms whose C port writes observation logs
 _WORD = re.compile(r"0x[0-9a-fA-F]{8}")
 _CPU = re.compile(r"(0|[1-9][0-9]*)(\.irq)?")
-_TICKET = re.compile(r"0|[1-9][0-9]*")
+_TICKET = re.compile(r"0|[1-9][0-9]{0,18}")  # int() of a ticket of thousands of digits would fail
 
 
 @dataclass
@@ -76,7 +77,7 @@ def _int_field(fields, key, lo, hi, where, default=None):
             raise UserError(f"{where}: header has no {key}= field")
         return default
     text = fields[key]
-    if not re.fullmatch(r"0|[1-9][0-9]*", text) or not lo <= int(text) <= hi:
+    if not re.fullmatch(r"0|[1-9][0-9]{0,18}", text) or not lo <= int(text) <= hi:
         raise UserError(f"{where}: header field {key}={text}: expected a whole number {lo}..{hi}")
     return int(text)
 
@@ -238,17 +239,14 @@ def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
 
 
 def check_file(mechanism: str, path: str | Path, progress=None) -> CheckResult:
-    path = Path(path)
+    """Check the log at ``path`` (``-``: standard input).  Only reading it can be the user's problem:
+    any other error while replaying is a bug and propagates."""
     if mechanism not in LOG_FORMATS:  # named before the file is opened
         model_class(mechanism)
         raise UserError(f"no observation-log format for {mechanism} (logs exist for: {', '.join(LOG_FORMATS)})")
-    try:
-        with path.open(encoding="utf-8", newline="") as f:
-            return check_lines(mechanism, f, str(path), progress)
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a text file") from None
+    where = "standard input" if str(path) == STDIN else str(path)
+    with open_input(path, LOG_CAP, "log") as f:
+        return check_lines(mechanism, text_lines(f, where), where, progress)
 
 
 # --- writing: the model's own log, the reference the C port's logs are compared with -------------------

@@ -25,7 +25,7 @@ from bokeh.resources import Resources
 from bokeh.util.paths import bokehjs_path
 
 from ..engine import Random, Scripted, explore, scenario, simulate
-from ..engine.trace import write_text
+from ..files import write_text
 from ..errors import UserError
 from ..models import MODELS, make_model
 from . import style
@@ -94,8 +94,7 @@ def _scenario_page(out, mech, name, seed, scripts, say) -> Entry:
     if sc.variant:
         model = make_model(mech, sc.variant)
     sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
-    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config,
-                     seed=None if sc.schedule else seed)
+    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config)
     href = f"{mech}/{name}.html"
     _write_page(out / href, trace, model, scripts)
     how = "scripted schedule" if sc.schedule else f"seed {seed}"

@@ -10,7 +10,7 @@ from bokeh.embed import file_html
 from bokeh.resources import INLINE, Resources
 
 from ..engine import Model, Trace
-from ..engine.trace import write_text
+from ..files import write_text
 from .registry import view_for
 
 # Bokeh's own page with a margin around the animation and, in a course, a link back to the index.

@@ -8,7 +8,7 @@ PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages course test test-fast notebook lab bench clean distclean
+.PHONY: help setup system-packages course test test-fast notebook lab bench verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
@@ -18,6 +18,7 @@ help:
 	@echo "  notebook         start JupyterLab on notebooks/"
 	@echo "  lab              build the kernel lab's C ports for x86_64, arm64 and ppc64le (kernel-lab/build/)"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot)"
+	@echo "  verdicts         explore every bundled scenario x variant into simulator/kstep/verdicts.json"
 	@echo "  setup            Debian packages (scripts/setup-system) and the $(VENV) virtual environment"
 	@echo "  system-packages  only the Debian packages"
 	@echo "  clean            remove build/, bench/results/ and kernel-lab/build/"
@@ -58,6 +59,10 @@ lab: system-packages
 
 bench: setup
 	$(VENV)/bin/python bench/run.py
+
+# The committed verdict table: its diff shows what a change did to every explore verdict.
+verdicts: setup
+	$(VENV)/bin/python scripts/verdicts
 
 clean:
 	rm -rf build bench/results

@@ -38,6 +38,7 @@ from typing import Any, Optional, Sequence
 
 from . import __version__
 from .engine import Random, RoundRobin, Scripted, explore, simulate
+from .engine import expect
 from .engine import scenario as scenarios
 from .engine import trace as traces
 from .errors import UserError
@@ -300,6 +301,8 @@ def cmd_run(args) -> int:
     print()
     if args.compute:
         print_answers(model, trace)
+        if how.startswith("the scenario's own") and sc.expect:
+            print_claims(model, sc, trace)
     else:
         print("Work out the ? columns and how the run ends, then rerun with -c for the answers.")
     write_outputs(model, trace, args.json, args.html)
@@ -321,10 +324,14 @@ def cmd_explore(args) -> int:
     print(f"seconds: {result.seconds:.2f}")
     if result.violation is not None:
         v = result.violation
-        what = "DEADLOCK" if v.invariant == "deadlock" else f"VIOLATED {v.invariant}"
+        what = "DEADLOCK" if v.invariant == "deadlock" else f"VIOLATED ({'harm' if result.harm else 'broken assertion'}) {v.invariant}"
         print(f"verdict: {what}: {clean(v.message)}")
+        if not result.harm:
+            print("no harm invariant is violated in any reachable state (the search was exhausted)"
+                  if result.exhausted else
+                  f"no harm invariant was violated before --max-states {args.max_states} stopped the search")
         cex = result.counterexample
-        print(f"\nshortest counterexample ({len(cex)} steps):")
+        print(f"\nshortest counterexample{'' if result.harm else ' to the broken assertion'} ({len(cex)} steps):")
         print_table(model, cex, reveal=True)
         print()
         write_outputs(model, cex, args.json, args.html)
@@ -501,10 +508,17 @@ def print_answers(model, trace) -> None:
     print(f"  steps: {len(trace)}")
     if trace.violation is not None:
         v = trace.violation
-        what = "deadlock" if v.invariant == "deadlock" else f"violation of {v.invariant}"
-        print(f"  outcome: {what}: {clean(v.message)}")
+        print(f"  outcome: {v.title} at step {v.step}: {clean(v.message)}")
     else:
         print(f"  outcome: {trace.outcome}")
+
+
+def print_claims(model, sc, trace) -> None:
+    """The scenario text's checked claims, each marked as met or not by this run."""
+    why = dict(expect.check(model, trace, sc.expect))
+    print("Claims of the scenario's text, checked on this run:")
+    for e in sc.expect:
+        print(wrap(f"[{'no' if e in why else 'ok'}] {e.claim}" + (f" ({why[e]})" if e in why else ""), "  "))
 
 
 def plain(value: Any) -> str:

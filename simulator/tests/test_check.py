@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from kstep.cli import main
 from kstep.engine import Random, simulate
+from kstep.engine.model import Checks
 from kstep.lab.check import check_file, header_line, log_lines
 from kstep.models import make_model
 from kstep.models.qspinlock import VARIANTS
@@ -164,14 +165,19 @@ def test_a_waiting_step_logged_too_early_fails(capsys, tmp_path):
 
 
 def test_a_broken_variants_run_is_caught_both_ways(capsys, tmp_path):
-    """A head-ignores-pending run that ends in its violation: against v6.12 its first step that 6.12
-    does not allow fails; against its own variant the transitions are legal and the invariant fails."""
+    """A head-ignores-pending run cut at its first broken invariant (the checker stops at the first,
+    of any kind): against v6.12 its first step that 6.12 does not allow fails; against its own
+    variant the transitions are legal and the invariant fails."""
     m = make_model("qspinlock", "head-ignores-pending")
+    checks = Checks(m.invariants)
     for seed in range(200):
         _, tr = run_model("head-ignores-pending", cpus=3, acquisitions=3, seed=seed)
         if tr.violation is not None:
             break
     assert tr.violation is not None
+    k, tr.violation = next((k, v) for k, (s, a, t) in enumerate(zip(tr.states, tr.actions, tr.states[1:]), 1)
+                           if (v := checks.after(s, a, t, k)))
+    del tr.actions[k:], tr.ticks[k:], tr.states[k + 1:]
     path = tmp_path / "b.log"
     lines = write_log(path, m, tr, cpus=3, acquisitions=3)
     n, _, why = fail_line(capsys, path)

@@ -248,8 +248,8 @@ def test_run_on_a_broken_variant_shows_the_violation_only_with_c_and_exits_1(cap
     assert rc == 1 and "grace-period-waits-for-readers" not in out
     rc, out, _ = kstep(capsys, *argv, "-c")
     assert rc == 1
-    assert "outcome: violation of grace-period-waits-for-readers: grace period 1 ended" in out
-    assert table(out)[-1]["in section"] == "R"  # the reader is still inside when gp_seq says it ended
+    assert "outcome: broken assertion: grace-period-waits-for-readers at step 6: grace period 1 ended" in out
+    assert table(out)[6]["in section"] == "R"  # the reader is still inside when gp_seq says it ended
 
 
 def test_a_model_without_state_columns_gets_the_step_columns_only(capsys, monkeypatch):
@@ -341,17 +341,25 @@ def test_explore_clean(capsys):
     assert "checks: grace-period-waits-for-readers, callbacks-after-grace-period, no-use-after-free, deadlock" in out
 
 
-@pytest.mark.parametrize("variant,invariant,steps", [
-    ("gp-ends-early", "grace-period-waits-for-readers", 6),
-    ("early-callback", "callbacks-after-grace-period", 5),
-])
-def test_explore_finds_the_broken_variants(capsys, variant, invariant, steps):
+@pytest.mark.parametrize("variant,steps", [("gp-ends-early", 9), ("early-callback", 7)])
+def test_explore_finds_the_broken_variants(capsys, variant, steps):
+    """Both broken variants break an assertion first; explore goes on to show the harm."""
     rc, out, _ = kstep(capsys, "explore", *RCU, "--variant", variant)
     assert rc == 1
-    assert f"verdict: VIOLATED {invariant}: " in out
+    assert "verdict: VIOLATED (harm) no-use-after-free: R reads object 0 after it was freed" in out
     assert f"shortest counterexample ({steps} steps):" in out
     rows = table(out)
-    assert len(rows) == steps + 1 and rows[-1]["actor"] == "rcu"
+    assert len(rows) == steps + 1 and rows[-1]["label"] == "reader_uses_object"
+
+
+def test_explore_reports_a_broken_assertion_when_no_harm_is_reachable(capsys, monkeypatch):
+    harmless = [i for i in RcuModel.invariants if i.name != "no-use-after-free"]
+    monkeypatch.setattr(RcuModel, "invariants", harmless)
+    rc, out, _ = kstep(capsys, "explore", *RCU, "--variant", "gp-ends-early")
+    assert rc == 1
+    assert "verdict: VIOLATED (broken assertion) grace-period-waits-for-readers: " in out
+    assert "no harm invariant is violated in any reachable state (the search was exhausted)" in out
+    assert "shortest counterexample to the broken assertion (6 steps):" in out
 
 
 def test_explore_bounded_is_not_clean(capsys):
@@ -381,7 +389,7 @@ def test_explore_counterexample_written_and_replayable(capsys, tmp_path):
     rc, shown, _ = kstep(capsys, "show", cex)
     assert rc == 1
     assert table(shown) == table(out)
-    assert "outcome: violation of grace-period-waits-for-readers" in shown
+    assert "outcome: harm: no-use-after-free at step 9: R reads object 0" in shown
 
 
 def test_explore_clean_writes_nothing_and_keeps_the_file(capsys, tmp_path):
@@ -446,7 +454,7 @@ def test_vma_locks_explore_verdicts(capsys):
     rc, out, _ = kstep(capsys, "explore", *VMA)
     assert rc == 0 and "verdict: clean" in out
     rc, out, _ = kstep(capsys, "explore", *VMA, "--variant", "no-recheck")
-    assert rc == 1 and "verdict: VIOLATED no-reader-in-write-locked-vma: " in out
+    assert rc == 1 and "verdict: VIOLATED (harm) read-locked-vma-unchanged: " in out
     assert "vma_start_read" in column(out, "label")
     rc, out, _ = kstep(capsys, "explore", *VMA, "--max-states", "5")
     assert rc == 3 and "verdict: NOT clean" in out
@@ -464,7 +472,7 @@ def test_vma_locks_counterexample_round_trip(capsys, tmp_path):
     assert rc == 1
     rc, shown, _ = kstep(capsys, "show", cex)
     assert rc == 1 and table(shown) == table(out)
-    assert "outcome: violation of no-reader-in-write-locked-vma" in shown
+    assert "outcome: harm: read-locked-vma-unchanged at step 10: " in shown
 
 
 @pytest.mark.parametrize("argv,says", [

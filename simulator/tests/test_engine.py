@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import pytest
 
-from kstep.engine import (Frame, Invariant, Program, ProgramModel, Random, Replay, RoundRobin, Scripted,
+from kstep.engine import (ASSERTION, HARM, Frame, Invariant, Program, ProgramModel, Random, Replay, RoundRobin, Scripted,
                           SplitMix64, Variant, explore, parse_schedule, push, set_thread, simulate)
 from kstep.engine import trace as tracemod
 from kstep.engine.scenario import Int, Key, Table
@@ -85,7 +85,7 @@ class Counter(ProgramModel):
         "deadlock": Variant("deadlock", "forgets to unlock", broken=True,
                             replaces={"increment": deadlocking_increment}),
     }
-    invariants = [Invariant("no-lost-update", "every increment counts", no_lost_update)]
+    invariants = [Invariant("no-lost-update", "every increment counts", no_lost_update, kind=HARM)]
     scenario_schema = Table({"threads": Key(Int(1, 4), 2)})
 
     def initial(self, config):
@@ -160,6 +160,50 @@ def test_explore_finds_the_shortest_counterexample():
     assert r.violation.invariant == "no-lost-update"
     assert [str(a) for a in r.counterexample.actions] == ["T0:load", "T1:load", "T0:store", "T1:store"]
     assert not r.exhausted and not r.clean
+
+
+def one_at_a_time(s):
+    """The rule the lock enforces: no two threads between their load and their store."""
+    inside = [t.name for t in s.threads if t.frames and t.frames[0].label == "store"]
+    return f"{' and '.join(inside)} have both loaded" if len(inside) > 1 else None
+
+
+def counter_untouched(s):
+    return f"counter is {s.counter}" if s.counter else None
+
+
+def with_checks(variant, *invariants):
+    m = Counter(variant)
+    m.invariants = list(invariants)
+    return m
+
+
+def test_explore_looks_for_harm_before_broken_assertions():
+    harm = Counter.invariants[0]
+    rule = Invariant("one-at-a-time", "loads and stores do not interleave", one_at_a_time, kind=ASSERTION)
+    m = with_checks("racy", rule, harm)
+    r = explore(m, m.initial({}))
+    assert r.harm and r.violation.invariant == "no-lost-update" and r.violation.step == 4
+    assert [str(a) for a in r.counterexample.actions] == ["T0:load", "T1:load", "T0:store", "T1:store"]
+    first = explore(m, m.initial({}), harm_first=False)
+    assert not first.harm and first.violation.invariant == "one-at-a-time" and first.violation.step == 2
+    # the scripted run breaks the rule at step 2 and goes on to the harm at step 4, which it keeps
+    tr = simulate(m, m.initial({}), Scripted("T0 T1 T0 T1"))
+    assert (tr.violation.invariant, tr.violation.step, tr.outcome) == ("no-lost-update", 4, "violation")
+
+
+def test_explore_reports_a_broken_assertion_only_after_ruling_harm_out():
+    m = with_checks("locked", Invariant("counter-untouched", "nothing stores", counter_untouched),
+                    Counter.invariants[0])
+    r = explore(m, m.initial({}))
+    assert r.exhausted and not r.harm and not r.clean
+    assert r.violation.invariant == "counter-untouched" and r.violation.kind == ASSERTION
+    assert [a.label for a in r.counterexample.actions] == ["lock", "load", "store"]
+    assert r.violation.step == len(r.counterexample) == 3
+    bounded = explore(m, m.initial({}), max_states=6)
+    assert not bounded.exhausted and bounded.violation.invariant == "counter-untouched"
+    run = simulate(m, m.initial({}), RoundRobin())
+    assert run.outcome == "violation" and run.violation.step == 3 and len(run) > 3
 
 
 def test_explore_is_clean_only_when_exhausted():
@@ -266,7 +310,7 @@ def test_a_clean_trace_cannot_be_given_a_violation_and_a_prefix_cannot_claim_the
     m = Counter("locked")
     tr = simulate(m, m.initial({"threads": 2}), RoundRobin(), config={"threads": 2})
     assert tr.violation is None and tr.outcome == "finished"
-    forged = {"invariant": "no-lost-update", "message": "counter is 1 after 2 increments"}
+    forged = {"invariant": "no-lost-update", "message": "counter is 1 after 2 increments", "kind": "harm", "step": 4}
     with pytest.raises(UserError, match='outcome is "violation", but the run ends with "finished"'):
         load_counter(write_trace(tmp_path, tr, m, lambda d: d.update(violation=forged, outcome="violation")), m)
     with pytest.raises(UserError, match="violation is {.*but the run ends with null"):

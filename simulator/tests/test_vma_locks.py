@@ -146,7 +146,7 @@ def test_no_recheck_counterexample_has_the_hand_derived_length():
     the lockless check before the store (rcu_read_lock, mas_walk, vma_start_read) and take the
     rwsem after the up_write (down_read_trylock), then the skipped recheck lets it in: 4 + 5 = 9."""
     m, sc, s0 = load(MECH, "recheck-race", "no-recheck")
-    r = explore(m, s0)
+    r = explore(m, s0, harm_first=False)
     assert r.violation.invariant == "no-reader-in-write-locked-vma"
     assert len(r.counterexample) == 9
     assert [str(a) for a in r.counterexample.actions if a.actor == "W"] == [

@@ -1,14 +1,14 @@
 """The kstep engine: pure step models, schedulers, exhaustive exploration and traces."""
 
 from .explore import ExploreResult, explore
-from .model import Action, Invariant, Model, Source, Variant, Violation, to_jsonable
+from .model import ASSERTION, HARM, Action, Invariant, Model, Source, Variant, Violation, to_jsonable
 from .prng import SplitMix64
 from .program import Call, Frame, Program, ProgramModel, Step, push, set_thread, thread_index
 from .schedule import Random, Replay, RoundRobin, Scripted, parse_schedule, scheduler_for, simulate
 from .trace import Trace
 
 __all__ = [
-    "Action", "Call", "ExploreResult", "Frame", "Invariant", "Model", "Program", "ProgramModel",
+    "ASSERTION", "HARM", "Action", "Call", "ExploreResult", "Frame", "Invariant", "Model", "Program", "ProgramModel",
     "Random", "Replay", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step", "Trace", "Variant",
     "Violation", "explore", "parse_schedule", "push", "scheduler_for", "set_thread", "simulate", "thread_index",
     "to_jsonable",

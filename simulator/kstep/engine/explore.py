@@ -2,7 +2,10 @@
 
 Breadth-first, one depth layer at a time, so the first violation reported has the shortest
 possible trace: a deadlock found in layer d (length d) beats any violation reached from that layer
-(length d + 1).  "Clean" is only ever claimed when the search exhausted the state space.
+(length d + 1).  Harm is sought first: a broken assertion (a protocol rule) is noted and the
+search goes on through it, so a counterexample shows what a user would suffer whenever anything
+reachable does; only when no harm is reachable is the shortest broken assertion reported.
+"Clean" is only ever claimed when the search exhausted the state space.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .model import Model, State, Violation, first_violation, without_cyclic_gc
+from .model import HARM, Checks, Model, State, Violation, deadlock, without_cyclic_gc
 from .schedule import Replay, deadlock_message, simulate
 from .trace import Trace
 
@@ -31,6 +34,11 @@ class ExploreResult:
         return self.exhausted and self.violation is None
 
     @property
+    def harm(self) -> bool:
+        """The counterexample reaches harm (or a deadlock), not only a broken assertion."""
+        return self.violation is not None and self.violation.kind == HARM
+
+    @property
     def verdict(self) -> str:
         """"clean" (exhausted, every invariant held), "violation", or "bounded" (never clean)."""
         if self.violation is not None:
@@ -44,29 +52,47 @@ def explore(
     initial: State,
     *,
     max_states: int = 1_000_000,
+    harm_first: bool = True,
     progress: Optional[Callable[[int, int, int], None]] = None,
     progress_every: float = 1.0,
     scenario: str = "",
     config: Optional[dict] = None,
 ) -> ExploreResult:
+    """Search every interleaving breadth-first.
+
+    With ``harm_first`` the search stops at the first harm or deadlock, which is therefore the
+    shortest trace reaching harm; broken assertions are noted on the way (the shortest one kept)
+    and reported only if no harm is found.  Without it, the first violation of any kind stops it.
+    """
     start = time.perf_counter()
-    state_checks = model.state_invariants()
-    step_checks = model.transition_invariants()
-    step_fns = [inv.check for inv in step_checks]  # the hot loop calls these directly
-    state_fns = [inv.check for inv in state_checks]
+    checks = Checks(model.invariants)
+    harm_steps = [inv.check for inv in checks.harm_steps]  # the hot loop calls these directly
+    harm_states = [inv.check for inv in checks.harm_states]
+    assert_steps = [inv.check for inv in checks.assert_steps]
+    assert_states = [inv.check for inv in checks.assert_states]
     parent: dict = {initial: None}  # state -> (previous state, action)
     transitions = 0
     depth = 0
     next_report = start + progress_every
+    noted = None  # (violation, end) of the shortest broken assertion, while harm is still sought
 
-    def result(violation=None, end=None, exhausted=False):
-        cex = None if violation is None else _path(model, parent, end, scenario, config)
+    def result(found=None, exhausted=False):
+        found = found or noted
+        if found is None:
+            return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start)
+        violation, end = found
+        cex = _path(model, parent, end, scenario, config)
+        if cex.violation != violation._replace(step=len(cex)):  # the trace must show what the search saw
+            raise RuntimeError(f"explore found {violation}, but its counterexample run gives {cex.violation}")
         return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start,
-                             violation, cex)
+                             cex.violation, cex)
 
-    v = first_violation(state_checks, (initial,))
+    v = checks.after(None, None, initial, 0)
+    if v and (v.kind == HARM or not harm_first):
+        return result((v, initial))
     if v:
-        return result(v, initial)
+        noted = (v, initial)
+        assert_steps = assert_states = []
     layer = [initial]
     while layer:
         found = None  # (violation, end) of length depth + 1, reported unless a deadlock is at depth
@@ -75,27 +101,33 @@ def explore(
         for s in layer:
             enabled = model.actions(s)
             if not enabled and not model.finished(s):
-                return result(Violation("deadlock", deadlock_message(model, s)), s)
+                return result((deadlock(deadlock_message(model, s), depth), s))
             for a in enabled:
                 t = model.step(s, a)
                 transitions += 1
                 if found is None:
-                    for f in step_fns:
-                        if f(s, a, t):
-                            found = (first_violation(step_checks, (s, a, t)), _Tail(s, a, t))
-                            break
-                    if found:
+                    if any(f(s, a, t) for f in harm_steps):
+                        found = (checks.harm(s, a, t, depth + 1), _Tail(s, a, t))
                         continue
+                    if any(f(s, a, t) for f in assert_steps):
+                        v = (checks.assertion(s, a, t, depth + 1), _Tail(s, a, t))
+                        if not harm_first:
+                            found = v
+                            continue
+                        noted, assert_steps, assert_states = v, [], []
                 if t in parent or bounded:
                     continue
                 parent[t] = (s, a)
                 if found is None:
-                    for f in state_fns:
-                        if f(t):
-                            found = (first_violation(state_checks, (t,)), t)
-                            break
-                    if found:
+                    if any(f(t) for f in harm_states):
+                        found = (checks.harm(s, a, t, depth + 1), t)
                         continue
+                    if any(f(t) for f in assert_states):
+                        v = (checks.assertion(s, a, t, depth + 1), t)
+                        if not harm_first:
+                            found = v
+                            continue
+                        noted, assert_steps, assert_states = v, [], []
                 nxt_layer.append(t)
                 bounded = len(parent) >= max_states
             if progress and time.perf_counter() >= next_report:
@@ -103,7 +135,7 @@ def explore(
                 next_report = time.perf_counter() + progress_every
         if found:
             depth += 1
-            return result(*found)
+            return result(found)
         if bounded:
             return result()
         layer = nxt_layer

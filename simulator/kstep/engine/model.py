@@ -24,9 +24,22 @@ class Action(NamedTuple):
         return f"{self.actor}:{self.label}"
 
 
+HARM = "harm"  # a consequence a user would see: a use-after-free, two lock owners, a hang
+ASSERTION = "assertion"  # a protocol rule the kernel asserts or relies on; breaking it may still harm nobody
+
+
 class Violation(NamedTuple):
     invariant: str  # an invariant's name, or "deadlock"
     message: str
+    kind: str = ASSERTION  # HARM or ASSERTION (a deadlock is harm)
+    step: int = 0  # how many steps had been taken when it was found (0: the initial state)
+
+    @property
+    def title(self) -> str:
+        """``deadlock``, ``harm: no-use-after-free`` or ``broken assertion: epoch-unlocks-all``."""
+        if self.invariant == "deadlock":
+            return "deadlock"
+        return f"{'harm' if self.kind == HARM else 'broken assertion'}: {self.invariant}"
 
 
 class Source(NamedTuple):
@@ -52,12 +65,18 @@ class Invariant(NamedTuple):
     A state invariant is ``check(state) -> message | None``; a transition invariant (``transition=True``)
     is ``check(state, action, next_state) -> message | None``.  History a check needs lives in
     ghost fields of the state that the modelled code never reads.
+
+    ``kind`` says what a violation means.  HARM: something a user of the kernel would suffer
+    (freed memory read, a lock held twice).  ASSERTION: a rule of the protocol broken, the way the
+    kernel's own ``VM_BUG_ON``/lockdep checks would notice it, whether or not harm follows.  The
+    explorer looks for harm first, so a counterexample shows the consequence when there is one.
     """
 
     name: str
     doc: str
     check: Callable[..., Optional[str]]
     transition: bool = False
+    kind: str = ASSERTION
 
 
 class Variant(NamedTuple):
@@ -145,6 +164,10 @@ class Model(abc.ABC):
         """A few short columns of the state for the step table (what a student predicts)."""
         return {}
 
+    def expect_functions(self) -> dict[str, Callable[..., Any]]:
+        """Named helpers a scenario's ``[[expect]]`` expressions may call: ``fn(state, *args)``."""
+        return {}
+
     def answers(self, trace: Any) -> dict[str, Any]:
         """What ``-c`` reveals after a run: counters, who waited how long."""
         return dict(trace.stats)
@@ -163,13 +186,43 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def first_violation(checks: Sequence[Invariant], args: tuple) -> Optional[Violation]:
-    """Run checks in order; the first message found becomes a Violation."""
+def first_violation(checks: Sequence[Invariant], args: tuple, step: int = 0) -> Optional[Violation]:
+    """Run checks in order; the first message found becomes a Violation found at ``step``."""
     for inv in checks:
         msg = inv.check(*args)
         if msg:
-            return Violation(inv.name, msg)
+            return Violation(inv.name, msg, inv.kind, step)
     return None
+
+
+class Checks:
+    """A model's invariants split the way every verdict needs them: by kind, state or transition.
+
+    ``after(state, action, next_state, step)`` checks one step (``action`` None: the initial
+    state) and returns its violation, harm before assertion, so every caller agrees on which
+    violation a step shows.
+    """
+
+    def __init__(self, invariants: Sequence[Invariant]):
+        self.harm_steps = [i for i in invariants if i.transition and i.kind == HARM]
+        self.harm_states = [i for i in invariants if not i.transition and i.kind == HARM]
+        self.assert_steps = [i for i in invariants if i.transition and i.kind != HARM]
+        self.assert_states = [i for i in invariants if not i.transition and i.kind != HARM]
+
+    def harm(self, s: State, a: Optional[Action], t: State, step: int) -> Optional[Violation]:
+        return ((a is not None and first_violation(self.harm_steps, (s, a, t), step))
+                or first_violation(self.harm_states, (t,), step))
+
+    def assertion(self, s: State, a: Optional[Action], t: State, step: int) -> Optional[Violation]:
+        return ((a is not None and first_violation(self.assert_steps, (s, a, t), step))
+                or first_violation(self.assert_states, (t,), step))
+
+    def after(self, s: State, a: Optional[Action], t: State, step: int) -> Optional[Violation]:
+        return self.harm(s, a, t, step) or self.assertion(s, a, t, step)
+
+
+def deadlock(message: str, step: int) -> Violation:
+    return Violation("deadlock", message, HARM, step)
 
 
 def without_cyclic_gc(fn):

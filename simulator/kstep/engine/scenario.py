@@ -19,6 +19,7 @@ from typing import Any, Mapping, NamedTuple, Optional
 
 from ..errors import UserError
 from ..files import SCENARIO_CAP, STDIN, read_text
+from . import expect
 
 
 class Int(NamedTuple):
@@ -191,6 +192,21 @@ def _kind(v: Any) -> str:
 
 # --- scenario files -------------------------------------------------------------------------------
 
+def _expect_rules(entry: dict, path: str) -> None:
+    try:
+        entry["parsed"] = expect.parse(entry)
+    except expect.ExpectError as e:
+        raise bad(path, str(e)) from None
+
+
+EXPECT = Table({
+    "claim": Key(Str(doc="the sentence of the description or look_for this checks", max_len=500)),
+    **{form: Key(Str(doc=f"an expression that {says}", max_len=expect.MAX_EXPR), "")
+       for form, says in (("always", "holds in every state of the run"), ("never", "holds in no state"),
+                          ("sometime", "holds in some state"), ("at_end", "holds in the final state"))},
+    "order": Key(List(Str(max_len=80), 0, 32, "steps 'ACTOR:label' taken in this order"), []),
+}, rules=_expect_rules)
+
 COMMON = {
     "description": Key(Str(doc="what happens in this scenario")),
     "look_for": Key(Str(doc="what a student should watch for")),
@@ -198,6 +214,8 @@ COMMON = {
                             "empty: none"), ""),
     "variant": Key(Str(doc="the variant the scenario is written for (--variant overrides it); "
                            "empty: the mechanism's default"), ""),
+    "expect": Key(List(EXPECT, 0, 32, "claims of the text, checked against the scenario's own run "
+                                      "(kstep.engine.expect)"), []),
 }
 
 
@@ -210,6 +228,7 @@ class Scenario:
     schedule: str
     variant: str  # "" for the mechanism's default
     config: dict  # the validated model-specific part
+    expect: tuple = ()  # expect.Expect: the claims of the text, checked against the scripted run
 
 
 def bundled(mechanism: str) -> list[str]:
@@ -252,7 +271,7 @@ def parse(mechanism: str, schema: Table, name: str, text: str, where: str, overr
         raise UserError(f"{where}: {e}") from None
     common = {k: checked.pop(k) for k in COMMON}
     return Scenario(mechanism, name, common["description"], common["look_for"], common["schedule"],
-                    common["variant"], to_config(checked))
+                    common["variant"], to_config(checked), tuple(e["parsed"] for e in common["expect"]))
 
 
 def read_toml(text: str, where: str, syntax: str = "") -> dict:

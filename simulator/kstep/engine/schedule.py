@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Optional
 
 from ..errors import UserError
-from .model import Action, Model, State, Violation, first_violation, without_cyclic_gc
+from .model import HARM, Action, Checks, Model, State, deadlock, without_cyclic_gc
 from .prng import SplitMix64
 from .trace import Trace
 
@@ -261,15 +261,18 @@ def simulate(
     scenario: str = "",
     config: Optional[dict] = None,
 ) -> Trace:
-    """Run the model under a scheduler until it finishes, deadlocks, violates, hits max_steps or the
-    scheduler has no more to say (a replayed script ends); the trace records the scheduler's params."""
+    """Run the model under a scheduler until it finishes, deadlocks, harms, hits max_steps or the
+    scheduler has no more to say (a replayed script ends); the trace records the scheduler's params.
+
+    A broken assertion is recorded and the run goes on, so the harm it leads to (if any) is seen;
+    the trace keeps the first harm, else the first assertion violation, with the step it was found at.
+    """
     params = scheduler.params()
     trace = Trace(model.name, model.variant.name, scenario, config or {}, params["kind"], params["seed"], [state],
                   script=params["script"], max_steps=max_steps)
-    state_checks = model.state_invariants() if check else []
-    step_checks = model.transition_invariants() if check else []
-    trace.violation = first_violation(state_checks, (state,))
-    while trace.violation is None:
+    checks = Checks(model.invariants if check else ())
+    trace.violation = checks.after(None, None, state, 0)
+    while trace.violation is None or trace.violation.kind != HARM:
         enabled = model.actions(state)
         if enabled and len(trace.actions) >= max_steps:  # a run that ends at the limit still ends
             trace.outcome = "max-steps"
@@ -281,14 +284,16 @@ def simulate(
         if action is None:
             trace.outcome = "finished" if model.finished(state) else "deadlock"
             if trace.outcome == "deadlock" and check:
-                trace.violation = Violation("deadlock", deadlock_message(model, state))
+                trace.violation = deadlock(deadlock_message(model, state), len(trace.actions))
             break
         tick = scheduler.tick
         nxt = model.step(state, action)
         trace.actions.append(action)
         trace.ticks.append(tick)
         trace.states.append(nxt)
-        trace.violation = first_violation(step_checks, (state, action, nxt)) or first_violation(state_checks, (nxt,))
+        k = len(trace.actions)
+        trace.violation = (checks.harm(state, action, nxt, k) or trace.violation
+                           or checks.assertion(state, action, nxt, k))
         state = nxt
     if trace.violation is not None:
         trace.outcome = "deadlock" if trace.violation.invariant == "deadlock" else "violation"

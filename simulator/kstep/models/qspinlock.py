@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
+from ..engine import HARM, Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
 from ..engine.scenario import Int, Key, List, Str, Table, bad
 
 # --- the lock word: include/asm-generic/qspinlock_types.h -----------------------------------------
@@ -1018,7 +1018,8 @@ def no_lost_handoff(s):
 
 
 INVARIANTS = [
-    Invariant("mutual-exclusion", "at most one context is in the critical section of a lock", mutual_exclusion),
+    Invariant("mutual-exclusion", "at most one context is in the critical section of a lock", mutual_exclusion,
+              kind=HARM),
     Invariant("legal-lock-word",
               "every lock word decodes to a legal (tail, pending, locked) triple for its layout", legal_lock_word),
     Invariant("tail-names-last-queued",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from ..engine import Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
+from ..engine import HARM, Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
 from ..engine.scenario import Int, Key, List, Name, Str, Table, unique_names
 
 RCU_SEQ_STATE_MASK = 3
@@ -373,7 +373,7 @@ class RcuModel(ProgramModel):
     invariants = [
         *rcu_invariants(),
         Invariant("no-use-after-free", "a reader never uses an object after it has been freed",
-                  lambda s, a, t: _uaf(s, a), transition=True),
+                  lambda s, a, t: _uaf(s, a), transition=True, kind=HARM),
     ]
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
+from ..engine import HARM, Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
 from ..engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from . import rwsem
 from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
@@ -744,23 +744,24 @@ INVARIANTS = [
     Invariant("read-locked-vma-unchanged",
               "while a fault holds an attached VMA read-locked, none of its fields change "
               "(anon_vma may be set)",
-              read_locked_vma_unchanged, transition=True),
+              read_locked_vma_unchanged, transition=True, kind=HARM),
     Invariant("writer-waits-for-readers",
               "vma_start_write cannot complete while faults hold the VMA's rwsem for read",
               writer_waits_for_readers, transition=True),
     Invariant("no-use-after-free",
-              "no step touches a VMA (or its lock) after it has been freed", no_use_after_free, transition=True),
+              "no step touches a VMA (or its lock) after it has been freed", no_use_after_free, transition=True,
+              kind=HARM),
     Invariant("epoch-unlocks-all",
               "every VMA write-locked in a write epoch is unlocked when the epoch ends", epoch_unlocks_all),
     Invariant("fault-uses-attached-vma",
               "a fault is handled only in an attached VMA that covers the address",
-              fault_uses_attached_vma, transition=True),
+              fault_uses_attached_vma, transition=True, kind=HARM),
     Invariant("writer-holds-vma-write-lock",
               "writers change or copy a VMA only while it is write-locked (vma_assert_write_locked)",
               writer_holds_vma_write_lock, transition=True),
     Invariant("fork-copies-unused-vma",
               "dup_mmap copies a VMA only while no fault holds it (a fault could change its page tables)",
-              fork_copies_unused_vma, transition=True),
+              fork_copies_unused_vma, transition=True, kind=HARM),
     *rcu_invariants(),
 ]
 

@@ -140,7 +140,9 @@ def _write_page(path: Path, trace, model, scripts: set) -> None:
 
 def _violation_text(trace) -> str:
     v = trace.violation
-    return "" if v is None else f"{v.invariant}: {v.message}"
+    if v is None:
+        return ""
+    return f"{v.title} at step {v.step}: {v.message}"
 
 
 def _copy_bokehjs(out: Path, scripts: set) -> None:

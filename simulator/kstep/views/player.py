@@ -275,8 +275,7 @@ class Player:
         t = self.trace
         if t.violation is not None:
             v = t.violation
-            head = "deadlock" if v.invariant == "deadlock" else f"invariant violated: {escape(v.invariant)}"
-            return (f'<div class="kstep-banner violation">✗ step {self.n}: {head}'
+            return (f'<div class="kstep-banner violation">✗ step {v.step}: {escape(v.title)}'
                     f'<div class="kstep-message">{escape(v.message)}</div></div>')
         if t.outcome == "finished":
             return ('<div class="kstep-banner finished">✓ finished: every thread completed its work'

@@ -123,9 +123,10 @@ def actor_marks(p: figure, player: Player, lane_of_actor: Sequence[int]) -> None
     steps = np.arange(1, len(actor) + 1, dtype=np.int32)
     marks(p, player, "actions", steps[keep], lane[keep], color=style.DARK, size=7)
     v = player.trace.violation
-    if v is not None and v.invariant != "deadlock" and len(actor) and lane[-1] >= 0:
+    if v is not None and v.invariant != "deadlock" and v.step and lane[v.step - 1] >= 0:
         # The step that broke the invariant, where the student will look for it.
-        marks(p, player, "violation", steps[-1:], lane[-1:], color=style.VERMILLION, marker="x", size=24, dy=0.0,
+        k = slice(v.step - 1, v.step)
+        marks(p, player, "violation", steps[k], lane[k], color=style.VERMILLION, marker="x", size=24, dy=0.0,
               line_width=5)
 
 

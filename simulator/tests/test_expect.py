@@ -1,0 +1,178 @@
+"""Scenario expectations: the claims of a scenario's text, checked against its own scripted run.
+
+Every bundled scenario's claims hold on its run, each claim quotes the scenario's own text, and
+the claims are tight enough that dropping one entry of the schedule breaks at least one of them.
+"""
+
+import pytest
+
+from kstep.cli import main
+from kstep.engine import Random, Scripted, expect, parse_schedule, scenario, simulate
+from kstep.errors import UserError
+from kstep.models import MODELS, make_model
+
+RCU_TEXT = """
+description = "R reads inside a section while U replaces the object and frees the old one with call_rcu."
+look_for = "the grace period waiting for R; kfree only after it ends"
+schedule = "R U U rcu R R R rcu rcu rcu"
+[[threads]]
+name = "R"
+kind = "reader"
+[[threads]]
+name = "U"
+kind = "updater"
+"""
+
+
+def rcu(expects, text=RCU_TEXT):
+    sc = scenario.parse("rcu", MODELS["rcu"].scenario_schema, "x", text + expects, "x.toml", [])
+    m = make_model("rcu")
+    return m, sc, simulate(m, m.initial(sc.config), Scripted(sc.schedule), config=sc.config)
+
+
+def failures(expects, text=RCU_TEXT):
+    m, sc, tr = rcu(expects, text)
+    return [why for _, why in expect.check(m, tr, sc.expect)]
+
+
+def test_each_form_holds_or_says_why_not():
+    assert failures("""
+[[expect]]
+claim = "the grace period waiting for R"
+sometime = "rcu.gp_seq == 1 and rcu.nesting[0] > 0"
+[[expect]]
+claim = "kfree only after it ends"
+order = ["rcu:rcu_gp_cleanup", "rcu:rcu_do_batch"]
+[[expect]]
+claim = "the old object is freed"
+at_end = "objects[0] == 'freed' and done('U') and not enabled('rcu:rcu_do_batch')"
+[[expect]]
+claim = "R never sees a freed object"
+never = "took('R:reader_uses_object') and objects[thread('R').obj] == 'freed'"
+[[expect]]
+claim = "one object is live throughout"
+always = "len(objects) - 1 <= 1"
+""") == []
+    assert failures("""
+[[expect]]
+claim = "c"
+order = ["rcu:rcu_do_batch", "rcu:rcu_gp_cleanup"]
+[[expect]]
+claim = "c"
+never = "rcu.gp_seq == 1"
+[[expect]]
+claim = "c"
+always = "objects[0] == 'live'"
+[[expect]]
+claim = "c"
+at_end = "not done('U')"
+[[expect]]
+claim = "c"
+sometime = "rcu.gp_seq == 2"
+""") == ["order rcu:rcu_do_batch -> rcu:rcu_gp_cleanup: rcu:rcu_gp_cleanup is not taken after rcu:rcu_do_batch",
+         "never rcu.gp_seq == 1: holds at step 4 (rcu:rcu_gp_init)",
+         "always objects[0] == 'live': does not hold at step 10 (rcu:rcu_do_batch)",
+         "at_end not done('U'): does not hold at the end (step 10)",
+         "sometime rcu.gp_seq == 2: holds in none of the 11 states of the run"]
+
+
+@pytest.mark.parametrize("entry, message", [
+    ('claim = "c"', "needs exactly one of always, never, sometime, at_end, order (got none)"),
+    ('claim = "c"\nalways = "1"\nnever = "0"', "(got always, never)"),
+    ('claim = "c"\nalways = "__import__(\'os\')"', "'__import__' is not a state field or function"),
+    ('claim = "c"\nalways = "rcu.count(1)"', "only plain calls"),
+    ('claim = "c"\nalways = "[x for x in threads]"', "ListComp is not allowed"),
+    ('claim = "c"\nalways = "rcu.__class__"', "'__class__' is not a state field or function"),
+    ('claim = "c"\nalways = "1.5 > 1"', "only integers, strings"),
+    ('claim = "c"\nalways = "rcu.gp_seq =="', "not an expression"),
+    ('claim = "c"\norder = ["rcu"]', "'rcu' is not ACTOR:label"),
+    ('always = "1"', "claim: missing"),
+])
+def test_malformed_expectations_are_one_line_scenario_errors(entry, message):
+    with pytest.raises(UserError) as e:
+        rcu(f"[[expect]]\n{entry}\n")
+    assert message in str(e.value) and "\n" not in str(e.value) and str(e.value).startswith("x.toml: expect[0]")
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("nosuch > 0", "the state has no field 'nosuch'"),
+    ("rcu.nosuch", "rcu has no field 'nosuch'"),
+    ("objects[7] == 'live'", "objects[7]: no such entry"),
+    ("thread('Z').obj", "thread('Z'): no such thread"),
+    ("done('Z')", "done('Z'): no such actor"),
+    ("frobnicate()", "unknown function 'frobnicate'"),
+    ("len(1, 2)", "len() takes one argument"),
+    ("len(rcu.gp_seq)", "len: operands of the wrong type (int)"),
+    ("rcu.gp_seq < 'a'", "rcu.gp_seq < 'a': operands of the wrong type (int, str)"),
+    ("took(3)", "3 is not a step 'ACTOR:label'"),
+])
+def test_an_expectation_naming_what_the_state_lacks_is_a_user_error(expr, message):
+    with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        failures(f'[[expect]]\nclaim = "c"\nsometime = "{expr}"\n')
+
+
+def test_run_c_marks_each_claim_on_the_scenarios_own_schedule(tmp_path, capsys):
+    path = tmp_path / "x.toml"
+    path.write_text(RCU_TEXT + """
+[[expect]]
+claim = "the grace period waiting for R"
+sometime = "rcu.gp_seq == 1 and rcu.nesting[0] > 0"
+[[expect]]
+claim = "kfree only after it ends"
+order = ["rcu:rcu_do_batch", "rcu:rcu_gp_cleanup"]
+""")
+    assert main(["run", "rcu", "--scenario", str(path), "-c"]) == 0
+    out = capsys.readouterr().out
+    assert "  [ok] the grace period waiting for R\n" in out
+    assert "  [no] kfree only after it ends (order rcu:rcu_do_batch -> rcu:rcu_gp_cleanup:" in out
+    assert main(["run", "rcu", "--scenario", str(path), "-c", "-s", "3"]) == 0
+    assert "Claims of the scenario" not in capsys.readouterr().out  # claims are about its own schedule
+
+
+def test_model_functions_are_offered_to_expressions(monkeypatch):
+    monkeypatch.setattr(MODELS["rcu"], "expect_functions",
+                        lambda self: {"freed": lambda s, k: s.objects[k] == "freed"})
+    assert failures('[[expect]]\nclaim = "c"\nat_end = "freed(0) and not freed(1)"\n') == []
+
+
+# --- the bundled scenarios -----------------------------------------------------------------------
+
+def bundled():
+    for mech in sorted(MODELS):
+        for name in scenario.bundled(mech):
+            yield pytest.param(mech, name, id=f"{mech}-{name}")
+
+
+def own_run(mech, sc, schedule=None):
+    m = make_model(mech, sc.variant or None)
+    sched = Scripted(schedule if schedule is not None else sc.schedule) if sc.schedule else Random(1)
+    return m, simulate(m, m.initial(sc.config), sched, config=sc.config)
+
+
+@pytest.mark.parametrize("mech, name", list(bundled()))
+def test_bundled_claims_hold_on_the_scenarios_own_run_and_quote_its_text(mech, name):
+    sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
+    m, tr = own_run(mech, sc)
+    assert expect.check(m, tr, sc.expect) == []
+    text = " ".join((sc.description + " " + sc.look_for).split())
+    for e in sc.expect:
+        assert " ".join(e.claim.split()) in text, f"claim {e.claim!r} is not a sentence of the scenario's text"
+
+
+@pytest.mark.parametrize("mech, name", [p for p in bundled()
+                                        if scenario.load(p.values[0], MODELS[p.values[0]].scenario_schema,
+                                                         p.values[1]).expect])
+def test_dropping_a_schedule_entry_breaks_a_claim(mech, name):
+    """The claims are about this interleaving: some one-step change of the schedule breaks them."""
+    sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
+    assert sc.schedule, "claims are checked on a scripted schedule"
+    steps = parse_schedule(sc.schedule)
+    for k in range(len(steps)):
+        mutant = " ".join(steps[:k] + steps[k + 1:]) or steps[0]
+        try:
+            m, tr = own_run(mech, sc, mutant)
+        except UserError:  # the shortened script names a blocked or finished actor
+            continue
+        if expect.check(m, tr, sc.expect):
+            return
+    pytest.fail(f"no single dropped entry of {sc.schedule!r} breaks any claim of {name}")

@@ -214,6 +214,22 @@ def test_explore_is_clean_only_when_exhausted():
     assert not bounded.exhausted and not bounded.clean and bounded.violation is None
 
 
+def test_explore_stops_as_soon_as_it_has_stored_max_states():
+    m = Counter("locked")
+    produced = []
+    step = m.step
+    m.step = lambda s, a: produced.append(step(s, a)) or produced[-1]
+    s0 = m.initial({"threads": 4})
+    r = explore(m, s0, max_states=20)
+    assert r.states == 20 and not r.exhausted and r.violation is None
+    seen = {s0}
+    for k, t in enumerate(produced, start=1):
+        seen.add(t)
+        if len(seen) == 20:
+            break
+    assert k == len(produced) == r.transitions  # not one step more after the 20th state was stored
+
+
 def test_explore_reports_deadlock_with_its_trace():
     m = Counter("deadlock")
     r = explore(m, m.initial({}))

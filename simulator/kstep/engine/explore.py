@@ -63,6 +63,7 @@ def explore(
     With ``harm_first`` the search stops at the first harm or deadlock, which is therefore the
     shortest trace reaching harm; broken assertions are noted on the way (the shortest one kept)
     and reported only if no harm is found.  Without it, the first violation of any kind stops it.
+    The search stores at most ``max_states`` states and stops as soon as it has stored that many.
     """
     start = time.perf_counter()
     checks = Checks(model.invariants)
@@ -103,6 +104,9 @@ def explore(
             if not enabled and not model.finished(s):
                 return result((deadlock(deadlock_message(model, s), depth), s))
             for a in enabled:
+                if len(parent) >= max_states:  # N states stored: stop now, not at the end of the layer
+                    bounded = True
+                    break
                 t = model.step(s, a)
                 transitions += 1
                 if found is None:
@@ -115,7 +119,7 @@ def explore(
                             found = v
                             continue
                         noted, assert_steps, assert_states = v, [], []
-                if t in parent or bounded:
+                if t in parent:
                     continue
                 parent[t] = (s, a)
                 if found is None:
@@ -129,7 +133,8 @@ def explore(
                             continue
                         noted, assert_steps, assert_states = v, [], []
                 nxt_layer.append(t)
-                bounded = len(parent) >= max_states
+            if bounded:
+                break
             if progress and time.perf_counter() >= next_report:
                 progress(len(parent), transitions, depth)
                 next_report = time.perf_counter() + progress_every

@@ -8,13 +8,14 @@ PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages course test test-fast notebook lab bench verdicts clean distclean
+.PHONY: help setup system-packages course test test-fast test-browser-stress notebook lab bench verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
 	@echo "  course           install what is needed, build the course into build/course and print the page to open"
 	@echo "  test             install what is needed, run every test (slow, qemu and browser ones included)"
 	@echo "  test-fast        like test, without the slow, qemu and browser tests"
+	@echo "  test-browser-stress  the browser tests 20 times under 2 busy loops per CPU (not part of test)"
 	@echo "  notebook         start JupyterLab on notebooks/"
 	@echo "  lab              build the kernel lab's C ports for x86_64, arm64 and ppc64le (kernel-lab/build/)"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot)"
@@ -49,6 +50,10 @@ test: setup
 
 test-fast: setup
 	$(PYTEST) -m "not slow and not qemu and not browser"
+
+# Flaky browser tests show up under load: 20 runs with two busy loops per CPU, pass only if all pass.
+test-browser-stress: setup
+	$(VENV)/bin/python scripts/browser-stress --runs 20 --load 2
 
 notebook: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks

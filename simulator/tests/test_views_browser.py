@@ -29,6 +29,9 @@ HARMLESS = (re.compile(r"invalid theme mode"),)
 READY = ("() => window.Bokeh !== undefined && Bokeh.documents.length > 0 && Bokeh.documents[0].is_idle"
          " && Bokeh.documents[0].get_model_by_name('kstep-slider') !== null")
 MODEL = "(name) => Bokeh.documents[0].get_model_by_name(name)"
+VIEW = "(name) => Bokeh.index.query_one((v) => v.model === Bokeh.documents[0].get_model_by_name(name))"
+# Two animation frames: BokehJS paints on the next one, so after this the screen shows the model.
+PAINTED = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +55,12 @@ class Opened:
         self.requests: list[str] = []
         self.problems: list[str] = []
         self.context.route(re.compile(r"^https?://"), self._abort)
+        self.context.clock.install()  # time runs as usual until a test stops it (stopped_clock)
         self.page = self.context.new_page()
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         self.page.on("console", self._console)
         self.page.goto(path.as_uri())
-        self.page.wait_for_function(READY, timeout=15_000)
+        self.page.wait_for_function(READY, timeout=30_000)
 
     def _abort(self, route):
         self.requests.append(route.request.url)
@@ -80,6 +84,27 @@ class Opened:
     def click(self, text):
         self.page.locator("button.bk-btn", has_text=text).click()
 
+    def toggle(self):
+        """The play/pause button element as it is in the page now."""
+        return self.page.evaluate_handle(f"() => ({VIEW})('kstep-play').button_el")
+
+    def wait_frame(self, condition):
+        """Wait until the slider's value satisfies ``condition`` (a JS expression in ``k``)."""
+        self.page.wait_for_function(f"() => {{ const k = ({MODEL})('kstep-slider').value; return {condition}; }}",
+                                    timeout=30_000)
+
+    def playing(self) -> bool:
+        """The player's own timer is running (player.js keeps its state on the slider model)."""
+        return self.js("m('kstep-slider').__kstep.timer !== null")
+
+    def stop_clock(self):
+        """Stop the page's clock (Date, performance.now, requestAnimationFrame): playback then moves
+        only by ``run_for``, so what a test sees mid-play does not depend on the machine's load."""
+        self.page.clock.pause_at(self.js("Date.now()") + 1)
+
+    def run_for(self, ms):
+        self.page.clock.run_for(ms)
+
     def shown(self, source):
         """The display source's columns as BokehJS holds them now."""
         return self.js("Object.fromEntries(Object.entries(m('kstep-src-' + arg).data)"
@@ -90,7 +115,7 @@ class Opened:
         el = self.page.evaluate_handle(
             "(name) => { const m = Bokeh.documents[0].get_model_by_name(name);"
             " return Bokeh.index.query_one((v) => v.model === m).el; }", name)
-        self.page.wait_for_timeout(150)  # BokehJS paints on the next animation frame
+        self.page.evaluate(PAINTED)
         return hashlib.sha256(el.screenshot()).hexdigest()
 
     def check_clean(self):
@@ -140,15 +165,18 @@ def play_step_back_reset(browser, trace, model, lay, path):
         assert_on_screen(p, lay, 0)
         board0 = p.picture("kstep-plot-state")
 
-        p.page.locator("select").select_option(label="30 steps/s")
-        p.click("Play")
-        p.page.wait_for_function(f"() => ({MODEL})('kstep-slider').value >= 4", timeout=10_000)
-        assert p.js("m('kstep-play').active")
-        p.click("Pause")
+        p.page.locator("select").select_option(label="4 steps/s")
+        p.stop_clock()
+        button = p.toggle()
+        button.click()
+        p.run_for(1000)
+        assert p.frame == 4 and p.js("m('kstep-play').active") and p.playing()
+        button.click()  # the element clicked to play is the one there to pause: never re-created
+        assert not p.js("m('kstep-play').active") and not p.playing(), "pause must stop the timer"
         stopped = p.frame
-        p.page.wait_for_timeout(400)
-        assert p.frame == stopped, "pause must stop the timer"
-        assert 4 <= stopped <= n
+        p.run_for(1000)
+        assert p.frame == stopped == 4, "pause must stop the timer"
+        p.page.clock.resume()
         assert_on_screen(p, lay, stopped)
         if Frames(lay)(stopped) != Frames(lay)(0):
             assert p.picture("kstep-plot-state") != board0, "playing must redraw the state"
@@ -174,9 +202,9 @@ def play_step_back_reset(browser, trace, model, lay, path):
 
         assert not p.js("m('kstep-banner').visible")
         p.page.locator("select").select_option(label="1000 steps/s")
-        p.click("Play")
+        p.toggle().click()
         p.page.wait_for_function(f"() => ({MODEL})('kstep-slider').value === {n} && !({MODEL})('kstep-play').active",
-                                 timeout=10_000)
+                                 timeout=30_000)
         assert p.js("m('kstep-banner').visible"), "the end of the run shows its outcome"
         assert_on_screen(p, lay, n)
         p.check_clean()
@@ -196,6 +224,40 @@ def test_qspinlock_page_plays_pauses_steps_back_and_resets_offline(browser, page
     """The lock word's bits, the MCS nodes and their next arrows, the queue: every frame source the
     qspinlock view ships is on screen exactly as Python computed it, with no request and no error."""
     play_step_back_reset(browser, *pages["qspinlock"])
+
+
+def test_the_play_pause_button_is_one_element_that_keeps_the_keyboard_focus(browser, pages):
+    """Playing and pausing change the toggle's state, never its element: the button a user (or
+    Playwright) is about to click is the one that was there, and it keeps the keyboard focus, so
+    Space pauses what Space started."""
+    trace, model, lay, path = pages["vma"]
+    p = Opened(browser, path)
+    try:
+        button = p.toggle()
+        same = "(el) => el === ({VIEW})('kstep-play').button_el && el.isConnected".replace("{VIEW}", VIEW)
+        visible = "(el) => [...el.querySelectorAll('span')].filter((s) => getComputedStyle(s).display !== 'none')" \
+                  ".map((s) => s.textContent).join('')"
+        assert button.evaluate(visible) == "▶ Play"
+        p.page.locator("select").select_option(label="2 steps/s")
+        p.stop_clock()
+        button.focus()
+        p.page.keyboard.press("Space")
+        p.run_for(1000)
+        assert p.frame == 2 and p.playing() and button.evaluate(same), "playing replaced the button"
+        assert button.evaluate("(el) => el.getRootNode().activeElement === el"), "playing took the focus away"
+        assert button.evaluate(visible) == "▮▮ Pause"
+        p.page.keyboard.press("Space")
+        assert not p.playing() and not p.js("m('kstep-play').active")
+        assert button.evaluate(same) and button.evaluate(visible) == "▶ Play"
+        p.page.clock.resume()
+        p.page.locator("select").select_option(label="1000 steps/s")
+        button.click()
+        p.wait_frame(f"k === {len(trace)}")
+        p.page.wait_for_function(f"() => !({MODEL})('kstep-play').active")
+        assert button.evaluate(same), "the end of the run replaced the button"
+        p.check_clean()
+    finally:
+        p.close()
 
 
 def test_every_frame_on_screen_is_the_frame_python_computed(browser, pages):
@@ -255,7 +317,7 @@ def test_course_index_and_every_page_it_links_load_offline(browser, tmp_path):
         try:
             assert p.js("m('kstep-slider').end") >= 1
             p.click("Step")
-            p.page.wait_for_function(f"() => ({MODEL})('kstep-slider').value === 1")
+            p.wait_frame("k === 1")
             p.check_clean()
         finally:
             p.close()

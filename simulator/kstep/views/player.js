@@ -158,7 +158,6 @@ function start_timer() {
     st.timer = requestAnimationFrame(tick);
   };
   st.timer = requestAnimationFrame(tick);
-  W.toggle.label = P.pause_label;
 }
 
 function stop_timer() {
@@ -166,7 +165,6 @@ function stop_timer() {
     cancelAnimationFrame(st.timer);
     st.timer = null;
   }
-  W.toggle.label = P.play_label;
 }
 
 function pause() {

@@ -97,6 +97,8 @@ CSS = f"""
 .kstep-banner.finished {{ background: {GREEN}; }}
 .kstep-banner.stopped {{ background: {DARK}; }}
 .kstep-banner .kstep-message {{ font-size: {TEXT_SIZE}; margin-top: 4px; }}
+.bk-btn .kstep-when-playing, .bk-btn.bk-active .kstep-when-paused {{ display: none; }}
+.bk-btn.bk-active .kstep-when-playing {{ display: inline; }}
 .kstep-key {{ font-size: {SMALL_SIZE}; line-height: 2; }}
 .kstep-chip {{ margin-right: 1.2em; white-space: nowrap; }}
 .kstep-swatch {{ display: inline-block; width: 1.4em; height: 0.9em; vertical-align: middle;

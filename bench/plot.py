@@ -26,7 +26,7 @@ def draw(results: dict, path):
     sizes = list(vma)
     width = 0.2
     for k, (run, colour) in enumerate((("with_writers", "#C44E52"), ("no_writer_control", "#8172B2"))):
-        for j, variant in enumerate(("mmap-lock-only", "v6.12")):
+        for j, variant in enumerate(("no-per-vma-lock", "v6.12")):
             xs = [i + (2 * k + j - 1.5) * width for i in range(len(sizes))]
             b.bar(xs, [vma[s][run]["runs"][variant]["rounds"] for s in sizes], width,
                   label=f"{variant}, {run.replace('_', ' ')}", color=colour, alpha=1.0 if j else 0.45)

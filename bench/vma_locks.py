@@ -1,5 +1,6 @@
-"""mmap-lock-only (before 6.4) against per-VMA locks on android-app-launch, in round-robin
-rounds, with its no-writer control, at the bundled size and at a larger one."""
+"""6.12 with CONFIG_PER_VMA_LOCK=n (no-per-vma-lock) against 6.12 with per-VMA locks on
+android-app-launch, in round-robin rounds, with its no-writer control, at the bundled size and at
+two larger ones."""
 
 import json
 

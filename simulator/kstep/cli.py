@@ -162,7 +162,8 @@ def build_parser() -> Parser:
     how.add_argument("-s", "--seed", type=seed, metavar="SEED",
                      help="random schedule from this seed (default: the scenario's schedule, else seed 1)")
     how.add_argument("-P", "--schedule", metavar="SCHEDULE",
-                     help="scripted schedule: actor names, ACTOR*N repeats, e.g. 'R*2 U rcu' (then round-robin)")
+                     help="scripted schedule: actor names, ACTOR:label for one named step, ACTOR*N repeats, "
+                          "e.g. 'R*2 U rcu' (then round-robin)")
     how.add_argument("--round-robin", action="store_true", help="every runnable actor takes a step in turn")
     p.add_argument("--steps", type=bounded(MAX_STEPS), metavar="N",
                    help=f"stop after N steps (1..{MAX_STEPS:,}; default {RUN_MAX_STEPS:,})")

@@ -44,9 +44,10 @@ def without_writers(config: dict) -> dict:
 def vma_contention(
     scenario_name: str = "android-app-launch",
     overrides: Optional[Iterable[str]] = None,
-    variants: tuple = ("mmap-lock-only", "v6.12"),
+    variants: tuple = ("no-per-vma-lock", "v6.12"),
 ) -> dict:
-    """mmap-lock-only against per-VMA locks on a scenario, with and without its writers."""
+    """6.12 without per-VMA locks (CONFIG_PER_VMA_LOCK=n) against 6.12 with them, on a scenario with
+    and without its writers."""
     schema = make_model("vma-locks").scenario_schema
     config = scenario.load("vma-locks", schema, scenario_name, list(overrides or [])).config
     out = {"scenario": scenario_name, "overrides": list(overrides or [])}

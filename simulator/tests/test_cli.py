@@ -21,7 +21,7 @@ from kstep.models import MODELS
 from kstep.models.rcu import RcuModel
 
 RCU = ["rcu", "--scenario", "grace-period-basics"]  # has its own worked schedule
-RCU_UNSCRIPTED = ["rcu", "--scenario", "call-rcu-callback"]
+RCU_UNSCRIPTED = ["rcu", "--scenario", "call-rcu-callback", "--set", 'schedule=""']
 BROKEN_RCU = ["gp-ends-early", "early-callback"]
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -152,7 +152,7 @@ def test_run_prints_a_problem_without_answers(capsys):
     assert "scheduler: random, seed 3" in out
     rows = table(out)
     assert rows[0]["step"] == "0" and rows[0]["label"] == "(initial)"
-    assert rows[0]["gp_seq"] == "0" and rows[0]["grace period"] == "idle"  # the initial state is given
+    assert rows[0]["gp_seq"] == "-1200" and rows[0]["grace period"] == "idle"  # the initial state is given
     assert [(r["step"], r["tick"]) for r in rows[1:4]] == [("1", "1"), ("2", "2"), ("3", "3")]
     assert all(r[c] == "?" for r in rows[1:] for c in ("gp_seq", "grace period", "callbacks", "objects"))
     assert "kernel/rcu/tree.c:rcu_gp_init" in column(out, "kernel function")
@@ -167,7 +167,7 @@ def test_run_compute_shows_answers_and_outcome(capsys):
     rows = table(out)
     assert steps_only(rows) == steps_only(table(problem))  # the same run, with the answers filled in
     assert "?" not in [cell for row in rows for cell in row.values()]
-    assert rows[-1]["gp_seq"] == "4" and rows[-1]["objects"] == "0:freed 1:live"  # rcu_seq_end, kfree
+    assert rows[-1]["gp_seq"] == "-1196" and rows[-1]["objects"] == "0:freed 1:live"  # rcu_seq_end, kfree
     assert "Answers:" in out and "  outcome: finished" in out
     assert f"  steps: {len(rows) - 1}" in out
     assert "  grace_periods: 1" in out and "  objects_freed: 1" in out
@@ -190,7 +190,8 @@ def test_run_without_a_scheduler_uses_seed_1(capsys):
 def test_run_uses_the_scenarios_own_schedule(capsys, tmp_path):
     rc, out, _ = kstep(capsys, "run", *RCU)
     assert rc == 0 and "scheduler: the scenario's own" in out
-    assert column(out, "actor")[1:12] == "R U U rcu R R R rcu R rcu rcu".split()
+    assert column(out, "actor")[1:13] == "R R U U rcu rcu R R R rcu R rcu".split()
+    assert column(out, "label")[9] == "rcu_report_qs_rdp"  # the schedule's R:rcu_report_qs_rdp
     path = write_scenario(tmp_path / "worked.toml", 'schedule = "U*2 R"\n'
                           '[[threads]]\nname = "R"\nkind = "reader"\n[[threads]]\nname = "U"\nkind = "updater"\n')
     rc, out, _ = kstep(capsys, "run", "rcu", "--scenario", path, "-c")
@@ -207,7 +208,7 @@ def test_run_scripted_schedule_then_round_robin(capsys):
     assert rc == 0 and "scheduler: scripted -P 'R*2 U*2 rcu', then round-robin" in out
     rows = table(out)
     assert [r["actor"] for r in rows[1:6]] == ["R", "R", "U", "U", "rcu"]
-    assert rows[5]["label"] == "rcu_gp_init" and rows[5]["gp_seq"] == "1"
+    assert rows[5]["label"] == "rcu_gp_init" and rows[5]["gp_seq"] == "-1199"
     assert "outcome: finished" in out
 
 
@@ -248,7 +249,8 @@ def test_run_on_a_broken_variant_shows_the_violation_only_with_c_and_exits_1(cap
     assert rc == 1 and "grace-period-waits-for-readers" not in out
     rc, out, _ = kstep(capsys, *argv, "-c")
     assert rc == 1
-    assert "outcome: broken assertion: grace-period-waits-for-readers at step 6: grace period 1 ended" in out
+    assert ("outcome: broken assertion: grace-period-waits-for-readers at step 6: the grace period at gp_seq "
+            "-1199 ended" in out)
     assert table(out)[6]["in section"] == "R"  # the reader is still inside when gp_seq says it ended
 
 
@@ -336,7 +338,7 @@ def test_unwritable_output_is_bad_input(capsys, tmp_path):
 def test_explore_clean(capsys):
     rc, out, _ = kstep(capsys, "explore", *RCU)
     assert rc == 0
-    assert "states: 238" in out and "transitions: 379" in out and "depth: 14" in out and "seconds: " in out
+    assert "states: 272" in out and "transitions: 451" in out and "depth: 14" in out and "seconds: " in out
     assert "verdict: clean" in out
     assert "checks: grace-period-waits-for-readers, callbacks-after-grace-period, no-use-after-free, deadlock" in out
 
@@ -602,7 +604,7 @@ def test_show_renders_html(capsys, tmp_path, saved_trace):
     (["explore", *RCU, "--max-states", "0"], "argument --max-states: 0 is out of range 1..100000000"),
     (["explore", *RCU, "--max-states", "x"], "not a whole number"),
     (["explore", *RCU, "-c"], "unrecognized arguments: -c"),
-    (["run", *RCU, "-P", "R!"], "-P: schedule: 'R!' is not ACTOR or ACTOR*COUNT"),
+    (["run", *RCU, "-P", "R!"], "-P: schedule: 'R!' is not ACTOR, ACTOR:label or either with *COUNT"),
     (["run", *RCU, "-P", ""], "schedule: empty"),
     (["run", *RCU, "-P", "R*0"], "count in 'R*0' must be 1..10000"),
     (["run", *RCU, "-P", "X"], "'X', which is not an actor (actors: R, U, rcu)"),

@@ -6,8 +6,9 @@ from typing import NamedTuple
 
 import pytest
 
-from kstep.engine import (ASSERTION, HARM, Frame, Invariant, Program, ProgramModel, Random, Replay, RoundRobin, Scripted,
-                          SplitMix64, Variant, explore, parse_schedule, push, set_thread, simulate)
+from kstep.engine import (ASSERTION, HARM, Frame, Inline, Invariant, Program, ProgramModel, Random, Replay,
+                          RoundRobin, Scripted, SplitMix64, Variant, explore, parse_schedule, push, set_thread,
+                          simulate)
 from kstep.engine import trace as tracemod
 from kstep.engine.scenario import Int, Key, Table
 from kstep.engine.schedule import MAX_STEPS
@@ -123,6 +124,21 @@ def test_calls_expand_lazily_into_steps():
 def test_variant_replaces_only_known_labels():
     with pytest.raises(ValueError):
         prog.replaced({"no-such-label": lambda s, i, a: s})
+
+
+class CompiledOut(Counter):
+    variants = {"no-lock": Variant("no-lock", "built without the lock: lock and unlock are empty inlines",
+                                   replaces={"increment": locked_increment, "lock": Inline(lambda s, i, a: ()),
+                                             "unlock": Inline(lambda s, i, a: ())})}
+    default_variant = "no-lock"
+
+
+def test_an_inline_replacement_makes_a_step_a_call_that_takes_no_step():
+    """A kernel built without a feature compiles a function to an empty inline: no step, same source."""
+    m = CompiledOut()
+    assert "lock" not in m.sources() and str(m.locations()["lock"]) == "kernel/locking/rwsem.c:down_write"
+    tr = simulate(m, m.initial({"threads": 1}), RoundRobin())
+    assert [a.label for a in tr.actions] == ["load", "store"]
 
 
 def test_scripted_schedule_reproduces_the_lost_update():
@@ -370,3 +386,105 @@ def test_columns_index_actors_and_labels():
     assert cols["actors"] == ["T0", "T1"]
     assert list(cols["actor"]) == [-1, 0, 1, 0, 1]
     assert [cols["labels"][k] for k in cols["label"][1:]] == ["load", "load", "store", "store"]
+
+
+# --- optional steps: a step a thread may take besides its next one ---------------------------------
+
+class N(NamedTuple):
+    name: str
+    frames: tuple
+    noted: bool = False
+
+
+class NS(NamedTuple):
+    threads: tuple
+    lock: int = -1
+
+
+nprog = prog.replaced({})  # the toy's lock and unlock, and the two steps below
+
+
+def noted(s, i):
+    return set_thread(s, i, s.threads[i]._replace(noted=True))
+
+
+@nprog.step("note", "kernel/rcu/tree.c:rcu_report_qs_rdp", "note this thread", optional=True, cost=0)
+def note(s, i):
+    return noted(s, i)
+
+
+@nprog.guard("note")
+def may_note(s, i):
+    return not s.threads[i].noted
+
+
+@nprog.step("scan", "kernel/rcu/tree.c:rcu_gp_fqs", "note every idle thread", daemon=True, idle=True)
+def scan(s, idle):
+    for i in range(len(s.threads)):
+        if idle >> i & 1:
+            s = noted(s, i)
+    return s
+
+
+@nprog.guard("scan")
+def idle_unnoted(s, idle):
+    return any(idle >> i & 1 and not t.noted for i, t in enumerate(s.threads))
+
+
+class Noting(ProgramModel):
+    name = "noting"
+    program = nprog
+    daemons = {"k": ("scan",)}
+    default_variant = "ok"
+    variants = {"ok": Variant("ok", "lock, then unlock"),
+                "keeps": Variant.bug("keeps", "never drops the lock", unlock=lambda s, i, arg: s)}
+
+    def initial(self, config):
+        return self.start(NS(tuple(N(f"T{k}", (Frame("lock"), Frame("unlock"))) for k in range(2))))
+
+
+def go(m, s, action):
+    """Take the enabled action written ``actor:label``."""
+    a = next(a for a in m.actions(s) if str(a) == action)
+    return m.step(s, a)
+
+
+def test_optional_steps_are_offered_only_while_the_next_step_is_enabled():
+    m = Noting()
+    s = m.initial({})
+    assert [str(a) for a in m.actions(s)] == ["T0:lock", "T0:note", "T1:lock", "T1:note"]
+    s = go(m, s, "T0:note")
+    assert s.threads[0].noted and [f.label for f in s.threads[0].frames] == ["lock", "unlock"]  # stack kept
+    s = go(m, s, "T0:lock")  # T1 is blocked now: it is offered no note, and the scan sees it idle
+    assert [str(a) for a in m.actions(s)] == ["T0:unlock", "k:scan"]
+    assert m.idle(s) == 0b10 and not m.done(s, "T1")
+    s = go(m, go(m, go(m, s, "k:scan"), "T0:unlock"), "T1:lock")
+    assert s.threads[1].noted and [str(a) for a in m.actions(s)] == ["T1:unlock"]
+    s = go(m, s, "T1:unlock")
+    assert m.finished(s) and m.actions(s) == []
+    fresh = go(m, go(m, m.initial({}), "T0:lock"), "T0:unlock")  # T0 finished without noting
+    assert m.idle(fresh) == 0b01 and m.done(fresh, "T0")
+    assert [str(a) for a in m.actions(fresh)] == ["T1:lock", "T1:note", "k:scan"]
+
+
+def test_an_optional_step_never_hides_a_deadlock():
+    m = Noting("keeps")
+    r = explore(m, m.initial({}))
+    assert r.violation.invariant == "deadlock"
+    assert "still waiting: T1" in r.violation.message
+
+
+def test_schedulers_take_an_optional_step_only_when_named_or_first_in_a_turn():
+    m = Noting()
+    named = simulate(m, m.initial({}), Scripted("T0 T0:note T0"), check=False)
+    assert [str(a) for a in named.actions[:3]] == ["T0:lock", "T0:note", "T0:unlock"]
+    with pytest.raises(UserError, match="names T0:note, which is not enabled"):
+        simulate(m, m.initial({}), Scripted("T0:note T0:note"))
+    with pytest.raises(UserError, match="names T1, which is blocked"):
+        simulate(m, m.initial({}), Scripted("T0 T1:note"))
+    assert parse_schedule("T0:note*2 T1") == ["T0:note", "T0:note", "T1"]
+    rr = simulate(m, m.initial({}), RoundRobin())
+    # Each turn starts with the thread's optional step; note and lock cost 0, so T0 notes, locks
+    # and unlocks in its turn of round 0, and then T1 does the same.
+    assert [str(a) for a in rr.actions] == ["T0:note", "T0:lock", "T0:unlock", "T1:note", "T1:lock", "T1:unlock"]
+    assert rr.ticks == [0] * 6

@@ -39,7 +39,7 @@ def test_each_form_holds_or_says_why_not():
     assert failures("""
 [[expect]]
 claim = "the grace period waiting for R"
-sometime = "rcu.gp_seq == 1 and rcu.nesting[0] > 0"
+sometime = "gp_seq() == -1199 and in_section('R')"
 [[expect]]
 claim = "kfree only after it ends"
 order = ["rcu:rcu_gp_cleanup", "rcu:rcu_do_batch"]
@@ -59,7 +59,7 @@ claim = "c"
 order = ["rcu:rcu_do_batch", "rcu:rcu_gp_cleanup"]
 [[expect]]
 claim = "c"
-never = "rcu.gp_seq == 1"
+never = "gp_seq() == -1199"
 [[expect]]
 claim = "c"
 always = "objects[0] == 'live'"
@@ -68,12 +68,12 @@ claim = "c"
 at_end = "not done('U')"
 [[expect]]
 claim = "c"
-sometime = "rcu.gp_seq == 2"
+sometime = "gp_seq() == -1198"
 """) == ["order rcu:rcu_do_batch -> rcu:rcu_gp_cleanup: rcu:rcu_gp_cleanup is not taken after rcu:rcu_do_batch",
-         "never rcu.gp_seq == 1: holds at step 4 (rcu:rcu_gp_init)",
+         "never gp_seq() == -1199: holds at step 4 (rcu:rcu_gp_init)",
          "always objects[0] == 'live': does not hold at step 10 (rcu:rcu_do_batch)",
          "at_end not done('U'): does not hold at the end (step 10)",
-         "sometime rcu.gp_seq == 2: holds in none of the 11 states of the run"]
+         "sometime gp_seq() == -1198: holds in none of the 11 states of the run"]
 
 
 @pytest.mark.parametrize("entry, message", [
@@ -116,7 +116,7 @@ def test_run_c_marks_each_claim_on_the_scenarios_own_schedule(tmp_path, capsys):
     path.write_text(RCU_TEXT + """
 [[expect]]
 claim = "the grace period waiting for R"
-sometime = "rcu.gp_seq == 1 and rcu.nesting[0] > 0"
+sometime = "gp_seq() == -1199 and in_section('R')"
 [[expect]]
 claim = "kfree only after it ends"
 order = ["rcu:rcu_do_batch", "rcu:rcu_gp_cleanup"]

@@ -10,6 +10,7 @@ from kstep import views
 from kstep.engine import Random, Scripted, explore, scenario, simulate
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
+from kstep.models.rcu import gp_seq_long
 from kstep.views import course, style
 from kstep.views.player import Frames
 
@@ -101,11 +102,13 @@ def test_rcu_view_outlines_the_cpu_whose_quiescent_state_is_pending():
     seen = False
     for k, s in enumerate(trace.states):
         boxes = frames.rows("threads", k)
-        for i, pending in enumerate(s.rcu.qs_pending):
+        for i in range(len(s.threads)):
+            pending = bool(s.rcu.qsmask >> i & 1)
             assert (boxes["line"][i] == style.ORANGE) == pending, f"frame {k} CPU {i}"
             seen |= pending
         gp = frames.rows("gp", k)
-        assert gp["head"] == [f"gp_seq {s.rcu.gp_seq}"]
+        assert gp["head"] == [f"gp_seq {gp_seq_long(s.rcu.gp_seq)}"]  # as the tracepoints print it
+        assert gp["head"][0].startswith("gp_seq -1")
     assert seen, "the scenario should hold up a grace period at least once"
 
 
@@ -152,6 +155,19 @@ def test_vma_view_moves_an_unmapped_vma_off_the_tree_until_rcu_frees_it():
         statuses.append(tuple(off["body"]))
     assert any("rcu-pending" in b for bodies in statuses for b in bodies)
     assert "freed" in statuses[-1][0]
+
+
+def test_vma_view_says_a_thread_was_killed_by_sigsegv():
+    from kstep.views.vma_lock import DONE, KILLED, PHASES, phase
+
+    trace, model = run("vma-locks", "munmap-vs-fault")
+    frames = Frames(views.layout(trace, model))
+    final = trace.states[-1]
+    t1, t2 = final.threads[0], final.threads[1]
+    assert t1.died == "SIGSEGV" and not t2.died
+    body = frames.rows("threads", len(trace))["body"]
+    assert body[0].startswith("killed by SIGSEGV") and body[1].startswith("done")
+    assert (phase(final, 0), phase(final, 1)) == (KILLED, DONE) and "killed" in PHASES[KILLED][0]
 
 
 def test_vma_thread_phases_follow_the_locks_they_hold():

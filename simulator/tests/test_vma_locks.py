@@ -26,6 +26,7 @@ BREAKERS = {
     "fault-uses-attached-vma": ("no-detached-check", "munmap-vs-fault"),
     "writer-holds-vma-write-lock": ("mprotect-without-vma-lock", "recheck-race"),
     "fork-copies-unused-vma": ("fork-without-vma-locks", "fork-vs-fault"),
+    "tree-non-overlapping": ("map-fixed-without-unmap", "map-fixed-vs-munmap"),
     "grace-period-waits-for-readers": ("gp-ends-early", "munmap-vs-fault"),
     "callbacks-after-grace-period": ("early-callback", "munmap-vs-fault"),
 }
@@ -94,8 +95,8 @@ def test_seqcount_variant_is_odd_while_write_locked():
     assert tr.states[-1].mm.mm_lock_seq == 2  # one write epoch: begin and end
 
 
-def test_mmap_lock_only_never_uses_vma_locks():
-    m, sc, s0 = load(MECH, "android-app-launch", "mmap-lock-only")
+def test_no_per_vma_lock_faults_only_under_mmap_lock():
+    m, sc, s0 = load(MECH, "android-app-launch", "no-per-vma-lock")
     tr = simulate(m, s0, RoundRobin())
     assert not any(a.label in ("mas_walk", "vma_start_read") for a in tr.actions)
     c = tr.states[-1].counters
@@ -183,3 +184,227 @@ def test_same_seed_same_bytes_in_separate_processes():
     outs = [subprocess.run([sys.executable, "-c", code], env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
                            capture_output=True, check=True).stdout for seed in ("1", "4242")]
     assert outs[0] == outs[1] and len(outs[0]) > 1000
+
+
+# --- address-space operations against 6.12's mm/vma.c, mm/mmap.c and mm/mprotect.c ---------------------
+
+class WriterFirst:
+    """A scheduler for concrete cases: always the first actor in `order` that can move, so a writer's
+    system calls run to their end before the faults that follow them."""
+
+    name = "writer-first"
+    tick = 0
+
+    def __init__(self, *order):
+        self.order = order
+
+    def choose(self, model, state, enabled):
+        return next((a for actor in self.order for a in enabled if a.actor == actor), None)
+
+    def stats(self):
+        return {}
+
+    def params(self):  # what a trace records of its scheduler (never written to a file here)
+        return {"kind": self.name, "seed": None, "script": None}
+
+
+def case(toml, variant=None):
+    """The model and the initial state of a scenario given as TOML text (vmas and threads only)."""
+    m = make_model(MECH, variant)
+    sc = scenario.parse(MECH, m.scenario_schema, "case", 'description = "-"\nlook_for = "-"\n' + toml, "<test>", [])
+    return m, m.initial(sc.config)
+
+
+def concrete(toml, *order, variant=None):
+    """Run a scenario given as TOML text, writers first; the trace and the model."""
+    m, s0 = case(toml, variant)
+    return simulate(m, s0, WriterFirst(*order, "rcu")), m
+
+
+def ranges(s):
+    """The address space as (start, end, prot) in tree order."""
+    return [(s.vmas[v].start, s.vmas[v].end, s.vmas[v].prot) for v in s.mm.tree]
+
+
+def locked_and_freed(trace):
+    """The VMAs write-locked in the writer's epoch (vm_lock_seq == mm_lock_seq just before
+    vma_end_write_all) and the VMAs it handed to vm_area_free, as sets of ids."""
+    k = next(k for k, a in enumerate(trace.actions) if a.label == "vma_end_write_all")
+    s = trace.states[k]
+    locked = {v for v, vma in enumerate(s.vmas) if vma.vm_lock_seq == s.mm.mm_lock_seq}
+    freed = set()
+    for a, before in zip(trace.actions, trace.states):
+        if a.label == "vm_area_free":
+            i = [t.name for t in before.threads].index(a.actor)
+            freed.add(before.threads[i].frames[0].arg)
+    return locked, freed
+
+
+def writer(ops, vmas="[[vmas]]\nstart = 0\nend = 8\n", faults=()):
+    threads = "".join(f'[[threads]]\nname = "T{a}"\nkind = "fault"\nfaults = [{a}]\n\n' for a in faults)
+    return f'{vmas}\n{threads}[[threads]]\nname = "W"\nkind = "writer"\nops = [{ops}]\n'
+
+
+def test_partial_munmap_splits_and_unmaps_only_the_covered_pages():
+    """vms_gather_munmap_vmas splits [0, 8) at 2 (new VMA below) and at 4 (new VMA above): only the
+    original VMA, now [2, 4), is detached and freed.  A fault at 6 then succeeds; one at 3 gets SIGSEGV."""
+    tr, m = concrete(writer('{ op = "munmap", start = 2, end = 4 }', faults=(6, 3)), "W", "T6", "T3")
+    final = tr.states[-1]
+    assert ranges(final) == [(0, 2, "rw"), (4, 8, "rw")]
+    assert final.vmas[0].detached and final.vmas[0].status == "freed" and (final.vmas[0].start, final.vmas[0].end) == (2, 4)
+    locked, freed = locked_and_freed(tr)
+    assert locked == {0, 1, 2} and freed == {0}
+    t6, t3 = final.threads[0], final.threads[1]
+    assert final.counters.vma_lock_success == 1 and t6.died == "" and final.counters.sigsegv == 1
+    assert t3.died == "SIGSEGV" and not t3.frames
+
+
+def test_munmap_of_a_hole_takes_the_write_lock_and_changes_nothing():
+    """do_vmi_munmap: no VMA in the range, so mmap_write_unlock at once (no clear, no downgrade)."""
+    tr, m = concrete(writer('{ op = "munmap", start = 10, end = 12 }'), "W")
+    assert labels_of(tr, "W") == ["down_write", "vma_end_write_all", "up_write"]
+
+
+def test_map_fixed_over_a_vma_middle_gathers_it_in_the_same_write_epoch():
+    """__mmap_region with MAP_FIXED over [2, 6) of [0, 8) rw, mapping r: vms_gather_munmap_vmas splits at 2
+    and 6 and detaches the middle while mmap_lock stays write-held; the new VMA is stored over it and
+    vms_complete_munmap_vmas frees the middle with vm_area_free."""
+    tr, m = concrete(writer('{ op = "mmap", start = 2, end = 6, prot = "r" }'), "W")
+    final = tr.states[-1]
+    assert ranges(final) == [(0, 2, "rw"), (2, 6, "r"), (6, 8, "rw")]
+    locked, freed = locked_and_freed(tr)
+    assert locked == {0, 1, 2, 3} and freed == {0}
+    w = labels_of(tr, "W")
+    assert w.index("vma_mark_detached") < w.index("vm_area_alloc") < w.index("vma_iter_store") < w.index("vm_area_free")
+    assert w.count("vma_end_write_all") == 1
+
+
+def test_map_fixed_with_the_same_flags_expands_the_split_neighbour():
+    """vma_merge_new_range after the gather: the piece below (prev) expands over [0, 8) and the piece
+    above (next) is removed; the gathered middle and next are freed, nothing new is allocated."""
+    tr, m = concrete(writer('{ op = "mmap", start = 2, end = 6, prot = "rw" }'), "W")
+    assert ranges(tr.states[-1]) == [(0, 8, "rw")] and tr.states[-1].mm.tree == (1,)
+    locked, freed = locked_and_freed(tr)
+    assert locked == {0, 1, 2} and freed == {0, 2}
+    assert "vm_area_alloc" not in labels_of(tr, "W")
+
+
+def test_vm_area_alloc_only_allocates():
+    """kernel/fork.c:vm_area_alloc allocates and initialises; __mmap_region sets the range and stores it."""
+    tr, m = concrete(writer('{ op = "mmap", start = 20, end = 24 }'), "W")
+    k = labels_of(tr, "W").index("vm_area_alloc")
+    after = tr.states[k + 1]
+    new = after.vmas[-1]
+    assert len(after.vmas) == 2 and 1 not in after.mm.tree and (new.start, new.end) == (0, 0)
+    assert ranges(tr.states[-1]) == [(0, 8, "rw"), (20, 24, "rw")]
+
+
+TWO = "[[vmas]]\nstart = 0\nend = 4\nanon_vma = {a}\n\n[[vmas]]\nstart = 4\nend = 8\nanon_vma = {a}\n"
+
+
+@pytest.mark.parametrize("anon,tree,locked,freed", [
+    # distinct anon_vmas: is_mergeable_anon_vma refuses, each VMA gets vm_flags_reset
+    ("true", [(0, 4, "r"), (4, 8, "r")], {0, 1}, set()),
+    # no anon_vma: the second VMA merges into the first (merge_left, the VMA deleted)
+    ("false", [(0, 8, "r")], {0, 1}, {1}),
+])
+def test_mprotect_walks_every_vma_in_the_range(anon, tree, locked, freed):
+    tr, m = concrete(writer('{ op = "mprotect", start = 0, end = 8, prot = "r" }', vmas=TWO.format(a=anon)), "W")
+    assert ranges(tr.states[-1]) == tree
+    assert locked_and_freed(tr) == (locked, freed)
+
+
+def test_mprotect_stops_at_a_hole_and_keeps_what_it_changed():
+    vmas = "[[vmas]]\nstart = 0\nend = 4\n\n[[vmas]]\nstart = 6\nend = 8\n"
+    tr, m = concrete(writer('{ op = "mprotect", start = 0, end = 8, prot = "r" }', vmas=vmas), "W")
+    assert ranges(tr.states[-1]) == [(0, 4, "r"), (6, 8, "rw")]
+    tr, m = concrete(writer('{ op = "mprotect", start = 4, end = 8, prot = "r" }', vmas=vmas), "W")
+    assert ranges(tr.states[-1]) == [(0, 4, "rw"), (6, 8, "rw")]
+    assert labels_of(tr, "W") == ["down_write", "vma_end_write_all", "up_write"]
+
+
+def test_mprotect_to_the_same_flags_returns_early():
+    """mprotect_fixup: newflags == oldflags, so no split, no merge, no VMA lock and no free."""
+    tr, m = concrete(writer('{ op = "mprotect", start = 0, end = 2, prot = "rw" }'), "W")
+    assert labels_of(tr, "W") == ["down_write", "vma_end_write_all", "up_write"]
+    assert ranges(tr.states[-1]) == [(0, 8, "rw")]
+
+
+def test_mprotect_merges_before_it_splits():
+    """vma_modify tries vma_merge_existing_range first: [4, 6) of [4, 8) rw joins [0, 4) r (merge_left
+    with the VMA adjusted), so [0, 4) grows to [0, 6) and [4, 8) shrinks to [6, 8): no split, no free."""
+    vmas = ('[[vmas]]\nstart = 0\nend = 4\nprot = "r"\nanon_vma = false\n\n'
+            "[[vmas]]\nstart = 4\nend = 8\nanon_vma = false\n")
+    tr, m = concrete(writer('{ op = "mprotect", start = 4, end = 6, prot = "r" }', vmas=vmas), "W")
+    assert ranges(tr.states[-1]) == [(0, 6, "r"), (6, 8, "rw")]
+    assert locked_and_freed(tr) == ({0, 1}, set()) and len(tr.states[-1].vmas) == 2
+    assert "__split_vma" not in labels_of(tr, "W")
+
+
+@pytest.mark.parametrize("anon,tree", [
+    ("true", [(0, 4, "r"), (4, 8, "r")]),  # it keeps VM_ACCOUNT (it has an anon_vma): flags differ
+    ("false", [(0, 8, "r")]),  # no anon_vma: VM_ACCOUNT goes, flags match, merge_left deletes it
+])
+def test_vm_account_decides_whether_mprotect_merges(anon, tree):
+    """mprotect_fixup keeps VM_ACCOUNT on a VMA made read-only only while it has an anon_vma, and
+    is_mergeable_vma compares all of vm_flags: [4, 8) rw joins [0, 4) r (never charged) only without one."""
+    vmas = f'[[vmas]]\nstart = 0\nend = 4\nprot = "r"\nanon_vma = false\n\n[[vmas]]\nstart = 4\nend = 8\nanon_vma = {anon}\n'
+    tr, m = concrete(writer('{ op = "mprotect", start = 4, end = 8, prot = "r" }', vmas=vmas), "W")
+    assert ranges(tr.states[-1]) == tree
+
+
+def test_a_fault_with_no_anon_vma_pays_its_work_once():
+    vmas = "[[vmas]]\nstart = 0\nend = 8\nanon_vma = false\n"
+    m, s0 = case(vmas + '[[threads]]\nname = "T"\nkind = "fault"\nfaults = [1]\nwork = 7\n')
+    tr = simulate(m, s0, RoundRobin())
+    costs = [m.cost(s, a) for a, s in zip(tr.actions, tr.states)]
+    assert sorted(costs)[-2:] == [1, 7] and tr.states[-1].vmas[0].anon_vma >= 0
+
+
+def test_the_retry_after_anon_prepare_is_the_wrappers_vma_end_read():
+    """mm/internal.h:vmf_anon_prepare drops the VMA lock when __vmf_anon_prepare returns VM_FAULT_RETRY."""
+    m, sc, s0 = load(MECH, "fork-vs-fault")
+    assert str(m.locations()["vmf_anon_prepare"]) == "mm/internal.h:vmf_anon_prepare"
+    tr = simulate(m, s0, Scripted(sc.schedule))
+    t2 = labels_of(tr, "T2")
+    k = t2.index("__vmf_anon_prepare")
+    assert t2[k + 1:k + 5] == ["rcu_read_lock", "up_read", "rcu_read_unlock", "vma_lock_retry"]
+
+
+def test_a_sigsegv_kills_the_thread_and_drops_its_other_faults():
+    vmas = "[[vmas]]\nstart = 0\nend = 8\n"
+    m, s0 = case(vmas + '[[threads]]\nname = "T"\nkind = "fault"\nfaults = [9, 1]\n')
+    tr = simulate(m, s0, RoundRobin())
+    t = tr.states[-1].threads[0]
+    assert t.died == "SIGSEGV" and not t.frames and tr.outcome == "finished"
+    assert tr.states[-1].counters.vma_lock_success == 0 and labels_of(tr, "T").count("mas_walk") == 1
+
+
+def test_no_per_vma_lock_is_6_12_without_the_config():
+    """CONFIG_PER_VMA_LOCK=n: vma_start_write, vma_end_write_all and vma_mark_detached are empty,
+    lock_vma_under_rcu returns NULL (so faults go to lock_mm_and_find_vma), vm_area_free frees at once."""
+    assert "CONFIG_PER_VMA_LOCK=n" in VARIANTS["no-per-vma-lock"].doc
+    m, sc, s0 = load(MECH, "munmap-vs-fault", "no-per-vma-lock")
+    tr = simulate(m, s0, RoundRobin())
+    used = {a.label for a in tr.actions}
+    assert not used & {"vma_write_seq", "vma_end_write_all", "vma_mark_detached", "mas_walk", "vma_start_read",
+                       "rcu_read_lock", "vm_area_free"}
+    assert "lock_mm_and_find_vma" in m.locations() and "get_mmap_lock_carefully" in used
+    assert "__vm_area_free" in used and not any(s.rcu.callbacks for s in tr.states)
+    assert all(v.lock.owner == -1 for s in tr.states for v in s.vmas)
+
+
+@pytest.mark.parametrize("order,vma,died", [
+    (("T", "M", "U"), (0, 8, "rw"), ""),  # before both writers: in A
+    (("M", "T", "U"), (2, 6, "r"), ""),  # after M: in M's new VMA
+    (("U", "M", "T"), (2, 6, "r"), ""),  # U first, then M maps [2, 6) again
+    (("M", "U", "T"), None, "SIGSEGV"),  # U unmapped [4, 8) after M: nothing maps page 5
+])
+def test_map_fixed_vs_munmap_fault_outcomes(order, vma, died):
+    """What the scenario's look_for promises: T's fault at 5 ends in A, in M's VMA, or in a SIGSEGV."""
+    m, sc, s0 = load(MECH, "map-fixed-vs-munmap")
+    tr = simulate(m, s0, WriterFirst(*order, "rcu"))
+    handled = [before.vmas[before.threads[0].vma] for a, before in zip(tr.actions, tr.states)
+               if a.actor == "T" and a.label == "handle_mm_fault"]
+    assert [(v.start, v.end, v.prot) for v in handled] == ([vma] if vma else [])
+    assert tr.states[-1].threads[0].died == died

@@ -143,6 +143,12 @@ class Model(abc.ABC):
         """Every label this model can take, mapped to the Linux 6.12 function it mirrors."""
 
     # -- shared behaviour ---------------------------------------------------------------------
+    def is_optional(self, action: Action) -> bool:
+        """True for a step its actor may take besides its next one (a ProgramModel's optional
+        steps): ``Scripted`` takes it only where the schedule names it, ``RoundRobin`` first in
+        the actor's turn."""
+        return False
+
     def finished(self, state: State) -> bool:
         return all(self.done(state, a) for a in self.actors(state))
 

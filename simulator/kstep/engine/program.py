@@ -11,6 +11,16 @@ actor can change at that instant (the thread's own locals, or data its locks pro
 
 *Daemon* actors (the RCU grace-period kthread, a kdamond) have no stack: each of their steps has a
 guard and is enabled whenever the guard holds.  A daemon with nothing enabled is idle, never blocked.
+A daemon step registered with ``idle=True`` also receives which threads are *idle* (finished, or
+unable to take their next step): a bitmask, bit i for thread i, as a CPU-scanning kthread sees CPUs
+with nothing to run.
+
+An *optional* step is one a thread may take besides its next frame, in the middle of whatever it
+is doing (a CPU reporting an RCU quiescent state from its own tick).  It is offered only while the
+thread's next frame step is enabled, so it never makes a finished thread look unfinished nor a
+blocked one runnable, and it leaves the thread's stack as it was.  Schedulers take it only when
+named (``Scripted``: ``ACTOR:label``) or first in the thread's turn (``RoundRobin``); ``Random`` and
+``explore`` treat it as any other enabled action.
 """
 
 from __future__ import annotations
@@ -26,7 +36,9 @@ class Frame(NamedTuple):
 
 
 class Step(NamedTuple):
-    """An atomic step: ``run(state, thread_index, arg) -> state`` (daemons: ``run(state)``).
+    """An atomic step: ``run(state, thread_index, arg) -> state`` (daemons: ``run(state)``, or
+    ``run(state, idle)`` with ``idle``; optional steps: ``run(state, thread_index)``); its guard
+    takes the same arguments.
 
     ``cost`` is how many round-robin rounds it keeps its thread busy: 0 for CPU-local work that
     touches no shared memory, or a function ``cost(state, thread_index, arg)``.
@@ -39,6 +51,8 @@ class Step(NamedTuple):
     guard: Optional[Callable[..., bool]] = None
     daemon: bool = False
     cost: Any = 1
+    optional: bool = False
+    idle: bool = False
 
 
 class Call(NamedTuple):
@@ -52,6 +66,14 @@ class Call(NamedTuple):
     expand: Callable[..., tuple]
 
 
+class Inline(NamedTuple):
+    """A variant's replacement that turns a step into a call: the kernel configuration the variant
+    models compiles that function to an inline that does nothing (or only calls other steps), so
+    it takes no step of its own.  ``expand(state, thread_index, arg) -> tuple of frames``."""
+
+    expand: Callable[..., tuple]
+
+
 class Program:
     """The table of steps and calls of one model, filled in with decorators."""
 
@@ -59,12 +81,19 @@ class Program:
         self.steps: dict[str, Step] = {}
         self.calls: dict[str, Call] = {}
 
-    def step(self, label: str, location: str, what: str, *, daemon: bool = False, cost: Any = 1):
-        """Register an atomic step; ``what`` says in one line what the kernel does there."""
+    def step(self, label: str, location: str, what: str, *, daemon: bool = False, cost: Any = 1,
+             optional: bool = False, idle: bool = False):
+        """Register an atomic step; ``what`` says in one line what the kernel does there.
+
+        ``optional``: every thread may take it besides its next frame (see the module docstring);
+        ``idle`` (daemons): its run and guard also receive the bitmask of idle threads.
+        """
+        if optional and daemon or idle and not daemon:
+            raise ValueError(f"step {label!r}: optional steps belong to threads, idle masks to daemons")
 
         def register(run):
             self._fresh(label)
-            self.steps[label] = Step(label, Source.parse(location), what, run, None, daemon, cost)
+            self.steps[label] = Step(label, Source.parse(location), what, run, None, daemon, cost, optional, idle)
             return run
 
         return register
@@ -93,8 +122,9 @@ class Program:
     def replaced(self, replacements: Mapping[str, Callable], what: Optional[str] = None) -> "Program":
         """A copy in which the named steps run (or calls expand) with other functions.
 
-        A replacement may be a plain function (it replaces ``run`` / ``expand``) or a
-        ``(run, guard)`` pair for a step whose enabling condition changes; None keeps the default.
+        A replacement may be a plain function (it replaces ``run`` / ``expand``), a
+        ``(run, guard)`` pair for a step whose enabling condition changes (None keeps the default),
+        or an ``Inline`` that makes a step a call of the same name and source.
         ``what``, if given, replaces the one-line description of every replaced step, so a broken
         step never claims to do what the kernel does.
         """
@@ -102,7 +132,9 @@ class Program:
         copy.steps = dict(self.steps)
         copy.calls = dict(self.calls)
         for label, fn in replacements.items():
-            if label in copy.steps:
+            if isinstance(fn, Inline) and label in copy.steps:
+                copy.calls[label] = Call(label, copy.steps.pop(label).source, fn.expand)
+            elif label in copy.steps:
                 old = copy.steps[label]
                 run, guard = fn if isinstance(fn, tuple) else (fn, None)
                 copy.steps[label] = old._replace(run=run or old.run, guard=guard or old.guard,
@@ -134,34 +166,61 @@ class ProgramModel(Model):
         self._daemon_steps = {
             name: tuple(self._steps[label] for label in labels) for name, labels in self.daemons.items()
         }
-
+        self._optional = tuple(st for st in self._steps.values() if st.optional)
+        unguarded = [st.label for st in self._optional if st.guard is None]
+        if unguarded:
+            raise ValueError(f"optional steps need a guard: {', '.join(unguarded)}")
+        self._wants_idle = any(st.idle for steps in self._daemon_steps.values() for st in steps)
 
     # -- contract -------------------------------------------------------------------------------
     def actors(self, state: State) -> tuple[str, ...]:
         return tuple(t.name for t in state.threads) + tuple(self.daemons)
 
     def actions(self, state: State) -> list[Action]:
-        guards = self._guards
         new = tuple.__new__  # Action(...) through its generated __new__ costs twice as much
+        runnable, idle = self._runnable(state)
         out = []
+        for i, name, label in runnable:
+            out.append(new(Action, (name, label)))
+            for st in self._optional:
+                if st.guard(state, i):
+                    out.append(new(Action, (name, st.label)))
+        for name, dsteps in self._daemon_steps.items():
+            for st in dsteps:
+                if st.guard(state, idle) if st.idle else st.guard(state):
+                    out.append(new(Action, (name, st.label)))
+        return out
+
+    def idle(self, state: State) -> int:
+        """Bit i set when thread i has finished or cannot take its next step (nothing to run)."""
+        return self._runnable(state)[1]
+
+    def _runnable(self, state: State) -> tuple[list, int]:
+        """(index, name, next label) of every thread whose next step is enabled, and the idle mask."""
+        guards = self._guards
+        runnable = []
+        idle = 0
         for i, t in enumerate(state[0]):
             frames = t[1]
             if frames:
                 label, arg = frames[0]
                 guard = guards[label]
                 if guard is None or guard(state, i, arg):
-                    out.append(new(Action, (t[0], label)))
-        for name, dsteps in self._daemon_steps.items():
-            for st in dsteps:
-                if st.guard(state):
-                    out.append(new(Action, (name, st.label)))
-        return out
+                    runnable.append((i, t[0], label))
+                    continue
+            idle |= 1 << i
+        return runnable, idle
+
+    def is_optional(self, action: Action) -> bool:
+        return self._steps[action.label].optional
 
     def step(self, state: State, action: Action) -> State:
         st = self._steps[action.label]
         if st.daemon:
-            return st.run(state)
+            return st.run(state, self.idle(state)) if st.idle else st.run(state)
         i = thread_index(state, action.actor)
+        if st.optional:
+            return st.run(state, i)
         t = state.threads[i]
         label, arg = t[1][0]
         if label != action.label:
@@ -171,7 +230,9 @@ class ProgramModel(Model):
 
     def done(self, state: State, actor: str) -> bool:
         if actor in self._daemon_steps:
-            return not any(st.guard(state) for st in self._daemon_steps[actor])
+            idle = self.idle(state) if self._wants_idle else 0
+            return not any(st.guard(state, idle) if st.idle else st.guard(state)
+                           for st in self._daemon_steps[actor])
         return not state.threads[thread_index(state, actor)].frames
 
     def sources(self) -> Mapping[str, Source]:

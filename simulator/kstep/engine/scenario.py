@@ -210,8 +210,8 @@ EXPECT = Table({
 COMMON = {
     "description": Key(Str(doc="what happens in this scenario")),
     "look_for": Key(Str(doc="what a student should watch for")),
-    "schedule": Key(Str(doc="a scripted schedule (actor names, ACTOR*N) for the worked interleaving; "
-                            "empty: none"), ""),
+    "schedule": Key(Str(doc="a scripted schedule (actor names, ACTOR:label for one step, ACTOR*N) for the "
+                            "worked interleaving; empty: none"), ""),
     "variant": Key(Str(doc="the variant the scenario is written for (--variant overrides it); "
                            "empty: the mechanism's default"), ""),
     "expect": Key(List(EXPECT, 0, 32, "claims of the text, checked against the scenario's own run "

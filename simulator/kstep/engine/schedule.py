@@ -1,11 +1,14 @@
 """Schedulers and ``simulate``: who takes the next step.
 
-- ``Scripted``: an explicit list of actors (OSTEP's ``-P``), e.g. ``"T1*3 W T1"``; after the
-  script the run goes on round-robin, so a worked interleaving still finishes.
-- ``RoundRobin``: rounds in which every runnable actor takes one step, in actor order; it counts
-  the rounds each actor spent blocked, which is how kstep measures waiting.
+- ``Scripted``: an explicit list of actors (OSTEP's ``-P``), e.g. ``"T1*3 W T1"``; an entry
+  ``ACTOR:label`` takes that step (how a schedule names an optional step, such as a CPU's
+  ``R:rcu_report_qs_rdp``); after the script the run goes on round-robin, so a worked
+  interleaving still finishes.
+- ``RoundRobin``: rounds in which every runnable actor takes one step, in actor order (an enabled
+  optional step first); it counts the rounds each actor spent blocked, which is how kstep
+  measures waiting.
 - ``Random``: a uniformly chosen enabled action from the seeded SplitMix64.
-- ``Replay``: exact actions (``ACTOR:label``), then nothing: how an explore counterexample runs again.
+- ``Replay``: a scripted schedule of exact actions (``ACTOR:label``): an explore counterexample.
 
 Every scheduler says what it is with ``params()`` (kind, seed, script), which a trace records and
 ``scheduler_for`` turns back into the same scheduler.
@@ -22,8 +25,7 @@ from .model import HARM, Action, Checks, Model, State, deadlock, without_cyclic_
 from .prng import SplitMix64
 from .trace import Trace
 
-_ENTRY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(?:\*([0-9]+))?")
-_ACTION = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*):([A-Za-z_][A-Za-z0-9_]*)")
+_ENTRY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(:[A-Za-z_][A-Za-z0-9_]*)?(?:\*([0-9]+))?")
 MAX_REPEAT = 10_000  # the largest N in ACTOR*N
 MAX_STEPS = 1_000_000  # the longest run (and so the longest script) a trace may record
 
@@ -33,6 +35,7 @@ class RoundRobin:
 
     A step of cost c keeps its actor busy for c rounds (busy is not blocked); steps of cost 0
     (CPU-local work) do not end the actor's turn.  With every cost 1 this is plain round-robin.
+    An actor's enabled optional step is taken first in its turn, its next frame after it.
     """
 
     name = "round-robin"
@@ -51,7 +54,8 @@ class RoundRobin:
         actors = model.actors(state)
         by_actor = {}
         for a in enabled:
-            by_actor.setdefault(a.actor, a)
+            if a.actor not in by_actor or model.is_optional(a) and not model.is_optional(by_actor[a.actor]):
+                by_actor[a.actor] = a
         while self._idle < len(actors):
             actor = actors[self.cursor]
             if self.busy[actor] and not self._in_turn:
@@ -121,7 +125,11 @@ class Random:
 
 
 class Scripted:
-    """Follow a list of actor names, then finish round-robin."""
+    """Follow a list of actor names, then finish round-robin.
+
+    An entry ``ACTOR`` takes the actor's next step (never an optional one); ``ACTOR:label`` takes
+    the step ``label`` of that actor, which must be enabled.
+    """
 
     name = "scripted"
 
@@ -140,14 +148,17 @@ class Scripted:
 
     def _next(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
         if self.pos < len(self.script):
-            actor = self.script[self.pos]
+            entry = self.script[self.pos]
+            actor, _, label = entry.partition(":")
             if actor not in model.actors(state):
                 raise UserError(f"schedule entry {self.pos + 1} names {actor!r}, which is not an actor "
                                 f"(actors: {', '.join(model.actors(state))})")
             self.pos += 1
             for a in enabled:
-                if a.actor == actor:
+                if a.actor == actor and (a.label == label if label else not model.is_optional(a)):
                     return a
+            if label and any(a.actor == actor for a in enabled):
+                raise UserError(f"schedule entry {self.pos} names {entry}, which is not enabled at that point")
             why = "has finished" if model.done(state, actor) else "is blocked"
             raise UserError(f"schedule entry {self.pos} names {actor}, which {why} at that point")
         return self.then.choose(model, state, enabled)
@@ -163,38 +174,16 @@ class Scripted:
         return {"kind": self.name, "seed": None, "script": self.text}
 
 
-class Replay:
-    """Exactly the given actions, in order, then no more: an explore counterexample run again."""
+
+class Replay(Scripted):
+    """An explore counterexample run again: its exact actions as ``ACTOR:label`` entries.  Its trace
+    records max_steps = the number of actions, so no step follows them."""
 
     name = "explore"
-
-    def __init__(self, script: str) -> None:
-        self.text = script
-        self.script = parse_actions(script)
-        self.pos = 0
 
     @classmethod
     def of(cls, actions: list[Action]) -> "Replay":
         return cls(" ".join(map(str, actions)))
-
-    def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
-        if self.pos == len(self.script):
-            return None
-        action = self.script[self.pos]
-        self.pos += 1
-        if action not in enabled:
-            raise UserError(f"script entry {self.pos} is {action}, which is not enabled at that point")
-        return action
-
-    @property
-    def tick(self) -> int:
-        return self.pos
-
-    def stats(self) -> dict:
-        return {}
-
-    def params(self) -> dict:
-        return {"kind": self.name, "seed": None, "script": self.text}
 
 
 def scheduler_for(params: dict):
@@ -215,34 +204,21 @@ def scheduler_for(params: dict):
 
 
 def parse_schedule(text: str, limit: int = MAX_STEPS) -> list[str]:
-    """``"T1*3, W T1"`` -> ``["T1", "T1", "T1", "W", "T1"]``, at most ``limit`` entries in all."""
+    """``"T1*3, W T1:store"`` -> ``["T1", "T1", "T1", "W", "T1:store"]``, at most ``limit`` entries."""
     out: list[str] = []
     for entry in text.replace(",", " ").split():
         m = _ENTRY.fullmatch(entry)
         if not m:
-            raise UserError(f"schedule: {_shown(entry)} is not ACTOR or ACTOR*COUNT")
-        digits = m.group(2) or "1"
+            raise UserError(f"schedule: {_shown(entry)} is not ACTOR, ACTOR:label or either with *COUNT")
+        digits = m.group(3) or "1"
         # the length first: int() of thousands of digits is an error of its own
         if len(digits) > len(str(MAX_REPEAT)) or not 1 <= int(digits) <= MAX_REPEAT:
             raise UserError(f"schedule: count in {_shown(entry)} must be 1..{MAX_REPEAT}")
         if len(out) + int(digits) > limit:
             raise UserError(f"schedule: more than {limit:,} steps")
-        out.extend([m.group(1)] * int(digits))
+        out.extend([m.group(1) + (m.group(2) or "")] * int(digits))
     if not out:
         raise UserError("schedule: empty")
-    return out
-
-
-def parse_actions(text: str, limit: int = MAX_STEPS) -> list[Action]:
-    """``"T1:load T2:load"`` -> the exact actions, at most ``limit`` of them."""
-    out: list[Action] = []
-    for entry in text.split():
-        m = _ACTION.fullmatch(entry)
-        if not m:
-            raise UserError(f"script: {_shown(entry)} is not ACTOR:label")
-        if len(out) == limit:
-            raise UserError(f"script: more than {limit:,} steps")
-        out.append(Action(m.group(1), m.group(2)))
     return out
 
 
@@ -261,8 +237,8 @@ def simulate(
     scenario: str = "",
     config: Optional[dict] = None,
 ) -> Trace:
-    """Run the model under a scheduler until it finishes, deadlocks, harms, hits max_steps or the
-    scheduler has no more to say (a replayed script ends); the trace records the scheduler's params.
+    """Run the model under a scheduler until it finishes, deadlocks, harms or hits max_steps; the
+    trace records the scheduler's parameters, from which the same run can be had again.
 
     A broken assertion is recorded and the run goes on, so the harm it leads to (if any) is seen;
     the trace keeps the first harm, else the first assertion violation, with the step it was found at.
@@ -278,9 +254,6 @@ def simulate(
             trace.outcome = "max-steps"
             break
         action = scheduler.choose(model, state, enabled)
-        if action is None and enabled:
-            trace.outcome = "schedule-end"
-            break
         if action is None:
             trace.outcome = "finished" if model.finished(state) else "deadlock"
             if trace.outcome == "deadlock" and check:

@@ -1,14 +1,46 @@
-"""RCU as Linux 6.12 runs it without preemptible read-side sections (kernel/rcu/tree.c).
+"""RCU as Linux 6.12 runs it in TREE_RCU with ``CONFIG_PREEMPT_RCU=n`` (kernel/rcu/tree.c).
 
-Threads run on CPUs one to one: thread i is CPU i.  A CPU outside any read-side section passes a
-quiescent state (a context switch, idle or user mode would report one).  The grace-period kthread
-starts a grace period when a callback needs one, waits until every CPU has reported a quiescent
-state, ends it, and then the callbacks whose grace period is over are invoked.
+**The modelled configuration.**  TREE_RCU without preemptible readers, as a kernel built with
+PREEMPT_NONE or PREEMPT_VOLUNTARY and without PREEMPT_DYNAMIC has it: ``rcu_read_lock()`` is
+``preempt_disable()``, a reader never sleeps inside its section, and a CPU passes a quiescent
+state (``rcu_qs``) whenever it context-switches, runs in user mode or idles outside one.  Threads
+run on CPUs one to one: thread i is CPU i, and nothing else runs there.  Up to 16 CPUs share one
+leaf ``rcu_node`` (CONFIG_RCU_FANOUT_LEAF), which is then also the root: the model has that one
+node and its ``qsmask``, bit i for CPU i.
 
-``gp_seq`` follows kernel/rcu/rcu.h exactly: the low two bits are the state (0 idle, 1 running),
-``rcu_seq_start`` adds one, ``rcu_seq_end`` rounds up to the next multiple of four, and a callback
-queued at ``gp_seq = s`` waits for ``rcu_seq_snap(s) = (s + 7) & ~3`` — the end of the next *full*
-grace period, which is why a callback queued during a grace period waits for the one after it.
+Debian's own 6.12 kernels are built differently (linux-config-6.12, amd64: PREEMPT_VOLUNTARY by
+default, but PREEMPT_DYNAMIC=y, which builds in PREEMPT_RCU=y, and RCU_LAZY=y).  There
+``rcu_read_lock()`` only counts ``current->rcu_read_lock_nesting``; a reader preempted inside its
+section (possible when booted with ``preempt=full``) is queued on the rcu_node's ``blkd_tasks`` and
+the grace period waits for that list as well as for ``qsmask``; and on CPUs whose callbacks are
+offloaded (``rcu_nocbs=``) ``call_rcu()`` queues lazy callbacks that wait up to ten seconds
+(LAZY_FLUSH_JIFFIES) before a grace period is even asked for.  None of that is modelled.
+
+**Who reports a quiescent state.**  A grace period (``rcu_gp_init``) sets every CPU's bit in
+``qsmask``; a bit is cleared in one of two ways, as in 6.12:
+
+- the CPU itself: after passing a quiescent state outside any read-side section, its ``rcu_core``
+  (``rcu_check_quiescent_state``, after ``note_gp_changes`` saw the new grace period) calls
+  ``rcu_report_qs_rdp``.  A running thread may take that step whenever it is outside every
+  section: an *optional* step of its own, besides its next one;
+- the grace-period kthread's force-quiescent-state scan (``rcu_gp_fqs`` -> ``force_qs_rnp``), for
+  CPUs in an extended quiescent state: ``rcu_watching_snap_save`` finds the CPU's context-tracking
+  counter saying RCU is not watching it.  In this model that is a CPU whose thread has finished
+  or sleeps (every wait in the models built on these steps is a sleep: an rwsem slowpath,
+  ``wait_rcu_gp``), so the CPU has nothing to run and sits in the idle loop.  It is the *CPU's*
+  idleness the scan sees: with PREEMPT_RCU=n there is no per-task tracking, and a thread asleep in
+  the kernel counts only because its CPU went idle after the context switch (which was itself a
+  quiescent state, ``rcu_note_context_switch``).  A thread inside a section never sleeps, so the
+  scan never reports it.
+
+**gp_seq** follows kernel/rcu/rcu.h exactly and is an ``unsigned long``: the low two bits are the
+state (0 idle, 1 running), ``rcu_seq_start`` adds one, ``rcu_seq_end`` rounds up to the next
+multiple of four, and a callback queued at ``gp_seq = s`` waits for ``rcu_seq_snap(s) = (s + 7) &
+~3``, the end of the next *full* grace period, which is why a callback queued during a grace
+period waits for the one after it.  It starts where 6.12 starts it, ``(0UL - 300UL) <<
+RCU_SEQ_CTR_SHIFT``, so that the counter wraps about 300 grace periods after boot and the wrap
+code is exercised early; comparisons therefore use ``ULONG_CMP_GE`` as the kernel does, and the
+numbers are shown as RCU's tracepoints print them, ``(long)gp_seq``: -1200, -1199, -1196.
 
 The pieces here are shared: ``add_rcu`` puts the reader and grace-period steps into any model
 whose state has an ``rcu`` field (the per-VMA lock model uses them), and ``RcuModel`` is the
@@ -20,18 +52,63 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from ..engine import HARM, Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
+from ..engine.expect import ExpectError
 from ..engine.scenario import Int, Key, List, Name, Str, Table, unique_names
 
-RCU_SEQ_STATE_MASK = 3
+ULONG_MAX = (1 << 64) - 1
+RCU_SEQ_CTR_SHIFT = 2
+RCU_SEQ_STATE_MASK = (1 << RCU_SEQ_CTR_SHIFT) - 1
+RCU_GP_SEQ_INIT = ((0 - 300) << RCU_SEQ_CTR_SHIFT) & ULONG_MAX  # kernel/rcu/tree.c: rcu_state.gp_seq
 RCU_ACTOR = "rcu"
+RCU_GP_KTHREAD = ("rcu_gp_init", "rcu_gp_fqs", "rcu_gp_cleanup", "rcu_do_batch")  # the rcu actor's steps
+
+
+def ulong_cmp_ge(a: int, b: int) -> bool:
+    """include/linux/rcupdate.h ULONG_CMP_GE: a is at or after b, modulo wrap."""
+    return ULONG_MAX // 2 >= (a - b) & ULONG_MAX
+
+
+def ulong_cmp_lt(a: int, b: int) -> bool:
+    return ULONG_MAX // 2 < (a - b) & ULONG_MAX
+
+
+def rcu_seq_ctr(s: int) -> int:
+    return s >> RCU_SEQ_CTR_SHIFT
+
+
+def rcu_seq_state(s: int) -> int:
+    return s & RCU_SEQ_STATE_MASK
+
+
+def rcu_seq_start(s: int) -> int:
+    return (s + 1) & ULONG_MAX
+
+
+def rcu_seq_end(s: int) -> int:
+    return ((s | RCU_SEQ_STATE_MASK) + 1) & ULONG_MAX
 
 
 def rcu_seq_snap(s: int) -> int:
-    return (s + 2 * RCU_SEQ_STATE_MASK + 1) & ~RCU_SEQ_STATE_MASK
+    return (s + 2 * RCU_SEQ_STATE_MASK + 1) & ~RCU_SEQ_STATE_MASK & ULONG_MAX
 
 
 def rcu_seq_done(gp_seq: int, snap: int) -> bool:
-    return gp_seq >= snap  # ULONG_CMP_GE without wrap: the model never runs 2^62 grace periods
+    return ulong_cmp_ge(gp_seq, snap)
+
+
+def rcu_seq_started(gp_seq: int, snap: int) -> bool:
+    """The grace period that ends at ``snap`` has begun (not necessarily ended)."""
+    return ulong_cmp_lt((snap - 1) & ~RCU_SEQ_STATE_MASK & ULONG_MAX, gp_seq)
+
+
+def gp_seq_long(s: int) -> int:
+    """``(long)gp_seq``, as RCU's tracepoints and pr_info() print it."""
+    return s - (1 << 64) if s > ULONG_MAX // 2 else s
+
+
+def grace_periods_ended(before: int, after: int) -> int:
+    """How many grace periods ended while gp_seq went from ``before`` to ``after`` (modulo wrap)."""
+    return (rcu_seq_ctr(after) - rcu_seq_ctr(before)) & (ULONG_MAX >> RCU_SEQ_CTR_SHIFT)
 
 
 class Callback(NamedTuple):
@@ -42,17 +119,26 @@ class Callback(NamedTuple):
 
 
 class Rcu(NamedTuple):
-    gp_seq: int = 0
-    qs_pending: tuple = ()  # per CPU: the running grace period still needs its quiescent state
-    nesting: tuple = ()  # per CPU: rcu_read_lock() nesting depth
-    callbacks: tuple = ()  # Callback, in call_rcu order
-    ghost_section: tuple = ()  # per CPU: how many outermost sections it has entered
-    ghost_holdouts: tuple = ()  # (cpu, section) running when the current grace period started
+    gp_seq: int  # rcu_state.gp_seq (an unsigned long)
+    qsmask: int  # the rcu_node's qsmask: bit i while the running grace period awaits CPU i
+    nesting: tuple  # per CPU: rcu_read_lock() nesting depth
+    callbacks: tuple  # Callback, in call_rcu order
+    ghost_section: tuple  # per CPU: how many outermost sections it has entered
+    ghost_holdouts: tuple  # (cpu, section) running when the current grace period started
 
 
 def rcu_init(ncpus: int) -> Rcu:
     zeros = (0,) * ncpus
-    return Rcu(0, (False,) * ncpus, zeros, (), zeros, ())
+    return Rcu(RCU_GP_SEQ_INIT, 0, zeros, (), zeros, ())
+
+
+def gp_running(r: Rcu) -> bool:
+    return bool(rcu_seq_state(r.gp_seq))
+
+
+def awaited(r: Rcu) -> list[int]:
+    """The CPUs whose bit is still set in qsmask."""
+    return [c for c in range(len(r.nesting)) if r.qsmask >> c & 1]
 
 
 def running_sections(r: Rcu) -> tuple:
@@ -70,8 +156,15 @@ def call_rcu(s, func: str, obj: int):
     return s._replace(rcu=r._replace(callbacks=r.callbacks + (cb,)))
 
 
+def idle_quiescent(r: Rcu, idle: int) -> int:
+    """The qsmask bits of CPUs the FQS scan finds idle: thread finished or asleep, outside every section."""
+    outside = sum(1 << c for c, n in enumerate(r.nesting) if not n)
+    return r.qsmask & idle & outside
+
+
 def add_rcu(program: Program, invoke: Callable) -> None:
-    """Register RCU's reader steps and the grace-period kthread's steps in ``program``.
+    """Register RCU's reader steps, each CPU's quiescent-state report and the grace-period
+    kthread's steps in ``program``.
 
     ``invoke(state, callback) -> state`` runs a callback's function (frees the object, wakes the
     waiter) in the embedding model.
@@ -96,43 +189,55 @@ def add_rcu(program: Program, invoke: Callable) -> None:
         nesting = r.nesting[:i] + (r.nesting[i] - 1,) + r.nesting[i + 1:]
         return s._replace(rcu=r._replace(nesting=nesting))
 
+    # rcu_core runs in softirq off the CPU's own tick and holds the rcu_node lock for a few
+    # instructions: charged no round, so that rounds keep measuring who waits for the modelled locks.
+    @program.step("rcu_report_qs_rdp", "kernel/rcu/tree.c:rcu_report_qs_rdp",
+                  "this CPU passed a quiescent state outside any read-side section (rcu_qs) and its "
+                  "rcu_core reports it: clear its bit in the rcu_node's qsmask", optional=True, cost=0)
+    def rcu_report_qs_rdp(s, i):
+        r = s.rcu
+        return s._replace(rcu=r._replace(qsmask=r.qsmask & ~(1 << i)))
+
+    @program.guard("rcu_report_qs_rdp")
+    def qs_to_report(s, i):
+        r = s.rcu
+        return bool(r.qsmask >> i & 1) and not r.nesting[i]
+
     @program.step("rcu_gp_init", "kernel/rcu/tree.c:rcu_gp_init",
-                  "start a grace period (rcu_seq_start) and ask every CPU for a quiescent state",
+                  "start a grace period (rcu_seq_start) and set every online CPU's bit in the rcu_node's qsmask",
                   daemon=True)
     def rcu_gp_init(s):
         r = s.rcu
-        return s._replace(rcu=r._replace(gp_seq=r.gp_seq + 1, qs_pending=(True,) * len(r.nesting),
+        return s._replace(rcu=r._replace(gp_seq=rcu_seq_start(r.gp_seq), qsmask=(1 << len(r.nesting)) - 1,
                                          ghost_holdouts=running_sections(r)))
 
     @program.guard("rcu_gp_init")
     def gp_needed(s):
         r = s.rcu
-        return bool(r.callbacks) and not r.gp_seq & RCU_SEQ_STATE_MASK and any(
-            cb.wait > r.gp_seq for cb in r.callbacks)
+        return bool(r.callbacks) and not gp_running(r) and any(
+            not rcu_seq_done(r.gp_seq, cb.wait) for cb in r.callbacks)
 
-    @program.step("rcu_qs", "kernel/rcu/tree.c:rcu_report_qs_rdp",
-                  "every CPU outside a read-side section passes a quiescent state and reports it",
-                  daemon=True)
-    def rcu_qs(s):
+    @program.step("rcu_gp_fqs", "kernel/rcu/tree.c:rcu_gp_fqs",
+                  "force quiescent states: report together every CPU still in qsmask that RCU finds idle "
+                  "(its thread finished or asleep), and clear their bits", daemon=True, idle=True)
+    def rcu_gp_fqs(s, idle):
         r = s.rcu
-        pending = tuple(p and n > 0 for p, n in zip(r.qs_pending, r.nesting))
-        return s._replace(rcu=r._replace(qs_pending=pending))
+        return s._replace(rcu=r._replace(qsmask=r.qsmask & ~idle_quiescent(r, idle)))
 
-    @program.guard("rcu_qs")
-    def qs_reportable(s):
-        r = s.rcu
-        return bool(r.gp_seq & RCU_SEQ_STATE_MASK) and any(p and not n for p, n in zip(r.qs_pending, r.nesting))
+    @program.guard("rcu_gp_fqs")
+    def idle_cpus_to_report(s, idle):
+        return bool(idle_quiescent(s.rcu, idle))
 
     @program.step("rcu_gp_cleanup", "kernel/rcu/tree.c:rcu_gp_cleanup",
-                  "every CPU has reported: end the grace period (rcu_seq_end)", daemon=True)
+                  "qsmask is empty, every CPU has reported: end the grace period (rcu_seq_end)", daemon=True)
     def rcu_gp_cleanup(s):
         r = s.rcu
-        return s._replace(rcu=r._replace(gp_seq=(r.gp_seq | RCU_SEQ_STATE_MASK) + 1, ghost_holdouts=()))
+        return s._replace(rcu=r._replace(gp_seq=rcu_seq_end(r.gp_seq), ghost_holdouts=()))
 
     @program.guard("rcu_gp_cleanup")
     def all_reported(s):
         r = s.rcu
-        return bool(r.gp_seq & RCU_SEQ_STATE_MASK) and not any(r.qs_pending)
+        return gp_running(r) and not r.qsmask
 
     run, guard = rcu_do_batch(rcu_seq_done, invoke)
     program.step("rcu_do_batch", "kernel/rcu/tree.c:rcu_do_batch",
@@ -161,13 +266,31 @@ def rcu_summary(s) -> dict[str, str]:
     """Step-table columns for RCU: gp_seq, who the grace period waits for, queued callbacks."""
     r = s.rcu
     names = [t.name for t in s.threads]
-    waiting = [names[c] for c, p in enumerate(r.qs_pending) if p]
-    gp = ("running, waits for " + ",".join(waiting) if waiting else "running") if r.gp_seq & RCU_SEQ_STATE_MASK else "idle"
+    waiting = [names[c] for c in awaited(r)]
+    gp = ("running, waits for " + ",".join(waiting) if waiting else "running") if gp_running(r) else "idle"
     return {
-        "gp_seq": str(r.gp_seq),
+        "gp_seq": str(gp_seq_long(r.gp_seq)),
         "grace period": gp,
         "in section": ",".join(n for n, k in zip(names, r.nesting) if k) or "-",
-        "callbacks": " ".join(f"{cb.func}({cb.obj})@{cb.wait}" for cb in r.callbacks) or "-",
+        "callbacks": " ".join(f"{cb.func}({cb.obj})@{gp_seq_long(cb.wait)}" for cb in r.callbacks) or "-",
+    }
+
+
+def rcu_expect_functions() -> dict:
+    """What a scenario's ``[[expect]]`` may ask about RCU, by thread (= CPU) name."""
+
+    def cpu(s, name):
+        for i, t in enumerate(s.threads):
+            if t.name == name:
+                return i
+        raise ExpectError(f"no thread {name!r}")
+
+    return {
+        "gp_seq": lambda s: gp_seq_long(s.rcu.gp_seq),  # as the tracepoints print it
+        "long": lambda s, value: gp_seq_long(value),  # (long) of any gp_seq value: long(rcu.callbacks[0].wait)
+        "gp_running": lambda s: gp_running(s.rcu),
+        "in_section": lambda s, name: s.rcu.nesting[cpu(s, name)] > 0,
+        "awaits": lambda s, name: bool(s.rcu.qsmask >> cpu(s, name) & 1),  # its bit is still in qsmask
     }
 
 
@@ -175,11 +298,11 @@ def rcu_invariants() -> list[Invariant]:
     def gp_waits(s, a, t):
         if s.rcu is t.rcu:
             return None
-        if s.rcu.gp_seq & RCU_SEQ_STATE_MASK and not t.rcu.gp_seq & RCU_SEQ_STATE_MASK:
+        if gp_running(s.rcu) and not gp_running(t.rcu):
             inside = still_inside(t.rcu, s.rcu.ghost_holdouts)
             if inside:
-                return (f"grace period {(s.rcu.gp_seq >> 2) + 1} ended while CPU {inside[0]} is still inside the "
-                        f"read-side section it entered before the grace period started")
+                return (f"the grace period at gp_seq {gp_seq_long(s.rcu.gp_seq)} ended while CPU {inside[0]} is "
+                        f"still inside the read-side section it entered before the grace period started")
         return None
 
     def callbacks_wait(s, a, t):
@@ -205,11 +328,7 @@ def rcu_invariants() -> list[Invariant]:
 
 def _gp_ends_on_first_report(s):
     r = s.rcu
-    return bool(r.gp_seq & RCU_SEQ_STATE_MASK) and not all(r.qs_pending)  # one report is enough
-
-
-def _started(gp_seq: int, wait: int) -> bool:
-    return gp_seq >= wait - RCU_SEQ_STATE_MASK  # the awaited grace period has begun, not ended
+    return gp_running(r) and r.qsmask != (1 << len(r.nesting)) - 1  # one report is enough
 
 
 def rcu_broken(invoke: Callable) -> dict:
@@ -227,7 +346,7 @@ def rcu_broken(invoke: Callable) -> dict:
             "rcu_do_batch invokes a callback as soon as the grace period it waits for has started, "
             "not when it has ended",
             broken=True,
-            replaces={"rcu_do_batch": rcu_do_batch(_started, invoke)},
+            replaces={"rcu_do_batch": rcu_do_batch(rcu_seq_started, invoke)},
         ),
     }
 
@@ -266,6 +385,10 @@ def _free(s, obj: int):
 
 add_rcu(program, _invoke)
 
+# The threads are rcutorture's (kernel/rcu/rcutorture.c): a reader loads rcu_torture_current and
+# uses the object (rcu_torture_one_read), a writer publishes a new object and frees the old one
+# after a grace period (rcu_torture_writer, by call_rcu or synchronously).
+
 
 @program.call("reader_section")
 def reader_section(s, i, arg):
@@ -279,8 +402,9 @@ def rcu_dereference(s, i, arg):
     return set_thread(s, i, s.threads[i]._replace(obj=s.gp))
 
 
-@program.step("reader_uses_object", "include/linux/rcupdate.h:rcu_dereference",
-              "read through the pointer: safe only while the object cannot have been freed")
+@program.step("reader_uses_object", "kernel/rcu/rcutorture.c:rcu_torture_one_read",
+              "use the object through the loaded pointer (rcutorture's reader checks p->rtort_mbtest "
+              "here): safe only while it cannot have been freed")
 def reader_uses_object(s, i, arg):
     return s
 
@@ -345,9 +469,9 @@ class RcuModel(ProgramModel):
     name = "rcu"
     title = "RCU grace periods and callbacks"
     program = program
-    daemons = {RCU_ACTOR: ("rcu_gp_init", "rcu_qs", "rcu_gp_cleanup", "rcu_do_batch")}
+    daemons = {RCU_ACTOR: RCU_GP_KTHREAD}
     default_variant = "v6.12"
-    variants = {"v6.12": Variant("v6.12", "non-preemptible RCU as in Linux 6.12 (tree RCU)"),
+    variants = {"v6.12": Variant("v6.12", "Linux 6.12 TREE_RCU with CONFIG_PREEMPT_RCU=n"),
                 **rcu_broken(_invoke)}
     scenario_schema = SCHEMA
 
@@ -365,9 +489,12 @@ class RcuModel(ProgramModel):
     def summary(self, s):
         return rcu_summary(s) | {"objects": " ".join(f"{k}:{st}" for k, st in enumerate(s.objects))}
 
+    def expect_functions(self):
+        return rcu_expect_functions()
+
     def answers(self, trace):
         final = trace.states[-1]
-        return {"grace_periods": final.rcu.gp_seq >> 2,
+        return {"grace_periods": grace_periods_ended(trace.states[0].rcu.gp_seq, final.rcu.gp_seq),
                 "objects_freed": sum(st == FREED for st in final.objects), **trace.stats}
 
     invariants = [

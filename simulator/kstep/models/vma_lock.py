@@ -11,38 +11,53 @@ numbers are equal, takes the VMA's rwsem with a trylock, and checks the numbers 
 rwsem with acquire ordering.  A VMA that munmap removed is freed with ``call_rcu``, so a fault that
 found it in the tree can still read its lock and ``detached`` flag safely.
 
-Simplifications, each deliberate: addresses are page numbers; a fault either finds an anon_vma
-or prepares one and then completes (no page tables); after a ``vma_lock_miss`` the retried walk
-looks up the faulting address (6.12 walks for the old VMA's start, a benign quirk); kernel-mode
-faults and the arch access checks are left out; RCU is the non-preemptible flavour of
-``models/rcu.py`` with thread i running on CPU i.
+Writers run mmap (always ``MAP_FIXED``), munmap, mprotect and fork as 6.12's mm/mmap.c, mm/vma.c,
+mm/mprotect.c and kernel/fork.c do: a partial unmap splits first (``__split_vma``), mmap gathers and
+detaches what it maps over in the same write epoch, mprotect walks every VMA of its range and tries
+``vma_merge_existing_range`` before it splits.  Which VMAs a writer write-locks and frees follows
+from 6.12's merge rules, so vm_flags (the protection and ``VM_ACCOUNT``) and the anon_vma each VMA
+points to are part of the state.
+
+Simplifications, each deliberate: addresses are page numbers; every VMA is private anonymous
+memory mapped at its own address, so ``vm_pgoff == vm_start`` and neighbours are always
+pgoff-contiguous; faults are write faults in ``do_anonymous_page`` (no page tables are modelled);
+no VMA has fork children, so an anon_vma chain is singular exactly when the VMA has an anon_vma;
+after a ``vma_lock_miss`` the retried walk looks up the faulting address (6.12 walks for the old
+VMA's start, a benign quirk); kernel-mode faults and the arch access checks are left out; RCU is
+the non-preemptible flavour of ``models/rcu.py`` with thread i running on CPU i.  A SIGSEGV ends
+the faulting thread; in Linux its default action ends the whole thread group (``do_group_exit``
+sends SIGKILL to the others), which the model leaves out so that the other threads still show
+what happens to the address space.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import HARM, Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
+from ..engine import HARM, Frame, Inline, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
 from ..engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from . import rwsem
-from .rcu import RCU_ACTOR, add_rcu, call_rcu, rcu_broken, rcu_init, rcu_invariants
+from .rcu import (RCU_ACTOR, RCU_GP_KTHREAD, add_rcu, call_rcu, rcu_broken, rcu_expect_functions, rcu_init,
+                  rcu_invariants)
 from .rwsem import NOBODY, READ, WRITE
 
 MM = -1  # the lock argument naming mm->mmap_lock (VMA locks are named by the VMA's id)
 VM_LOCK_SEQ_INIT = -1  # v6.12.0: int vm_lock_seq = -1 (6.12.88+: UINT_MAX)
 UINT_MAX = (1 << 32) - 1
 LIVE, RCU_PENDING, FREED = "live", "rcu-pending", "freed"
+NO_ANON_VMA = -1
 
 
 class Vma(NamedTuple):
     start: int  # vm_start (page number)
     end: int  # vm_end, exclusive
-    vm_lock_seq: int
+    vm_lock_seq: object  # an int; None without CONFIG_PER_VMA_LOCK, where the field does not exist
     detached: bool
     lock: rwsem.Rwsem  # vma->vm_lock->lock
-    prot: str  # what mprotect changes in vm_flags
-    anon_vma: bool  # has an anon_vma (a first fault without one must prepare it)
+    prot: str  # the access bits of vm_flags: "r" or "rw"
+    anon_vma: int  # which anon_vma it points to, or NO_ANON_VMA (a first fault must prepare one)
     status: str  # LIVE, RCU_PENDING (vm_area_free queued its callback) or FREED
+    account: bool = False  # VM_ACCOUNT in vm_flags (merges compare it with the protection)
 
 
 class Mm(NamedTuple):
@@ -59,6 +74,7 @@ class Thread(NamedTuple):
     vma: int = -1  # the local `vma` pointer
     vma_locked: bool = False  # vma_start_read() succeeded and vma_end_read() has not released it
     work: int = 1  # rounds handle_mm_fault's own work takes (timing only; see FAULT_WORK)
+    died: str = ""  # the signal that killed the thread ("SIGSEGV"), if one did
 
 
 class Counters(NamedTuple):
@@ -122,8 +138,54 @@ def is_write_locked(s, v):
     return s.mm.mmap_lock.owner != NOBODY and s.vmas[v].vm_lock_seq == s.mm.mm_lock_seq
 
 
+def vma_assert_write_locked(s, i, v):
+    """Thread i may change VMA v: it holds mmap_lock for write and has write-locked v.  Without
+    CONFIG_PER_VMA_LOCK (no vm_lock_seq) vma_assert_write_locked is mmap_assert_write_locked."""
+    return s.mm.mmap_lock.owner == i and s.vmas[v].vm_lock_seq in (None, s.mm.mm_lock_seq)
+
+
 def covers(vma, addr):
     return vma.start <= addr < vma.end
+
+
+def overlapping(s, start, end):
+    """The VMAs in the tree that intersect [start, end), in address order (for_each_vma_range)."""
+    return tuple(v for v in s.mm.tree if s.vmas[v].start < end and start < s.vmas[v].end)
+
+
+def outside(s, start, end):
+    """The tree without the VMAs lying inside [start, end): what a maple tree store or clear of that
+    range leaves.  A VMA only partly inside would keep a range the tree no longer maps to it."""
+    return tuple(v for v in s.mm.tree if not (start <= s.vmas[v].start and s.vmas[v].end <= end))
+
+
+def tree_store(s, v):
+    """vma_iter_store: the tree maps [vm_start, vm_end) to v, overwriting what it mapped there."""
+    vma = s.vmas[v]
+    kept = tuple(x for x in outside(s, vma.start, vma.end) if x != v)
+    return set_mm(s, tree=tuple(sorted(kept + (v,), key=lambda x: s.vmas[x].start)))
+
+
+def vma_prev(s, v):
+    """The VMA before v in the tree (adjacent or not), or -1."""
+    k = s.mm.tree.index(v)
+    return s.mm.tree[k - 1] if k else -1
+
+
+def vma_next(s, v):
+    """The VMA after v in the tree (adjacent or not), or -1."""
+    k = s.mm.tree.index(v)
+    return s.mm.tree[k + 1] if k + 1 < len(s.mm.tree) else -1
+
+
+def vm_flags(vma):
+    """The part of vm_flags the model keeps: what merges compare."""
+    return vma.prot, vma.account
+
+
+def accountable(prot):
+    """mm/mmap.c:accountable_mapping: a private writable mapping is charged, so it gets VM_ACCOUNT."""
+    return "w" in prot
 
 
 # --- the rw_semaphores (kernel/locking/rwsem.c) ---------------------------------------------------
@@ -341,46 +403,94 @@ def do_user_addr_fault(s, i, addr):
     return (Frame("lock_vma_under_rcu", addr),)
 
 
-def do_user_addr_fault_mmap_lock_only(s, i, addr):
-    """Before 6.4: every user fault takes mmap_lock for read."""
+def lock_vma_under_rcu_stub(s, i, addr):
+    """Without CONFIG_PER_VMA_LOCK lock_vma_under_rcu returns NULL, so do_user_addr_fault goes
+    straight to lock_mmap: every user fault takes mmap_lock for read."""
     return (Frame("lock_mm_and_find_vma", addr),)
 
 
+def anon_vma_present(s, i, mode):
+    return s.vmas[s.threads[i].vma].anon_vma != NO_ANON_VMA
+
+
 @program.step("handle_mm_fault", "mm/memory.c:handle_mm_fault",
-              "handle the fault in the VMA (under its read lock, or under mmap_lock)",
-              cost=lambda s, i, mode: s.threads[i].work)
+              "handle the fault: do_anonymous_page maps a zeroed page (the fault's own work) if the VMA "
+              "has an anon_vma; if not, vmf_anon_prepare must attach one first",
+              cost=lambda s, i, mode: s.threads[i].work if anon_vma_present(s, i, mode) else 1)
 def handle_mm_fault(s, i, mode):
-    t = s.threads[i]
+    if not anon_vma_present(s, i, mode):
+        return push(s, i, (Frame("vmf_anon_prepare", mode),))
+    return fault_handled(s, i, mode)
+
+
+def fault_handled(s, i, mode):
+    """The page is mapped: release what the fault held (do_user_addr_fault)."""
     if mode == "vma":
-        if not s.vmas[t.vma].anon_vma:
-            return push(s, i, (Frame("__vmf_anon_prepare"),))
-        return push(s, i, (Frame("vma_end_read", t.vma), Frame("vma_lock_success")))
-    s = set_local(set_vma(s, t.vma, anon_vma=True), i, vma=-1)
+        return push(s, i, (Frame("vma_end_read", s.threads[i].vma), Frame("vma_lock_success")))
+    s = set_local(s, i, vma=-1)
     return push(count(s, "mmap_lock_faults"), i, (Frame("mmap_read_unlock"),))
 
 
+@program.call("vmf_anon_prepare", "mm/internal.h:vmf_anon_prepare")
+def vmf_anon_prepare(s, i, mode):
+    """__vmf_anon_prepare; when it returns VM_FAULT_RETRY this wrapper drops the VMA lock (vma_end_read)."""
+    return (Frame("__vmf_anon_prepare", mode),)
+
+
 @program.step("__vmf_anon_prepare", "mm/memory.c:__vmf_anon_prepare",
-              "no anon_vma yet: it needs mmap_lock, but under a VMA lock only mmap_read_trylock is allowed")
-def vmf_anon_prepare(s, i, arg):
+              "no anon_vma: under a VMA lock only mmap_read_trylock is allowed, and if it fails return "
+              "VM_FAULT_RETRY (vmf_anon_prepare then drops the VMA lock)")
+def vmf_anon_prepare_trylock(s, i, mode):
     t = s.threads[i]
+    if anon_vma_present(s, i, mode):  # another fault attached one meanwhile
+        return push(s, i, (Frame("do_anonymous_page", mode),))
+    if mode == "mmap":
+        return push(s, i, (Frame("__anon_vma_prepare"), Frame("do_anonymous_page", mode)))
     sem = s.mm.mmap_lock
     if rwsem.read_trylock_ok(sem):
         s = set_mm(s, mmap_lock=rwsem.add_reader(sem, i))
-        return push(s, i, (Frame("__anon_vma_prepare"), Frame("mmap_read_unlock"),
-                           Frame("handle_mm_fault", "vma")))
+        return push(s, i, (Frame("__anon_vma_prepare"), Frame("mmap_read_unlock"), Frame("do_anonymous_page", mode)))
     return push(s, i, (Frame("vma_end_read", t.vma), Frame("vma_lock_retry", t.addr)))
 
 
-def vmf_anon_prepare_blocking(s, i, arg):
+def vmf_anon_prepare_blocking(s, i, mode):
     """Broken: sleeps for mmap_lock while holding the VMA's read lock (inverts the lock order)."""
-    s = push(s, i, (Frame("__anon_vma_prepare"), Frame("mmap_read_unlock"), Frame("handle_mm_fault", "vma")))
+    s = push(s, i, (Frame("__anon_vma_prepare"), Frame("mmap_read_unlock"), Frame("do_anonymous_page", mode)))
     return down_read(s, i, MM)
 
 
 @program.step("__anon_vma_prepare", "mm/rmap.c:__anon_vma_prepare",
-              "attach an anon_vma (the one VMA change allowed under a read lock: NULL to non-NULL)")
+              "attach an anon_vma, a neighbour's if find_mergeable_anon_vma finds one (the one VMA change "
+              "allowed under a read lock: NULL to non-NULL)")
 def anon_vma_prepare(s, i, arg):
-    return set_vma(s, s.threads[i].vma, anon_vma=True)
+    v = s.threads[i].vma
+    if s.vmas[v].anon_vma != NO_ANON_VMA:  # checked again under mm->page_table_lock
+        return s
+    return set_vma(s, v, anon_vma=find_mergeable_anon_vma(s, v))
+
+
+def find_mergeable_anon_vma(s, v):
+    """mm/vma.c:find_mergeable_anon_vma: reuse the next VMA's anon_vma, else the previous one's, if
+    reusable_anon_vma allows; else a new anon_vma (named after the VMA that first gets one)."""
+    nxt, prev = vma_next(s, v), vma_prev(s, v)
+    if nxt >= 0 and reusable_anon_vma(s.vmas[nxt], s.vmas[v], s.vmas[nxt]):
+        return s.vmas[nxt].anon_vma
+    if prev >= 0 and reusable_anon_vma(s.vmas[prev], s.vmas[prev], s.vmas[v]):
+        return s.vmas[prev].anon_vma
+    return v
+
+
+def reusable_anon_vma(old, a, b):
+    """mm/vma.c:reusable_anon_vma with anon_vma_compatible(a, b): a ends where b starts and their
+    vm_flags differ at most in the access bits; old has an anon_vma (its chain is then singular)."""
+    return a.end == b.start and a.account == b.account and old.anon_vma != NO_ANON_VMA
+
+
+@program.step("do_anonymous_page", "mm/memory.c:do_anonymous_page",
+              "the VMA has its anon_vma now: allocate a zeroed page and map it (the fault's own work)",
+              cost=lambda s, i, mode: s.threads[i].work)
+def do_anonymous_page(s, i, mode):
+    return fault_handled(s, i, mode)
 
 
 @program.step("vma_lock_success", "arch/x86/mm/fault.c:do_user_addr_fault",
@@ -414,8 +524,15 @@ def find_vma(s, i, addr):
     v = find(s, addr)
     s = set_local(s, i, addr=addr, vma=v)
     if v < 0:
-        return push(count(s, "sigsegv"), i, (Frame("mmap_read_unlock"),))
+        return push(s, i, (Frame("mmap_read_unlock"), Frame("bad_area_nosemaphore")))
     return push(s, i, (Frame("handle_mm_fault", "mmap"),))
+
+
+@program.step("bad_area_nosemaphore", "arch/x86/mm/fault.c:bad_area_nosemaphore",
+              "no VMA maps the address: force_sig_fault(SIGSEGV); with no handler its default action "
+              "kills the thread on its way back to user mode", cost=0)
+def bad_area_nosemaphore(s, i, arg):
+    return set_local(count(s, "sigsegv"), i, frames=(), died="SIGSEGV")
 
 
 # --- the writer side: vma_start_write() (include/linux/mm.h) ---------------------------------------
@@ -452,8 +569,8 @@ def vm_area_free(s, i, v):
     return call_rcu(set_vma(s, v, status=RCU_PENDING), "vm_area_free_rcu_cb", v)
 
 
+@program.step("__vm_area_free", "kernel/fork.c:__vm_area_free", "free the VMA (and its lock) at once")
 def vm_area_free_now(s, i, v):
-    """Broken: frees the VMA at once, although RCU readers may still hold a pointer to it."""
     return set_vma(s, v, status=FREED)
 
 
@@ -463,127 +580,304 @@ def free_vma_rcu_cb(s, cb):
 
 
 # --- the operations writer threads run ---------------------------------------------------------------
-# These are the system calls as a thread issues them; what they expand to is the kernel's code.
+# sys_* are the system calls as a thread issues them; what they expand to is the kernel's code.
+# Every decision below is taken with mmap_lock held for write, so no other thread can change the
+# tree, a VMA's range, vm_flags or anon_vma meanwhile (a fault sets anon_vma only holding mmap_lock
+# for read), and the VMAs a split creates get the next free ids in order.
 
 @program.call("sys_mmap")
 def sys_mmap(s, i, arg):
-    return (Frame("mmap_write_lock"), Frame("vm_area_alloc", arg), Frame("mmap_write_unlock"))
+    return (Frame("mmap_write_lock"), Frame("__mmap_region", arg), Frame("mmap_write_unlock"))
+
+
+@program.call("__mmap_region", "mm/mmap.c:__mmap_region")
+def mmap_region(s, i, arg):
+    """MAP_FIXED: gather and detach the VMAs mapped in [start, end) (vms_gather_munmap_vmas), in this
+    write epoch; expand a neighbour over the range or store a new VMA there; then free what was
+    gathered (vms_complete_munmap_vmas, mmap_lock stays write-held)."""
+    start, end, prot = arg
+    gone = overlapping(s, start, end)
+    gather = (Frame("vms_gather_munmap_vmas", (start, end)),) if gone else ()
+    return gather + (Frame("vma_merge_new_range", arg), Frame("vms_complete_munmap_vmas", (gone, False)))
+
+
+def mmap_region_without_unmap(s, i, arg):
+    """Broken: stores the new VMA over [start, end) without gathering what is mapped there."""
+    return (Frame("vma_merge_new_range", arg),)
+
+
+@program.call("vma_merge_new_range", "mm/vma.c:vma_merge_new_range")
+def vma_merge_new_range(s, i, arg):
+    """Expand the VMA before and/or after the new range over it when vm_flags match (vma_expand).
+    When neither can, __mmap_region goes on: vm_area_alloc, fill the VMA in, write-lock and store it."""
+    start, end, prot = arg
+    flags = (prot, accountable(prot))
+    prev = max((v for v in s.mm.tree if s.vmas[v].end <= start), default=-1, key=lambda v: s.vmas[v].end)
+    nxt = min((v for v in s.mm.tree if s.vmas[v].start >= end), default=-1, key=lambda v: s.vmas[v].start)
+    left = can_vma_merge_left(s, prev, start, flags, NO_ANON_VMA)
+    right = can_vma_merge_right(s, nxt, end, flags, NO_ANON_VMA, prev, left)
+    if left or right:
+        vma = prev if left else nxt
+        lo = s.vmas[prev].start if left else start
+        hi = s.vmas[nxt].end if right else end
+        return (Frame("vma_expand", (vma, lo, hi, nxt if left and right else -1)),)
+    v = len(s.vmas)
+    return (Frame("vm_area_alloc"), Frame("vma_set_range", (v, start, end, prot)),
+            Frame("vma_start_write", v), Frame("vma_iter_store", v))
+
+
+@program.call("vma_expand", "mm/vma.c:vma_expand")
+def vma_expand(s, i, arg):
+    """Write-lock the VMA (and the next one it swallows), then commit_merge grows it to [lo, hi)."""
+    vma, lo, hi, remove = arg
+    removed = (remove,) if remove >= 0 else ()
+    locks = tuple(Frame("vma_start_write", v) for v in (vma,) + removed)
+    anon = dup_anon_vma(s, vma, remove) if removed else ()
+    return locks + (Frame("commit_merge", (((vma, lo, hi),), vma, anon, removed)),)
 
 
 def vm_area_alloc_with(vm_lock_seq_init):
     """The vm_area_alloc step for a kernel whose fresh VMAs start at this vm_lock_seq."""
 
     def vm_area_alloc(s, i, arg):
-        start, end, prot = arg
-        v = len(s.vmas)
-        vma = Vma(start, end, vm_lock_seq_init, False, rwsem.FREE, prot, False, LIVE)
-        s = s._replace(vmas=s.vmas + (vma,))
-        return push(s, i, (Frame("vma_start_write", v), Frame("vma_iter_store", v)))
+        vma = Vma(0, 0, vm_lock_seq_init, False, rwsem.FREE, "", NO_ANON_VMA, LIVE)
+        return s._replace(vmas=s.vmas + (vma,))
 
     return vm_area_alloc
 
 
 program.step("vm_area_alloc", "kernel/fork.c:vm_area_alloc",
-             "allocate a VMA: attached (6.12 marks new VMAs attached), a fresh rwsem, vm_lock_seq unset")(
-    vm_area_alloc_with(VM_LOCK_SEQ_INIT))
+             "allocate a VMA and vma_init it: no range or flags yet, attached, a fresh rwsem and the "
+             "initial vm_lock_seq (vma_lock_alloc); nobody else can reach it")(vm_area_alloc_with(VM_LOCK_SEQ_INIT))
+
+
+@program.step("vma_set_range", "mm/internal.h:vma_set_range",
+              "__mmap_region fills in the new VMA: vma_set_range, vm_flags_init (VM_ACCOUNT if writable), "
+              "vma_set_anonymous", cost=0)
+def vma_set_range(s, i, arg):
+    v, start, end, prot = arg
+    return set_vma(s, v, start=start, end=end, prot=prot, account=accountable(prot))
 
 
 @program.step("vma_iter_store", "mm/vma.h:vma_iter_store",
-              "store the VMA in the maple tree: walkers see the old tree or the new one, never half")
+              "store the VMA in the maple tree over its range, overwriting what was there: walkers see "
+              "the old tree or the new one, never half")
 def vma_iter_store(s, i, v):
-    return set_mm(s, tree=tuple(sorted(s.mm.tree + (v,), key=lambda x: s.vmas[x].start)))
+    return tree_store(s, v)
+
+
+@program.call("vms_gather_munmap_vmas", "mm/vma.c:vms_gather_munmap_vmas")
+def vms_gather_munmap_vmas(s, i, arg):
+    """Split the first VMA at start and the last at end (__split_vma: the new VMA is the part
+    outside), then write-lock and detach each VMA in [start, end); they stay in the tree."""
+    start, end = arg
+    gone = overlapping(s, start, end)
+    frames = ()
+    if s.vmas[gone[0]].start < start:
+        frames += (Frame("vma_start_write", gone[0]), Frame("__split_vma", (gone[0], start, True)))
+    for v in gone:
+        if s.vmas[v].end > end:
+            frames += (Frame("vma_start_write", v), Frame("__split_vma", (v, end, False)))
+        frames += (Frame("vma_start_write", v), Frame("vma_mark_detached", v))
+    return frames
+
+
+@program.call("vms_complete_munmap_vmas", "mm/vma.c:vms_complete_munmap_vmas")
+def vms_complete_munmap_vmas(s, i, arg):
+    """munmap downgrades mmap_lock first (vms->unlock); then remove_vma frees each gathered VMA."""
+    gone, unlock = arg
+    frees = tuple(Frame("vm_area_free", v) for v in gone)
+    if unlock:
+        return (Frame("mmap_write_downgrade"),) + frees + (Frame("mmap_read_unlock"),)
+    return frees
 
 
 @program.call("sys_munmap")
 def sys_munmap(s, i, arg):
-    return (Frame("mmap_write_lock"), Frame("do_vmi_align_munmap", arg))
+    return (Frame("mmap_write_lock"), Frame("do_vmi_munmap", arg))
+
+
+@program.call("do_vmi_munmap", "mm/vma.c:do_vmi_munmap")
+def do_vmi_munmap(s, i, arg):
+    """Nothing mapped in the range: mmap_write_unlock and return."""
+    if not overlapping(s, *arg):
+        return (Frame("mmap_write_unlock"),)
+    return (Frame("do_vmi_align_munmap", arg),)
 
 
 @program.call("do_vmi_align_munmap", "mm/vma.c:do_vmi_align_munmap")
 def do_vmi_align_munmap(s, i, arg):
-    """Gather (write-lock and detach each VMA), clear the tree, then complete (downgrade, free)."""
-    start, end = arg
-    gone = tuple(v for v in s.mm.tree if s.vmas[v].start < end and start < s.vmas[v].end)
-    gather = ()
-    for v in gone:  # vms_gather_munmap_vmas
-        gather += (Frame("vma_start_write", v), Frame("vma_mark_detached", v))
-    complete = (Frame("mmap_write_downgrade"),) + tuple(Frame("vm_area_free", v) for v in gone)
-    return gather + (Frame("vma_iter_clear_gfp", gone),) + complete + (Frame("mmap_read_unlock"),)
+    """Gather (split, write-lock, detach), clear the range from the tree, then complete."""
+    gone = overlapping(s, *arg)
+    return (Frame("vms_gather_munmap_vmas", arg), Frame("vma_iter_clear_gfp", arg),
+            Frame("vms_complete_munmap_vmas", (gone, True)))
 
 
 @program.step("vma_iter_clear_gfp", "include/linux/mm.h:vma_iter_clear_gfp",
               "remove the unmapped range from the maple tree: new walks no longer find those VMAs")
-def vma_iter_clear_gfp(s, i, gone):
-    return set_mm(s, tree=tuple(v for v in s.mm.tree if v not in gone))
+def vma_iter_clear_gfp(s, i, arg):
+    return set_mm(s, tree=outside(s, *arg))
+
+
+@program.step("__split_vma", "mm/vma.c:__split_vma",
+              "vm_area_dup the write-locked VMA (the copy, unreachable, is write-locked too), shrink the "
+              "original to its side of addr and store the copy (vma_complete)")
+def split_vma(s, i, arg):
+    v, addr, new_below = arg
+    old = s.vmas[v]
+    new = old._replace(end=addr, lock=rwsem.FREE) if new_below else old._replace(start=addr, lock=rwsem.FREE)
+    s = set_vma(s._replace(vmas=s.vmas + (new,)), v, **({"start": addr} if new_below else {"end": addr}))
+    return tree_store(s, len(s.vmas) - 1)
 
 
 @program.call("sys_mprotect")
 def sys_mprotect(s, i, arg):
-    return (Frame("mmap_write_lock"), Frame("mprotect_fixup", arg), Frame("mmap_write_unlock"))
+    start, end, prot = arg
+    return (Frame("mmap_write_lock"), Frame("do_mprotect_pkey", (start, end, prot, None)),
+            Frame("mmap_write_unlock"))
+
+
+@program.call("do_mprotect_pkey", "mm/mprotect.c:do_mprotect_pkey")
+def do_mprotect_pkey(s, i, arg):
+    """One turn of its for_each_vma_range loop per expansion: mprotect_fixup the VMA at nstart, then
+    come back for the rest.  A hole ends the walk with -ENOMEM; what was changed stays changed."""
+    start, end, prot, last = arg  # last: where the previous turn's mprotect_fixup began (None: first turn)
+    if last is None:
+        nstart = start
+        v = next(iter(overlapping(s, start, end)), -1)  # vma_find
+        if v < 0 or s.vmas[v].start > start:
+            return ()  # -ENOMEM before anything changed
+        prev = v if s.vmas[v].start < start else vma_prev(s, v)
+    else:
+        prev = find(s, last)  # *pprev: the VMA mprotect_fixup left at that address (merged or not)
+        nstart = s.vmas[prev].end  # tmp = vma_iter_end(&vmi)
+        v = next(iter(overlapping(s, nstart, end)), -1)
+        if v < 0 or s.vmas[v].start != nstart:
+            return ()  # the range is done, or -ENOMEM at a hole
+    return (Frame("mprotect_fixup", (v, prev, nstart, min(s.vmas[v].end, end), prot)),
+            Frame("do_mprotect_pkey", (start, end, prot, nstart)))
+
+
+def mprotect_newflags(vma, prot):
+    """newflags after mprotect_fixup's VM_ACCOUNT rule: made writable, a private mapping is charged
+    if it was not; made read-only, it stays charged unless it has no anon_vma yet."""
+    if "w" in prot:
+        return prot, vma.account or "w" not in vma.prot
+    return prot, vma.account and vma.anon_vma != NO_ANON_VMA
 
 
 @program.call("mprotect_fixup", "mm/mprotect.c:mprotect_fixup")
 def mprotect_fixup(s, i, arg):
-    """Give [start, end) a new protection: split the VMA where the range starts or ends inside
-    it, then either merge it with neighbours that already have that protection
-    (vma_merge_existing_range) or change its flags."""
-    start, end, prot = arg
-    v = find(s, start)
-    if v < 0 or s.vmas[v].end < end:
-        return ()  # -ENOMEM: the range is not inside one VMA
-    vma = s.vmas[v]
-    if vma.start < start:
-        return (Frame("vma_start_write", v), Frame("__split_vma", (v, start)), Frame("mprotect_fixup", arg))
-    if end < vma.end:
-        return (Frame("vma_start_write", v), Frame("__split_vma", (v, end)), Frame("mprotect_fixup", arg))
-    prev = next((n for n in s.mm.tree if s.vmas[n].end == start and s.vmas[n].prot == prot), -1)
-    nxt = next((n for n in s.mm.tree if s.vmas[n].start == end and s.vmas[n].prot == prot), -1)
-    if prev < 0 and nxt < 0:
-        return (Frame("vma_start_write", v), Frame("vm_flags_reset", (v, prot)))
-    keep = prev if prev >= 0 else nxt
-    removed = (v, nxt) if prev >= 0 and nxt >= 0 else (v,)
-    lo = s.vmas[keep].start if prev >= 0 else start
-    hi = s.vmas[nxt].end if nxt >= 0 else end
-    frames = tuple(Frame("vma_start_write", x) for x in (keep,) + removed)
-    frames += (Frame("commit_merge", (keep, lo, hi, removed)),)
-    for x in removed:  # vma_complete() detaches and frees each removed VMA
-        frames += (Frame("vma_mark_detached", x), Frame("vm_area_free", x))
-    return frames
+    """newflags == oldflags (the protection is the same; VM_ACCOUNT is adjusted only after this
+    check): return at once.  Else vma_modify_flags (merge, or split off what lies outside the
+    range), then write-lock the resulting VMA and store its flags."""
+    v, prev, start, end, prot = arg
+    if prot == s.vmas[v].prot:
+        return ()
+    flags = mprotect_newflags(s.vmas[v], prot)
+    frames, vma = vma_modify(s, v, prev, start, end, flags)
+    return frames + (Frame("vma_start_write", vma), Frame("vm_flags_reset", (vma,) + flags))
 
 
 def mprotect_fixup_without_vma_lock(s, i, arg):
     """Broken (like the mempolicy and dup_anon_vma bugs Jann Horn found in 6.4): changes vm_flags of
     a whole VMA without write-locking it first, so faults under the VMA lock see it change."""
-    start, end, prot = arg
-    v = find(s, start)
-    if v >= 0 and (s.vmas[v].start, s.vmas[v].end) == (start, end):
-        return (Frame("vm_flags_reset", (v, prot)),)
+    v, prev, start, end, prot = arg
+    if (s.vmas[v].start, s.vmas[v].end) == (start, end) and prot != s.vmas[v].prot:
+        return (Frame("vm_flags_reset", (v,) + mprotect_newflags(s.vmas[v], prot)),)
     return mprotect_fixup(s, i, arg)
 
 
-@program.step("__split_vma", "mm/vma.c:__split_vma",
-              "split the write-locked VMA: a write-locked copy takes the upper part, the tree is updated")
-def split_vma(s, i, arg):
-    v, at = arg
-    new = len(s.vmas)
-    upper = s.vmas[v]._replace(start=at, vm_lock_seq=s.mm.mm_lock_seq, lock=rwsem.FREE)
-    s = set_vma(s._replace(vmas=s.vmas + (upper,)), v, end=at)
-    return vma_iter_store(s, i, new)
+def vma_modify(s, v, prev, start, end, flags):
+    """mm/vma.c:vma_modify: (frames, the VMA that ends up holding [start, end)).  First
+    vma_merge_existing_range; if no merge, split off the parts of the VMA outside the range."""
+    merged = vma_merge_existing_range(s, v, prev, start, end, flags)
+    if merged:
+        return merged
+    frames = ()
+    if s.vmas[v].start < start:
+        frames += (Frame("vma_start_write", v), Frame("__split_vma", (v, start, True)))
+    if s.vmas[v].end > end:
+        frames += (Frame("vma_start_write", v), Frame("__split_vma", (v, end, False)))
+    return frames, v
+
+
+def vma_merge_existing_range(s, v, prev, start, end, flags):
+    """mm/vma.c:vma_merge_existing_range: merge [start, end) of VMA v, about to get `flags`, into
+    the VMA before it and/or after it.  (frames, the merged VMA), or None when it cannot."""
+    vma = s.vmas[v]
+    left_side, right_side = start == vma.start, end == vma.end
+    if not left_side and not right_side:
+        return None
+    merge_left = left_side and can_vma_merge_left(s, prev, start, flags, vma.anon_vma)
+    nxt = vma_next(s, v) if right_side else -1
+    merge_right = right_side and can_vma_merge_right(s, nxt, end, flags, vma.anon_vma, prev, merge_left)
+    if not merge_left and not merge_right:
+        return None
+    locks = (v,) + ((prev,) if merge_left else ()) + ((nxt,) if merge_right else ())
+    frames = tuple(Frame("vma_start_write", x) for x in locks)
+    whole = left_side and right_side  # the merge deletes vma
+    if merge_left and merge_right:  # prev grows over vma and next, both deleted
+        res, src, ranges, removed = prev, nxt if s.vmas[nxt].anon_vma != NO_ANON_VMA else v, \
+            ((prev, s.vmas[prev].start, s.vmas[nxt].end),), (v, nxt)
+    elif merge_left:  # prev grows to end; vma is deleted or starts at end
+        res, src, removed = prev, v, (v,) if whole else ()
+        ranges = ((prev, s.vmas[prev].start, end),) + (() if whole else ((v, end, vma.end),))
+    else:  # next grows down to start; vma is deleted or ends at start
+        res, src, removed = nxt, v, (v,) if whole else ()
+        ranges = (() if whole else ((v, vma.start, start),)) + ((nxt, start, s.vmas[nxt].end),)
+    return frames + (Frame("commit_merge", (ranges, res, dup_anon_vma(s, res, src), removed)),), res
+
+
+def is_mergeable_anon_vma(s, anon_vma1, anon_vma2, v):
+    """mm/vma.c:is_mergeable_anon_vma; v (or -1) is the VMA whose anon_vma_chain must be singular,
+    which here is exactly when it has an anon_vma."""
+    if (anon_vma1 == NO_ANON_VMA or anon_vma2 == NO_ANON_VMA) and (v < 0 or s.vmas[v].anon_vma != NO_ANON_VMA):
+        return True
+    return anon_vma1 == anon_vma2
+
+
+def can_vma_merge_left(s, prev, start, flags, anon_vma):
+    """can_vma_merge_left and can_vma_merge_after: prev ends at start with the same flags and a
+    compatible anon_vma (vm_pgoff is always contiguous here)."""
+    return (prev >= 0 and s.vmas[prev].end == start and vm_flags(s.vmas[prev]) == flags
+            and is_mergeable_anon_vma(s, anon_vma, s.vmas[prev].anon_vma, prev))
+
+
+def can_vma_merge_right(s, nxt, end, flags, anon_vma, prev, merge_left):
+    """can_vma_merge_right and can_vma_merge_before; merging on both sides also needs prev's and
+    next's anon_vmas to be compatible with each other."""
+    if not (nxt >= 0 and s.vmas[nxt].start == end and vm_flags(s.vmas[nxt]) == flags
+            and is_mergeable_anon_vma(s, anon_vma, s.vmas[nxt].anon_vma, nxt)):
+        return False
+    return not merge_left or is_mergeable_anon_vma(s, s.vmas[prev].anon_vma, s.vmas[nxt].anon_vma, -1)
+
+
+def dup_anon_vma(s, dst, src):
+    """mm/vma.c:dup_anon_vma: the surviving VMA takes src's anon_vma if it has none: (dst, anon_vma) or ()."""
+    if s.vmas[src].anon_vma != NO_ANON_VMA and s.vmas[dst].anon_vma == NO_ANON_VMA:
+        return (dst, s.vmas[src].anon_vma)
+    return ()
 
 
 @program.step("commit_merge", "mm/vma.c:commit_merge",
-              "the surviving VMA grows over the merged range; the others leave the tree")
+              "the write-locked VMAs take their merged ranges and the grown one is stored over the range; "
+              "vma_complete then detaches and frees each VMA the merge removed")
 def commit_merge(s, i, arg):
-    keep, lo, hi, removed = arg
-    s = set_vma(s, keep, start=lo, end=hi)
-    return set_mm(s, tree=tuple(v for v in s.mm.tree if v not in removed))
+    ranges, stored, anon, removed = arg
+    for v, start, end in ranges:
+        s = set_vma(s, v, start=start, end=end)
+    if anon:
+        s = set_vma(s, anon[0], anon_vma=anon[1])
+    s = tree_store(s, stored)
+    return push(s, i, tuple(f for x in removed for f in (Frame("vma_mark_detached", x), Frame("vm_area_free", x))))
 
 
 @program.step("vm_flags_reset", "include/linux/mm.h:vm_flags_reset",
               "store the new protection in vm_flags (the VMA must be write-locked)")
 def vm_flags_reset(s, i, arg):
-    v, prot = arg
-    return set_vma(s, v, prot=prot)
+    v, prot, account = arg
+    return set_vma(s, v, prot=prot, account=account)
 
 
 @program.call("sys_fork")
@@ -618,21 +912,23 @@ add_rcu(program, free_vma_rcu_cb)
 
 # What each step dereferences: the thread's `vma` pointer, or the VMA named by its argument.
 _VIA_POINTER = {"vma_start_read", "down_read_trylock", "vma_start_read_recheck", "check_detached",
-                "check_range", "handle_mm_fault", "__vmf_anon_prepare", "__anon_vma_prepare"}
+                "check_range", "handle_mm_fault", "__vmf_anon_prepare", "__anon_vma_prepare",
+                "do_anonymous_page"}
 _VIA_ARG = {"up_read", "rwsem_wake", "down_write", "rwsem_down_write_slowpath", "up_write",
-            "vma_write_seq", "vma_mark_detached", "vm_area_free", "vma_iter_store", "copy_page_range"}
+            "vma_write_seq", "vma_mark_detached", "vm_area_free", "__vm_area_free", "vma_iter_store",
+            "copy_page_range"}
 # Writer steps that change or copy a VMA: the kernel asserts vma_assert_write_locked() there.
 _WRITES = {
     "vma_mark_detached": lambda arg: (arg,),
     "vma_iter_store": lambda arg: (arg,),
     "__split_vma": lambda arg: (arg[0],),
-    "commit_merge": lambda arg: (arg[0],) + tuple(arg[3]),
+    "commit_merge": lambda arg: tuple(v for v, _, _ in arg[0]) + arg[3],
     "vm_flags_reset": lambda arg: (arg[0],),
 }
 # The fields a read lock keeps stable.  anon_vma may go from NULL to set under a read lock; and
 # once a VMA is detached a reader may trust nothing but `detached` itself: vm_area_free's call_rcu
 # reuses vm_start/vm_end as the rcu_head, which is why check_detached comes before check_range.
-_FIELDS = ("start", "end", "vm_lock_seq", "detached", "prot")
+_FIELDS = ("start", "end", "vm_lock_seq", "detached", "prot", "account")
 
 
 def _head(s, a):
@@ -724,7 +1020,7 @@ def writer_holds_vma_write_lock(s, a, t):
     if a.label in _WRITES:
         i, arg = _head(s, a)
         for v in _WRITES[a.label](arg):
-            if not (s.mm.mmap_lock.owner == i and s.vmas[v].vm_lock_seq == s.mm.mm_lock_seq):
+            if not vma_assert_write_locked(s, i, v):
                 return f"{a} changes VMA {v} without holding its write lock (vma_assert_write_locked)"
     return None
 
@@ -735,6 +1031,15 @@ def fork_copies_unused_vma(s, a, t):
         users = [th.name for th in s.threads if th.vma_locked and th.vma == v]
         if users:
             return f"fork copies VMA {v} while {users[0]} handles a fault in it under its VMA lock"
+    return None
+
+
+def tree_non_overlapping(s):
+    tree = s.mm.tree
+    for a, b in zip(tree, tree[1:]):
+        if s.vmas[b].start < s.vmas[a].end:
+            return (f"VMAs {a} [{s.vmas[a].start}, {s.vmas[a].end}) and {b} [{s.vmas[b].start}, {s.vmas[b].end}) "
+                    f"overlap in the maple tree")
     return None
 
 
@@ -762,6 +1067,9 @@ INVARIANTS = [
     Invariant("fork-copies-unused-vma",
               "dup_mmap copies a VMA only while no fault holds it (a fault could change its page tables)",
               fork_copies_unused_vma, transition=True, kind=HARM),
+    Invariant("tree-non-overlapping",
+              "the VMAs in the maple tree never overlap: an address belongs to at most one of them",
+              tree_non_overlapping),
     *rcu_invariants(),
 ]
 
@@ -776,9 +1084,17 @@ VARIANTS = {
         "write-held; fresh VMAs start at vm_lock_seq = UINT_MAX",
         replaces={"mmap_write_lock": mmap_write_lock_seqcount, "vm_area_alloc": vm_area_alloc_with(UINT_MAX)},
         params={"vm_lock_seq_init": UINT_MAX}),
-    "mmap-lock-only": Variant(
-        "mmap-lock-only", "before Linux 6.4: every user page fault takes mmap_lock for read",
-        replaces={"do_user_addr_fault": do_user_addr_fault_mmap_lock_only}),
+    "no-per-vma-lock": Variant(
+        "no-per-vma-lock", "Linux 6.12 with CONFIG_PER_VMA_LOCK=n (the only way before 6.4): "
+        "lock_vma_under_rcu returns NULL, so every user fault takes mmap_lock for read "
+        "(lock_mm_and_find_vma); vma_start_write, vma_end_write_all and vma_mark_detached are empty, "
+        "VMAs have no vm_lock_seq and vm_area_free frees at once",
+        replaces={"lock_vma_under_rcu": lock_vma_under_rcu_stub, "vma_start_write": lambda s, i, v: (),
+                  "vma_end_write_all": Inline(lambda s, i, arg: ()),
+                  "vma_mark_detached": Inline(lambda s, i, v: ()),
+                  "vm_area_free": Inline(lambda s, i, v: (Frame("__vm_area_free", v),)),
+                  "vm_area_alloc": vm_area_alloc_with(None)},
+        params={"vm_lock_seq_init": None}),
     "no-recheck": Variant.bug(
         "no-recheck", "vma_start_read trusts its lockless check and skips the recheck under the rwsem",
         vma_start_read_recheck=recheck_skipped),
@@ -803,6 +1119,9 @@ VARIANTS = {
     "mprotect-without-vma-lock": Variant.bug(
         "mprotect-without-vma-lock", "mprotect changes a VMA's vm_flags without vma_start_write "
         "(the shape of the 6.4 mempolicy and dup_anon_vma bugs)", mprotect_fixup=mprotect_fixup_without_vma_lock),
+    "map-fixed-without-unmap": Variant.bug(
+        "map-fixed-without-unmap", "__mmap_region stores the new VMA without first gathering and "
+        "unmapping the VMAs mapped in its range", __mmap_region=mmap_region_without_unmap),
     "fork-without-vma-locks": Variant.bug(
         "fork-without-vma-locks", "dup_mmap copies the parent's VMAs without write-locking them "
         "(the memory corruption fixed by fb49c455323f)", dup_mmap=dup_mmap_without_vma_locks),
@@ -872,7 +1191,7 @@ SCHEMA = Table({
         "work": Key(Int(1, 1000, "fault: rounds each fault's own work takes under round-robin "
                               "(timing only; exploration ignores it)"), FAULT_WORK),
         "ops": Key(List(Table({
-            "op": Key(Str(OPS, doc="the system call")),
+            "op": Key(Str(OPS, doc="the system call; mmap is MAP_FIXED (it replaces what is mapped in the range)")),
             "start": Key(Int(0, PAGES - 1, "first page of the range"), 0),
             "end": Key(Int(0, PAGES, "end of the range (exclusive)"), 0),
             "prot": Key(Str(PROTS, doc="mmap/mprotect: the protection"), "rw"),
@@ -903,7 +1222,7 @@ class VmaLocksModel(ProgramModel):
     name = "vma-locks"
     title = "Per-VMA locks: page faults under RCU and one VMA's read lock"
     program = program
-    daemons = {RCU_ACTOR: ("rcu_gp_init", "rcu_qs", "rcu_gp_cleanup", "rcu_do_batch")}
+    daemons = {RCU_ACTOR: RCU_GP_KTHREAD}
     default_variant = "v6.12"
     variants = VARIANTS
     invariants = INVARIANTS
@@ -911,8 +1230,10 @@ class VmaLocksModel(ProgramModel):
 
     def initial(self, config):
         init = self.variant.params.get("vm_lock_seq_init", VM_LOCK_SEQ_INIT)
-        vmas = tuple(Vma(v["start"], v["end"], init, False, rwsem.FREE, v["prot"], v["anon_vma"], LIVE)
-                     for v in sorted(config["vmas"], key=lambda v: v["start"]))
+        # Each VMA was mmapped on its own, so each one with an anon_vma has its own (named after it).
+        vmas = tuple(Vma(v["start"], v["end"], init, False, rwsem.FREE, v["prot"],
+                         k if v["anon_vma"] else NO_ANON_VMA, LIVE, accountable(v["prot"]))
+                     for k, v in enumerate(sorted(config["vmas"], key=lambda v: v["start"])))
         threads = tuple(Thread(name, _program(t), t["kind"], work=t["work"])
                         for t in config["threads"] for name in thread_names(t))
         mm = Mm(rwsem.FREE, 0, tuple(range(len(vmas))))
@@ -923,14 +1244,23 @@ class VmaLocksModel(ProgramModel):
         out = {"mm_lock_seq": str(s.mm.mm_lock_seq), "mmap_lock": _sem_text(s.mm.mmap_lock, names)}
         for v in s.mm.tree:
             vma = s.vmas[v]
-            flags = "W" if is_write_locked(s, v) else ""
+            parts = [f"[{vma.start},{vma.end}) {vma.prot}"]
+            if vma.vm_lock_seq is not None:
+                parts.append(f"seq={vma.vm_lock_seq}" + (" W" if is_write_locked(s, v) else ""))
             held = _sem_text(vma.lock, names)
-            out[f"vma{v}"] = f"seq={vma.vm_lock_seq}{' ' + flags if flags else ''}{' ' + held if held != '-' else ''}"
+            out[f"vma{v}"] = " ".join(parts + ([held] if held != "-" else []))
+        dead = [f"{t.name} ({t.died})" for t in s.threads if t.died]
+        if dead:
+            out["killed"] = ", ".join(dead)
         return out
+
+    def expect_functions(self):
+        return rcu_expect_functions()
 
     def answers(self, trace):
         final = trace.states[-1]
-        return {**final.counters._asdict(), **trace.stats}
+        killed = ", ".join(f"{t.name} by {t.died}" for t in final.threads if t.died) or "none"
+        return {**final.counters._asdict(), "killed": killed, **trace.stats}
 
 
 def _sem_text(sem, names):

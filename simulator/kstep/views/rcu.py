@@ -12,7 +12,7 @@ import numpy as np
 from bokeh.models import AdaptiveTicker, Range1d
 from bokeh.plotting import figure
 
-from ..models.rcu import FREED, RCU_ACTOR, RCU_SEQ_STATE_MASK, rcu_seq_done
+from ..models.rcu import FREED, RCU_ACTOR, awaited, gp_running, gp_seq_long, grace_periods_ended, rcu_seq_done
 from . import style
 from .board import COLUMNS as BOX, Box, board_figure, columns, draw_boxes, in_a_row
 from .counters import counters_figure
@@ -37,22 +37,25 @@ MAX_SHOWN = 6  # boxes per row before the rest are summarised
 
 # --- RCU pieces shared with other views -------------------------------------------------------------
 
-def gp_running(gp_seq: int) -> bool:
-    return bool(gp_seq & RCU_SEQ_STATE_MASK)
+def qs_needed(rcu, cpu: int) -> bool:
+    """The running grace period still waits for this CPU: its bit in qsmask is set."""
+    return bool(rcu.qsmask >> cpu & 1)
 
 
-def gp_number(gp_seq: int) -> int:
-    """The grace period running (or the last one that ran): rcu_seq_ctr, counting from 1."""
-    return (gp_seq >> 2) + (1 if gp_running(gp_seq) else 0)
+def grace_periods_completed(states) -> list[int]:
+    """Grace periods that ended from the first state up to each state."""
+    first = states[0].rcu.gp_seq
+    return [grace_periods_ended(first, s.rcu.gp_seq) for s in states]
 
 
 def gp_box(rcu, names, x: float, y: float, w: float) -> Box:
-    if gp_running(rcu.gp_seq):
-        holdouts = [names[c] for c, p in enumerate(rcu.qs_pending) if p]
-        body = f"grace period {gp_number(rcu.gp_seq)} running\nwaiting for: {', '.join(holdouts) or 'nobody'}"
-        return Box(x, y, w, 0.8, GP_RUNNING[1], f"gp_seq {rcu.gp_seq}", body)
-    return Box(x, y, w, 0.8, style.LIGHT, f"gp_seq {rcu.gp_seq}",
-               f"idle\n{rcu.gp_seq >> 2} grace period{'s' if rcu.gp_seq >> 2 != 1 else ''} completed")
+    """gp_seq as the tracepoints print it ((long)gp_seq), and whom the grace period waits for."""
+    head = f"gp_seq {gp_seq_long(rcu.gp_seq)}"
+    if gp_running(rcu):
+        holdouts = [names[c] for c in awaited(rcu)]
+        body = f"grace period running\nqsmask waits for: {', '.join(holdouts) or 'nobody'}"
+        return Box(x, y, w, 0.8, GP_RUNNING[1], head, body)
+    return Box(x, y, w, 0.8, style.LIGHT, head, "idle: no grace period running")
 
 
 def callback_boxes(rcu, describe, *, y: float) -> list[Box]:
@@ -64,7 +67,7 @@ def callback_boxes(rcu, describe, *, y: float) -> list[Box]:
     for (x, _, w, h), cb in zip(slots, shown):
         ready = rcu_seq_done(rcu.gp_seq, cb.wait)
         fill = CB_READY[1] if ready else CB_WAITING[1]
-        when = f"GP {cb.wait >> 2} ended" if ready else f"waits for GP {cb.wait >> 2}\n(gp_seq ≥ {cb.wait})"
+        when = f"gp_seq reached {gp_seq_long(cb.wait)}" if ready else f"waits for gp_seq\n≥ {gp_seq_long(cb.wait)}"
         out.append(Box(x, y, w, h, fill, describe(cb), when))
     if len(cbs) > len(shown):
         x, _, w, h = slots[len(shown)]
@@ -76,19 +79,20 @@ def callback_boxes(rcu, describe, *, y: float) -> list[Box]:
 
 
 def qs_reports(states) -> list[tuple[int, int]]:
-    """(frame, cpu) for every quiescent state reported: qs_pending goes from True to False."""
+    """(frame, cpu) for every quiescent state reported: the CPU's bit in qsmask is cleared."""
     out = []
     for k in range(1, len(states)):
-        before, after = states[k - 1].rcu.qs_pending, states[k].rcu.qs_pending
-        out += [(k, c) for c, (b, a) in enumerate(zip(before, after)) if b and not a]
+        cleared = states[k - 1].rcu.qsmask & ~states[k].rcu.qsmask
+        out += [(k, c) for c in range(len(states[k].rcu.nesting)) if cleared >> c & 1]
     return out
 
 
 def gp_lane(p: figure, player: Player, lane: int) -> None:
-    """Grace periods as bars in ``lane``, numbered."""
+    """Grace periods as bars in ``lane``, numbered from 1 in this run."""
     states = player.trace.states
-    interval_lane(p, player, "gp", [gp_running(s.rcu.gp_seq) for s in states], GP_RUNNING[1], lane,
-                  "gp-numbers", lambda k: f"GP {gp_number(states[k].rcu.gp_seq)}", style.INK)
+    done = grace_periods_completed(states)
+    interval_lane(p, player, "gp", [gp_running(s.rcu) for s in states], GP_RUNNING[1], lane,
+                  "gp-numbers", lambda k: f"GP {done[k] + 1}", style.INK)
 
 
 def qs_marks(p: figure, player: Player, lane_of_cpu) -> None:
@@ -146,7 +150,7 @@ def thread_boxes(s) -> list[Box]:
             held.append(f"obj {t.obj}")
         if held:
             facts.append(" · ".join(held))
-        pending = s.rcu.qs_pending[i]
+        pending = qs_needed(s.rcu, i)
         out.append(Box(x, y, w, h, PHASES[phase(s, i)][1], f"{names[i]} · CPU {i}", "\n".join(facts),
                        line=QS_PENDING[1] if pending else style.INK, width=5 if pending else 1))
     return out
@@ -196,7 +200,7 @@ def object_boxes(s) -> list[Box]:
 def thread_key(s):
     """What thread_boxes reads: each thread's next step, not its whole (possibly long) program."""
     return (tuple((t.frames[0].label if t.frames else None, t.obj, t.woken) for t in s.threads),
-            s.rcu.nesting, s.rcu.qs_pending)
+            s.rcu.nesting, s.rcu.qsmask)
 
 
 def freed_so_far(states) -> list[int]:
@@ -224,7 +228,7 @@ def rcu_view(trace, model):
     board = board_figure("state", "state after this step", [(3, "CPUs"), (2, "grace period"), (1, "callbacks"),
                                                              (0, "objects")], height=470, y_range=(-0.55, 3.5))
     draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s)), key=thread_key))
-    draw_boxes(board, player.frame_source("gp", BOX, rcu_boxes, key=lambda s: (s.rcu.gp_seq, s.rcu.qs_pending)))
+    draw_boxes(board, player.frame_source("gp", BOX, rcu_boxes, key=lambda s: (s.rcu.gp_seq, s.rcu.qsmask)))
     draw_boxes(board, player.frame_source("callbacks", BOX,
                                           lambda s: columns(callback_boxes(s.rcu, describe, y=1)),
                                           key=lambda s: (s.rcu.gp_seq, s.rcu.callbacks)))
@@ -240,7 +244,7 @@ def rcu_view(trace, model):
     pending = callbacks_figure(player, timeline.x_range)
 
     counts = np.column_stack([
-        [s.rcu.gp_seq >> 2 for s in trace.states],
+        grace_periods_completed(trace.states),
         [len(s.rcu.callbacks) for s in trace.states],
         invoked_so_far(trace),
         freed_so_far(trace.states),

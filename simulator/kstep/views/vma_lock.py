@@ -18,7 +18,7 @@ from .board import COLUMNS as BOX, LEFT, Box, board_figure, columns, draw_boxes,
 from .counters import counters_figure
 from .player import Player
 from .rcu import (CB_READY, CB_WAITING, GP_RUNNING, QS_PENDING, callback_boxes, callbacks_figure, gp_box,
-                  gp_lane, qs_marks)
+                  gp_lane, grace_periods_completed, qs_marks, qs_needed)
 from .registry import register
 from .timeline import actor_marks, interval_lane, lanes_figure, phase_bars
 
@@ -31,9 +31,10 @@ PHASES = (
     ("holds mmap_lock for read", style.BLUE),
     ("writer epoch: holds mmap_lock for write", style.PURPLE),
     ("writer waits for a VMA's readers", style.SIENNA),
+    ("killed by a signal (SIGSEGV)", style.DARK),
     style.DONE,
 )
-RUNNING, LOOKUP, VMA_READ, WAIT_MM, MM_READ, EPOCH, WAIT_VMA, DONE = range(len(PHASES))
+RUNNING, LOOKUP, VMA_READ, WAIT_MM, MM_READ, EPOCH, WAIT_VMA, KILLED, DONE = range(len(PHASES))
 
 VMA_IDLE = ("attached, unlocked", style.LIGHT)
 VMA_READ_LOCKED = ("read-locked by faults", style.GREEN)
@@ -55,7 +56,7 @@ MAX_OFF_TREE = 6  # VMAs shown in the "removed from the tree" row
 def phase(s, i: int) -> int:
     t = s.threads[i]
     if not t.frames:
-        return DONE
+        return KILLED if t.died else DONE
     if rwsem.waiting(s.mm.mmap_lock, i):
         return WAIT_MM
     if t.frames[0].label == "rwsem_down_write_slowpath" and t.frames[0].arg != MM:
@@ -99,7 +100,8 @@ def vma_fill(s, v: int) -> str:
 
 def vma_box(s, v: int, names, x: float, y: float, w: float, h: float) -> Box:
     vma = s.vmas[v]
-    lines = [f"vm_lock_seq {vma.vm_lock_seq} · {vma.prot}"]
+    seq = "no per-VMA lock" if vma.vm_lock_seq is None else f"vm_lock_seq {vma.vm_lock_seq}"
+    lines = [f"{seq} · {vma.prot}"]
     gone = (["detached"] if vma.detached else []) + ([vma.status] if vma.status != LIVE else [])
     if gone:
         lines.append(" · ".join(gone))
@@ -109,7 +111,8 @@ def vma_box(s, v: int, names, x: float, y: float, w: float, h: float) -> Box:
     # Only a missing mm_lock_seq bump leaves the numbers equal outside a write epoch: vma_start_read
     # still backs off, so the VMA stays locked to faults although no writer holds mmap_lock.
     stale = vma.vm_lock_seq == s.mm.mm_lock_seq and not is_write_locked(s, v)
-    return Box(x, y, w, h, vma_fill(s, v), f"VMA {v}  [{vma.start}, {vma.end})", "\n".join(lines),
+    where = f"[{vma.start}, {vma.end})" if vma.start < vma.end else "new: no range yet"  # vm_area_alloc'd
+    return Box(x, y, w, h, vma_fill(s, v), f"VMA {v}  {where}", "\n".join(lines),
                line=VMA_STALE[1] if stale else style.INK, width=5 if stale else 1)
 
 
@@ -161,12 +164,12 @@ def thread_boxes(s, names) -> list[Box]:
     out = []
     for i, (x, y, w, h) in enumerate(in_a_row(len(s.threads), y=4, max_w=2.4)):
         t = s.threads[i]
-        lines = [f"next: {t.frames[0].label}" if t.frames else "done"]
+        lines = [f"next: {t.frames[0].label}" if t.frames else f"killed by {t.died}" if t.died else "done"]
         if t.kind == "fault" and t.addr >= 0:
             lines.append(f"fault at {t.addr}" + (f" · vma {t.vma}" if t.vma >= 0 else ""))
         elif t.kind == "writer":
             lines.append("writer")
-        pending = s.rcu.qs_pending[i]
+        pending = qs_needed(s.rcu, i)
         out.append(Box(x, y, w, h, PHASES[phase(s, i)][1], f"{names[i]} · CPU {i}", "\n".join(lines),
                        line=QS_PENDING[1] if pending else style.INK, width=5 if pending else 1))
     return out
@@ -174,8 +177,8 @@ def thread_boxes(s, names) -> list[Box]:
 
 def thread_key(s):
     """What thread_boxes reads: each thread's next step and locks, not its whole program."""
-    heads = tuple((t.frames[0] if t.frames else None, t.addr, t.vma, t.vma_locked) for t in s.threads)
-    return heads, s.rcu.nesting, s.rcu.qs_pending, s.mm.mmap_lock
+    heads = tuple((t.frames[0] if t.frames else None, t.addr, t.vma, t.vma_locked, t.died) for t in s.threads)
+    return heads, s.rcu.nesting, s.rcu.qsmask, s.mm.mmap_lock
 
 
 def mm_box(s, names) -> Box:
@@ -200,7 +203,7 @@ def vma_lock_view(trace, model):
     draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s, names)), key=thread_key))
     draw_boxes(board, player.frame_source(
         "mm", BOX, lambda s: columns([mm_box(s, names), gp_box(s.rcu, names, 6.75, 3, 3.0)]),
-        key=lambda s: (s.mm.mmap_lock, s.mm.mm_lock_seq, s.rcu.gp_seq, s.rcu.qs_pending)))
+        key=lambda s: (s.mm.mmap_lock, s.mm.mm_lock_seq, s.rcu.gp_seq, s.rcu.qsmask)))
     draw_boxes(board, player.frame_source("tree", BOX, lambda s: columns(tree_boxes(s, names)),
                                           key=lambda s: (s.mm, s.vmas)), body_size="10pt")
     draw_boxes(board, player.frame_source("off-tree", BOX, lambda s: columns(off_tree_boxes(s, names)),
@@ -228,7 +231,8 @@ def vma_lock_view(trace, model):
     actor_marks(timeline, player, list(range(nthreads)) + [nthreads + 1])
     pending = callbacks_figure(player, timeline.x_range)
 
-    counts = np.array([[getattr(s.counters, c) for c in COUNTERS] + [s.rcu.gp_seq >> 2] for s in trace.states])
+    counts = np.array([[getattr(s.counters, c) for c in COUNTERS] + [gp] for s, gp in
+                       zip(trace.states, grace_periods_completed(trace.states))])
     counters = counters_figure(player, "counters", "counters so far (the VMA_LOCK_* events of /proc/vmstat)",
                                list(COUNTERS) + ["grace periods completed"], counts,
                                list(COUNTER_COLORS) + [GP_RUNNING[1]])

@@ -31,13 +31,17 @@ def run(argv, **kw):
     return subprocess.run([*KSTEP, *map(str, argv)], timeout=120, **kw)
 
 
-def qspinlock_log(path, steps=None, seed=1, cpus=3, acquisitions=4):
-    """A log the model writes itself: every line legal.  ``steps`` keeps that many step lines."""
+def model_log(seed=1, cpus=3, acquisitions=4):
+    """The lines of a log the model writes itself, header first: every line legal."""
     m = make_model("qspinlock")
     config = {"pending_bits": 8, "steal_spins": 32, "head_spins": 256,
               "cpus": [{"locks": ["A"], "repeat": acquisitions, "irq": []} for _ in range(cpus)]}
     trace = simulate(m, m.initial(config), Random(seed), max_steps=1_000_000)
-    lines = [header_line("v6.12", cpus, acquisitions, 8)] + log_lines(m, trace)[:steps]
+    return [header_line("v6.12", cpus, acquisitions, 8)] + log_lines(m, trace)
+
+
+def qspinlock_log(path, seed=1, cpus=3, acquisitions=4):
+    lines = model_log(seed, cpus, acquisitions)
     path.write_text("\n".join(lines) + "\n")
     return lines
 

@@ -35,9 +35,10 @@ from hypothesis import strategies as st
 import jsonschema  # noqa: F401  (imported once here, not in every child: show validates with it)
 
 from kstep import cli, views  # noqa: F401  (views: Bokeh, likewise, for --html)
-from kstep.engine import Random, scenario as scenarios, scheduler_for, simulate
-from kstep.lab.check import header_line, log_lines
+from kstep.engine import scenario as scenarios, scheduler_for, simulate
 from kstep.models import MODELS, make_model
+from test_cli_inputs import model_log
+from test_fuzz_cli import to_toml
 
 pytestmark = pytest.mark.slow
 
@@ -165,11 +166,7 @@ SCENARIO_INTS = [(m, n, p) for (m, n), doc in DOCS.items() for p, _ in int_paths
 
 
 def qspinlock_log(seed=1):
-    m = make_model("qspinlock")
-    config = {"pending_bits": 8, "steal_spins": 32, "head_spins": 256,
-              "cpus": [{"locks": ["A"], "repeat": 3, "irq": []} for _ in range(3)]}
-    trace = simulate(m, m.initial(config), Random(seed))
-    return "\n".join([header_line("v6.12", 3, 3, 8)] + log_lines(m, trace)) + "\n"
+    return "\n".join(model_log(seed, cpus=3, acquisitions=3)) + "\n"
 
 
 TRACES = ["random.json", "scripted.json", "round-robin.json", "harm.json", "assertion.json"]
@@ -232,7 +229,7 @@ def huge_integer_attacks(draw, template):
         for p in path[:-1]:
             node = node[p]
         node[path[-1]] = "@HUGE@"
-        text = "".join(f"{json.dumps(k)} = {toml_value(v)}\n" for k, v in doc.items()).replace('"@HUGE@"', literal)
+        text = to_toml(doc).replace('"@HUGE@"', literal)
         return ["run", mech, "--scenario", "huge.toml"], {"huge.toml": text.encode()}
     if where == "set-index":
         return ["run", "rcu", "--scenario", "grace-period-basics", "--set", f"threads.{n}.sections=1"], {}
@@ -256,18 +253,6 @@ def huge_integer_attacks(draw, template):
     else:
         lines[k] = n + lines[k][lines[k].index(" "):]
     return ["check", "qspinlock", "huge.log"], {"huge.log": "".join(lines).encode()}
-
-
-def toml_value(v):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(x)}" for k, x in v.items()) + "}"
 
 
 @FUZZ

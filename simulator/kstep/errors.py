@@ -2,7 +2,7 @@
 
 Anything raised as UserError is the user's input being wrong (a scenario file, a CLI value,
 a trace or a submission); the CLI turns it into one line on stderr and exit status 2.  Every
-other exception is a bug in kstep and must fail loudly.
+other exception is a bug in kstep and must fail loudly (the CLI: its traceback and exit status 70).
 """
 
 

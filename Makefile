@@ -3,26 +3,28 @@ PYTHON ?= python3
 VENV := .venv
 # pip reinstalls only when pyproject.toml is newer than this stamp, so repeated runs start at once.
 INSTALLED := $(VENV)/.kstep-installed
-EXTRAS := notebook,test,bench
+EXTRAS := notebook,test,bench,docs
 PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages course test test-fast test-browser-stress notebook lab bench verdicts clean distclean
+.PHONY: help setup system-packages course test test-fast test-browser-stress test-grade-batch notebook lab bench verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
-	@echo "  course           install what is needed, build the course into build/course and print the page to open"
+	@echo "  course           install what is needed, build the course site into build/course and print the page to open"
 	@echo "  test             install what is needed, run every test (slow, qemu and browser ones included)"
 	@echo "  test-fast        like test, without the slow, qemu and browser tests"
 	@echo "  test-browser-stress  the browser tests 20 times under 2 busy loops per CPU (not part of test)"
+	@echo "  test-grade-batch grade 100 submissions with hostile ones mixed in, and a Gradescope zip in an"
+	@echo "                   emulated /autograder (several minutes; make test leaves these out)"
 	@echo "  notebook         start JupyterLab on notebooks/"
 	@echo "  lab              build the kernel lab's C ports for x86_64, arm64 and ppc64le (kernel-lab/build/)"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot)"
 	@echo "  verdicts         explore every bundled scenario x variant into simulator/kstep/verdicts.json"
 	@echo "  setup            Debian packages (scripts/setup-system) and the $(VENV) virtual environment"
 	@echo "  system-packages  only the Debian packages"
-	@echo "  clean            remove build/, bench/results/ and kernel-lab/build/"
+	@echo "  clean            remove build/, bench/results/, docs/animations/ (generated) and kernel-lab/build/"
 	@echo "  distclean        clean, and remove $(VENV)"
 
 setup: system-packages $(INSTALLED)
@@ -41,15 +43,21 @@ $(INSTALLED): pyproject.toml | $(VENV)/bin/python
 	@touch $@
 
 # build/ is make's own output folder; the course builder never creates a missing parent itself.
+# The site goes to build/course, its caches (doctrees, executed notebooks) to build/course-cache.
 course: setup
 	@mkdir -p build
-	$(VENV)/bin/python -m kstep.views.course --out build/course
+	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course
 
+# Grading at class scale (a batch of 100, a Gradescope zip installed from scratch) takes minutes:
+# it has a target of its own.
 test: setup
-	$(PYTEST)
+	$(PYTEST) -m "not batch"
 
 test-fast: setup
-	$(PYTEST) -m "not slow and not qemu and not browser"
+	$(PYTEST) -m "not slow and not qemu and not browser and not batch"
+
+test-grade-batch: setup
+	$(PYTEST) -m batch
 
 # Flaky browser tests show up under load: 20 runs with two busy loops per CPU, pass only if all pass.
 test-browser-stress: setup
@@ -70,7 +78,7 @@ verdicts: setup
 	$(VENV)/bin/python scripts/verdicts
 
 clean:
-	rm -rf build bench/results
+	rm -rf build bench/results docs/animations
 	$(MAKE) -C kernel-lab clean
 
 distclean: clean

@@ -271,6 +271,15 @@ static __always_inline u32  __pv_wait_head_or_lock(struct qspinlock *lock,
 #define pv_kick_node		__pv_kick_node
 #define pv_wait_head_or_lock	__pv_wait_head_or_lock
 
+#ifdef LAB_HEAD_CLAIM
+/*
+ * Lab exercise qspin-head-claim (exercises/qspin-head-claim): the queue head's claim of the lock
+ * and its hand-off of the MCS queue come from the file LAB_HEAD_CLAIM names, a function
+ * head_claim(lock, node, next, tail, val) that may use everything defined above.
+ */
+#include LAB_HEAD_CLAIM
+#endif
+
 /**
  * queued_spin_lock_slowpath - acquire the queued spinlock
  * @lock: Pointer to queued spinlock structure
@@ -558,7 +567,10 @@ locked:
 	 *       above wait condition, therefore any concurrent setting of
 	 *       PENDING will make the uncontended transition fail.
 	 */
-#if defined(LAB_VARIANT_BEFORE_SET_LOCKED)
+#if defined(LAB_HEAD_CLAIM)
+	head_claim(lock, node, next, tail, val);
+	goto release;
+#elif defined(LAB_VARIANT_BEFORE_SET_LOCKED)
 	/*
 	 * Before "qspinlock: Use a simple write to grab the lock, if applicable"
 	 * (patch 07/11 of the June 2014 series, merged in v4.2) the head always

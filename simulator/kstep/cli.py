@@ -5,6 +5,8 @@
     kstep explore MECH --scenario S [--max-states N] [--json F] [--html F]
     kstep show TRACE.json [--html F]
     kstep check MECH LOG
+    kstep grade EXERCISE SUBMISSION [--student ID] [--config COURSE.toml] [--out DIR] | --batch DIR
+    kstep release --config COURSE.toml --roster CSV --out DIR
 
 ``run`` prints a problem: the step table with ``?`` where the student must work out the state;
 ``-c`` computes the answers.  ``explore`` checks every interleaving and gives a verdict.  ``show``
@@ -34,15 +36,16 @@ import signal
 import sys
 import textwrap
 import traceback
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from . import __version__
 from .engine import Random, RoundRobin, Scripted, explore, simulate
-from .engine import expect
+from .engine import expect, questions
 from .engine import scenario as scenarios
 from .engine import trace as traces
 from .errors import UserError
-from .files import STDIN, check_output, same_file
+from .files import SMALL_CAP, STDIN, check_output, read_text, same_file
 from .models import MODELS, make_model, model_class
 
 OK, VIOLATION, BAD_INPUT, BOUNDED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
@@ -65,6 +68,7 @@ RUN_MAX_STEPS = 100_000  # a run that neither finishes nor deadlocks stops here 
 MAX_STEPS = 1_000_000  # the most --steps allows: a trace of a million steps is already gigabytes
 EXPLORE_MAX_STATES = 1_000_000
 MAX_STATES = 100_000_000  # the most --max-states allows
+MAX_JOBS = 64  # sandboxed graders at once: far more than the cores of any machine that grades
 WIDTH = 96  # where descriptions wrap
 
 # Characters that would break a one-line message or a table row: C0/C1 controls, the Unicode line
@@ -114,9 +118,10 @@ def say(line: str) -> None:
 
 
 def utf8_stdio() -> None:
-    """kstep writes UTF-8 whatever the locale says (an ASCII locale cannot encode its tables)."""
+    """kstep writes UTF-8 whatever the locale says (an ASCII locale cannot encode its tables), and a
+    file name that is not UTF-8 as escapes (lone surrogates cannot be encoded at all)."""
     for stream in (sys.stdout, sys.stderr):
-        if getattr(stream, "encoding", "utf-8").lower().replace("-", "") != "utf8" and hasattr(stream, "reconfigure"):
+        if hasattr(stream, "reconfigure"):
             stream.reconfigure(encoding="utf-8", errors="backslashreplace")
 
 
@@ -197,7 +202,41 @@ def build_parser() -> Parser:
                                                "'<ticket> <cpu> <label> <before> <after>' line per step)")
     p.set_defaults(run=cmd_check)
 
-    top.set_defaults(run=lambda args: top.error("choose a command: list, run, explore, show or check"))
+    p = sub.add_parser("grade", help="grade a submission (or --batch many) in the sandbox", allow_abbrev=False,
+                       description="Grade SUBMISSION (a folder, zip or file) for EXERCISE: public tests and the "
+                                   "submission's code in a sandbox, hidden tests outside it.  Writes results.json "
+                                   "(Gradescope), junit.xml and summary.txt to --out.  Exit 0: graded (whatever "
+                                   "the score); 2: bad input, a changed release, or no working sandbox.")
+    p.add_argument("exercise", nargs="?", metavar="EXERCISE", help="an exercise id or the path of its folder")
+    p.add_argument("submission", nargs="?", metavar="SUBMISSION")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--student", metavar="ID", help="grade the variant of this student (needs --config)")
+    who.add_argument("--metadata", metavar="FILE", help="Gradescope's submission_metadata.json names the student")
+    p.add_argument("--batch", metavar="DIR", help="grade every student's entry of DIR (named by student id)")
+    p.add_argument("--config", metavar="COURSE.toml", help="the course configuration (secret, exercises)")
+    p.add_argument("--exercises", metavar="DIR", help="the folder of exercises (default: the config's, else ./exercises)")
+    p.add_argument("--manifest", metavar="FILE", help="a release's manifest.json: refuse to grade if anything changed")
+    p.add_argument("--out", metavar="DIR", help="where results go (an existing folder)")
+    p.add_argument("--jobs", type=bounded(MAX_JOBS), default=1, metavar="N",
+                   help=f"--batch: grade N submissions at a time (1..{MAX_JOBS})")
+    p.add_argument("--sandbox", choices=sandbox_modes(), default="bwrap",
+                   help="bwrap (default) or the weaker user mode (docs/instructor/gradescope.md)")
+    p.add_argument("--kernel-lab", metavar="DIR", help="the kernel lab to build C submissions against "
+                                                       "(default: kernel-lab beside the exercises)")
+    p.add_argument("--check-sandbox", action="store_true", help="only check that the sandbox works here")
+    p.set_defaults(run=cmd_grade)
+
+    p = sub.add_parser("release", help="per-student bundles and Gradescope autograder zips", allow_abbrev=False,
+                       description="Write one bundle per student of the roster (their variant, the starter, the "
+                                   "public tests; no solution, no hidden test) and one Gradescope autograder zip "
+                                   "per exercise, pinned by a manifest.")
+    p.add_argument("--config", required=True, metavar="COURSE.toml")
+    p.add_argument("--roster", required=True, metavar="CSV", help="a CSV file with a 'student' column")
+    p.add_argument("--out", required=True, metavar="DIR", help="a new folder for the release")
+    p.add_argument("--exercise", action="append", metavar="ID", help="release only these (repeatable; default: all)")
+    p.set_defaults(run=cmd_release)
+
+    top.set_defaults(run=lambda args: top.error("choose a command: list, run, explore, show, check, grade or release"))
     return top
 
 
@@ -300,6 +339,8 @@ def cmd_run(args) -> int:
     print(f"scheduler: {clean(how)}\n")
     print_table(model, trace, reveal=args.compute)
     print()
+    if sc.questions:
+        print_questions(model, sc, trace, reveal=args.compute)
     if args.compute:
         print_answers(model, trace)
         if how.startswith("the scenario's own") and sc.expect:
@@ -391,6 +432,90 @@ def scheduler_text(trace) -> str:
     return clean(f"{how}, at most {trace.max_steps:,} steps")
 
 
+def sandbox_modes() -> tuple:
+    from .grading.sandbox import MODES
+
+    return MODES
+
+
+def cmd_grade(args) -> int:
+    from .grading import batch, course as courses, exercise as exercises, harness, report, sandbox, variants
+
+    try:
+        sandbox.check(args.sandbox)
+    except sandbox.SandboxUnavailable as e:
+        raise UserError(f"no working sandbox, so no grading: {e}") from None
+    if args.check_sandbox:
+        print(f"sandbox: {args.sandbox} works here")
+        return OK
+    if args.exercise is None or (args.submission is None) == (args.batch is None):
+        raise UserError("grade needs EXERCISE and either SUBMISSION or --batch DIR")
+    course = courses.load(args.config) if args.config else None
+    folder = Path(args.exercises) if args.exercises else course.exercises if course else Path("exercises")
+    ex = exercises.find(args.exercise, folder)
+    if args.manifest:
+        courses.check_manifest(args.manifest, ex)
+    lab = Path(args.kernel_lab) if args.kernel_lab else folder.resolve().parent / "kernel-lab"
+    read_only = (lab,) if ex.kernel_lab else ()
+    if ex.kernel_lab and not lab.is_dir():
+        raise UserError(f"{ex.id} builds against the kernel lab, and {lab} is not a folder (--kernel-lab)")
+    if ex.kernel_lab and not all((lab / "build" / a / "obj" / "torture").is_dir() for a in ("x86_64", "arm64", "ppc64le")):
+        raise UserError(f"{ex.id} builds against the kernel lab's objects: build them first (make -C {lab})")
+    secret = course.secret if course else ""
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.is_dir():
+        raise UserError(f"--out {out}: not an existing folder")
+    if args.batch:
+        if out is None:
+            raise UserError("--batch needs --out DIR")
+        graded, skipped = batch.grade_batch(ex, Path(args.batch), out, secret=secret, mode=args.sandbox,
+                                            jobs=args.jobs, read_only=read_only, progress=batch.say)
+        print(f"graded {graded}, already graded before {skipped}; results in {out}")
+        return OK
+    student = args.student or variants.EXAMPLE
+    if args.metadata:
+        student = gradescope_student(Path(args.metadata), course.id_field if course else "email")
+    submission = Path(args.submission)
+    if not submission.exists() and not submission.is_symlink():
+        raise UserError(f"{submission}: no such file or folder")
+    g = harness.grade(ex, submission, student=student, secret=secret, mode=args.sandbox, read_only=read_only)
+    if out is not None:
+        report.write(g, out)
+    print(report.summary(g), end="")
+    return OK
+
+
+def gradescope_student(path: Path, field: str) -> str:
+    """The submitter's id in Gradescope's submission_metadata.json (its first user's ``field``)."""
+    import json
+
+    text = read_text(path, SMALL_CAP, "submission metadata file")
+    try:
+        users = json.loads(text)["users"]
+        value = users[0][field]
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):  # ValueError: JSON's, or a huge number's
+        raise UserError(f"{path}: no users[0].{field} in this submission metadata") from None
+    if not isinstance(value, str) or not value:
+        raise UserError(f"{path}: users[0].{field} is not a student id")
+    return value
+
+
+def cmd_release(args) -> int:
+    from .grading import course as courses, exercise as exercises, release
+
+    course = courses.load(args.config)
+    if not course.exercises.is_dir():
+        raise UserError(f"{args.config}: exercises folder {course.exercises} does not exist")
+    ids = args.exercise or sorted(d.name for d in course.exercises.iterdir() if (d / "exercise.toml").is_file())
+    chosen = [exercises.find(i, course.exercises) for i in ids]
+    roster = release.read_roster(Path(args.roster))
+    pinned = release.release(course, chosen, roster, Path(args.out))
+    print(f"released {', '.join(pinned['exercises'])} to {len(roster)} students in {args.out}")
+    print("  students/<id>/<exercise>/   one bundle per student (no solutions, no hidden tests)")
+    print("  gradescope/<exercise>.zip   autograders (they hold the course secret: upload, do not share)")
+    return OK
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -414,6 +539,7 @@ def model_and_scenario(args):
     sc = scenarios.load(model.name, model.scenario_schema, args.scenario, args.overrides)
     if args.variant is None and sc.variant:
         model = make_model(args.mechanism, sc.variant)
+    questions.validate(model, sc.questions)
     return model, sc
 
 
@@ -512,6 +638,23 @@ def print_answers(model, trace) -> None:
         print(f"  outcome: {v.title} at step {v.step}: {clean(v.message)}")
     else:
         print(f"  outcome: {trace.outcome}")
+
+
+def print_questions(model, sc, trace, *, reveal: bool) -> None:
+    """The scenario's questions about this run: '?' to predict, or (revealed) the answer and its step."""
+    print("Questions:")
+    for a in questions.answers(model, sc.questions, trace):
+        q = a.question
+        print(wrap(f"[{q.id}] {q.at}: {q.ask}", "  "))
+        if q.choices:
+            print(wrap(f"choose from: {', '.join(q.choices)}", "      "))
+        if a.step is None:
+            print("      (this run never gets there: no answer)")
+        elif reveal:
+            print(f"      answer: {clean(questions.text(a.value))}  (state after step {a.step})")
+        else:
+            print("      ?")
+    print()
 
 
 def print_claims(model, sc, trace) -> None:

@@ -31,6 +31,7 @@ MiB = 1 << 20
 # allows (run --steps 1,000,000) of the largest model state is a few GB; a kernel-lab log of a
 # long torture run is one short line per step.
 SCENARIO_CAP = 1 * MiB
+SMALL_CAP = 1 * MiB  # a course's config, a release manifest, a roster, Gradescope's submission metadata
 TRACE_CAP = 8192 * MiB
 LOG_CAP = 8192 * MiB
 CHUNK = 1 * MiB

@@ -5,7 +5,6 @@ import json
 import os
 import re
 import resource
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kstep import cli
-from kstep.engine import Random, scenario as scenarios, simulate
+from kstep.engine import Random, simulate
 from kstep.files import SCENARIO_CAP
 from kstep.lab.check import header_line, log_lines
 from kstep.models import make_model

@@ -1,129 +1,20 @@
 """The animations in a real browser: Debian's Chromium, headless, driven by Playwright, offline.
 
 Every page is opened from file:// with every http(s) request aborted and counted (there must be
-none), page errors and console errors collected (there must be none but the known harmless ones),
+none), page errors and console errors and warnings collected (there must be none),
 and the controls clicked the way a student would.  What is on screen is checked against what the
 view computed in Python for that frame.
 """
 
-import hashlib
-import os
-import re
-from pathlib import Path
-
 import pytest
 
+from browser import Opened
 from kstep import views
 from kstep.engine import Random, Scripted, explore, scenario, simulate
 from kstep.models import make_model
 from kstep.views.player import Frames
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-# Console messages known to be harmless (see shared/reference/viz-stack.md): pydata-sphinx-theme's
-# one line when a page is embedded in the course site.
-HARMLESS = (re.compile(r"invalid theme mode"),)
-READY = ("() => window.Bokeh !== undefined && Bokeh.documents.length > 0 && Bokeh.documents[0].is_idle"
-         " && Bokeh.documents[0].get_model_by_name('kstep-slider') !== null")
-MODEL = "(name) => Bokeh.documents[0].get_model_by_name(name)"
-VIEW = "(name) => Bokeh.index.query_one((v) => v.model === Bokeh.documents[0].get_model_by_name(name))"
-# Two animation frames: BokehJS paints on the next one, so after this the screen shows the model.
-PAINTED = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: run scripts/setup-system (Debian package chromium)")
-    from playwright.sync_api import sync_playwright
-
-    # Playwright gives the browser a fresh temporary profile itself.
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield browser
-        browser.close()
-
-
-class Opened:
-    """A page opened offline, with what it tried to fetch and what went wrong on it."""
-
-    def __init__(self, browser, path: Path):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 1000})
-        self.requests: list[str] = []
-        self.problems: list[str] = []
-        self.context.route(re.compile(r"^https?://"), self._abort)
-        self.context.clock.install()  # time runs as usual until a test stops it (stopped_clock)
-        self.page = self.context.new_page()
-        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
-        self.page.on("console", self._console)
-        self.page.goto(path.as_uri())
-        self.page.wait_for_function(READY, timeout=30_000)
-
-    def _abort(self, route):
-        self.requests.append(route.request.url)
-        route.abort()
-
-    def _console(self, msg):
-        if msg.type in ("error", "warning") and not any(p.search(msg.text) for p in HARMLESS):
-            self.problems.append(f"console {msg.type}: {msg.text}")
-
-    def js(self, expr, arg=None):
-        """Evaluate ``expr`` with ``m(name)`` returning the named Bokeh model."""
-        return self.page.evaluate(f"(arg) => {{ const m = {MODEL}; return {expr}; }}", arg)
-
-    @property
-    def frame(self) -> int:
-        return self.js("m('kstep-slider').value")
-
-    def status(self) -> str:
-        return self.js("[].concat(m('kstep-status').html).join('')")
-
-    def click(self, text):
-        self.page.locator("button.bk-btn", has_text=text).click()
-
-    def toggle(self):
-        """The play/pause button element as it is in the page now."""
-        return self.page.evaluate_handle(f"() => ({VIEW})('kstep-play').button_el")
-
-    def wait_frame(self, condition):
-        """Wait until the slider's value satisfies ``condition`` (a JS expression in ``k``)."""
-        self.page.wait_for_function(f"() => {{ const k = ({MODEL})('kstep-slider').value; return {condition}; }}",
-                                    timeout=30_000)
-
-    def playing(self) -> bool:
-        """The player's own timer is running (player.js keeps its state on the slider model)."""
-        return self.js("m('kstep-slider').__kstep.timer !== null")
-
-    def stop_clock(self):
-        """Stop the page's clock (Date, performance.now, requestAnimationFrame): playback then moves
-        only by ``run_for``, so what a test sees mid-play does not depend on the machine's load."""
-        self.page.clock.pause_at(self.js("Date.now()") + 1)
-
-    def run_for(self, ms):
-        self.page.clock.run_for(ms)
-
-    def shown(self, source):
-        """The display source's columns as BokehJS holds them now."""
-        return self.js("Object.fromEntries(Object.entries(m('kstep-src-' + arg).data)"
-                       ".map(([c, v]) => [c, Array.from(v)]))", source)
-
-    def picture(self, name):
-        """A digest of a screenshot of the named Bokeh model's element: what the student sees of it."""
-        el = self.page.evaluate_handle(
-            "(name) => { const m = Bokeh.documents[0].get_model_by_name(name);"
-            " return Bokeh.index.query_one((v) => v.model === m).el; }", name)
-        self.page.evaluate(PAINTED)
-        return hashlib.sha256(el.screenshot()).hexdigest()
-
-    def check_clean(self):
-        assert self.problems == []
-        assert self.requests == [], "an offline page must not request anything"
-
-    def close(self):
-        self.context.close()
 
 
 def assert_on_screen(opened, lay, k):
@@ -165,7 +56,9 @@ def play_step_back_reset(browser, trace, model, lay, path):
         assert_on_screen(p, lay, 0)
         board0 = p.picture("kstep-plot-state")
 
-        p.page.locator("select").select_option(label="4 steps/s")
+        # The page's clock stands still while the player plays: it moves 1 s, then Pause is clicked, so
+        # Pause lands mid-run however loaded the machine is.
+        p.speed("4 steps/s")
         p.stop_clock()
         button = p.toggle()
         button.click()
@@ -176,35 +69,34 @@ def play_step_back_reset(browser, trace, model, lay, path):
         stopped = p.frame
         p.run_for(1000)
         assert p.frame == stopped == 4, "pause must stop the timer"
-        p.page.clock.resume()
+        p.resume_clock()
         assert_on_screen(p, lay, stopped)
         if Frames(lay)(stopped) != Frames(lay)(0):
             assert p.picture("kstep-plot-state") != board0, "playing must redraw the state"
 
         at = min(stopped, n - 1)
         p.js("m('kstep-slider').value = arg", at)  # dragging the slider shows that frame
-        p.page.wait_for_function(f"() => [].concat(({MODEL})('kstep-status').html).join('').includes('step {at} / {n}')")
+        p.wait(f"[].concat(m('kstep-status').html).join('').includes('step {at} / {n}')")
         p.click("Step")
-        p.page.wait_for_function(f"() => ({MODEL})('kstep-slider').value === {at + 1}")
+        p.wait(f"m('kstep-slider').value === {at + 1}")
         action = trace.actions[at]
         status = p.status()
         assert f"step {at + 1} / {n}" in status and action.actor in status and action.label in status
         assert str(model.sources()[action.label]) in status
         assert_on_screen(p, lay, at + 1)
         p.click("Back")
-        p.page.wait_for_function(f"() => ({MODEL})('kstep-slider').value === {at}")
+        p.wait(f"m('kstep-slider').value === {at}")
         assert_on_screen(p, lay, at)
         p.click("Reset")
-        p.page.wait_for_function(f"() => ({MODEL})('kstep-slider').value === 0")
+        p.wait("m('kstep-slider').value === 0")
         assert p.status() == status0
         assert_on_screen(p, lay, 0)
         assert p.picture("kstep-plot-state") == board0, "reset must redraw the initial state"
 
         assert not p.js("m('kstep-banner').visible")
-        p.page.locator("select").select_option(label="1000 steps/s")
-        p.toggle().click()
-        p.page.wait_for_function(f"() => ({MODEL})('kstep-slider').value === {n} && !({MODEL})('kstep-play').active",
-                                 timeout=30_000)
+        p.speed("1000 steps/s")
+        p.click("Play")
+        p.wait(f"m('kstep-slider').value === {n} && !m('kstep-play').active")
         assert p.js("m('kstep-banner').visible"), "the end of the run shows its outcome"
         assert_on_screen(p, lay, n)
         p.check_clean()
@@ -234,11 +126,12 @@ def test_the_play_pause_button_is_one_element_that_keeps_the_keyboard_focus(brow
     p = Opened(browser, path)
     try:
         button = p.toggle()
-        same = "(el) => el === ({VIEW})('kstep-play').button_el && el.isConnected".replace("{VIEW}", VIEW)
+        same = ("(el) => el === Bokeh.index.query_one((v) => v.model === (" + p.model + ")('kstep-play')).button_el"
+                " && el.isConnected")
         visible = "(el) => [...el.querySelectorAll('span')].filter((s) => getComputedStyle(s).display !== 'none')" \
                   ".map((s) => s.textContent).join('')"
         assert button.evaluate(visible) == "▶ Play"
-        p.page.locator("select").select_option(label="2 steps/s")
+        p.speed("2 steps/s")
         p.stop_clock()
         button.focus()
         p.page.keyboard.press("Space")
@@ -249,11 +142,10 @@ def test_the_play_pause_button_is_one_element_that_keeps_the_keyboard_focus(brow
         p.page.keyboard.press("Space")
         assert not p.playing() and not p.js("m('kstep-play').active")
         assert button.evaluate(same) and button.evaluate(visible) == "▶ Play"
-        p.page.clock.resume()
-        p.page.locator("select").select_option(label="1000 steps/s")
+        p.resume_clock()
+        p.speed("1000 steps/s")
         button.click()
-        p.wait_frame(f"k === {len(trace)}")
-        p.page.wait_for_function(f"() => !({MODEL})('kstep-play').active")
+        p.wait(f"m('kstep-slider').value === {len(trace)} && !m('kstep-play').active", timeout=30_000)
         assert button.evaluate(same), "the end of the run replaced the button"
         p.check_clean()
     finally:
@@ -266,7 +158,7 @@ def test_every_frame_on_screen_is_the_frame_python_computed(browser, pages):
     try:
         for k in list(range(len(trace) + 1)) + [3, 0]:
             p.js("m('kstep-slider').value = arg", k)
-            p.page.wait_for_function(f"() => [].concat(({MODEL})('kstep-status').html).join('').includes('step {k} / ')")
+            p.wait(f"[].concat(m('kstep-status').html).join('').includes('step {k} / ')")
             assert_on_screen(p, lay, k)
             cursor = p.js("[m('kstep-plot-timeline-cursor').left, m('kstep-plot-timeline-cursor').right]")
             assert cursor == [k, k + 1]
@@ -294,31 +186,18 @@ def test_a_counterexample_ends_with_the_violated_invariant_in_view(browser, tmp_
         p.close()
 
 
-@pytest.mark.slow
-def test_course_index_and_every_page_it_links_load_offline(browser, tmp_path):
-    from kstep.views import course
-
-    index = course.build(tmp_path / "course", say=lambda line: None)
-    assert sorted(p.name for p in (tmp_path / "course" / "static" / "js").iterdir()) == \
-        ["bokeh-widgets.min.js", "bokeh.min.js"]
-    context = browser.new_context()
-    requests = []
-    context.route(re.compile(r"^https?://"), lambda route: (requests.append(route.request.url), route.abort()))
-    page = context.new_page()
-    problems = []
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.goto(index.as_uri())
-    links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
-    context.close()
-    assert len(links) >= 5
-    assert all(link.startswith("file://") for link in links)
-    for link in links:
-        p = Opened(browser, Path(link.removeprefix("file://")))
-        try:
-            assert p.js("m('kstep-slider').end") >= 1
-            p.click("Step")
-            p.wait_frame("k === 1")
-            p.check_clean()
-        finally:
-            p.close()
-    assert problems == [] and requests == []
+@pytest.mark.parametrize("key", ["rcu", "vma", "qspinlock"])
+def test_jumping_back_from_the_end_redraws_without_a_page_error(browser, pages, key):
+    """Reset after a run has ended is a jump from the last frame to the first: every source that
+    shrinks on the way must be redrawn without BokehJS throwing."""
+    trace, model, lay, path = pages[key]
+    n = len(trace)
+    p = Opened(browser, path)
+    try:
+        for k in (n, 0, n // 2, n, 1):
+            p.js("m('kstep-slider').value = arg", k)
+            p.wait(f"[].concat(m('kstep-status').html).join('').includes('step {k} / {n}')")
+            assert_on_screen(p, lay, k)
+        p.check_clean()
+    finally:
+        p.close()

@@ -5,10 +5,10 @@ import sys
 
 import pytest
 
-from kstep.engine import RoundRobin, Scripted, explore, scenario, simulate
+from kstep.engine import Frame, RoundRobin, Scripted, Variant, explore, push, scenario, simulate
 from kstep.engine import trace as tracemod
-from kstep.models import make_model
-from kstep.models.vma_lock import UINT_MAX, VARIANTS, VmaLocksModel, is_write_locked
+from kstep.models import make_model, rwsem
+from kstep.models.vma_lock import UINT_MAX, VARIANTS, VmaLocksModel, is_write_locked, vma_read_locked
 
 from support import assert_breaker_catches, labels_of, load, variants
 
@@ -23,6 +23,7 @@ BREAKERS = {
     "writer-waits-for-readers": ("write-lock-without-rwsem", "recheck-race"),
     "no-use-after-free": ("free-immediately", "munmap-vs-fault"),
     "epoch-unlocks-all": ("no-seq-bump", "recheck-race"),
+    "vma-start-read-fails-only-for-writers": ("no-seq-bump", "recheck-race"),
     "fault-uses-attached-vma": ("no-detached-check", "munmap-vs-fault"),
     "writer-holds-vma-write-lock": ("mprotect-without-vma-lock", "recheck-race"),
     "fork-copies-unused-vma": ("fork-without-vma-locks", "fork-vs-fault"),
@@ -124,16 +125,20 @@ def test_explore_exhausts_correct_variants_cleanly(variant, name):
 
 
 @pytest.mark.parametrize("variant", BROKEN)
-def test_explore_finds_every_broken_variant(variant):
-    found = []
+def test_explore_finds_the_harm_of_every_broken_variant(variant):
+    """Each bug does something a user would see (freed memory touched, a fault in a half-changed or
+    unmapped VMA, faults that lose the per-VMA path, a hang) in some bundled scenario, and there the
+    explorer's counterexample shows that harm, not only a broken rule.  (verdicts.json has the
+    whole scenario x variant table; this stops at the first scenario that shows the harm.)"""
     for name in SCENARIOS:
         m, sc, s0 = load(MECH, name, variant)
         r = explore(m, s0, max_states=200_000)
         if r.violation:
-            found.append(name)
             assert r.counterexample.violation == r.violation
-            assert len(r.counterexample) <= 30
-    assert found, f"{variant} was not caught in any bundled scenario"
+            assert len(r.counterexample) <= 40
+            if r.harm:
+                return
+    pytest.fail(f"no bundled scenario shows what {variant} does to a user")
 
 
 @pytest.mark.parametrize("invariant", sorted(BREAKERS))
@@ -154,14 +159,65 @@ def test_no_recheck_counterexample_has_the_hand_derived_length():
         "W:down_write", "W:down_write", "W:vma_write_seq", "W:up_write"]
 
 
+def test_invariants_find_who_holds_a_vma_read_lock_from_the_state():
+    """A broken step that only skips the recheck, telling nobody that it let the fault in, is
+    caught all the same: the checks read the VMA's rwsem and the fault's next step."""
+
+    def skip_recheck(s, i, arg):
+        return push(s, i, (Frame("check_detached"),))
+
+    class Silent(VmaLocksModel):
+        variants = {"silent": Variant.bug("silent", "skips the recheck", vma_start_read_recheck=skip_recheck)}
+        default_variant = "silent"
+
+    m, sc, s0 = load(MECH, "recheck-race")
+    bug = Silent()
+    r = explore(bug, bug.initial(sc.config), harm_first=False)
+    assert r.violation.invariant == "no-reader-in-write-locked-vma" and len(r.counterexample) == 9
+    assert explore(bug, bug.initial(sc.config)).violation.invariant == "read-locked-vma-unchanged"  # the harm
+
+
+def test_without_the_seq_bump_a_fault_falls_back_after_the_writer_is_gone():
+    """no-seq-bump's harm: once W's epoch is over, VMA 0 stays 'write-locked' to every fault."""
+    m, sc, s0 = load(MECH, "recheck-race", "no-seq-bump")
+    m.invariants = [i for i in VmaLocksModel.invariants if i.name == "vma-start-read-fails-only-for-writers"]
+    r = explore(m, s0)
+    end = r.counterexample.states[-1]
+    assert r.violation.invariant == "vma-start-read-fails-only-for-writers"
+    steps = [str(a) for a in r.counterexample.actions]
+    assert max(k for k, a in enumerate(steps) if a.startswith("W:")) < steps.index("T1:mas_walk")  # W was done
+    assert end.mm.mmap_lock.owner == -1 and end.vmas[0].vm_lock_seq == end.mm.mm_lock_seq
+    assert [a.label for a in r.counterexample.actions if a.actor == "T1"][-1] == "vma_start_read"
+
+
+def test_a_write_lock_store_alone_changes_nothing_a_fault_reads():
+    """fork changes no field of the VMAs it copies: without the rwsem its vm_lock_seq store breaks
+    writer-waits-for-readers, but a fault inside still reads an unchanged VMA."""
+    m, sc, s0 = load(MECH, "fork-vs-fault", "write-lock-without-rwsem")
+    m.invariants = [i for i in VmaLocksModel.invariants if i.name == "read-locked-vma-unchanged"]
+    assert explore(m, s0).clean
+    m.invariants = [i for i in VmaLocksModel.invariants if i.name == "writer-waits-for-readers"]
+    assert explore(m, s0).violation
+
+
+def test_mprotect_without_vma_lock_changes_the_flags_under_a_fault():
+    """The harm, not the broken vma_assert_write_locked() two steps in: T1 is inside VMA 0 under its
+    read lock when W's vm_flags_reset changes it."""
+    m, sc, s0 = load(MECH, "recheck-race", "mprotect-without-vma-lock")
+    r = explore(m, s0)
+    steps = [str(a) for a in r.counterexample.actions]
+    assert r.harm and r.violation.invariant == "read-locked-vma-unchanged" and "changed prot" in r.violation.message
+    assert steps[-1] == "W:vm_flags_reset" and steps.index("T1:vma_start_read_recheck") < steps.index("W:down_write")
+    assert explore(m, s0, harm_first=False).violation.invariant == "writer-holds-vma-write-lock"  # the second line
+
+
 def test_deadlock_when_anon_prepare_sleeps_on_mmap_lock():
     m, sc, s0 = load(MECH, "fork-vs-fault", "anon-prepare-blocks")
     r = explore(m, s0)
     assert r.violation.invariant == "deadlock"
     final = r.counterexample.states[-1]
-    holder = next(t for t in final.threads if t.vma_locked)
-    assert final.mm.mmap_lock.owner != -1 and any(w[0] == final.threads.index(holder)
-                                                  for w in final.mm.mmap_lock.waiters)
+    holder = next(i for i in range(len(final.threads)) if vma_read_locked(final, i))
+    assert final.mm.mmap_lock.owner != -1 and rwsem.waiting(final.mm.mmap_lock, holder)
 
 
 def test_traces_validate_and_tampered_traces_do_not(tmp_path):

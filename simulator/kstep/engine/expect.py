@@ -55,14 +55,32 @@ def parse(entry: dict) -> Expect:
         steps = tuple(_action(spec) for spec in entry["order"])
         return Expect(entry["claim"], form, steps, " -> ".join(entry["order"]))
     text = entry[form]
+    return Expect(entry["claim"], form, compile_expr(text, form), text.strip())
+
+
+def compile_expr(text: str, where: str) -> ast.expr:
+    """An expression of the language above, parsed and checked; ``where`` names it in errors.
+
+    Other scenario tables (``[[questions]]``, kstep.engine.questions) use the same language
+    through this function and ``evaluate``.
+    """
     if len(text) > MAX_EXPR:
-        raise ExpectError(f"{form}: longer than {MAX_EXPR} characters")
+        raise ExpectError(f"{where}: longer than {MAX_EXPR} characters")
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:
-        raise ExpectError(f"{form}: not an expression: {e.msg}") from None
-    _allowed(tree, form)
-    return Expect(entry["claim"], form, tree, text.strip())
+        raise ExpectError(f"{where}: not an expression: {e.msg}") from None
+    _allowed(tree, where)
+    return tree
+
+
+def evaluate(model: Model, state: State, action: Optional[Action], tree: ast.expr, root: Any = None) -> Any:
+    """The value of a compiled expression in ``state``, reached by ``action`` (None: the initial state).
+
+    Bare names are fields of ``root`` (default: the state); functions always see the whole state.
+    A mistake in the expression (no such field, wrong operand types) raises ExpectError.
+    """
+    return _Frame(model, model.expect_functions(), state, action, root).eval(tree)
 
 
 def _action(spec: Any) -> Action:
@@ -94,8 +112,9 @@ def _allowed(node: ast.AST, form: str) -> None:
 class _Frame:
     """What an expression sees: one state of the run and the step that led to it."""
 
-    def __init__(self, model: Model, functions: dict, state: State, action: Optional[Action]):
+    def __init__(self, model: Model, functions: dict, state: State, action: Optional[Action], root: Any = None):
         self.model, self.functions, self.state, self.action = model, functions, state, action
+        self.root = state if root is None else root
 
     def eval(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
@@ -117,7 +136,7 @@ class _Frame:
                 left = right
             return True
         if isinstance(node, ast.Name):
-            return _field(self.state, node.id, "the state")
+            return _field(self.root, node.id, "the state" if self.root is self.state else "the thread")
         if isinstance(node, ast.Attribute):
             return _field(self.eval(node.value), node.attr, ast.unparse(node.value))
         if isinstance(node, ast.Subscript):

@@ -19,7 +19,7 @@ from typing import Any, Mapping, NamedTuple, Optional
 
 from ..errors import UserError
 from ..files import SCENARIO_CAP, STDIN, read_text
-from . import expect
+from . import expect, questions
 
 
 class Int(NamedTuple):
@@ -192,11 +192,17 @@ def _kind(v: Any) -> str:
 
 # --- scenario files -------------------------------------------------------------------------------
 
-def _expect_rules(entry: dict, path: str) -> None:
-    try:
-        entry["parsed"] = expect.parse(entry)
-    except expect.ExpectError as e:
-        raise bad(path, str(e)) from None
+def _parsed_by(parse):
+    """Table rules that keep ``parse(entry)`` as the entry's "parsed" value; its ExpectError is
+    the scenario file's mistake."""
+
+    def rules(entry: dict, path: str) -> None:
+        try:
+            entry["parsed"] = parse(entry)
+        except expect.ExpectError as e:
+            raise bad(path, str(e)) from None
+
+    return rules
 
 
 EXPECT = Table({
@@ -205,7 +211,28 @@ EXPECT = Table({
        for form, says in (("always", "holds in every state of the run"), ("never", "holds in no state"),
                           ("sometime", "holds in some state"), ("at_end", "holds in the final state"))},
     "order": Key(List(Str(max_len=80), 0, 32, "steps 'ACTOR:label' taken in this order"), []),
-}, rules=_expect_rules)
+}, rules=_parsed_by(expect.parse))
+
+
+QUESTION = Table({
+    "id": Key(Str(doc="a short name answers are filed under (lower-case letters, digits, '-')", max_len=40)),
+    "at": Key(Str(doc="the state asked about: start, end, or before|after [the first|...|last|Nth] "
+                      "[ACTOR:]label", max_len=120)),
+    "kind": Key(Str(questions.KINDS, doc="value: a number or word; choose: one of choices; "
+                                         "thread: which threads")),
+    "ask": Key(Str(doc="the question as the student reads it", max_len=500)),
+    "field": Key(Str(doc="the expression whose value is the answer (kstep.engine.expect's language; "
+                         "kind thread: evaluated on each thread)", max_len=expect.MAX_EXPR)),
+    "choices": Key(List(Str(max_len=120), 0, 12, "choose: the answers offered"), []),
+}, rules=_parsed_by(questions.parse))
+
+
+def _questions_rules(table: dict, path: str) -> None:
+    try:
+        questions.check_ids(table["questions"], "questions")
+    except expect.ExpectError as e:
+        raise Invalid(str(e)) from None
+
 
 COMMON = {
     "description": Key(Str(doc="what happens in this scenario")),
@@ -216,6 +243,8 @@ COMMON = {
                            "empty: the mechanism's default"), ""),
     "expect": Key(List(EXPECT, 0, 32, "claims of the text, checked against the scenario's own run "
                                       "(kstep.engine.expect)"), []),
+    "questions": Key(List(QUESTION, 0, 32, "predict-then-reveal questions, answered from the run "
+                                           "(kstep.engine.questions)"), []),
 }
 
 
@@ -229,6 +258,7 @@ class Scenario:
     variant: str  # "" for the mechanism's default
     config: dict  # the validated model-specific part
     expect: tuple = ()  # expect.Expect: the claims of the text, checked against the scripted run
+    questions: tuple = ()  # questions.Question: asked about a run, answered from it
 
 
 def bundled(mechanism: str) -> list[str]:
@@ -267,11 +297,13 @@ def parse(mechanism: str, schema: Table, name: str, text: str, where: str, overr
     full = Table({**COMMON, **schema.keys}, schema.doc, schema.rules)
     try:
         checked = full.check(data, "")
+        _questions_rules(checked, "")
     except Invalid as e:
         raise UserError(f"{where}: {e}") from None
     common = {k: checked.pop(k) for k in COMMON}
     return Scenario(mechanism, name, common["description"], common["look_for"], common["schedule"],
-                    common["variant"], to_config(checked), tuple(e["parsed"] for e in common["expect"]))
+                    common["variant"], to_config(checked), tuple(e["parsed"] for e in common["expect"]),
+                    tuple(q["parsed"] for q in common["questions"]))
 
 
 def read_toml(text: str, where: str, syntax: str = "") -> dict:

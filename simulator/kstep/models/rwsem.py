@@ -1,17 +1,47 @@
 """The rw_semaphore rules of Linux 6.12 (kernel/locking/rwsem.c), as pure functions on a value.
 
-Both ``mm->mmap_lock`` and each VMA's ``vm_lock->lock`` are rw_semaphores, and per-VMA locking
-depends on two of their properties:
+Both ``mm->mmap_lock`` and each VMA's ``vm_lock->lock`` are rw_semaphores.  The value below holds
+what ``sem->count``, ``sem->owner`` and ``sem->wait_list`` say, and each function mirrors one piece
+of rwsem.c; the steps that call them live in ``models/vma_lock.py``.
 
-- ``down_read_trylock`` fails while a writer holds the lock *or anyone is queued*
-  (``RWSEM_READ_FAILED_MASK`` includes ``RWSEM_FLAG_WAITERS``), and never sleeps;
-- a reader that must wait queues behind a waiting writer (no reader barging), and waiters are
-  served in queue order: a writer at the head takes the lock once it is free, and readers at the
-  head take it together (``rwsem_mark_wake`` wakes the readers it finds).
+- ``down_read_trylock`` (and the fast path of ``down_read``) fails while a writer holds the lock
+  or anyone is queued (``RWSEM_READ_FAILED_MASK`` includes ``RWSEM_FLAG_WAITERS`` and
+  ``RWSEM_FLAG_HANDOFF``) and never sleeps.  Per-VMA locks rely on this: a fault never waits
+  for a VMA's lock.
+- A reader that fails the fast path is not strictly queued (``rwsem_down_read_slowpath``): it
+  *steals* the lock, ahead of any queued writer, when no writer holds it and HANDOFF is clear,
+  unless other readers already hold it (then it queues, so that a stream of readers cannot
+  starve a writer).
+- A writer that fails the fast path spins first (``rwsem_optimistic_spin``, built because
+  ``CONFIG_RWSEM_SPIN_ON_OWNER`` is ``def_bool y`` on SMP kernels of every architecture with
+  atomic read-modify-write, x86, arm64 and powerpc among them) and takes a free lock, ahead of
+  queued waiters, unless HANDOFF is set; so may a queued writer's ``rwsem_try_write_lock``.  Only
+  RWSEM_FLAG_HANDOFF, set by a queued writer that has waited past ``RWSEM_WAIT_TIMEOUT``, reserves
+  the lock for the first waiter.
+- Queued readers do not take the lock themselves: a waker's ``rwsem_mark_wake`` grants it to
+  every queued reader at once when the first waiter is a reader (phase-fair), and ``up_read``
+  calls ``rwsem_wake`` only when it was the last holder and RWSEM_FLAG_WAITERS is set.
 
-A waiter takes the lock itself once these rules allow (a writer in ``rwsem_down_write_slowpath``
-spins or is woken and retries ``rwsem_try_write_lock``); the wake-up call that touches the
-semaphore's memory is modelled separately where it matters (``rwsem_wake`` in ``up_read``).
+What the model assumes, each deliberately:
+
+- Every thread runs on its own CPU and is never preempted, so ``rwsem_can_spin_on_owner`` always
+  allows spinning; how long a writer spins is the scheduler's choice, and it may stop at any
+  time and queue (6.12 stops when the owner sleeps, on ``need_resched()``, or after the
+  reader-owned spin threshold, which then sets ``RWSEM_NONSPINNABLE``: the model lets a writer
+  spin on a sleeping owner too, a superset of 6.12's runs).  The osq that lets only one
+  spinner at a time try is left out (any spinner may be the one).
+- The engine has no clock: a queued writer's timeout is a step it may take (or not) whenever the
+  lock is held, which sets HANDOFF.  The other place 6.12 sets it, ``rwsem_mark_wake`` finding
+  that a writer stole the lock from a reader at the head of the queue after that reader's
+  timeout, is left out: without it readers at the head wait for the next release, a superset.
+- A queued writer retries whenever its retry would succeed: it is woken by ``rwsem_mark_wake``
+  when first in line, and any sleeper may be woken spuriously (include/linux/sched/wake_q.h:
+  "schedule() callers must ensure the call is done inside a loop").
+- The fast-path ``atomic_long_add`` of a reader and the reader slowpath's decision are one step
+  (6.12 decides on the count that add returned), and so are queueing and the
+  ``rwsem_cond_wake_waiter`` that follows it.  ``MAX_READERS_WAKEUP`` (256) is more than a
+  scenario's threads, so one wake grants every queued reader.  ``CONFIG_PREEMPT_RT``, where
+  rw_semaphores are built on rtmutexes, is not modelled.
 """
 
 from __future__ import annotations
@@ -23,57 +53,126 @@ READ, WRITE = "R", "W"
 
 
 class Rwsem(NamedTuple):
-    owner: int = NOBODY  # thread index of the writer, or NOBODY
-    readers: tuple = ()  # thread indices holding it for read, sorted
-    waiters: tuple = ()  # (thread index, READ | WRITE) in queue order
+    owner: int = NOBODY  # the writer holding it (RWSEM_WRITER_LOCKED), or NOBODY
+    readers: tuple = ()  # threads holding it for read (the reader count), sorted
+    waiters: tuple = ()  # sem->wait_list: (thread, READ | WRITE) in queue order; non-empty: RWSEM_FLAG_WAITERS
+    handoff: bool = False  # RWSEM_FLAG_HANDOFF: the lock is reserved for the first waiter
 
 
-FREE = Rwsem()
+FREE = Rwsem()  # count == RWSEM_UNLOCKED_VALUE
 
 
 def read_trylock_ok(sem: Rwsem) -> bool:
-    """``down_read_trylock``: no writer and nobody queued."""
-    return sem.owner == NOBODY and not sem.waiters
+    """``down_read_trylock`` and ``rwsem_read_trylock``: none of RWSEM_READ_FAILED_MASK is set."""
+    return sem.owner == NOBODY and not sem.waiters and not sem.handoff
 
 
-def write_fast_ok(sem: Rwsem) -> bool:
-    """``down_write``'s fast path: the count is zero (no holder, no waiters)."""
-    return sem.owner == NOBODY and not sem.readers and not sem.waiters
+def write_trylock(sem: Rwsem, i: int) -> Rwsem:
+    """``rwsem_write_trylock``: i owns it if the count was zero (no holder, no waiters, no HANDOFF)."""
+    return sem._replace(owner=i) if sem == FREE else sem
 
 
 def add_reader(sem: Rwsem, i: int) -> Rwsem:
     return sem._replace(readers=tuple(sorted(sem.readers + (i,))))
 
 
-def drop_reader(sem: Rwsem, i: int) -> Rwsem:
+def read_slowpath(sem: Rwsem, i: int) -> tuple[Rwsem, bool]:
+    """``rwsem_down_read_slowpath`` entered with the count the failed fast path saw: (sem, queued).
+
+    Readers already hold it: queue ("don't attempt optimistic lock stealing if the lock is very
+    likely owned by readers").  No writer and no HANDOFF: steal it, and if no other reader holds
+    it, wake the queued readers too.  Otherwise join the queue and ``rwsem_cond_wake_waiter``."""
+    if sem.owner == NOBODY and not sem.readers and not sem.handoff:
+        return mark_wake(add_reader(sem, i), read_owned=True), False
+    return cond_wake_waiter(sem._replace(waiters=sem.waiters + ((i, READ),))), True
+
+
+def cond_wake_waiter(sem: Rwsem) -> Rwsem:
+    """``rwsem_cond_wake_waiter``: unless a writer holds it, wake what may take it now."""
+    if sem.owner != NOBODY:
+        return sem
+    return mark_wake(sem, read_owned=False)
+
+
+def mark_wake(sem: Rwsem, read_owned: bool) -> Rwsem:
+    """``rwsem_mark_wake``.  A writer first in line is only woken (it retries by itself); if a
+    reader is first, every queued reader is granted the lock at once, unless a writer stole it
+    first (``read_owned``: the waker holds it for read, so none can have).  Granting clears
+    HANDOFF, and an emptied queue clears RWSEM_FLAG_WAITERS."""
+    if not sem.waiters or sem.waiters[0][1] == WRITE:
+        return sem
+    if not read_owned and sem.owner != NOBODY:
+        return sem
+    woken = tuple(j for j, kind in sem.waiters if kind == READ)
+    readers = tuple(sorted(sem.readers + woken))
+    return sem._replace(readers=readers, waiters=tuple(w for w in sem.waiters if w[1] == WRITE), handoff=False)
+
+
+def optimistic_spin(sem: Rwsem, i: int) -> Rwsem:
+    """``rwsem_try_write_lock_unqueued``: i owns it if nobody held it and HANDOFF was clear; queued
+    waiters do not matter."""
+    if sem.owner == NOBODY and not sem.readers and not sem.handoff:
+        return sem._replace(owner=i)
+    return sem
+
+
+def queue_writer(sem: Rwsem, i: int) -> Rwsem:
+    """``rwsem_down_write_slowpath`` after spinning failed: join the wait list, wake queued readers
+    if it was not first, then the first ``rwsem_try_write_lock``, which may take it at once."""
+    first = not sem.waiters
+    sem = sem._replace(waiters=sem.waiters + ((i, WRITE),))
+    if not first:
+        sem = cond_wake_waiter(sem)
+    return try_write_lock(sem, i) or sem
+
+
+def try_write_lock(sem: Rwsem, i: int):
+    """``rwsem_try_write_lock`` by queued writer i: the rwsem with i as its owner, or None.
+
+    It fails while anyone holds the lock, and while HANDOFF reserves it for another waiter."""
+    if sem.owner != NOBODY or sem.readers or (sem.handoff and sem.waiters[0][0] != i):
+        return None
+    waiters = tuple(w for w in sem.waiters if w[0] != i)
+    return sem._replace(owner=i, waiters=waiters, handoff=False)
+
+
+def may_set_handoff(sem: Rwsem) -> bool:
+    """``rwsem_try_write_lock`` by a writer that has waited past RWSEM_WAIT_TIMEOUT: the lock is
+    held and HANDOFF is not yet set."""
+    return (sem.owner != NOBODY or bool(sem.readers)) and not sem.handoff
+
+
+def write_retry_enabled(sem: Rwsem, i: int) -> bool:
+    """A queued writer's retry does something: it takes the lock, or it times out and sets HANDOFF."""
+    return try_write_lock(sem, i) is not None or may_set_handoff(sem)
+
+
+def write_retry(sem: Rwsem, i: int) -> Rwsem:
+    return try_write_lock(sem, i) or sem._replace(handoff=True)
+
+
+def up_read(sem: Rwsem, i: int) -> tuple[Rwsem, bool]:
+    """``__up_read``: (sem, wake), wake when it was the last holder and waiters are queued."""
     readers = list(sem.readers)
     readers.remove(i)
-    return sem._replace(readers=tuple(readers))
+    sem = sem._replace(readers=tuple(readers))
+    return sem, not sem.readers and sem.owner == NOBODY and bool(sem.waiters)
 
 
-def enqueue(sem: Rwsem, i: int, kind: str) -> Rwsem:
-    return sem._replace(waiters=sem.waiters + ((i, kind),))
+def rwsem_wake(sem: Rwsem) -> Rwsem:
+    """``rwsem_wake``: ``rwsem_mark_wake(RWSEM_WAKE_ANY)`` if the wait list is not empty."""
+    return mark_wake(sem, read_owned=False)
 
 
-def waiter_may_take(sem: Rwsem, i: int) -> bool:
-    """A queued thread may take the lock: a writer at the head of the queue once it is free;
-    a reader once no writer holds it and only readers are queued ahead of it."""
-    if sem.owner != NOBODY:
-        return False
-    for j, kind in sem.waiters:
-        if j == i:
-            return kind == READ or not sem.readers
-        if kind == WRITE:
-            return False
-    return False
+def up_write(sem: Rwsem) -> Rwsem:
+    """``__up_write``: release, and ``rwsem_wake`` if RWSEM_FLAG_WAITERS is set."""
+    return rwsem_wake(sem._replace(owner=NOBODY))
 
 
-def take_from_queue(sem: Rwsem, i: int) -> Rwsem:
-    kind = next(k for j, k in sem.waiters if j == i)
-    waiters = tuple(w for w in sem.waiters if w[0] != i)
-    if kind == WRITE:
-        return sem._replace(owner=i, waiters=waiters)
-    return add_reader(sem._replace(waiters=waiters), i)
+def downgrade(sem: Rwsem, i: int) -> Rwsem:
+    """``__downgrade_write``: the writer becomes a reader; ``rwsem_downgrade_wake`` grants the
+    queued readers if one is first in line."""
+    return mark_wake(add_reader(sem._replace(owner=NOBODY), i), read_owned=True)
 
 
 def waiting(sem: Rwsem, i: int) -> bool:

@@ -39,7 +39,7 @@ from ..engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, uniqu
 from . import rwsem
 from .rcu import (RCU_ACTOR, RCU_GP_KTHREAD, add_rcu, call_rcu, rcu_broken, rcu_expect_functions, rcu_init,
                   rcu_invariants)
-from .rwsem import NOBODY, READ, WRITE
+from .rwsem import NOBODY
 
 MM = -1  # the lock argument naming mm->mmap_lock (VMA locks are named by the VMA's id)
 VM_LOCK_SEQ_INIT = -1  # v6.12.0: int vm_lock_seq = -1 (6.12.88+: UINT_MAX)
@@ -72,9 +72,11 @@ class Thread(NamedTuple):
     kind: str  # "fault" or "writer"
     addr: int = -1  # the faulting address
     vma: int = -1  # the local `vma` pointer
-    vma_locked: bool = False  # vma_start_read() succeeded and vma_end_read() has not released it
     work: int = 1  # rounds handle_mm_fault's own work takes (timing only; see FAULT_WORK)
     died: str = ""  # the signal that killed the thread ("SIGSEGV"), if one did
+    # Ghost, read only by invariants: inside vma_start_read, a writer has held mmap_lock for write
+    # since mas_walk found `vma` (VmaLocksModel.normalize clears it everywhere else).
+    ghost_writer_since_walk: bool = False
 
 
 class Counters(NamedTuple):
@@ -121,7 +123,26 @@ def lock_of(s, lock):
 
 
 def set_lock(s, lock, sem):
-    return set_mm(s, mmap_lock=sem) if lock == MM else set_vma(s, lock, lock=sem)
+    if sem is lock_of(s, lock):  # unchanged: keep every component shared (the invariants test identity)
+        return s
+    if lock != MM:
+        return set_vma(s, lock, lock=sem)
+    if sem.owner != NOBODY and s.mm.mmap_lock.owner == NOBODY:
+        s = writer_seen(s)
+    return set_mm(s, mmap_lock=sem)
+
+
+def writer_seen(s):
+    """Ghost: a writer has just taken mmap_lock for write, so every fault inside vma_start_read has
+    seen one since its walk."""
+    if not any(in_vma_start_read(t) and not t.ghost_writer_since_walk for t in s.threads):
+        return s
+    return s._replace(threads=tuple(t._replace(ghost_writer_since_walk=True) if in_vma_start_read(t) else t
+                                    for t in s.threads))
+
+
+def in_vma_start_read(t):
+    return bool(t.frames) and t.frames[0].label in _VMA_START_READ_PASSES
 
 
 def find(s, addr):
@@ -189,45 +210,87 @@ def accountable(prot):
 
 
 # --- the rw_semaphores (kernel/locking/rwsem.c) ---------------------------------------------------
+# The rules are models/rwsem.py's; these steps apply them to mmap_lock (MM) or to a VMA's lock.
+
+def write_attempt(s, i, lock, sem, then):
+    """Store the rwsem after writer i's attempt on it; unless i now owns it, ``then`` is its next step."""
+    s = set_lock(s, lock, sem)
+    return s if sem.owner == i else push(s, i, (Frame(then, lock),))
+
 
 @program.step("down_write", "kernel/locking/rwsem.c:down_write",
-              "take the rwsem for write, or queue and wait if anyone holds it or waits")
+              "rwsem_write_trylock: take the rwsem if its count is zero (no holder, no waiter), else the slowpath")
 def down_write(s, i, lock):
-    sem = lock_of(s, lock)
-    if rwsem.write_fast_ok(sem):
-        return set_lock(s, lock, sem._replace(owner=i))
-    s = set_lock(s, lock, rwsem.enqueue(sem, i, WRITE))
-    return push(s, i, (Frame("rwsem_down_write_slowpath", lock),))
+    return write_attempt(s, i, lock, rwsem.write_trylock(lock_of(s, lock), i), "rwsem_optimistic_spin")
 
 
-def take_queued(s, i, lock):
-    """A waiter takes the rwsem it queued on, once the queue rules let it."""
-    return set_lock(s, lock, rwsem.take_from_queue(lock_of(s, lock), i))
+@program.step("rwsem_optimistic_spin", "kernel/locking/rwsem.c:rwsem_optimistic_spin",
+              "spin while the owner runs: take the rwsem once it is free with HANDOFF clear, even ahead of "
+              "queued waiters (rwsem_try_write_lock_unqueued); else stop spinning and queue")
+def rwsem_optimistic_spin(s, i, lock):
+    return write_attempt(s, i, lock, rwsem.optimistic_spin(lock_of(s, lock), i), "rwsem_down_write_slowpath")
 
 
-def may_take_queued(s, i, lock):
-    return rwsem.waiter_may_take(lock_of(s, lock), i)
+@program.step("rwsem_down_write_slowpath", "kernel/locking/rwsem.c:rwsem_down_write_slowpath",
+              "join the wait list (RWSEM_FLAG_WAITERS), wake queued readers if not first in line, then "
+              "rwsem_try_write_lock: take the rwsem if it is free by now, else sleep")
+def rwsem_down_write_slowpath(s, i, lock):
+    return write_attempt(s, i, lock, rwsem.queue_writer(lock_of(s, lock), i), "rwsem_try_write_lock")
 
 
-for _label, _what in (
-        ("rwsem_down_write_slowpath", "a queued writer takes the rwsem once it is free and first in the queue"),
-        ("rwsem_down_read_slowpath", "a queued reader takes the rwsem once no writer holds it or waits ahead of it")):
-    program.step(_label, f"kernel/locking/rwsem.c:{_label}", _what)(take_queued)
-    program.guard(_label)(may_take_queued)
+@program.step("rwsem_try_write_lock", "kernel/locking/rwsem.c:rwsem_try_write_lock",
+              "woken, retry: take the free rwsem unless HANDOFF reserves it for another waiter; or, having "
+              "waited past RWSEM_WAIT_TIMEOUT while it is held, set RWSEM_FLAG_HANDOFF")
+def rwsem_try_write_lock(s, i, lock):
+    return write_attempt(s, i, lock, rwsem.write_retry(lock_of(s, lock), i), "rwsem_try_write_lock")
 
 
-@program.step("up_write", "kernel/locking/rwsem.c:up_write", "release the rwsem held for write")
+@program.guard("rwsem_try_write_lock")
+def write_retry_enabled(s, i, lock):
+    return rwsem.write_retry_enabled(lock_of(s, lock), i)
+
+
+@program.step("up_write", "kernel/locking/rwsem.c:up_write",
+              "release the rwsem held for write; with waiters queued, rwsem_wake grants it to the readers "
+              "first in line or wakes the writer there")
 def up_write(s, i, lock):
-    return set_lock(s, lock, lock_of(s, lock)._replace(owner=NOBODY))
+    return set_lock(s, lock, rwsem.up_write(lock_of(s, lock)))
 
 
 def down_read(s, i, lock):
-    """down_read: take it for read, or queue behind the holder or the waiters."""
+    """down_read: the fast path, else rwsem_down_read_slowpath steals the lock or queues."""
     sem = lock_of(s, lock)
     if rwsem.read_trylock_ok(sem):
         return set_lock(s, lock, rwsem.add_reader(sem, i))
-    s = set_lock(s, lock, rwsem.enqueue(sem, i, READ))
-    return push(s, i, (Frame("rwsem_down_read_slowpath", lock),))
+    sem, queued = rwsem.read_slowpath(sem, i)
+    s = set_lock(s, lock, sem)
+    return push(s, i, (Frame("rwsem_down_read_slowpath", lock),)) if queued else s
+
+
+@program.step("rwsem_down_read_slowpath", "kernel/locking/rwsem.c:rwsem_down_read_slowpath",
+              "queued reader: wake up once a waker's rwsem_mark_wake has granted it the read lock")
+def rwsem_down_read_slowpath(s, i, lock):
+    return s
+
+
+@program.guard("rwsem_down_read_slowpath")
+def read_granted(s, i, lock):
+    sem = lock_of(s, lock)
+    return rwsem.holds_read(sem, i) and not rwsem.waiting(sem, i)
+
+
+def up_read(s, i, lock):
+    """__up_read: drop the read hold; the last holder with waiters queued goes on to rwsem_wake."""
+    sem, wake = rwsem.up_read(lock_of(s, lock), i)
+    s = set_lock(s, lock, sem)
+    return push(s, i, (Frame("rwsem_wake", lock),)) if wake else s
+
+
+@program.step("rwsem_wake", "kernel/locking/rwsem.c:rwsem_wake",
+              "take sem->wait_lock and rwsem_mark_wake: grant the lock to the queued readers if one is first "
+              "in line, or wake the writer there; this still touches the rwsem's memory")
+def rwsem_wake(s, i, lock):
+    return set_lock(s, lock, rwsem.rwsem_wake(lock_of(s, lock)))
 
 
 # --- mmap_lock (include/linux/mmap_lock.h) ---------------------------------------------------------
@@ -265,16 +328,16 @@ def mmap_write_downgrade(s, i, arg):
 
 
 @program.step("downgrade_write", "kernel/locking/rwsem.c:downgrade_write",
-              "turn the write hold into a read hold; queued readers may now enter")
+              "turn the write hold into a read hold; rwsem_downgrade_wake grants the lock to the queued "
+              "readers if one is first in line")
 def downgrade_write(s, i, lock):
-    sem = lock_of(s, lock)
-    return set_lock(s, lock, rwsem.add_reader(sem._replace(owner=NOBODY), i))
+    return set_lock(s, lock, rwsem.downgrade(lock_of(s, lock), i))
 
 
 @program.step("mmap_read_unlock", "include/linux/mmap_lock.h:mmap_read_unlock",
-              "release mmap_lock held for read")
+              "up_read(mmap_lock); if it was the last holder and waiters are queued, rwsem_wake follows")
 def mmap_read_unlock(s, i, arg):
-    return set_mm(s, mmap_lock=rwsem.drop_reader(s.mm.mmap_lock, i))
+    return up_read(s, i, MM)
 
 
 # --- the reader side: lock_vma_under_rcu() (mm/memory.c) -------------------------------------------
@@ -288,7 +351,7 @@ def lock_vma_under_rcu(s, i, addr):
               "find the VMA covering the address in the maple tree (RCU-safe: old or new version)")
 def mas_walk(s, i, addr):
     v = find(s, addr)
-    s = set_local(s, i, addr=addr, vma=v)
+    s = set_local(s, i, addr=addr, vma=v, ghost_writer_since_walk=s.mm.mmap_lock.owner != NOBODY)
     if v < 0:
         return push(s, i, (Frame("rcu_read_unlock"), Frame("vma_lock_abort")))
     return push(s, i, (Frame("vma_start_read"),))
@@ -320,13 +383,11 @@ def vma_start_read_recheck(s, i, arg):
     v = s.threads[i].vma
     if s.vmas[v].vm_lock_seq == s.mm.mm_lock_seq:
         return push(s, i, (Frame("up_read", v), Frame("rcu_read_unlock"), Frame("vma_lock_abort")))
-    s = set_local(s, i, vma_locked=True)
     return push(s, i, (Frame("check_detached"),))
 
 
 def recheck_skipped(s, i, arg):
     """Broken: trusts the lockless check, so a writer that locked the VMA in between is missed."""
-    s = set_local(s, i, vma_locked=True)
     return push(s, i, (Frame("check_detached"),))
 
 
@@ -380,19 +441,10 @@ def vma_end_read_without_rcu(s, i, v):
 
 
 @program.step("up_read", "kernel/locking/rwsem.c:up_read",
-              "drop the VMA's read lock; a writer may take it now; if waiters are queued, wake them")
-def up_read(s, i, v):
-    sem = s.vmas[v].lock
-    s = set_local(set_vma(s, v, lock=rwsem.drop_reader(sem, i)), i, vma_locked=False)
-    if sem.waiters:
-        return push(s, i, (Frame("rwsem_wake", v),))
-    return s
-
-
-@program.step("rwsem_wake", "kernel/locking/rwsem.c:rwsem_wake",
-              "take sem->wait_lock and wake the waiters: this still touches the VMA's lock memory")
-def rwsem_wake(s, i, v):
-    return s
+              "drop the VMA's read lock; a writer may take it now; if it was the last holder and waiters are "
+              "queued, rwsem_wake follows")
+def vma_up_read(s, i, v):
+    return up_read(s, i, v)
 
 
 # --- the arch fault handler (arch/x86/mm/fault.c, arm64 and powerpc are alike) ----------------------
@@ -914,7 +966,8 @@ add_rcu(program, free_vma_rcu_cb)
 _VIA_POINTER = {"vma_start_read", "down_read_trylock", "vma_start_read_recheck", "check_detached",
                 "check_range", "handle_mm_fault", "__vmf_anon_prepare", "__anon_vma_prepare",
                 "do_anonymous_page"}
-_VIA_ARG = {"up_read", "rwsem_wake", "down_write", "rwsem_down_write_slowpath", "up_write",
+_VIA_ARG = {"up_read", "rwsem_wake", "down_write", "rwsem_optimistic_spin", "rwsem_down_write_slowpath",
+            "rwsem_try_write_lock", "rwsem_down_read_slowpath", "up_write",
             "vma_write_seq", "vma_mark_detached", "vm_area_free", "__vm_area_free", "vma_iter_store",
             "copy_page_range"}
 # Writer steps that change or copy a VMA: the kernel asserts vma_assert_write_locked() there.
@@ -925,10 +978,12 @@ _WRITES = {
     "commit_merge": lambda arg: tuple(v for v, _, _ in arg[0]) + arg[3],
     "vm_flags_reset": lambda arg: (arg[0],),
 }
-# The fields a read lock keeps stable.  anon_vma may go from NULL to set under a read lock; and
-# once a VMA is detached a reader may trust nothing but `detached` itself: vm_area_free's call_rcu
-# reuses vm_start/vm_end as the rcu_head, which is why check_detached comes before check_range.
-_FIELDS = ("start", "end", "vm_lock_seq", "detached", "prot", "account")
+# The fields a fault reads that its read lock keeps stable: the range, vm_flags (with VM_ACCOUNT)
+# and whether the VMA is still mapped (vm_lock_seq is the lock's own, checked by
+# writer-waits-for-readers).  anon_vma may go from NULL to set under a read lock; and once a VMA is
+# detached a reader may trust nothing but `detached` itself: vm_area_free's call_rcu reuses
+# vm_start/vm_end as the rcu_head, which is why check_detached comes before check_range.
+_FIELDS = ("start", "end", "detached", "prot", "account")
 
 
 def _head(s, a):
@@ -955,13 +1010,25 @@ def touched_vma(s, a):
     return -1
 
 
+def vma_read_locked(s, i):
+    """Thread i holds its VMA's read lock: it is among the VMA rwsem's readers, vma_start_read let
+    it in (its next step is past vma_start_read_recheck) and it has not reached the up_read that
+    releases it.  Between the trylock and the recheck, and in the up_read of a failed recheck, a
+    fault holds the rwsem of a write-locked VMA, as it may (recheck-race)."""
+    t = s.threads[i]
+    return t.vma >= 0 and i in s.vmas[t.vma].lock.readers and bool(t.frames) and t.frames[0].label not in _NOT_LET_IN
+
+
+_NOT_LET_IN = ("vma_start_read_recheck", "up_read")
+
+
 def write_locked_set(s):
     return frozenset(v for v, vma in enumerate(s.vmas) if vma.vm_lock_seq == s.mm.mm_lock_seq)
 
 
 def no_reader_in_write_locked_vma(s):
-    for t in s.threads:
-        if t.vma_locked and is_write_locked(s, t.vma):
+    for i, t in enumerate(s.threads):
+        if vma_read_locked(s, i) and is_write_locked(s, t.vma):
             return f"{t.name} holds VMA {t.vma} read-locked while it is write-locked"
     return None
 
@@ -969,8 +1036,8 @@ def no_reader_in_write_locked_vma(s):
 def read_locked_vma_unchanged(s, a, t):
     if s.vmas is t.vmas:
         return None
-    for before, after in zip(s.threads, t.threads):
-        if before.vma_locked and after.vma_locked and before.vma == after.vma:
+    for i, (before, after) in enumerate(zip(s.threads, t.threads)):
+        if vma_read_locked(s, i) and vma_read_locked(t, i) and before.vma == after.vma:
             old, new = s.vmas[before.vma], t.vmas[before.vma]
             if old.detached:
                 continue
@@ -995,6 +1062,23 @@ def no_use_after_free(s, a, t):
     if v >= 0 and s.vmas[v].status == FREED:
         return f"{a} touches VMA {v} after it was freed"
     return None
+
+
+# The step after each check of vma_start_read when the check passes; any other next step gives up.
+_VMA_START_READ_PASSES = {"vma_start_read": "down_read_trylock", "down_read_trylock": "vma_start_read_recheck",
+                          "vma_start_read_recheck": "check_detached"}
+
+
+def vma_start_read_fails_only_for_writers(s, a, t):
+    passes = _VMA_START_READ_PASSES.get(a.label)
+    if passes is None:
+        return None
+    i = thread_index(s, a.actor)
+    before, after = s.threads[i], t.threads[i]
+    if after.frames[0].label == passes or s.mm.mmap_lock.owner != NOBODY or before.ghost_writer_since_walk:
+        return None
+    return (f"{a} gave up on VMA {before.vma} although no writer has held mmap_lock for write since "
+            f"{before.name} found it: the fault falls back to mmap_lock for nothing")
 
 
 def epoch_unlocks_all(s):
@@ -1028,7 +1112,7 @@ def writer_holds_vma_write_lock(s, a, t):
 def fork_copies_unused_vma(s, a, t):
     if a.label == "copy_page_range":
         v = _head(s, a)[1]
-        users = [th.name for th in s.threads if th.vma_locked and th.vma == v]
+        users = [th.name for i, th in enumerate(s.threads) if th.vma == v and vma_read_locked(s, i)]
         if users:
             return f"fork copies VMA {v} while {users[0]} handles a fault in it under its VMA lock"
     return None
@@ -1047,8 +1131,8 @@ INVARIANTS = [
     Invariant("no-reader-in-write-locked-vma",
               "vma_start_read never lets a fault into a VMA that is write-locked", no_reader_in_write_locked_vma),
     Invariant("read-locked-vma-unchanged",
-              "while a fault holds an attached VMA read-locked, none of its fields change "
-              "(anon_vma may be set)",
+              "while a fault holds an attached VMA read-locked, nothing it reads there changes: its range, "
+              "its flags, whether it is mapped (anon_vma may be set)",
               read_locked_vma_unchanged, transition=True, kind=HARM),
     Invariant("writer-waits-for-readers",
               "vma_start_write cannot complete while faults hold the VMA's rwsem for read",
@@ -1056,6 +1140,10 @@ INVARIANTS = [
     Invariant("no-use-after-free",
               "no step touches a VMA (or its lock) after it has been freed", no_use_after_free, transition=True,
               kind=HARM),
+    Invariant("vma-start-read-fails-only-for-writers",
+              "vma_start_read gives up only while a writer holds mmap_lock for write or has held it since "
+              "the fault found the VMA (else faults fall back to mmap_lock and the per-VMA path is lost)",
+              vma_start_read_fails_only_for_writers, transition=True, kind=HARM),
     Invariant("epoch-unlocks-all",
               "every VMA write-locked in a write epoch is unlocked when the epoch ends", epoch_unlocks_all),
     Invariant("fault-uses-attached-vma",
@@ -1239,6 +1327,14 @@ class VmaLocksModel(ProgramModel):
         mm = Mm(rwsem.FREE, 0, tuple(range(len(vmas))))
         return self.start(VmaState(threads, mm, vmas, rcu_init(len(threads)), Counters()))
 
+    def normalize(self, state, i):
+        """Clear the ghost outside vma_start_read, so that it never tells two equal states apart."""
+        state = super().normalize(state, i)
+        t = state.threads[i]
+        if t.ghost_writer_since_walk and not in_vma_start_read(t):
+            return set_local(state, i, ghost_writer_since_walk=False)
+        return state
+
     def summary(self, s):
         names = [t.name for t in s.threads]
         out = {"mm_lock_seq": str(s.mm.mm_lock_seq), "mmap_lock": _sem_text(s.mm.mmap_lock, names)}
@@ -1271,4 +1367,6 @@ def _sem_text(sem, names):
         parts.append("R:" + ",".join(names[r] for r in sem.readers))
     if sem.waiters:
         parts.append("wait:" + ",".join(f"{names[w]}({k})" for w, k in sem.waiters))
+    if sem.handoff:
+        parts.append("HANDOFF")
     return " ".join(parts) or "-"

@@ -293,6 +293,10 @@ def history_frames(trace, s0) -> list[tuple]:
                 rows.append((LEFT, word_top(lock) - 2.5 - 0.3 * j, text, style.BLUE if now else style.DARK))
             if not recent:
                 rows.append((LEFT, word_top(lock) - 2.5, "no transition yet", style.DARK))
+                recent = [None]
+            # Every frame has the same number of rows: BokehJS 3.9 throws (RangeError in
+            # TextView.after_visuals) when a text glyph with a per-row colour loses rows.
+            rows.extend((LEFT, word_top(lock) - 2.5 - 0.3 * j, "", style.DARK) for j in range(len(recent), HISTORY))
         frames.append(tuple(rows))
     return frames
 

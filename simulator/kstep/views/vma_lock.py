@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import rwsem
-from ..models.vma_lock import FREED, LIVE, MM, RCU_PENDING, is_write_locked
+from ..models.vma_lock import FREED, LIVE, MM, RCU_PENDING, is_write_locked, vma_read_locked
 from . import style
 from .board import COLUMNS as BOX, LEFT, Box, board_figure, columns, draw_boxes, in_a_row
 from .counters import counters_figure
@@ -51,19 +51,22 @@ EPOCH_LANE = ("write epoch (mm_lock_seq shown at its start)", style.PURPLE)
 COUNTERS = ("vma_lock_success", "vma_lock_abort", "vma_lock_retry", "vma_lock_miss", "mmap_lock_faults", "sigsegv")
 COUNTER_COLORS = (style.GREEN, style.ORANGE, style.YELLOW, style.SKY, style.BLUE, style.VERMILLION)
 MAX_OFF_TREE = 6  # VMAs shown in the "removed from the tree" row
+# A writer's next step while down_write waits: it spins, queues, or sleeps until its retry can succeed.
+WRITER_WAITS = ("rwsem_optimistic_spin", "rwsem_down_write_slowpath", "rwsem_try_write_lock")
 
 
 def phase(s, i: int) -> int:
     t = s.threads[i]
     if not t.frames:
         return KILLED if t.died else DONE
+    label, lock = t.frames[0]
+    if label in WRITER_WAITS:  # spinning on or queued for an rwsem (cheaper than scanning every VMA's queue)
+        return WAIT_MM if lock == MM else WAIT_VMA
     if rwsem.waiting(s.mm.mmap_lock, i):
         return WAIT_MM
-    if t.frames[0].label == "rwsem_down_write_slowpath" and t.frames[0].arg != MM:
-        return WAIT_VMA  # queued on a VMA's rwsem (down_write pushed this frame; cheaper than scanning VMAs)
     if s.mm.mmap_lock.owner == i:
         return EPOCH
-    if t.vma_locked:
+    if vma_read_locked(s, i):
         return VMA_READ
     if rwsem.holds_read(s.mm.mmap_lock, i):
         return MM_READ
@@ -80,7 +83,8 @@ def sem_text(sem: rwsem.Rwsem, names) -> str:
     if sem.readers:
         lines.append("read: " + ", ".join(names[r] for r in sem.readers))
     if sem.waiters:
-        lines.append("waiting: " + ", ".join(f"{names[w]} ({k})" for w, k in sem.waiters))
+        handoff = " · HANDOFF" if sem.handoff else ""
+        lines.append("waiting: " + ", ".join(f"{names[w]} ({k})" for w, k in sem.waiters) + handoff)
     return "\n".join(lines)
 
 
@@ -177,7 +181,8 @@ def thread_boxes(s, names) -> list[Box]:
 
 def thread_key(s):
     """What thread_boxes reads: each thread's next step and locks, not its whole program."""
-    heads = tuple((t.frames[0] if t.frames else None, t.addr, t.vma, t.vma_locked, t.died) for t in s.threads)
+    heads = tuple((t.frames[0] if t.frames else None, t.addr, t.vma, vma_read_locked(s, i), t.died)
+                  for i, t in enumerate(s.threads))
     return heads, s.rcu.nesting, s.rcu.qsmask, s.mm.mmap_lock
 
 

@@ -1,0 +1,74 @@
+"""Builds the kernel lab's torture tool with your head_claim.c and runs it.
+
+    export KSTEP_KERNEL_LAB=/path/to/kstep/kernel-lab      # built with make lab
+    echo '{"arch": "x86_64", "pending_bits": 8, "args": ["--threads", "2"]}' | python driver.py
+
+Your file replaces the queue head's claim and hand-off in the lab's Linux 6.12 qspinlock (the
+v6.12 variant, both pending-bit layouts); everything else links from the lab's own build
+(make lab).  arm64 and ppc64le binaries run under qemu-user.  The answer is one JSON line: whether
+it built (and the compiler's complaints if not), the torture tool's exit status (0 clean,
+1 violation, 3 hang, 4 inconclusive) and its summary.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+CC = {"x86_64": "gcc", "arm64": "aarch64-linux-gnu-gcc", "ppc64le": "powerpc64le-linux-gnu-gcc"}
+RUN = {"x86_64": [], "arm64": ["qemu-aarch64"], "ppc64le": ["qemu-ppc64le"]}
+NR_CPUS = {8: 64, 1: 16384}
+CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-sign-compare",
+          "-fno-strict-aliasing", "-ftls-model=local-exec", "-pthread"]
+
+
+def build(root: Path, arch: str) -> tuple[Path, str]:
+    """(the torture binary, the compiler's output): built once per architecture."""
+    here = Path.cwd()
+    binary = here / f"torture-{arch}"
+    if binary.exists():
+        return binary, ""
+    objs = sorted((root / "build" / arch / "obj" / "torture").glob("*.o"))
+    if not objs:
+        raise SystemExit(f"driver: {root}/build/{arch} has no objects: run make lab first")
+    mine = []
+    for bits, cpus in NR_CPUS.items():
+        out = here / f"head_claim-{arch}-pb{bits}.o"
+        cmd = [CC[arch], *CFLAGS, f"-I{root}/include", f"-I{root}/arch/{arch}/include", f"-I{root}/common",
+               "-DLAB_HOOKS=1", "-DLAB_VARIANT_ID=V6_12", "-DLAB_VARIANT_V6_12", f"-DLAB_PENDING_BITS={bits}",
+               f"-DCONFIG_NR_CPUS={cpus}", f'-DLAB_HEAD_CLAIM="{here / "head_claim.c"}"',
+               "-c", str(root / "qspinlock" / "lock_ops.c"), "-o", str(out)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode:
+            return None, r.stderr[-3000:]
+        mine.append(out)
+    others = [o for o in objs if not o.name.startswith("qspinlock-V6_12-")]
+    r = subprocess.run([CC[arch], "-static", "-pthread", *map(str, others + mine), "-o", str(binary)],
+                       capture_output=True, text=True)
+    return (binary, "") if r.returncode == 0 else (None, r.stderr[-3000:])
+
+
+def main():
+    request = json.loads(sys.stdin.read())
+    arch = request.get("arch", "x86_64")
+    root = request.get("lab") or os.environ.get("KSTEP_KERNEL_LAB")
+    if not root:
+        raise SystemExit("driver: say where kstep's kernel-lab is: KSTEP_KERNEL_LAB=/path/to/kstep/kernel-lab")
+    binary, errors = build(Path(root), arch)
+    if binary is None:
+        print(json.dumps({"built": False, "errors": errors}))
+        return
+    cmd = RUN[arch] + [str(binary), "--variant", "v6.12", "--pending-bits", str(request.get("pending_bits", 8)),
+                       *request.get("args", [])]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    lines = r.stdout.strip().splitlines()
+    try:
+        summary = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        summary = None
+    print(json.dumps({"built": True, "status": r.returncode, "summary": summary, "stderr": r.stderr[-2000:]}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,362 @@
+"""The sandbox a submission runs in: bubblewrap, a non-root uid, and resource limits that decide.
+
+A submission's code never runs in the grader's process.  ``run(argv, scratch, limits)`` starts it
+as a child that sees only
+
+- the read-only runtime: ``/usr``, the Python installation and virtual environment kstep runs from,
+  the kstep package, and whatever read-only folders the caller names (the kernel lab's sources);
+- the scratch folder, the one writable place, holding the submission's files and its inputs;
+
+and nothing else: no other file of the machine (binding ``/`` would expose every world-readable
+file, hidden tests and solutions included), no network (``--unshare-all`` gives it its own empty
+network namespace, so even 127.0.0.1 is not the host's), no other process (its own PID namespace:
+when the sandbox ends, everything it started ends with it), and a new session (no terminal to push
+input into).
+
+When the grader is root, ``setpriv`` first drops to the sandbox's own uid (one per parallel slot,
+``SANDBOX_UID`` + slot), since uid 0 ignores ``RLIMIT_NPROC`` and a fork bomb would then run
+unchecked.  A root grader first binds the read-only folders, in a mount namespace of its own, onto
+folders that uid can reach, so the runtime may live where it could not look a path up (a Python
+under ``/root``).  CPU time (``RLIMIT_CPU``), memory (``RLIMIT_DATA``: heap and private mappings, which
+leaves qemu-user's address-space reservation alone), processes (``RLIMIT_NPROC``) and file size
+(``RLIMIT_FSIZE``) decide the outcome; a generous wall-clock guard is only the backstop for a
+submission that sleeps.  Output beyond ``limits.output`` bytes stops the run.
+
+``check()`` proves the sandbox works here (it runs ``id -u`` inside and expects a non-root uid); a
+grader without one refuses to grade (``SandboxUnavailable``, exit status 2 at the command line).
+
+The weaker ``user`` mode, for containers that give bubblewrap no user namespaces (Gradescope's),
+keeps the uid change, the limits and the scratch folder but not the namespaces: the submission can
+see every file its uid may read and can reach the network.  It is used only when asked for; the
+Gradescope autograder's ``setup.sh`` makes it tolerable (see docs/instructor/gradescope.md).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import NamedTuple, Optional, Sequence
+
+import kstep
+
+SANDBOX_UID = 61000  # the first sandbox uid when the grader runs as root; slot k uses SANDBOX_UID + k
+MODES = ("bwrap", "user")
+PATH = "/usr/bin:/bin"
+
+
+class SandboxUnavailable(Exception):
+    """No working sandbox here: grading refuses rather than run a submission unconfined."""
+
+
+class Limits(NamedTuple):
+    cpu: int = 20  # seconds of CPU time (RLIMIT_CPU), all threads together
+    memory: int = 512  # MiB (RLIMIT_DATA)
+    nproc: int = 32  # processes and threads of the sandbox's uid (RLIMIT_NPROC): a compiler's or
+    # qemu-user's handful, and few enough that a fork bomb cannot starve the graders running beside it
+    wall: int = 120  # seconds: the backstop for a submission that sleeps or blocks
+    output: int = 1 << 20  # bytes of stdout and stderr together
+    file_size: int = 64  # MiB: the largest file it may write (RLIMIT_FSIZE)
+
+
+class Result(NamedTuple):
+    status: Optional[int]  # exit status, or None when a signal ended it
+    signal: Optional[int]
+    stdout: bytes
+    stderr: bytes
+    verdict: str  # "ok" (exited 0), "failed" (exited non-zero), "crashed", "cpu-time", "memory", "wall-time",
+    # "nproc" (stopped at the wall-clock limit with the process limit reached), "output"
+    seconds: float
+
+    @property
+    def why(self) -> str:
+        """One line saying how the run ended, for a student's feedback."""
+        return {
+            "ok": "exited normally",
+            "failed": f"exited with status {self.status}",
+            "crashed": f"was killed by signal {signal_name(self.signal)}",
+            "cpu-time": "ran out of CPU time (an endless loop?)",
+            "memory": "ran out of memory",
+            "wall-time": "ran past the wall-clock limit (sleeping or blocked?)",
+            "nproc": "kept starting processes up to the limit (a fork bomb?) until the wall-clock limit",
+            "output": "wrote more output than allowed",
+        }[self.verdict]
+
+
+def signal_name(sig: Optional[int]) -> str:
+    try:
+        return signal.Signals(sig).name
+    except (ValueError, TypeError):
+        return str(sig)
+
+
+def runtime_dirs() -> list[Path]:
+    """What a submission may read: the interpreter kstep runs under, its environment, kstep itself."""
+    dirs = [Path("/usr"), Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
+            Path(kstep.__file__).resolve().parent]
+    out: list[Path] = []
+    for d in dirs:
+        if not any(d == o or o in d.parents for o in out):
+            out = [o for o in out if d not in o.parents] + [d]
+    return out
+
+
+def _uid(slot: int) -> Optional[int]:
+    return SANDBOX_UID + slot if os.geteuid() == 0 else None
+
+
+def prepare_scratch(scratch: Path, slot: int) -> None:
+    """Give the scratch folder to the sandbox's uid (only it and the grader may touch it)."""
+    uid = _uid(slot)
+    if uid is None:
+        return
+    for root, dirs, files in os.walk(scratch):
+        for name in dirs + files:
+            os.lchown(os.path.join(root, name), uid, uid)
+    os.chown(scratch, uid, uid)
+    os.chmod(scratch, 0o700)
+
+
+def command(argv: Sequence[str], scratch: Path, binds: Sequence[tuple], mode: str, slot: int,
+            env: dict) -> list[str]:
+    """The full command line: setpriv (as root), then bwrap with its binds, then argv.
+
+    ``binds`` are (source, destination, writable): bubblewrap mounts each source at its destination.
+    """
+    uid = _uid(slot)
+    cmd: list[str] = []
+    if uid is not None:
+        cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
+    env = {"PATH": PATH, "HOME": str(scratch), "TMPDIR": str(scratch), "LC_ALL": "C.UTF-8", **env}
+    if mode == "user":
+        return cmd + ["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv]
+    cmd += ["bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+            "--proc", "/proc", "--dev", "/dev",
+            "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+            "--symlink", "usr/sbin", "/sbin"]
+    for source, dest, writable in binds:
+        cmd += ["--bind" if writable else "--ro-bind", str(source), str(dest)]
+    # The root is bubblewrap's tmpfs: read-only, or a submission could fill the host's memory with files.
+    cmd += ["--remount-ro", "/", "--chdir", str(scratch), "--clearenv"]
+    for k, v in env.items():
+        cmd += ["--setenv", k, v]
+    return cmd + ["--", *argv]
+
+
+# As root, the folders are first bound, in a mount namespace of the grader's own, onto empty folders
+# the sandbox's uid can reach: bubblewrap looks its sources up as that uid, and the runtime may live
+# where it cannot (a Python under /root).  The script mounts pairs up to "--", then runs the rest.
+_STAGE = 'while [ "$1" != -- ]; do mount --rbind "$1" "$2" || exit 125; shift 2; done; shift; exec "$@"'
+
+
+def _staged(dirs: Sequence[Path], stage: Path) -> tuple[list[str], list[Path]]:
+    """(the command prefix that mounts each dir on a folder under ``stage``, those folders)."""
+    prefix = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _STAGE, "sh"]
+    points = []
+    for k, d in enumerate(dirs):
+        point = stage / str(k)
+        point.mkdir(mode=0o755)
+        prefix += [str(d), str(point)]
+        points.append(point)
+    return prefix + ["--"], points
+
+
+def _limit(limits: Limits):
+    """The rlimits, set in the child before setpriv and bwrap run (their children inherit them)."""
+
+    def apply():
+        mib = 1 << 20
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu, limits.cpu + 1))
+        resource.setrlimit(resource.RLIMIT_DATA, (limits.memory * mib, limits.memory * mib))
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.nproc, limits.nproc))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size * mib, limits.file_size * mib))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.setpgrp()
+
+    return apply
+
+
+def run(argv: Sequence[str], scratch: Path, limits: Limits = Limits(), *, stdin: bytes = b"",
+        read_only: Sequence[Path] = (), mode: str = "bwrap", slot: int = 0, env: Optional[dict] = None) -> Result:
+    """Run argv in the sandbox with ``scratch`` as its working and only writable folder.
+
+    The environment is empty but for PATH, HOME and TMPDIR (the scratch folder), LC_ALL and ``env``.
+    """
+    env = env or {}
+    if mode not in MODES:
+        raise ValueError(f"sandbox mode {mode!r}")
+    if mode == "bwrap" and shutil.which("bwrap") is None:
+        raise SandboxUnavailable("bubblewrap (bwrap) is not installed: run scripts/setup-system")
+    if _uid(slot) is not None and shutil.which("setpriv") is None:
+        raise SandboxUnavailable("setpriv (util-linux) is not installed: run scripts/setup-system")
+    scratch = Path(scratch).resolve()
+    if mode == "user":
+        return _supervise(command(argv, scratch, (), mode, slot, env), scratch, limits, stdin, _uid(slot))
+    dirs = [*runtime_dirs(), *(Path(d).resolve() for d in read_only)]
+    if _uid(slot) is None:
+        binds = [(d, d, False) for d in dirs] + [(scratch, scratch, True)]
+        return _supervise(command(argv, scratch, binds, mode, slot, env), None, limits, stdin, None)
+    stage = Path(tempfile.mkdtemp(prefix="kstep-stage-"))
+    try:
+        stage.chmod(0o755)
+        prefix, points = _staged(dirs, stage)
+        binds = [(p, d, False) for p, d in zip(points, dirs)] + [(scratch, scratch, True)]
+        return _supervise(prefix + command(argv, scratch, binds, mode, slot, env), None, limits, stdin,
+                          _uid(slot))
+    finally:
+        for point in stage.iterdir():
+            point.rmdir()
+        stage.rmdir()
+
+
+def _supervise(cmd: list[str], cwd: Optional[Path], limits: Limits, stdin: bytes, uid: Optional[int]) -> Result:
+    """Run cmd to its end under the limits; as root (``uid`` given), then make sure nothing of the
+    sandbox's uid is left running, whatever the submission started."""
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=cwd, preexec_fn=_limit(limits))
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    out = {out_fd: bytearray(), err_fd: bytearray()}
+    try:
+        if stdin:
+            proc.stdin.write(stdin)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    verdict = None
+    open_fds = list(out)
+    while open_fds:
+        left = limits.wall - (time.monotonic() - start)
+        if left <= 0:
+            verdict = "wall-time"
+            break
+        ready, _, _ = select.select(open_fds, [], [], min(left, 1.0))
+        for fd in ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                open_fds.remove(fd)
+                continue
+            out[fd] += chunk
+        if sum(len(b) for b in out.values()) > limits.output:
+            verdict = "output"
+            break
+    if verdict is not None:
+        _kill(proc)
+    returncode, cpu = _reap(proc, start + limits.wall)
+    if returncode is None:
+        verdict = verdict or "wall-time"
+        _kill(proc)
+        returncode, cpu = _reap(proc, None)
+    if uid is not None:
+        crowd = _sweep(uid)
+        if verdict == "wall-time" and crowd >= limits.nproc // 2:
+            verdict = "nproc"
+    for stream in (proc.stdout, proc.stderr):
+        stream.close()
+    stdout, stderr = bytes(out[out_fd]), bytes(out[err_fd])
+    stdout, stderr = stdout[:limits.output], stderr[:limits.output]
+    status, sig = _status(returncode)
+    if verdict is None:
+        verdict = _verdict(status, sig, stderr, cpu >= limits.cpu)
+    return Result(status, sig, stdout, stderr, verdict, time.monotonic() - start)
+
+
+def _reap(proc: subprocess.Popen, deadline: Optional[float]) -> tuple[Optional[int], float]:
+    """Wait for the child until the deadline (None: for ever); its exit code and the CPU seconds
+    it and every descendant used, or (None, 0) if it is still running at the deadline."""
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG if deadline is not None else 0)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_utime + usage.ru_stime
+        if time.monotonic() >= deadline:
+            return None, 0.0
+        time.sleep(0.02)
+
+
+def _live(uid: int) -> list[int]:
+    """The processes of ``uid`` that are not zombies."""
+    out = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue  # it ended while we looked
+        if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+            out.append(int(status.parent.name))
+    return out
+
+
+def _sweep(uid: int) -> int:
+    """Kill every process of the sandbox's uid until none is left; how many there were at first.
+
+    bubblewrap's death ends its PID namespace, but the kernel kills a large one (a fork bomb)
+    asynchronously: the grader must not go on while any of it still runs.
+    """
+    first = None
+    for _ in range(600):
+        pids = _live(uid)
+        first = len(pids) if first is None else first
+        if not pids:
+            return first
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    raise RuntimeError(f"processes of sandbox uid {uid} survive SIGKILL: {pids[:10]}")
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """End the sandbox: bubblewrap's death takes its PID namespace, and so every process in it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _status(returncode: int) -> tuple[Optional[int], Optional[int]]:
+    """bwrap exits 128 + N when its child died of signal N; setpriv and env pass statuses through."""
+    if returncode < 0:
+        return None, -returncode
+    if returncode > 128 and returncode - 128 < signal.NSIG:
+        return None, returncode - 128
+    return returncode, None
+
+
+_OUT_OF_MEMORY = (b"MemoryError", b"Cannot allocate memory", b"out of memory")
+
+
+def _verdict(status: Optional[int], sig: Optional[int], stderr: bytes, cpu_spent: bool) -> str:
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_spent):
+        return "cpu-time"
+    if any(m in stderr[-4096:] for m in _OUT_OF_MEMORY):
+        return "memory"
+    if sig is not None:
+        return "crashed"
+    return "ok" if status == 0 else "failed"
+
+
+def check(mode: str = "bwrap") -> None:
+    """Raise SandboxUnavailable unless a sandboxed child really runs here, as a non-root uid, with
+    the Python and kstep that submissions run under."""
+    with tempfile.TemporaryDirectory(prefix="kstep-sandbox-check-") as d:
+        prepare_scratch(Path(d), 0)
+        probe = "import os, kstep; print(os.getuid())"
+        try:
+            r = run([sys.executable, "-c", probe], Path(d), Limits(cpu=10, wall=60), mode=mode)
+        except OSError as e:
+            raise SandboxUnavailable(f"cannot start the sandbox: {e.strerror}") from None
+        if r.verdict != "ok":
+            why = r.stderr.decode(errors="replace").strip().splitlines()
+            raise SandboxUnavailable(f"{mode} does not work here: {why[-1] if why else r.why}")
+        if r.stdout.strip() == b"0":
+            raise SandboxUnavailable("the sandboxed child runs as root")

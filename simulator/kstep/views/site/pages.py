@@ -1,0 +1,317 @@
+"""The site's generated pages and the directives that fill them from the library.
+
+Every bundled scenario and every broken variant gets a page under ``animations/MECH/`` (written
+into the source folder at each build, never committed, only rewritten when its text changes).
+A page is a title and one directive; the directive runs the library when Sphinx reads the page:
+
+- ``kstep-scenario MECH NAME``: the description, what to look for, the animation of its scripted
+  run, the claims of its text checked against that run, and the command that prints it;
+- ``kstep-counterexample MECH VARIANT``: what the variant breaks and the shortest run in which the
+  explorer catches it;
+- ``kstep-animations MECH`` (on a chapter): the list of those pages, with each description;
+- ``kstep-exercises MECH`` (on a chapter): the graded exercises found under ``exercises/``;
+- ``kstep-variants MECH`` (instructor guide): every variant against every bundled scenario, from the
+  committed verdict table.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+from bokeh.embed import components
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+from ...engine import expect, scenario
+from ...models import MODELS, make_model
+from .. import course
+from ..export import layout
+
+logger = logging.getLogger(__name__)
+GENERATED = "animations"  # the folder of generated pages, inside the site's sources
+BOKEH = "kstep_bokeh"  # a doctree attribute: this page embeds a Bokeh document
+EXERCISES = "exercises"  # beside docs/: exercises/ID/exercise.toml
+
+
+def page_docname(mech: str, name: str) -> str:
+    return f"{GENERATED}/{mech}/{name}"
+
+
+def broken_name(variant: str) -> str:
+    return f"broken-{variant}"
+
+
+def broken_variants(mech: str) -> list:
+    return [v for v in MODELS[mech].variants.values() if v.broken]
+
+
+def write_pages(app) -> None:
+    """Write every generated page that changed and delete those whose scenario or variant is gone."""
+    root = Path(app.srcdir) / GENERATED
+    wanted = {}
+    for mech in MODELS:
+        for name in scenario.bundled(mech):
+            wanted[Path(mech, f"{name}.md")] = f"# {name}\n\n```{{kstep-scenario}} {mech} {name}\n```\n"
+        for v in broken_variants(mech):
+            wanted[Path(mech, f"{broken_name(v.name)}.md")] = (
+                f"# Broken: {v.name}\n\n```{{kstep-counterexample}} {mech} {v.name}\n```\n")
+    for rel, text in wanted.items():
+        path = root / rel
+        if not path.is_file() or path.read_text() != text:  # an unchanged page keeps its mtime: no re-read
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    if root.is_dir():
+        for path in sorted(root.rglob("*"), reverse=True):
+            if path.is_file() and path.relative_to(root) not in wanted:
+                path.unlink()
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+
+
+def paragraphs(text: str, classes=()) -> list[nodes.paragraph]:
+    return [nodes.paragraph(p, " ".join(p.split()), classes=list(classes))
+            for p in text.strip().split("\n\n") if p.strip()]
+
+
+def labelled(label: str, text: str, classes=()) -> nodes.paragraph:
+    para = nodes.paragraph(classes=list(classes))
+    para += nodes.strong(label, label)
+    para += nodes.Text(" " + " ".join(text.split()))
+    return para
+
+
+def command(text: str) -> nodes.literal_block:
+    return nodes.literal_block(text, text, language="sh")
+
+
+def doc_link(docname: str, text: str) -> addnodes.pending_xref:
+    ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget=f"/{docname}", refexplicit=True,
+                                refwarn=True)
+    ref += nodes.inline(text, text)
+    return ref
+
+
+def hidden_toctree(directive: SphinxDirective, docnames: list[str]) -> addnodes.toctree:
+    """A toctree that puts the pages in the site's navigation under the page holding it."""
+    tree = addnodes.toctree()
+    tree["parent"] = directive.env.docname
+    tree["entries"] = [(None, d) for d in docnames]
+    tree["includefiles"] = list(docnames)
+    tree["maxdepth"] = -1
+    tree["glob"] = False
+    tree["hidden"] = True
+    tree["caption"] = None
+    tree["titlesonly"] = True
+    tree["numbered"] = 0
+    return tree
+
+
+class KstepDirective(SphinxDirective):
+    has_content = False
+
+    def mechanism(self) -> str:
+        mech = self.arguments[0]
+        if mech not in MODELS:
+            raise self.error(f"unknown mechanism {mech!r} (choose from: {', '.join(MODELS)})")
+        return mech
+
+    def animation(self, trace, model) -> nodes.raw:
+        """The trace's player, embedded; BokehJS itself comes from the site's _static folder."""
+        script, div = components(layout(trace, model))
+        self.state.document[BOKEH] = True
+        return nodes.raw("", f'<div class="kstep-animation">{div}</div>\n{script}', format="html")
+
+
+class ScenarioDirective(KstepDirective):
+    required_arguments = 2
+
+    def run(self):
+        mech, name = self.mechanism(), self.arguments[1]
+        model, sc, trace = course.scripted_run(mech, name)
+        out = paragraphs(sc.description)
+        out.append(labelled("What to look for:", sc.look_for, classes=["kstep-look-for"]))
+        facts = nodes.paragraph("", f"{len(trace)} steps under ")
+        if sc.schedule:
+            facts += [nodes.Text("its scripted schedule "), nodes.literal(sc.schedule, sc.schedule),
+                      nodes.Text(" (then round-robin)")]
+        else:
+            facts += nodes.Text(f"the random scheduler, seed {course.SEED}")
+        facts += nodes.Text(f"; outcome: {trace.outcome}.")
+        if trace.violation is not None:
+            v = trace.violation
+            facts += nodes.Text(f" {v.title} at step {v.step}: {v.message}")
+        out.append(facts)
+        out.append(self.animation(trace, model))
+        if sc.expect:
+            failed = {e.claim: why for e, why in expect.check(model, trace, sc.expect)}
+            for claim, why in failed.items():
+                logger.warning(f"{mech}/{name}: claim {claim!r} does not hold on its run: {why}",
+                               location=(self.env.docname, self.lineno))
+            out.append(nodes.paragraph("", "Each of these sentences is checked against the run above:"))
+            claims = nodes.bullet_list()
+            for e in sc.expect:
+                claims += nodes.list_item("", nodes.paragraph("", f"{'✗' if e.claim in failed else '✓'} {e.claim}"))
+            out.append(claims)
+        out.append(nodes.paragraph("", "The same run as a step table, with ? for you to work out (-c shows "
+                                       "the answers):"))
+        out.append(command(f"kstep run {mech} --scenario {name}" + ("" if sc.schedule else f" -s {course.SEED}")))
+        return out
+
+
+def verdict_order(mech: str, variant: str) -> tuple:
+    """The bundled scenarios on which the committed verdict table says ``variant`` breaks something."""
+    table = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"].get(mech, {})
+    return tuple(name for name in scenario.bundled(mech)
+                 if table.get(name, {}).get(variant, {}).get("verdict") == "violation")
+
+
+class CounterexampleDirective(KstepDirective):
+    required_arguments = 2
+
+    def run(self):
+        mech, variant = self.mechanism(), self.arguments[1]
+        if variant not in MODELS[mech].variants:
+            raise self.error(f"unknown variant {variant!r} of {mech}")
+        found, searched = course.counterexample(mech, variant, order=verdict_order(mech, variant))
+        model = make_model(mech, variant)
+        sources = model.sources()
+        out = paragraphs(model.variant.doc)
+        steps = nodes.bullet_list()
+        for label in model.variant.replaces:
+            item = nodes.paragraph()
+            item += nodes.literal(label, label)
+            if label in sources:
+                item += nodes.Text(" (")
+                item += nodes.literal(str(sources[label]), str(sources[label]))
+                item += nodes.Text(")")
+            steps += nodes.list_item("", item)
+        if len(steps):
+            out += [nodes.paragraph("", "The steps it replaces:"), steps]
+        if found is None:
+            out.append(nodes.paragraph("", "The explorer finds no counterexample on the bundled scenarios: "
+                                           + "; ".join(searched) + "."))
+            return out
+        result = found.result
+        v = result.violation
+        out.append(labelled("What the explorer finds:",
+                            f"on scenario {found.scenario}, {v.title} after {len(result.counterexample)} steps "
+                            f"({result.states} states searched): {v.message}", classes=["kstep-violation"]))
+        out.append(paragraphs("The animation is the shortest run that does it; its last step breaks the check, "
+                              "and the banner at the end names it.")[0])
+        out.append(self.animation(result.counterexample, model))
+        out.append(command(f"kstep explore {mech} --scenario {found.scenario} --variant {variant} --html cex.html"))
+        return out
+
+
+class AnimationsDirective(KstepDirective):
+    required_arguments = 1
+
+    def run(self):
+        mech = self.mechanism()
+        model = make_model(mech)
+        docnames = []
+        scenarios = nodes.bullet_list(classes=["kstep-animations"])
+        for name in scenario.bundled(mech):
+            sc = scenario.load(mech, model.scenario_schema, name)
+            docnames.append(page_docname(mech, name))
+            head = nodes.paragraph()
+            head += doc_link(docnames[-1], name)
+            scenarios += nodes.list_item("", head, *paragraphs(sc.description),
+                                         labelled("What to look for:", sc.look_for, classes=["kstep-look-for"]))
+        broken = nodes.bullet_list(classes=["kstep-animations"])
+        for v in broken_variants(mech):
+            docnames.append(page_docname(mech, broken_name(v.name)))
+            head = nodes.paragraph()
+            head += doc_link(docnames[-1], v.name)
+            broken += nodes.list_item("", head, *paragraphs(v.doc))
+        out = [nodes.rubric("", "Scenarios"), scenarios]
+        if len(broken):
+            out += [nodes.rubric("", "Broken variants: the shortest run that breaks a check"), broken]
+        return out + [hidden_toctree(self, docnames)]
+
+
+def exercises(root: Path, mech: str) -> list[tuple[Path, dict]]:
+    """(folder, exercise.toml) of every exercise for ``mech``, in folder order."""
+    found = []
+    for path in sorted(root.glob("*/exercise.toml")):
+        meta = tomllib.loads(path.read_text())
+        if mech == meta.get("mechanism") or mech in meta.get("mechanisms", ()):
+            found.append((path.parent, meta))
+    return found
+
+
+class ExercisesDirective(KstepDirective):
+    required_arguments = 1
+
+    def run(self):
+        mech = self.mechanism()
+        root = Path(self.env.srcdir).parent / EXERCISES
+        if root.is_dir():
+            self.env.note_dependency(str(root))  # a new exercise folder changes the folder's mtime
+        found = exercises(root, mech)
+        for folder, _ in found:
+            self.env.note_dependency(str(folder / "exercise.toml"))
+        if not found:
+            return [nodes.paragraph("", f"No graded exercise in exercises/ covers {mech}.")]
+        items = nodes.bullet_list(classes=["kstep-exercises"])
+        for folder, meta in found:
+            para = nodes.paragraph()
+            para += nodes.strong("", meta.get("title", folder.name))
+            details = [f"exercises/{folder.name}/"]
+            if isinstance(meta.get("points"), dict):
+                details.insert(0, f"{sum(meta['points'].values())} points")
+            if meta.get("kind"):
+                details.insert(0, meta["kind"])
+            para += nodes.Text(f" ({', '.join(details)})")
+            items += nodes.list_item("", para)
+        return [items]
+
+
+class VariantsDirective(KstepDirective):
+    required_arguments = 1
+
+    def run(self):
+        mech = self.mechanism()
+        table = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"].get(mech, {})
+        names = scenario.bundled(mech)
+        rows = [["variant", "what it is"] + names]
+        for v in MODELS[mech].variants.values():
+            cells = [f"{v.name}{' (broken)' if v.broken else ''}", " ".join(v.doc.split())]
+            for name in names:
+                row = table.get(name, {}).get(v.name)
+                cells.append("not in the table" if row is None else
+                             f"{row['kind']}: {row['invariant']} in {row['steps']} steps"
+                             if row["verdict"] == "violation" else row["verdict"])
+            rows.append(cells)
+        return [grid(rows, classes=["kstep-variants"])]
+
+
+def grid(rows: list[list[str]], classes=()) -> nodes.table:
+    """A plain docutils table, the first row its header."""
+    width = len(rows[0])
+    table = nodes.table(classes=list(classes))
+    group = nodes.tgroup(cols=width)
+    table += group
+    group += [nodes.colspec(colwidth=1) for _ in range(width)]
+    for part, chunk in ((nodes.thead(), rows[:1]), (nodes.tbody(), rows[1:])):
+        for cells in chunk:
+            row = nodes.row()
+            for text in cells:
+                row += nodes.entry("", nodes.paragraph(text, text))
+            part += row
+        group += part
+    return table
+
+
+DIRECTIVES = {
+    "kstep-scenario": ScenarioDirective,
+    "kstep-counterexample": CounterexampleDirective,
+    "kstep-animations": AnimationsDirective,
+    "kstep-exercises": ExercisesDirective,
+    "kstep-variants": VariantsDirective,
+}

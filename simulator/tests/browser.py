@@ -1,0 +1,163 @@
+"""Pages in a real browser: Debian's Chromium, headless, driven by Playwright, with no network.
+
+``Opened`` opens a page (file:// or a local server), aborts and records every request that would
+leave the machine, collects page errors and console errors and warnings, and waits until every
+Bokeh document on the page is built.  Its methods drive one document's player the way a student
+does, by clicking its buttons.  The ``browser`` fixture is in conftest.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Optional
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+# Every Bokeh document of the page built: one per embed target (an element with data-root-id).
+READY = ("() => { const n = document.querySelectorAll('[data-root-id]').length;"
+         " return n === 0 || (window.Bokeh !== undefined && Bokeh.documents.length >= n"
+         " && Bokeh.documents.every((d) => d.is_idle)); }")
+SPEED = "1000 steps/s"  # the player's fastest speed: a whole run plays in moments
+# Two animation frames: BokehJS paints on the next one, so after this the screen shows the model.
+PAINTED = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+class Opened:
+    """A page opened offline, with what it tried to fetch and what went wrong on it.
+
+    ``origin`` (``http://127.0.0.1:PORT``) is the one place requests may go; without it (file://)
+    every http(s) request is aborted.  ``doc`` picks the Bokeh document the player methods drive.
+    """
+
+    def __init__(self, browser, where: Path | str, *, origin: Optional[str] = None, doc: int = 0,
+                 viewport=(1280, 1000)):
+        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+        self.origin = origin
+        self.requests: list[str] = []
+        self.problems: list[str] = []
+        self.context.route(re.compile(r"^https?://"), self._route)
+        self.page = self.context.new_page()
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("console", self._console)
+        self.goto(where, doc)
+
+    def goto(self, where: Path | str, doc: int = 0) -> None:
+        """Open another page in the same tab (what it requests and logs is added to the same lists)."""
+        self.page.goto(where.as_uri() if isinstance(where, Path) else where)
+        self.page.wait_for_function(READY, timeout=30_000)
+        self.use(doc)
+
+    def _route(self, route):
+        if self.origin is not None and route.request.url.startswith(self.origin + "/"):
+            route.continue_()
+        else:
+            self.requests.append(route.request.url)
+            route.abort()
+
+    def _console(self, msg):
+        if msg.type in ("error", "warning"):
+            self.problems.append(f"console {msg.type}: {msg.text}")
+
+    def documents(self) -> int:
+        return self.page.evaluate("() => window.Bokeh === undefined ? 0 : Bokeh.documents.length")
+
+    def use(self, doc: int) -> None:
+        """Point the player methods at the page's Bokeh document number ``doc``."""
+        self.doc = doc
+        self.model = f"(name) => Bokeh.documents[{doc}].get_model_by_name(name)"
+        if doc < self.documents():
+            root = self.page.evaluate(f"() => Bokeh.documents[{doc}].roots()[0].id")
+            self.root = self.page.locator(f'[data-root-id="{root}"]')
+
+    def open_collapsed(self) -> None:
+        """Expand every collapsed block (a notebook's hidden answers), as a student opens them."""
+        self.page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+
+    def is_player(self) -> bool:
+        return self.js("m('kstep-slider') !== null")
+
+    def js(self, expr, arg=None):
+        """Evaluate ``expr`` with ``m(name)`` returning the named Bokeh model of the document in use."""
+        return self.page.evaluate(f"(arg) => {{ const m = {self.model}; return {expr}; }}", arg)
+
+    def wait(self, expr, timeout=10_000):
+        """Wait until ``expr`` (with ``m(name)`` as in ``js``) is true: states, never time."""
+        self.page.wait_for_function(f"() => {{ const m = {self.model}; return {expr}; }}", timeout=timeout)
+
+    @property
+    def frame(self) -> int:
+        return self.js("m('kstep-slider').value")
+
+    def status(self) -> str:
+        return self.js("[].concat(m('kstep-status').html).join('')")
+
+    def click(self, text):
+        self.root.locator("button.bk-btn", has_text=text).click()
+
+    def speed(self, label):
+        self.root.locator("select").select_option(label=label)
+
+    def toggle(self):
+        """The play/pause button element as it is in the page now."""
+        return self.page.evaluate_handle(
+            f"() => Bokeh.index.query_one((v) => v.model === ({self.model})('kstep-play')).button_el")
+
+    def playing(self) -> bool:
+        """The player's own timer is running (player.js keeps its state on the slider model)."""
+        return self.js("m('kstep-slider').__kstep.timer !== null")
+
+    def stop_clock(self):
+        """Stop the page's clock (Date, performance.now, requestAnimationFrame): playback then moves
+        only by ``run_for``, so what a test sees mid-play does not depend on the machine's load.
+        ``resume_clock`` lets it run again."""
+        self.page.clock.install()
+        self.page.clock.pause_at(self.page.evaluate("() => Date.now()") + 1)
+
+    def run_for(self, ms):
+        self.page.clock.run_for(ms)
+
+    def resume_clock(self):
+        self.page.clock.resume()
+
+    def shown(self, source):
+        """The display source's columns as BokehJS holds them now."""
+        return self.js("Object.fromEntries(Object.entries(m('kstep-src-' + arg).data)"
+                       ".map(([c, v]) => [c, Array.from(v)]))", source)
+
+    def picture(self, name):
+        """A digest of a screenshot of the named Bokeh model's element: what the student sees of it."""
+        el = self.page.evaluate_handle(
+            f"(name) => {{ const m = Bokeh.documents[{self.doc}].get_model_by_name(name);"
+            " return Bokeh.index.query_one((v) => v.model === m).el; }", name)
+        self.page.evaluate(PAINTED)
+        return hashlib.sha256(el.screenshot()).hexdigest()
+
+    def check_clean(self):
+        assert self.problems == []
+        assert self.requests == [], "an offline page must not request anything"
+
+    def close(self):
+        self.context.close()
+
+
+def plays_steps_and_resets(p: Opened) -> int:
+    """Drive the player in use: Step, Back, Play to the end at full speed, Reset.  Returns its length."""
+    n = p.js("m('kstep-slider').end")
+    assert n >= 1 and p.frame == 0
+    status0 = p.status()
+    assert f"step 0 / {n}" in status0
+    p.click("Step")
+    p.wait("m('kstep-slider').value === 1")
+    assert f"step 1 / {n}" in p.status()
+    p.click("Back")
+    p.wait("m('kstep-slider').value === 0")
+    p.speed(SPEED)
+    p.click("Play")
+    p.wait(f"m('kstep-slider').value === {n} && !m('kstep-play').active")
+    p.click("Reset")
+    p.wait("m('kstep-slider').value === 0")
+    assert p.status() == status0
+    return n

@@ -1,0 +1,110 @@
+"""Every exercise: well formed, enough variants, and graded as it must be.
+
+The solution scores full marks, the starter less, the starter holds none of the solution's own
+text, and a submission that hard-codes the public answers (the committed solution of a data
+exercise, handed in by another student; a code exercise's hidden/hardcoded/ submission) loses
+hidden points.  Grading needs the sandbox (bubblewrap, from scripts/setup-system).
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kstep.engine import questions
+from kstep.grading import exercise, harness, predict, variants
+
+ROOT = Path(__file__).resolve().parents[2]
+EXERCISES = sorted(p.name for p in (ROOT / "exercises").iterdir() if (p / "exercise.toml").is_file())
+SECRET = "test-secret-of-the-exercise-tests"
+MECHANISMS = ("rcu", "vma-locks", "qspinlock")
+
+
+def load(name):
+    return exercise.load(ROOT / "exercises" / name)
+
+
+def lab(ex):
+    """The kernel lab, built (make is a no-op when it is), for exercises that build against it."""
+    if not ex.kernel_lab:
+        return ()
+    subprocess.run(["make", "-s", "-C", str(ROOT / "kernel-lab")], check=True)
+    return (ROOT / "kernel-lab",)
+
+
+def graded(names):
+    """Exercises to grade, those that run qemu-user marked as such."""
+    return [pytest.param(n, marks=pytest.mark.qemu) if load(n).kernel_lab else n for n in names]
+
+
+def grade(ex, path, student=variants.EXAMPLE):
+    return harness.grade(ex, path, student=student, secret=SECRET, read_only=lab(ex))
+
+
+def hidden_score(g):
+    return sum(t.score for t in g.tests if t.visibility == harness.HIDDEN)
+
+
+def hidden_max(g):
+    return sum(t.max_score for t in g.tests if t.visibility == harness.HIDDEN)
+
+
+def test_ten_exercises_cover_every_mechanism_and_kind():
+    loaded = [load(n) for n in EXERCISES]
+    assert len(loaded) >= 10
+    for mech in MECHANISMS:
+        assert sum(e.mechanism == mech for e in loaded) >= 2, mech
+    assert {e.kind for e in loaded} == set(exercise.KINDS)
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_exercise_is_well_formed(name):
+    ex = load(name)
+    assert variants.size(ex.variants) >= variants.MIN_VARIANTS
+    readme = (ex.path / "README.md").read_text()
+    assert "## Learning goals" in readme and "## How it is graded" in readme
+    names = [p.stem for p in ex.public_tests] + [n for n, _ in harness.hidden_tests(ex)]
+    assert sorted(names) == sorted(ex.points), "every test has points and every points entry a test"
+    assert ex.public_tests and len(names) > len(ex.public_tests)
+    for f in ex.submission:
+        solution = ex.solution(f)
+        own = exercise.solution_lines(solution)
+        assert own, f"{f}: no text between the solution markers"
+        starter = ex.starter(f)
+        assert not [line for line in own if line in starter], f"{f}: the starter holds solution text"
+        assert f"CANARY-KSTEP-SOLUTION-{name}" in solution and "CANARY" not in starter
+
+
+@pytest.mark.parametrize("name", [n for n in EXERCISES if load(n).kind == "predict"])
+def test_predict_variants_ask_different_questions_and_solutions_are_current(name):
+    """Every variant's run reaches every question, at least K variants differ in their answers, and
+    the committed solution is what kstep computes for the example (not written by hand)."""
+    ex = load(name)
+    distinct = set()
+    for v in variants.all_variants(ex.variants):
+        got = predict.answers(ex.mechanism, ex.path, v)
+        assert all(a.step is not None for a in got), (v, [a.question.id for a in got if a.step is None])
+        distinct.add((v["scenario"],) + tuple(questions.text(a.value) for a in got))
+    assert len(distinct) >= variants.MIN_VARIANTS
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "exercise-solutions"), "--check"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+
+
+@pytest.mark.parametrize("name", graded(EXERCISES))
+def test_solution_full_starter_less_hardcoded_fails_hidden(name, tmp_path):
+    ex = load(name)
+    solution = ex.path / "solution"
+    full = grade(ex, solution)
+    assert full.score == full.max_score, [t for t in full.tests if not t.passed]
+    starter = tmp_path / "starter"
+    starter.mkdir()
+    for f in ex.submission:
+        (starter / f).write_text(ex.starter(f))
+    assert grade(ex, starter).score < full.max_score
+    hardcoded = ex.path / "hidden" / "hardcoded"
+    student = next(s for s in (f"student{k}" for k in range(100))
+                   if variants.for_student(ex, s, SECRET) != variants.for_student(ex, variants.EXAMPLE, SECRET))
+    g = grade(ex, hardcoded if hardcoded.is_dir() else solution, student)
+    assert hidden_score(g) < hidden_max(g), g.tests

@@ -1,0 +1,349 @@
+"""The grader against hostile submissions: each is graded (zero where it hurts, with a clear
+message), never obeyed, and the host is checked as well as the score.
+
+The exercise is simulator/tests/data/grading/answer-ex (answer() must return 42), copied into a
+temporary folder so that the test can prove the tree around the scratch folder is unchanged.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kstep.cli import main
+from kstep.grading import batch, exercise, harness, report, sandbox, submission
+
+HERE = Path(__file__).resolve().parent
+CANARIES = ("CANARY-KSTEP-HIDDEN", "CANARY-KSTEP-SOLUTION")
+GOOD = "def answer():\n    return 42\n"
+FORK_BOMB = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+
+
+@pytest.fixture
+def ex(tmp_path):
+    folder = tmp_path / "exercises" / "answer-ex"
+    shutil.copytree(HERE / "data" / "grading" / "answer-ex", folder)
+    return exercise.load(folder)
+
+
+def tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if "__pycache__" in p.parts:
+            continue
+        st = p.lstat()
+        h.update(f"{p.relative_to(root)} {stat.S_IFMT(st.st_mode)} {st.st_mode & 0o7777}".encode())
+        if p.is_file() and not p.is_symlink():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def sandbox_processes() -> list:
+    """Processes of any sandbox uid still running (none may outlive its grading).  A zombie is not
+    running: bubblewrap's init inside the sandbox exits last, after the kernel has killed and
+    reaped everything else of its PID namespace, and the machine's init reaps it."""
+    left = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        uid = int(fields["Uid"].split()[0])
+        if sandbox.SANDBOX_UID <= uid < sandbox.SANDBOX_UID + 100 and not fields["State"].strip().startswith("Z"):
+            left.append(f"{status.parent.name} {fields['Name'].strip()} {fields['State'].strip()}")
+    return left
+
+
+def outputs(g: harness.Grade) -> str:
+    return report.results_json(g) + report.junit_xml(g) + report.summary(g)
+
+
+def grade_code(ex, tmp_path, code: str, **limits) -> harness.Grade:
+    sub = tmp_path / "submission"
+    sub.mkdir(exist_ok=True)
+    (sub / "sub.py").write_text(code)
+    before = tree_digest(ex.path)
+    g = harness.grade(ex._replace(**limits), sub, student="s1", secret="x" * 16)
+    assert tree_digest(ex.path) == before
+    assert not sandbox_processes()
+    text = outputs(g)
+    assert not any(c in text for c in CANARIES)
+    return g
+
+
+def by_name(g):
+    return {t.name: t for t in g.tests}
+
+
+def test_a_correct_submission_scores_full_marks(ex, tmp_path):
+    g = grade_code(ex, tmp_path, GOOD)
+    assert g.score == g.max_score == 4
+
+
+@pytest.mark.parametrize("code, why, limits", [
+    ("while True:\n    pass\n", "ran out of CPU time", {"cpu": 1}),
+    ("import time\ntime.sleep(3600)\n", "ran past the wall-clock limit", {"wall": 3}),
+    ("import ctypes\nctypes.string_at(0)\n", "was killed by signal SIGSEGV", {}),
+    ("import os\nos.abort()\n", "was killed by signal SIGABRT", {}),
+    ("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n", "wrote more output than allowed", {}),
+    ("x = bytearray(1 << 34)\n", "ran out of memory", {}),
+    ("raise SystemExit(3)\n", "exited with status 3", {}),
+], ids=["endless-loop", "sleeps", "segfault", "abort", "huge-output", "memory", "exit-status"])
+def test_a_hostile_submission_gets_zero_with_a_clear_message(ex, tmp_path, code, why, limits):
+    g = grade_code(ex, tmp_path, code, **limits)
+    assert g.score == 0
+    hidden = by_name(g)["answer"]
+    assert hidden.output.startswith(f"your code {why}"), hidden.output
+    assert by_name(g)["public-answer"].score == 0 and by_name(g)["public-answer"].output
+
+
+def test_it_cannot_read_hidden_tests_or_solutions(ex, tmp_path):
+    """It looks everywhere it can for the canaries: the exercise's folders are not there at all."""
+    code = f"""
+import os
+found, looked = [], 0
+runtime = ("/proc", "/sys", "/dev", "/usr", {str(Path(sys.prefix).resolve())!r}, {str(Path(sys.base_prefix).resolve())!r})
+for root in ("/", {str(ex.path)!r}, {str(ex.path / "hidden")!r}, {str(HERE)!r}):
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not os.path.join(folder, d).startswith(runtime + (os.getcwd(),))]
+        for f in files:
+            looked += 1
+            try:
+                if b"CANARY-KSTEP-" in open(os.path.join(folder, f), "rb").read(1 << 20):
+                    found.append(os.path.join(folder, f))
+            except OSError:
+                pass
+print("looked at", looked, "files; found", found)
+def answer():
+    return 42 if looked > 10 and not found else found
+"""
+    g = grade_code(ex, tmp_path, code, cpu=20)
+    assert by_name(g)["answer"].passed, by_name(g)["answer"].output
+
+
+def test_it_cannot_write_outside_its_scratch_folder(ex, tmp_path):
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "keep.txt").write_text("mine")
+    before = tree_digest(host)
+    targets = [host / "keep.txt", host / "new.txt", ex.path / "hidden" / "tests.py", Path("/tmp/kstep-escaped"),
+               Path(sys.prefix) / "escaped", Path("/usr/escaped")]
+    code = "import os\nwritten = []\n" + "".join(
+        f"try:\n    open({str(t)!r}, 'w').write('x')\n    written.append({str(t)!r})\nexcept OSError:\n    pass\n"
+        for t in targets) + "def answer():\n    return 42 if not written else written\n"
+    g = grade_code(ex, tmp_path, code)
+    assert by_name(g)["answer"].passed, by_name(g)["answer"].output
+    assert tree_digest(host) == before and not Path("/tmp/kstep-escaped").exists()
+
+
+def test_it_cannot_reach_the_network(ex, tmp_path):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    code = f"""
+import socket
+def answer():
+    try:
+        socket.create_connection(("127.0.0.1", {port}), timeout=5).close()
+        return "connected"
+    except OSError as e:
+        return 42
+"""
+    g = grade_code(ex, tmp_path, code)
+    assert by_name(g)["answer"].passed, by_name(g)["answer"].output
+    listener.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+    listener.close()
+
+
+def test_a_process_left_running_dies_with_the_sandbox(ex, tmp_path):
+    code = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(3600)\n"
+            "def answer():\n    return 42\n")
+    g = grade_code(ex, tmp_path, code)  # grade_code finds no process of the sandbox's uid left
+    assert g.score == g.max_score
+
+
+def archive(path: Path, entries: list) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data, mode in entries:
+            info = zipfile.ZipInfo(name)
+            info.external_attr = mode << 16
+            z.writestr(info, data)
+    return path
+
+
+def test_archives_cannot_place_files_where_they_say(ex, tmp_path):
+    """zip-slip, absolute paths and symbolic links are refused, each with its line; the good file
+    in the same archive is still graded."""
+    good = GOOD
+    z = archive(tmp_path / "s.zip", [
+        ("../../escaped.py", "x", 0o100644),
+        ("/tmp/kstep-absolute.py", "x", 0o100644),
+        ("link.py", "/etc/shadow", 0o120777),
+        ("work/sub.py", good, 0o100644),
+    ])
+    g = harness.grade(ex, z, student="s1", secret="x" * 16)
+    assert g.score == g.max_score
+    text = " ".join(g.problems)
+    assert "zip-slip" in text and "absolute path" in text and "symbolic link" in text
+    assert not (tmp_path.parent / "escaped.py").exists() and not Path("/tmp/kstep-absolute.py").exists()
+
+
+def test_a_symlink_to_a_solution_is_not_followed(ex, tmp_path):
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    (sub / "sub.py").symlink_to(ex.path / "solution" / "sub.py")
+    g = harness.grade(ex, sub, student="s1", secret="x" * 16)
+    assert g.score == 0 and "symbolic link" in by_name(g)["answer"].output
+    assert not any(c in outputs(g) for c in CANARIES)
+
+
+def test_a_damaged_or_oversized_submission_is_refused_with_a_line(ex, tmp_path):
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"PK\x03\x04 not really a zip" + b"\0" * 64)
+    taken = submission.take(bad, ("sub.py",), 1000)
+    assert taken.files == {} and taken.problems
+    big = tmp_path / "big" / "sub.py"
+    big.parent.mkdir()
+    big.write_text("#" * 5000)
+    assert "larger than 1000 bytes" in submission.take(big.parent, ("sub.py",), 1000).problems[0]
+
+
+def test_reports_are_gradescope_json_junit_and_a_summary(ex, tmp_path):
+    g = grade_code(ex, tmp_path, "def answer():\n    return 41\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    report.write(g, out)
+    results = json.loads((out / "results.json").read_text())
+    assert results["score"] == 0 and len(results["tests"]) == 3
+    hidden = next(t for t in results["tests"] if t["name"] == "answer")
+    assert hidden == {"name": "answer", "score": 0, "max_score": 2, "status": "failed",
+                      "output": "answer() gave 41, not 42", "visibility": "after_published"}
+    suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+    assert suite.get("tests") == "3" and suite.get("failures") == "3"
+    assert "[FAIL] answer (hidden): 0/2" in (out / "summary.txt").read_text()
+    assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "results.json", "summary.txt"]
+
+
+def write_batch(folder: Path, codes: dict) -> None:
+    folder.mkdir()
+    for student, code in codes.items():
+        (folder / student).mkdir()
+        (folder / student / "sub.py").write_text(code)
+
+
+def test_a_batch_survives_a_fork_bomb_and_a_rerun_skips_what_is_done(ex, tmp_path):
+    """Every forked process has CPU time of its own, so the process limit holds a bomb to its size
+    and the wall-clock backstop ends it; nothing of it is left running, and its neighbours in the
+    batch score as they deserve."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    write_batch(subs, {"alice": GOOD, "bomb": FORK_BOMB, "carol": GOOD})
+    out.mkdir()
+    ex = ex._replace(wall=10)
+    graded, skipped = batch.grade_batch(ex, subs, out, secret="x" * 16, mode="bwrap", jobs=2, read_only=())
+    assert (graded, skipped) == (3, 0)
+    scores = {s: json.loads((out / s / "results.json").read_text())["score"] for s in ("alice", "bomb", "carol")}
+    assert scores == {"alice": 4, "bomb": 0, "carol": 4}
+    assert "your code kept starting processes up to the limit (a fork bomb?)" in (out / "bomb" / "summary.txt").read_text()
+    assert not sandbox_processes()
+    shutil.rmtree(out / "carol")
+    assert batch.grade_batch(ex, subs, out, secret="x" * 16, mode="bwrap", jobs=2, read_only=()) == (1, 2)
+    assert sorted(p.name for p in out.iterdir()) == ["alice", "bomb", "carol"]
+
+
+def test_a_result_appears_whole_or_not_at_all(ex, tmp_path, monkeypatch):
+    g = grade_code(ex, tmp_path, GOOD)
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def half(grade, folder):
+        (folder / "results.json").write_text("{")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(report, "write", half)
+    with pytest.raises(OSError):
+        report.write_batch_entry(g, out)
+    assert list(out.iterdir()) == []
+
+
+def test_full_marks_twice_under_parallel_cpu_load(ex, tmp_path):
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        subs, out = tmp_path / "subs", tmp_path / "out"
+        write_batch(subs, {"first": GOOD, "second": GOOD})
+        out.mkdir()
+        batch.grade_batch(ex, subs, out, secret="x" * 16, mode="bwrap", jobs=2, read_only=())
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    for s in ("first", "second"):
+        assert json.loads((out / s / "results.json").read_text())["score"] == 4
+
+
+def test_without_a_working_sandbox_grading_refuses(ex, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap, no setpriv
+    sub = tmp_path / "sub.py"
+    sub.write_text(GOOD)
+    assert main(["grade", str(ex.path), str(sub)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kstep: no working sandbox, so no grading:") and err.count("\n") == 1
+
+
+def test_grade_cli_writes_results_and_refuses_bad_input(ex, tmp_path, capsys):
+    sub = tmp_path / "sub.py"
+    sub.write_text(GOOD)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["grade", str(ex.path), str(sub), "--out", str(out)]) == 0
+    assert "answer-ex (version 1): 4/4" in capsys.readouterr().out
+    assert json.loads((out / "results.json").read_text())["score"] == 4
+    for argv, message in (
+            ([str(ex.path), str(tmp_path / "nothing")], "no such file or folder"),
+            (["no-such-exercise", str(sub), "--exercises", str(tmp_path)], "unknown exercise 'no-such-exercise'"),
+            ([str(ex.path), str(sub), "--out", str(tmp_path / "missing")], "not an existing folder"),
+            ([str(ex.path), str(sub), "--student", "bob"], "needs the course secret"),
+            ([str(ex.path)], "either SUBMISSION or --batch")):
+        assert main(["grade", *argv]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+
+
+def test_the_weaker_user_mode_still_limits_and_hides_a_closed_folder(ex, tmp_path):
+    """Gradescope's fallback: no namespaces, but an unprivileged uid under the same limits, which
+    cannot read a folder closed to it (as setup.sh closes /autograder/source).  It needs a Python the
+    sandbox's uid may run (not one under /root, as pyenv puts it; test_release's emulated
+    autograder grades in this mode with Debian's)."""
+    try:
+        sandbox.check("user")
+    except sandbox.SandboxUnavailable as e:
+        pytest.skip(str(e))
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    (closed / "secret.txt").write_text("CANARY-KSTEP-HIDDEN-closed")
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    (sub / "sub.py").write_text(f"""
+def answer():
+    try:
+        return open({str(closed / 'secret.txt')!r}).read()
+    except OSError:
+        return 42
+""")
+    g = harness.grade(ex, sub, student="s1", secret="x" * 16, mode="user")
+    assert g.score == g.max_score, g.tests
+    (sub / "sub.py").write_text("while True:\n    pass\n")
+    g = harness.grade(ex._replace(cpu=1), sub, student="s1", secret="x" * 16, mode="user")
+    assert by_name(g)["answer"].output.startswith("your code ran out of CPU time")
+    assert not sandbox_processes()

@@ -1,0 +1,208 @@
+"""The course site as a student meets it: built by ``make course``, opened in Chromium, offline.
+
+The site is built once per session into build/course, exactly as ``make course`` builds it, so
+its caches are shared: after ``make course`` this build takes seconds.  It is then served on
+127.0.0.1 (and opened from file://): every page loads with no console error and no request
+leaving the machine, every animation plays, steps and resets, every internal link resolves, and
+a screenshot of each chapter is kept in build/site-screenshots/.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+import subprocess
+import sys
+import threading
+from html.parser import HTMLParser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from browser import Opened, plays_steps_and_resets
+from kstep.engine import scenario
+from kstep.models import MODELS, make_model
+from kstep.views.site import outputs, pages
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "build" / "course"
+SHOTS = ROOT / "build" / "site-screenshots"
+LECTURE_ORDER = ["rcu", "vma-locks", "qspinlock"]  # the issue's order; later mechanisms follow
+
+
+@pytest.fixture(scope="session")
+def site() -> Path:
+    """The site as ``make course`` builds it, by the same command (Sphinx keeps to its own process)."""
+    (ROOT / "build").mkdir(exist_ok=True)
+    run = subprocess.run([sys.executable, "-m", "kstep.views.course", "--docs", str(ROOT / "docs"),
+                          "--out", str(OUT)], capture_output=True, text=True)
+    assert run.returncode == 0, f"make course failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    assert f"course: open {(OUT / 'index.html').as_uri()}" in run.stdout
+    return OUT
+
+
+@pytest.fixture(scope="session")
+def origin(site):
+    """The built site served on 127.0.0.1, quietly, on a free port."""
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+class Links(HTMLParser):
+    """Every link and resource of a page, and every id it defines."""
+
+    def __init__(self):
+        super().__init__()
+        self.links: list[tuple[str, str]] = []  # (tag, target)
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        for attr in ("href", "src"):
+            if a.get(attr):
+                self.links.append((tag, a[attr]))
+
+
+def parse(path: Path) -> Links:
+    links = Links()
+    links.feed(path.read_text())
+    return links
+
+
+def html_pages(site: Path) -> list[str]:
+    return sorted(str(p.relative_to(site)) for p in site.rglob("*.html") if "_static" not in p.parts)
+
+
+def test_every_page_loads_clean_and_every_animation_plays_steps_and_resets(browser, site, origin):
+    """One visit per page: no page error, no console error or warning, no request leaving the
+    machine; on a page that embeds Bokeh documents, every one is built and every player works."""
+    rels = html_pages(site)
+    assert len(rels) >= 40
+    p = Opened(browser, f"{origin}/index.html", origin=origin)
+    players = 0
+    try:
+        for rel in rels:
+            p.goto(f"{origin}/{rel}")
+            p.open_collapsed()
+            embeds = p.page.locator("[data-root-id]").count()
+            assert p.documents() == embeds, rel
+            for doc in range(embeds):
+                p.use(doc)
+                if p.is_player():
+                    plays_steps_and_resets(p)
+                    players += 1
+            assert p.problems == [], rel
+            assert p.requests == [], f"{rel} requested from outside the machine"
+    finally:
+        p.close()
+    expected = sum(len(scenario.bundled(m)) + len(pages.broken_variants(m)) for m in MODELS)
+    assert players > expected  # one per generated page, plus the tour's and the notebooks'
+
+
+def test_the_site_works_from_file_and_its_search_finds_offline(browser, site):
+    for rel in ("index.html", "chapters/rcu.html", "animations/qspinlock/nesting.html",
+                "notebooks/02-qspinlock.html"):
+        p = Opened(browser, site / rel)
+        try:
+            p.open_collapsed()
+            if p.documents():
+                p.use(p.documents() - 1)
+                if p.is_player():
+                    plays_steps_and_resets(p)
+            p.check_clean()
+        finally:
+            p.close()
+    p = Opened(browser, (site / "search.html").as_uri() + "?q=grace")
+    try:
+        hits = p.page.locator("#search-results ul.search li")
+        hits.first.wait_for(timeout=30_000)
+        assert any("grace-period-basics" in (hits.nth(k).get_attribute("class") or "") + hits.nth(k).inner_text()
+                   for k in range(hits.count()))
+        p.check_clean()
+    finally:
+        p.close()
+
+
+def test_internal_links_resolve_and_resources_are_local(site):
+    parsed = {rel: parse(site / rel) for rel in html_pages(site)}
+    broken = []
+    for rel, links in parsed.items():
+        for tag, target in links.links:
+            parts = urlsplit(target)
+            if parts.scheme or target.startswith("//"):
+                # Links to the kernel source or a thread are fine; a resource must come from the site.
+                if tag != "a" and parts.scheme != "data":
+                    broken.append(f"{rel}: <{tag}> loads {target}")
+                continue
+            path = (site / rel).parent / unquote(parts.path) if parts.path else site / rel
+            if path.is_dir():
+                path = path / "index.html"
+            if not path.resolve().is_relative_to(site.resolve()) or not path.exists():
+                broken.append(f"{rel}: {target} is missing")
+            elif parts.fragment and path.suffix == ".html":
+                ids = parsed.get(str(path.resolve().relative_to(site.resolve())))
+                if ids is not None and unquote(parts.fragment) not in ids.ids:
+                    broken.append(f"{rel}: {target} has no such anchor")
+    assert broken == []
+
+
+def test_chapters_come_in_lecture_order_and_reach_every_scenario_and_notebook(site):
+    index = (site / "index.html").read_text()
+    chapters = re.findall(r'href="chapters/([a-z0-9-]+)\.html"', index)
+    chapters = list(dict.fromkeys(chapters))
+    assert chapters[:len(LECTURE_ORDER)] == LECTURE_ORDER
+    assert sorted(chapters) == sorted(MODELS), "every mechanism has a chapter, and only those"
+    for mech in chapters:
+        text = (site / "chapters" / f"{mech}.html").read_text()
+        model = make_model(mech)
+        for name in scenario.bundled(mech):
+            sc = scenario.load(mech, model.scenario_schema, name)
+            assert f'href="../animations/{mech}/{name}.html"' in text, name
+            page = " ".join(html.unescape((site / "animations" / mech / f"{name}.html").read_text()).split())
+            for sentence in (sc.description, sc.look_for):
+                assert " ".join(sentence.split()) in page, f"{mech}/{name}"
+        for v in pages.broken_variants(mech):
+            assert f'href="../animations/{mech}/broken-{v.name}.html"' in text, v.name
+        assert re.search(r'href="\.\./notebooks/[^"]+\.html"', text), f"{mech}: no notebook linked"
+        for folder, meta in pages.exercises(ROOT / "exercises", mech):
+            assert html.escape(meta["title"], quote=False) in text, f"{mech}: exercise {folder.name} is not listed"
+
+
+def test_pages_load_bokehjs_from_static_and_carry_no_inline_bokehjs_or_widgets(site):
+    bokeh = (site / "_static" / "bokeh" / "bokeh.min.js").read_text()
+    banner = bokeh[:200]  # BokehJS's licence header: present wherever the library is inlined
+    for rel in html_pages(site):
+        text = (site / rel).read_text()
+        assert banner not in text, f"{rel} inlines BokehJS"
+        assert outputs.WIDGET_VIEW not in text and "widget-state+json" not in text, rel
+        if "data-root-id=" in text:
+            for name in outputs.BOKEH_JS:
+                assert re.search(rf'<script src="(\.\./)*_static/bokeh/{re.escape(name)}', text), f"{rel}: {name}"
+
+
+def test_a_screenshot_of_each_chapter(browser, site, origin):
+    SHOTS.mkdir(exist_ok=True)
+    for mech in MODELS:
+        p = Opened(browser, f"{origin}/chapters/{mech}.html", origin=origin)
+        try:
+            shot = SHOTS / f"chapter-{mech}.png"
+            p.page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+        finally:
+            p.close()

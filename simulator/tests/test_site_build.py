@@ -1,0 +1,96 @@
+"""The course site's machinery without building it: the make course command, generated pages,
+the exercise list, and what happens to notebook outputs (test_site.py builds and browses it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from docutils import nodes
+from docutils.utils import new_document
+
+from kstep.engine import scenario
+from kstep.models import MODELS
+from kstep.views import course
+from kstep.views.site import outputs, pages
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_course_refuses_an_out_folder_whose_parent_is_missing(tmp_path, capsys):
+    status = course.main(["--docs", str(DOCS), "--out", str(tmp_path / "no" / "course")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and "does not exist" in err
+    assert not (tmp_path / "no").exists()
+
+
+def test_course_refuses_a_docs_folder_without_conf_py(tmp_path, capsys):
+    status = course.main(["--docs", str(tmp_path), "--out", str(tmp_path / "course")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and "no conf.py" in err
+    assert not (tmp_path / "course").exists()
+
+
+class App:
+    def __init__(self, srcdir):
+        self.srcdir = srcdir
+
+
+def test_generated_pages_follow_the_scenarios_and_broken_variants(tmp_path):
+    stale = tmp_path / pages.GENERATED / "rcu" / "gone.md"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("# a scenario that no longer exists\n")
+    pages.write_pages(App(tmp_path))
+    root = tmp_path / pages.GENERATED
+    written = {str(p.relative_to(root)) for p in root.rglob("*.md")}
+    expected = {f"{m}/{n}.md" for m in MODELS for n in scenario.bundled(m)}
+    expected |= {f"{m}/broken-{v.name}.md" for m in MODELS for v in pages.broken_variants(m)}
+    assert written == expected
+    page = root / "rcu" / "grace-period-basics.md"
+    assert "{kstep-scenario} rcu grace-period-basics" in page.read_text()
+    # An unchanged page is not rewritten, so Sphinx does not read it again.
+    mtime = page.stat().st_mtime_ns
+    pages.write_pages(App(tmp_path))
+    assert page.stat().st_mtime_ns == mtime
+
+
+def test_the_exercise_list_reads_exercise_toml_by_mechanism(tmp_path):
+    for name, body in {"b-rcu-rule": 'title = "A grace-period rule"\nmechanism = "rcu"\nkind = "implement"\n',
+                       "a-both": 'title = "Two at once"\nmechanisms = ["rcu", "qspinlock"]\n',
+                       "c-other": 'title = "Locks"\nmechanism = "qspinlock"\n'}.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "exercise.toml").write_text(body)
+    found = pages.exercises(tmp_path, "rcu")
+    assert [(folder.name, meta["title"]) for folder, meta in found] == [
+        ("a-both", "Two at once"), ("b-rcu-rule", "A grace-period rule")]
+    assert pages.exercises(tmp_path / "missing", "rcu") == []
+
+
+def output(*mime_types):
+    """A notebook output as MyST-NB parses it: a mime bundle with one container per mime type."""
+    bundle = nodes.container(nb_element="mime_bundle")
+    for mime in mime_types:
+        bundle += nodes.container("", nodes.comment("", mime), mime_type=mime)
+    return bundle
+
+
+def test_notebook_outputs_lose_bokehjs_loaders_and_widgets_and_keep_bokeh_embeds():
+    doc = new_document("notebook")
+    load = output("application/javascript", outputs.BOKEH_LOAD)
+    embed = output("application/javascript", outputs.BOKEH_EXEC)
+    widget = output(outputs.WIDGET_VIEW, "text/plain")
+    plain = output("text/plain")
+    doc += [load, embed, widget, plain]
+    assert not doc.get(pages.BOKEH)
+    outputs.clean_outputs(None, doc)
+    assert list(doc.children) == [embed, plain]
+    assert [c["mime_type"] for c in embed.children] == ["application/javascript"]
+    assert doc[pages.BOKEH]
+
+
+def test_a_page_without_bokeh_output_loads_no_bokehjs():
+    doc = new_document("page")
+    doc += output("text/plain")
+    outputs.clean_outputs(None, doc)
+    assert not doc.get(pages.BOKEH)

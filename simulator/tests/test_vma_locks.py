@@ -418,13 +418,14 @@ def test_a_fault_with_no_anon_vma_pays_its_work_once():
 
 
 def test_the_retry_after_anon_prepare_is_the_wrappers_vma_end_read():
-    """mm/internal.h:vmf_anon_prepare drops the VMA lock when __vmf_anon_prepare returns VM_FAULT_RETRY."""
+    """mm/internal.h:vmf_anon_prepare drops the VMA lock when __vmf_anon_prepare returns VM_FAULT_RETRY;
+    in fork-vs-fault dup_mmap is queued on that lock, so T2's up_read, the last, goes on to rwsem_wake."""
     m, sc, s0 = load(MECH, "fork-vs-fault")
     assert str(m.locations()["vmf_anon_prepare"]) == "mm/internal.h:vmf_anon_prepare"
     tr = simulate(m, s0, Scripted(sc.schedule))
     t2 = labels_of(tr, "T2")
     k = t2.index("__vmf_anon_prepare")
-    assert t2[k + 1:k + 5] == ["rcu_read_lock", "up_read", "rcu_read_unlock", "vma_lock_retry"]
+    assert t2[k + 1:k + 6] == ["rcu_read_lock", "up_read", "rwsem_wake", "rcu_read_unlock", "vma_lock_retry"]
 
 
 def test_a_sigsegv_kills_the_thread_and_drops_its_other_faults():
@@ -457,10 +458,19 @@ def test_no_per_vma_lock_is_6_12_without_the_config():
     (("M", "U", "T"), None, "SIGSEGV"),  # U unmapped [4, 8) after M: nothing maps page 5
 ])
 def test_map_fixed_vs_munmap_fault_outcomes(order, vma, died):
-    """What the scenario's look_for promises: T's fault at 5 ends in A, in M's VMA, or in a SIGSEGV."""
+    """What the scenario's look_for promises: T's fault at 5 finds A, M's new VMA or no VMA (SIGSEGV)."""
     m, sc, s0 = load(MECH, "map-fixed-vs-munmap")
     tr = simulate(m, s0, WriterFirst(*order, "rcu"))
     handled = [before.vmas[before.threads[0].vma] for a, before in zip(tr.actions, tr.states)
                if a.actor == "T" and a.label == "handle_mm_fault"]
     assert [(v.start, v.end, v.prot) for v in handled] == ([vma] if vma else [])
     assert tr.states[-1].threads[0].died == died
+
+
+def test_claims_can_name_the_mmap_writer_and_see_overlapping_vmas():
+    """The helpers scenario [[expect]] tables use: mmap_writer() and tree_overlaps()."""
+    m, sc, s0 = load(MECH, "map-fixed-vs-munmap", "map-fixed-without-unmap")
+    tr = simulate(m, s0, Scripted("M*7"), max_steps=7)  # mmap_write_lock ... vma_iter_store of [2, 6)
+    helpers = m.expect_functions()
+    assert [helpers["mmap_writer"](s) for s in tr.states] == [""] + ["M"] * 7
+    assert [helpers["tree_overlaps"](s) for s in tr.states] == [False] * 7 + [True]

@@ -1351,7 +1351,14 @@ class VmaLocksModel(ProgramModel):
         return out
 
     def expect_functions(self):
-        return rcu_expect_functions()
+        """RCU's helpers, plus mmap_writer() (the name of the thread holding mmap_lock for write, or
+        "") and tree_overlaps() (two VMAs in the maple tree share an address)."""
+        def mmap_writer(s):
+            owner = s.mm.mmap_lock.owner
+            return s.threads[owner].name if owner != NOBODY else ""
+
+        return {**rcu_expect_functions(), "mmap_writer": mmap_writer,
+                "tree_overlaps": lambda s: tree_non_overlapping(s) is not None}
 
     def answers(self, trace):
         final = trace.states[-1]

@@ -34,6 +34,9 @@ SCENARIO_CAP = 1 * MiB
 SMALL_CAP = 1 * MiB  # a course's config, a release manifest, a roster, Gradescope's submission metadata
 TRACE_CAP = 8192 * MiB
 LOG_CAP = 8192 * MiB
+# The longest line of a line-by-line input: a log line is under a hundred bytes, and a line is held
+# whole, so one without an end (``-`` fed from /dev/zero) must stop here and not at LOG_CAP.
+LINE_CAP = 64 << 10
 CHUNK = 1 * MiB
 
 
@@ -120,8 +123,13 @@ def decode(data: bytes, where: str) -> str:
 
 
 def text_lines(stream: BinaryIO, where: str) -> Iterator[str]:
-    """The stream's lines, each decoded as UTF-8 with its line ending kept."""
-    for number, line in enumerate(stream, start=1):
+    """The stream's lines, each decoded as UTF-8 with its line ending kept, none over ``LINE_CAP``."""
+    number = 0
+    while line := stream.readline(LINE_CAP + 1):
+        number += 1
+        if len(line) > LINE_CAP:
+            raise UserError(f"{where}:{number}: line {number} is longer than {LINE_CAP >> 10} KiB, the longest "
+                            f"line kstep reads")
         try:
             yield line.decode("utf-8")
         except UnicodeDecodeError:

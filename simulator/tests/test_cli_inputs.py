@@ -245,6 +245,20 @@ def test_special_files_are_refused_before_reading(tmp_path, argv, special, says)
     assert proc.stderr.decode().count("\n") == 1 and says in proc.stderr.decode()
 
 
+@pytest.mark.parametrize("argv,says", [
+    (["run", "rcu", "--scenario", "-"], "standard input: larger than 1 MiB"),
+    (["show", "-"], "standard input: not a kstep trace"),
+    (["check", "qspinlock", "-"], "standard input:1: line 1 is longer than 64 KiB"),
+])
+def test_standard_input_from_dev_zero_stops_at_a_cap(argv, says):
+    """'-' may be any file: /dev/zero never ends, and a log line without an end is not held whole."""
+    limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # noqa: E731
+    with open("/dev/zero", "rb") as zero:
+        proc = run(argv, stdin=zero, preexec_fn=limit)
+    assert proc.returncode == 2, proc
+    assert proc.stderr.decode().count("\n") == 1 and says in proc.stderr.decode()
+
+
 def test_a_scenario_larger_than_the_cap_is_refused_unread(capsys, tmp_path):
     path = tmp_path / "big.toml"
     path.write_text(GOOD + "#" * SCENARIO_CAP)

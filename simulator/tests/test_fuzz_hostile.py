@@ -76,13 +76,17 @@ def snapshot(folder: Path) -> dict:
 def run_kstep(argv, cwd: Path, *, stdin=None, stdout_fd=None, stderr_fd=None) -> Result:
     """``kstep ARGV`` in a forked child with ``cwd`` as its working directory.
 
-    ``stdin``: bytes to feed, or None for /dev/null.  ``stdout_fd``/``stderr_fd``: a file
-    descriptor to write to instead of a captured file (a pipe nobody reads, for broken pipes).
+    ``stdin``: bytes to feed, a device to read (a Path), or None for /dev/null.  ``stdout_fd``/
+    ``stderr_fd``: a file descriptor to write to instead of a captured file (a pipe nobody reads,
+    for broken pipes).
     """
     logs = cwd.parent / "child-output"
     logs.mkdir(exist_ok=True)
     paths = {name: logs / name for name in ("in", "out", "err")}
-    paths["in"].write_bytes(stdin or b"")
+    if isinstance(stdin, Path):
+        paths["in"] = stdin
+    else:
+        paths["in"].write_bytes(stdin or b"")
     before = snapshot(cwd)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -368,7 +372,9 @@ def test_special_files_never_block_or_fill_memory(template, special, use):
         # '-' reads standard input, the one non-regular input, capped: here as much as the file gives
         source = Path(special if special.startswith("/") else cwd / special)
         stdin = b"\x00" * (2 << 20)  # what is not a regular file (a FIFO would block us) gives this
-        if source.is_file():
+        if special in ("zero", "/dev/zero", "/dev/urandom"):  # devices that never end: the device itself
+            stdin = source
+        elif source.is_file():
             try:
                 with source.open("rb") as f:
                     stdin = f.read(4 << 20)

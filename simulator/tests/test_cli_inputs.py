@@ -5,6 +5,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,9 @@ import pytest
 
 from kstep import cli
 from kstep.engine import Random, simulate
+from kstep.errors import UserError
 from kstep.files import SCENARIO_CAP
+from kstep.grading import batch, exercise, variants
 from kstep.lab.check import header_line, log_lines
 from kstep.models import make_model
 from test_cli import RCU, ROOT, bad_input, kstep
@@ -288,6 +291,28 @@ def test_standard_input_is_read_when_named_dash_and_capped(tmp_path):
 ])
 def test_a_value_is_matched_whole(capsys, setting, says):
     bad_input(capsys, "run", *RCU, "--set", setting, says=says)
+
+
+def test_a_question_id_is_matched_whole(capsys):
+    scenario = ROOT / "exercises" / "rcu-predict" / "data" / "two-readers.toml"
+    bad_input(capsys, "run", "rcu", "--scenario", scenario, "--set", 'questions.0.id="gp\\n"',
+              says=r"id 'gp\n' is not lower-case letters")
+
+
+def test_student_ids_and_exercise_names_are_matched_whole(tmp_path):
+    with pytest.raises(UserError, match="is not letters, digits"):
+        variants.check_student("alice\n")
+    (tmp_path / "alice\n").mkdir()  # a batch entry: one folder per student, named by id
+    with pytest.raises(UserError, match="is not a student id"):
+        batch.entries(tmp_path)
+    ex = tmp_path / "rcu-predict"
+    shutil.copytree(ROOT / "exercises" / "rcu-predict", ex)
+    toml = (ex / "exercise.toml").read_text()
+    for before, after, says in [('["answers.toml"]', '["answers.toml\\n"]', "is not a plain file name"),
+                                ("answers = 9", '"answers\\n" = 9', "not a test name")]:
+        (ex / "exercise.toml").write_text(toml.replace(before, after))
+        with pytest.raises(UserError, match=says):
+            exercise.load(ex)
 
 
 # --- 10. an ASCII locale ---------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ from .engine import Random, RoundRobin, Scripted, explore, simulate
 from .engine import expect, questions
 from .engine import scenario as scenarios
 from .engine import trace as traces
-from .errors import UserError
+from .errors import UserError, shorten
 from .files import SMALL_CAP, STDIN, check_output, read_text, same_file
 from .models import MODELS, make_model, model_class
 
@@ -256,7 +256,7 @@ def outputs(p: Parser, what: str) -> None:
 
 def decimal(text: str, lo: int, hi: int) -> int:
     """A whole number written in ASCII decimal digits, within lo..hi (``010`` is ten)."""
-    shown = text if len(text) <= 40 else text[:37] + "..."
+    shown = shorten(text, 40)
     if not _DECIMAL.fullmatch(text):
         raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number (decimal digits 0-9)")
     # compare lengths first: int() of a 5000-digit string is an error of its own

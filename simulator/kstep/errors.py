@@ -8,3 +8,8 @@ other exception is a bug in kstep and must fail loudly (the CLI: its traceback a
 
 class UserError(Exception):
     """A mistake in what the user gave us, explained in one line."""
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """What the user gave, cut to fit in a one-line message (a 5000-digit number is not repeated)."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."

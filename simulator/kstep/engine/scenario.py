@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Optional
 
-from ..errors import UserError
+from ..errors import UserError, shorten
 from ..files import SCENARIO_CAP, STDIN, read_text
 from . import expect, questions
 
@@ -331,11 +331,12 @@ def to_config(value: Any) -> Any:
 def _override(data: dict, item: str) -> None:
     """Apply ``threads.0.count=4`` (one TOML value after '=') to the raw scenario data."""
     key, sep, raw = item.partition("=")
+    where = f"--set {shorten(item, 80)!r}"
     if not sep or not key:
-        raise UserError(f"--set {item!r}: expected KEY=VALUE")
-    parsed = read_toml(f"v = {raw}", f"--set {item!r}", f"{raw!r} is not a TOML value (strings need quotes)")
+        raise UserError(f"{where}: expected KEY=VALUE")
+    parsed = read_toml(f"v = {raw}", where, f"{shorten(raw, 80)!r} is not a TOML value (strings need quotes)")
     if list(parsed) != ["v"]:  # 'k=1\nx = 5' is two values, not the 1 it starts with
-        raise UserError(f"--set {item!r}: {raw!r} is not one TOML value")
+        raise UserError(f"{where}: {shorten(raw, 80)!r} is not one TOML value")
     value = parsed["v"]
     parts = key.split(".")
     node: Any = data
@@ -344,7 +345,7 @@ def _override(data: dict, item: str) -> None:
         if isinstance(node, list):
             index = int(part) if _INDEX.fullmatch(part) else len(node)
             if index >= len(node):
-                raise UserError(f"--set {item!r}: no entry {part} in {'.'.join(parts[:i]) or '(top)'}")
+                raise UserError(f"{where}: no entry {shorten(part, 40)} in {'.'.join(parts[:i]) or '(top)'}")
             if last:
                 node[index] = value
             else:
@@ -353,11 +354,11 @@ def _override(data: dict, item: str) -> None:
             if last:
                 node[part] = value
             elif part not in node:
-                raise UserError(f"--set {item!r}: no key {'.'.join(parts[:i + 1])}")
+                raise UserError(f"{where}: no key {shorten('.'.join(parts[:i + 1]), 80)}")
             else:
                 node = node[part]
         else:
-            raise UserError(f"--set {item!r}: {'.'.join(parts[:i]) or '(top)'} is not a table or list")
+            raise UserError(f"{where}: {'.'.join(parts[:i]) or '(top)'} is not a table or list")
 
 
 _INDEX = re.compile(r"0|[1-9][0-9]{0,5}")  # a list index in --set: ASCII decimal digits, lists are short

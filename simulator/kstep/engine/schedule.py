@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from typing import Optional
 
-from ..errors import UserError
+from ..errors import UserError, shorten
 from .model import HARM, Action, Checks, Model, State, deadlock, without_cyclic_gc
 from .prng import SplitMix64
 from .trace import Trace
@@ -223,7 +223,7 @@ def parse_schedule(text: str, limit: int = MAX_STEPS) -> list[str]:
 
 
 def _shown(entry: str) -> str:
-    return repr(entry) if len(entry) <= 40 else repr(entry[:37] + "...")
+    return repr(shorten(entry, 40))
 
 
 @without_cyclic_gc

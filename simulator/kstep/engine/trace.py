@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, shorten
 from ..files import STDIN, TRACE_CAP, open_input, text_chunks, write_chunks
 from .model import Model, Violation
 from .scenario import Invalid, number_text
@@ -137,13 +137,9 @@ def _validator(sub: dict, where: str, prefix: str = ""):
         error = jsonschema.exceptions.best_match(check.iter_errors(data))
         if error is not None:
             path = "/".join([prefix] * bool(prefix) + [str(p) for p in error.absolute_path]) or "(top)"
-            raise UserError(f"{where}: not a kstep trace: at {path}: {_short(error.message)}")
+            raise UserError(f"{where}: not a kstep trace: at {path}: {shorten(error.message)}")
 
     return validate_one
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= 200 else text[:197] + "..."
 
 
 # --- reading: a stream of JSON values, the header first and ``steps`` last ------------------------------
@@ -236,8 +232,8 @@ def _header(stream: _Stream) -> dict:
         if key == "steps":
             return header
         if key in header:
-            raise UserError(f"{stream.where}: not a kstep trace: member {_short(key)!r} given twice")
-        header[key] = stream.value(f"member {_short(key)!r}")
+            raise UserError(f"{stream.where}: not a kstep trace: member {shorten(key)!r} given twice")
+        header[key] = stream.value(f"member {shorten(key)!r}")
         if stream.punct(",}", "',' or '}'") == "}":
             missing = "the steps" if header.get("version") == VERSION else "a version 2 header and steps"
             raise UserError(f"{stream.where}: not a kstep trace: no 'steps' member after {missing}")
@@ -281,7 +277,7 @@ def rerun(header: dict, model_for: Callable[[str, str], Model], where: str) -> t
     if header.get("version") != VERSION:
         version = header.get("version")
         shown = number_text(version) if isinstance(version, int) and not isinstance(version, bool) else repr(version)
-        raise UserError(f"{where}: trace format version {_short(shown)}; this kstep reads version {VERSION} "
+        raise UserError(f"{where}: trace format version {shorten(shown)}; this kstep reads version {VERSION} "
                         f"only (write the trace again with this kstep)")
     _validator(_header_schema(), where)(header)
     model = model_for(header["mechanism"], header["variant"])
@@ -315,7 +311,7 @@ def compare_steps(trace: Trace, model: Model, steps: Iterator[Any], where: str) 
         if not isinstance(rec, dict) or rec.keys() != STEP_KEYS:
             got = sorted(rec) if isinstance(rec, dict) else type(rec).__name__
             raise UserError(f"{where}: not a kstep trace: step {k} is not an object with exactly "
-                            f"{', '.join(sorted(STEP_KEYS))} (it has {_short(str(got))})")
+                            f"{', '.join(sorted(STEP_KEYS))} (it has {shorten(str(got))})")
         if k > len(trace):
             raise UserError(f"{where}: step {k}: the file goes on after the run ends at step {len(trace)} "
                             f"({trace.outcome})")
@@ -323,7 +319,7 @@ def compare_steps(trace: Trace, model: Model, steps: Iterator[Any], where: str) 
         for name, recorded, computed in (("actor", rec["actor"], a.actor), ("label", rec["label"], a.label),
                                          ("tick", rec["tick"], tick), ("source", rec["source"], str(sources[a.label]))):
             if type(recorded) is not type(computed) or recorded != computed:
-                raise UserError(f"{where}: step {k}: {name} is {_short(repr(recorded))}, the scheduler's run has "
+                raise UserError(f"{where}: step {k}: {name} is {shorten(repr(recorded))}, the scheduler's run has "
                                 f"{computed!r}")
         if rec["state"] != model.describe(trace.states[k]):
             raise UserError(f"{where}: step {k} ({a}): records a state the model does not "
@@ -339,8 +335,8 @@ def compare_verdict(trace: Trace, header: dict, where: str) -> None:
     violation = None if trace.violation is None else trace.violation._asdict()
     for name, computed in (("stats", trace.stats), ("outcome", trace.outcome), ("violation", violation)):
         if header[name] != computed:
-            raise UserError(f"{where}: {name} is {_short(json.dumps(header[name]))}, but the run ends with "
-                            f"{_short(json.dumps(computed))} (at step {len(trace)})")
+            raise UserError(f"{where}: {name} is {shorten(json.dumps(header[name]))}, but the run ends with "
+                            f"{shorten(json.dumps(computed))} (at step {len(trace)})")
 
 
 def _header_schema() -> dict:

@@ -32,7 +32,7 @@ from typing import Callable, Iterable, Optional
 
 from ..engine import Action, thread_index
 from ..engine.model import first_violation, without_cyclic_gc
-from ..errors import UserError
+from ..errors import UserError, shorten
 from ..files import LOG_CAP, STDIN, open_input, text_lines
 from ..models import make_model, model_class
 from ..models.qspinlock import HEAD_SPINS_6_12, LOCK_NAMES, STEAL_SPINS_6_12
@@ -78,7 +78,7 @@ def _int_field(fields, key, lo, hi, where, default=None):
         return default
     text = fields[key]
     if not re.fullmatch(r"0|[1-9][0-9]{0,18}", text) or not lo <= int(text) <= hi:
-        raise UserError(f"{where}: header field {key}={text}: expected a whole number {lo}..{hi}")
+        raise UserError(f"{where}: header field {key}={shorten(text, 40)}: expected a whole number {lo}..{hi}")
     return int(text)
 
 

@@ -8,7 +8,7 @@ PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages course test test-fast test-browser-stress test-grade-batch notebook lab bench verdicts clean distclean
+.PHONY: help setup system-packages course test test-fast test-browser-stress test-grade-batch notebook lab lab-kernels lab-guest bench verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
@@ -21,6 +21,8 @@ help:
 	@echo "                   emulated /autograder (several minutes; make test leaves these out)"
 	@echo "  notebook         start JupyterLab on notebooks/"
 	@echo "  lab              build the kernel lab's C ports for x86_64, arm64 and ppc64le (kernel-lab/build/)"
+	@echo "  lab-kernels      fetch Debian's Linux 6.12 kernels for the real-kernel lab (kstep lab fetch; once)"
+	@echo "  lab-guest        boot each architecture's real kernel in QEMU with every probe (kstep lab run --arch all)"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot)"
 	@echo "  verdicts         explore every bundled scenario x variant into simulator/kstep/verdicts.json"
 	@echo "  setup            Debian packages (scripts/setup-system) and the $(VENV) virtual environment"
@@ -51,7 +53,8 @@ course: setup
 
 # Grading at class scale (a batch of 100, a Gradescope zip installed from scratch) takes minutes:
 # it has a target of its own.
-test: setup
+# The qemu tests boot Debian's kernels: fetch them first (a no-op once they are in the cache).
+test: setup lab-kernels
 	$(PYTEST) -m "not batch"
 
 test-fast: setup
@@ -73,6 +76,12 @@ notebook: setup
 # The C ports need only the system packages; make -C kernel-lab test runs the lab's checks alone.
 lab: system-packages
 	$(MAKE) -C kernel-lab
+
+lab-kernels: setup
+	$(VENV)/bin/python -m kstep lab fetch
+
+lab-guest: lab-kernels
+	$(VENV)/bin/python -m kstep lab run --arch all
 
 bench: setup
 	$(VENV)/bin/python bench/run.py

@@ -518,6 +518,7 @@ def _load(name: str):
 
 
 spincheck = _load("spincheck")
+vmacheck = _load("vmacheck")
 
 
 def spin(*args, **kwargs):
@@ -611,6 +612,7 @@ def checks() -> list[Check]:
         out.append(Check(f"spin-{variant}-caught", check_spin_caught, (variant,)))
     out += [Check("spin-triples-2cpu-match-arm64-log", check_spin_triples_cover_c, ("arm64", 2)),
             Check("spin-triples-3cpu-match-x86_64-log", check_spin_triples_cover_c, ("x86_64", 3))]
+    out += vmacheck.checks(sys.modules[__name__])
     return out
 
 

@@ -7,6 +7,7 @@
     kstep check MECH LOG
     kstep grade EXERCISE SUBMISSION [--student ID] [--config COURSE.toml] [--out DIR] | --batch DIR
     kstep release --config COURSE.toml --roster CSV --out DIR
+    kstep lab fetch [--refresh] | doctor | run --arch A [--smp N] [PROBE...] | show RESULT.json
 
 ``run`` prints a problem: the step table with ``?`` where the student must work out the state;
 ``-c`` computes the answers.  ``explore`` checks every interleaving and gives a verdict.  ``show``
@@ -69,6 +70,8 @@ MAX_STEPS = 1_000_000  # the most --steps allows: a trace of a million steps is 
 EXPLORE_MAX_STATES = 1_000_000
 MAX_STATES = 100_000_000  # the most --max-states allows
 MAX_JOBS = 64  # sandboxed graders at once: far more than the cores of any machine that grades
+MAX_SMP = 64  # lab run --smp: virtual CPUs of one TCG guest, far more than the probes use
+MAX_GUEST_SECONDS = 86_400  # lab run --timeout: a day
 WIDTH = 96  # where descriptions wrap
 
 # Characters that would break a one-line message or a table row: C0/C1 controls, the Unicode line
@@ -236,8 +239,46 @@ def build_parser() -> Parser:
     p.add_argument("--exercise", action="append", metavar="ID", help="release only these (repeatable; default: all)")
     p.set_defaults(run=cmd_release)
 
-    top.set_defaults(run=lambda args: top.error("choose a command: list, run, explore, show, check, grade or release"))
+    lab_parser(sub)
+
+    top.set_defaults(run=lambda args: top.error(
+        "choose a command: list, run, explore, show, check, grade, release or lab"))
     return top
+
+
+def lab_parser(sub) -> None:
+    from .lab import guest
+
+    lab = sub.add_parser("lab", help="boot Debian's Linux 6.12 in QEMU and probe it beside the models",
+                         allow_abbrev=False,
+                         description="The real-kernel lab: Debian's own 6.12 kernels for x86_64, arm64 and "
+                                     "ppc64le under qemu-system (TCG), probes in a generated initramfs.")
+    cmds = lab.add_subparsers(title="lab commands", metavar="LABCMD", parser_class=Parser)
+    p = cmds.add_parser("fetch", help="resolve one 6.12 version for all three architectures and cache it",
+                        allow_abbrev=False)
+    p.add_argument("--refresh", action="store_true", help="resolve again even if a version is cached")
+    p.set_defaults(run=cmd_lab_fetch)
+    p = cmds.add_parser("doctor", help="what this host lacks for the lab, and how to get it", allow_abbrev=False)
+    p.set_defaults(run=cmd_lab_doctor)
+    p = cmds.add_parser("run", help="boot one architecture (or all) and run probes", allow_abbrev=False,
+                        description="Exit 0: every probe's checks hold; 1: a check failed or the guest "
+                                    "crashed or hung; 2: bad input or a missing tool or kernel.")
+    p.add_argument("--arch", required=True, metavar="ARCH", help=f"{', '.join(guest.MACHINES)} or all")
+    p.add_argument("--smp", type=bounded(MAX_SMP), default=guest.SMP, metavar="N",
+                   help=f"virtual CPUs (1..{MAX_SMP}; default {guest.SMP})")
+    p.add_argument("--timeout", type=bounded(MAX_GUEST_SECONDS), default=guest.TIMEOUT_S, metavar="S",
+                   help=f"kill a guest after S seconds (1..{MAX_GUEST_SECONDS}; default {guest.TIMEOUT_S})")
+    p.add_argument("--out", metavar="DIR", help="write the result JSON here (default: the user cache)")
+    p.add_argument("--cpu", metavar="MODEL",
+                   help="QEMU -cpu model instead of the lab's, e.g. 'max' on x86_64: its hypervisor bit "
+                        "makes Linux use virt_spin_lock()'s test-and-set lock instead of the qspinlock")
+    p.add_argument("probes", nargs="*", metavar="PROBE", help=f"{', '.join(guest.PROBES)} (default: all)")
+    p.set_defaults(run=cmd_lab_run)
+    p = cmds.add_parser("show", help="print (or --plot) one recorded result beside the model", allow_abbrev=False)
+    p.add_argument("result", metavar="RESULT.json")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the result's figures into FILE.png")
+    p.set_defaults(run=cmd_lab_show)
+    lab.set_defaults(run=lambda args: lab.error("choose a lab command: fetch, doctor, run or show"))
 
 
 def mechanism_and_scenario(p: Parser) -> None:
@@ -403,6 +444,8 @@ def cmd_show(args) -> int:
 
 
 def cmd_check(args) -> int:
+    if args.mechanism == "vma-locks":
+        return cmd_check_vma(args)
     from .lab.check import check_file  # the log checker is only loaded by the command that uses it
 
     result = check_file(args.mechanism, args.log, progress=report_check_progress)
@@ -430,6 +473,119 @@ def scheduler_text(trace) -> str:
            "scripted": f"scripted {trace.script!r}, then round-robin",
            "explore": f"explore's counterexample, its {plural(len(trace), 'action')} exactly"}[trace.scheduler]
     return clean(f"{how}, at most {trace.max_steps:,} steps")
+
+
+def cmd_check_vma(args) -> int:
+    from .lab.check import check_file
+
+    result = check_file(args.mechanism, args.log, progress=report_check_progress)
+    print(f"checking {clean(args.log)} against vma-locks variant {result.variant} "
+          f"({plural(result.threads, 'thread')}, seed {result.header.get('seed', '-')})")
+    if not result.ok:
+        print(f"line {result.line}: {clean(result.text)}")
+        print(f"verdict: {result.verdict}: {clean(result.why)}")
+        print(f"(the {plural(result.steps, 'step')} before it were legal)")
+        return VIOLATION
+    print(f"steps: {result.steps}")
+    print("counters: " + ", ".join(f"{k} {v}" for k, v in result.counters.items()))
+    print(f"seconds: {result.seconds:.2f}")
+    print("verdict: every logged step is one the model allows, and the run finished")
+    return OK
+
+
+def lab_log(line: str) -> None:
+    print(f"lab: {clean(line)}", file=sys.stderr, flush=True)
+
+
+def cmd_lab_fetch(args) -> int:
+    from .lab import debian, kernels
+
+    try:
+        k = kernels.fetch(refresh=args.refresh, log=lab_log)
+    except debian.DebianFetchError as e:
+        raise UserError(f"lab fetch: {e}") from None
+    print(f"kernels {k.abi} in {k.root}")
+    for a in kernels.ARCHES:
+        print(f"  {a:<8} {k.release(a)} ({k.package_version(a)}, {k.manifest['suites'][a]})")
+    return OK
+
+
+def cmd_lab_doctor(args) -> int:
+    from .lab import doctor
+
+    missing = 0
+    for item in doctor.diagnose():
+        print(f"{'ok' if item.ok else 'MISSING':<8} {item.what}" + ("" if item.ok else f": {item.fix}"))
+        missing += not item.ok
+    print("everything the lab needs is here" if not missing else f"{plural(missing, 'thing')} missing")
+    return OK if not missing else VIOLATION
+
+
+def lab_kernels():
+    from .lab import kernels
+
+    k = kernels.load()
+    if k is None:
+        raise UserError("no kernels fetched: run 'kstep lab fetch' (about 300 MB, once)")
+    return k
+
+
+def cmd_lab_run(args) -> int:
+    from .lab import guest, probes
+
+    arches = list(guest.MACHINES) if args.arch == "all" else [args.arch]
+    chosen = args.probes or list(guest.PROBES)
+    for a in arches:
+        guest.check_request(a, chosen)
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.is_dir():
+        raise UserError(f"--out {args.out}: not an existing folder")
+    k = lab_kernels()
+    status = OK
+    for a in arches:
+        try:
+            result = guest.run(a, k, chosen, smp=args.smp, timeout=args.timeout, say=lab_log, cpu=args.cpu)
+        except guest.LabError as e:
+            print(f"{a}: FAILED: {clean(str(e))}")
+            for line in e.excerpt.splitlines():
+                print(f"  | {clean(line)}")
+            status = VIOLATION
+            continue
+        result["models"] = probes.model_variants(k)
+        path = guest.save(result, out)
+        print(f"{a}: result {path}")
+        if not print_lab_result(result):
+            status = VIOLATION
+    return status
+
+
+def cmd_lab_show(args) -> int:
+    from .lab import guest
+
+    result = guest.load_result(Path(args.result))
+    plot = Path(args.plot) if args.plot else None
+    if plot is not None and (plot.is_dir() or not plot.parent.is_dir()):
+        raise UserError(f"--plot {args.plot}: not a file in an existing folder")
+    print(f"{result['arch']}: {result['kernel']['release']} ({result['kernel']['package_version']}), "
+          f"smp {result['smp']}, {result['date']}, boot {result['boot_seconds']} s")
+    ok = print_lab_result(result)
+    if plot is not None:
+        from .lab import plots
+
+        plots.save(result, plot)
+        print(f"wrote figure {plot}")
+    return OK if ok else VIOLATION
+
+
+def print_lab_result(result: dict) -> bool:
+    """The kernel's numbers beside the model's, then each check; True if every check that is not
+    about measured times holds."""
+    from .lab import probes
+
+    lines, ok = probes.report(result)
+    for line in lines:
+        print(clean(line))
+    return ok
 
 
 def sandbox_modes() -> tuple:

@@ -228,7 +228,8 @@ def test_bad_files_and_mechanisms_exit_2(capsys, tmp_path):
     for argv, says in [
         (["check", "qspinlock", tmp_path / "missing.log"], "cannot read"),
         (["check", "qspinlock", tmp_path], "cannot read"),
-        (["check", "vma-locks", tmp_path / "x.log"], "no observation-log format for vma-locks"),
+        (["check", "rcu", tmp_path / "x.log"], "no observation-log format for rcu"),
+        (["check", "vma-locks", tmp_path / "missing.log"], "cannot read"),
         (["check", "nope", tmp_path / "x.log"], "unknown mechanism 'nope'"),
         (["check", "qspinlock"], "the following arguments are required: LOG"),
     ]:

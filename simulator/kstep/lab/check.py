@@ -38,7 +38,7 @@ from ..models import make_model, model_class
 from ..models.qspinlock import HEAD_SPINS_6_12, LOCK_NAMES, STEAL_SPINS_6_12
 
 MAGIC = "# kstep-log"
-LOG_FORMATS = ("qspinlock",)  # the mechanisms whose C port writes observation logs
+LOG_FORMATS = ("qspinlock", "vma-locks")  # the mechanisms whose C port writes observation logs
 _WORD = re.compile(r"0x[0-9a-fA-F]{8}")
 _CPU = re.compile(r"(0|[1-9][0-9]*)(\.irq)?")
 _TICKET = re.compile(r"0|[1-9][0-9]{0,18}")  # int() of a ticket of thousands of digits would fail
@@ -150,6 +150,9 @@ def _why_not(model, s, actor: str, label: str) -> str:
 def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
                 progress: Optional[Callable[[int], None]] = None, progress_every: float = 1.0) -> CheckResult:
     """Replay ``lines`` (the header first) against the mechanism's model."""
+    if mechanism == "vma-locks":
+        from .check_vma import check_lines as check_vma_lines
+        return check_vma_lines(lines, where, progress, progress_every)
     start = time.perf_counter()
     if mechanism not in LOG_FORMATS:
         model_class(mechanism)  # an unknown mechanism gets the usual message
@@ -241,6 +244,9 @@ def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
 def check_file(mechanism: str, path: str | Path, progress=None) -> CheckResult:
     """Check the log at ``path`` (``-``: standard input).  Only reading it can be the user's problem:
     any other error while replaying is a bug and propagates."""
+    if mechanism == "vma-locks":
+        from .check_vma import check_file as check_vma_file
+        return check_vma_file(path, progress)
     if mechanism not in LOG_FORMATS:  # named before the file is opened
         model_class(mechanism)
         raise UserError(f"no observation-log format for {mechanism} (logs exist for: {', '.join(LOG_FORMATS)})")

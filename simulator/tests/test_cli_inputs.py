@@ -233,7 +233,8 @@ def test_a_list_index_with_a_digit_that_is_not_ascii(capsys):
 
 
 @pytest.mark.parametrize("argv", [
-    ["run", "rcu", "--scenario", "{}"], ["show", "{}"], ["check", "qspinlock", "{}"],
+    ["run", "rcu", "--scenario", "{}"], ["show", "{}"], ["check", "qspinlock", "{}"], ["check", "vma-locks", "{}"],
+    ["lab", "show", "{}"],
 ])
 @pytest.mark.parametrize("special,says", [("/dev/zero", "is a character device"), ("fifo", "is a FIFO"),
                                           ("dir", "is a directory")])
@@ -254,6 +255,7 @@ def test_special_files_are_refused_before_reading(tmp_path, argv, special, says)
     (["run", "rcu", "--scenario", "-"], "standard input: larger than 1 MiB"),
     (["show", "-"], "standard input: not a kstep trace"),
     (["check", "qspinlock", "-"], "standard input:1: line 1 is longer than 64 KiB"),
+    (["check", "vma-locks", "-"], "standard input:1: line 1 is longer than 64 KiB"),
 ])
 def test_standard_input_from_dev_zero_stops_at_a_cap(argv, says):
     """'-' may be any file: /dev/zero never ends, and a log line without an end is not held whole."""

@@ -16,8 +16,8 @@ re-runs a saved trace's scheduler and prints the run only if the file says what 
 model.  A scenario file, a trace or a log named ``-`` is read from standard input.
 
 Exit status:
-  0    ok (explore: clean, the whole state space was searched; check: every logged step is one the model allows)
-  1    a violation, a deadlock or an illegal step: found by explore or check, or the end of the run that run or show prints
+  0    ok (explore: clean, the whole state space was searched; check: every logged step is one the model allows, and the run finished)
+  1    a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose run did not finish), or the end of the run that run or show prints
   2    bad input, explained in one line on stderr
   3    bounded or inconclusive: explore stopped at --max-states before exhausting the state space
   70   internal error: a bug in kstep, reported with its traceback (EX_SOFTWARE)
@@ -55,9 +55,9 @@ BROKEN_PIPE = 128 + signal.SIGPIPE
 # test_cli checks that they agree with it.
 EXIT_STATUS = (
     (OK, "ok (explore: clean, the whole state space was searched; check: every logged step is one the model "
-         "allows)"),
-    (VIOLATION, "a violation, a deadlock or an illegal step: found by explore or check, or the end of the run "
-                "that run or show prints"),
+         "allows, and the run finished)"),
+    (VIOLATION, "a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose "
+                "run did not finish), or the end of the run that run or show prints"),
     (BAD_INPUT, "bad input, explained in one line on stderr"),
     (BOUNDED, "bounded or inconclusive: explore stopped at --max-states before exhausting the state space"),
     (INTERNAL, "internal error: a bug in kstep, reported with its traceback (EX_SOFTWARE)"),
@@ -198,11 +198,15 @@ def build_parser() -> Parser:
     p = sub.add_parser("check", help="replay an observation log (kernel-lab C port) against the model",
                        allow_abbrev=False,
                        description="Replay LOG, one logged step per line, through the model.  Exit 0: every "
-                                   "step is one the model allows; 1: the first one it does not allow (the line, "
-                                   "and why); 2: the log is not a well-formed observation log.")
+                                   "step is one the model allows and the run finished; 1: the first one it does "
+                                   "not allow, or a log that stops before the run finished (the line, and why); "
+                                   "2: the log is not a well-formed observation log of format 2.")
     p.add_argument("mechanism", metavar="MECH")
-    p.add_argument("log", metavar="LOG", help="an observation log ('# kstep-log MECH ...' header, then one "
-                                               "'<ticket> <cpu> <label> <before> <after>' line per step)")
+    p.add_argument("log", metavar="LOG", help="an observation log ('# kstep-log 2 MECH ...' header, one line per "
+                                               "step, '# kstep-log end steps=N' last; see kernel-lab/README.md); "
+                                               "for damon, a damo record file (json_compressed or json) or the "
+                                               "text of tracefs's trace file with damon_aggregated lines")
+    p.add_argument("--html", metavar="FILE", help="damon: write the observed aggregations as an offline animation")
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("grade", help="grade a submission (or --batch many) in the sandbox", allow_abbrev=False,
@@ -444,6 +448,10 @@ def cmd_show(args) -> int:
 
 
 def cmd_check(args) -> int:
+    if args.mechanism == "damon":
+        return check_observed_damon(args)
+    if args.html is not None:
+        raise UserError("--html: only a damon observation is drawn (a log replay has no trace to draw)")
     if args.mechanism == "vma-locks":
         return cmd_check_vma(args)
     from .lab.check import check_file  # the log checker is only loaded by the command that uses it
@@ -455,16 +463,39 @@ def cmd_check(args) -> int:
           f"({h['cpus']} CPUs, {h['acquisitions']} acquisitions each, pending_bits {h['pending_bits']}{extra})")
     if not result.ok:
         print(f"line {result.line}: {clean(result.text)}")
-        print(f"verdict: NOT a step the model allows: {clean(result.why)}")
+        print(f"verdict: {result.verdict}: {clean(result.why)}")
         print(f"(the {plural(result.steps, 'step')} and {plural(result.acquisitions, 'acquisition')} "
               f"before it were legal)")
         return VIOLATION
     print(f"steps: {result.steps}")
     print(f"acquisitions: {result.acquisitions}")
     print(f"seconds: {result.seconds:.2f}")
-    if not result.finished:
-        print("note: the log stops before every CPU has finished (the steps it has are legal)")
-    print("verdict: every logged step is one the model allows")
+    print("verdict: every logged step is one the model allows, and the run finished")
+    return OK
+
+
+def check_observed_damon(args) -> int:
+    """A real kernel's DAMON results, held to the region invariants and drawn, never re-simulated."""
+    from .lab import damon_observed as observed
+
+    check_outputs(None, args.html)
+    obs = observed.read(args.log)
+    trace, model = observed.observed_trace(obs, Path(args.log).name)
+    print(f"checking {clean(args.log)} ({obs.kind}, target {obs.target}"
+          f"{f' of {obs.targets}' if obs.targets > 1 else ''}) against the region invariants of damon")
+    counts = [len(s.regions) for s in trace.states[1:]]
+    print(f"aggregations: {len(obs.snapshots)}")
+    print(f"nr_regions min..max: {min(counts)}..{max(counts)}")
+    checked = [n for n in observed.CHECKED if obs.attrs or n != "nr-accesses-within-samples"]
+    print(f"checked: {', '.join(checked)}")
+    if not obs.attrs:
+        print("not checked: nr-accesses-within-samples (the tracepoint text does not give the intervals)")
+    write_outputs(model, trace, None, args.html)
+    if trace.violation is not None:
+        v = trace.violation
+        print(f"verdict: aggregation {v.step} breaks {v.title}: {clean(v.message)}")
+        return VIOLATION
+    print("verdict: every observed aggregation keeps the region invariants")
     return OK
 
 

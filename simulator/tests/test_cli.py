@@ -414,7 +414,7 @@ def test_explore_shows_progress_on_stderr(capsys, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("mechanism", sorted(MODELS))
 def test_every_bundled_scenario_is_clean_with_the_kernels_variant(capsys, mechanism):
-    for sc in scenarios.bundled(mechanism):
+    for sc in explorable(mechanism):
         rc, out, _ = kstep(capsys, "explore", mechanism, "--scenario", sc)
         assert rc == 0, (sc, out)
 
@@ -423,9 +423,18 @@ def test_every_bundled_scenario_is_clean_with_the_kernels_variant(capsys, mechan
 @pytest.mark.parametrize("mechanism,variant", [(m, v) for m, cls in sorted(MODELS.items())
                                                for v, var in cls.variants.items() if var.broken])
 def test_every_broken_variant_is_caught_on_some_bundled_scenario(capsys, mechanism, variant):
-    codes = [kstep(capsys, "explore", mechanism, "--scenario", sc, "--variant", variant)[0]
-             for sc in scenarios.bundled(mechanism)]
+    codes = []
+    for sc in explorable(mechanism):  # stop at the first scenario that catches it
+        codes.append(kstep(capsys, "explore", mechanism, "--scenario", sc, "--variant", variant)[0])
+        if codes[-1] == 1:
+            break
     assert 1 in codes, codes
+
+
+def explorable(mechanism):
+    """The bundled scenarios an exhaustive search can finish (the others are scripted demonstrations)."""
+    schema = MODELS[mechanism].scenario_schema
+    return [sc for sc in scenarios.bundled(mechanism) if scenarios.load(mechanism, schema, sc).explorable]
 
 
 # --- vma-locks ------------------------------------------------------------------------------------------

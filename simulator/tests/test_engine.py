@@ -126,6 +126,18 @@ def test_variant_replaces_only_known_labels():
         prog.replaced({"no-such-label": lambda s, i, a: s})
 
 
+def test_a_program_includes_another_but_the_labels_it_registers_itself():
+    built_on = Program()
+    built_on.include(prog, without=("store",))
+    assert set(built_on.steps) == set(prog.steps) - {"store"} and set(built_on.calls) == {"increment"}
+    assert built_on.steps["load"] is prog.steps["load"]
+    built_on.step("store", "mm/memory.c:handle_mm_fault", "store counter + 2")(lambda s, i, a: s)
+    with pytest.raises(ValueError, match="registered twice"):
+        built_on.include(prog, without=("store",))
+    with pytest.raises(ValueError, match="unknown labels: nothing"):
+        Program().include(prog, without=("nothing",))
+
+
 class CompiledOut(Counter):
     variants = {"no-lock": Variant("no-lock", "built without the lock: lock and unlock are empty inlines",
                                    replaces={"increment": locked_increment, "lock": Inline(lambda s, i, a: ()),

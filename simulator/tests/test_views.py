@@ -19,8 +19,9 @@ NAMED = ["kstep-slider", "kstep-play", "kstep-step", "kstep-back", "kstep-reset"
 
 
 def run(mech, name, variant=None, seed=1):
-    model = make_model(mech, variant)
-    sc = scenario.load(mech, model.scenario_schema, name)
+    """A bundled scenario run as kstep runs it: under its own variant unless told another."""
+    sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
+    model = make_model(mech, variant or sc.variant or None)
     sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
     return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config), model
 
@@ -202,3 +203,36 @@ def check_phases(trace, model):
             if p == LOOKUP:
                 assert s.rcu.nesting[i] and not vma_read_locked(s, i)
     return seen
+
+
+def test_damon_view_outlines_regions_made_by_a_split_or_a_merge_and_only_there():
+    from kstep.views.damon import MERGE_LINE, SPLIT_LINE
+
+    trace, model = run("damon", "explore-sz-limit")
+    frames = Frames(views.layout(trace, model))
+    seen = set()
+    for k in range(1, len(trace.states)):
+        s, label = trace.states[k], trace.actions[k - 1].label
+        rows = frames.rows("regions", k)
+        lines = rows["line"][:2 * len(s.regions)]  # two halves a region, then the truth and the sampled pages
+        outlined = {c for c in lines if c in (SPLIT_LINE[1], MERGE_LINE[1])}
+        seen |= outlined
+        if label == "kdamond_split_regions" and len(s.regions) > len(trace.states[k - 1].regions):
+            assert outlined == {SPLIT_LINE[1]}, k
+        elif label == "kdamond_merge_regions" and len(s.regions) < len(trace.states[k - 1].regions):
+            assert MERGE_LINE[1] in outlined, k
+        elif label != "damon_va_init":
+            assert not outlined, (k, label)
+    assert seen == {SPLIT_LINE[1], MERGE_LINE[1]}
+
+
+def test_damon_heatmap_has_a_cell_per_region_of_every_aggregation_coloured_by_what_it_reported():
+    from kstep.views.damon import heat
+
+    trace, model = run("damon", "hot-block")
+    lay = views.layout(trace, model)
+    cells = lay.select_one({"name": "kstep-static-heatmap-cells"}).data
+    reports = [s.regions for s in trace.states if s.k.phase == "kdamond_reset_aggregated"]
+    assert len(reports) == trace.states[-1].k.aggregations
+    assert cells["fill"] == [heat(r.nr_accesses, 20) for regions in reports for r in regions]
+    assert any(f != heat(0, 20) for f in cells["fill"]), "hot-block's hot block is seen"

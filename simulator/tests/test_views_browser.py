@@ -38,7 +38,8 @@ def pages(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pages")
     out = {}
     for key, (mech, name) in {"rcu": ("rcu", "grace-period-basics"), "vma": ("vma-locks", "munmap-vs-fault"),
-                              "qspinlock": ("qspinlock", "three-waiters")}.items():
+                              "qspinlock": ("qspinlock", "three-waiters"),
+                              "fork": ("fork-batch", "contpte-arm64")}.items():
         trace, model = trace_of(mech, name)
         path = folder / f"{key}.html"
         views.save_html(trace, model, path)
@@ -152,6 +153,12 @@ def test_the_play_pause_button_is_one_element_that_keeps_the_keyboard_focus(brow
         p.close()
 
 
+def test_fork_batch_page_plays_pauses_steps_back_and_resets_offline(browser, pages):
+    """Both page-table grids, the outlines of copies, folded blocks and the batch in progress, and the
+    counters: on screen as Python computed them, with no request and no error."""
+    play_step_back_reset(browser, *pages["fork"])
+
+
 def test_every_frame_on_screen_is_the_frame_python_computed(browser, pages):
     trace, model, lay, path = pages["vma"]
     p = Opened(browser, path)
@@ -186,7 +193,7 @@ def test_a_counterexample_ends_with_the_violated_invariant_in_view(browser, tmp_
         p.close()
 
 
-@pytest.mark.parametrize("key", ["rcu", "vma", "qspinlock"])
+@pytest.mark.parametrize("key", ["rcu", "vma", "qspinlock", "fork"])
 def test_jumping_back_from_the_end_redraws_without_a_page_error(browser, pages, key):
     """Reset after a run has ended is a jump from the last frame to the first: every source that
     shrinks on the way must be redrawn without BokehJS throwing."""

@@ -21,7 +21,7 @@ MECH = "qspinlock"
 def run(name, variant=None, seed=1, overrides=()):
     """A bundled scenario under its script, or seeded random where the script is for another variant."""
     model, sc, s0 = load(MECH, name, variant, overrides)
-    sched = Scripted(sc.schedule) if sc.schedule and variant in (None, "v6.12") else Random(seed)
+    sched = Scripted(sc.schedule) if sc.schedule and variant in (None, sc.variant or "v6.12") else Random(seed)
     return simulate(model, s0, sched, scenario=sc.name, config=sc.config), model
 
 
@@ -246,7 +246,7 @@ def test_an_interrupt_is_drawn_in_progress_exactly_while_the_model_holds_its_tas
         for k, s in enumerate(trace.states):
             movers = {a.actor for a in model.actions(s)}
             unheld = {a.actor for a in super(type(model), model).actions(s)}  # before interrupts hold tasks back
-            for task, irq in s.irqs:
+            for task, irq in s.nest:
                 name = s.threads[task].name
                 busy = qv.phase(s, irq) not in (qv.IRQ_IDLE, qv.DONE)
                 seen.add(busy)

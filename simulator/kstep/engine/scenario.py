@@ -243,6 +243,9 @@ COMMON = {
                            "empty: the mechanism's default"), ""),
     "expect": Key(List(EXPECT, 0, 32, "claims of the text, checked against the scenario's own run "
                                       "(kstep.engine.expect)"), []),
+    "explorable": Key(Bool(doc="false: written for its scripted run, with a state space far beyond an "
+                               "exhaustive search (explore stops at its bound; what explores every "
+                               "bundled scenario to the end leaves it out)"), True),
     "questions": Key(List(QUESTION, 0, 32, "predict-then-reveal questions, answered from the run "
                                            "(kstep.engine.questions)"), []),
 }
@@ -258,6 +261,7 @@ class Scenario:
     variant: str  # "" for the mechanism's default
     config: dict  # the validated model-specific part
     expect: tuple = ()  # expect.Expect: the claims of the text, checked against the scripted run
+    explorable: bool = True  # False: a scripted demonstration, too large to explore to the end
     questions: tuple = ()  # questions.Question: asked about a run, answered from it
 
 
@@ -303,7 +307,7 @@ def parse(mechanism: str, schema: Table, name: str, text: str, where: str, overr
     common = {k: checked.pop(k) for k in COMMON}
     return Scenario(mechanism, name, common["description"], common["look_for"], common["schedule"],
                     common["variant"], to_config(checked), tuple(e["parsed"] for e in common["expect"]),
-                    tuple(q["parsed"] for q in common["questions"]))
+                    common["explorable"], tuple(q["parsed"] for q in common["questions"]))
 
 
 def read_toml(text: str, where: str, syntax: str = "") -> dict:

@@ -73,8 +73,10 @@ function status_html(k) {
   return '<div class="kstep-status"><span class="kstep-stepno">step ' + k + " / " + n + "</span> " +
     '<b class="kstep-actor">' + esc(P.actors[a]) + "</b> &rarr; " +
     '<code class="kstep-label">' + esc(P.labels[l]) + "</code> " +
-    '<a class="kstep-where" target="_blank" rel="noopener" href="' + esc(P.source_url + P.paths[l]) + '">' +
-    esc(P.where[l]) + "</a>" +
+    (P.paths[l]  // a step outside the kernel (a lock's user) has no source to link to
+      ? '<a class="kstep-where" target="_blank" rel="noopener" href="' + esc(P.source_url + P.paths[l]) + '">' +
+        esc(P.where[l]) + "</a>"
+      : '<span class="kstep-where">' + esc(P.where[l]) + "</span>") +
     '<div class="kstep-what">' + esc(P.what[l]) + "</div></div>";
 }
 

@@ -258,7 +258,8 @@ class Player:
     def header_html(self) -> str:
         t, m = self.trace, self.model
         run = {"random": f"random schedule, seed {t.seed}", "round-robin": "round-robin schedule",
-               "scripted": "the scenario's scripted schedule", "explore": "shortest counterexample found by explore"}
+               "scripted": "the scenario's scripted schedule", "explore": "shortest counterexample found by explore",
+               "observed": "observed on a real kernel, one step per aggregation (never simulated)"}
         how = run.get(t.scheduler, t.scheduler)
         variant = m.variant
         broken = (f' · <span class="kstep-broken">broken variant {escape(variant.name)}:</span> {escape(variant.doc)}'
@@ -279,6 +280,9 @@ class Player:
             v = t.violation
             return (f'<div class="kstep-banner violation">✗ step {v.step}: {escape(v.title)}'
                     f'<div class="kstep-message">{escape(v.message)}</div></div>')
+        if t.scheduler == "observed" and t.violation is None:
+            return (f'<div class="kstep-banner finished">✓ end of the recording: {self.n} observed steps'
+                    '<div class="kstep-message">every one keeps the invariants it was checked with</div></div>')
         if t.outcome == "finished":
             return ('<div class="kstep-banner finished">✓ finished: every thread completed its work'
                     '<div class="kstep-message">no invariant was violated on this run</div></div>')

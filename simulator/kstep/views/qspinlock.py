@@ -46,9 +46,9 @@ FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOLDS, RELEASES, IRQ_IDLE, DONE =
 PHASE_OF = {
     q.QSPINLOCK: {
         "queued_spin_lock": FAST_PATH,
-        **dict.fromkeys(("wait_pending_handover", "queued_fetch_set_pending_acquire", "clear_pending",
-                         "wait_locked_clear", "clear_pending_set_locked"), PENDING_PATH),
-        **dict.fromkeys(("grab_mcs_node", "mcs_node_init", "store_node_count", "queued_spin_trylock", "xchg_tail",
+        **dict.fromkeys(("wait_pending_handover", "queued_fetch_set_pending_acquire", "trylock_pending_cmpxchg",
+                         "clear_pending", "wait_locked_clear", "clear_pending_set_locked"), PENDING_PATH),
+        **dict.fromkeys(("node_count_inc", "mcs_node_init", "store_node_count", "queued_spin_trylock", "xchg_tail",
                          "link_prev", "mcs_spin"), IN_QUEUE),
         **dict.fromkeys(("wait_head", "claim_cmpxchg", "set_locked"), QUEUE_HEAD),
         **dict.fromkeys(("wait_next", "mcs_handoff", "release_node"), RELEASES),
@@ -84,10 +84,9 @@ def phase(s, i: int) -> int:
     t = s.threads[i]
     if not t.frames:
         return DONE
-    label = t.frames[0].label
-    if label == q.ENTRY[s.layout] and any(irq == i for _, irq in s.irqs):
+    if t.level and not t.entered:
         return IRQ_IDLE
-    return PHASE_OF[s.layout][label]
+    return PHASE_OF[s.layout][t.frames[0].label]
 
 
 # --- the lock word -----------------------------------------------------------------------------------
@@ -369,8 +368,10 @@ LINK = ("node->next of a node in use", style.INK)
 STALE_LINK = ("stale node->next of a free node", style.GREY)
 NESTING = ("task", "softirq", "hardirq", "NMI")  # kernel/locking/qspinlock.c: what each of the 4 nodes is for
 
-CONTEXT_Y = 8.3
+CONTEXT_Y = 8.3  # the tasks' row; interrupts of higher levels in rows above it
 CONTEXT_H = 1.2
+CONTEXT_ROW = CONTEXT_H + 0.15
+LEVEL_ROWS = ("tasks", "softirqs", "hardirqs", "NMIs", "nested\nNMIs")  # row titles, by q.LEVELS
 HEADER_Y = 7.35
 NODE_Y = 6.25  # qnodes[0]; qnodes[idx] one unit lower per idx
 NODE_H = 0.84
@@ -458,10 +459,19 @@ def link_rows(s, *, live: bool) -> dict[str, list]:
     return out
 
 
+def context_levels(s) -> list[int]:
+    """The nesting levels of a run's contexts, lowest first: one row of boxes each, above the CPUs'
+    columns, so an interrupt is drawn over the task it interrupts."""
+    return sorted({t.level for t in s.threads})
+
+
 def context_boxes(s) -> list[Box]:
     out = []
-    for i, (x, y, w, h) in enumerate(in_a_row(len(s.threads), y=CONTEXT_Y, max_w=2.5)):
-        t = s.threads[i]
+    levels = context_levels(s)
+    cols = cpu_columns(s)
+    for i, t in enumerate(s.threads):
+        x, _, w, _ = cols[t.cpu]
+        y = CONTEXT_Y + levels.index(t.level) * CONTEXT_ROW
         ph = phase(s, i)
         if ph == IRQ_IDLE:
             lines = [NO_IRQ[0]]
@@ -472,13 +482,15 @@ def context_boxes(s) -> list[Box]:
                 on.append(f"lock {q.lock_name(t.lock)}")
             if 0 <= t.idx < q.MAX_NODES:
                 on.append(f"node {node_name(q.node_id(t.cpu, t.idx))}")
+            elif t.idx >= q.MAX_NODES:
+                on.append(f"idx {t.idx}: no node left")
             if s.layout == q.TICKET and t.lock >= 0:
                 on.append(f"ticket {t.ticket}")
             if on:
                 lines.append(" · ".join(on))
             if ph == QUEUE_HEAD and s.layout == q.QSPINLOCK:
                 lines.append(f"val {triple(s, t.val)}")
-        out.append(Box(x, y, w, CONTEXT_H, PHASES[ph][1], f"{t.name} · CPU {t.cpu}", "\n".join(lines)))
+        out.append(Box(x, y, w, CONTEXT_H, PHASES[ph][1], t.name, "\n".join(lines)))
     return out
 
 
@@ -539,12 +551,16 @@ def state_figure(player: Player) -> figure:
     s0 = trace.states[0]
     nlocks = len(s0.words)
     has_nodes = s0.layout != q.TICKET
-    rows = [(CONTEXT_Y, "CPUs")]
+    levels = context_levels(s0)
+    if levels == [q.TASK]:
+        rows = [(CONTEXT_Y, "CPUs")]
+    else:
+        rows = [(CONTEXT_Y + k * CONTEXT_ROW, LEVEL_ROWS[level]) for k, level in enumerate(levels)]
     if has_nodes:
         rows += [(NODE_Y - idx, f"qnodes[{idx}]\n({NESTING[idx]})") for idx in range(q.MAX_NODES)]
     rows += [(queue_y(s0.layout, lock), f"lock {q.lock_name(lock)}") for lock in range(nlocks)]
     bottom = queue_y(s0.layout, nlocks - 1) - QUEUE_H / 2 - 0.1
-    top = CONTEXT_Y + CONTEXT_H / 2 + 0.1
+    top = CONTEXT_Y + (len(levels) - 1) * CONTEXT_ROW + CONTEXT_H / 2 + 0.1
     title = ("CPUs, their MCS nodes (qnodes[0..3] of each CPU), who holds and who waits" if has_nodes
              else "CPUs, who holds and who waits (tickets in the order drawn)")
     p = board_figure("state", title, rows, height=int(STATE_SCALE * (top - bottom)) + 40, y_range=(bottom, top))
@@ -642,7 +658,7 @@ def counter_table(trace, model) -> tuple[list[str], np.ndarray]:
 
 
 COUNTER_COLOURS = {"fast path": style.SKY, "pending path": style.YELLOW, "queued": style.ORANGE,
-                   "trylock after grabbing a node": style.GREY, "head claims: cmpxchg": style.SIENNA,
+                   "trylock in the slow path": style.GREY, "head claims: cmpxchg": style.SIENNA,
                    "head claims: set_locked": style.BLUE, "acquisitions": style.GREEN,
                    "ticket served at once": style.SKY, "waited for its ticket": style.ORANGE,
                    "stolen": style.YELLOW, "must-queue set": style.PURPLE, "head claims": style.SIENNA}

@@ -17,7 +17,7 @@ from kstep.engine import Random, simulate
 from kstep.errors import UserError
 from kstep.files import SCENARIO_CAP
 from kstep.grading import batch, exercise, variants
-from kstep.lab.check import header_line, log_lines
+from kstep.lab.check import end_line, header_line, log_lines
 from kstep.models import make_model
 from test_cli import RCU, ROOT, bad_input, kstep
 
@@ -34,12 +34,12 @@ def run(argv, **kw):
 
 
 def model_log(seed=1, cpus=3, acquisitions=4):
-    """The lines of a log the model writes itself, header first: every line legal."""
+    """The lines of a log the model writes itself, header first, end marker last: every line legal."""
     m = make_model("qspinlock")
     config = {"pending_bits": 8, "steal_spins": 32, "head_spins": 256,
               "cpus": [{"locks": ["A"], "repeat": acquisitions, "irq": []} for _ in range(cpus)]}
     trace = simulate(m, m.initial(config), Random(seed), max_steps=1_000_000)
-    return [header_line("v6.12", cpus, acquisitions, 8)] + log_lines(m, trace)
+    return [header_line("v6.12", cpus, acquisitions, 8)] + log_lines(m, trace) + [end_line(len(trace))]
 
 
 def qspinlock_log(path, seed=1, cpus=3, acquisitions=4):

@@ -481,6 +481,8 @@ def test_a_truncated_log_is_never_a_crash(template, seed, data):
     if not at_line_end:  # a line without its newline is a log its writer did not finish
         assert res.rc == 2, res.err
         assert cut < text.index(b"\n") or b"truncated line" in res.err, res.err
+    elif text.index(b"\n") < cut < len(text):  # whole lines, but the end marker is gone: a run that did not finish
+        assert res.rc == 1 and b"without its end marker" in res.out, (res.rc, res.out[-500:])
 
 
 # --- 6. broken pipes -------------------------------------------------------------------------------------

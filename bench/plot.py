@@ -1,6 +1,6 @@
-"""One PNG with every benchmark: engine rates against targets, the per-VMA lock comparison, and
-the player's per-frame cost, the kernel lab's locks on three architectures, and fork's page-table
-copy counted per strategy."""
+"""One PNG with every benchmark: engine rates against targets, the per-VMA lock comparison, the
+player's per-frame cost, the kernel lab's locks on three architectures, fork's page-table copy
+counted per strategy, and the memory it takes to write and read back a trace file."""
 
 import matplotlib
 
@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def draw(results: dict, path):
-    fig, ((a, b), (c, d), (e, f)) = plt.subplots(3, 2, figsize=(15, 15))
+    fig, ((a, b), (c, d), (e, f), (g, h)) = plt.subplots(4, 2, figsize=(15, 20))
     plt.rcParams["axes.titlesize"] = 10
     eng = results["engine"]
     names = ["steps_per_s", "checked_steps_per_s", "states_per_s"]
@@ -50,6 +50,8 @@ def draw(results: dict, path):
     qspinlock_panel(d, results["qspinlock"])
     for ax, fmt in ((e, "arm64-4K-contpte"), (f, "x86-64")):
         fork_batch_panel(ax, results["fork-batch"], fmt)
+    traces_panel(g, results["traces"])
+    h.axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -74,6 +76,21 @@ def qspinlock_panel(ax, q):
     ax.set_ylabel("acquisitions per second (median)")
     ax.set_title("kernel lab: qspinlock, ticket and pthread locks (qemu-user for arm64 and ppc64le)")
     ax.legend(fontsize=7)
+
+
+def traces_panel(ax, t):
+    """Peak resident memory of writing and of showing a trace, by its number of steps."""
+    steps = [r["steps"] for r in t["rows"]]
+    for what, colour in (("write", "#4C72B0"), ("show", "#DD8452")):
+        ax.plot(steps, [r[what]["peak_rss_mib"] for r in t["rows"]], "o-", color=colour,
+                label=f"{'run --json' if what == 'write' else 'show'} (peak RSS)")
+    for r in t["rows"]:
+        ax.annotate(f"{r['file_mib']} MiB file", (r["steps"], r["write"]["peak_rss_mib"]), fontsize=7,
+                    textcoords="offset points", xytext=(4, -10))
+    ax.set_xlabel("trace steps")
+    ax.set_ylabel("peak resident memory (MiB)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"trace files ({t['mechanism']}): streamed out and back in, whole process")
 
 
 def fork_batch_panel(ax, fb, fmt):

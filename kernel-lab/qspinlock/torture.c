@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -511,11 +512,19 @@ void lab_spin_hook_slow(void)
 	c->before = word_of(c->step_lock);
 }
 
+/*
+ * O_NONBLOCK so that a FIFO nobody reads is an error (ENXIO) instead of an open() that waits
+ * forever; once open, the log is written blocking as usual.
+ */
 static void open_log(void)
 {
-	log_file = fopen(opt.log_path, "w");
+	int fd = open(opt.log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+
+	if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0)
+		log_file = fdopen(fd, "w");
 	if (!log_file) {
-		fprintf(stderr, TOOL ": --log: cannot write '%s': %s\n", opt.log_path, strerror(errno));
+		fprintf(stderr, TOOL ": --log: cannot write '%s': %s\n", opt.log_path,
+			errno == ENXIO ? "a FIFO that no process is reading" : strerror(errno));
 		exit(EXIT_USAGE);
 	}
 	setvbuf(log_file, NULL, _IOFBF, 1 << 20);

@@ -339,6 +339,28 @@ def check_bad_input(arch: str) -> str:
     return f"{len(cases) + 1} bad command lines refused with one line and exit 2"
 
 
+def check_log_to_a_fifo_nobody_reads(arch: str) -> str:
+    """--log to a FIFO without a reader is refused at once; with a reader the log goes through it."""
+    args = ["--lock", "qspinlock", "--threads", "2", "--acquisitions", "10"]
+    with tempfile.TemporaryDirectory() as tmp:
+        fifo = Path(tmp) / "log"
+        os.mkfifo(fifo)
+        r = logged_run(arch, fifo, args)
+        if r.rc != USAGE or "a FIFO that no process is reading" not in r.stderr:
+            raise LabFailure(f"{r.describe()}: a FIFO nobody reads should be refused with exit 2, "
+                             f"got {r.rc}: {r.stderr!r}")
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, before the writer comes
+        try:
+            r = logged_run(arch, fifo, args)  # a few KB: the pipe holds it all until it is read
+            text = os.read(reader, 1 << 20).decode()
+        finally:
+            os.close(reader)
+        if r.rc == USAGE or not text.startswith("# kstep-log "):  # too short a run to be conclusive
+            raise LabFailure(f"{r.describe()}: exit {r.rc}, and the reader of the FIFO got {text[:80]!r}, "
+                             f"not the log: {r.stderr!r}")
+    return "a FIFO without a reader refused with exit 2; with one, the log goes through"
+
+
 def check_decimal_options(arch: str) -> str:
     """A leading zero is not octal: --threads 010 is ten CPUs and --seed 010 is seed ten, as
     kstep's -s 010 is (strtoull's base 0 once read them as 8)."""
@@ -624,6 +646,7 @@ def checks() -> list[Check]:
                 Check(f"{arch}-xchg_tail-pb1-is-32-bit-cmpxchg", check_pb1_xchg_tail, (arch,)),
                 Check(f"{arch}-subword-accesses", check_subword_accesses, (arch,)),
                 Check(f"{arch}-bad-input", check_bad_input, (arch,)),
+                Check(f"{arch}-log-to-a-fifo", check_log_to_a_fifo_nobody_reads, (arch,)),
                 Check(f"{arch}-decimal-options", check_decimal_options, (arch,)),
                 Check(f"{arch}-10e7-acquisitions", check_long_run, (arch,))]
         for variant in CORRECT:

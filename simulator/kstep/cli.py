@@ -10,15 +10,19 @@
     kstep lab fetch [--refresh] | doctor | run --arch A [--smp N] [PROBE...] | show RESULT.json
 
 ``run`` prints a problem: the step table with ``?`` where the student must work out the state;
-``-c`` computes the answers.  ``explore`` checks every interleaving and gives a verdict.  ``check``
-replays an observation log written by the kernel-lab C port, step by step, against the model.
+``-c`` computes the answers.  ``explore`` checks every interleaving and gives a verdict.  ``show``
+re-runs a saved trace's scheduler and prints the run only if the file says what that run does.
+``check`` replays an observation log written by the kernel-lab C port, step by step, against the
+model.  A scenario file, a trace or a log named ``-`` is read from standard input.
 
-Exit status: 0 success (for explore: clean, the whole state space was searched; for check: every
-logged step is one the model allows, and the run finished); 1 explore found a violated invariant or a
-deadlock, or check found a step the model does not allow or a run that did not finish; 2 bad input,
-explained in one line on stderr; 3 explore stopped at --max-states before exhausting the state space.
-Anything else that goes wrong is a bug in kstep and fails loudly with its traceback (Python's exit
-status 1).
+Exit status:
+  0    ok (explore: clean, the whole state space was searched; check: every logged step is one the model allows, and the run finished)
+  1    a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose run did not finish), or the end of the run that run or show prints
+  2    bad input, explained in one line on stderr
+  3    bounded or inconclusive: explore stopped at --max-states before exhausting the state space
+  70   internal error: a bug in kstep, reported with its traceback (EX_SOFTWARE)
+  130  interrupted
+  141  broken pipe: the reader of the output went away (128 + SIGPIPE)
 
 This module only parses, formats and chooses exit codes; the models, schedulers, explorer,
 scenarios and traces are the library's.
@@ -32,6 +36,7 @@ import re
 import signal
 import sys
 import textwrap
+import traceback
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -40,40 +45,91 @@ from .engine import Random, RoundRobin, Scripted, explore, simulate
 from .engine import expect, questions
 from .engine import scenario as scenarios
 from .engine import trace as traces
-from .errors import UserError
+from .errors import UserError, shorten
+from .files import SMALL_CAP, STDIN, check_output, read_text, same_file
 from .models import MODELS, make_model, model_class
 
-OK, VIOLATION, BAD_INPUT, BOUNDED = 0, 1, 2, 3
+OK, VIOLATION, BAD_INPUT, BOUNDED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
+BROKEN_PIPE = 128 + signal.SIGPIPE
+# The one exit-status table: the module docstring above, the README and --help show it, and
+# test_cli checks that they agree with it.
+EXIT_STATUS = (
+    (OK, "ok (explore: clean, the whole state space was searched; check: every logged step is one the model "
+         "allows, and the run finished)"),
+    (VIOLATION, "a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose "
+                "run did not finish), or the end of the run that run or show prints"),
+    (BAD_INPUT, "bad input, explained in one line on stderr"),
+    (BOUNDED, "bounded or inconclusive: explore stopped at --max-states before exhausting the state space"),
+    (INTERNAL, "internal error: a bug in kstep, reported with its traceback (EX_SOFTWARE)"),
+    (INTERRUPTED, "interrupted"),
+    (BROKEN_PIPE, "broken pipe: the reader of the output went away (128 + SIGPIPE)"),
+)
 MAX_SEED = 2**64 - 1  # SplitMix64 takes a 64-bit seed, and a trace records it as a non-negative integer
 RUN_MAX_STEPS = 100_000  # a run that neither finishes nor deadlocks stops here unless --steps says otherwise
+MAX_STEPS = 1_000_000  # the most --steps allows: a trace of a million steps is already gigabytes
 EXPLORE_MAX_STATES = 1_000_000
+MAX_STATES = 100_000_000  # the most --max-states allows
+MAX_JOBS = 64  # sandboxed graders at once: far more than the cores of any machine that grades
+MAX_SMP = 64  # lab run --smp: virtual CPUs of one TCG guest, far more than the probes use
+MAX_GUEST_SECONDS = 86_400  # lab run --timeout: a day
 WIDTH = 96  # where descriptions wrap
 
 # Characters that would break a one-line message or a table row: C0/C1 controls, the Unicode line
 # and paragraph separators, and lone surrogates (a filename that was not UTF-8).
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_DECIMAL = re.compile(r"-?[0-9]+")  # ASCII digits only: int() also takes '١٢', '1_0' and ' 7 '
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    utf8_stdio()
     try:
-        for k, arg in enumerate(argv, start=1):
-            if "\x00" in arg:  # no real command line can carry one; a path with it cannot be opened
-                raise UserError(f"argument {k} contains a NUL character")
         try:
-            args = build_parser().parse_args(argv)
-        except SystemExit as e:  # --help and --version print and exit; errors raise UserError instead
-            return e.code if isinstance(e.code, int) else OK
-        return args.run(args)
-    except UserError as e:
-        print(f"kstep: {clean(str(e))}", file=sys.stderr)
-        return BAD_INPUT
-    except KeyboardInterrupt:
-        print("kstep: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `kstep run ... | head`: the reader has seen enough
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush stays quiet
-        return 128 + signal.SIGPIPE
+            status = dispatch(argv)
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+            return status
+        except UserError as e:
+            say(f"kstep: {clean(str(e))}")
+            return BAD_INPUT
+        except KeyboardInterrupt:
+            say("kstep: interrupted")
+            return INTERRUPTED
+        except BrokenPipeError:
+            raise
+        except Exception:  # a bug in kstep: the traceback, and a status no verdict uses
+            say(traceback.format_exc().rstrip("\n"))
+            return INTERNAL
+    except BrokenPipeError:  # `kstep run ... | head`, on stdout or stderr: the reader has seen enough
+        for stream in (sys.stdout, sys.stderr):  # so nothing more is written, not even at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        return BROKEN_PIPE
+
+
+def dispatch(argv: list[str]) -> int:
+    for k, arg in enumerate(argv, start=1):
+        if "\x00" in arg:  # no real command line can carry one; a path with it cannot be opened
+            raise UserError(f"argument {k} contains a NUL character")
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help and --version print and exit; errors raise UserError instead
+        return e.code if isinstance(e.code, int) else OK
+    return args.run(args)
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def utf8_stdio() -> None:
+    """kstep writes UTF-8 whatever the locale says (an ASCII locale cannot encode its tables), and a
+    file name that is not UTF-8 as escapes (lone surrogates cannot be encoded at all)."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace")
+
+
+def exit_status_lines() -> list[str]:
+    return [f"  {code:<4} {meaning}" for code, meaning in EXIT_STATUS]
 
 
 # --- parsing ------------------------------------------------------------------------------------------
@@ -117,7 +173,8 @@ def build_parser() -> Parser:
                      help="scripted schedule: actor names, ACTOR:label for one named step, ACTOR*N repeats, "
                           "e.g. 'R*2 U rcu' (then round-robin)")
     how.add_argument("--round-robin", action="store_true", help="every runnable actor takes a step in turn")
-    p.add_argument("--steps", type=positive, metavar="N", help=f"stop after N steps (default {RUN_MAX_STEPS})")
+    p.add_argument("--steps", type=bounded(MAX_STEPS), metavar="N",
+                   help=f"stop after N steps (1..{MAX_STEPS:,}; default {RUN_MAX_STEPS:,})")
     p.add_argument("-c", "--compute", action="store_true", help="show the state columns, counters and outcome")
     outputs(p, "the trace")
     p.set_defaults(run=cmd_run)
@@ -127,8 +184,8 @@ def build_parser() -> Parser:
                                    "every invariant holds); 1: violation or deadlock, with the shortest "
                                    "counterexample; 3: stopped at --max-states, NOT clean.")
     mechanism_and_scenario(p)
-    p.add_argument("--max-states", type=positive, default=EXPLORE_MAX_STATES, metavar="N",
-                   help=f"stop after N distinct states (default {EXPLORE_MAX_STATES})")
+    p.add_argument("--max-states", type=bounded(MAX_STATES), default=EXPLORE_MAX_STATES, metavar="N",
+                   help=f"stop after N distinct states (1..{MAX_STATES:,}; default {EXPLORE_MAX_STATES:,})")
     outputs(p, "the counterexample")
     p.set_defaults(run=cmd_explore)
 
@@ -167,7 +224,8 @@ def build_parser() -> Parser:
     p.add_argument("--exercises", metavar="DIR", help="the folder of exercises (default: the config's, else ./exercises)")
     p.add_argument("--manifest", metavar="FILE", help="a release's manifest.json: refuse to grade if anything changed")
     p.add_argument("--out", metavar="DIR", help="where results go (an existing folder)")
-    p.add_argument("--jobs", type=positive, default=1, metavar="N", help="--batch: grade N submissions at a time")
+    p.add_argument("--jobs", type=bounded(MAX_JOBS), default=1, metavar="N",
+                   help=f"--batch: grade N submissions at a time (1..{MAX_JOBS})")
     p.add_argument("--sandbox", choices=sandbox_modes(), default="bwrap",
                    help="bwrap (default) or the weaker user mode (docs/instructor/gradescope.md)")
     p.add_argument("--kernel-lab", metavar="DIR", help="the kernel lab to build C submissions against "
@@ -210,10 +268,10 @@ def lab_parser(sub) -> None:
                         description="Exit 0: every probe's checks hold; 1: a check failed or the guest "
                                     "crashed or hung; 2: bad input or a missing tool or kernel.")
     p.add_argument("--arch", required=True, metavar="ARCH", help=f"{', '.join(guest.MACHINES)} or all")
-    p.add_argument("--smp", type=positive, default=guest.SMP, metavar="N",
-                   help=f"virtual CPUs (default {guest.SMP})")
-    p.add_argument("--timeout", type=positive, default=guest.TIMEOUT_S, metavar="S",
-                   help=f"kill a guest after S seconds (default {guest.TIMEOUT_S})")
+    p.add_argument("--smp", type=bounded(MAX_SMP), default=guest.SMP, metavar="N",
+                   help=f"virtual CPUs (1..{MAX_SMP}; default {guest.SMP})")
+    p.add_argument("--timeout", type=bounded(MAX_GUEST_SECONDS), default=guest.TIMEOUT_S, metavar="S",
+                   help=f"kill a guest after S seconds (1..{MAX_GUEST_SECONDS}; default {guest.TIMEOUT_S})")
     p.add_argument("--out", metavar="DIR", help="write the result JSON here (default: the user cache)")
     p.add_argument("--cpu", metavar="MODEL",
                    help="QEMU -cpu model instead of the lab's, e.g. 'max' on x86_64: its hypervisor bit "
@@ -241,24 +299,26 @@ def outputs(p: Parser, what: str) -> None:
     p.add_argument("--html", metavar="FILE", help=f"write {what} as a standalone, offline HTML animation")
 
 
-def positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n} is not positive")
-    return n
+def decimal(text: str, lo: int, hi: int) -> int:
+    """A whole number written in ASCII decimal digits, within lo..hi (``010`` is ten)."""
+    shown = shorten(text, 40)
+    if not _DECIMAL.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number (decimal digits 0-9)")
+    # compare lengths first: int() of a 5000-digit string is an error of its own
+    if len(text.lstrip("-0")) > len(str(hi)) or not lo <= int(text) <= hi:
+        raise argparse.ArgumentTypeError(f"{shown} is out of range {lo}..{hi}")
+    return int(text)
+
+
+def bounded(hi: int):
+    def parse(text: str) -> int:
+        return decimal(text, 1, hi)
+
+    return parse
 
 
 def seed(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= n <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"{n} is out of range 0..{MAX_SEED}")
-    return n
+    return decimal(text, 0, MAX_SEED)
 
 
 def epilog() -> str:
@@ -274,9 +334,7 @@ def epilog() -> str:
               f"  kstep run {name} --scenario {example} -s 3 -c    the same run with its answers"]
     if broken:
         lines.append(f"  kstep explore {name} --scenario {example} --variant {broken}    find the bug")
-    lines += ["", "exit status: 0 ok (explore: clean), 1 explore found a violation (check: an illegal step or an "
-                  "unfinished run), "
-                  "2 bad input, 3 explore stopped at --max-states (not clean)"]
+    lines += ["", "exit status:", *exit_status_lines()]
     return "\n".join(lines)
 
 
@@ -314,11 +372,11 @@ def cmd_list(args) -> int:
 
 def cmd_run(args) -> int:
     model, sc = model_and_scenario(args)
-    check_outputs(args.json, args.html)
-    scheduler, seed_used, how = pick_scheduler(args, sc)
+    check_outputs(args.json, args.html, scenario_inputs(args))
+    scheduler, how = pick_scheduler(args, sc)
     state = model.initial(sc.config)
     trace = simulate(model, state, scheduler, max_steps=args.steps or RUN_MAX_STEPS,
-                     scenario=sc.name, config=sc.config, seed=seed_used)
+                     scenario=sc.name, config=sc.config)
     print(f"{model.name} ({model.title}), variant {model.variant.name}")
     print(f"scenario {clean(sc.name)}:")
     print(wrap(sc.description, "  "))
@@ -335,12 +393,12 @@ def cmd_run(args) -> int:
     else:
         print("Work out the ? columns and how the run ends, then rerun with -c for the answers.")
     write_outputs(model, trace, args.json, args.html, about=sc)
-    return OK
+    return OK if trace.violation is None else VIOLATION
 
 
 def cmd_explore(args) -> int:
     model, sc = model_and_scenario(args)
-    check_outputs(args.json, args.html)
+    check_outputs(args.json, args.html, scenario_inputs(args))
     state = model.initial(sc.config)
     checks = [inv.name for inv in model.invariants] + ["deadlock"]
     print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}")
@@ -376,16 +434,17 @@ def cmd_explore(args) -> int:
 
 
 def cmd_show(args) -> int:
-    check_outputs(None, args.html)
+    check_outputs(None, args.html, [args.trace])
     trace, model = load_trace(args.trace)
     print(f"{model.name} ({model.title}), variant {model.variant.name}")
-    print(f"scenario {clean(trace.scenario) or '(unnamed)'}, "
-          f"scheduler: {clean(trace.scheduler)}{'' if trace.seed is None else f', seed {trace.seed}'}\n")
+    print(f"scenario {clean(trace.scenario) or '(unnamed)'}, scheduler: {scheduler_text(trace)}")
+    print("(run again from its scheduler: every step, tick and state, the stats, the outcome and the "
+          "violation are the file's)\n")
     print_table(model, trace, reveal=True)
     print()
     print_answers(model, trace)
     write_outputs(model, trace, None, args.html)
-    return OK
+    return OK if trace.violation is None else VIOLATION
 
 
 def cmd_check(args) -> int:
@@ -438,6 +497,13 @@ def check_observed_damon(args) -> int:
         return VIOLATION
     print("verdict: every observed aggregation keeps the region invariants")
     return OK
+
+
+def scheduler_text(trace) -> str:
+    how = {"random": f"random, seed {trace.seed}", "round-robin": "round-robin",
+           "scripted": f"scripted {trace.script!r}, then round-robin",
+           "explore": f"explore's counterexample, its {plural(len(trace), 'action')} exactly"}[trace.scheduler]
+    return clean(f"{how}, at most {trace.max_steps:,} steps")
 
 
 def cmd_check_vma(args) -> int:
@@ -610,12 +676,11 @@ def gradescope_student(path: Path, field: str) -> str:
     """The submitter's id in Gradescope's submission_metadata.json (its first user's ``field``)."""
     import json
 
+    text = read_text(path, SMALL_CAP, "submission metadata file")
     try:
-        users = json.loads(path.read_text()[:1 << 20])["users"]
+        users = json.loads(text)["users"]
         value = users[0][field]
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except (json.JSONDecodeError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):  # ValueError: JSON's, or a huge number's
         raise UserError(f"{path}: no users[0].{field} in this submission metadata") from None
     if not isinstance(value, str) or not value:
         raise UserError(f"{path}: users[0].{field} is not a student id")
@@ -633,8 +698,8 @@ def cmd_release(args) -> int:
     roster = release.read_roster(Path(args.roster))
     pinned = release.release(course, chosen, roster, Path(args.out))
     print(f"released {', '.join(pinned['exercises'])} to {len(roster)} students in {args.out}")
-    print(f"  students/<id>/<exercise>/   one bundle per student (no solutions, no hidden tests)")
-    print(f"  gradescope/<exercise>.zip   autograders (they hold the course secret: upload, do not share)")
+    print("  students/<id>/<exercise>/   one bundle per student (no solutions, no hidden tests)")
+    print("  gradescope/<exercise>.zip   autograders (they hold the course secret: upload, do not share)")
     return OK
 
 
@@ -668,64 +733,59 @@ def model_and_scenario(args):
 def pick_scheduler(args, sc):
     """-P, --round-robin, -s; else the scenario's own schedule; else random from seed 1.
 
-    Returns the scheduler, the seed a trace records (None unless random) and a line that says how
-    to get the same run again.
+    Returns the scheduler and a line that says how to get the same run again.
     """
     if args.schedule is not None:
         try:
-            return Scripted(args.schedule), None, f"scripted -P {args.schedule!r}, then round-robin"
+            return Scripted(args.schedule), f"scripted -P {args.schedule!r}, then round-robin"
         except UserError as e:
             raise UserError(f"-P: {e}") from None
     if args.round_robin:
-        return RoundRobin(), None, "round-robin"
-    seed_used = args.seed
-    if seed_used is None and sc.schedule:
+        return RoundRobin(), "round-robin"
+    if args.seed is None and sc.schedule:
         try:
-            return Scripted(sc.schedule), None, f"the scenario's own, {sc.schedule!r}, then round-robin"
+            return Scripted(sc.schedule), f"the scenario's own, {sc.schedule!r}, then round-robin"
         except UserError as e:
             raise UserError(f"scenario {sc.name}: {e}") from None
-    if seed_used is None:
-        seed_used = 1
-    return Random(seed_used), seed_used, f"random, seed {seed_used} (-s to change, -P to script, --round-robin)"
+    seed_used = 1 if args.seed is None else args.seed
+    return Random(seed_used), f"random, seed {seed_used} (-s to change, -P to script, --round-robin)"
 
 
 def load_trace(path: str):
     return traces.load(path, make_model)
 
 
-def check_outputs(json_path: Optional[str], html_path: Optional[str]) -> None:
-    """Refuse unwritable output paths before any work is done (the writers check again)."""
-    if json_path is not None and json_path == html_path:
+def scenario_inputs(args) -> list[str]:
+    """The user's scenario file, which no output may replace."""
+    given = args.scenario
+    return [given] if given == STDIN or given.endswith(".toml") or "/" in given else []
+
+
+def check_outputs(json_path: Optional[str], html_path: Optional[str], inputs: Sequence[str]) -> None:
+    """Refuse unwritable output paths, and outputs that would replace an input, before any work."""
+    if json_path is not None and html_path is not None and same_file(json_path, html_path):
         raise UserError(f"--json and --html both name {json_path}")
     for flag, path in (("--json", json_path), ("--html", html_path)):
-        if path is None:
-            continue
-        p = Path(path)
-        try:
-            if p.is_dir():
-                raise UserError(f"{flag} {path}: is a directory")
-            if not p.parent.is_dir():
-                raise UserError(f"{flag} {path}: directory {p.parent} does not exist")
-        except OSError as e:
-            raise UserError(f"{flag} {path}: {e.strerror}") from None
+        if path is not None:
+            check_output(path, flag, inputs)
 
 
 def write_outputs(model, trace, json_path: Optional[str], html_path: Optional[str], about=None) -> None:
     """Write the trace and the animation; ``about`` is the scenario whose purpose the page states."""
     if json_path is not None:
         trace.write(model, json_path)
-        print(f"wrote trace {json_path}")
+        print(f"wrote trace {clean(json_path)}")
     if html_path is not None:
         from .views import save_html  # Bokeh is heavy: only the command that draws loads it
 
         save_html(trace, model, html_path, about=about)
-        print(f"wrote animation {html_path}")
+        print(f"wrote animation {clean(html_path)}")
 
 
 def skipped(args) -> None:
     for path in (args.json, args.html):
         if path is not None:
-            print(f"no counterexample: {path} not written")
+            print(f"no counterexample: {clean(path)} not written")
 
 
 def report_progress(states: int, transitions: int, depth: int) -> None:

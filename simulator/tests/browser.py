@@ -22,6 +22,8 @@ READY = ("() => { const n = document.querySelectorAll('[data-root-id]').length;"
          " return n === 0 || (window.Bokeh !== undefined && Bokeh.documents.length >= n"
          " && Bokeh.documents.every((d) => d.is_idle)); }")
 SPEED = "1000 steps/s"  # the player's fastest speed: a whole run plays in moments
+# Two animation frames: BokehJS paints on the next one, so after this the screen shows the model.
+PAINTED = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 
 class Opened:
@@ -99,6 +101,28 @@ class Opened:
     def speed(self, label):
         self.root.locator("select").select_option(label=label)
 
+    def toggle(self):
+        """The play/pause button element as it is in the page now."""
+        return self.page.evaluate_handle(
+            f"() => Bokeh.index.query_one((v) => v.model === ({self.model})('kstep-play')).button_el")
+
+    def playing(self) -> bool:
+        """The player's own timer is running (player.js keeps its state on the slider model)."""
+        return self.js("m('kstep-slider').__kstep.timer !== null")
+
+    def stop_clock(self):
+        """Stop the page's clock (Date, performance.now, requestAnimationFrame): playback then moves
+        only by ``run_for``, so what a test sees mid-play does not depend on the machine's load.
+        ``resume_clock`` lets it run again."""
+        self.page.clock.install()
+        self.page.clock.pause_at(self.page.evaluate("() => Date.now()") + 1)
+
+    def run_for(self, ms):
+        self.page.clock.run_for(ms)
+
+    def resume_clock(self):
+        self.page.clock.resume()
+
     def shown(self, source):
         """The display source's columns as BokehJS holds them now."""
         return self.js("Object.fromEntries(Object.entries(m('kstep-src-' + arg).data)"
@@ -109,7 +133,7 @@ class Opened:
         el = self.page.evaluate_handle(
             f"(name) => {{ const m = Bokeh.documents[{self.doc}].get_model_by_name(name);"
             " return Bokeh.index.query_one((v) => v.model === m).el; }", name)
-        self.page.wait_for_timeout(150)  # BokehJS paints on the next animation frame
+        self.page.evaluate(PAINTED)
         return hashlib.sha256(el.screenshot()).hexdigest()
 
     def ink(self, name, lo, hi):

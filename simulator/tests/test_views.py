@@ -23,7 +23,7 @@ def run(mech, name, variant=None, seed=1):
     sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
     model = make_model(mech, variant or sc.variant or None)
     sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
-    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=seed), model
+    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config), model
 
 
 def counterexample(mech, variant, name):

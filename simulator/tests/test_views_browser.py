@@ -31,7 +31,7 @@ def trace_of(mech, name, variant=None):
     model = make_model(mech, variant)
     sc = scenario.load(mech, model.scenario_schema, name)
     sched = Scripted(sc.schedule) if sc.schedule else Random(1)
-    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=1), model
+    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config), model
 
 
 @pytest.fixture(scope="module")
@@ -59,17 +59,20 @@ def play_step_back_reset(browser, trace, model, lay, path):
         assert_on_screen(p, lay, 0)
         board0 = p.picture("kstep-plot-state")
 
-        # Slow enough that Pause lands mid-run on a loaded machine (at 30 steps/s a 14-step run could end
-        # between reaching frame 4 and the click).
-        p.speed("2 steps/s")
-        p.click("Play")
-        p.wait("m('kstep-slider').value >= 4")
-        assert p.js("m('kstep-play').active")
-        p.click("Pause")
+        # The page's clock stands still while the player plays: it moves 1 s, then Pause is clicked, so
+        # Pause lands mid-run however loaded the machine is.
+        p.speed("4 steps/s")
+        p.stop_clock()
+        button = p.toggle()
+        button.click()
+        p.run_for(1000)
+        assert p.frame == 4 and p.js("m('kstep-play').active") and p.playing()
+        button.click()  # the element clicked to play is the one there to pause: never re-created
+        assert not p.js("m('kstep-play').active") and not p.playing(), "pause must stop the timer"
         stopped = p.frame
-        p.page.wait_for_timeout(400)
-        assert p.frame == stopped, "pause must stop the timer"
-        assert 4 <= stopped <= n
+        p.run_for(1000)
+        assert p.frame == stopped == 4, "pause must stop the timer"
+        p.resume_clock()
         assert_on_screen(p, lay, stopped)
         if Frames(lay)(stopped) != Frames(lay)(0):
             assert p.picture("kstep-plot-state") != board0, "playing must redraw the state"
@@ -116,6 +119,40 @@ def test_qspinlock_page_plays_pauses_steps_back_and_resets_offline(browser, page
     """The lock word's bits, the MCS nodes and their next arrows, the queue: every frame source the
     qspinlock view ships is on screen exactly as Python computed it, with no request and no error."""
     play_step_back_reset(browser, *pages["qspinlock"])
+
+
+def test_the_play_pause_button_is_one_element_that_keeps_the_keyboard_focus(browser, pages):
+    """Playing and pausing change the toggle's state, never its element: the button a user (or
+    Playwright) is about to click is the one that was there, and it keeps the keyboard focus, so
+    Space pauses what Space started."""
+    trace, model, lay, path = pages["vma"]
+    p = Opened(browser, path)
+    try:
+        button = p.toggle()
+        same = ("(el) => el === Bokeh.index.query_one((v) => v.model === (" + p.model + ")('kstep-play')).button_el"
+                " && el.isConnected")
+        visible = "(el) => [...el.querySelectorAll('span')].filter((s) => getComputedStyle(s).display !== 'none')" \
+                  ".map((s) => s.textContent).join('')"
+        assert button.evaluate(visible) == "▶ Play"
+        p.speed("2 steps/s")
+        p.stop_clock()
+        button.focus()
+        p.page.keyboard.press("Space")
+        p.run_for(1000)
+        assert p.frame == 2 and p.playing() and button.evaluate(same), "playing replaced the button"
+        assert button.evaluate("(el) => el.getRootNode().activeElement === el"), "playing took the focus away"
+        assert button.evaluate(visible) == "▮▮ Pause"
+        p.page.keyboard.press("Space")
+        assert not p.playing() and not p.js("m('kstep-play').active")
+        assert button.evaluate(same) and button.evaluate(visible) == "▶ Play"
+        p.resume_clock()
+        p.speed("1000 steps/s")
+        button.click()
+        p.wait(f"m('kstep-slider').value === {len(trace)} && !m('kstep-play').active", timeout=30_000)
+        assert button.evaluate(same), "the end of the run replaced the button"
+        p.check_clean()
+    finally:
+        p.close()
 
 
 def test_fork_batch_page_plays_pauses_steps_back_and_resets_offline(browser, pages):

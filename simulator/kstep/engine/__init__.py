@@ -5,13 +5,13 @@ from .model import ASSERTION, HARM, Action, Invariant, Model, Source, Variant, V
 from .prng import SplitMix64
 from .program import (Call, Frame, Inline, Program, ProgramModel, Replacement, Step, push, set_thread,
                       thread_index)
-from .schedule import Random, RoundRobin, Scripted, parse_schedule, simulate
+from .schedule import Random, Replay, RoundRobin, Scripted, parse_schedule, scheduler_for, simulate
 from .trace import Trace
 
 __all__ = [
     "ASSERTION", "HARM", "Action", "Call", "ExploreResult", "Frame", "Inline", "Invariant", "Model", "Program",
-    "ProgramModel", "Random", "Replacement", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step", "Trace",
-    "Variant",
-    "Violation", "explore", "parse_schedule", "push", "set_thread", "simulate", "thread_index",
+    "ProgramModel", "Random", "Replacement", "Replay", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step",
+    "Trace", "Variant", "Violation", "explore", "parse_schedule", "push", "scheduler_for", "set_thread", "simulate",
+    "thread_index",
     "to_jsonable",
 ]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .model import HARM, Checks, Model, State, Violation, deadlock, without_cyclic_gc
-from .schedule import deadlock_message
+from .schedule import Replay, deadlock_message, simulate
 from .trace import Trace
 
 
@@ -63,6 +63,7 @@ def explore(
     With ``harm_first`` the search stops at the first harm or deadlock, which is therefore the
     shortest trace reaching harm; broken assertions are noted on the way (the shortest one kept)
     and reported only if no harm is found.  Without it, the first violation of any kind stops it.
+    The search stores at most ``max_states`` states and stops as soon as it has stored that many.
     """
     start = time.perf_counter()
     checks = Checks(model.invariants)
@@ -81,8 +82,9 @@ def explore(
         if found is None:
             return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start)
         violation, end = found
-        cex = _path(model, parent, end, scenario, config, violation)
-        cex.violation = violation._replace(step=len(cex))
+        cex = _path(model, parent, end, scenario, config)
+        if cex.violation != violation._replace(step=len(cex)):  # the trace must show what the search saw
+            raise RuntimeError(f"explore found {violation}, but its counterexample run gives {cex.violation}")
         return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start,
                              cex.violation, cex)
 
@@ -102,6 +104,9 @@ def explore(
             if not enabled and not model.finished(s):
                 return result((deadlock(deadlock_message(model, s), depth), s))
             for a in enabled:
+                if len(parent) >= max_states:  # N states stored: stop now, not at the end of the layer
+                    bounded = True
+                    break
                 t = model.step(s, a)
                 transitions += 1
                 if found is None:
@@ -114,7 +119,7 @@ def explore(
                             found = v
                             continue
                         noted, assert_steps, assert_states = v, [], []
-                if t in parent or bounded:
+                if t in parent:
                     continue
                 parent[t] = (s, a)
                 if found is None:
@@ -128,7 +133,8 @@ def explore(
                             continue
                         noted, assert_steps, assert_states = v, [], []
                 nxt_layer.append(t)
-                bounded = len(parent) >= max_states
+            if bounded:
+                break
             if progress and time.perf_counter() >= next_report:
                 progress(len(parent), transitions, depth)
                 next_report = time.perf_counter() + progress_every
@@ -150,24 +156,17 @@ class _Tail:
         self.s, self.a, self.t = s, a, t
 
 
-def _path(model, parent, end, scenario, config, violation) -> Trace:
+def _path(model, parent, end, scenario, config) -> Trace:
+    """The counterexample ending at ``end``, run again by ``simulate`` through its exact actions, so it
+    is the trace a reader of the file recomputes."""
     tail = []
     if isinstance(end, _Tail):
-        tail = [(end.a, end.t)]
+        tail = [end.a]
         end = end.s
-    steps = []
+    actions = []
     while parent[end] is not None:
-        prev, a = parent[end]
-        steps.append((a, end))
-        end = prev
-    steps.reverse()
-    steps += tail
-    trace = Trace(model.name, model.variant.name, scenario, config or {}, "explore", None, [end])
-    for k, (a, s) in enumerate(steps, start=1):
-        trace.actions.append(a)
-        trace.ticks.append(k)
-        trace.states.append(s)
-    trace.violation = violation
-    trace.outcome = "deadlock" if violation.invariant == "deadlock" else "violation"
-    return trace
-
+        end, a = parent[end]
+        actions.append(a)
+    actions.reverse()
+    actions += tail
+    return simulate(model, end, Replay.of(actions), max_steps=len(actions), scenario=scenario, config=config)

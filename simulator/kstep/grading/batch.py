@@ -9,7 +9,6 @@ student's fork bomb counts against nobody else's process limit.
 
 from __future__ import annotations
 
-import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,8 +18,7 @@ from ..errors import UserError
 from . import report
 from .exercise import Exercise
 from .harness import grade
-
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
+from .variants import STUDENT_ID
 
 
 def entries(folder: Path) -> list[tuple[str, Path]]:
@@ -30,7 +28,7 @@ def entries(folder: Path) -> list[tuple[str, Path]]:
         if p.name.startswith("."):
             continue
         student = p.name[:-4] if p.name.endswith(".zip") else p.name if p.is_dir() else p.name.split(".")[0]
-        if not _ID.match(student):
+        if not STUDENT_ID.fullmatch(student):
             raise UserError(f"{p}: {student!r} is not a student id (letters, digits and . _ @ + -)")
         out.append((student, p))
     ids = [s for s, _ in out]

@@ -42,7 +42,8 @@ from typing import Callable, Iterable, Optional
 
 from ..engine import Action, thread_index
 from ..engine.model import first_violation, without_cyclic_gc
-from ..errors import UserError
+from ..errors import UserError, shorten
+from ..files import LOG_CAP, STDIN, open_input, text_lines
 from ..models import make_model, model_class
 from ..models.qspinlock import HEAD_SPINS_6_12, LOCK_NAMES, MAX_NODES, NULL, STEAL_SPINS_6_12
 
@@ -52,7 +53,7 @@ END = f"{MAGIC} end"
 LOG_FORMATS = ("qspinlock", "vma-locks")  # the mechanisms whose C port writes observation logs
 _WORD = re.compile(r"0x[0-9a-fA-F]{8}")
 _CPU = re.compile(r"(0|[1-9][0-9]*)(\.irq)?")
-_NUMBER = re.compile(r"0|[1-9][0-9]*")
+_NUMBER = re.compile(r"0|[1-9][0-9]{0,18}")  # int() of thousands of digits would fail; no count gets near 10**19
 _NODE = re.compile(r"(0|[1-9][0-9]*)/([0-9])")
 _END = re.compile(re.escape(END) + r" steps=(0|[1-9][0-9]{0,17})")
 STEP_FIELDS = "<ticket> <cpu> <label> <before> <after> <count> <idx> <next> <locked>"
@@ -91,8 +92,8 @@ def _int_field(fields, key, lo, hi, where, default=None):
             raise UserError(f"{where}: header has no {key}= field")
         return default
     text = fields[key]
-    if not re.fullmatch(r"0|[1-9][0-9]*", text) or not lo <= int(text) <= hi:
-        raise UserError(f"{where}: header field {key}={text}: expected a whole number {lo}..{hi}")
+    if not re.fullmatch(r"0|[1-9][0-9]{0,18}", text) or not lo <= int(text) <= hi:
+        raise UserError(f"{where}: header field {key}={shorten(text, 40)}: expected a whole number {lo}..{hi}")
     return int(text)
 
 
@@ -248,8 +249,8 @@ def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
             raise UserError(f"{where}:{lineno}: expected '{STEP_FIELDS}', "
                             f"got {len(parts)} field{'s' if len(parts) != 1 else ''}: {text[:80]!r}")
         ticket, cpu, label, before, after = parts[:5]
-        if not _NUMBER.fullmatch(ticket[:20]):
-            raise UserError(f"{where}:{lineno}: ticket {ticket[:20]!r} is not a whole number")
+        if not _NUMBER.fullmatch(ticket):
+            raise UserError(f"{where}:{lineno}: ticket {ticket[:20]!r} is not a whole number of at most 19 digits")
         if not _CPU.fullmatch(cpu[:20]):
             raise UserError(f"{where}:{lineno}: cpu {cpu[:20]!r} is neither <k> nor <k>.irq")
         if cpu not in header.actors:
@@ -262,8 +263,8 @@ def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
                 raise UserError(f"{where}:{lineno}: word {w[:20]!r} is not 0x followed by 8 hex digits")
         mcs = _mcs_fields(parts[5:], header, f"{where}:{lineno}")
         fail = None
-        if int(ticket[:20]) != expected:
-            fail = f"ticket {ticket[:20]} where {expected} comes next: the log is out of order or has a gap"
+        if int(ticket) != expected:
+            fail = f"ticket {ticket} where {expected} comes next: the log is out of order or has a gap"
         else:
             actor = header.actors[cpu]
             w0, w1 = int(before, 16), int(after, 16)
@@ -329,20 +330,17 @@ def _unfinished(model, candidates, end, steps) -> Optional[str]:
 
 
 def check_file(mechanism: str, path: str | Path, progress=None) -> CheckResult:
-    path = Path(path)
+    """Check the log at ``path`` (``-``: standard input).  Only reading it can be the user's problem:
+    any other error while replaying is a bug and propagates."""
     if mechanism == "vma-locks":
         from .check_vma import check_file as check_vma_file
         return check_vma_file(path, progress)
     if mechanism not in LOG_FORMATS:  # named before the file is opened
         model_class(mechanism)
         raise UserError(f"no observation-log format for {mechanism} (logs exist for: {', '.join(LOG_FORMATS)})")
-    try:
-        with path.open(encoding="utf-8", newline="") as f:
-            return check_lines(mechanism, f, str(path), progress)
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a text file") from None
+    where = "standard input" if str(path) == STDIN else str(path)
+    with open_input(path, LOG_CAP, "log") as f:
+        return check_lines(mechanism, text_lines(f, where), where, progress)
 
 
 # --- writing: the model's own log, the reference the C port's logs are compared with -------------------

@@ -38,6 +38,7 @@ from ..engine.model import first_violation, without_cyclic_gc
 from ..engine.program import thread_index
 from ..engine.scenario import Invalid
 from ..errors import UserError
+from ..files import LOG_CAP, STDIN, open_input, text_lines
 from ..models import make_model
 from ..models.rcu import RCU_ACTOR
 from ..models.rwsem import NOBODY
@@ -314,14 +315,11 @@ def _unfinished(model, s, end, steps) -> Optional[str]:
 
 
 def check_file(path: str | Path, progress=None) -> VmaCheckResult:
-    path = Path(path)
-    try:
-        with path.open(encoding="utf-8", newline="") as f:
-            return check_lines(f, str(path), progress)
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a text file") from None
+    """Check the log at ``path`` (``-``: standard input).  Only reading it can be the user's problem:
+    any other error while replaying is a bug and propagates."""
+    where = "standard input" if str(path) == STDIN else str(path)
+    with open_input(path, LOG_CAP, "log") as f:
+        return check_lines(text_lines(f, where), where, progress)
 
 
 # --- writing: the model's own runs as logs, the reference the C port's logs are compared with -----------

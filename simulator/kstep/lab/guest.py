@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kstep.errors import UserError
+from kstep.files import LAB_RESULT_CAP, read_text
 from kstep.lab import ktap
 from kstep.lab.kernels import ARCHES, Kernels, lab_dir
 
@@ -333,11 +334,10 @@ def save(result: dict, folder: Path | None = None) -> Path:
 
 def load_result(path: Path) -> dict:
     """A result file written by ``save``; UserError if it is not one."""
+    text = read_text(path, LAB_RESULT_CAP, "lab result")  # a FIFO or /dev/zero: one line, not a hang
     try:
-        result = json.loads(path.read_text())
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except (ValueError, UnicodeDecodeError):
+        result = json.loads(text)
+    except (ValueError, RecursionError):
         raise UserError(f"{path}: not JSON") from None
     if not isinstance(result, dict) or result.get("format") != RESULT_FORMAT:
         raise UserError(f"{path}: not a kstep lab result (no \"format\": \"{RESULT_FORMAT}\")")

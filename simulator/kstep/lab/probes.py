@@ -101,7 +101,7 @@ def vma_model(variant: str) -> dict[str, dict[str, int]]:
         total: dict[str, int] = {}
         for seed in MODEL_SEEDS:
             final = simulate(model, model.initial(sc.config), Random(seed), scenario=sc.name,
-                             config=sc.config, seed=seed).states[-1]
+                             config=sc.config).states[-1]
             for key, value in final.counters._asdict().items():
                 total[key] = total.get(key, 0) + value
         out[mode] = total

@@ -38,8 +38,7 @@ def scripted_run(mech: str, name: str):
     if sc.variant:
         model = make_model(mech, sc.variant)
     sched = Scripted(sc.schedule) if sc.schedule else Random(SEED)
-    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config,
-                     seed=None if sc.schedule else SEED)
+    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config)
     return model, sc, trace
 
 

@@ -11,7 +11,7 @@ from bokeh.resources import INLINE, Resources
 
 from ..engine import Model, Trace
 from ..engine.scenario import Scenario
-from ..engine.trace import write_text
+from ..files import write_text
 from .registry import view_for
 
 # Bokeh's own page with a margin around the animation, what the scenario is for and, in a course, a

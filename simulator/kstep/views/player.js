@@ -214,7 +214,6 @@ function start_timer() {
   st.timer = requestAnimationFrame(tick);
   st.code = null;
   W.code.html = P.code_playing;
-  W.toggle.label = P.pause_label;
 }
 
 function stop_timer() {
@@ -223,7 +222,6 @@ function stop_timer() {
     st.timer = null;
     show_code(st.frame);
   }
-  W.toggle.label = P.play_label;
 }
 
 function pause() {

@@ -35,6 +35,10 @@ from . import code, style
 from .columns import FrameColumns, Strings, decode
 
 PLAY, PAUSE = "▶ Play", "▮▮ Pause"  # glyphs every DejaVu/Arial install has
+# The play/pause toggle's label holds both words and CSS shows the one its state needs: BokehJS
+# re-renders a button whose label changes, which replaced the element being clicked (and dropped
+# its keyboard focus) on every play and pause.
+TOGGLE_LABEL = f'<span class="kstep-when-paused">{PLAY}</span><span class="kstep-when-playing">{PAUSE}</span>'
 SPEEDS = (1, 2, 4, 10, 30, 60, 240, 1000)  # steps per second
 CODE0 = '<div class="kstep-code kstep-code-empty">the Linux 6.12 source of each step shows here</div>'
 CODE_PLAYING = '<div class="kstep-code kstep-code-empty">playing: pause or step to read the code of a step</div>'
@@ -206,7 +210,7 @@ class Player:
         return {
             "reset": Button(label="|◀ Reset", name="kstep-reset", **btn),
             "back": Button(label="◀ Back", name="kstep-back", **btn),
-            "toggle": Toggle(label=PLAY, name="kstep-play", button_type="success", **btn),
+            "toggle": Toggle(label=HTML(html=TOGGLE_LABEL), name="kstep-play", button_type="success", **btn),
             "step": Button(label="Step ▶", name="kstep-step", **btn),
             "speed": Select(title="speed", name="kstep-speed", width=130, value=str(default),
                             options=[(str(s), f"{s} step{'s' if s > 1 else ''}/s") for s in SPEEDS]),
@@ -246,8 +250,6 @@ class Player:
             "code0": CODE0,
             "code_playing": CODE_PLAYING,
             "status0": self.status0(),
-            "play_label": PLAY,
-            "pause_label": PAUSE,
             "window": self.window,
         }
 

@@ -107,6 +107,8 @@ CSS = f"""
 .kstep-lineno {{ display: inline-block; width: 4.5em; padding-right: 1em; text-align: right; color: {DARK_GREY};
                  user-select: none; }}
 .kstep-marked {{ background: #DCEAF7; border-left: 4px solid {BLUE}; }}
+.bk-btn .kstep-when-playing, .bk-btn.bk-active .kstep-when-paused {{ display: none; }}
+.bk-btn.bk-active .kstep-when-playing {{ display: inline; }}
 .kstep-key {{ font-size: {SMALL_SIZE}; line-height: 2; }}
 .kstep-chip {{ margin-right: 1.2em; white-space: nowrap; }}
 .kstep-swatch {{ display: inline-block; width: 1.4em; height: 0.9em; vertical-align: middle;

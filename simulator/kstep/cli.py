@@ -478,7 +478,7 @@ def check_observed_damon(args) -> int:
     """A real kernel's DAMON results, held to the region invariants and drawn, never re-simulated."""
     from .lab import damon_observed as observed
 
-    check_outputs(None, args.html)
+    check_outputs(None, args.html, [args.log])
     obs = observed.read(args.log)
     trace, model = observed.observed_trace(obs, Path(args.log).name)
     print(f"checking {clean(args.log)} ({obs.kind}, target {obs.target}"

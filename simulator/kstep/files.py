@@ -34,6 +34,7 @@ SCENARIO_CAP = 1 * MiB
 SMALL_CAP = 1 * MiB  # a course's config, a release manifest, a roster, Gradescope's submission metadata
 TRACE_CAP = 8192 * MiB
 LOG_CAP = 8192 * MiB
+RECORD_CAP = 256 * MiB  # a DAMON recording (damo's record file, unpacked, or tracepoint text)
 LAB_RESULT_CAP = 64 * MiB  # kstep lab show: one guest run's probe results, kilobytes to a few MB
 # The longest line of a line-by-line input: a log line is under a hundred bytes, and a line is held
 # whole, so one without an end (``-`` fed from /dev/zero) must stop here and not at LOG_CAP.

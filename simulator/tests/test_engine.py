@@ -521,9 +521,9 @@ def test_the_engine_and_the_models_run_without_numpy_or_jsonschema():
         from kstep.models import MODELS, make_model
 
         for mech in MODELS:
-            model = make_model(mech)
             for name in scenario.bundled(mech):
-                sc = scenario.load(mech, model.scenario_schema, name)
+                sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
+                model = make_model(mech, sc.variant or None)  # a script is written for its scenario's variant
                 run = simulate(model, model.initial(sc.config), Scripted(sc.schedule) if sc.schedule else Random(1))
                 cols = run.columns(model)
                 assert len(cols["actor"]) == len(run) + 1

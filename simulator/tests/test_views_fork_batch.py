@@ -13,7 +13,7 @@ MECH = "fork-batch"
 def frames_of(name, variant=None):
     model = make_model(MECH, variant)
     sc = scenario.load(MECH, model.scenario_schema, name)
-    trace = simulate(model, model.initial(sc.config), Random(1), scenario=sc.name, config=sc.config, seed=1)
+    trace = simulate(model, model.initial(sc.config), Random(1), scenario=sc.name, config=sc.config)
     return trace, Frames(views.layout(trace, model))
 
 

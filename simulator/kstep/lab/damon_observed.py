@@ -44,6 +44,7 @@ from typing import NamedTuple, Optional
 from ..engine import Action, Trace
 from ..engine.model import Checks
 from ..errors import UserError
+from ..files import RECORD_CAP, open_input, size_text
 from ..models.damon.core import Attrs, Region
 from ..models.damon.model import INVARIANTS, KDAMOND, RESET, Config, DamonModel, DamonState, Kdamond
 from ..models.damon.rand import Rng
@@ -170,16 +171,17 @@ def parse_damo_records(data, kind: str, where: str) -> Observation:
 
 def read(path: str | Path) -> Observation:
     """Whichever of the three formats the file holds."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
+    with open_input(path, RECORD_CAP, "DAMON recording") as stream:
+        raw = stream.read()
     if raw[:1] == b"\x78":  # a zlib stream's first byte (deflate, 32 KiB window): damo's json_compressed
+        inflate = zlib.decompressobj()
         try:
-            raw = zlib.decompress(raw)
+            raw = inflate.decompress(raw, RECORD_CAP + 1)
         except zlib.error as e:
             raise UserError(f"{path}: not a damo json_compressed record: {e}") from None
+        if len(raw) > RECORD_CAP:
+            raise UserError(f"{path}: unpacks to more than {size_text(RECORD_CAP)}, the most kstep reads from one "
+                            f"DAMON recording")
         kind = "damo record (json_compressed)"
     else:
         kind = "damo record (json)"

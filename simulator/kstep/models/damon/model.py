@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
 
-from ...engine import HARM, Frame, Invariant, Program, ProgramModel, Variant
+from ...engine import HARM, Frame, Invariant, Program, ProgramModel, Replacement, Variant
 from ...engine.expect import ExpectError
 from ...engine.scenario import Bool, Int, Key, List, Str, Table, bad
 from . import damos as dm
@@ -505,18 +505,22 @@ CAUGHT = {"zero-esz": "quota-limits-actions", "merge-aging": "age-grows-at-most-
           "folio-cache": "counts-sampled-accesses"}
 
 
-def kernel_steps(fixes: frozenset, changed: set) -> dict:
+def kernel_steps(fixes: frozenset, missing: list) -> dict:
+    """Each step a missing fix changes, run as the kernel without those fixes, its text saying what
+    that kernel does there instead (one sentence per missing fix)."""
     runs = kdamond_runs(fixes)
-    return {label: runs[label] for label in changed}
+    changed = {label for f in missing for label in f.steps}
+    return {label: Replacement(runs[label], what="; ".join(
+                f"before 6.12.{f.version}: {f.old}" for f in missing if label in f.steps))
+            for label in changed}
 
 
 def kernel_variant(name: str, doc: str, fixes: frozenset) -> Variant:
     missing = [fx.BY_NAME[f] for f in sorted(fx.ALL - fixes)]
-    changed = {label for f in missing for label in f.steps}
     caught = sorted(CAUGHT[f.name] for f in missing if f.name in CAUGHT)
     if caught:
         doc += f" (caught by {', '.join(dict.fromkeys(caught))})"
-    return Variant(name, doc, broken=bool(caught), replaces=kernel_steps(fixes, changed))
+    return Variant(name, doc, broken=bool(caught), replaces=kernel_steps(fixes, missing))
 
 
 def _variants() -> dict:

@@ -104,7 +104,7 @@ class Trace:
     def columns(self, model: Model) -> dict[str, Any]:
         """Numeric columns shared by every view: step, tick, actor and label indices.
 
-        They are stdlib ``array``s (int32 and int16), so that the engine runs where numpy does not
+        They are standard-library arrays (``array.array``, int32 and int16), so that the engine runs where numpy does not
         (Pyodide's core runtime); a view hands them to numpy or Bokeh as they are (buffer protocol)."""
         actors = list(model.actors(self.states[0]))
         labels = sorted(model.sources())

@@ -13,7 +13,8 @@ import pytest
 
 from kstep.cli import main
 from kstep.engine import Random, simulate
-from kstep.lab.check_vma import END, END_VERDICT, STEP_VERDICT, check_file, header_line, log_lines
+from kstep.lab.check import END, END_VERDICT, STEP_VERDICT
+from kstep.lab.check_vma import check_file, header_line, log_lines
 from kstep.models import make_model
 from kstep.models.vma_lock import SCHEMA, VARIANTS
 
@@ -88,6 +89,15 @@ def test_a_line_truncated_mid_write_is_bad_input(tmp_path, capsys):
     path.write_text("\n".join(lines[:10]) + "\n" + lines[10][:15])
     rc, out, err = kstep(capsys, "check", "vma-locks", path)
     assert rc == 2 and "truncated line" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_ticket_no_log_can_hold_is_bad_input(tmp_path, capsys):
+    """A ticket of thousands of digits is refused as a number, not judged as a gap in the log."""
+    path, lines, _ = model_log(tmp_path)
+    lines[5] = "9" * 5000 + lines[5][lines[5].index(" "):]
+    path.write_text("\n".join(lines) + "\n")
+    rc, out, err = kstep(capsys, "check", "vma-locks", path)
+    assert rc == 2 and "is not a whole number of at most 19 digits" in err and len(err) < 300, err
 
 
 @pytest.mark.parametrize("field, value", [(3, "99"), (4, "0x00000001"), (8, "1"), (9, "0")])

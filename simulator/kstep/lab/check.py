@@ -204,6 +204,52 @@ STEP_VERDICT = "NOT a step the model allows"
 END_VERDICT = "NOT a finished run"
 
 
+class StepLines:
+    """The lines after a format-2 log's header, shared by every mechanism's replay.
+
+    Iterating yields (line number, text, fields) for each step line: one that ends in its newline,
+    has ``count`` fields and a ticket of at most 19 digits.  The end marker is kept as ``end``
+    (its line number, the step count it gives); nothing may follow it.  Bad lines are bad input.
+    """
+
+    def __init__(self, lines: Iterable[str], where: str, count: int, fields: str):
+        self.lines, self.where, self.count, self.fields = lines, where, count, fields
+        self.lineno = 1  # the header's
+        self.end: Optional[tuple[int, int]] = None
+
+    def __iter__(self):
+        where = self.where
+        for raw in self.lines:
+            self.lineno += 1
+            lineno = self.lineno
+            if not raw.endswith("\n"):
+                # the last line of a log the writer did not finish: refuse rather than guess
+                raise UserError(f"{where}:{lineno}: truncated line (no newline at the end): {raw[:80]!r}")
+            text = raw.rstrip("\r\n")
+            if self.end is not None:
+                raise UserError(f"{where}:{lineno}: a line after the end marker of line {self.end[0]}: {text[:80]!r}")
+            if text.startswith(END):
+                m = _END.fullmatch(text)
+                if not m:
+                    raise UserError(f"{where}:{lineno}: expected '{END} steps=<N>', got {text[:80]!r}")
+                self.end = (lineno, int(m[1]))
+                continue
+            parts = text.split()
+            if len(parts) != self.count:
+                raise UserError(f"{where}:{lineno}: expected '{self.fields}', "
+                                f"got {len(parts)} field{'s' if len(parts) != 1 else ''}: {text[:80]!r}")
+            if not _NUMBER.fullmatch(parts[0]):
+                raise UserError(f"{where}:{lineno}: ticket {parts[0][:20]!r} is not a whole number of at most "
+                                f"19 digits")
+            yield lineno, text, parts
+
+    def unfinished(self, result, why: Optional[str]) -> None:
+        """Mark ``result`` (every step legal) as no finished run, for ``why``, at the end marker."""
+        if why:
+            result.line, result.verdict, result.why = (self.end[0] if self.end else self.lineno + 1), END_VERDICT, why
+            result.text = f"{END} steps={self.end[1]}" if self.end else "(the end of the log)"
+
+
 @without_cyclic_gc
 def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
                 progress: Optional[Callable[[int], None]] = None, progress_every: float = 1.0) -> CheckResult:
@@ -228,29 +274,9 @@ def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
     candidates = {model.initial(header.config)}
     next_report = start + progress_every
     expected = 0
-    lineno = 1
-    end = None  # the end marker's line number and the step count it gives
-    for raw in it:
-        lineno += 1
-        if not raw.endswith("\n"):
-            # the last line of a log the writer did not finish: refuse rather than guess
-            raise UserError(f"{where}:{lineno}: truncated line (no newline at the end): {raw[:80]!r}")
-        text = raw.rstrip("\r\n")
-        if end is not None:
-            raise UserError(f"{where}:{lineno}: a line after the end marker of line {end[0]}: {text[:80]!r}")
-        if text.startswith(END):
-            m = _END.fullmatch(text)
-            if not m:
-                raise UserError(f"{where}:{lineno}: expected '{END} steps=<N>', got {text[:80]!r}")
-            end = (lineno, int(m[1]))
-            continue
-        parts = text.split()
-        if len(parts) != 9:
-            raise UserError(f"{where}:{lineno}: expected '{STEP_FIELDS}', "
-                            f"got {len(parts)} field{'s' if len(parts) != 1 else ''}: {text[:80]!r}")
+    steps = StepLines(it, where, 9, STEP_FIELDS)
+    for lineno, text, parts in steps:
         ticket, cpu, label, before, after = parts[:5]
-        if not _NUMBER.fullmatch(ticket):
-            raise UserError(f"{where}:{lineno}: ticket {ticket[:20]!r} is not a whole number of at most 19 digits")
         if not _CPU.fullmatch(cpu[:20]):
             raise UserError(f"{where}:{lineno}: cpu {cpu[:20]!r} is neither <k> nor <k>.irq")
         if cpu not in header.actors:
@@ -306,10 +332,7 @@ def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
             progress(expected)
             next_report = time.perf_counter() + progress_every
     if result.ok:
-        why = _unfinished(model, candidates, end, expected)
-        if why:
-            result.line, result.verdict, result.why = (end[0] if end else lineno + 1), END_VERDICT, why
-            result.text = f"{END} steps={end[1]}" if end else "(the end of the log)"
+        steps.unfinished(result, _unfinished(model, candidates, steps.end, expected))
     result.states = len(candidates)
     result.seconds = time.perf_counter() - start
     return result

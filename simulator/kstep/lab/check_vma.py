@@ -39,24 +39,19 @@ from ..engine.program import thread_index
 from ..engine.scenario import Invalid
 from ..errors import UserError
 from ..files import LOG_CAP, STDIN, open_input, text_lines
+from .check import END, MAGIC, STEP_VERDICT, VERSION, StepLines
 from ..models import make_model
 from ..models.rcu import RCU_ACTOR
 from ..models.rwsem import NOBODY
 from ..models.vma_lock import FREED, SCHEMA
 
 MECH = "vma-locks"
-MAGIC = "# kstep-log"
-VERSION = 2
-END = f"{MAGIC} end"
-_END = re.compile(re.escape(END) + r" steps=(0|[1-9][0-9]{0,17})")
 _NUMBER = re.compile(r"0|[1-9][0-9]*")
 _SEQ = re.compile(r"-?(0|[1-9][0-9]{0,18})")
 _WORD = re.compile(r"0x[0-9a-fA-F]{8}")
 STEP_FIELDS = ("<ticket> <actor> <label> <mm_lock_seq> <mmap_lock> <vma> <vm_lock_seq> <vma lock> "
                "<detached> <in tree>")
 HIDDEN = ("rcu_report_qs_rdp", "rcu_gp_fqs")  # RCU's reports: inside liburcu, taken by the checker
-STEP_VERDICT = "NOT a step the model allows"
-END_VERDICT = "NOT a finished run"
 
 
 @dataclass
@@ -238,27 +233,9 @@ def check_lines(lines: Iterable[str], where: str = "log",
     state_checks, step_checks = model.state_invariants(), model.transition_invariants()
     s = _hidden(model, model.initial(config))
     next_report = start + progress_every
-    lineno, end = 1, None
-    for raw in it:
-        lineno += 1
-        if not raw.endswith("\n"):
-            raise UserError(f"{where}:{lineno}: truncated line (no newline at the end): {raw[:80]!r}")
-        text = raw.rstrip("\r\n")
-        if end is not None:
-            raise UserError(f"{where}:{lineno}: a line after the end marker of line {end[0]}: {text[:80]!r}")
-        if text.startswith(END):
-            m = _END.fullmatch(text)
-            if not m:
-                raise UserError(f"{where}:{lineno}: expected '{END} steps=<N>', got {text[:80]!r}")
-            end = (lineno, int(m[1]))
-            continue
-        parts = text.split()
-        if len(parts) != 10:
-            raise UserError(f"{where}:{lineno}: expected '{STEP_FIELDS}', got {len(parts)} "
-                            f"field{'s' if len(parts) != 1 else ''}: {text[:80]!r}")
+    steps = StepLines(it, where, 10, STEP_FIELDS)
+    for lineno, text, parts in steps:
         ticket, actor, label = parts[:3]
-        if not _NUMBER.fullmatch(ticket[:20]):
-            raise UserError(f"{where}:{lineno}: ticket {ticket[:20]!r} is not a whole number")
         if actor not in actors:
             raise UserError(f"{where}:{lineno}: actor {actor[:20]!r} is not in this log's header")
         if label not in known:
@@ -266,8 +243,8 @@ def check_lines(lines: Iterable[str], where: str = "log",
         vma = _check_fields(parts[3:], lineno, where, len(s.vmas))
         fail = None
         action = Action(actor, label)
-        if int(ticket[:20]) != result.steps:
-            fail = f"ticket {ticket[:20]} where {result.steps} comes next: the log is out of order or has a gap"
+        if int(ticket) != result.steps:
+            fail = f"ticket {ticket} where {result.steps} comes next: the log is out of order or has a gap"
         elif action not in model.actions(s):
             fail = _why_not(model, s, actor, label)
         else:
@@ -294,10 +271,7 @@ def check_lines(lines: Iterable[str], where: str = "log",
             next_report = time.perf_counter() + progress_every
     result.counters = s.counters._asdict()
     if result.ok:
-        why = _unfinished(model, s, end, result.steps)
-        if why:
-            result.line, result.verdict, result.why = (end[0] if end else lineno + 1), END_VERDICT, why
-            result.text = f"{END} steps={end[1]}" if end else "(the end of the log)"
+        steps.unfinished(result, _unfinished(model, s, steps.end, result.steps))
     result.seconds = time.perf_counter() - start
     return result
 

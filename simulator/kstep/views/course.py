@@ -102,6 +102,8 @@ def build(docs: Path, out: Path, *, jobs: int = 1) -> Path:
         for old in notebooks.iterdir():
             if old.name != digest:
                 shutil.rmtree(old)
+    if not (out / "searchindex.js").is_file():  # the site is gone or was never whole: its doctrees describe
+        shutil.rmtree(cache / "doctrees", ignore_errors=True)  # pages no longer there, so read every page again
     args = ["-b", "html", "-W", "--keep-going", "-j", str(jobs), "-d", str(cache / "doctrees"),
             "-D", f"nb_execution_cache_path={notebooks / digest}", str(docs), str(out)]
     if build_main(args) != 0:

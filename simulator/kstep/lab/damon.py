@@ -14,6 +14,7 @@ draws a valid scenario from a seed.  The identity test compares the two texts.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from ..engine import simulate
 from ..engine.scenario import to_config
@@ -193,3 +194,28 @@ def random_config(seed: int) -> tuple[dict, str]:
     steps = rnd.randrange(1, 2 * samples + 1)
     schedule = " ".join(f"{KDAMOND}*{steps + 3 * k} {MMAP_ACTOR}" for k in range(len(mmap))) if mmap else ""
     return config, schedule
+
+
+def write_cases(out: Path) -> list[str]:
+    """For every bundled scenario NAME: ``out/NAME/params`` (alone in its directory, as the port
+    runs) and ``out/NAME.expected``, the simulator's output; the names."""
+    from ..engine import scenario
+    from ..models import MODELS
+
+    names = scenario.bundled("damon")
+    for name in names:
+        sc = scenario.load("damon", MODELS["damon"].scenario_schema, name)
+        trace = simulated(sc.config, sc.schedule)
+        (out / name).mkdir(parents=True)
+        (out / name / "params").write_text(params(sc.config, trace))
+        (out / f"{name}.expected").write_text(report(trace))
+    return names
+
+
+if __name__ == "__main__":  # kernel-lab/tests/damoncheck.py: python -m kstep.lab.damon DIR
+    import sys
+
+    if len(sys.argv) != 2 or not Path(sys.argv[1]).is_dir():
+        print("usage: python -m kstep.lab.damon DIR (an existing directory)", file=sys.stderr)
+        sys.exit(2)
+    print(" ".join(write_cases(Path(sys.argv[1]))))

@@ -2,7 +2,11 @@
 /*
  * fork-batch: fork's page-table copy over synthetic page tables, from a scenario's parameters.
  *
- *   fork-batch PARAMS      PARAMS: one key=value a line (kstep.lab.fork_params writes them)
+ *   fork-batch PARAMS      PARAMS: one key=value a line (kstep.lab.fork_batch.params writes them)
+ *
+ * Instead of a layout, PARAMS may give a seed (seed=N, with strategy=): random_layout draws the
+ * layout from it with kstep's SplitMix64, making kstep.lab.fork_batch.random_layout's draws in the
+ * same order, so the seed alone gives both languages the same page tables.
  *
  * The parent's page tables are built from the scenario as simulator/kstep/models/fork_batch.py's
  * initial_state builds them (folios aligned to their size from PFN 1024, each [[maps]] entry one
@@ -18,6 +22,7 @@
 
 #include "check.h"
 #include "fork.h"
+#include "splitmix64.h"
 
 #define FIRST_PFN	1024
 #define ZERO_PFN	1
@@ -38,6 +43,8 @@ struct map {
 #define SWAP_MAP (-2)
 
 struct scenario {
+	bool seeded, laid_out;		/* seed= given; a layout key given */
+	uint64_t seed;
 	enum pte_format fmt;
 	enum strategy strategy;
 	bool mmf_has_pinned;
@@ -138,10 +145,27 @@ static void set(struct scenario *sc, const char *key, const char *value)
 	const char *field;
 	int k;
 
+	if (!strcmp(key, "strategy")) {
+		sc->strategy = choice(value, strategies, 5);
+		return;
+	}
+	if (!strcmp(key, "seed")) {
+		char *end;
+
+		errno = 0;
+		sc->seed = strtoull(value, &end, 10);
+		if (errno || end == value || *end || *value == '-')
+			bad("%s is not an unsigned 64-bit number", value);
+		sc->seeded = true;
+		if (sc->laid_out)
+			bad("a seed and a layout: give one or the other");
+		return;
+	}
+	if (sc->seeded)
+		bad("a seed and a layout: give one or the other");
+	sc->laid_out = true;
 	if (!strcmp(key, "format"))
 		sc->fmt = choice(value, formats, 3);
-	else if (!strcmp(key, "strategy"))
-		sc->strategy = choice(value, strategies, 5);
 	else if (!strcmp(key, "mmf_has_pinned"))
 		sc->mmf_has_pinned = number(value, 0, 1);
 	else if (!strcmp(key, "vmas"))
@@ -187,6 +211,81 @@ static void set(struct scenario *sc, const char *key, const char *value)
 	}
 }
 
+/* What random_layout draws from: kstep.lab.fork_batch's tables of the same names. */
+static const long layout_ends[] = { 96, 200, 600 };
+static const int layout_orders[] = { 0, 0, 4, 4, 9 };
+static const int toggle_counts[] = { 0, 0, 1, 3 };
+static const long gaps[] = { 0, 0, 0, 1, 5 };
+#define NR(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static bool has_soft_dirty(enum pte_format fmt) { return fmt != FMT_ARM64; }
+
+static struct vma *layout_vma(struct scenario *sc, long start, long end, struct splitmix64 *r)
+{
+	struct vma *v = &sc->vmas[sc->nr_vmas++];
+
+	*v = (struct vma){ .start = start, .end = end, .kind = PRIVATE_ANON, .writable = true, .anon_vma = true };
+	v->soft_dirty = has_soft_dirty(sc->fmt) && splitmix64_below(r, 2) == 1;
+	return v;
+}
+
+/*
+ * kstep.lab.fork_batch.random_layout, draw for draw: one or two private anonymous VMAs, folios of
+ * order 0, 4 and 9 mapped whole or in part with holes between, bits flipped on some pages,
+ * zero-page and swap entries, and maybe pinned folios.
+ */
+static void random_layout(struct scenario *sc, uint64_t seed)
+{
+	static const int bits[] = { T_WRITE, T_DIRTY, T_YOUNG, T_SOFT_DIRTY };
+	struct splitmix64 r;
+	long end, split, at;
+	bool pinning;
+
+	splitmix64_seed(&r, seed);
+	sc->fmt = splitmix64_below(&r, 3);
+	end = layout_ends[splitmix64_below(&r, NR(layout_ends))];
+	split = splitmix64_below(&r, 2) ? (long)splitmix64_below(&r, end - 1) + 1 : end;
+	layout_vma(sc, 0, split, &r);
+	if (split < end)
+		layout_vma(sc, split, end, &r);
+	pinning = splitmix64_below(&r, 4) == 0;
+	sc->mmf_has_pinned = pinning;
+	at = splitmix64_below(&r, 24);
+	while (at < end - 1 && sc->nr_maps < MAX_ITEMS) {
+		long limit = at < split ? split : end, n, pages;
+		int kind = splitmix64_below(&r, NR(layout_orders) + 1);
+		struct map *m = &sc->maps[sc->nr_maps++];
+
+		memset(m, 0, sizeof(*m));
+		m->at = at;
+		m->exclusive = true;
+		if (kind == NR(layout_orders)) {	/* a zero-page or swap entry */
+			m->folio = splitmix64_below(&r, 2) ? SWAP_MAP : ZERO_MAP;
+			m->bit[T_YOUNG] = m->folio == ZERO_MAP;
+			at += 1 + gaps[splitmix64_below(&r, NR(gaps))];
+			continue;
+		}
+		n = 1L << layout_orders[kind];
+		m->first = n > 1 && splitmix64_below(&r, 5) < 2 ? (long)splitmix64_below(&r, n) : 0;
+		pages = splitmix64_below(&r, 3) < 2 ? n - m->first : (long)splitmix64_below(&r, n - m->first) + 1;
+		m->pages = pages < limit - at ? pages : limit - at;
+		m->folio = sc->nr_folios;
+		sc->folios[sc->nr_folios].order = layout_orders[kind];
+		sc->folios[sc->nr_folios].kind = FOLIO_ANON;
+		sc->folios[sc->nr_folios].pinned = pinning && splitmix64_below(&r, 4) == 0;
+		sc->nr_folios++;
+		for (int b = 0; b < NR(bits) - !has_soft_dirty(sc->fmt); b++) {
+			int t = bits[b], count;
+
+			m->bit[t] = t != T_SOFT_DIRTY ? splitmix64_below(&r, 5) < 4 : splitmix64_below(&r, 2) == 1;
+			count = toggle_counts[splitmix64_below(&r, NR(toggle_counts))];
+			for (int k = 0; k < count; k++)
+				m->toggle[t][splitmix64_below(&r, m->pages)] = true;
+		}
+		at += m->pages + gaps[splitmix64_below(&r, NR(gaps))];
+	}
+}
+
 static void read_params(struct scenario *sc, const char *path)
 {
 	char line[4096], key[4096];
@@ -214,6 +313,8 @@ static void read_params(struct scenario *sc, const char *path)
 	}
 	fclose(f);
 	where = path;
+	if (sc->seeded)
+		random_layout(sc, sc->seed);
 	for (int v = 0; v < sc->nr_vmas; v++)
 		if (sc->vmas[v].start >= sc->vmas[v].end || (v && sc->vmas[v].start < sc->vmas[v - 1].end))
 			bad("vma.%d is empty or not above vma.%d", v, v - 1);

@@ -12,7 +12,6 @@ import pytest
 from kstep.engine import scenario
 from kstep.lab import fork_batch as lab
 from kstep.models import MODELS
-from kstep.models.fork_batch import TOGGLES
 from kstep.models.pgtable import FORMATS
 from test_kernel_lab import LAB, labcheck
 
@@ -58,44 +57,40 @@ def test_every_bundled_scenario_copies_identically_in_c(arch, name, built, tmp_p
         assert p.stdout == lab.report(lab.simulated(config, strategy)), f"{name} {strategy} on {arch}"
 
 
-def random_layout(seed: int) -> dict:
-    """A scenario drawn from a seed: folios of order 0, 4 and 9 mapped whole or in part, side by side
-    or with holes, some toggled, in a private anonymous VMA and maybe a shared file one."""
-    rnd = random.Random(seed)
-    fmt = rnd.choice(FORMATS)
-    folios, maps, at = [], [], rnd.randrange(0, 24)
-    end = rnd.choice((96, 200, 600))
-    while at < end - 1:
-        order = rnd.choice((0, 0, 4, 4, 9))
-        n = 1 << order
-        first = rnd.randrange(n) if n > 1 and rnd.random() < 0.4 else 0
-        pages = min(n - first, end - at, rnd.choice((n, n, rnd.randrange(1, n + 1))))
-        name = f"F{len(folios)}"
-        folios.append({"name": name, "order": order, "kind": "anon", "pinned": False})
-        bits = {b: rnd.random() < 0.8 for b in ("write", "dirty", "young")}
-        toggles = {f"toggle_{b}": sorted(rnd.sample(range(pages), min(pages, rnd.choice((0, 0, 1, 3)))))
-                   for b in ("write", "dirty", "young")}
-        toggles.update({"toggle_soft_dirty": [], "toggle_uffd_wp": []})
-        maps.append({"at": at, "folio": name, "first": first, "pages": pages, **bits, "soft_dirty": False,
-                     "uffd_wp": False, "exclusive": True, **toggles})
-        at += pages + rnd.choice((0, 0, 0, 1, 5))
-    return {"format": fmt, "mmf_has_pinned": False,
-            "vmas": [{"start": 0, "end": end, "kind": "private-anon", "prot": "rw", "anon_vma": True,
-                      "soft_dirty": False, "uffd_wp": False}],
-            "folios": folios, "maps": maps, "threads": [{"name": "P", "kind": "fork", "faults": [], "addr": 0}]}
+def drawn_seed() -> int:
+    """A seed drawn at test time, printed so that a failing run can be had again."""
+    seed = random.SystemRandom().randrange(1 << 32)
+    print(f"random layouts from seed {seed}")
+    return seed
 
 
 @pytest.mark.parametrize("arch", ARCHES)
 def test_random_layouts_copy_identically_in_c(arch, built, tmp_path):
-    seed = random.SystemRandom().randrange(1 << 32)
+    """The port draws each layout itself from the seed (seed_params is two lines): the same page
+    tables, copies, counters and folio counts as the simulator's random_layout of that seed."""
+    seed = drawn_seed()
     for k in range(6):
-        config = random_layout(seed + k)
         strategy = STRATEGIES[(seed + k) % len(STRATEGIES)]
         sub = tmp_path / str(k)
         sub.mkdir()
-        p = c_run(arch, lab.params(config, strategy), sub)
+        p = c_run(arch, lab.seed_params(seed + k, strategy), sub)
         assert p.returncode == 0, p.stderr
-        assert p.stdout == lab.report(lab.simulated(config, strategy)), f"seed {seed + k}, {strategy}, {arch}"
+        assert p.stdout == lab.report(lab.simulated(lab.random_layout(seed + k), strategy)), \
+            f"seed {seed + k}, {strategy}, {arch}"
+
+
+def test_random_layouts_are_valid_scenarios():
+    """random_layout passes what it draws through the scenario schema and its rules (an invalid layout
+    raises), and it varies: every format, two VMAs, zero, swap and pinned entries all turn up within
+    a few dozen seeds."""
+    seed = drawn_seed()
+    seen = set()
+    for k in range(60):
+        config = lab.random_layout(seed + k)
+        seen |= {config["format"], len(config["vmas"])} | {m["folio"] for m in config["maps"] if m["folio"] in
+                                                           ("zero", "swap")}
+        seen |= {"pinned"} if any(f["pinned"] for f in config["folios"]) else set()
+    assert seen == {*FORMATS, 1, 2, "zero", "swap", "pinned"}
 
 
 @pytest.mark.parametrize("binary, name", [("fork-batch-cont8", "contpte-arm64"),
@@ -106,6 +101,21 @@ def test_a_mutated_port_breaks_the_identity(binary, name, built, tmp_path):
     assert p.returncode == 0 and p.stdout != lab.report(lab.simulated(config, "folio-batch"))
 
 
+@pytest.mark.parametrize("binary", ["fork-batch-cont8", "fork-batch-drop-any-writable"])
+def test_a_mutated_port_breaks_the_identity_on_random_layouts(binary, built, tmp_path):
+    """Some seed from a drawn one on (about one in four breaks each mutation) gives a layout on which
+    the mutated port's output differs from the simulator's."""
+    seed = drawn_seed()
+    for k in range(200):
+        sub = tmp_path / str(k)
+        sub.mkdir()
+        p = c_run("x86_64", lab.seed_params(seed + k, "folio-batch"), sub, binary)
+        assert p.returncode == 0, p.stderr
+        if p.stdout != lab.report(lab.simulated(lab.random_layout(seed + k), "folio-batch")):
+            return
+    pytest.fail(f"{binary} copied 200 random layouts from seed {seed} as the simulator does")
+
+
 def test_the_parameter_keys_are_the_ports_keys(built, tmp_path):
     """params() writes exactly PARAM_KEYS (indices aside), the port takes them all, and refuses any
     other key or a bad value with one line naming the place and exit status 2."""
@@ -113,8 +123,11 @@ def test_the_parameter_keys_are_the_ports_keys(built, tmp_path):
     written = {re.sub(r"\.\d+\.", ".N.", line.split("=")[0]) for line in text.splitlines()}
     assert written == set(lab.PARAM_KEYS)
     assert c_run("x86_64", text, tmp_path).returncode == 0
+    seeded = lab.seed_params(7, "per-pte")
+    assert {line.split("=")[0] for line in seeded.splitlines()} == set(lab.SEED_KEYS)
     for k, (bad, says) in enumerate({"vma.0.colour=blue": "unknown key", "format=sparc": "not one of",
-                                     "map.0.at=-3": "not a number", "map.99.at=1": "no such item"}.items()):
+                                     "map.0.at=-3": "not a number", "map.99.at=1": "no such item",
+                                     "seed=7": "a seed and a layout", "seed=-1": "not an unsigned"}.items()):
         sub = tmp_path / str(k)
         sub.mkdir()
         p = c_run("x86_64", text + bad + "\n", sub)

@@ -6,18 +6,25 @@ program reads (kernel-lab/fork-batch/harness.c; ``PARAM_KEYS`` are the keys it m
 counters, the child's rss, both page tables and every folio's counts.  The identity test compares
 the two texts.  Only a scenario whose one thread forks has a C run: the port has no faults and no
 GUP-fast.
+
+``random_layout(seed)`` draws a fork-alone scenario from a seed with kstep's SplitMix64; the C
+program's ``random_layout`` (harness.c) makes the same draws in the same order, so the parameter
+file ``seed_params(seed, strategy)`` alone gives both sides the same page tables.
 """
 
 from __future__ import annotations
 
 from ..engine import Random, simulate
+from ..engine.prng import SplitMix64
 from ..errors import UserError
 from ..models import make_model
-from ..models.fork_batch import SWAP_MAP, TOGGLES, ZERO_MAP
+from ..models.fork_batch import MAX_MAPS, SCHEMA, SWAP_MAP, TOGGLES, ZERO_MAP
+from ..models.pgtable import FORMATS, HAS_SOFT_DIRTY
 
 VMA_KEYS = ("start", "end", "kind", "prot", "anon_vma", "soft_dirty", "uffd_wp")
 FOLIO_KEYS = ("order", "kind", "pinned")
 MAP_KEYS = ("at", "folio", "first", "pages", *TOGGLES, "exclusive", *(f"toggle_{b}" for b in TOGGLES))
+SEED_KEYS = ("seed", "strategy")  # a random layout's parameter file: harness.c draws the layout itself
 PARAM_KEYS = ("format", "strategy", "mmf_has_pinned", "vmas", "folios", "maps",
               *(f"vma.N.{k}" for k in VMA_KEYS), *(f"folio.N.{k}" for k in FOLIO_KEYS),
               *(f"map.N.{k}" for k in MAP_KEYS))
@@ -26,7 +33,7 @@ PARAM_KEYS = ("format", "strategy", "mmf_has_pinned", "vmas", "folios", "maps",
 def _value(v) -> str:
     if isinstance(v, bool):
         return str(int(v))
-    if isinstance(v, list):
+    if isinstance(v, (list, tuple)):
         return ",".join(map(str, v))
     return str(v)
 
@@ -48,6 +55,58 @@ def params(config: dict, strategy: str) -> str:
         folio = m["folio"] if m["folio"] in (ZERO_MAP, SWAP_MAP) else names[m["folio"]]
         lines += [f"map.{k}.{key}={_value(folio if key == 'folio' else m[key])}" for key in MAP_KEYS]
     return "\n".join(lines) + "\n"
+
+
+def seed_params(seed: int, strategy: str) -> str:
+    """The parameter file of the random layout ``random_layout(seed)``, for the C port."""
+    return f"seed={seed}\nstrategy={strategy}\n"
+
+
+# What random_layout draws from (harness.c has the same tables).
+LAYOUT_ENDS = (96, 200, 600)  # the address space: within one PTE table, or across the boundary at 512
+LAYOUT_ORDERS = (0, 0, 4, 4, 9)  # a folio's order; a sixth choice maps a zero-page or swap entry
+TOGGLE_COUNTS = (0, 0, 1, 3)  # how many draws pick pages whose bit is flipped
+GAPS = (0, 0, 0, 1, 5)  # holes after an entry
+
+
+def random_layout(seed: int) -> dict:
+    """A fork-alone scenario drawn from a seed: one or two private anonymous VMAs (soft-dirty tracked
+    or not), folios of order 0, 4 and 9 mapped whole or in part, side by side or with holes, bits
+    flipped on some pages, zero-page and swap entries, and maybe pinned folios (MMF_HAS_PINNED)."""
+    r = SplitMix64(seed)
+    fmt = FORMATS[r.below(len(FORMATS))]
+    soft_dirty = HAS_SOFT_DIRTY[fmt]
+    end = LAYOUT_ENDS[r.below(len(LAYOUT_ENDS))]
+    split = r.below(end - 1) + 1 if r.below(2) else end
+    vmas = [{"start": 0, "end": split, "soft_dirty": soft_dirty and r.below(2) == 1}]
+    if split < end:
+        vmas.append({"start": split, "end": end, "soft_dirty": soft_dirty and r.below(2) == 1})
+    pinning = r.below(4) == 0
+    bits = ("write", "dirty", "young") + (("soft_dirty",) if soft_dirty else ())
+    folios, maps = [], []
+    at = r.below(24)
+    while at < end - 1 and len(maps) < MAX_MAPS:
+        limit = split if at < split else end
+        kind = r.below(len(LAYOUT_ORDERS) + 1)
+        if kind == len(LAYOUT_ORDERS):
+            name = (ZERO_MAP, SWAP_MAP)[r.below(2)]
+            maps.append({"at": at, "folio": name, "write": False, "dirty": False, "young": name == ZERO_MAP})
+            at += 1 + GAPS[r.below(len(GAPS))]
+            continue
+        n = 1 << LAYOUT_ORDERS[kind]
+        first = r.below(n) if n > 1 and r.below(5) < 2 else 0
+        pages = n - first if r.below(3) < 2 else r.below(n - first) + 1
+        pages = min(pages, limit - at)
+        name = f"F{len(folios)}"
+        folios.append({"name": name, "order": LAYOUT_ORDERS[kind], "pinned": pinning and r.below(4) == 0})
+        m = {"at": at, "folio": name, "first": first, "pages": pages}
+        for b in bits:
+            m[b] = r.below(5) < 4 if b != "soft_dirty" else r.below(2) == 1
+            m["toggle_" + b] = sorted({r.below(pages) for _ in range(TOGGLE_COUNTS[r.below(len(TOGGLE_COUNTS))])})
+        maps.append(m)
+        at += pages + GAPS[r.below(len(GAPS))]
+    return SCHEMA.check({"format": fmt, "mmf_has_pinned": pinning, "vmas": vmas, "folios": folios, "maps": maps,
+                         "threads": [{"name": "P", "kind": "fork"}]}, "random layout")
 
 
 def simulated(config: dict, strategy: str):

@@ -944,6 +944,7 @@ BIT = {"write": PTE_WRITE, "dirty": PTE_DIRTY, "young": PTE_YOUNG, "soft_dirty":
        "uffd_wp": PTE_UFFD_WP}
 A_AND_D = PTE_DIRTY | PTE_YOUNG  # what hardware sets in one sub-PTE of a folded block, without unfolding
 MAX_THREADS = 6
+MAX_MAPS = 64  # [[folios]] and [[maps]] entries a scenario may have (the C port's MAX_ITEMS)
 
 
 def _vma_rules(v, path):
@@ -1096,7 +1097,7 @@ SCHEMA = Table({
         "order": Key(Int(0, 9, "0 (4 KiB), 4 (64 KiB) or 9 (2 MiB)")),
         "kind": Key(Str(FOLIO_KINDS, doc="anonymous, page cache (file), or shmem"), ANON),
         "pinned": Key(Bool(doc="pinned for DMA (FOLL_PIN) before the fork"), False),
-    }), 0, 64, "the folios the parent maps; each gets PFNs aligned to its size, in this order")),
+    }), 0, MAX_MAPS, "the folios the parent maps; each gets PFNs aligned to its size, in this order")),
     "maps": Key(List(Table({
         "at": Key(Int(0, MAX_PAGES - 1, "the first page it maps")),
         "folio": Key(Str(doc="a folio's name, 'zero' (the shared zero page, read-only) or 'swap' (swapped-out "
@@ -1111,7 +1112,7 @@ SCHEMA = Table({
         "exclusive": Key(Bool(doc="PageAnonExclusive (anonymous pages; for swap: the swp-exclusive bit)"), True),
         **{f"toggle_{b}": Key(List(Int(0, 511), 0, 512, f"pages of this entry whose {b} bit is the opposite"), [])
            for b in TOGGLES},
-    }), 0, 64, "the parent's PTEs: each entry as one set_ptes() at fault time (arm64 folds whole aligned "
+    }), 0, MAX_MAPS, "the parent's PTEs: each entry as one set_ptes() at fault time (arm64 folds whole aligned "
                "blocks), then its toggles (a write, soft-dirty or uffd-wp toggle unfolds its block)")),
     "threads": Key(List(Table({
         "name": Key(Name(doc="actor name")),

@@ -22,7 +22,15 @@ arm64's contiguous-PTE blocks allowed.  The variants are the strategies of that 
 
 - ``folio-batch``: Linux 6.12.117 (the default);
 - ``v6.12.0-batch``: Linux 6.12.0's ``folio_pte_batch``, which loops up to ``max_nr`` and stops
-  at the folio's end only after reading the PTE past it (6.12.29 clamps ``max_nr`` first);
+  at the folio's end only after reading the PTE past it (6.12.29 clamps ``max_nr`` first).
+  Checked against the 6.12-stable review posting of that fix, "[PATCH 6.12 073/184] mm: fix
+  folio_pte_batch() on XEN PV" (12 May 2025; upstream 7b08b74f3d99, Fixes: f8d937761d65): its
+  removed lines are the 6.12.y loop before it (``end_ptep = start_ptep + max_nr``, ``while (ptep <
+  end_ptep)``, ``pte_same``, then ``if (pte_pfn(pte) >= folio_end_pfn) break``, ``return
+  min(ptep - start_ptep, max_nr)``; ``ptep - start_ptep`` is this model's ``nr``), its added lines
+  are 6.12.117's function as unpacked in ``/work/src``.  Not checked: a v6.12.0 tree itself (none
+  was at hand), that no 6.12.y release before the fix changed the function, and that the fix first
+  shipped in 6.12.29 (no Debian 6.12 changelog was at hand either);
 - ``no-batch-hint``: 6.12's batching with the generic ``pte_batch_hint`` (always 1), the shape of
   David Hildenbrand's December 2023 prototype: every PTE of a batch is read with ``ptep_get``,
   which on arm64 gathers a folded entry's whole block each time (the thread's "16 x 16 reads");

@@ -28,7 +28,7 @@ arm64's contiguous-PTE blocks allowed.  The variants are the strategies of that 
   removed lines are the 6.12.y loop before it (``end_ptep = start_ptep + max_nr``, ``while (ptep <
   end_ptep)``, ``pte_same``, then ``if (pte_pfn(pte) >= folio_end_pfn) break``, ``return
   min(ptep - start_ptep, max_nr)``; ``ptep - start_ptep`` is this model's ``nr``), its added lines
-  are 6.12.117's function as unpacked in ``/work/src``.  Not checked: a v6.12.0 tree itself (none
+  are 6.12.117's function (Debian's linux-source-6.12).  Not checked: a v6.12.0 tree itself (none
   was at hand), that no 6.12.y release before the fix changed the function, and that the fix first
   shipped in 6.12.29 (no Debian 6.12 changelog was at hand either);
 - ``no-batch-hint``: 6.12's batching with the generic ``pte_batch_hint`` (always 1), the shape of

@@ -2,7 +2,13 @@
 /*
  * The structures fork's page-table copy reads and writes, as simulator/kstep/models/fork_batch.py
  * keeps them: one mm with the parent's and the child's PTE arrays over page numbers, its VMAs,
- * and the folios the PTEs map, in PFN order.
+ * and the folios the PTEs map, in PFN order; and the other threads of the parent (page faults,
+ * GUP-fast pins) with the locks they meet: mmap_lock, each VMA's lock and write_protect_seq.
+ *
+ * The fork runs straight through memory.c; every labelled step of the model's program starts
+ * with STEP(mm, label), which hands the step to the harness's scheduler (sched.c): it records
+ * the step and first lets the other threads take theirs, if the schedule says they come first.
+ * A fault or GUP thread is a stack of frames, as in the model, run one step at a time.
  */
 #ifndef FORK_FORK_H
 #define FORK_FORK_H
@@ -27,16 +33,51 @@ struct folio {
 	bool *exclusive;	/* per page: PageAnonExclusive */
 };
 
+/* The rwsem rules the ported threads meet: readers queue behind a writer and are all granted at
+ * its up_write (rwsem_mark_wake).  A writer that would have to wait is not ported. */
+struct rwsem {
+	int writer;		/* 1 + the thread holding it for write; 0: none (so zeroed is free) */
+	int readers;		/* read holders */
+	int queued;		/* readers waiting */
+	bool *granted;		/* per thread: a queued reader has been granted the lock */
+};
+
 struct vma {
 	long start, end;	/* page numbers */
 	enum vma_kind kind;
 	bool writable, anon_vma, soft_dirty, uffd_wp;
+	long vm_lock_seq;
+	struct rwsem lock;	/* vma->vm_lock->lock */
 };
 
 struct batch {
 	int vma;
 	long addr, nr;
 	enum copy_how how;
+};
+
+enum thread_kind { T_FORK, T_FAULT, T_GUP };
+#define MAX_FRAMES	16
+
+struct frame {
+	const char *label;	/* a step, or a call that expands into frames */
+	long arg;
+};
+
+struct thread {
+	char name[32];
+	enum thread_kind kind;
+	struct frame frames[MAX_FRAMES];	/* frames[nr_frames - 1] runs next */
+	int nr_frames;
+	long addr, vma;		/* fault: the address and its VMA */
+	long seq;		/* gup: write_protect_seq as gup_fast read it */
+	pte_t pte;		/* gup: what ptep_get_lockless read */
+	long folio;		/* gup: the folio it holds a pin on, or -1 */
+	bool pinned;		/* gup: pin_user_pages_fast returned the page pinned */
+};
+
+struct counters {	/* vma-locks' counters, in the model's order */
+	long vma_lock_success, vma_lock_abort, vma_lock_retry, vma_lock_miss, mmap_lock_faults, sigsegv;
 };
 
 struct mm {
@@ -54,11 +95,38 @@ struct mm {
 	long rss[NR_MM_COUNTERS];	/* the child's */
 	struct batch *batches;	/* every copy made, in order */
 	long nr_batches, batch_cap;
+	long write_protect_seq, mm_lock_seq;
+	struct rwsem mmap_lock;
+	struct counters counters;
+	struct thread *threads;
+	int nr_threads, fork_thread;
+	void (*step)(struct mm *mm, const char *label);	/* the fork's steps, to the scheduler (NULL: none) */
 };
+
+#define STEP(mm, label)			\
+do {					\
+	if ((mm)->step)			\
+		(mm)->step(mm, label);	\
+} while (0)
 
 long folio_index(struct mm *mm, uint64_t pfn);
 long new_folio(struct mm *mm, enum folio_kind kind, long refcount, long mapped, bool exclusive);
 bool folio_span(void *mm, uint64_t pfn, uint64_t *first, long *nr_pages);
 void dup_mmap(struct mm *mm);
+long folio_nr_pages(const struct folio *f);
+
+/* sched.c */
+void __attribute__((noreturn, format(printf, 2, 3))) not_ported(struct mm *mm, const char *fmt, ...);
+void push(struct thread *t, int n, ...);
+bool down_read(struct mm *mm, struct rwsem *sem, int i);
+void up_read(struct mm *mm, struct rwsem *sem, int i);
+void down_write(struct mm *mm, struct rwsem *sem, int i, const char *what);
+void up_write(struct rwsem *sem, int nr_threads);
+bool thread_step(struct mm *mm, int i, const char **label);
+
+/* fault.c and gup.c: one step of a fault or a GUP-fast pin, by the label on top of its frames */
+bool fault_step(struct mm *mm, int i, const struct frame *f);
+bool gup_step(struct mm *mm, int i, const struct frame *f);
+void map_zeroed_page(struct mm *mm, long addr);
 
 #endif /* FORK_FORK_H */

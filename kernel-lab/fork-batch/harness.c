@@ -10,9 +10,15 @@
  *
  * The parent's page tables are built from the scenario as simulator/kstep/models/fork_batch.py's
  * initial_state builds them (folios aligned to their size from PFN 1024, each [[maps]] entry one
- * set_ptes, then its toggles); dup_mmap then copies them and the program prints every copy, the
- * counters, the child's rss, both page tables and the folios' counts, for the identity test to
- * compare with the simulator's.  A bad parameter is one line on stderr and exit status 2.
+ * set_ptes, then its toggles); dup_mmap then copies them and the program prints every step it
+ * took, every copy, the counters, the child's rss, both page tables, the folios' counts and what
+ * each GUP thread pinned, for the identity test to compare with the simulator's.
+ *
+ * With fault or GUP threads beside the fork, schedule= says who takes each step ("G*3 P*10 G*4"),
+ * as a scenario's schedule does; the program takes exactly those steps.  After every step it
+ * checks the model's pinned-page-not-shared invariant and stops at a violation, naming it.  A bad
+ * parameter is one line on stderr and exit status 2, and so is a schedule that names a thread
+ * that cannot step, or an interleaving the port does not have (sched.c).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -28,6 +34,8 @@
 #define ZERO_PFN	1
 #define MAX_ITEMS	64
 #define MAX_PAGES	(4 * PTRS_PER_PTE)
+#define MAX_THREADS	6
+#define MAX_STEPS	1000000
 
 enum { T_WRITE, T_DIRTY, T_YOUNG, T_SOFT_DIRTY, T_UFFD_WP, NR_TOGGLES };
 static const char *const toggle_names[NR_TOGGLES] = { "write", "dirty", "young", "soft_dirty", "uffd_wp" };
@@ -52,9 +60,19 @@ struct scenario {
 	struct vma vmas[MAX_ITEMS];
 	struct { int order; enum folio_kind kind; bool pinned; } folios[MAX_ITEMS];
 	struct map maps[MAX_ITEMS];
+	int nr_threads;
+	struct {
+		char name[32];
+		enum thread_kind kind;
+		long addr, faults[8];
+		int nr_faults;
+	} threads[MAX_THREADS];
+	int *schedule;		/* a thread per step */
+	long schedule_len;
 };
 
 static const char *where;
+#define NR(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static void __attribute__((noreturn, format(printf, 1, 2))) bad(const char *fmt, ...)
 {
@@ -93,6 +111,7 @@ static const char *const strategies[] = { "folio-batch", "v6.12.0-batch", "no-ba
 static const char *const vma_kinds[] = { "private-anon", "private-file", "shared" };
 static const char *const folio_kinds[] = { "anon", "file", "shmem" };
 static const char *const prots[] = { "r", "rw" };
+static const char *const thread_kinds[] = { "fork", "fault", "gup" };
 
 static int item(const char *rest, int count, const char **field)
 {
@@ -140,6 +159,61 @@ static void map_field(struct map *m, const char *field, const char *value)
 		bad("unknown key");
 }
 
+static void thread_field(struct scenario *sc, int k, const char *field, const char *value)
+{
+	if (!strcmp(field, "name")) {
+		if (!*value || strlen(value) >= sizeof(sc->threads[k].name) || strpbrk(value, " *,"))
+			bad("%s is not a thread's name", value);
+		strcpy(sc->threads[k].name, value);
+	} else if (!strcmp(field, "kind")) {
+		sc->threads[k].kind = choice(value, thread_kinds, 3);
+	} else if (!strcmp(field, "addr")) {
+		sc->threads[k].addr = number(value, 0, MAX_PAGES - 1);
+	} else if (!strcmp(field, "faults")) {
+		char *s = (char *)value, *next;
+
+		for (sc->threads[k].nr_faults = 0; *s; s = next) {
+			long page = strtol(s, &next, 10);
+
+			if (next == s || page < 0 || page >= MAX_PAGES || (*next && *next != ',') ||
+			    sc->threads[k].nr_faults == NR(sc->threads[k].faults))
+				bad("%s is not a list of at most 8 pages", value);
+			sc->threads[k].faults[sc->threads[k].nr_faults++] = page;
+			if (*next)
+				next++;
+		}
+	} else {
+		bad("unknown key");
+	}
+}
+
+/* "NAME*COUNT NAME ..." (the threads declared first): who takes each step. */
+static void schedule(struct scenario *sc, const char *value)
+{
+	char *text = strdup(value), *save, *word;
+
+	LAB_CHECK(text != NULL);
+	for (word = strtok_r(text, " ", &save); word; word = strtok_r(NULL, " ", &save)) {
+		char *star = strchr(word, '*');
+		long count = star ? (*star = 0, number(star + 1, 1, MAX_STEPS)) : 1;
+		int k = 0;
+
+		while (k < sc->nr_threads && strcmp(sc->threads[k].name, word))
+			k++;
+		if (k == sc->nr_threads)
+			bad("%s is not a thread's name (declare the threads first)", word);
+		if (sc->schedule_len + count > MAX_STEPS)
+			bad("more than %d steps", MAX_STEPS);
+		sc->schedule = realloc(sc->schedule, (sc->schedule_len + count) * sizeof(int));
+		LAB_CHECK(sc->schedule != NULL);
+		while (count--)
+			sc->schedule[sc->schedule_len++] = k;
+	}
+	free(text);
+	if (!sc->schedule_len)
+		bad("an empty schedule");
+}
+
 static void set(struct scenario *sc, const char *key, const char *value)
 {
 	const char *field;
@@ -174,6 +248,10 @@ static void set(struct scenario *sc, const char *key, const char *value)
 		sc->nr_folios = number(value, 0, MAX_ITEMS);
 	else if (!strcmp(key, "maps"))
 		sc->nr_maps = number(value, 0, MAX_ITEMS);
+	else if (!strcmp(key, "threads"))
+		sc->nr_threads = number(value, 1, MAX_THREADS);
+	else if (!strcmp(key, "schedule"))
+		schedule(sc, value);
 	else if (!strncmp(key, "vma.", 4)) {
 		struct vma *v = &sc->vmas[item(key + 4, sc->nr_vmas, &field)];
 
@@ -203,6 +281,9 @@ static void set(struct scenario *sc, const char *key, const char *value)
 			sc->folios[k].pinned = number(value, 0, 1);
 		else
 			bad("unknown key");
+	} else if (!strncmp(key, "thread.", 7)) {
+		k = item(key + 7, sc->nr_threads, &field);
+		thread_field(sc, k, field, value);
 	} else if (!strncmp(key, "map.", 4)) {
 		k = item(key + 4, sc->nr_maps, &field);
 		map_field(&sc->maps[k], field, value);
@@ -216,7 +297,6 @@ static const long layout_ends[] = { 96, 200, 600 };
 static const int layout_orders[] = { 0, 0, 4, 4, 9 };
 static const int toggle_counts[] = { 0, 0, 1, 3 };
 static const long gaps[] = { 0, 0, 0, 1, 5 };
-#define NR(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static bool has_soft_dirty(enum pte_format fmt) { return fmt != FMT_ARM64; }
 
@@ -242,6 +322,9 @@ static void random_layout(struct scenario *sc, uint64_t seed)
 	bool pinning;
 
 	splitmix64_seed(&r, seed);
+	sc->nr_threads = 1;
+	strcpy(sc->threads[0].name, "P");
+	sc->threads[0].kind = T_FORK;
 	sc->fmt = splitmix64_below(&r, 3);
 	end = layout_ends[splitmix64_below(&r, NR(layout_ends))];
 	split = splitmix64_below(&r, 2) ? (long)splitmix64_below(&r, end - 1) + 1 : end;
@@ -301,6 +384,8 @@ static void read_params(struct scenario *sc, const char *path)
 		lineno++;
 		if (nl)
 			*nl = 0;
+		else if (!feof(f))
+			bad("line %d is longer than %zu characters", lineno, sizeof(line) - 2);
 		if (!line[0])
 			continue;
 		snprintf(key, sizeof(key), "%s:%d", path, lineno);
@@ -315,6 +400,17 @@ static void read_params(struct scenario *sc, const char *path)
 	where = path;
 	if (sc->seeded)
 		random_layout(sc, sc->seed);
+	if (!sc->nr_threads)
+		bad("no threads (threads=)");
+	for (int k = 0, forks = 0; k < sc->nr_threads; k++) {
+		if (!sc->threads[k].name[0])
+			bad("thread.%d has no name", k);
+		forks += sc->threads[k].kind == T_FORK;
+		if (k == sc->nr_threads - 1 && forks != 1)
+			bad("exactly one thread forks");
+	}
+	if (sc->nr_threads > 1 && !sc->schedule_len)
+		bad("fault or GUP threads need a schedule");
 	for (int v = 0; v < sc->nr_vmas; v++)
 		if (sc->vmas[v].start >= sc->vmas[v].end || (v && sc->vmas[v].start < sc->vmas[v - 1].end))
 			bad("vma.%d is empty or not above vma.%d", v, v - 1);
@@ -337,6 +433,36 @@ static pte_t base_bits(const struct map *m)
 	return bits;
 }
 
+/* Each thread with its program, as models/fork_batch.py's _program gives it. */
+static void build_threads(struct mm *mm, const struct scenario *sc)
+{
+	mm->nr_threads = sc->nr_threads;
+	mm->threads = calloc(sc->nr_threads, sizeof(*mm->threads));
+	mm->mmap_lock.granted = calloc(sc->nr_threads, sizeof(bool));
+	LAB_CHECK(mm->threads && mm->mmap_lock.granted);
+	for (int k = 0; k < sc->nr_threads; k++) {
+		struct thread *t = &mm->threads[k];
+
+		strcpy(t->name, sc->threads[k].name);
+		t->kind = sc->threads[k].kind;
+		t->addr = t->vma = t->folio = -1;
+		if (t->kind == T_FORK)
+			mm->fork_thread = k;
+		if (t->kind == T_GUP) {
+			if (sc->threads[k].addr >= mm->npages)
+				bad("thread.%d.addr is past the last VMA", k);
+			push(t, 1, "pin_user_pages_fast", sc->threads[k].addr);
+		}
+		for (int j = sc->threads[k].nr_faults - 1; j >= 0; j--) {	/* the first on top */
+			if (sc->threads[k].faults[j] >= mm->npages)
+				bad("thread.%d.faults: %ld is past the last VMA", k, sc->threads[k].faults[j]);
+			push(t, 1, "do_user_addr_fault", sc->threads[k].faults[j]);
+		}
+		if (t->kind == T_FAULT && !t->nr_frames)
+			bad("thread.%d faults nowhere", k);
+	}
+}
+
 /* models/fork_batch.py's initial_state, in the same order. */
 static void build(struct mm *mm, const struct scenario *sc)
 {
@@ -351,7 +477,10 @@ static void build(struct mm *mm, const struct scenario *sc)
 	mm->vmas = calloc(sc->nr_vmas, sizeof(*mm->vmas));
 	LAB_CHECK(mm->vmas != NULL);
 	memcpy(mm->vmas, sc->vmas, sc->nr_vmas * sizeof(*mm->vmas));
+	for (int v = 0; v < sc->nr_vmas; v++)
+		mm->vmas[v].vm_lock_seq = -1;		/* v6.12.0's VMA: vm_lock_seq = -1 */
 	mm->npages = sc->vmas[sc->nr_vmas - 1].end;
+	build_threads(mm, sc);
 	mm->parent = calloc(mm->npages, sizeof(pte_t));
 	mm->child = calloc(mm->npages, sizeof(pte_t));
 	LAB_CHECK(mm->parent && mm->child);
@@ -431,9 +560,91 @@ static void build(struct mm *mm, const struct scenario *sc)
 
 static const char *const hows[] = { "batch", "hint", "single", "zero", "copied", "swap" };
 
+static void print(const struct mm *mm);
+
+/* Who steps next: the schedule's threads in order (none given: the fork alone). */
+static struct run {
+	const struct scenario *sc;
+	long pos, steps;
+	bool fork_stepped;	/* the fork's last step is done once it reaches its next STEP */
+	bool stopped;		/* an invariant broke: no step follows */
+} run;
+
+/* pinned-page-not-shared: a page pinned for DMA in the parent is never mapped by the child. */
+static void check(struct mm *mm)
+{
+	for (int k = 0; k < mm->nr_threads; k++) {
+		const struct thread *t = &mm->threads[k];
+
+		if (t->kind != T_GUP || !t->pinned || t->folio < 0)
+			continue;
+		for (long a = 0; a < mm->npages; a++) {
+			if (pte_present(mm->child[a]) && pte_pfn(mm->child[a]) == pte_pfn(t->pte)) {
+				printf("violation pinned-page-not-shared %ld\n", run.steps);
+				run.stopped = true;
+				return;
+			}
+		}
+	}
+}
+
+static void stepped(struct mm *mm, int k, const char *label)
+{
+	printf("step %s %s\n", mm->threads[k].name, label);
+	run.steps++;
+}
+
+/* The fork's previous step has done its work by now: check the state it left. */
+static void fork_step_done(struct mm *mm)
+{
+	if (run.fork_stepped)
+		check(mm);
+	run.fork_stepped = false;
+}
+
+/* The schedule's next entry, a thread other than the fork: its next step. */
+static void other_step(struct mm *mm)
+{
+	int k = run.sc->schedule[run.pos];
+	const char *label;
+
+	where = "schedule";
+	if (k == mm->fork_thread)
+		bad("step %ld names %s, which has finished", run.pos + 1, mm->threads[k].name);
+	if (!thread_step(mm, k, &label))
+		bad("step %ld names %s, which %s at that point", run.pos + 1, mm->threads[k].name,
+		    mm->threads[k].nr_frames ? "is blocked" : "has finished");
+	run.pos++;
+	stepped(mm, k, label);
+	check(mm);
+}
+
+/* STEP(mm, label) in the fork: first the steps the schedule gives other threads before it. */
+static void fork_step(struct mm *mm, const char *label)
+{
+	const struct scenario *sc = run.sc;
+
+	fork_step_done(mm);
+	while (sc->schedule_len && !run.stopped && run.pos < sc->schedule_len &&
+	       sc->schedule[run.pos] != mm->fork_thread)
+		other_step(mm);
+	if (run.stopped) {		/* the state stays as the broken step left it */
+		print(mm);
+		exit(0);
+	}
+	if (sc->schedule_len && run.pos == sc->schedule_len) {
+		where = "schedule";
+		bad("it ends while %s still forks", mm->threads[mm->fork_thread].name);
+	}
+	run.pos++;
+	stepped(mm, mm->fork_thread, label);
+	run.fork_stepped = true;
+}
+
 static void print(const struct mm *mm)
 {
 	const struct ops *o = &mm->ops;
+	const struct counters *c = &mm->counters;
 
 	for (long b = 0; b < mm->nr_batches; b++)
 		printf("batch %d %ld %ld %s\n", mm->batches[b].vma, mm->batches[b].addr, mm->batches[b].nr,
@@ -441,6 +652,13 @@ static void print(const struct mm *mm)
 	printf("ops %ld %ld %ld %ld %ld %ld %ld %ld %ld\n", o->loads, o->stores, o->atomics, o->tlb_flushes,
 	       o->folds, o->unfolds, o->refs, o->rmap, o->batches);
 	printf("rss %ld %ld %ld %ld\n", mm->rss[0], mm->rss[1], mm->rss[2], mm->rss[3]);
+	printf("counters %ld %ld %ld %ld %ld %ld\n", c->vma_lock_success, c->vma_lock_abort, c->vma_lock_retry,
+	       c->vma_lock_miss, c->mmap_lock_faults, c->sigsegv);
+	printf("mm %ld %d %ld\n", mm->write_protect_seq, mm->mmf_has_pinned, mm->mm_lock_seq);
+	for (int k = 0; k < mm->nr_threads; k++)
+		if (mm->threads[k].kind == T_GUP)
+			printf("gup %s %d %ld 0x%llx\n", mm->threads[k].name, mm->threads[k].pinned,
+			       mm->threads[k].folio, (unsigned long long)mm->threads[k].pte);
 	for (long a = 0; a < mm->npages; a++)
 		if (mm->parent[a] || mm->child[a])
 			printf("pte %ld 0x%llx 0x%llx\n", a, (unsigned long long)mm->parent[a],
@@ -466,7 +684,12 @@ int main(int argc, char **argv)
 		bad("fork-batch PARAMS (a file of key=value lines)");
 	read_params(&sc, argv[1]);
 	build(&mm, &sc);
+	run.sc = &sc;
+	mm.step = fork_step;
 	dup_mmap(&mm);
+	fork_step_done(&mm);
+	while (run.pos < sc.schedule_len && !run.stopped)
+		other_step(&mm);
 	print(&mm);
 	return 0;
 }

@@ -1,7 +1,9 @@
-"""The kernel lab's fork-batch port against the simulator: the same copies, counters, page tables
-and folio counts, on x86_64 and under qemu-user on arm64 and ppc64le, for every bundled scenario in
-which fork copies alone, every correct strategy, and random layouts drawn from a seed at test time.
-The C program runs in an empty directory and reads nothing but the parameter file."""
+"""The kernel lab's fork-batch port against the simulator: the same steps, copies, counters, page
+tables and folio counts, on x86_64 and under qemu-user on arm64 and ppc64le, for every bundled
+scenario in which fork copies alone, every correct strategy, random layouts drawn from a seed at
+test time (in both languages), and the two scenarios with a fault or a GUP-fast pin beside the
+fork, on their own schedule and on random interleavings.  The C program runs in an empty directory
+and reads nothing but the parameter file."""
 
 import random
 import re
@@ -9,9 +11,9 @@ import subprocess
 
 import pytest
 
-from kstep.engine import scenario
+from kstep.engine import Random, scenario, simulate
 from kstep.lab import fork_batch as lab
-from kstep.models import MODELS
+from kstep.models import MODELS, make_model
 from kstep.models.pgtable import FORMATS
 from test_kernel_lab import LAB, labcheck
 
@@ -21,6 +23,7 @@ ARCHES = tuple(labcheck.QEMU)
 STRATEGIES = ("folio-batch", "v6.12.0-batch", "no-batch-hint", "per-pte", "arch-hint")
 ALONE = [n for n in scenario.bundled(MECH)
          if [t["kind"] for t in scenario.load(MECH, MODELS[MECH].scenario_schema, n).config["threads"]] == ["fork"]]
+BESIDE = ("fault-vs-fork", "gup-fast-vs-fork")  # a fault, a GUP-fast pin beside the fork
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +122,7 @@ def test_a_mutated_port_breaks_the_identity_on_random_layouts(binary, built, tmp
 def test_the_parameter_keys_are_the_ports_keys(built, tmp_path):
     """params() writes exactly PARAM_KEYS (indices aside), the port takes them all, and refuses any
     other key or a bad value with one line naming the place and exit status 2."""
-    text = lab.params(config_of("batch-ends"), "folio-batch")
+    text, _ = beside("gup-fast-vs-fork")
     written = {re.sub(r"\.\d+\.", ".N.", line.split("=")[0]) for line in text.splitlines()}
     assert written == set(lab.PARAM_KEYS)
     assert c_run("x86_64", text, tmp_path).returncode == 0
@@ -135,8 +138,80 @@ def test_the_parameter_keys_are_the_ports_keys(built, tmp_path):
         assert re.match(r"fork-batch: params:\d+: ", p.stderr), p.stderr
 
 
-def test_a_scenario_with_other_threads_has_no_c_run():
+def test_a_scenario_with_other_threads_needs_a_schedule():
     from kstep.errors import UserError
 
-    with pytest.raises(UserError, match="copies alone"):
+    with pytest.raises(UserError, match="needs a schedule"):
         lab.params(config_of("gup-fast-vs-fork"), "folio-batch")
+
+
+def beside(name, variant="folio-batch", schedule=None):
+    """(parameter file, expected output) of a scenario with threads beside the fork: the simulation on
+    the scenario's schedule (or the one given), and that run's every step as the port's schedule."""
+    sc = scenario.load(MECH, MODELS[MECH].scenario_schema, name)
+    trace = lab.simulated(sc.config, variant, schedule or sc.schedule)
+    return lab.params(sc.config, "folio-batch", lab.schedule_of(trace)), lab.report(trace)
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("name", BESIDE)
+def test_a_fault_or_a_pin_beside_the_fork_runs_identically_in_c(arch, name, built, tmp_path):
+    """The fault that falls back to mmap_lock and sleeps behind the fork; the pin GUP-fast drops
+    because write_protect_seq moved, and takes again on the slow path: the same steps, the same
+    page tables and counts, the same pin."""
+    text, want = beside(name)
+    p = c_run(arch, text, tmp_path)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout == want, f"{name} on {arch}"
+
+
+@pytest.mark.parametrize("name", BESIDE)
+def test_random_interleavings_run_identically_in_c(name, built, tmp_path):
+    """Interleavings drawn by the model's seeded random scheduler: the port takes the same steps to
+    the same state, or refuses one in which fork would wait for a lock (not ported), exactly when
+    the model's fork waited there (rwsem_optimistic_spin)."""
+    seed = drawn_seed()
+    sc = scenario.load(MECH, MODELS[MECH].scenario_schema, name)
+    model = make_model(MECH)
+    for k in range(8):
+        trace = simulate(model, model.initial(sc.config), Random(seed + k), max_steps=100_000)
+        schedule = lab.schedule_of(trace)
+        sub = tmp_path / str(k)
+        sub.mkdir()
+        p = c_run("x86_64", lab.params(sc.config, "folio-batch", schedule), sub)
+        fork_waits = any(a.actor == "P" and a.label == "rwsem_optimistic_spin" for a in trace.actions)
+        if fork_waits:
+            assert p.returncode == 2 and "not ported: P would wait" in p.stderr, f"seed {seed + k}: {p.stderr}"
+        else:
+            assert p.returncode == 0, p.stderr
+            assert p.stdout == lab.report(lab.simulated(sc.config, "folio-batch", schedule)), f"seed {seed + k}"
+
+
+def test_gup_fast_ignoring_write_protect_seq_breaks_the_pin_in_c_too(built, tmp_path):
+    """The port built without GUP-fast's write_protect_seq checks runs as the model's
+    gup-fast-ignores-seq does, and its own check catches the child mapping the pinned page at the
+    same step; the correct port runs that scenario without the violation."""
+    text, want = beside("gup-fast-vs-fork", "gup-fast-ignores-seq", "G*3 P*10 G*3")
+    assert "violation pinned-page-not-shared" in want
+    p = c_run("x86_64", text, tmp_path, "fork-batch-gup-ignores-seq")
+    assert p.returncode == 0 and p.stdout == want
+    text, want = beside("gup-fast-vs-fork")
+    sub = tmp_path / "correct"
+    sub.mkdir()
+    p = c_run("x86_64", text, sub)
+    assert p.returncode == 0 and p.stdout == want and "violation" not in p.stdout
+
+
+def test_a_schedule_the_threads_cannot_take_is_refused(built, tmp_path):
+    """One line naming the step, exit status 2: a thread that is blocked or done, or a schedule that
+    ends before the fork does."""
+    text, _ = beside("gup-fast-vs-fork")
+    base, full = text.rsplit("schedule=", 1)
+    for k, (schedule, says) in enumerate({full.strip() + " G": "names G, which has finished",
+                                          "G*3 P*10 G*5": "names G, which is blocked",
+                                          "P*3": "it ends while P still forks",
+                                          "Q*2": "not a thread's name"}.items()):
+        sub = tmp_path / str(k)
+        sub.mkdir()
+        p = c_run("x86_64", base + f"schedule={schedule}\n", sub)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and says in p.stderr, (schedule, p.stderr)

@@ -78,10 +78,10 @@ bool fault_step(struct mm *mm, int i, const struct frame *f)
 		else
 			push(t, 1, "down_read_trylock", 0L);
 	} else if (IS("down_read_trylock")) {
-		if (vma->lock.writer || vma->lock.queued) {
+		if (!rwsem_read_trylock_ok(&vma->lock)) {
 			push(t, 2, "rcu_read_unlock", 0L, "vma_lock_abort", 0L);
 		} else {
-			vma->lock.readers++;
+			rwsem_add_reader(&vma->lock, i);
 			push(t, 1, "vma_start_read_recheck", 0L);
 		}
 	} else if (IS("vma_start_read_recheck")) {
@@ -94,15 +94,12 @@ bool fault_step(struct mm *mm, int i, const struct frame *f)
 	} else if (IS("check_range")) {
 		LAB_CHECK(vma->start <= t->addr && t->addr < vma->end);
 		push(t, 2, "rcu_read_unlock", 0L, "handle_mm_fault", (long)MODE_VMA);
-	} else if (IS("up_read")) {
-		up_read(mm, &mm->vmas[f->arg].lock, i);
 	} else if (IS("vma_lock_abort")) {
 		mm->counters.vma_lock_abort++;
 		t->vma = -1;
 		push(t, 1, "lock_mm_and_find_vma", t->addr);
 	} else if (IS("get_mmap_lock_carefully")) {
-		if (!down_read(mm, &mm->mmap_lock, i))
-			push(t, 1, "rwsem_down_read_slowpath", 0L);
+		down_read(mm, MM_LOCK, i);
 	} else if (IS("find_vma")) {
 		t->addr = f->arg;
 		t->vma = find_vma(mm, f->arg);

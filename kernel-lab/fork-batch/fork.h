@@ -33,13 +33,16 @@ struct folio {
 	bool *exclusive;	/* per page: PageAnonExclusive */
 };
 
-/* The rwsem rules the ported threads meet: readers queue behind a writer and are all granted at
- * its up_write (rwsem_mark_wake).  A writer that would have to wait is not ported. */
+#define MAX_THREADS	6
+#define MM_LOCK		(-1)	/* a lock step's argument: mmap_lock; else the VMA's index */
+
+/* What sem->count, sem->owner and sem->wait_list say, as models/rwsem.py's Rwsem (zeroed: free). */
 struct rwsem {
-	int writer;		/* 1 + the thread holding it for write; 0: none (so zeroed is free) */
-	int readers;		/* read holders */
-	int queued;		/* readers waiting */
-	bool *granted;		/* per thread: a queued reader has been granted the lock */
+	int owner;		/* 1 + the thread holding it for write; 0: none */
+	unsigned readers;	/* bit i: thread i holds it for read */
+	struct { int thread; bool write; } waiters[MAX_THREADS];	/* the wait list, first in line first */
+	int nr_waiters;		/* non-zero: RWSEM_FLAG_WAITERS */
+	bool handoff;		/* RWSEM_FLAG_HANDOFF: reserved for the first waiter */
 };
 
 struct vma {
@@ -101,6 +104,7 @@ struct mm {
 	struct thread *threads;
 	int nr_threads, fork_thread;
 	void (*step)(struct mm *mm, const char *label);	/* the fork's steps, to the scheduler (NULL: none) */
+	const struct rwsem *fork_waits;	/* the lock a queued fork retries (rwsem_try_write_lock) */
 };
 
 #define STEP(mm, label)			\
@@ -115,13 +119,27 @@ bool folio_span(void *mm, uint64_t pfn, uint64_t *first, long *nr_pages);
 void dup_mmap(struct mm *mm);
 long folio_nr_pages(const struct folio *f);
 
+/* rwsem.c: models/rwsem.py's functions */
+bool rwsem_read_trylock_ok(const struct rwsem *sem);
+void rwsem_add_reader(struct rwsem *sem, int i);
+bool rwsem_holds_read(const struct rwsem *sem, int i);
+bool rwsem_read_slowpath(struct rwsem *sem, int i);
+bool rwsem_read_granted(const struct rwsem *sem, int i);
+bool rwsem_write_trylock(struct rwsem *sem, int i);
+bool rwsem_optimistic_spin(struct rwsem *sem, int i);
+bool rwsem_queue_writer(struct rwsem *sem, int i);
+bool rwsem_write_retry_enabled(const struct rwsem *sem, int i);
+bool rwsem_write_retry(struct rwsem *sem, int i);
+bool rwsem_up_read(struct rwsem *sem, int i);
+void rwsem_wake(struct rwsem *sem);
+void rwsem_up_write(struct rwsem *sem);
+
 /* sched.c */
 void __attribute__((noreturn, format(printf, 2, 3))) not_ported(struct mm *mm, const char *fmt, ...);
 void push(struct thread *t, int n, ...);
-bool down_read(struct mm *mm, struct rwsem *sem, int i);
-void up_read(struct mm *mm, struct rwsem *sem, int i);
-void down_write(struct mm *mm, struct rwsem *sem, int i, const char *what);
-void up_write(struct rwsem *sem, int nr_threads);
+struct rwsem *lock_of(struct mm *mm, long lock);
+void down_read(struct mm *mm, long lock, int i);
+void up_read(struct mm *mm, long lock, int i);
 bool thread_step(struct mm *mm, int i, const char **label);
 
 /* fault.c and gup.c: one step of a fault or a GUP-fast pin, by the label on top of its frames */

@@ -107,8 +107,7 @@ bool gup_step(struct mm *mm, int i, const struct frame *f)
 		push(t, 1, "__get_user_pages_locked", 0L);
 	} else if (IS("__get_user_pages_locked")) {	/* mmap_read_lock, then the slow path */
 		push(t, 2, "__get_user_pages", 0L, "mmap_read_unlock", 0L);
-		if (!down_read(mm, &mm->mmap_lock, i))
-			push(t, 1, "rwsem_down_read_slowpath", 0L);
+		down_read(mm, MM_LOCK, i);
 	} else if (IS("__get_user_pages")) {		/* FOLL_WRITE: fault the PTE writable first */
 		if (!pte_write(mm->parent[t->addr]))
 			do_wp_page(mm, t->addr);

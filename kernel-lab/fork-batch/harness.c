@@ -18,7 +18,7 @@
  * as a scenario's schedule does; the program takes exactly those steps.  After every step it
  * checks the model's pinned-page-not-shared invariant and stops at a violation, naming it.  A bad
  * parameter is one line on stderr and exit status 2, and so is a schedule that names a thread
- * that cannot step, or an interleaving the port does not have (sched.c).
+ * that cannot step, or a fault the port does not have (no VMA there, no anon_vma yet).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -34,7 +34,6 @@
 #define ZERO_PFN	1
 #define MAX_ITEMS	64
 #define MAX_PAGES	(4 * PTRS_PER_PTE)
-#define MAX_THREADS	6
 #define MAX_STEPS	1000000
 
 enum { T_WRITE, T_DIRTY, T_YOUNG, T_SOFT_DIRTY, T_UFFD_WP, NR_TOGGLES };
@@ -438,8 +437,7 @@ static void build_threads(struct mm *mm, const struct scenario *sc)
 {
 	mm->nr_threads = sc->nr_threads;
 	mm->threads = calloc(sc->nr_threads, sizeof(*mm->threads));
-	mm->mmap_lock.granted = calloc(sc->nr_threads, sizeof(bool));
-	LAB_CHECK(mm->threads && mm->mmap_lock.granted);
+	LAB_CHECK(mm->threads != NULL);
 	for (int k = 0; k < sc->nr_threads; k++) {
 		struct thread *t = &mm->threads[k];
 
@@ -632,10 +630,11 @@ static void fork_step(struct mm *mm, const char *label)
 		print(mm);
 		exit(0);
 	}
-	if (sc->schedule_len && run.pos == sc->schedule_len) {
-		where = "schedule";
+	where = "schedule";
+	if (sc->schedule_len && run.pos == sc->schedule_len)
 		bad("it ends while %s still forks", mm->threads[mm->fork_thread].name);
-	}
+	if (mm->fork_waits && !rwsem_write_retry_enabled(mm->fork_waits, mm->fork_thread))
+		bad("step %ld names %s, which is blocked at that point", run.pos + 1, mm->threads[mm->fork_thread].name);
 	run.pos++;
 	stepped(mm, mm->fork_thread, label);
 	run.fork_stepped = true;

@@ -414,6 +414,37 @@ static void copy_page_range(struct mm *mm, int v)
 	}
 }
 
+/*
+ * kernel/locking/rwsem.c:down_write for the fork: rwsem_write_trylock, else one
+ * rwsem_optimistic_spin, else rwsem_down_write_slowpath queues it and rwsem_try_write_lock
+ * retries (each retry a step the scheduler gives it once it can take the lock or set HANDOFF).
+ */
+static void down_write(struct mm *mm, struct rwsem *sem)
+{
+	int i = mm->fork_thread;
+
+	STEP(mm, "down_write");
+	if (rwsem_write_trylock(sem, i))
+		return;
+	STEP(mm, "rwsem_optimistic_spin");
+	if (rwsem_optimistic_spin(sem, i))
+		return;
+	STEP(mm, "rwsem_down_write_slowpath");
+	if (rwsem_queue_writer(sem, i))
+		return;
+	mm->fork_waits = sem;
+	do
+		STEP(mm, "rwsem_try_write_lock");
+	while (!rwsem_write_retry(sem, i));
+	mm->fork_waits = NULL;
+}
+
+static void up_write(struct mm *mm, struct rwsem *sem)
+{
+	STEP(mm, "up_write");
+	rwsem_up_write(sem);
+}
+
 /* include/linux/mm.h:vma_start_write: down_write, vm_lock_seq = mm_lock_seq, up_write (unless
  * already write-locked in this mmap_lock epoch). */
 static void vma_start_write(struct mm *mm, int v)
@@ -422,12 +453,10 @@ static void vma_start_write(struct mm *mm, int v)
 
 	if (vma->vm_lock_seq == mm->mm_lock_seq)
 		return;
-	STEP(mm, "down_write");
-	down_write(mm, &vma->lock, mm->fork_thread, "a VMA's lock");
+	down_write(mm, &vma->lock);
 	STEP(mm, "vma_write_seq");
 	vma->vm_lock_seq = mm->mm_lock_seq;
-	STEP(mm, "up_write");
-	up_write(&vma->lock, mm->nr_threads);
+	up_write(mm, &vma->lock);
 }
 
 /*
@@ -438,8 +467,7 @@ static void vma_start_write(struct mm *mm, int v)
  */
 void dup_mmap(struct mm *mm)
 {
-	STEP(mm, "down_write");
-	down_write(mm, &mm->mmap_lock, mm->fork_thread, "mmap_lock");
+	down_write(mm, &mm->mmap_lock);
 	for (int v = 0; v < mm->nr_vmas; v++) {
 		vma_start_write(mm, v);
 		copy_page_range(mm, v);
@@ -448,6 +476,5 @@ void dup_mmap(struct mm *mm)
 	mm->ops.tlb_flushes++;
 	STEP(mm, "vma_end_write_all");
 	mm->mm_lock_seq++;
-	STEP(mm, "up_write");
-	up_write(&mm->mmap_lock, mm->nr_threads);
+	up_write(mm, &mm->mmap_lock);
 }

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The other threads' frames and the locks they share with fork, as simulator/kstep/models/
- * vma_lock.py and rwsem.py have them for the cases ported here: kernel/locking/rwsem.c's
- * down_read fast path, a reader queued behind a writer (rwsem_down_read_slowpath), every queued
- * reader granted at up_write (rwsem_mark_wake), and a writer that finds the lock free.  Anything
- * else (a writer that would spin or queue, a waking up_read) stops the run as not ported.
+ * The other threads' frames, and the reader side of the locks they share with fork as
+ * simulator/kstep/models/vma_lock.py steps through it: down_read's fast path or
+ * rwsem_down_read_slowpath (a queued reader runs again once granted), up_read and the rwsem_wake
+ * that follows it when the last holder leaves with waiters queued.
  */
 #include <stdarg.h>
 #include <string.h>
@@ -42,54 +41,43 @@ void push(struct thread *t, int n, ...)
 		t->frames[t->nr_frames++] = f[n];
 }
 
-/* down_read: the fast path (no writer, nobody queued), else queue behind the writer; true if taken. */
-bool down_read(struct mm *mm, struct rwsem *sem, int i)
+struct rwsem *lock_of(struct mm *mm, long lock)
 {
-	if (!sem->writer && !sem->queued) {
-		sem->readers++;
-		return true;
-	}
-	if (!sem->writer)
-		not_ported(mm, "a reader behind queued readers with no writer");
-	sem->queued++;
-	sem->granted[i] = false;
-	return false;
+	return lock == MM_LOCK ? &mm->mmap_lock : &mm->vmas[lock].lock;
 }
 
-void up_read(struct mm *mm, struct rwsem *sem, int i)
+/* down_read: the fast path, else rwsem_down_read_slowpath steals the lock or queues. */
+void down_read(struct mm *mm, long lock, int i)
 {
-	LAB_CHECK(sem->readers > 0);
-	if (--sem->readers == 0 && sem->queued)
-		not_ported(mm, "up_read with waiters queued (rwsem_wake)");
+	struct rwsem *sem = lock_of(mm, lock);
+
+	if (rwsem_read_trylock_ok(sem))
+		rwsem_add_reader(sem, i);
+	else if (rwsem_read_slowpath(sem, i))
+		push(&mm->threads[i], 1, "rwsem_down_read_slowpath", lock);
 }
 
-void down_write(struct mm *mm, struct rwsem *sem, int i, const char *what)
+/* __up_read: the last holder with waiters queued goes on to rwsem_wake. */
+void up_read(struct mm *mm, long lock, int i)
 {
-	if (sem->writer || sem->readers || sem->queued)
-		not_ported(mm, "%s would wait for %s (rwsem_optimistic_spin)", mm->threads[i].name, what);
-	sem->writer = i + 1;
+	if (rwsem_up_read(lock_of(mm, lock), i))
+		push(&mm->threads[i], 1, "rwsem_wake", lock);
 }
 
-/* up_write: rwsem_wake -> rwsem_mark_wake grants the lock to every queued reader. */
-void up_write(struct rwsem *sem, int nr_threads)
-{
-	sem->writer = 0;
-	if (!sem->queued)
-		return;
-	for (int k = 0; k < nr_threads; k++)
-		sem->granted[k] = true;
-	sem->readers += sem->queued;
-	sem->queued = 0;
-}
-
-/* The steps both kinds of thread take: a granted reader wakes, mmap_lock is released, and the
- * RCU read-side markers (which only count nesting; no grace period waits on them here). */
+/* The steps both kinds of thread take: a granted reader wakes, a lock is released and its waiters
+ * woken, and the RCU read-side markers (which only count nesting; no grace period waits here). */
 static bool common_step(struct mm *mm, int i, const struct frame *f)
 {
 	if (!strcmp(f->label, "mmap_read_unlock"))
-		up_read(mm, &mm->mmap_lock, i);
-	return !strcmp(f->label, "rwsem_down_read_slowpath") || !strcmp(f->label, "mmap_read_unlock") ||
-	       !strcmp(f->label, "rcu_read_lock") || !strcmp(f->label, "rcu_read_unlock");
+		up_read(mm, MM_LOCK, i);
+	else if (!strcmp(f->label, "up_read"))
+		up_read(mm, f->arg, i);
+	else if (!strcmp(f->label, "rwsem_wake"))
+		rwsem_wake(lock_of(mm, f->arg));
+	else
+		return !strcmp(f->label, "rwsem_down_read_slowpath") || !strcmp(f->label, "rcu_read_lock") ||
+		       !strcmp(f->label, "rcu_read_unlock");
+	return true;
 }
 
 /*
@@ -105,7 +93,7 @@ bool thread_step(struct mm *mm, int i, const char **label)
 		struct frame f = t->frames[t->nr_frames - 1];
 		bool stepped;
 
-		if (!strcmp(f.label, "rwsem_down_read_slowpath") && !mm->mmap_lock.granted[i])
+		if (!strcmp(f.label, "rwsem_down_read_slowpath") && !rwsem_read_granted(lock_of(mm, f.arg), i))
 			return false;
 		t->nr_frames--;
 		stepped = common_step(mm, i, &f) ||

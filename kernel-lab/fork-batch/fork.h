@@ -105,6 +105,7 @@ struct mm {
 	int nr_threads, fork_thread;
 	void (*step)(struct mm *mm, const char *label);	/* the fork's steps, to the scheduler (NULL: none) */
 	const struct rwsem *fork_waits;	/* the lock a queued fork retries (rwsem_try_write_lock) */
+	int copying;		/* the VMA copy_page_range is copying, or -1 (the model's copy.vma) */
 };
 
 #define STEP(mm, label)			\

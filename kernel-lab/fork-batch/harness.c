@@ -16,7 +16,8 @@
  *
  * With fault or GUP threads beside the fork, schedule= says who takes each step ("G*3 P*10 G*4"),
  * as a scenario's schedule does; the program takes exactly those steps.  After every step it
- * checks the model's pinned-page-not-shared invariant and stops at a violation, naming it.  A bad
+ * checks two of the model's invariants, pinned-page-not-shared and copy-sees-stable-page-tables,
+ * and stops at a violation, naming it.  A bad
  * parameter is one line on stderr and exit status 2, and so is a schedule that names a thread
  * that cannot step, or a fault the port does not have (no VMA there, no anon_vma yet).
  */
@@ -478,6 +479,7 @@ static void build(struct mm *mm, const struct scenario *sc)
 	for (int v = 0; v < sc->nr_vmas; v++)
 		mm->vmas[v].vm_lock_seq = -1;		/* v6.12.0's VMA: vm_lock_seq = -1 */
 	mm->npages = sc->vmas[sc->nr_vmas - 1].end;
+	mm->copying = -1;
 	build_threads(mm, sc);
 	mm->parent = calloc(mm->npages, sizeof(pte_t));
 	mm->child = calloc(mm->npages, sizeof(pte_t));
@@ -568,6 +570,12 @@ static struct run {
 	bool stopped;		/* an invariant broke: no step follows */
 } run;
 
+static void violated(const char *invariant)
+{
+	printf("violation %s %ld\n", invariant, run.steps);
+	run.stopped = true;
+}
+
 /* pinned-page-not-shared: a page pinned for DMA in the parent is never mapped by the child. */
 static void check(struct mm *mm)
 {
@@ -578,8 +586,7 @@ static void check(struct mm *mm)
 			continue;
 		for (long a = 0; a < mm->npages; a++) {
 			if (pte_present(mm->child[a]) && pte_pfn(mm->child[a]) == pte_pfn(t->pte)) {
-				printf("violation pinned-page-not-shared %ld\n", run.steps);
-				run.stopped = true;
+				violated("pinned-page-not-shared");
 				return;
 			}
 		}
@@ -604,17 +611,25 @@ static void fork_step_done(struct mm *mm)
 static void other_step(struct mm *mm)
 {
 	int k = run.sc->schedule[run.pos];
+	const struct vma *copying = mm->copying >= 0 ? &mm->vmas[mm->copying] : NULL;
+	static pte_t before[MAX_PAGES];
 	const char *label;
 
 	where = "schedule";
 	if (k == mm->fork_thread)
 		bad("step %ld names %s, which has finished", run.pos + 1, mm->threads[k].name);
+	if (copying)
+		memcpy(before, mm->parent + copying->start, (copying->end - copying->start) * sizeof(pte_t));
 	if (!thread_step(mm, k, &label))
 		bad("step %ld names %s, which %s at that point", run.pos + 1, mm->threads[k].name,
 		    mm->threads[k].nr_frames ? "is blocked" : "has finished");
 	run.pos++;
 	stepped(mm, k, label);
-	check(mm);
+	/* copy-sees-stable-page-tables: nothing but fork changes a VMA's PTEs while fork copies it */
+	if (copying && memcmp(before, mm->parent + copying->start, (copying->end - copying->start) * sizeof(pte_t)))
+		violated("copy-sees-stable-page-tables");
+	else
+		check(mm);
 }
 
 /* STEP(mm, label) in the fork: first the steps the schedule gives other threads before it. */

@@ -8,13 +8,21 @@
  * Every step of the model's program starts with STEP(mm, label) (fork.h), under the model's label.
  *
  * Build-time mutations, for the identity test to catch: -DLAB_DROP_ANY_WRITABLE leaves out
- * copy_present_ptes' "if (any_writable) pte = pte_mkwrite(pte)"; -DCONT_PTES=8 is a wrong block.
+ * copy_present_ptes' "if (any_writable) pte = pte_mkwrite(pte)"; -DCONT_PTES=8 is a wrong block;
+ * -DLAB_FORK_WITHOUT_VMA_LOCKS copies the VMAs without write-locking them, the memory corruption
+ * fb49c455323f fixed (the model's fork-without-vma-locks).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "fork.h"
+
+#ifdef LAB_FORK_WITHOUT_VMA_LOCKS
+#define LOCKS_VMAS	false
+#else
+#define LOCKS_VMAS	true	/* dup_mmap write-locks each VMA before copying it */
+#endif
 
 #define FPB_IGNORE_DIRTY	(1 << 0)
 #define FPB_IGNORE_SOFT_DIRTY	(1 << 1)
@@ -380,6 +388,8 @@ again:
 	STEP(mm, "add_mm_rss_vec");
 	for (int c = 0; c < NR_MM_COUNTERS; c++)
 		mm->rss[c] += rss[c];
+	if (ret != EAGAIN_COPY && end == mm->vmas[v].end)
+		mm->copying = -1;		/* copy_page_range is done with this VMA */
 	if (ret == EAGAIN_COPY) {
 		STEP(mm, "folio_prealloc");
 		prealloc = new_folio(mm, FOLIO_ANON, 1, 0, false);
@@ -400,6 +410,7 @@ static void copy_page_range(struct mm *mm, int v)
 	STEP(mm, "copy_page_range");
 	if (!vma->uffd_wp && !vma->anon_vma)	/* vma_needs_copy */
 		return;
+	mm->copying = v;
 	if (cow)
 		mm->write_protect_seq++;	/* raw_write_seqcount_begin */
 	for (long addr = vma->start, next; addr != vma->end; addr = next) {	/* copy_pmd_range */
@@ -469,7 +480,8 @@ void dup_mmap(struct mm *mm)
 {
 	down_write(mm, &mm->mmap_lock);
 	for (int v = 0; v < mm->nr_vmas; v++) {
-		vma_start_write(mm, v);
+		if (LOCKS_VMAS)
+			vma_start_write(mm, v);
 		copy_page_range(mm, v);
 	}
 	STEP(mm, "flush_tlb_mm");

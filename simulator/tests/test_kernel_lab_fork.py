@@ -207,6 +207,16 @@ def test_gup_fast_ignoring_write_protect_seq_breaks_the_pin_in_c_too(built, tmp_
     assert p.returncode == 0 and p.stdout == want and "violation" not in p.stdout
 
 
+def test_fork_without_vma_locks_lets_a_fault_change_the_copy_in_c_too(built, tmp_path):
+    """The port built without dup_mmap's VMA write locks runs as the model's fork-without-vma-locks
+    does: the fault finds the VMA unlocked and maps its page while fork copies that VMA, and the
+    port's own check names copy-sees-stable-page-tables at the same step."""
+    text, want = beside("fault-vs-fork", "fork-without-vma-locks")
+    assert "violation copy-sees-stable-page-tables" in want
+    p = c_run("x86_64", text, tmp_path, "fork-batch-without-vma-locks")
+    assert p.returncode == 0 and p.stdout == want
+
+
 def test_a_schedule_the_threads_cannot_take_is_refused(built, tmp_path):
     """One line naming the step, exit status 2: a thread that is blocked or done, or a schedule that
     ends before the fork does."""

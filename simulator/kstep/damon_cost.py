@@ -199,10 +199,12 @@ def accuracy_shapes() -> dict[str, tuple[list, list, str]]:
     }
 
 
-def accuracy(shape: str, max_nr_regions: int, *, aggregations_n: int, seed: int) -> list[float]:
+def accuracy(shape: str, max_nr_regions: int, *, aggregations_n: int, seed: int,
+             min_nr_regions: int = 10) -> list[float]:
     """The share of the true hot bytes found after each aggregation of one run."""
     vmas, access, _ = accuracy_shapes()[shape]
-    cfg = config(vmas, access, aggregations=aggregations_n, seed=seed, max_nr_regions=max_nr_regions)
+    cfg = config(vmas, access, aggregations=aggregations_n, seed=seed, max_nr_regions=max_nr_regions,
+                 min_nr_regions=min_nr_regions)
     workload = DamonModel().initial(cfg).cfg.workload
     return [hot_share(a.regions, true_hot(workload, a.first_sample, a.samples))
             for a in aggregations(DamonModel(), cfg)]

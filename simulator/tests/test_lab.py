@@ -423,6 +423,28 @@ def test_the_qspinlock_decoder_rejects_an_unreachable_word():
         assert f"{bad:#x}" in failed[0].detail
 
 
+def test_three_cpus_reach_every_word_of_the_layout_two_do_not():
+    # With three lockers every (tail cpu 0-2, pending, locked) word is reachable; two never show
+    # tail + pending + locked, which needs a holder, a pending waiter and a queued CPU.
+    assert probes.reachable_words(3) == probes.word_universe(3) and len(probes.word_universe(3)) == 16
+    assert probes.word_universe(2) - probes.reachable_words(2) == {0x40101, 0x80101}
+
+
+RECORDED = Path(__file__).resolve().parents[2] / "kernel-lab" / "guest" / "recorded"
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "arm64"])
+def test_the_recorded_three_locker_boots_stay_in_the_three_cpu_set(arch):
+    [path] = RECORDED.glob(f"{arch}-smp4-qspin-*.json")
+    result = guest.load_result(path)
+    case = next(c for c in result["cases"] if c["name"] == "qspin")
+    words, summary = probes.qspin_words(case["data"])
+    assert result["smp"] == 4 and summary["nthreads"] == "3"
+    assert all(c.ok for c in probes.judge(result)), probes.judge(result)
+    # the third locker shows: words the two-CPU set cannot hold (a tail naming CPU 2)
+    assert set(words) - probes.reachable_words(2)
+
+
 def test_powerpc_words_are_classified_by_powerpc_layout():
     assert probes.decode_powerpc(0x8001) == "sleepy (paravirt) + locked by cpu0"
     assert probes.decode_powerpc(0x50000) == "tail cpu1 + must-queue"

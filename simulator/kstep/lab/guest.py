@@ -32,7 +32,7 @@ from kstep.lab.kernels import ARCHES, Kernels, lab_dir
 
 GUEST = Path(__file__).resolve().parents[3] / "kernel-lab" / "guest"
 PROBES = ("vma", "fork", "damon", "qspin")
-SMP = 3  # the qspinlock probe needs two lockers and a sampler, each on its own CPU
+SMP = 3  # the qspinlock probe runs nproc - 1 lockers and a sampler, each on its own CPU: two lockers here
 TIMEOUT_S = 600  # every probe: 40-50 s on an idle 2-core host, 60-220 s measured on a busy one
 RESULT_FORMAT = "kstep-lab-result"
 RESULT_VERSION = 1

@@ -335,6 +335,11 @@ def save(result: dict, folder: Path | None = None) -> Path:
 def load_result(path: Path) -> dict:
     """A result file written by ``save``; UserError if it is not one."""
     text = read_text(path, LAB_RESULT_CAP, "lab result")  # a FIFO or /dev/zero: one line, not a hang
+    return parse_result(text, path)
+
+
+def parse_result(text: str, path: Path | str) -> dict:
+    """A result's JSON text, checked as ``load_result`` checks a file (``path`` names it in messages)."""
     try:
         result = json.loads(text)
     except (ValueError, RecursionError):

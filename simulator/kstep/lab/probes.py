@@ -406,8 +406,10 @@ def damon_scenario(case: dict, result: dict) -> str:
     the kernel traced, and the boot's seed."""
     fields, aggs, hot = damon_facts(case)
     vmas = "".join(f"[[vmas]]\nstart = {a:#x}\nend = {b:#x}\n\n" for a, b in maps_vmas(case["raw"].get("maps", [])))
+    from kstep.models.damon.model import size_text
+
     return (f'description = "The {result["arch"]} lab boot\'s DAMON probe: vmaprobe\'s threads write its '
-            f'8 MiB hot range in every sample and touch nothing else."\n'
+            f'{size_text(hot[1] - hot[0])} hot range in every sample and touch nothing else."\n'
             f'look_for = "The regions gathering around the hot range, as the kernel\'s did."\n'
             f"aggregations = {max(len(aggs), 1)}\nseed = {result['seed']}\n\n[attrs]\n"
             f"sample_us = {fields.get('sample_us', 5000)}\naggr_us = {fields.get('aggr_us', 100000)}\n"

@@ -404,10 +404,10 @@ def damon_scenario(case: dict, result: dict) -> str:
     """The probe's workload as a DAMON scenario (TOML): the target's VMAs from its maps, the planted hot
     range touched in every sample, the probe's intervals and region bounds, as many aggregations as
     the kernel traced, and the boot's seed."""
-    fields, aggs, hot = damon_facts(case)
-    vmas = "".join(f"[[vmas]]\nstart = {a:#x}\nend = {b:#x}\n\n" for a, b in maps_vmas(case["raw"].get("maps", [])))
     from kstep.models.damon.model import size_text
 
+    fields, aggs, hot = damon_facts(case)
+    vmas = "".join(f"[[vmas]]\nstart = {a:#x}\nend = {b:#x}\n\n" for a, b in maps_vmas(case["raw"].get("maps", [])))
     return (f'description = "The {result["arch"]} lab boot\'s DAMON probe: vmaprobe\'s threads write its '
             f'{size_text(hot[1] - hot[0])} hot range in every sample and touch nothing else."\n'
             f'look_for = "The regions gathering around the hot range, as the kernel\'s did."\n'

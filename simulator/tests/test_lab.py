@@ -326,7 +326,13 @@ def test_bad_lab_input_is_one_line_and_exit_2(capsys, tmp_path):
                          ({k: v for k, v in recorded.items() if k != "kernel"}, "without kernel"),
                          (dict(recorded, cases=[{"name": "nosuch", "data": []}]), "known probes"),
                          (dict(recorded, cases=[{"name": "vma", "ok": True, "data": [{"mode": "faults", "ok": "x"}]}]),
-                          "no whole number")):
+                          "no whole number"),
+                         (dict(recorded, arch=["x86_64"]), "unknown architecture"),
+                         (dict(recorded, kernel=dict(recorded["kernel"], abi=6)), "as text"),
+                         (dict(recorded, cases=[{"name": "vma", "ok": True, "data": [{"mode": ["faults"]}]}]),
+                          "known probes, with text"),
+                         (dict(recorded, cases=[{"name": "damon", "ok": True, "data": [], "raw": {"trace": [1]}}]),
+                          "known probes, with text")):
         (tmp_path / "broken.json").write_text(json.dumps(broken))
         one_line_exit_2(capsys, "lab", "show", tmp_path / "broken.json", says=says)
     one_line_exit_2(capsys, "lab", says="choose a lab command")

@@ -99,6 +99,7 @@ def test_a_students_own_boot_is_graded_against_itself(capsys, tmp_path):
     ("a boot of another architecture", ["result-holds-together"]),
     ("disagree where the numbers agree", ["conclusion-follows"]),
     ("a share its counts do not give", ["conclusion-follows"]),
+    ("a result.json that is no lab result", ["kernel-counts", "model-counts", "result-holds-together"]),
 ])
 def test_a_broken_submission_loses_what_it_breaks(capsys, tmp_path, broken, loses):
     who = student("arm64", 2)
@@ -116,9 +117,14 @@ def test_a_broken_submission_loses_what_it_breaks(capsys, tmp_path, broken, lose
         assert "your variant's architecture is ppc64le" in outputs["result-holds-together"]
     elif broken == "disagree where the numbers agree":
         scores, _ = grade(tmp_path, who, report(capsys, own, 2, {"conclusion.agree": "false"}))
-    else:
+    elif broken == "a share its counts do not give":
         scores, outputs = grade(tmp_path, who, report(capsys, own, 2, {"conclusion.kernel_share": "0.0300"}))
         assert "kernel_share = 0.03" in outputs["conclusion-follows"]
+    else:
+        hostile = dict(own, cases=[{"name": "vma", "ok": True, "data": [{"mode": ["writer"], "ok": [1]}]}])
+        scores, outputs = grade(tmp_path, who, report(capsys, own, 2), hostile)
+        assert outputs["kernel-counts"] == ("result.json: its cases are not a list of {name, ok, data, raw} of known "
+                                            "probes, with text as the console gave it")
     assert lost(scores) == loses, scores
 
 

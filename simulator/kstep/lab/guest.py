@@ -351,16 +351,21 @@ def parse_result(text: str, path: Path | str) -> dict:
     missing = [k for k in ("arch", "smp", "date", "boot_seconds", "kernel", "qemu", "models") if k not in result]
     if missing:
         raise UserError(f"{path}: a lab result without {', '.join(missing)}")
-    if result["arch"] not in MACHINES:
+    if not isinstance(result["arch"], str) or result["arch"] not in MACHINES:
         raise UserError(f"{path}: unknown architecture {result['arch']!r}")
     if not isinstance(result["kernel"], dict) or not isinstance(result["qemu"], dict) or \
             not isinstance(result["qemu"].get("command"), list) or not isinstance(result["models"], dict):
         raise UserError(f"{path}: its kernel, qemu and models are not tables as kstep lab run writes them")
+    if not all(isinstance(result["kernel"].get(k), str) for k in ("abi", "release", "package_version")):
+        raise UserError(f"{path}: its kernel does not name abi, release and package_version as text")
     cases = result.get("cases")
     if not isinstance(cases, list) or not all(
         isinstance(c, dict) and c.get("name") in PROBES and isinstance(c.get("data"), list)
-        and all(isinstance(d, dict) for d in c["data"]) and isinstance(c.get("raw", {}), dict)
+        and all(isinstance(d, dict) and all(isinstance(v, str) for v in d.values()) for d in c["data"])
+        and isinstance(c.get("raw", {}), dict)
+        and all(isinstance(lines, list) and all(isinstance(x, str) for x in lines) for lines in c.get("raw", {}).values())
         for c in cases
     ):
-        raise UserError(f"{path}: its cases are not a list of {{name, ok, data, raw}} of known probes")
+        raise UserError(f"{path}: its cases are not a list of {{name, ok, data, raw}} of known probes, "
+                        f"with text as the console gave it")
     return result

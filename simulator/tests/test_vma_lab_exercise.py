@@ -125,6 +125,8 @@ def test_a_broken_submission_loses_what_it_breaks(capsys, tmp_path, broken, lose
         scores, outputs = grade(tmp_path, who, report(capsys, own, 2), hostile)
         assert outputs["kernel-counts"] == ("result.json: its cases are not a list of {name, ok, data, raw} of known "
                                             "probes, with text as the console gave it")
+        scores_too, outputs = grade(tmp_path, who, report(capsys, own, 2), dict(own, models={"vma-locks": ["v6.12"]}))
+        assert lost(scores_too) == ["model-counts"] and "names no vma-locks model variant" in outputs["model-counts"]
     assert lost(scores) == loses, scores
 
 

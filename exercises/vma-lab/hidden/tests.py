@@ -110,7 +110,7 @@ def model_counts(variant, mode, seed):
 def test_model_counts(ctx):
     result, where = used_result(ctx)
     variant = result["models"].get("vma-locks")
-    if variant not in model_class("vma-locks").variants:
+    if not isinstance(variant, str) or variant not in model_class("vma-locks").variants:
         raise Fail(f"{where} names no vma-locks model variant (models.vma-locks is {variant!r})")
     got = report(ctx, "model", MODEL_KEYS)
     wrong = [f"model.{m}.{k}" for m in MODES for k, v in model_counts(variant, m, ctx.variant["seed"]).items()

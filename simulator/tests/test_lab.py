@@ -432,6 +432,12 @@ def test_damon_rows_run_the_model_on_the_same_maps_hot_range_and_intervals():
     assert "every aggregation keeps the region invariants" in rows[3]
 
 
+def test_damon_rows_head_with_the_intervals_the_guest_recorded():
+    case = damon_case(15, 0, REGIONS)
+    case["data"][0].update(sample_us="2500", aggr_us="50000")
+    assert probes.damon_rows(case, LAB_RESULT)[0].startswith("DAMON (vaddr; sample 2.5 ms, aggregate 50 ms)")
+
+
 def fork_data(medians):
     return [{"mode": m, "n": "40", "mean_us": str(us), "sd_us": "100", "min_us": str(us), "median_us": str(us),
              "anon_huge_kb": "262144" if m == "2m" else "0", "split_pmd": "128" if m == "2m-pte" else "0",

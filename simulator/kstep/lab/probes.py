@@ -437,7 +437,9 @@ def damon_rows(case: dict, result: dict) -> list[str]:
     fields, aggs, hot = damon_facts(case)
     trace = damon_observed(case)
     model = damon_model(case, result)
-    rows = [f"DAMON (vaddr; sample 5 ms, aggregate 100 ms), hot {hot[0]:#x}-{hot[1]:#x}: "
+    sample_ms = int(fields.get("sample_us", "5000")) / 1000
+    aggr_ms = int(fields.get("aggr_us", "100000")) / 1000
+    rows = [f"DAMON (vaddr; sample {sample_ms:g} ms, aggregate {aggr_ms:g} ms), hot {hot[0]:#x}-{hot[1]:#x}: "
             f"size-weighted mean nr_accesses of the hot range and of the rest"]
     for who, got in (("kernel", aggs), (f"model ({damon_variant(result['kernel']['abi'])}, same maps, hot range "
                                         f"and seed)", model)):

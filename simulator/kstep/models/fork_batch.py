@@ -28,9 +28,10 @@ arm64's contiguous-PTE blocks allowed.  The variants are the strategies of that 
   removed lines are the 6.12.y loop before it (``end_ptep = start_ptep + max_nr``, ``while (ptep <
   end_ptep)``, ``pte_same``, then ``if (pte_pfn(pte) >= folio_end_pfn) break``, ``return
   min(ptep - start_ptep, max_nr)``; ``ptep - start_ptep`` is this model's ``nr``), its added lines
-  are 6.12.117's function (Debian's linux-source-6.12).  Not checked: a v6.12.0 tree itself (none
-  was at hand), that no 6.12.y release before the fix changed the function, and that the fix first
-  shipped in 6.12.29 (no Debian 6.12 changelog was at hand either);
+  are 6.12.117's function (Debian's linux-source-6.12).  Debian's changelog (in every binary
+  package of linux 6.12.117-1~deb12u1, e.g. linux-kbuild's ``changelog.Debian.gz``) lists the fix
+  under upstream ChangeLog-6.12.29, merged in Debian's 6.12.29-1, and names no other
+  ``folio_pte_batch`` change in 6.12.y.  Not checked: a v6.12.0 tree itself (none was at hand);
 - ``no-batch-hint``: 6.12's batching with the generic ``pte_batch_hint`` (always 1), the shape of
   David Hildenbrand's December 2023 prototype: every PTE of a batch is read with ``ptep_get``,
   which on arm64 gathers a folded entry's whole block each time (the thread's "16 x 16 reads");

@@ -1341,6 +1341,15 @@ class VmaLocksModel(ProgramModel):
             return set_local(state, i, ghost_writer_since_walk=False)
         return state
 
+    def blocked_on(self, s, actor):
+        """A thread queued on an rwsem (its next step's guard waits for a grant or a free lock)."""
+        t = s.threads[thread_index(s, actor)]
+        if not t.frames or t.frames[0].label not in ("rwsem_try_write_lock", "rwsem_down_read_slowpath"):
+            return ""
+        lock = t.frames[0].arg
+        held = _sem_text(lock_of(s, lock), [u.name for u in s.threads])
+        return f"{'mmap_lock' if lock == MM else f'the lock of VMA {lock}'} ({held})"
+
     def summary(self, s):
         names = [t.name for t in s.threads]
         out = {"mm_lock_seq": str(s.mm.mm_lock_seq), "mmap_lock": _sem_text(s.mm.mmap_lock, names)}

@@ -1,0 +1,212 @@
+"""Interactive scheduling: the student picks who runs next, steps back, and branches.
+
+A ``Session`` is a run of one bundled scenario built by hand, one chosen action at a time.  It
+offers every enabled action, says why each other actor cannot move (its next step, and the lock it
+waits for when the model says), checks the invariants after every step exactly as ``simulate``
+does (harm ends the run; a broken assertion is kept and the run goes on), and gives the board's
+rows for the current step and the trace columns of the whole prefix.
+
+The page's interactive mode runs this module in the browser, in Pyodide's core runtime
+(interactive.js), so it imports only the standard library and kstep's stdlib modules; the tests
+and the benchmark use it directly.  Every answer is plain JSON data.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from typing import Any, Callable, Optional
+
+from ..engine import HARM, Action, Trace, scenario
+from ..engine.model import Checks, Violation, deadlock
+from ..engine.schedule import deadlock_message
+from ..errors import UserError
+from ..models import make_model
+from . import rcu_board, vma_board
+from .boxes import COLUMNS, BoardSource, with_changes
+from .columns import FrameColumns, Strings
+
+# The mechanisms whose board has standard-library rows; the others show their state as text.
+BOARDS: dict[str, Callable[[Any], list[BoardSource]]] = {
+    "vma-locks": vma_board.board_sources,
+    "rcu": rcu_board.board_sources,
+}
+
+
+class Session:
+    """A hand-scheduled run of scenario ``name`` of ``mechanism`` (under ``variant``, else the
+    scenario's own variant, else the model's default)."""
+
+    def __init__(self, mechanism: str, name: str, variant: Optional[str] = None) -> None:
+        probe = make_model(mechanism)
+        self.scenario = scenario.load(mechanism, probe.scenario_schema, name)
+        self.model = make_model(mechanism, variant or self.scenario.variant or None)
+        self.checks = Checks(self.model.invariants)
+        s0 = self.model.initial(self.scenario.config)
+        self.states = [s0]
+        self.actions: list[Action] = []
+        self.violations = [self.checks.after(None, None, s0, 0)]  # per frame: the run's verdict so far
+        self.board = BOARDS.get(mechanism, lambda s: [])(s0)
+        self.sources = self.model.sources()
+        self._rows: dict = {}
+
+    # -- moving -------------------------------------------------------------------------------
+    def step(self, action: str, at: Optional[int] = None) -> dict:
+        """Take ``action`` ("ACTOR:label", or just "ACTOR" for its one enabled action) and show it;
+        ``at`` (a step of the run so far) first drops every step after it: the run branches there."""
+        if at is not None and 0 <= at < len(self.actions):
+            del self.actions[at:], self.states[at + 1:], self.violations[at + 1:]
+        state = self.states[-1]
+        chosen = self._enabled_match(action)
+        nxt = self.model.step(state, chosen)
+        k = len(self.actions) + 1
+        before = self.violations[-1]
+        found = self.checks.harm(state, chosen, nxt, k) or before or self.checks.assertion(state, chosen, nxt, k)
+        self.states.append(nxt)
+        self.actions.append(chosen)
+        if found is None and not self.model.actions(nxt) and not self.model.finished(nxt):
+            found = deadlock(deadlock_message(self.model, nxt), k)
+        self.violations.append(found)
+        return self.view()
+
+    def back(self) -> dict:
+        """Undo the last step (choosing another action next branches the run)."""
+        if self.actions:
+            self.actions.pop()
+            self.states.pop()
+            self.violations.pop()
+        return self.view()
+
+    def reset(self) -> dict:
+        del self.actions[:], self.states[1:], self.violations[1:]
+        return self.view()
+
+    def _enabled_match(self, text: str) -> Action:
+        if self.over():
+            raise UserError(f"the run is over ({self.violations[-1].title}): step back to go on")
+        enabled = self.model.actions(self.states[-1])
+        actor, _, label = text.partition(":")
+        match = [a for a in enabled if a.actor == actor and (a.label == label or not label)]
+        if not label and len(match) > 1:  # a thread's next step, not an optional one beside it
+            match = [a for a in match if not self.model.is_optional(a)] or match
+        if len(match) != 1:
+            raise UserError(f"{text} is not an enabled action here (enabled: {', '.join(map(str, enabled)) or 'none'})")
+        return match[0]
+
+    def over(self) -> bool:
+        v = self.violations[-1]
+        return v is not None and v.kind == HARM
+
+    # -- what the page shows ------------------------------------------------------------------
+    def view(self) -> dict:
+        """The current step: who did what, the choices for the next one, the verdict and the board."""
+        k, state = len(self.actions), self.states[-1]
+        last = self.actions[-1] if self.actions else None
+        v = self.violations[-1]
+        enabled = [] if self.over() else self.model.actions(state)
+        movers = {a.actor for a in enabled}
+        return {
+            "step": k,
+            "actor": last.actor if last else None,
+            "label": last.label if last else None,
+            "where": str(self.sources[last.label]) if last else None,
+            "what": self._what(last.label) if last else None,
+            "choices": [{"action": str(a), "actor": a.actor, "label": a.label, "where": str(self.sources[a.label]),
+                         "what": self._what(a.label)} for a in enabled],
+            "waiting": [{"actor": actor, "why": self.why(state, actor)} for actor in self.model.actors(state)
+                        if actor not in movers and not self.model.done(state, actor)],
+            "done": [actor for actor in self.model.actors(state) if self.model.done(state, actor)],
+            "violation": None if v is None else {**v._asdict(), "title": v.title, "new": self._new_violation()},
+            "outcome": self.outcome(),
+            "schedule": self.schedule(),
+            "board": self.rows(k),
+            "state": None if self.board else self.model.describe(state),
+        }
+
+    def why(self, state, actor: str) -> str:
+        """Why an unfinished actor has no enabled action: its next step, and the lock it waits on."""
+        if self.over():
+            return "the run is over"
+        threads = {t[0]: t for t in state[0]} if hasattr(state, "threads") else {}
+        t = threads.get(actor)
+        if t is None or not t[1]:
+            return "idle: none of its steps has work to do"
+        label = t[1][0][0]
+        where = self.sources.get(label)
+        said = f"blocked at {label}" + (f" ({where.function})" if where else "")
+        on = self.model.blocked_on(state, actor)
+        return f"{said}: waits for {on}" if on else said
+
+    def _what(self, label: str) -> str:
+        what = getattr(self.model, "what", None)
+        return what(label) if what else ""
+
+    def _new_violation(self) -> bool:
+        """True when the last step is the one that broke the invariant (the moment to celebrate)."""
+        v = self.violations[-1]
+        return v is not None and (len(self.violations) < 2 or self.violations[-2] != v)
+
+    def outcome(self) -> str:
+        v = self.violations[-1]
+        if v is not None and v.kind == HARM:
+            return "deadlock" if v.invariant == "deadlock" else "violation"
+        return "finished" if self.model.finished(self.states[-1]) else "running"
+
+    def schedule(self) -> str:
+        """The run so far as a scripted schedule: ``kstep simulate ... -P`` replays it."""
+        return " ".join(map(str, self.actions))
+
+    def rows(self, k: int) -> dict[str, dict]:
+        """The board's rows at frame k, box sources with their change halos."""
+        out = {}
+        for src in self.board:
+            now = self._source_rows(src, self.states[k])
+            if src.columns is None:
+                now = with_changes(None if k == 0 else self._source_rows(src, self.states[k - 1]), now)
+            out[src.name] = now
+        return out
+
+    def _source_rows(self, src: BoardSource, state) -> dict:
+        key = (src.name, src.key(state))
+        rows = self._rows.get(key)
+        if rows is None:
+            rows = self._rows[key] = {c: list(v) for c, v in src.rows(state).items()}
+        return rows
+
+    # -- the prefix as a trace ------------------------------------------------------------------
+    def trace(self) -> Trace:
+        """The run so far as a scripted trace (``script``: the schedule that replays it)."""
+        v: Optional[Violation] = self.violations[-1]
+        if v is not None:  # as simulate has it: any violation kept names the outcome
+            outcome = "deadlock" if v.invariant == "deadlock" else "violation"
+        else:
+            outcome = "finished" if self.model.finished(self.states[-1]) else "schedule-end"
+        return Trace(self.model.name, self.model.variant.name, self.scenario.name, self.scenario.config, "scripted",
+                     None, list(self.states), list(self.actions), list(range(1, len(self.actions) + 1)),
+                     outcome=outcome, violation=v, script=self.schedule())
+
+    def columns(self) -> dict[str, Any]:
+        """The trace columns of the prefix (step, tick, actor, label) and the board's frame-indexed
+        columns (columns.py's store, start and stop), as the player ships them."""
+        strings = Strings()
+        boards = {}
+        for src in self.board:
+            kinds = src.columns or {**COLUMNS, "changed": int}
+            fc = FrameColumns(src.name, kinds, lambda k: self.rows(k)[src.name], strings)
+            for k in range(len(self.states)):
+                fc.add(k)
+            boards[src.name] = fc.export()
+        return {**self.trace().columns(self.model), "board": boards, "strings": strings.table}
+
+    def page_json(self) -> str:
+        """``view()`` and ``columns()`` as one JSON text: what the page takes after each move."""
+        return json.dumps({"view": self.view(), "columns": _plain(self.columns())})
+
+
+def _plain(value: Any) -> Any:
+    """Columns with their arrays as lists (JSON has no arrays of a type)."""
+    if isinstance(value, array):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

@@ -133,7 +133,7 @@ class Session:
             return "idle: none of its steps has work to do"
         label = t[1][0][0]
         where = self.sources.get(label)
-        said = f"blocked at {label}" + (f" ({where.function})" if where else "")
+        said = f"blocked at {label}" + (f" in {where.function}" if where and where.function != label else "")
         on = self.model.blocked_on(state, actor)
         return f"{said}: waits for {on}" if on else said
 

@@ -2,7 +2,6 @@
 shared counter with a separate load and store (the lost update from OSTEP's first chapters)."""
 
 import json
-import sys
 from typing import NamedTuple
 
 import pytest

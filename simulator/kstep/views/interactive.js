@@ -253,6 +253,8 @@
     }
   }
 
+  globalThis.kstep_live_boot = boot;  // the benchmark (bench/interactive.py) times Python steps in this interpreter
+
   const css = document.createElement("style");
   css.textContent = STYLE;
   document.head.appendChild(css);

@@ -25,16 +25,7 @@ UAF_SCHEDULE = ["T1", "T1"] + ["W"] * 9 + ["T1"]
 def test_interactive_mode_imports_only_the_standard_library_and_builds_columns_for_every_mechanism():
     """Pyodide's core runtime has the standard library and nothing else: with every other module
     unimportable, a Session of a bundled scenario of each mechanism steps and builds its columns."""
-    code = textwrap.dedent("""
-        import sys
-
-        class OnlyTheStandardLibrary:
-            def find_spec(self, name, path=None, target=None):
-                top = name.partition(".")[0]
-                if top != "kstep" and top not in sys.stdlib_module_names:
-                    raise ImportError(f"{name} is not in the standard library")
-
-        sys.meta_path.insert(0, OnlyTheStandardLibrary())
+    code = live.ONLY_STDLIB + textwrap.dedent("""
         from kstep.engine import scenario
         from kstep.models import MODELS
         from kstep.views.interactive import BOARDS, Session

@@ -28,10 +28,9 @@ PYODIDE = "pyodide"  # the runtime's folder under the static folder
 KSTEP = "kstep"  # kstep.zip and interactive.js, under the static folder
 ENTRY = "kstep.views.interactive"
 
-# Run in a child process: import ENTRY with every module outside the standard library (and kstep)
-# unimportable, then print the files of the kstep modules that came in.
-STDLIB_ONLY = """
-import json, sys
+# Code run in a child process after this imports only the standard library (and kstep), as in Pyodide.
+ONLY_STDLIB = """
+import sys
 
 class OnlyTheStandardLibrary:
     def find_spec(self, name, path=None, target=None):
@@ -40,7 +39,10 @@ class OnlyTheStandardLibrary:
             raise ImportError(f"{name} is not in the standard library")
 
 sys.meta_path.insert(0, OnlyTheStandardLibrary())
-import importlib
+"""
+# Import ENTRY so, then print the files of the kstep modules that came in.
+STDLIB_MODULES = ONLY_STDLIB + """
+import importlib, json
 importlib.import_module(sys.argv[1])
 print(json.dumps(sorted(m.__file__ for n, m in sys.modules.items() if n.partition(".")[0] == "kstep")))
 """
@@ -60,7 +62,7 @@ def runtime_dir() -> Path:
 def stdlib_modules(entry: str = ENTRY) -> list[Path]:
     """The files of the kstep modules ``entry`` imports when only the standard library is there."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    out = subprocess.run([sys.executable, "-c", STDLIB_ONLY, entry], capture_output=True, text=True, env=env)
+    out = subprocess.run([sys.executable, "-c", STDLIB_MODULES, entry], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise RuntimeError(f"{entry} needs more than the standard library:\n{out.stderr[-2000:]}")
     return [Path(f) for f in json.loads(out.stdout)]

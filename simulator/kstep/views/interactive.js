@@ -23,7 +23,8 @@
   font-weight: bold; }
 .kstep-live .kstep-live-ok { background: #E8F6F0; padding: 6px 10px; }
 .kstep-live code { font-family: 'DejaVu Sans Mono', monospace; }
-.kstep-live pre { max-height: 16em; overflow: auto; font-size: 10pt; }`;
+.kstep-live-state th { text-align: left; padding-right: 1em; font-weight: normal; color: #555; }
+.kstep-live-state code { font-size: 10pt; white-space: pre-wrap; }`;
   const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
   const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ESC[c]);
   let pyodide = null;  // one interpreter for every player of the page
@@ -155,8 +156,9 @@
     parts.push('<div class="kstep-live-waiting">Your schedule: <code class="kstep-live-schedule">' +
       esc(v.schedule || "(none yet)") + "</code>" + (v.step ? " &mdash; the player's slider goes back through " +
       "it; choosing from an earlier step branches there" : "") + "</div>");
-    if (v.state !== null) {
-      parts.push("<pre>" + esc(JSON.stringify(v.state, null, 1)) + "</pre>");
+    if (v.state !== null) {  // a mechanism whose board is not recomputed here: its state as text
+      parts.push('<table class="kstep-live-state">' + Object.entries(v.state).map(([k, x]) =>
+        "<tr><th>" + esc(k) + "</th><td><code>" + esc(x) + "</code></td></tr>").join("") + "</table>");
     }
     ctx.el.innerHTML = parts.join("");
     ctx.el.dataset.step = String(v.step);

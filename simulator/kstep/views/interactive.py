@@ -120,18 +120,19 @@ class Session:
             "outcome": self.outcome(),
             "schedule": self.schedule(),
             "board": self.rows(k),
-            "state": None if self.board else self.model.describe(state),
+            # Without a board here, the state as the step table shows it (short columns), else whole.
+            "state": None if self.board else {k: str(v) for k, v in
+                                              (self.model.summary(state) or self.model.describe(state)).items()},
         }
 
     def why(self, state, actor: str) -> str:
         """Why an unfinished actor has no enabled action: its next step, and the lock it waits on."""
         if self.over():
             return "the run is over"
-        threads = {t[0]: t for t in state[0]} if hasattr(state, "threads") else {}
-        t = threads.get(actor)
-        if t is None or not t[1]:
+        t = next((t for t in getattr(state, "threads", ()) if t.name == actor), None)
+        if t is None or not t.frames:  # a daemon (the RCU kthread, a kdamond) with nothing to do
             return "idle: none of its steps has work to do"
-        label = t[1][0][0]
+        label = t.frames[0].label
         where = self.sources.get(label)
         said = f"blocked at {label}" + (f" in {where.function}" if where and where.function != label else "")
         on = self.model.blocked_on(state, actor)

@@ -105,6 +105,8 @@
     }
     P.n = n;
     P.strings = c.strings;
+    P.status0 = '<div class="kstep-status"><span class="kstep-stepno">step 0 / ' + n + "</span> initial state" +
+      '<div class="kstep-what">' + (n ? "the start of your run" : "choose who takes the first step") + "</div></div>";
     P.frames.data = frames;
     ctx.W.banner.text = banner_html(page.view);
     await ctx.cb.execute({kstep_live: page.view.step});

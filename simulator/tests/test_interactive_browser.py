@@ -1,8 +1,9 @@
 """Interactive scheduling in a real browser: Chromium, a page served by ``kstep serve`` on 127.0.0.1,
 kstep's Python running in Pyodide from the page's own static folder, and nothing else reachable.
 
-A student starts interactive mode, picks the actor of every step, reads why the others cannot
-move, and races the munmap into the use-after-free of the ``free-immediately`` variant; the player
+A student opens the munmap-vs-fault scenario's page (its recorded run is 6.12's), picks the
+``free-immediately`` kernel, picks the actor of every step, reads why the others cannot move, and
+races the munmap into the use-after-free; the player
 shows each of their steps (status line, board) exactly as the Python Session computes it.  Pyodide
 takes seconds to start: every wait is on a state of the page, with a generous limit, never a sleep.
 """
@@ -14,7 +15,7 @@ import sys
 import pytest
 
 from browser import Opened
-from kstep.engine import explore, scenario
+from kstep.engine import Scripted, scenario, simulate
 from kstep.models import make_model
 from kstep.views import live
 from kstep.views.interactive import Session
@@ -29,12 +30,12 @@ STEP_MS = 30_000
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """The free-immediately counterexample's page (munmap-vs-fault), with interactive mode's files."""
+    """munmap-vs-fault's page as the course has it (its scripted run on 6.12), with interactive mode's files."""
     folder = tmp_path_factory.mktemp("live")
-    model = make_model("vma-locks", "free-immediately")
+    model = make_model("vma-locks")
     sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
-    found = explore(model, model.initial(sc.config), scenario=sc.name, config=sc.config)
-    live.write_page(folder, found.counterexample, model, about=sc)
+    trace = simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
+    live.write_page(folder, trace, model, about=sc)
     return folder
 
 
@@ -49,6 +50,11 @@ def origin(site):
         proc.wait(timeout=30)
 
 
+def html(text):
+    """``text`` as the page writes it into HTML (interactive.js's and player.js's esc)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
 def panel_at(p, state, step=None):
     where = f'.kstep-live[data-state="{state}"]' + ("" if step is None else f'[data-step="{step}"]')
     p.page.wait_for_selector(where, timeout=BOOT_MS if state == "live" and step == 0 else STEP_MS)
@@ -58,6 +64,7 @@ def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(bro
     p = Opened(browser, origin + "/index.html", origin=origin)
     try:
         panel_at(p, "ready")
+        p.page.select_option('.kstep-live select[data-do="variant"]', "free-immediately")
         p.page.click('.kstep-live button[data-do="start"]')
         panel_at(p, "live", 0)
         assert p.js("m('kstep-plot-timeline').visible") is False  # the recorded run's chart is not this run
@@ -67,6 +74,7 @@ def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(bro
             panel_at(p, "live", k)
             view = expected.step(actor)
             assert f"step {k} / {k}" in p.status() and view["label"] in p.status()
+            assert html(view["what"]) in p.status(), f"step {k}: the step's text under free-immediately"
             for name, rows in view["board"].items():
                 col = "head" if "head" in rows else "text"
                 assert p.shown(name)[col] == rows[col], f"step {k}: {name}"
@@ -90,6 +98,11 @@ def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(bro
             in waiting
         assert p.page.locator('.kstep-live button[data-action^="W:"]').count() == 0
         assert p.page.inner_text(".kstep-live-schedule").startswith("T1:rcu_read_lock T1:mas_walk T1:vma_start_read")
+
+        p.page.select_option('.kstep-live select[data-do="variant"]', "v6.12")  # another kernel: a new run
+        panel_at(p, "live", 0)
+        assert p.page.locator('.kstep-live select[data-do="variant"]').input_value() == "v6.12"
+        assert "step 0 / 0" in p.status()
         p.check_clean()
     finally:
         p.close()

@@ -105,6 +105,8 @@
     }
     P.n = n;
     P.strings = c.strings;
+    P.where = c.where;  // the same labels under every variant offered (live.py), but their texts may differ
+    P.what = c.what;
     P.status0 = '<div class="kstep-status"><span class="kstep-stepno">step 0 / ' + n + "</span> initial state" +
       '<div class="kstep-what">' + (n ? "the start of your run" : "choose who takes the first step") + "</div></div>";
     P.frames.data = frames;
@@ -125,9 +127,17 @@
       '<div class="kstep-message">no invariant is violated up to here; choose who runs next</div></div>';
   }
 
+  // The variants the scenario can run under: 6.12 and its versions, and the broken ones to catch.
+  function variant_select(ctx) {
+    return '<label>Kernel: <select data-do="variant">' + get(ctx.P.live, "variants").map((v) =>
+      '<option value="' + esc(get(v, "name")) + '"' + (get(v, "name") === ctx.variant ? " selected" : "") +
+      ' title="' + esc(get(v, "doc")) + '">' + esc(get(v, "name")) + (get(v, "broken") ? " (broken)" : "") +
+      "</option>").join("") + "</select></label> ";
+  }
+
   function render(ctx, page) {
     const v = page.view;
-    const parts = ['<div><b>You schedule.</b> Step ' + v.step + (v.actor === null ? "" : ": " + esc(v.actor) +
+    const parts = ["<div>" + variant_select(ctx) + '<b>You schedule.</b> Step ' + v.step + (v.actor === null ? "" : ": " + esc(v.actor) +
       " &rarr; <code>" + esc(v.label) + "</code>") + "</div>"];
     if (v.violation !== null && v.violation.kind === "harm") {
       parts.push('<p class="kstep-live-found" data-found="' + esc(v.violation.invariant) + '">★ You found it: ' +
@@ -198,7 +208,10 @@
     ctx.el.innerHTML = "Loading the model (Python in your browser)…";
     const py = await boot();
     const live = ctx.P.live;
-    ctx.session = py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), get(live, "variant"));
+    if (ctx.session !== undefined) {
+      ctx.session.destroy();
+    }
+    ctx.session = py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant);
     const page = JSON.parse(ctx.session.page_json());
     ctx.steps = 0;
     hide_recorded_charts(ctx, page);
@@ -209,12 +222,13 @@
   function offer(ctx) {
     ctx.el.dataset.state = "ready";
     ctx.el.innerHTML = "<b>Schedule it yourself:</b> choose which thread takes each next atomic step, step back, " +
-      "try another order, and see whether you can break an invariant. " +
+      "try another order, and see whether you can break an invariant. " + variant_select(ctx) +
       '<button data-do="start">Schedule it yourself</button>';
   }
 
   function setup(ctx) {
     ctx.W = ctx.P.widgets;
+    ctx.variant = get(ctx.P.live, "variant");
     ctx.el = panel(ctx);
     if (location.protocol === "file:") {
       ctx.el.dataset.state = "file";
@@ -225,6 +239,19 @@
       return;
     }
     offer(ctx);
+    const failed = (err) => {
+      ctx.el.dataset.state = "error";
+      ctx.el.textContent = "Interactive scheduling failed: " + err;
+      console.error(err);
+    };
+    ctx.el.addEventListener("change", (e) => {  // another kernel: a run under it starts (or the choice waits)
+      if (e.target.dataset.do === "variant") {
+        ctx.variant = e.target.value;
+        if (ctx.session !== undefined) {
+          start(ctx).catch(failed);
+        }
+      }
+    });
     ctx.el.addEventListener("click", (e) => {
       const b = e.target.closest("button");
       if (b === null || b.disabled) {
@@ -239,11 +266,7 @@
         ctx.el.dataset.state = "busy";
         run = move(ctx, b.dataset.action !== undefined ? {action: b.dataset.action} : {do: b.dataset.do});
       }
-      run.catch((err) => {
-        ctx.el.dataset.state = "error";
-        ctx.el.textContent = "Interactive scheduling failed: " + err;
-        console.error(err);
-      });
+      run.catch(failed);
     });
   }
 

@@ -187,8 +187,9 @@ class Session:
                      outcome=outcome, violation=v, script=self.schedule())
 
     def columns(self) -> dict[str, Any]:
-        """The trace columns of the prefix (step, tick, actor, label) and the board's frame-indexed
-        columns (columns.py's store, start and stop), as the player ships them."""
+        """The trace columns of the prefix (step, tick, actor, label; each label's source and text under
+        this variant) and the board's frame-indexed columns (columns.py's store, start and stop), as
+        the player ships them."""
         strings = Strings()
         boards = {}
         for src in self.board:
@@ -197,7 +198,10 @@ class Session:
             for k in range(len(self.states)):
                 fc.add(k)
             boards[src.name] = fc.export()
-        return {**self.trace().columns(self.model), "board": boards, "strings": strings.table}
+        cols = self.trace().columns(self.model)
+        where = [str(self.sources[label]) for label in cols["labels"]]
+        return {**cols, "where": where, "what": [self._what(label) for label in cols["labels"]], "board": boards,
+                "strings": strings.table}
 
     def page_json(self) -> str:
         """``view()`` and ``columns()`` as one JSON text: what the page takes after each move."""

@@ -99,13 +99,18 @@ def interactive_js() -> str:
 
 def enable(lay, trace, model) -> None:
     """Mark the player of layout ``lay`` as one a student can schedule by hand (interactive.js looks
-    for the mark), and ship the code pane of every step the model has, not only the recorded run's."""
+    for the mark), and ship the code pane of every step the model has, not only the recorded run's.
+
+    The mark lists the variants the student may run the scenario under: those with the same steps
+    as the page's model (the player's label tables, code pane included, hold for them all)."""
     from . import code  # the code pane's tables: Bokeh-free, but they read the committed excerpts
 
     spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
     labels = spec["labels"]
     spec.update(code.tables(labels, model.sources(), set(labels)))
-    spec["live"] = {"mechanism": trace.mechanism, "scenario": trace.scenario, "variant": trace.variant}
+    variants = [v for v in type(model).variants.values() if sorted(type(model)(v.name).sources()) == labels]
+    spec["live"] = {"mechanism": trace.mechanism, "scenario": trace.scenario, "variant": trace.variant,
+                    "variants": [{"name": v.name, "doc": v.doc, "broken": v.broken} for v in variants]}
 
 
 def write_page(folder: Path, trace, model, about=None) -> Path:

@@ -86,6 +86,9 @@ def test_back_undoes_a_step_and_choosing_at_an_earlier_step_branches_there():
     assert s.back() == views[3]
     assert s.back() == views[2]
     s.step("T1")
+    with pytest.raises(Exception, match="not an enabled action"):
+        s.step("W:vm_area_free", at=1)
+    assert len(s.actions) == 3, "a refused choice leaves the run as it was"
     branched = s.step("T2", at=1)  # from step 1: T2 moves instead of what followed
     assert branched["step"] == 2 and s.schedule() == "T1:rcu_read_lock T2:rcu_read_lock"
     assert s.reset() == views[0]

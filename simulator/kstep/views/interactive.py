@@ -55,9 +55,10 @@ class Session:
         """Take ``action`` ("ACTOR:label", or just "ACTOR" for its one enabled action) and show it;
         ``at`` (a step of the run so far) first drops every step after it: the run branches there."""
         if at is not None and 0 <= at < len(self.actions):
+            self._enabled_match(action, at)  # a choice that is not there leaves the run as it was
             del self.actions[at:], self.states[at + 1:], self.violations[at + 1:]
         state = self.states[-1]
-        chosen = self._enabled_match(action)
+        chosen = self._enabled_match(action, len(self.actions))
         nxt = self.model.step(state, chosen)
         k = len(self.actions) + 1
         before = self.violations[-1]
@@ -81,10 +82,12 @@ class Session:
         del self.actions[:], self.states[1:], self.violations[1:]
         return self.view()
 
-    def _enabled_match(self, text: str) -> Action:
-        if self.over():
-            raise UserError(f"the run is over ({self.violations[-1].title}): step back to go on")
-        enabled = self.model.actions(self.states[-1])
+    def _enabled_match(self, text: str, k: int) -> Action:
+        """The enabled action at step ``k`` that ``text`` names."""
+        v = self.violations[k]
+        if v is not None and v.kind == HARM:
+            raise UserError(f"the run is over ({v.title}): step back to go on")
+        enabled = self.model.actions(self.states[k])
         actor, _, label = text.partition(":")
         match = [a for a in enabled if a.actor == actor and (a.label == label or not label)]
         if not label and len(match) > 1:  # a thread's next step, not an optional one beside it

@@ -68,6 +68,7 @@ def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(bro
         p.page.click('.kstep-live button[data-do="start"]')
         panel_at(p, "live", 0)
         assert p.js("m('kstep-plot-timeline').visible") is False  # the recorded run's chart is not this run
+        assert "broken variant free-immediately" in p.js("m('kstep-header').text")
         expected = Session("vma-locks", "munmap-vs-fault", "free-immediately")
         for k, actor in enumerate(UAF_SCHEDULE, start=1):
             p.page.click(f'.kstep-live button[data-action^="{actor}:"]')

@@ -111,6 +111,11 @@
       '<div class="kstep-what">' + (n ? "the start of your run" : "choose who takes the first step") + "</div></div>";
     P.frames.data = frames;
     ctx.W.banner.text = banner_html(page.view);
+    const live = ctx.P.live, v = variant_of(ctx);
+    ctx.doc.get_model_by_name("kstep-header").text = '<div class="kstep-header"><b>' + esc(get(live, "title")) +
+      "</b> &mdash; " + esc(get(live, "scenario")) + '<div class="kstep-sub">your run: ' + n + " steps · " +
+      (get(v, "broken") ? '<span class="kstep-broken">broken variant ' + esc(get(v, "name")) + ":</span> " +
+       esc(get(v, "doc")) : esc(get(v, "name"))) + "</div></div>";
     await ctx.cb.execute({kstep_live: page.view.step});
   }
 
@@ -125,6 +130,10 @@
     }
     return '<div class="kstep-banner stopped">■ your run so far: ' + v.step + " steps" +
       '<div class="kstep-message">no invariant is violated up to here; choose who runs next</div></div>';
+  }
+
+  function variant_of(ctx) {
+    return get(ctx.P.live, "variants").find((v) => get(v, "name") === ctx.variant);
   }
 
   // The variants the scenario can run under: 6.12 and its versions, and the broken ones to catch.

@@ -110,6 +110,7 @@ def enable(lay, trace, model) -> None:
     spec.update(code.tables(labels, model.sources(), set(labels)))
     variants = [v for v in type(model).variants.values() if sorted(type(model)(v.name).sources()) == labels]
     spec["live"] = {"mechanism": trace.mechanism, "scenario": trace.scenario, "variant": trace.variant,
+                    "title": model.title or model.name,
                     "variants": [{"name": v.name, "doc": v.doc, "broken": v.broken} for v in variants]}
 
 

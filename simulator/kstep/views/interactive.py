@@ -48,7 +48,8 @@ class Session:
         self.violations = [self.checks.after(None, None, s0, 0)]  # per frame: the run's verdict so far
         self.board = BOARDS.get(mechanism, lambda s: [])(s0)
         self.sources = self.model.sources()
-        self._rows: dict = {}
+        self.keys = [self._keys(s0)]  # per frame: each board source's key of the state
+        self._rows: dict = {}  # (source, key) -> its rows; (source, key before, key after) -> with changes
 
     # -- moving -------------------------------------------------------------------------------
     def step(self, action: str, at: Optional[int] = None) -> dict:
@@ -56,7 +57,7 @@ class Session:
         ``at`` (a step of the run so far) first drops every step after it: the run branches there."""
         if at is not None and 0 <= at < len(self.actions):
             self._enabled_match(action, at)  # a choice that is not there leaves the run as it was
-            del self.actions[at:], self.states[at + 1:], self.violations[at + 1:]
+            self._keep(at)
         state = self.states[-1]
         chosen = self._enabled_match(action, len(self.actions))
         nxt = self.model.step(state, chosen)
@@ -68,19 +69,21 @@ class Session:
         if found is None and not self.model.actions(nxt) and not self.model.finished(nxt):
             found = deadlock(deadlock_message(self.model, nxt), k)
         self.violations.append(found)
+        self.keys.append(self._keys(nxt))
         return self.view()
 
     def back(self) -> dict:
         """Undo the last step (choosing another action next branches the run)."""
-        if self.actions:
-            self.actions.pop()
-            self.states.pop()
-            self.violations.pop()
+        self._keep(max(0, len(self.actions) - 1))
         return self.view()
 
     def reset(self) -> dict:
-        del self.actions[:], self.states[1:], self.violations[1:]
+        self._keep(0)
         return self.view()
+
+    def _keep(self, k: int) -> None:
+        """Keep the first k steps of the run."""
+        del self.actions[k:], self.states[k + 1:], self.violations[k + 1:], self.keys[k + 1:]
 
     def _enabled_match(self, text: str, k: int) -> Action:
         """The enabled action at step ``k`` that ``text`` names."""
@@ -162,19 +165,32 @@ class Session:
 
     def rows(self, k: int) -> dict[str, dict]:
         """The board's rows at frame k, box sources with their change halos."""
-        out = {}
-        for src in self.board:
-            now = self._source_rows(src, self.states[k])
-            if src.columns is None:
-                now = with_changes(None if k == 0 else self._source_rows(src, self.states[k - 1]), now)
-            out[src.name] = now
-        return out
+        return {src.name: self._frame_rows(i, k) for i, src in enumerate(self.board)}
 
-    def _source_rows(self, src: BoardSource, state) -> dict:
-        key = (src.name, src.key(state))
-        rows = self._rows.get(key)
+    def _keys(self, state) -> tuple:
+        return tuple(src.key(state) for src in self.board)
+
+    def _frame_key(self, i: int, k: int) -> tuple:
+        """What board source i's rows at frame k depend on: its key before and after the step (the halo)."""
+        return (None if k == 0 or self.board[i].columns is not None else self.keys[k - 1][i], self.keys[k][i])
+
+    def _frame_rows(self, i: int, k: int) -> dict:
+        src = self.board[i]
+        memo = (src.name, *self._frame_key(i, k))
+        rows = self._rows.get(memo)
         if rows is None:
-            rows = self._rows[key] = {c: list(v) for c, v in src.rows(state).items()}
+            now = self._source_rows(i, k)
+            if src.columns is None:
+                now = with_changes(None if k == 0 else self._source_rows(i, k - 1), now)
+            rows = self._rows[memo] = now
+        return rows
+
+    def _source_rows(self, i: int, k: int) -> dict:
+        src = self.board[i]
+        memo = (src.name, self.keys[k][i])
+        rows = self._rows.get(memo)
+        if rows is None:
+            rows = self._rows[memo] = {c: list(v) for c, v in src.rows(self.states[k]).items()}
         return rows
 
     # -- the prefix as a trace ------------------------------------------------------------------
@@ -195,9 +211,10 @@ class Session:
         the player ships them."""
         strings = Strings()
         boards = {}
-        for src in self.board:
+        for i, src in enumerate(self.board):
             kinds = src.columns or {**COLUMNS, "changed": int}
-            fc = FrameColumns(src.name, kinds, lambda k: self.rows(k)[src.name], strings)
+            fc = FrameColumns(src.name, kinds, lambda k, i=i: self._frame_rows(i, k), strings,
+                              key=lambda k, i=i: self._frame_key(i, k))
             for k in range(len(self.states)):
                 fc.add(k)
             boards[src.name] = fc.export()

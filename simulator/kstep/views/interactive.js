@@ -110,12 +110,20 @@
     P.status0 = '<div class="kstep-status"><span class="kstep-stepno">step 0 / ' + n + "</span> initial state" +
       '<div class="kstep-what">' + (n ? "the start of your run" : "choose who takes the first step") + "</div></div>";
     P.frames.data = frames;
-    ctx.W.banner.text = banner_html(page.view);
+    // A Div whose text changes lays the whole page out again: set each only when its text changes.
+    const banner = banner_html(page.view);
+    if (ctx.W.banner.text !== banner) {
+      ctx.W.banner.text = banner;
+    }
     const live = ctx.P.live, v = variant_of(ctx);
-    ctx.doc.get_model_by_name("kstep-header").text = '<div class="kstep-header"><b>' + esc(get(live, "title")) +
-      "</b> &mdash; " + esc(get(live, "scenario")) + '<div class="kstep-sub">your run: ' + n + " steps · " +
-      (get(v, "broken") ? '<span class="kstep-broken">broken variant ' + esc(get(v, "name")) + ":</span> " +
-       esc(get(v, "doc")) : esc(get(v, "name"))) + "</div></div>";
+    const header = '<div class="kstep-header"><b>' + esc(get(live, "title")) + "</b> &mdash; " +
+      esc(get(live, "scenario")) + '<div class="kstep-sub">your run · ' + (get(v, "broken") ?
+      '<span class="kstep-broken">broken variant ' + esc(get(v, "name")) + ":</span> " + esc(get(v, "doc")) :
+      esc(get(v, "name"))) + "</div></div>";
+    const head = ctx.doc.get_model_by_name("kstep-header");
+    if (head.text !== header) {
+      head.text = header;
+    }
     await ctx.cb.execute({kstep_live: page.view.step});
   }
 
@@ -128,7 +136,7 @@
       return '<div class="kstep-banner finished">✓ finished: every thread completed its work' +
         '<div class="kstep-message">no invariant was violated on your run</div></div>';
     }
-    return '<div class="kstep-banner stopped">■ your run so far: ' + v.step + " steps" +
+    return '<div class="kstep-banner stopped">■ the end of your run so far' +
       '<div class="kstep-message">no invariant is violated up to here; choose who runs next</div></div>';
   }
 

@@ -14,12 +14,12 @@
  * line on stderr and exit status 2.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "damon.h"
+#include "params.h"
 
 #define MAX_MMAPS	16
 #define MAX_ADDR	(1UL << 47)
@@ -35,40 +35,6 @@ static struct damon_ctx ctx;
 static int nr_mmaps, mmaps_done;
 static struct mmap_call mmaps[MAX_MMAPS];
 static unsigned long kdamond_steps;
-static const char *where;
-
-static void __attribute__((noreturn, format(printf, 1, 2))) bad(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fprintf(stderr, "damon: %s: ", where);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static unsigned long number(const char *value, unsigned long lo, unsigned long hi)
-{
-	char *end;
-	unsigned long n;
-
-	errno = 0;
-	n = strtoul(value, &end, 10);
-	if (errno || end == value || *end || value[0] == '-' || n < lo || n > hi)
-		bad("%s is not a number from %lu to %lu", value, lo, hi);
-	return n;
-}
-
-static int choice(const char *value, const char *const *names, int n)
-{
-	for (int k = 0; k < n; k++)
-		if (!strcmp(value, names[k]))
-			return k;
-	bad("%s is not one of the choices", value);
-}
 
 /* "at:value,at:value" */
 static void series(struct lab_series *s, const char *value, unsigned long hi)
@@ -93,20 +59,6 @@ static void series(struct lab_series *s, const char *value, unsigned long hi)
 		s->nr++;
 		p = *end ? end + 1 : end;
 	}
-}
-
-/* "N.field" of a list declared with N items: the index, and the field in *field */
-static int item(const char *rest, int count, const char **field)
-{
-	char *dot;
-	long k;
-
-	errno = 0;
-	k = strtol(rest, &dot, 10);
-	if (errno || dot == rest || *dot != '.' || k < 0 || k >= count)
-		bad("no such item (declare the count first)");
-	*field = dot + 1;
-	return k;
 }
 
 static const char *const wmark_metrics[] = { "none", "free_mem_rate" };
@@ -184,8 +136,9 @@ static void scheme_field(struct damos *s, const char *field, const char *value)
 	}
 }
 
-static void set(struct damon_attrs *attrs, const char *key, const char *value)
+static void set(void *arg, const char *key, const char *value)
 {
+	struct damon_attrs *attrs = arg;
 	const char *field;
 	int k;
 
@@ -270,14 +223,8 @@ static void set(struct damon_attrs *attrs, const char *key, const char *value)
 
 static void read_params(const char *path)
 {
-	char line[8192], key[4096];
-	int lineno = 0;
-	FILE *f = fopen(path, "r");
 	struct damon_attrs attrs = { 5000, 100000, 60000000, 10, 1000 };
 
-	where = path;
-	if (!f)
-		bad("cannot open: %s", strerror(errno));
 	for (int k = 0; k < LAB_MAX_SCHEMES; k++) {	/* damon_new_scheme()'s defaults */
 		ctx.schemes[k].pattern = (struct damos_access_pattern){ 0, MAX_I64, 0, UINT_MAX, 0, UINT_MAX };
 		ctx.schemes[k].action = DAMOS_STAT;
@@ -288,26 +235,7 @@ static void read_params(const char *path)
 		ctx.accesses[k].until_sample = MAX_I64;
 	}
 	ctx.seed = 1;
-	while (fgets(line, sizeof(line), f)) {
-		char *eq, *nl = strchr(line, '\n');
-
-		lineno++;
-		if (!nl && !feof(f))
-			bad("line %d is too long", lineno);
-		if (nl)
-			*nl = 0;
-		if (!line[0])
-			continue;
-		snprintf(key, sizeof(key), "%s:%d", path, lineno);
-		where = key;
-		eq = strchr(line, '=');
-		if (!eq)
-			bad("not key=value");
-		*eq = 0;
-		set(&attrs, line, eq + 1);
-	}
-	fclose(f);
-	where = path;
+	read_key_values(path, set, &attrs);
 	if (!ctx.stop_after)
 		bad("aggregations is missing");
 	if (damon_set_attrs(&ctx, &attrs))
@@ -407,6 +335,7 @@ int main(int argc, char **argv)
 {
 	static struct lab_callbacks hooks = { step, aggregated, applied };
 
+	prog = "damon";
 	where = "usage";
 	if (argc != 2)
 		bad("damon PARAMS (a file of key=value lines)");

@@ -22,13 +22,13 @@
  * that cannot step, or a fault the port does not have (no VMA there, no anon_vma yet).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "fork.h"
+#include "params.h"
 #include "splitmix64.h"
 
 #define FIRST_PFN	1024
@@ -71,40 +71,7 @@ struct scenario {
 	long schedule_len;
 };
 
-static const char *where;
 #define NR(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-static void __attribute__((noreturn, format(printf, 1, 2))) bad(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "fork-batch: %s: ", where);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static long number(const char *value, long lo, long hi)
-{
-	char *end;
-	long n;
-
-	errno = 0;
-	n = strtol(value, &end, 10);
-	if (errno || end == value || *end || n < lo || n > hi)
-		bad("%s is not a number from %ld to %ld", value, lo, hi);
-	return n;
-}
-
-static int choice(const char *value, const char *const *names, int n)
-{
-	for (int k = 0; k < n; k++)
-		if (!strcmp(value, names[k]))
-			return k;
-	bad("%s is not one of the choices", value);
-}
 
 static const char *const formats[] = { "x86-64", "arm64-4K-contpte", "generic" };
 static const char *const strategies[] = { "folio-batch", "v6.12.0-batch", "no-batch-hint", "per-pte", "arch-hint" };
@@ -112,17 +79,6 @@ static const char *const vma_kinds[] = { "private-anon", "private-file", "shared
 static const char *const folio_kinds[] = { "anon", "file", "shmem" };
 static const char *const prots[] = { "r", "rw" };
 static const char *const thread_kinds[] = { "fork", "fault", "gup" };
-
-static int item(const char *rest, int count, const char **field)
-{
-	char *dot;
-	long k = strtol(rest, &dot, 10);
-
-	if (dot == rest || *dot != '.' || k < 0 || k >= count)
-		bad("no such item (declare the count first)");
-	*field = dot + 1;
-	return k;
-}
 
 static void map_field(struct map *m, const char *field, const char *value)
 {
@@ -214,8 +170,9 @@ static void schedule(struct scenario *sc, const char *value)
 		bad("an empty schedule");
 }
 
-static void set(struct scenario *sc, const char *key, const char *value)
+static void set(void *arg, const char *key, const char *value)
 {
+	struct scenario *sc = arg;
 	const char *field;
 	int k;
 
@@ -371,33 +328,7 @@ static void random_layout(struct scenario *sc, uint64_t seed)
 
 static void read_params(struct scenario *sc, const char *path)
 {
-	char line[4096], key[4096];
-	int lineno = 0;
-	FILE *f = fopen(path, "r");
-
-	where = path;
-	if (!f)
-		bad("cannot open: %s", strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		char *eq, *nl = strchr(line, '\n');
-
-		lineno++;
-		if (nl)
-			*nl = 0;
-		else if (!feof(f))
-			bad("line %d is longer than %zu characters", lineno, sizeof(line) - 2);
-		if (!line[0])
-			continue;
-		snprintf(key, sizeof(key), "%s:%d", path, lineno);
-		where = key;
-		eq = strchr(line, '=');
-		if (!eq)
-			bad("not key=value");
-		*eq = 0;
-		set(sc, line, eq + 1);
-	}
-	fclose(f);
-	where = path;
+	read_key_values(path, set, sc);
 	if (sc->seeded)
 		random_layout(sc, sc->seed);
 	if (!sc->nr_threads)
@@ -693,6 +624,7 @@ int main(int argc, char **argv)
 	static struct scenario sc;
 	struct mm mm = { 0 };
 
+	prog = "fork-batch";
 	where = "usage";
 	if (argc != 2)
 		bad("fork-batch PARAMS (a file of key=value lines)");

@@ -44,6 +44,18 @@ def lab_built():
         pytest.fail(f"make -C kernel-lab failed (exit {p.returncode}):\n{(p.stdout + p.stderr)[-3000:]}")
 
 
+def port_run(arch, binary, text, tmp_path):
+    """A port's output for a parameter file, run (under qemu-user off x86_64) in an otherwise empty directory."""
+    run_dir = tmp_path / f"{arch}-{binary}"
+    run_dir.mkdir()
+    (run_dir / "params").write_text(text)
+    exe = LAB / "build" / arch / binary
+    p = subprocess.run(labcheck.QEMU[arch] + [str(exe), "params"], cwd=run_dir, capture_output=True, text=True,
+                       timeout=120)
+    assert sorted(q.name for q in run_dir.iterdir()) == ["params"], "the port wrote into its directory"
+    return p
+
+
 def run_check(check):
     try:
         return check()

@@ -12,7 +12,7 @@ import pytest
 
 from kstep.lab import damon as lab
 from kstep.models.damon import kunit
-from test_kernel_lab import LAB, labcheck
+from test_kernel_lab import LAB, labcheck, port_run
 
 pytestmark = pytest.mark.qemu
 ARCHES = tuple(labcheck.QEMU)
@@ -28,15 +28,7 @@ def built():
 
 
 def c_run(arch, text, tmp_path, binary="damon"):
-    """The port's output for a parameter file, run in an otherwise empty directory."""
-    run_dir = tmp_path / f"{arch}-{binary}"
-    run_dir.mkdir()
-    (run_dir / "params").write_text(text)
-    exe = LAB / "build" / arch / binary
-    p = subprocess.run(labcheck.QEMU[arch] + [str(exe), "params"], cwd=run_dir, capture_output=True, text=True,
-                       timeout=120)
-    assert sorted(q.name for q in run_dir.iterdir()) == ["params"], "the port wrote into its directory"
-    return p
+    return port_run(arch, binary, text, tmp_path)
 
 
 def drawn(seed):

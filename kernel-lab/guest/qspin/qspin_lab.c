@@ -4,8 +4,9 @@
  *
  * nthreads kthreads, bound to CPUs 0..nthreads-1, take and release one spinlock_t in a loop
  * (holding it for `hold` cpu_relax() rounds); a sampler bound to the next CPU reads the lock
- * word and counts each distinct value, at least `samples` times and until the lockers have made
- * `min_acquisitions` (an emulated, oversubscribed vCPU may run little), for at most `max_ms`.  Loading the module runs the whole
+ * word and counts each distinct value, at least `samples` times, until the lockers have made
+ * `min_acquisitions` (an emulated, oversubscribed vCPU may run little) and until a pending, a tail
+ * and a tail + locked word have been seen, for at most `max_ms`.  Loading the module runs the whole
  * experiment and prints one line per word seen, "qspin_lab: word=0x... count=N", then
  * "qspin_lab: samples=N acquisitions=M distinct=D ..."; /init reads them from the log.
  * The word is the arch's own: asm-generic's (tail, pending, locked) on x86 and arm64,
@@ -82,12 +83,34 @@ static void count(u32 word)
 	counts[distinct++] = 1;
 }
 
+/*
+ * The kinds of word the lab's checks ask for: one with pending set, one with a tail, one with a
+ * tail and the locked byte.  On an emulated machine whose host is busy the vCPUs may seldom run at
+ * once, so the sampler waits for these states (up to max_ms) rather than for a number of samples.
+ * powerpc's word has no pending bit; its checks classify whatever was seen.
+ */
+static bool seen_each_kind(void)
+{
+#ifdef CONFIG_PPC
+	return true;
+#else
+	bool pending = false, tail = false, tail_locked = false;
+
+	for (int i = 0; i < distinct; i++) {
+		pending |= words[i] & _Q_PENDING_MASK;
+		tail |= words[i] & _Q_TAIL_MASK;
+		tail_locked |= (words[i] & _Q_TAIL_MASK) && (words[i] & _Q_LOCKED_MASK);
+	}
+	return pending && tail && tail_locked;
+#endif
+}
+
 static int sampler(void *unused)
 {
 	unsigned long deadline = jiffies + msecs_to_jiffies(max_ms);
 	unsigned long n = 0;
 
-	while ((n < samples || atomic_long_read(&acquisitions) < min_acquisitions) &&
+	while ((n < samples || atomic_long_read(&acquisitions) < min_acquisitions || !seen_each_kind()) &&
 	       time_before(jiffies, deadline)) {
 		count(lock_word());
 		n++;

@@ -74,12 +74,24 @@ function status_html(k) {
   const l = P.frames.data.label[k];
   return '<div class="kstep-status"><span class="kstep-stepno">step ' + k + " / " + n + "</span> " +
     '<b class="kstep-actor">' + esc(P.actors[a]) + "</b> &rarr; " +
-    '<code class="kstep-label">' + esc(P.labels[l]) + "</code> " +
+    '<code class="kstep-label">' + esc(P.labels[l]) + "</code> " + context_html(k) +
     (P.code[l]  // a step outside the kernel (a lock's user) has no source to link to
       ? '<a class="kstep-where" target="_blank" rel="noopener" href="' + esc(P.code[l].url) + '">' +
         esc(P.where[l]) + "</a>"
       : '<span class="kstep-where">' + esc(P.where[l]) + "</span>") +
-    '<div class="kstep-what">' + esc(P.what[l]) + "</div></div>";
+    '<div class="kstep-what">' + esc(P.what[l]) + "</div>" + stack_html(k) + "</div>";
+}
+
+// Context of step k: what it acts on (two down_write steps on different locks), and the functions it
+// runs in as one line, outermost first (player.py's context() computes both; empty when unknown).
+function context_html(k) {
+  const on = P.strings[P.frames.data.on[k]];
+  return on ? '<span class="kstep-on">on ' + esc(on) + "</span> " : "";
+}
+
+function stack_html(k) {
+  const stack = P.strings[P.frames.data.stack[k]];
+  return stack ? '<div class="kstep-stack">' + esc(stack) + "</div>" : "";
 }
 
 // The code pane: the excerpt of the function behind label l (Debian's linux-source-6.12), with the

@@ -192,7 +192,7 @@ class Player:
         # The status line changes on every frame: a Pane's HTML node updates in place, while a Div
         # re-lays out the whole page each time its text changes (about 4 ms a frame).
         status = Pane(elements=[widgets["status"]], stylesheets=[self.stylesheet], name="kstep-status-pane",
-                      styles={"width": f"{style.WIDTH}px", "min-height": "4.6em"})
+                      styles={"width": f"{style.WIDTH}px", "min-height": "6.2em"})
         source = Pane(elements=[widgets["code"]], stylesheets=[self.stylesheet], name="kstep-code-pane",
                       styles={"width": f"{style.WIDTH}px"})
         parts = [self._div("header", self.header_html()), controls, status, source, widgets["banner"], *panels]
@@ -227,11 +227,22 @@ class Player:
     def frame_index(self) -> dict:
         """Per frame: who acted, which label, and where each per-frame source's rows start and stop."""
         cols = self.trace.columns(self.model)
-        frames = {"actor": np.asarray(cols["actor"]), "label": np.asarray(cols["label"])}
+        frames = {"actor": np.asarray(cols["actor"]), "label": np.asarray(cols["label"]), **self.context()}
         for name, export in self.exports.items():
             frames[f"{name}.start"] = export["start"]
             frames[f"{name}.stop"] = export["stop"]
         return frames
+
+    def context(self) -> dict[str, np.ndarray]:
+        """Per frame, as indices into the string table: the step's call stack as one line (empty where
+        the model cannot tell it) and what the step acts on (``on``: "mmap_lock", "VMA 1's lock")."""
+        t, m = self.trace, self.model
+        stacks = getattr(m, "call_stacks", lambda trace, calls: None)(t, code.calls)
+        acts_on = getattr(m, "acts_on", lambda state, action: "")
+        lines = [""] + [code.stack_line(s) for s in stacks] if stacks is not None else [""] * (self.n + 1)
+        on = [""] + [acts_on(t.states[k], a) for k, a in enumerate(t.actions)]
+        return {"stack": np.array([self.strings.index(s) for s in lines], dtype=np.int32),
+                "on": np.array([self.strings.index(s) for s in on], dtype=np.int32)}
 
     def tables(self) -> dict:
         """The plain data player.js reads (besides Bokeh models): sizes, names and texts."""
@@ -296,6 +307,13 @@ class Player:
             return (f'<div class="kstep-banner finished">✓ end of the recording: {self.n} observed steps'
                     '<div class="kstep-message">every one keeps the invariants it was checked with</div></div>')
         if t.outcome == "finished":
+            how = getattr(self.model, "how_ended", lambda state, actor: "")
+            ended = [f"{a} was {how(t.states[-1], a)}" for a in self.model.actors(t.states[-1])
+                     if how(t.states[-1], a)]
+            if ended:
+                return (f'<div class="kstep-banner finished">✓ finished: {escape("; ".join(ended))}, every other '
+                        'thread completed its work<div class="kstep-message">no invariant was violated on this '
+                        'run</div></div>')
             return ('<div class="kstep-banner finished">✓ finished: every thread completed its work'
                     '<div class="kstep-message">no invariant was violated on this run</div></div>')
         why = {"max-steps": "the run was cut off at its step limit",

@@ -87,11 +87,13 @@ CSS = f"""
 .kstep-header .kstep-sub {{ font-size: {TEXT_SIZE}; color: {DARK}; margin-top: 4px; }}
 .kstep-header .kstep-broken {{ color: {VERMILLION}; font-weight: bold; }}
 .kstep-status {{ font-size: {TEXT_SIZE}; line-height: 1.5; padding: 6px 10px; background: #F6F6F6;
-                 border-left: 6px solid {BLUE}; min-height: 3.2em; }}
+                 border-left: 6px solid {BLUE}; min-height: 4.6em; }}
 .kstep-stepno {{ font-weight: bold; margin-right: 0.6em; }}
 .kstep-label, code {{ font-family: {MONO}; background: #E8EEF4; padding: 0 4px; border-radius: 3px; }}
 .kstep-where {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {BLUE}; margin-left: 0.6em; }}
 .kstep-what {{ color: {DARK}; }}
+.kstep-on {{ font-weight: bold; margin-left: 0.3em; }}
+.kstep-stack {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {DARK}; overflow-wrap: anywhere; }}
 .kstep-banner {{ font-size: {TITLE_SIZE}; padding: 10px 14px; border-radius: 4px; color: {WHITE}; }}
 .kstep-banner.violation {{ background: {VERMILLION}; }}
 .kstep-banner.finished {{ background: {GREEN}; }}

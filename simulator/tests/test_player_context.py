@@ -90,3 +90,16 @@ def test_a_killed_thread_says_how_it_died(munmap):
     banner = lay.select_one({"name": "kstep-banner"}).text
     assert f"{died[0]} was killed by SIGSEGV" in banner
     assert "every thread completed its work" not in banner
+
+
+def test_a_broken_variant_shows_its_change_beside_the_6_12_lines():
+    model = make_model("vma-locks", "free-immediately")
+    trace, _ = run("vma-locks", "munmap-vs-fault")
+    header = views.layout(trace, model).select_one({"name": "kstep-header"}).text
+    row = header[header.index('<table class="kstep-change">'):]
+    # 6.12's vm_area_free defers the free with call_rcu; the variant's own text says it frees at once.
+    assert "call_rcu(&amp;vma-&gt;vm_rcu, vm_area_free_rcu_cb);" in row
+    assert "broken (free-immediately): vm_area_free frees the VMA at once" in row
+    assert row.index("call_rcu") < row.index("broken (free-immediately)")  # 6.12 on the left
+    correct = views.layout(trace, make_model("vma-locks")).select_one({"name": "kstep-header"}).text
+    assert "kstep-change" not in correct

@@ -151,3 +151,29 @@ def stack_line(stack: Optional[Sequence[str]]) -> str:
     for caller, callee in zip(stack, stack[1:]):
         out += (INTO if calls(caller, callee) else SKIPPED) + callee
     return out
+
+
+SIDE_BY_SIDE = 12  # lines of 6.12 code shown beside a broken variant's change; longer ones are only named
+
+
+def changes(model) -> tuple[str, list[dict]]:
+    """The release of the excerpts, and what a broken variant changes, step by step, for showing beside
+    the 6.12 code: each replaced
+    step's label, its ``path:function``, the 6.12 lines the step stands for (its marked lines, or the
+    whole function when that is short; none when there is no excerpt or it is long), and the variant's
+    own text for the step."""
+    data = load()
+    sources = model.sources()
+    out = []
+    for label in model.variant.replaces:
+        where = sources.get(label)
+        if where is None:  # a call the variant expands differently: it has no step text of its own
+            continue
+        ex = data["excerpts"].get(str(where))
+        shown: list[tuple[int, str]] = []
+        if ex is not None:
+            lines = ex["text"].split("\n")
+            marked = marked_lines(label, where, lines) or (range(len(lines)) if len(lines) <= SIDE_BY_SIDE else [])
+            shown = [(ex["line"] + i, lines[i]) for i in marked]
+        out.append({"label": label, "where": str(where), "lines": shown, "instead": model.what(label)})
+    return data["release"], out

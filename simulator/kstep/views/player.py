@@ -288,8 +288,24 @@ class Player:
         broken = (f' · <span class="kstep-broken">broken variant {escape(variant.name)}:</span> {escape(variant.doc)}'
                   if variant.broken else f" · {escape(variant.name)}")
         scenario = f" — {escape(t.scenario)}" if t.scenario else ""
+        change = self.change_html() if variant.broken else ""
         return (f'<div class="kstep-header"><b>{escape(m.title or m.name)}</b>{scenario}'
-                f'<div class="kstep-sub">{self.n} steps · {escape(how)}{broken}</div></div>')
+                f'<div class="kstep-sub">{self.n} steps · {escape(how)}{broken}</div>{change}</div>')
+
+    def change_html(self) -> str:
+        """A broken variant's change beside the 6.12 code it replaces: a table, one row per step."""
+        release, changes = code.changes(self.model)
+        rows = []
+        for c in changes:
+            source = "".join(f'<span class="kstep-line"><span class="kstep-lineno">{n}</span>{escape(line)}</span>'
+                             for n, line in c["lines"])
+            left = (f'<code>{escape(c["where"])}</code>' + (f'<pre class="kstep-source">{source}</pre>' if source else
+                                                             " (too long to show here: the code pane shows it)"))
+            rows.append(f'<tr><td>{left}</td><td><code>{escape(c["label"])}</code> {escape(c["instead"])}</td></tr>')
+        if not rows:
+            return ""
+        return (f'<table class="kstep-change"><tr><th>Linux {escape(release)}</th>'
+                f'<th>this variant</th></tr>{"".join(rows)}</table>')
 
     def status0(self) -> str:
         actors = ", ".join(self.model.actors(self.trace.states[0]))

@@ -92,6 +92,11 @@ CSS = f"""
 .kstep-label, code {{ font-family: {MONO}; background: #E8EEF4; padding: 0 4px; border-radius: 3px; }}
 .kstep-where {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {BLUE}; margin-left: 0.6em; }}
 .kstep-what {{ color: {DARK}; }}
+.kstep-change {{ font-size: {SMALL_SIZE}; border-collapse: collapse; margin-top: 6px; width: 100%;
+                 table-layout: fixed; }}
+.kstep-change th, .kstep-change td {{ border: 1px solid {LIGHT}; padding: 4px 8px; vertical-align: top;
+                                      text-align: left; overflow-wrap: anywhere; }}
+.kstep-change .kstep-source {{ max-height: 12em; }}
 .kstep-on {{ font-weight: bold; margin-left: 0.3em; }}
 .kstep-stack {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {DARK}; overflow-wrap: anywhere; }}
 .kstep-banner {{ font-size: {TITLE_SIZE}; padding: 10px 14px; border-radius: 4px; color: {WHITE}; }}

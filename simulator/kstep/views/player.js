@@ -160,6 +160,32 @@ function follow(k) {
   }
 }
 
+// The current state as text, for a screen reader (an aria-live region): the status line and every
+// box of the boards (their "head" and "body" columns), refreshed when the player stops on a step.
+function state_html(k) {
+  const l = k === 0 ? -1 : P.frames.data.label[k];
+  const on = k === 0 ? "" : P.strings[P.frames.data.on[k]];
+  const caption = k === 0 ? "step 0 of " + n + ": the initial state" :
+    "step " + k + " of " + n + ": " + P.actors[P.frames.data.actor[k]] + " took " + P.labels[l] +
+    (on ? " on " + on : "") + ". " + P.what[l];
+  const rows = [];
+  for (const src of P.sources) {
+    const d = src.source.data;
+    if (d.head === undefined || d.body === undefined) {
+      continue;
+    }
+    for (let j = 0; j < d.head.length; j++) {
+      rows.push("<tr><th scope=\"row\">" + esc(d.head[j]) + "</th><td>" +
+        esc(String(d.body[j]).split("\n").join("; ")) + "</td></tr>");
+    }
+  }
+  return '<table class="kstep-state"><caption>' + esc(caption) + "</caption>" + rows.join("") + "</table>";
+}
+
+function show_state(k) {
+  W.state.html = state_html(k);
+}
+
 function show(k) {
   const t0 = performance.now();
   k = Math.max(0, Math.min(n, Math.round(k)));
@@ -180,6 +206,7 @@ function show(k) {
   W.status.html = status_html(k);
   if (st.timer === null) {
     show_code(k);
+    show_state(k);
   }
   if (W.banner.visible !== (k === n)) {
     W.banner.visible = k === n;  // setting it at all re-lays out the page: only when it changes
@@ -233,6 +260,7 @@ function stop_timer() {
     cancelAnimationFrame(st.timer);
     st.timer = null;
     show_code(st.frame);
+    show_state(st.frame);
   }
 }
 
@@ -241,6 +269,47 @@ function pause() {
   W.toggle.active = false;
 }
 
+// The keyboard: Right steps, Left goes back, Home resets, Space plays and pauses.  Keys go to the
+// player the focus is in, or with the focus nowhere (the page itself) to the page's first player; never
+// to a field being typed in, the slider (its own keys move it) or a button (Space clicks it).
+function on_key(e) {
+  const keys = {ArrowRight: "step", ArrowLeft: "back", Home: "reset", " ": "play"};
+  const what = keys[e.key];
+  if (what === undefined || e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey) {
+    return;
+  }
+  const path = e.composedPath();
+  const view = Bokeh.index.query_one((v) => v.model === P.root);
+  const inside = view !== null && path.includes(view.el);
+  const nowhere = path[0] === document.body || path[0] === document.documentElement;
+  if (!inside && !(nowhere && globalThis.kstep_players[0] === P.root)) {
+    return;
+  }
+  if (path.some((el) => el.tagName !== undefined &&
+      (/^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(el.tagName) || el.getAttribute("role") === "slider"))) {
+    return;
+  }
+  e.preventDefault();
+  if (what === "play") {
+    W.toggle.active = !W.toggle.active;  // its change callback starts or stops the timer
+  } else {
+    pause();
+    show(what === "step" ? st.frame + 1 : what === "back" ? st.frame - 1 : 0);
+  }
+}
+
+// Once per player, at its first callback (the page's layout gives one): the keys and the state table.
+function setup() {
+  if (st.ready) {
+    return;
+  }
+  st.ready = true;
+  (globalThis.kstep_players = globalThis.kstep_players || []).push(P.root);
+  document.addEventListener("keydown", on_key);
+  show_state(st.frame);
+}
+
+setup();
 const origin = cb_obj != null && cb_obj.origin != null ? cb_obj.origin : cb_obj;
 if (origin === W.toggle) {
   if (W.toggle.active) {

@@ -25,8 +25,8 @@ from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 from bokeh.layouts import column, row
-from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div, InlineStyleSheet, Range1d,
-                          Select, Slider, Span, Toggle)
+from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div, InlineStyleSheet, Plot,
+                          Range1d, Select, Slider, Span, Toggle)
 from bokeh.models.dom import HTML
 from bokeh.models.ui import Pane
 
@@ -87,7 +87,11 @@ class Player:
         self._sources: list[tuple[str, ColumnDataSource, ColumnDataSource]] = []
         self._cursors: list[dict] = []
         self._follow: list[dict] = []
+        # A stylesheet belongs to one Bokeh document, so every player makes its own.
         self.stylesheet = InlineStyleSheet(css=style.CSS, name="kstep-css")
+        self.wrap = InlineStyleSheet(css=style.WRAP, name="kstep-css-wrap")
+        self.beside = InlineStyleSheet(css=style.BESIDE, name="kstep-css-beside")
+        self.dark_plot = InlineStyleSheet(css=style.DARK_PLOT, name="kstep-css-dark-plot")
 
     # -- what a view registers ------------------------------------------------------------------
     def frame_source(self, name: str, columns: Mapping[str, type], rows: Callable[[Any], Mapping[str, Sequence]],
@@ -178,30 +182,55 @@ class Player:
 
     # -- the page ------------------------------------------------------------------------------
     def layout(self, *panels, key: str = "", name: str = "kstep-layout"):
-        """The header, controls, status line and end banner above the view's panels."""
+        """The header, controls, status line and end banner above the view's panels, the colour key
+        beside the first panel; everything as wide as the page, up to ``style.WIDTH``, down to a phone."""
         widgets = self._widgets()
-        spec = self._spec(widgets)
-        callback = CustomJS(args={"kstep": spec}, code=player_js(), name="kstep-player")
+        controls = row(widgets["reset"], widgets["back"], widgets["toggle"], widgets["step"], widgets["speed"],
+                       widgets["slider"], name="kstep-controls", sizing_mode="stretch_width",
+                       stylesheets=[self.wrap])
+        # The status line changes on every frame: a Pane's HTML node updates in place, while a Div
+        # re-lays out the whole page each time its text changes (about 4 ms a frame).
+        status = Pane(elements=[widgets["status"]], stylesheets=[self.stylesheet], name="kstep-status-pane",
+                      styles={"width": "100%", "min-height": "6.2em"})
+        source = Pane(elements=[widgets["code"]], stylesheets=[self.stylesheet], name="kstep-code-pane",
+                      styles={"width": "100%"})
+        # What a screen reader reads when the player stops on a step: the status and the boards as text.
+        state = Pane(elements=[widgets["state"]], stylesheets=[self.stylesheet], name="kstep-state-pane",
+                     styles=style.SCREEN_READER_ONLY,
+                     html_attributes={"aria-live": "polite", "role": "region", "aria-label": "current state"})
+        plots = [m for p in panels for m in p.select({"type": Plot})]
+        for plot in plots:
+            plot.sizing_mode = "stretch_width"
+            plot.min_width = style.MIN_PLOT_WIDTH
+            plot.stylesheets = [*plot.stylesheets, self.dark_plot]
+        # On a screen narrower than a plot's minimum, the plot scrolls sideways in its own box, not the page.
+        panels = tuple(column(p, sizing_mode="stretch_width", styles=style.SCROLL_SIDEWAYS, name=f"kstep-panel-{k}")
+                       for k, p in enumerate(panels))
+        first = panels[0] if panels else None
+        if key and first is not None:
+            first = row(first, self._div("key", key, sizing_mode=None, width=style.KEY_WIDTH, width_policy="fixed",
+                                          height_policy="auto"),
+                        name="kstep-board-and-key", sizing_mode="stretch_width", stylesheets=[self.beside])
+        parts = [self._div("header", self.header_html()), controls, status, source, state, widgets["banner"],
+                 *([first] if first is not None else []), *panels[1:]]
+        if key and first is None:
+            parts.append(self._div("key", key))
+        lay = column(*parts, name=name, sizing_mode="stretch_width", styles={"max-width": f"{style.WIDTH}px"})
+        callback = CustomJS(args={"kstep": self._spec(widgets, lay)}, code=player_js(), name="kstep-player")
         widgets["toggle"].js_on_change("active", callback)
         widgets["slider"].js_on_change("value", callback)
         widgets["speed"].js_on_change("value", callback)
         for b in ("step", "back", "reset"):
             widgets[b].js_on_event("button_click", callback)
-        controls = row(widgets["reset"], widgets["back"], widgets["toggle"], widgets["step"], widgets["speed"],
-                       widgets["slider"], name="kstep-controls")
-        # The status line changes on every frame: a Pane's HTML node updates in place, while a Div
-        # re-lays out the whole page each time its text changes (about 4 ms a frame).
-        status = Pane(elements=[widgets["status"]], stylesheets=[self.stylesheet], name="kstep-status-pane",
-                      styles={"width": f"{style.WIDTH}px", "min-height": "6.2em"})
-        source = Pane(elements=[widgets["code"]], stylesheets=[self.stylesheet], name="kstep-code-pane",
-                      styles={"width": f"{style.WIDTH}px"})
-        parts = [self._div("header", self.header_html()), controls, status, source, widgets["banner"], *panels]
-        if key:
-            parts.append(self._div("key", key))
-        return column(*parts, name=name)
+        # A plot's inner width is known only once the page is laid out, which makes its first value the
+        # player's load event: the player installs its keys (arrows step, space plays) and state table.
+        if plots:
+            plots[0].js_on_change("inner_width", callback)
+        return lay
 
     def _div(self, name: str, html: str, **kw) -> Div:
-        return Div(text=html, name=f"kstep-{name}", width=style.WIDTH, stylesheets=[self.stylesheet], **kw)
+        kw.setdefault("sizing_mode", "stretch_width")
+        return Div(text=html, name=f"kstep-{name}", stylesheets=[self.stylesheet], **kw)
 
     def _widgets(self) -> dict:
         n = self.n
@@ -217,10 +246,10 @@ class Player:
             # show_value=False: redrawing the slider's title on every frame costs more than the frame
             # itself, and the status line below says which step this is.
             "slider": Slider(start=0, end=max(n, 1), value=0, step=1, title="step", show_value=False,
-                             name="kstep-slider",
-                             width=style.WIDTH - 4 * 110 - 130 - 40, disabled=n == 0),
+                             name="kstep-slider", sizing_mode="stretch_width", min_width=200, disabled=n == 0),
             "status": HTML(html=self.status0(), name="kstep-status"),
             "code": HTML(html=CODE0, name="kstep-code"),
+            "state": HTML(html="", name="kstep-state"),
             "banner": self._div("banner", self.banner_html(), visible=n == 0),
         }
 
@@ -264,10 +293,11 @@ class Player:
             "window": self.window,
         }
 
-    def _spec(self, widgets: dict) -> dict:
+    def _spec(self, widgets: dict, root) -> dict:
         return {
             **self.tables(),
             "widgets": widgets,
+            "root": root,
             "frames": ColumnDataSource(self.frame_index(), name="kstep-frames"),
             "sources": [
                 {"name": name, "source": shown, "store": store, "cols": list(self.exports[name]["kinds"].items())}

@@ -37,7 +37,22 @@ MONO = "'DejaVu Sans Mono', Menlo, Consolas, monospace"
 TITLE_SIZE = "18pt"
 TEXT_SIZE = "13pt"
 SMALL_SIZE = "11pt"
-WIDTH = 1200  # fits a 1280-pixel-wide projector with margins
+WIDTH = 1200  # the widest a player grows: a 1280-pixel-wide projector with margins; it shrinks to a phone's
+KEY_WIDTH = 300  # the colour key beside the first panel; below NARROW it goes under the panel
+NARROW = 900
+# A row of controls wraps on a narrow screen; a panel and its key share a row, and below NARROW each
+# takes the whole width (the key goes under the panel).
+WRAP = ":host { flex-wrap: wrap; gap: 4px 8px; }"
+BESIDE = f"""
+:host {{ flex-wrap: wrap; gap: 4px 8px; }}
+@media (max-width: {NARROW}px) {{ * {{ flex: 1 1 100% !important; max-width: 100%; }} }}
+"""
+# Canvas plots have no CSS colours: in dark mode they are shown inverted, with hues turned back, so each
+# colour keeps its meaning on a dark page.
+DARK_PLOT = "@media (prefers-color-scheme: dark) { :host { filter: invert(0.88) hue-rotate(180deg); } }"
+MIN_PLOT_WIDTH = 640  # narrower, a board's row titles run into its boxes
+SCROLL_SIDEWAYS = {"overflow-x": "auto", "max-width": "100%"}
+SCREEN_READER_ONLY = {"height": "1px", "overflow": "hidden", "clip-path": "inset(50%)", "white-space": "nowrap"}
 
 
 def style_figure(p, *, axes: bool = True) -> None:
@@ -78,11 +93,11 @@ def key_html(title: str, items: Sequence[tuple[str, str]], *, outline: Sequence[
         f'<span class="kstep-chip"><span style="color:{colour};font-size:1.3em">{symbol}</span> {escape(what)}</span>'
         for symbol, colour, what in marks
     ]
-    return f'<div class="kstep-key"><b>{escape(title)}</b> {"".join(chips)}</div>'
+    return f'<div class="kstep-key"><b>{escape(title)}</b> {" ".join(chips)}</div>'  # spaces: lines break between chips
 
 
 CSS = f"""
-:host {{ font-family: {FONT}; color: {INK}; }}
+:host {{ font-family: {FONT}; color: {INK}; overflow-wrap: anywhere; }}
 .kstep-header {{ font-size: {TITLE_SIZE}; }}
 .kstep-header .kstep-sub {{ font-size: {TEXT_SIZE}; color: {DARK}; margin-top: 4px; }}
 .kstep-header .kstep-broken {{ color: {VERMILLION}; font-weight: bold; }}
@@ -117,7 +132,18 @@ CSS = f"""
 .bk-btn .kstep-when-playing, .bk-btn.bk-active .kstep-when-paused {{ display: none; }}
 .bk-btn.bk-active .kstep-when-playing {{ display: inline; }}
 .kstep-key {{ font-size: {SMALL_SIZE}; line-height: 2; }}
-.kstep-chip {{ margin-right: 1.2em; white-space: nowrap; }}
+.kstep-chip {{ margin-right: 1.2em; display: inline-block; max-width: 100%; line-height: 1.5; }}
+.kstep-state caption {{ text-align: left; }}
+@media (prefers-color-scheme: dark) {{
+  :host {{ color: #DDDDDD; }}
+  .kstep-status {{ background: #222428; }}
+  .kstep-label, code {{ background: #2A3440; }}
+  .kstep-what, .kstep-code-empty, .kstep-code-where, .kstep-header .kstep-sub, .kstep-stack {{ color: #AAAAAA; }}
+  .kstep-where, .kstep-key a {{ color: {SKY}; }}
+  .kstep-source {{ background: #1A1A18; border-color: #333333; }}
+  .kstep-marked {{ background: #17324A; }}
+  .kstep-change th, .kstep-change td {{ border-color: #333333; }}
+}}
 .kstep-swatch {{ display: inline-block; width: 1.4em; height: 0.9em; vertical-align: middle;
                  margin-right: 0.4em; border: 1px solid {DARK}; }}
 """

@@ -6,9 +6,9 @@ import dataclasses
 import pytest
 
 from kstep import views
-from kstep.engine import Random, Scripted, scenario, simulate
+from kstep.engine import Random, Scripted, explore, scenario, simulate
 from kstep.models import MODELS, make_model
-from kstep.views import code
+from kstep.views import code, predict
 
 
 def run(mech, name):
@@ -103,3 +103,21 @@ def test_a_broken_variant_shows_its_change_beside_the_6_12_lines():
     assert row.index("call_rcu") < row.index("broken (free-immediately)")  # 6.12 on the left
     correct = views.layout(trace, make_model("vma-locks")).select_one({"name": "kstep-header"}).text
     assert "kstep-change" not in correct
+
+
+def test_predict_mode_asks_the_scenarios_questions_only_of_the_run_they_describe(munmap):
+    trace, model, _, _ = munmap
+    asked = {q["id"]: q for q in predict.predictions(trace, model)}
+    assert list(asked) == ["seq-after-epoch", "detached-verdict", "killed"]
+    # What the detached question tells the student about the state it is asked in holds there.
+    before = trace.states[asked["detached-verdict"]["step"] - 1]
+    t1 = [t.name for t in before.threads].index("T1")
+    assert t1 in before.vmas[1].lock.readers and trace.actions[asked["detached-verdict"]["step"] - 1].label == \
+        "check_detached"
+    assert asked["killed"]["want"] == {"type": "threads", "value": ["T1"]}
+    # A counterexample of the same scenario, or its run under another variant, is not the run described.
+    broken = make_model("vma-locks", "free-immediately")
+    sc = scenario.load("vma-locks", broken.scenario_schema, "munmap-vs-fault")
+    cex = explore(broken, broken.initial(sc.config), scenario=sc.name, config=sc.config).counterexample
+    assert predict.predictions(cex, broken) == []
+    assert predict.predictions(trace, make_model("vma-locks", "no-recheck")) == []

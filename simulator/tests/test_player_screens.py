@@ -13,7 +13,7 @@ from browser import PAINTED, Opened
 from kstep import views
 from kstep.engine import Scripted, scenario, simulate
 from kstep.models import make_model
-from kstep.views import code
+from kstep.views import code, predict
 
 pytestmark = pytest.mark.browser
 
@@ -31,7 +31,7 @@ def opened(browser, tmp_path_factory):
     trace = simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
     path = tmp_path_factory.mktemp("screens") / "vma.html"
     views.save_html(trace, model, path, about=sc)
-    p = Opened(browser, path, viewport=(WIDTHS["projector"], 900))
+    p = Opened(browser, path, viewport=(WIDTHS["projector"], 900), predict=True)
     yield p, trace, model
     p.check_clean()
     p.close()
@@ -46,6 +46,42 @@ def overflow(p) -> int:
     """How many pixels the page is wider than the window: what a reader would have to scroll sideways."""
     p.page.evaluate(PAINTED)
     return p.page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+
+
+def test_predict_mode_asks_before_each_marked_step_then_reveals_and_keeps_score(opened):
+    """munmap-vs-fault's three questions: the player stops before each, keeps its state hidden until it is
+    answered, judges the answer as questions.matches would (hex is a number) and counts.  Runs first:
+    the later tests move freely over a run whose questions are answered."""
+    p, trace, model = opened
+    n = len(trace)
+    asked = predict.predictions(trace, model)
+    assert [q["id"] for q in asked] == ["seq-after-epoch", "detached-verdict", "killed"]
+    guess = p.root.locator("input[type=text]")
+    ask = p.root.locator(".kstep-ask")
+    # Turned off while it asks, predict mode lets the player move on; turned on again, it asks again.
+    p.js("m('kstep-slider').value = arg", n)
+    p.wait(f"m('kstep-slider').value === {asked[0]['step'] - 1} && !m('kstep-guess').disabled")
+    p.click("predict mode")
+    p.wait("m('kstep-guess').disabled && !m('kstep-predict-on').active")
+    at(p, asked[0]["step"] + 2, n)
+    p.click("predict mode")
+    at(p, 0, n)
+    verdicts = ["✓ right: 1", "✗ not quite; the answer: true", "The answer: T1"]
+    for q, given, verdict in zip(asked, ["0x1", "false", None], verdicts):
+        p.js("m('kstep-slider').value = arg", n)  # a jump past the question stops before its step
+        p.wait(f"m('kstep-slider').value === {q['step'] - 1} && !m('kstep-guess').disabled")
+        assert f"step {q['step'] - 1} / {n}" in p.status()
+        assert q["ask"] in ask.inner_text()
+        if given is None:
+            p.click("Show me")
+        else:
+            guess.fill(given)
+            guess.press("Enter")
+        p.wait(f"m('kstep-slider').value === {q['step']} && m('kstep-guess').disabled")
+        assert ask.inner_text().startswith(verdict)
+    assert p.root.locator(".kstep-score").inner_text() == "predictions: 1 right of 3 (3 in this run)"
+    p.js("m('kstep-slider').value = arg", n)
+    p.wait(f"m('kstep-slider').value === {n}")
 
 
 @pytest.mark.parametrize("screen", list(WIDTHS))

@@ -17,7 +17,7 @@ const n = P.n;
 
 // Per-player state lives on the slider model, which exists once per player on a page.
 const st = W.slider.__kstep ||
-  (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1), code: -1});
+  (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1), code: -1, answers: {}, asking: null});
 
 const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
 function esc(s) {
@@ -189,6 +189,14 @@ function show_state(k) {
 function show(k) {
   const t0 = performance.now();
   k = Math.max(0, Math.min(n, Math.round(k)));
+  const q = unanswered(k);
+  if (q !== null) {  // predict mode: the state the question is about stays hidden until it is answered
+    k = q.step - 1;
+    if (st.timer !== null) {
+      pause();
+    }
+    ask(q);
+  }
   st.frame = k;
   for (let i = 0; i < P.sources.length; i++) {
     show_source(i, k);
@@ -243,6 +251,9 @@ function start_timer() {
     const k = Math.min(n, first + Math.floor(Math.max(0, now - t0) * sps / 1000 + 0.5));
     if (k !== st.frame) {
       show(k);
+      if (st.timer === null) {  // stopped there to ask a question
+        return;
+      }
     }
     if (k >= n) {
       pause();
@@ -267,6 +278,71 @@ function stop_timer() {
 function pause() {
   stop_timer();
   W.toggle.active = false;
+}
+
+// Predict mode (predict.py): before the step into a question's state the player stops and asks; the
+// state is shown once the student has answered (Enter in the text field) or pressed "Show me".
+function unanswered(k) {
+  if (!W.predicting.active) {
+    return null;
+  }
+  for (const q of P.predictions) {
+    if (q.step <= k && st.answers[q.id] === undefined) {
+      return q;
+    }
+  }
+  return null;
+}
+
+function ask(q) {
+  if (st.asking === q) {
+    return;
+  }
+  st.asking = q;
+  W.ask.text = '<div class="kstep-ask"><b>Predict:</b> ' + esc(q.ask) + ' <span class="kstep-hint">(' +
+    esc(q.hint) + ")</span></div>";
+  W.guess.value = "";
+  W.guess.disabled = false;
+  W.reveal.disabled = false;
+}
+
+// Does what the student typed equal the answer?  As questions.matches compares an answers.toml: a
+// number in decimal or hex, either view of a 64-bit word; true/false; a word; thread names in any order.
+function matches(want, given) {
+  const g = given.trim();
+  if (want.type === "threads") {
+    const names = g.toLowerCase() === "none" ? [] : g.split(/[\s,]+/).filter((s) => s !== "");
+    return names.slice().sort().join(",") === want.value.slice().sort().join(",");
+  }
+  if (want.type === "int") {
+    if (!/^-?(0x[0-9a-f]+|[0-9]+)$/i.test(g)) {
+      return false;
+    }
+    const v = g.startsWith("-") ? -BigInt(g.slice(1)) : BigInt(g);
+    const w = BigInt(want.value);
+    return v === w || BigInt.asUintN(64, v) === BigInt.asUintN(64, w);
+  }
+  if (want.type === "bool") {
+    return g.toLowerCase() === want.value;
+  }
+  return g === want.value;
+}
+
+function answered(given) {
+  const q = st.asking;
+  const right = given !== null && matches(q.want, given);
+  st.answers[q.id] = right;
+  st.asking = null;
+  W.ask.text = '<div class="kstep-ask ' + (right ? "kstep-right" : "kstep-wrong") + '">' +
+    (right ? "&#10003; right: " : given === null ? "The answer: " : "&#10007; not quite; the answer: ") +
+    "<b>" + esc(q.text) + "</b> &mdash; " + esc(q.ask) + "</div>";
+  W.guess.disabled = true;
+  W.reveal.disabled = true;
+  const asked = Object.keys(st.answers).length;
+  const right_so_far = Object.values(st.answers).filter((r) => r).length;
+  W.score.text = '<div class="kstep-score">predictions: ' + right_so_far + " right of " + asked + " (" +
+    P.predictions.length + " in this run)</div>";
+  show(q.step);
 }
 
 // The keyboard: Right steps, Left goes back, Home resets, Space plays and pauses.  Keys go to the
@@ -332,6 +408,21 @@ if (origin === W.toggle) {
     if (st.timer !== null) {
       start_timer();  // dragged while playing: play on from where the slider was left
     }
+  }
+} else if (origin === W.guess) {
+  if (st.asking !== null && W.guess.value.trim() !== "") {
+    answered(W.guess.value);
+  }
+} else if (origin === W.predicting) {
+  if (!W.predicting.active && st.asking !== null) {  // turned off while asking: move freely from here
+    st.asking = null;
+    W.ask.text = '<div class="kstep-ask">Predict mode is off: the player no longer stops to ask.</div>';
+    W.guess.disabled = true;
+    W.reveal.disabled = true;
+  }
+} else if (origin === W.reveal) {
+  if (st.asking !== null) {
+    answered(null);
   }
 } else if (origin === W.speed) {
   if (st.timer !== null) {

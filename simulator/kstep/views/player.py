@@ -26,12 +26,12 @@ from typing import Any, Callable, Hashable, Mapping, Sequence
 import numpy as np
 from bokeh.layouts import column, row
 from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div, InlineStyleSheet, Plot,
-                          Range1d, Select, Slider, Span, Toggle)
+                          Range1d, Select, Slider, Span, TextInput, Toggle)
 from bokeh.models.dom import HTML
 from bokeh.models.ui import Pane
 
 from ..engine import Model, Trace
-from . import code, style
+from . import code, predict, style
 from .columns import FrameColumns, Strings, decode
 
 PLAY, PAUSE = "▶ Play", "▮▮ Pause"  # glyphs every DejaVu/Arial install has
@@ -88,6 +88,7 @@ class Player:
         self._cursors: list[dict] = []
         self._follow: list[dict] = []
         # A stylesheet belongs to one Bokeh document, so every player makes its own.
+        self.predictions = predict.predictions(trace, model)
         self.stylesheet = InlineStyleSheet(css=style.CSS, name="kstep-css")
         self.wrap = InlineStyleSheet(css=style.WRAP, name="kstep-css-wrap")
         self.beside = InlineStyleSheet(css=style.BESIDE, name="kstep-css-beside")
@@ -211,7 +212,11 @@ class Player:
             first = row(first, self._div("key", key, sizing_mode=None, width=style.KEY_WIDTH, width_policy="fixed",
                                           height_policy="auto"),
                         name="kstep-board-and-key", sizing_mode="stretch_width", stylesheets=[self.beside])
-        parts = [self._div("header", self.header_html()), controls, status, source, state, widgets["banner"],
+        # Predict mode: a question, where the answer goes, a button to give up, the score so far.
+        ask = row(widgets["predicting"], widgets["ask"], widgets["guess"], widgets["reveal"], widgets["score"],
+                  name="kstep-predict",
+                  sizing_mode="stretch_width", stylesheets=[self.wrap], visible=bool(self.predictions))
+        parts = [self._div("header", self.header_html()), controls, ask, status, source, state, widgets["banner"],
                  *([first] if first is not None else []), *panels[1:]]
         if key and first is None:
             parts.append(self._div("key", key))
@@ -220,8 +225,10 @@ class Player:
         widgets["toggle"].js_on_change("active", callback)
         widgets["slider"].js_on_change("value", callback)
         widgets["speed"].js_on_change("value", callback)
-        for b in ("step", "back", "reset"):
+        for b in ("step", "back", "reset", "reveal"):
             widgets[b].js_on_event("button_click", callback)
+        widgets["guess"].js_on_change("value", callback)
+        widgets["predicting"].js_on_change("active", callback)
         # A plot's inner width is known only once the page is laid out, which makes its first value the
         # player's load event: the player installs its keys (arrows step, space plays) and state table.
         if plots:
@@ -250,6 +257,14 @@ class Player:
             "status": HTML(html=self.status0(), name="kstep-status"),
             "code": HTML(html=CODE0, name="kstep-code"),
             "state": HTML(html="", name="kstep-state"),
+            "predicting": Toggle(label="predict mode", active=bool(self.predictions), name="kstep-predict-on",
+                                 height=40, width=130, stylesheets=[self.stylesheet]),
+            "ask": self._div("ask", self.ask_html()),
+            "guess": TextInput(name="kstep-guess", title="your prediction (Enter to check)", width=260,
+                               disabled=True),
+            "reveal": Button(label="Show me", name="kstep-reveal", height=40, width=110, disabled=True,
+                             stylesheets=[self.stylesheet]),
+            "score": self._div("score", "", sizing_mode=None, width=220),
             "banner": self._div("banner", self.banner_html(), visible=n == 0),
         }
 
@@ -287,6 +302,7 @@ class Player:
             "where": [str(sources[l]) for l in labels],
             "what": [what(l) for l in labels],
             **code.tables(labels, sources, {a.label for a in self.trace.actions}),
+            "predictions": self.predictions,
             "code0": CODE0,
             "code_playing": CODE_PLAYING,
             "status0": self.status0(),
@@ -336,6 +352,13 @@ class Player:
             return ""
         return (f'<table class="kstep-change"><tr><th>Linux {escape(release)}</th>'
                 f'<th>this variant</th></tr>{"".join(rows)}</table>')
+
+    def ask_html(self) -> str:
+        if not self.predictions:
+            return ""
+        return (f'<div class="kstep-ask">Predict mode: the player stops before the {len(self.predictions)} '
+                f'marked step{"s" if len(self.predictions) > 1 else ""} and asks what comes; step on to '
+                'the first, or turn predict mode off to move freely.</div>')
 
     def status0(self) -> str:
         actors = ", ".join(self.model.actors(self.trace.states[0]))

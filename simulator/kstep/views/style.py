@@ -133,6 +133,11 @@ CSS = f"""
 .bk-btn.bk-active .kstep-when-playing {{ display: inline; }}
 .kstep-key {{ font-size: {SMALL_SIZE}; line-height: 2; }}
 .kstep-chip {{ margin-right: 1.2em; display: inline-block; max-width: 100%; line-height: 1.5; }}
+.kstep-ask {{ font-size: {TEXT_SIZE}; padding: 4px 10px; border-left: 6px solid {ORANGE}; }}
+.kstep-ask.kstep-right {{ border-left-color: {GREEN}; }}
+.kstep-ask.kstep-wrong {{ border-left-color: {VERMILLION}; }}
+.kstep-hint {{ color: {DARK}; font-size: {SMALL_SIZE}; }}
+.kstep-score {{ font-size: {SMALL_SIZE}; padding-top: 1.6em; }}
 .kstep-state caption {{ text-align: left; }}
 @media (prefers-color-scheme: dark) {{
   :host {{ color: #DDDDDD; }}

@@ -349,7 +349,7 @@ class ProgramModel(Model):
             st = self._steps[action.label]
             if st.daemon or st.optional:
                 out.append(_nest((), st.source))
-                if any(a.frames != b.frames for a, b in zip(before.threads, after.threads)):
+                if not all(_same(a.frames, b.frames) for a, b in zip(before.threads, after.threads)):
                     return None
                 continue
             i = thread_index(before, action.actor)
@@ -360,13 +360,15 @@ class ProgramModel(Model):
             run = st.run(set_thread(before, i, with_frames(t, t.frames[1:])), i, arg)
             frames, rest = run.threads[i].frames, trails[i][1:]
             pushed = len(frames) - len(rest)
-            if pushed < 0 or frames[pushed:] != t.frames[1:]:
+            if not frames:  # the step ended the thread (a fatal signal)
+                rest, pushed = (), 0
+            elif pushed < 0 or not _same(frames[pushed:pushed + HEAD], t.frames[1:1 + HEAD]):
                 return None
             trail = tuple(self._pushed_in(trails[i][0], stack, self._function(f.label), calls)
                           for f in frames[:pushed]) + rest
             run, trail = self._expand(run, i, trail)
-            if run.threads[i].frames != after.threads[i].frames or any(
-                    a.frames != b.frames for j, (a, b) in enumerate(zip(before.threads, after.threads)) if j != i):
+            if not all(_same(a.frames, b.frames) for a, b in
+                       zip(before.threads[:i] + (run.threads[i],) + before.threads[i + 1:], after.threads)):
                 return None
             trails[i] = trail
         return out
@@ -403,6 +405,15 @@ class ProgramModel(Model):
             frames = new + frames[1:]
             trail = (_nest(trail[0], calls[label].source),) * len(new) + trail[1:]
         return set_thread(state, i, with_frames(state.threads[i], frames)), trail
+
+
+HEAD = 4  # frames compared at the head of a stack: a step pushes or pops there, never deeper
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """The same frames, told from the length and the head: a long run's threads hold thousands of frames
+    and comparing them whole at every step made replaying a run quadratic."""
+    return a is b or len(a) == len(b) and a[:HEAD] == b[:HEAD]
 
 
 def _nest(stack: tuple[str, ...], where: Optional[Source]) -> tuple[str, ...]:

@@ -137,6 +137,7 @@ def _bodies() -> dict[str, str]:
     return out
 
 
+@lru_cache(maxsize=None)
 def calls(caller: str, callee: str) -> bool:
     """True when the 6.12 code of ``caller`` calls ``callee`` (or names it, as a macro argument)."""
     return re.search(rf"\b{re.escape(callee)}\b", _bodies().get(caller, "")) is not None

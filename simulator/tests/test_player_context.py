@@ -70,6 +70,16 @@ def test_a_recording_not_replayed_by_the_model_gets_no_stack(munmap):
     assert model.call_stacks(dataclasses.replace(other, config=trace.config), code.calls) is None
 
 
+def test_an_observed_recording_gets_no_stack_and_its_page_builds():
+    from kstep.lab import damon_observed as observed
+    from test_damon_observed import DATA
+
+    trace, model = observed.observed_trace(observed.read(DATA / "hot-block.trace"), "hot-block.trace")
+    assert model.call_stacks(trace, code.calls) is None
+    spec = views.layout(trace, model).select_one({"name": "kstep-player"}).args["kstep"]
+    assert set(spec["frames"].data["stack"]) == {spec["strings"].index("")}
+
+
 def test_two_down_write_steps_say_which_lock_they_take(munmap):
     trace, _, _, shown = munmap
     ons = {on for _, label, on, _ in shown if label == "down_write"}

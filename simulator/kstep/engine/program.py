@@ -334,6 +334,8 @@ class ProgramModel(Model):
         Daemon and optional steps run in no call.  None when the trace is not a run of this model from
         ``unstarted(trace.config)`` (an observed recording): no stack is better than a wrong one.
         """
+        if trace.scheduler == "observed":  # its config describes a recording, not a start the model can take
+            return None
         try:
             state = self.unstarted(trace.config)
         except NotImplementedError:

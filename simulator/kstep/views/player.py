@@ -202,7 +202,7 @@ class Player:
         plots = [m for p in panels for m in p.select({"type": Plot})]
         for plot in plots:
             plot.sizing_mode = "stretch_width"
-            plot.min_width = style.MIN_PLOT_WIDTH
+            plot.min_width = plot.width * style.MIN_PLOT_WIDTH // style.WIDTH  # in proportion to its design
             plot.stylesheets = [*plot.stylesheets, self.dark_plot]
         # On a screen narrower than a plot's minimum, the plot scrolls sideways in its own box, not the page.
         panels = tuple(column(p, sizing_mode="stretch_width", styles=style.SCROLL_SIDEWAYS, name=f"kstep-panel-{k}")
@@ -213,9 +213,9 @@ class Player:
                                           height_policy="auto"),
                         name="kstep-board-and-key", sizing_mode="stretch_width", stylesheets=[self.beside])
         # Predict mode: a question, where the answer goes, a button to give up, the score so far.
-        ask = row(widgets["predicting"], widgets["ask"], widgets["guess"], widgets["reveal"], widgets["score"],
-                  name="kstep-predict",
-                  sizing_mode="stretch_width", stylesheets=[self.wrap], visible=bool(self.predictions))
+        ask = column(widgets["ask"], row(widgets["predicting"], widgets["guess"], widgets["reveal"], widgets["score"],
+                                         sizing_mode="stretch_width", stylesheets=[self.wrap]),
+                     name="kstep-predict", sizing_mode="stretch_width", visible=bool(self.predictions))
         parts = [self._div("header", self.header_html()), controls, ask, status, source, state, widgets["banner"],
                  *([first] if first is not None else []), *panels[1:]]
         if key and first is None:

@@ -50,7 +50,7 @@ BESIDE = f"""
 # Canvas plots have no CSS colours: in dark mode they are shown inverted, with hues turned back, so each
 # colour keeps its meaning on a dark page.
 DARK_PLOT = "@media (prefers-color-scheme: dark) { :host { filter: invert(0.88) hue-rotate(180deg); } }"
-MIN_PLOT_WIDTH = 640  # narrower, a board's row titles run into its boxes
+MIN_PLOT_WIDTH = 640  # of a plot designed WIDTH wide: narrower, a board's row titles run into its boxes
 SCROLL_SIDEWAYS = {"overflow-x": "auto", "max-width": "100%"}
 SCREEN_READER_ONLY = {"height": "1px", "overflow": "hidden", "clip-path": "inset(50%)", "white-space": "nowrap"}
 

@@ -1312,6 +1312,11 @@ def _program(t):
 
 # --- the model -------------------------------------------------------------------------------------------
 
+def rwsem_name(lock) -> str:
+    """An rw_semaphore as the player names it: mmap_lock, or a VMA's lock by the VMA's id."""
+    return "mmap_lock" if lock == MM else f"VMA {lock}'s lock"
+
+
 # What a step acts on (the player names it, so two down_write steps on different locks differ): the
 # rwsem its frame names (MM or a VMA's id), mmap_lock itself, the VMA or the address in its frame, or the
 # VMA the fault found (its local ``vma``).
@@ -1360,7 +1365,7 @@ class VmaLocksModel(ProgramModel):
         t = s.threads[thread_index(s, action.actor)]
         arg = t.frames[0].arg if t.frames and t.frames[0].label == action.label else None
         if action.label in ON_LOCK:
-            return "mmap_lock" if arg == MM else f"VMA {arg}'s lock"
+            return rwsem_name(arg)
         if action.label in ON_MMAP_LOCK:
             return "mmap_lock"
         if action.label in ON_VMA:
@@ -1374,6 +1379,19 @@ class VmaLocksModel(ProgramModel):
     def how_ended(self, s, actor):
         dead = [t.died for t in s.threads if t.name == actor and t.died]
         return f"killed by {dead[0]}" if dead else ""
+
+    def blocked_on(self, s, actor):
+        """A thread queued on an rwsem (its next step's guard waits for a grant or a free lock)."""
+        if actor in self.daemons:  # the RCU kthread is idle, never blocked
+            return ""
+        t = s.threads[thread_index(s, actor)]
+        if not t.frames or t.frames[0].label not in ("rwsem_try_write_lock", "rwsem_down_read_slowpath"):
+            return ""
+        lock = t.frames[0].arg
+        sem, names = lock_of(s, lock), [u.name for u in s.threads]
+        held = ([f"held for write by {names[sem.owner]}"] if sem.owner != NOBODY else []) + \
+            ([f"held for read by {', '.join(names[r] for r in sem.readers)}"] if sem.readers else [])
+        return f"{rwsem_name(lock)} ({'; '.join(held) or 'free, granted in queue order'})"
 
     def summary(self, s):
         names = [t.name for t in s.threads]

@@ -85,12 +85,18 @@ function status_html(k) {
 // Context of step k: what it acts on (two down_write steps on different locks), and the functions it
 // runs in as one line, outermost first (player.py's context() computes both; empty when unknown).
 function context_html(k) {
-  const on = P.strings[P.frames.data.on[k]];
+  const on = frame_text("on", k);
   return on ? '<span class="kstep-on">on ' + esc(on) + "</span> " : "";
 }
 
+// A per-frame text column of the recorded run; a student's own run (interactive.js) has none.
+function frame_text(col, k) {
+  const c = P.frames.data[col];
+  return c === undefined ? "" : P.strings[c[k]];
+}
+
 function stack_html(k) {
-  const stack = P.strings[P.frames.data.stack[k]];
+  const stack = frame_text("stack", k);
   return stack ? '<div class="kstep-stack">' + esc(stack) + "</div>" : "";
 }
 
@@ -164,7 +170,7 @@ function follow(k) {
 // box of the boards (their "head" and "body" columns), refreshed when the player stops on a step.
 function state_html(k) {
   const l = k === 0 ? -1 : P.frames.data.label[k];
-  const on = k === 0 ? "" : P.strings[P.frames.data.on[k]];
+  const on = k === 0 ? "" : frame_text("on", k);
   const caption = k === 0 ? "step 0 of " + n + ": the initial state" :
     "step " + k + " of " + n + ": " + P.actors[P.frames.data.actor[k]] + " took " + P.labels[l] +
     (on ? " on " + on : "") + ". " + P.what[l];
@@ -386,6 +392,19 @@ function setup() {
 }
 
 setup();
+
+// Interactive mode (interactive.js) puts the columns of the student's own run in place of the
+// recorded one's (frames, stores, strings, n) and calls the player with {kstep_live: k}: what is
+// on screen belongs to the old columns, so forget it, then show frame k of the new run.
+function show_live(k) {
+  pause();
+  W.predicting.active = false;  // the questions are about the recorded run, not the student's own
+  st.shown.fill(-1);
+  st.code = -1;
+  W.slider.setv({end: Math.max(n, 1), disabled: n === 0});
+  show(k);
+}
+
 const origin = cb_obj != null && cb_obj.origin != null ? cb_obj.origin : cb_obj;
 if (origin === W.toggle) {
   if (W.toggle.active) {
@@ -428,4 +447,6 @@ if (origin === W.toggle) {
   if (st.timer !== null) {
     start_timer();
   }
+} else if (origin !== null && typeof origin === "object" && "kstep_live" in origin) {
+  show_live(origin.kstep_live);
 }

@@ -149,7 +149,7 @@ def test_the_state_is_a_text_table_for_a_screen_reader(opened):
     region = p.root.locator("[aria-live=polite]")
     table = region.locator("table.kstep-state")
     last = trace.actions[-1]
-    assert f"step {n} of {n}: {last.actor} took {last.label}" in table.locator("caption").inner_text()
+    table.locator("caption", has_text=f"step {n} of {n}: {last.actor} took {last.label}").wait_for()
     heads = table.locator("th").all_inner_texts()
     cells = table.locator("td").all_inner_texts()
     killed = [t.name for t in trace.states[-1].threads if t.died]

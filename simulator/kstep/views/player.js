@@ -188,8 +188,16 @@ function state_html(k) {
   return '<table class="kstep-state"><caption>' + esc(caption) + "</caption>" + rows.join("") + "</table>";
 }
 
-function show_state(k) {
-  W.state.html = state_html(k);
+// After the frame is painted, once per burst of steps: a jump or a step must not wait for the text.
+function show_state() {
+  if (st.state_due) {
+    return;
+  }
+  st.state_due = true;
+  requestAnimationFrame(() => {
+    st.state_due = false;
+    W.state.html = state_html(st.frame);
+  });
 }
 
 function show(k) {
@@ -220,7 +228,7 @@ function show(k) {
   W.status.html = status_html(k);
   if (st.timer === null) {
     show_code(k);
-    show_state(k);
+    show_state();
   }
   if (W.banner.visible !== (k === n)) {
     W.banner.visible = k === n;  // setting it at all re-lays out the page: only when it changes
@@ -277,7 +285,7 @@ function stop_timer() {
     cancelAnimationFrame(st.timer);
     st.timer = null;
     show_code(st.frame);
-    show_state(st.frame);
+    show_state();
   }
 }
 
@@ -388,7 +396,7 @@ function setup() {
   st.ready = true;
   (globalThis.kstep_players = globalThis.kstep_players || []).push(P.root);
   document.addEventListener("keydown", on_key);
-  show_state(st.frame);
+  show_state();
 }
 
 setup();

@@ -21,6 +21,9 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 READY = ("() => { const n = document.querySelectorAll('[data-root-id]').length;"
          " return n === 0 || (window.Bokeh !== undefined && Bokeh.documents.length >= n"
          " && Bokeh.documents.every((d) => d.is_idle)); }")
+# Every player of the page with predict mode off (a student's click on its toggle does the same).
+NO_PREDICT = ("() => { for (const d of window.Bokeh === undefined ? [] : Bokeh.documents) { const t = d.get_model_by_name('kstep-predict-on');"
+              " if (t !== null && t.active) { t.active = false; } } }")
 SPEED = "1000 steps/s"  # the player's fastest speed: a whole run plays in moments
 # Two animation frames: BokehJS paints on the next one, so after this the screen shows the model.
 PAINTED = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
@@ -34,7 +37,9 @@ class Opened:
     """
 
     def __init__(self, browser, where: Path | str, *, origin: Optional[str] = None, doc: int = 0,
-                 viewport=(1280, 1000)):
+                 viewport=(1280, 1000), predict: bool = False):
+        """``predict``: leave the players' predict mode on (else it is turned off, so that a test moves
+        freely over a run whose scenario asks questions)."""
         self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
         self.origin = origin
         self.requests: list[str] = []
@@ -43,12 +48,15 @@ class Opened:
         self.page = self.context.new_page()
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         self.page.on("console", self._console)
+        self.predict = predict
         self.goto(where, doc)
 
     def goto(self, where: Path | str, doc: int = 0) -> None:
         """Open another page in the same tab (what it requests and logs is added to the same lists)."""
         self.page.goto(where.as_uri() if isinstance(where, Path) else where)
         self.page.wait_for_function(READY, timeout=30_000)
+        if not self.predict:
+            self.page.evaluate(NO_PREDICT)
         self.use(doc)
 
     def _route(self, route):

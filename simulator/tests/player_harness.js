@@ -45,9 +45,13 @@ const W = {
   slider: model({value: 0}), toggle: fixed_label(model({active: false})),
   step: model({}), back: model({}), reset: model({}), speed: model({value: "2"}),
   status: model({html: spec.status0}), banner: model({visible: false}), code: model({html: spec.code0}),
+  state: model({html: ""}), predicting: model({active: false}), ask: model({text: ""}),
+  guess: model({value: "", disabled: true}), reveal: model({disabled: true}), score: model({text: ""}),
 };
-// Nothing is painted here: the code pane's scroll to its marked line finds no view to scroll.
+// Nothing is painted here: the code pane's scroll to its marked line finds no view to scroll, and no
+// key is ever pressed.
 globalThis.Bokeh = {index: {query_one: () => null}};
+globalThis.document = {addEventListener: () => {}};
 const frames = {data: {}};
 for (const [col, c] of Object.entries(spec.frames)) {
   frames.data[col] = column(c);
@@ -62,7 +66,7 @@ const sources = spec.sources.map((s) => {
 const cursor = model({left: 0, right: 1});
 const range = model({start: 0, end: spec.window});
 const kstep = {
-  ...spec, widgets: W, frames: frames, sources: sources,
+  ...spec, widgets: W, frames: frames, sources: sources, root: null,
   cursors: [{model: cursor, kind: "box"}],
   follow: [{range: range, window: spec.window, total: spec.n + 1}],
 };

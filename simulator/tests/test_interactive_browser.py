@@ -95,7 +95,7 @@ def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(bro
             p.page.click(f'.kstep-live button[data-action^="{actor}:"]')
             panel_at(p, "live", k)
         waiting = p.page.inner_text('.kstep-live li[data-actor="W"]')  # W cannot move, and the page says why
-        assert "W cannot run: blocked at rwsem_try_write_lock: waits for the lock of VMA 1 (held for read by T1)" \
+        assert "W cannot run: blocked at rwsem_try_write_lock: waits for VMA 1's lock (held for read by T1)" \
             in waiting
         assert p.page.locator('.kstep-live button[data-action^="W:"]').count() == 0
         assert p.page.inner_text(".kstep-live-schedule").startswith("T1:rcu_read_lock T1:mas_walk T1:vma_start_read")

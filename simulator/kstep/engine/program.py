@@ -205,6 +205,13 @@ class ProgramModel(Model):
         self._wants_idle = any(st.idle for steps in self._daemon_steps.values() for st in steps)
 
     # -- contract -------------------------------------------------------------------------------
+    def initial(self, config: Mapping[str, Any]) -> State:
+        return self.start(self.unstarted(config))
+
+    def unstarted(self, config: Mapping[str, Any]) -> State:
+        """The initial state with each thread's program as the scenario writes it, no call expanded yet."""
+        raise NotImplementedError(f"{type(self).__name__} builds its initial state without unstarted()")
+
     def actors(self, state: State) -> tuple[str, ...]:
         return tuple(t.name for t in state.threads) + tuple(self.daemons)
 
@@ -304,6 +311,119 @@ class ProgramModel(Model):
 
     def what(self, label: str) -> str:
         return self._steps[label].what
+
+    def acts_on(self, state: State, action: Action) -> str:
+        """What the step ``action`` is about to act on in ``state`` (\"mmap_lock\", \"VMA 2's lock\"), in a few
+        words, or \"\" when its label says it all: two ``down_write`` steps on different locks must say which."""
+        return ""
+
+    def how_ended(self, state: State, actor: str) -> str:
+        """How a finished actor ended when it did not run to its end (\"killed by SIGSEGV\"), else \"\"."""
+        return ""
+
+    def call_stacks(self, trace: Any, calls: Callable[[str, str], bool] = lambda caller, callee: False
+                    ) -> Optional[list[tuple[str, ...]]]:
+        """For each step of ``trace``, the kernel functions it runs in, outermost first, ending with the
+        step's own (``do_user_addr_fault``, ``lock_vma_under_rcu``, ``vma_end_read``, ``rcu_read_lock``).
+
+        A thread's frames are what runs next, not a call stack: a call is replaced by its frames, and a
+        step pushes the frames that follow it.  This replays the run keeping beside every frame the calls
+        it came from: a call's frames run inside it; frames a step pushes run where the step ran, or
+        inside the step's own function when ``calls(its function, the pushed frame's function)`` says
+        that function's code calls it (``vma_start_read`` pushes ``down_read_trylock``, its callee).
+        Daemon and optional steps run in no call.  None when the trace is not a run of this model from
+        ``unstarted(trace.config)`` (an observed recording): no stack is better than a wrong one.
+        """
+        if trace.scheduler == "observed":  # its config describes a recording, not a start the model can take
+            return None
+        try:
+            state = self.unstarted(trace.config)
+        except NotImplementedError:
+            return None
+        trails = [((),) * len(t.frames) for t in state.threads]
+        for i in range(len(state.threads)):
+            state, trails[i] = self._expand(state, i, trails[i])
+        if [t.frames for t in state.threads] != [t.frames for t in trace.states[0].threads]:
+            return None
+        out = []
+        for k, action in enumerate(trace.actions):
+            before, after = trace.states[k], trace.states[k + 1]
+            st = self._steps[action.label]
+            if st.daemon or st.optional:
+                out.append(_nest((), st.source))
+                if not all(_same(a.frames, b.frames) for a, b in zip(before.threads, after.threads)):
+                    return None
+                continue
+            i = thread_index(before, action.actor)
+            t = before.threads[i]
+            label, arg = t.frames[0]
+            stack = _nest(trails[i][0], st.source)
+            out.append(stack)
+            run = st.run(set_thread(before, i, with_frames(t, t.frames[1:])), i, arg)
+            frames, rest = run.threads[i].frames, trails[i][1:]
+            pushed = len(frames) - len(rest)
+            if not frames:  # the step ended the thread (a fatal signal)
+                rest, pushed = (), 0
+            elif pushed < 0 or not _same(frames[pushed:pushed + HEAD], t.frames[1:1 + HEAD]):
+                return None
+            trail = tuple(self._pushed_in(trails[i][0], stack, self._function(f.label), calls)
+                          for f in frames[:pushed]) + rest
+            run, trail = self._expand(run, i, trail)
+            if not all(_same(a.frames, b.frames) for a, b in
+                       zip(before.threads[:i] + (run.threads[i],) + before.threads[i + 1:], after.threads)):
+                return None
+            trails[i] = trail
+        return out
+
+    @staticmethod
+    def _pushed_in(trail: tuple, stack: tuple, function: str, calls: Callable[[str, str], bool]) -> tuple:
+        """The calls a frame of ``function`` runs in when the step whose ``stack`` (in the calls ``trail``)
+        pushes it: beside the step when it is the step's own function; inside the step's function when
+        that one calls it; in the enclosing function it returns to when it is one of the step's callers,
+        or in the innermost enclosing function whose code calls it; else beside the step, somewhere
+        below the functions it runs in (through functions the model takes no step in)."""
+        if not function or not stack or function == stack[-1]:
+            return trail
+        if calls(stack[-1], function):
+            return stack
+        if function in stack:
+            return stack[:len(stack) - 1 - stack[::-1].index(function)]
+        for depth in range(len(trail), 0, -1):
+            if calls(trail[depth - 1], function):
+                return trail[:depth]
+        return trail
+
+    def _function(self, label: str) -> str:
+        where = self._steps[label].source if label in self._steps else self.table.calls[label].source
+        return where.function if where is not None and where.in_kernel else ""
+
+    def _expand(self, state: State, i: int, trail: tuple) -> tuple[State, tuple]:
+        """``normalize`` of thread ``i`` keeping ``trail`` (each frame's enclosing calls) beside its frames."""
+        calls = self.table.calls
+        frames = state.threads[i].frames
+        while frames and frames[0][0] in calls:
+            label, arg = frames[0]
+            new = tuple(calls[label].expand(state, i, arg))
+            frames = new + frames[1:]
+            trail = (_nest(trail[0], calls[label].source),) * len(new) + trail[1:]
+        return set_thread(state, i, with_frames(state.threads[i], frames)), trail
+
+
+HEAD = 4  # frames compared at the head of a stack: a step pushes or pops there, never deeper
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """The same frames, told from the length and the head: a long run's threads hold thousands of frames
+    and comparing them whole at every step made replaying a run quadratic."""
+    return a is b or len(a) == len(b) and a[:HEAD] == b[:HEAD]
+
+
+def _nest(stack: tuple[str, ...], where: Optional[Source]) -> tuple[str, ...]:
+    """``stack`` with the kernel function ``where`` inside it (a step or call of the function already
+    innermost, or no kernel code at all, adds nothing)."""
+    if where is None or not where.in_kernel or stack and stack[-1] == where.function:
+        return stack
+    return stack + (where.function,)
 
 
 _last_index: dict[str, int] = {}  # a memo only: every hit is checked against the state

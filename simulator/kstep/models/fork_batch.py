@@ -1225,8 +1225,8 @@ class ForkBatchModel(vl.VmaLocksModel):
         self.program = PROGRAMS[self.variants[variant or self.default_variant].params["program"]]
         super().__init__(variant)
 
-    def initial(self, config):
-        return self.start(initial_state(config))
+    def unstarted(self, config):
+        return initial_state(config)
 
     def summary(self, s):
         c = s.copy

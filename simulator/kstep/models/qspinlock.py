@@ -1291,8 +1291,8 @@ class QspinlockModel(ProgramModel):
         self.entry = ENTRY[self.layout]
         super().__init__(variant)
 
-    def initial(self, config):
-        return self.start(initial_state(config, self.layout))
+    def unstarted(self, config):
+        return initial_state(config, self.layout)
 
     def actions(self, state):
         out = super().actions(state)
@@ -1379,6 +1379,15 @@ class QspinlockModel(ProgramModel):
                                       if w & PPC_LOCKED_VAL else -1),
                 "holders": on(lambda s, lock: tuple(holders(s, lock))), "next_step": lambda s, name: _context(s, name).frames[0][0] if _context(s, name).frames else "",
                 "cpu": lambda s, name: _context(s, name).cpu, "node": _node_arg}
+
+    def acts_on(self, s, action):
+        """The lock of the acquisition in progress (``queued_spin_lock`` names it in its frame)."""
+        if action.actor not in {t.name for t in s.threads}:
+            return ""
+        t = s.threads[thread_index(s, action.actor)]
+        head = t.frames[0] if t.frames else None
+        lock = head.arg if head is not None and head.label == "queued_spin_lock" == action.label else t.lock
+        return f"lock {lock_name(lock)}" if 0 <= lock < len(s.words) else ""
 
     def summary(self, s):
         out = {f"lock {lock_name(lock)}": self.word_text(s, lock) for lock in range(len(s.words))}

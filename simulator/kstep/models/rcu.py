@@ -475,7 +475,7 @@ class RcuModel(ProgramModel):
                 **rcu_broken(_invoke)}
     scenario_schema = SCHEMA
 
-    def initial(self, config):
+    def unstarted(self, config):
         threads = []
         for t in config["threads"]:
             if t["kind"] == "reader":
@@ -483,8 +483,7 @@ class RcuModel(ProgramModel):
             else:
                 frames = (Frame("update", t["wait"]),) * t["updates"]
             threads.append(Thread(t["name"], frames))
-        s = RcuState(tuple(threads), rcu_init(len(threads)), 0, (LIVE,))
-        return self.start(s)
+        return RcuState(tuple(threads), rcu_init(len(threads)), 0, (LIVE,))
 
     def summary(self, s):
         return rcu_summary(s) | {"objects": " ".join(f"{k}:{st}" for k, st in enumerate(s.objects))}

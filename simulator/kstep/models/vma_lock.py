@@ -1312,6 +1312,24 @@ def _program(t):
 
 # --- the model -------------------------------------------------------------------------------------------
 
+def rwsem_name(lock) -> str:
+    """An rw_semaphore as the player names it: mmap_lock, or a VMA's lock by the VMA's id."""
+    return "mmap_lock" if lock == MM else f"VMA {lock}'s lock"
+
+
+# What a step acts on (the player names it, so two down_write steps on different locks differ): the
+# rwsem its frame names (MM or a VMA's id), mmap_lock itself, the VMA or the address in its frame, or the
+# VMA the fault found (its local ``vma``).
+ON_LOCK = frozenset({"down_write", "rwsem_optimistic_spin", "rwsem_down_write_slowpath", "rwsem_try_write_lock",
+                     "up_write", "rwsem_down_read_slowpath", "rwsem_wake", "downgrade_write", "up_read"})
+ON_MMAP_LOCK = frozenset({"mm_lock_seqcount_begin", "vma_end_write_all", "mmap_read_unlock",
+                          "get_mmap_lock_carefully"})
+ON_VMA = frozenset({"vma_write_seq", "vma_mark_detached", "vm_area_free", "__vm_area_free"})
+ON_ADDRESS = frozenset({"mas_walk", "vma_lock_miss", "find_vma", "vma_lock_retry"})
+ON_FOUND_VMA = frozenset({"vma_start_read", "down_read_trylock", "vma_start_read_recheck", "check_detached",
+                          "check_range"})
+
+
 class VmaLocksModel(ProgramModel):
     name = "vma-locks"
     title = "Per-VMA locks: page faults under RCU and one VMA's read lock"
@@ -1322,7 +1340,7 @@ class VmaLocksModel(ProgramModel):
     invariants = INVARIANTS
     scenario_schema = SCHEMA
 
-    def initial(self, config):
+    def unstarted(self, config):
         init = self.variant.params.get("vm_lock_seq_init", VM_LOCK_SEQ_INIT)
         # Each VMA was mmapped on its own, so each one with an anon_vma has its own (named after it).
         vmas = tuple(Vma(v["start"], v["end"], init, False, rwsem.FREE, v["prot"],
@@ -1331,7 +1349,7 @@ class VmaLocksModel(ProgramModel):
         threads = tuple(Thread(name, _program(t), t["kind"], work=t["work"])
                         for t in config["threads"] for name in thread_names(t))
         mm = Mm(rwsem.FREE, 0, tuple(range(len(vmas))))
-        return self.start(VmaState(threads, mm, vmas, rcu_init(len(threads)), Counters()))
+        return VmaState(threads, mm, vmas, rcu_init(len(threads)), Counters())
 
     def normalize(self, state, i):
         """Clear the ghost outside vma_start_read, so that it never tells two equal states apart."""
@@ -1340,6 +1358,27 @@ class VmaLocksModel(ProgramModel):
         if t.ghost_writer_since_walk and not in_vma_start_read(t):
             return set_local(state, i, ghost_writer_since_walk=False)
         return state
+
+    def acts_on(self, s, action):
+        if action.actor not in {t.name for t in s.threads}:
+            return ""
+        t = s.threads[thread_index(s, action.actor)]
+        arg = t.frames[0].arg if t.frames and t.frames[0].label == action.label else None
+        if action.label in ON_LOCK:
+            return rwsem_name(arg)
+        if action.label in ON_MMAP_LOCK:
+            return "mmap_lock"
+        if action.label in ON_VMA:
+            return f"VMA {arg}"
+        if action.label in ON_ADDRESS:
+            return f"address {arg}"
+        if action.label in ON_FOUND_VMA and t.vma >= 0:
+            return f"VMA {t.vma}"
+        return ""
+
+    def how_ended(self, s, actor):
+        dead = [t.died for t in s.threads if t.name == actor and t.died]
+        return f"killed by {dead[0]}" if dead else ""
 
     def blocked_on(self, s, actor):
         """A thread queued on an rwsem (its next step's guard waits for a grant or a free lock)."""
@@ -1352,8 +1391,7 @@ class VmaLocksModel(ProgramModel):
         sem, names = lock_of(s, lock), [u.name for u in s.threads]
         held = ([f"held for write by {names[sem.owner]}"] if sem.owner != NOBODY else []) + \
             ([f"held for read by {', '.join(names[r] for r in sem.readers)}"] if sem.readers else [])
-        what = "mmap_lock" if lock == MM else f"the lock of VMA {lock}"
-        return f"{what} ({'; '.join(held) or 'free, granted in queue order'})"
+        return f"{rwsem_name(lock)} ({'; '.join(held) or 'free, granted in queue order'})"
 
     def summary(self, s):
         names = [t.name for t in s.threads]

@@ -12,7 +12,8 @@ whole function, one atomic step, and marks nothing; the labels that are neither 
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from functools import lru_cache
+from typing import Mapping, Optional, Sequence
 
 from ..engine import Source
 from ..lab.excerpts import load
@@ -121,3 +122,59 @@ def tables(labels: Sequence[str], sources: Mapping[str, Source], used: set[str])
         code.append({"excerpt": index[where], "marked": marked,
                      "url": ELIXIR.format(release=data["release"], path=sources[label].path, line=line)})
     return {"excerpts": excerpts, "code": code, "release": data["release"]}
+
+
+INTO, SKIPPED = " › ", " › … › "  # a call seen in the caller's code; callers in between not modelled
+
+
+@lru_cache(maxsize=1)
+def _bodies() -> dict[str, str]:
+    """Each function's 6.12 code (every excerpt of that name, joined)."""
+    out: dict[str, str] = {}
+    for where, ex in load()["excerpts"].items():
+        function = where.rpartition(":")[2]
+        out[function] = out.get(function, "") + ex["text"] + "\n"
+    return out
+
+
+@lru_cache(maxsize=None)
+def calls(caller: str, callee: str) -> bool:
+    """True when the 6.12 code of ``caller`` calls ``callee`` (or names it, as a macro argument)."""
+    return re.search(rf"\b{re.escape(callee)}\b", _bodies().get(caller, "")) is not None
+
+
+def stack_line(stack: Optional[Sequence[str]]) -> str:
+    """A step's call stack as one line, outermost first; where the caller's code does not call the next
+    function itself (the model skips functions in between), an ellipsis says so."""
+    if not stack:
+        return ""
+    out = stack[0]
+    for caller, callee in zip(stack, stack[1:]):
+        out += (INTO if calls(caller, callee) else SKIPPED) + callee
+    return out
+
+
+SIDE_BY_SIDE = 12  # lines of 6.12 code shown beside a broken variant's change; longer ones are only named
+
+
+def changes(model) -> tuple[str, list[dict]]:
+    """The release of the excerpts, and what a broken variant changes, step by step, for showing beside
+    the 6.12 code: each replaced
+    step's label, its ``path:function``, the 6.12 lines the step stands for (its marked lines, or the
+    whole function when that is short; none when there is no excerpt or it is long), and the variant's
+    own text for the step."""
+    data = load()
+    sources = model.sources()
+    out = []
+    for label in model.variant.replaces:
+        where = sources.get(label)
+        if where is None:  # a call the variant expands differently: it has no step text of its own
+            continue
+        ex = data["excerpts"].get(str(where))
+        shown: list[tuple[int, str]] = []
+        if ex is not None:
+            lines = ex["text"].split("\n")
+            marked = marked_lines(label, where, lines) or (range(len(lines)) if len(lines) <= SIDE_BY_SIDE else [])
+            shown = [(ex["line"] + i, lines[i]) for i in marked]
+        out.append({"label": label, "where": str(where), "lines": shown, "instead": model.what(label)})
+    return data["release"], out

@@ -19,7 +19,10 @@ from .registry import view_for
 # link back to the index.
 TEMPLATE = get_env().from_string("""{% extends "file.html.jinja" %}
 {% block postamble %}{% if live %}<script src="{{ live }}/kstep/interactive.js" defer></script>{% endif %}{% endblock %}
-{% block preamble %}<style>body { padding: 10px 16px; background: #FFFFFF; }
+{% block preamble %}<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body { padding: 10px 16px; background: #FFFFFF; color: #222222; }
+@media (prefers-color-scheme: dark) { body { background: #111214; color: #DDDDDD; } a { color: #56B4E9; } }
+@media (max-width: 600px) { body { padding: 6px; } }
 nav.kstep-nav, section.kstep-purpose { font: 13pt 'DejaVu Sans', Arial, sans-serif; margin-bottom: 8px;
   max-width: 1200px; }</style>{% endblock %}
 {% block contents %}{% if back %}<nav class="kstep-nav"><a href="{{ back }}">&larr; all animations</a></nav>{% endif %}

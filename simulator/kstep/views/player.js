@@ -17,7 +17,7 @@ const n = P.n;
 
 // Per-player state lives on the slider model, which exists once per player on a page.
 const st = W.slider.__kstep ||
-  (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1), code: -1});
+  (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1), code: -1, answers: {}, asking: null});
 
 const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
 function esc(s) {
@@ -74,12 +74,30 @@ function status_html(k) {
   const l = P.frames.data.label[k];
   return '<div class="kstep-status"><span class="kstep-stepno">step ' + k + " / " + n + "</span> " +
     '<b class="kstep-actor">' + esc(P.actors[a]) + "</b> &rarr; " +
-    '<code class="kstep-label">' + esc(P.labels[l]) + "</code> " +
+    '<code class="kstep-label">' + esc(P.labels[l]) + "</code> " + context_html(k) +
     (P.code[l]  // a step outside the kernel (a lock's user) has no source to link to
       ? '<a class="kstep-where" target="_blank" rel="noopener" href="' + esc(P.code[l].url) + '">' +
         esc(P.where[l]) + "</a>"
       : '<span class="kstep-where">' + esc(P.where[l]) + "</span>") +
-    '<div class="kstep-what">' + esc(P.what[l]) + "</div></div>";
+    '<div class="kstep-what">' + esc(P.what[l]) + "</div>" + stack_html(k) + "</div>";
+}
+
+// Context of step k: what it acts on (two down_write steps on different locks), and the functions it
+// runs in as one line, outermost first (player.py's context() computes both; empty when unknown).
+function context_html(k) {
+  const on = frame_text("on", k);
+  return on ? '<span class="kstep-on">on ' + esc(on) + "</span> " : "";
+}
+
+// A per-frame text column of the recorded run; a student's own run (interactive.js) has none.
+function frame_text(col, k) {
+  const c = P.frames.data[col];
+  return c === undefined ? "" : P.strings[c[k]];
+}
+
+function stack_html(k) {
+  const stack = frame_text("stack", k);
+  return stack ? '<div class="kstep-stack">' + esc(stack) + "</div>" : "";
 }
 
 // The code pane: the excerpt of the function behind label l (Debian's linux-source-6.12), with the
@@ -148,9 +166,51 @@ function follow(k) {
   }
 }
 
+// The current state as text, for a screen reader (an aria-live region): the status line and every
+// box of the boards (their "head" and "body" columns), refreshed when the player stops on a step.
+function state_html(k) {
+  const l = k === 0 ? -1 : P.frames.data.label[k];
+  const on = k === 0 ? "" : frame_text("on", k);
+  const caption = k === 0 ? "step 0 of " + n + ": the initial state" :
+    "step " + k + " of " + n + ": " + P.actors[P.frames.data.actor[k]] + " took " + P.labels[l] +
+    (on ? " on " + on : "") + ". " + P.what[l];
+  const rows = [];
+  for (const src of P.sources) {
+    const d = src.source.data;
+    if (d.head === undefined || d.body === undefined) {
+      continue;
+    }
+    for (let j = 0; j < d.head.length; j++) {
+      rows.push("<tr><th scope=\"row\">" + esc(d.head[j]) + "</th><td>" +
+        esc(String(d.body[j]).split("\n").join("; ")) + "</td></tr>");
+    }
+  }
+  return '<table class="kstep-state"><caption>' + esc(caption) + "</caption>" + rows.join("") + "</table>";
+}
+
+// After the frame is painted, once per burst of steps: a jump or a step must not wait for the text.
+function show_state() {
+  if (st.state_due) {
+    return;
+  }
+  st.state_due = true;
+  requestAnimationFrame(() => {
+    st.state_due = false;
+    W.state.html = state_html(st.frame);
+  });
+}
+
 function show(k) {
   const t0 = performance.now();
   k = Math.max(0, Math.min(n, Math.round(k)));
+  const q = unanswered(k);
+  if (q !== null) {  // predict mode: the state the question is about stays hidden until it is answered
+    k = q.step - 1;
+    if (st.timer !== null) {
+      pause();
+    }
+    ask(q);
+  }
   st.frame = k;
   for (let i = 0; i < P.sources.length; i++) {
     show_source(i, k);
@@ -168,6 +228,7 @@ function show(k) {
   W.status.html = status_html(k);
   if (st.timer === null) {
     show_code(k);
+    show_state();
   }
   if (W.banner.visible !== (k === n)) {
     W.banner.visible = k === n;  // setting it at all re-lays out the page: only when it changes
@@ -204,6 +265,9 @@ function start_timer() {
     const k = Math.min(n, first + Math.floor(Math.max(0, now - t0) * sps / 1000 + 0.5));
     if (k !== st.frame) {
       show(k);
+      if (st.timer === null) {  // stopped there to ask a question
+        return;
+      }
     }
     if (k >= n) {
       pause();
@@ -221,6 +285,7 @@ function stop_timer() {
     cancelAnimationFrame(st.timer);
     st.timer = null;
     show_code(st.frame);
+    show_state();
   }
 }
 
@@ -229,11 +294,119 @@ function pause() {
   W.toggle.active = false;
 }
 
+// Predict mode (predict.py): before the step into a question's state the player stops and asks; the
+// state is shown once the student has answered (Enter in the text field) or pressed "Show me".
+function unanswered(k) {
+  if (!W.predicting.active) {
+    return null;
+  }
+  for (const q of P.predictions) {
+    if (q.step <= k && st.answers[q.id] === undefined) {
+      return q;
+    }
+  }
+  return null;
+}
+
+function ask(q) {
+  if (st.asking === q) {
+    return;
+  }
+  st.asking = q;
+  W.ask.text = '<div class="kstep-ask"><b>Predict:</b> ' + esc(q.ask) + ' <span class="kstep-hint">(' +
+    esc(q.hint) + ")</span></div>";
+  W.guess.value = "";
+  W.guess.disabled = false;
+  W.reveal.disabled = false;
+}
+
+// Does what the student typed equal the answer?  As questions.matches compares an answers.toml: a
+// number in decimal or hex, either view of a 64-bit word; true/false; a word; thread names in any order.
+function matches(want, given) {
+  const g = given.trim();
+  if (want.type === "threads") {
+    const names = g.toLowerCase() === "none" ? [] : g.split(/[\s,]+/).filter((s) => s !== "");
+    return names.slice().sort().join(",") === want.value.slice().sort().join(",");
+  }
+  if (want.type === "int") {
+    if (!/^-?(0x[0-9a-f]+|[0-9]+)$/i.test(g)) {
+      return false;
+    }
+    const v = g.startsWith("-") ? -BigInt(g.slice(1)) : BigInt(g);
+    const w = BigInt(want.value);
+    return v === w || BigInt.asUintN(64, v) === BigInt.asUintN(64, w);
+  }
+  if (want.type === "bool") {
+    return g.toLowerCase() === want.value;
+  }
+  return g === want.value;
+}
+
+function answered(given) {
+  const q = st.asking;
+  const right = given !== null && matches(q.want, given);
+  st.answers[q.id] = right;
+  st.asking = null;
+  W.ask.text = '<div class="kstep-ask ' + (right ? "kstep-right" : "kstep-wrong") + '">' +
+    (right ? "&#10003; right: " : given === null ? "The answer: " : "&#10007; not quite; the answer: ") +
+    "<b>" + esc(q.text) + "</b> &mdash; " + esc(q.ask) + "</div>";
+  W.guess.disabled = true;
+  W.reveal.disabled = true;
+  const asked = Object.keys(st.answers).length;
+  const right_so_far = Object.values(st.answers).filter((r) => r).length;
+  W.score.text = '<div class="kstep-score">predictions: ' + right_so_far + " right of " + asked + " (" +
+    P.predictions.length + " in this run)</div>";
+  show(q.step);
+}
+
+// The keyboard: Right steps, Left goes back, Home resets, Space plays and pauses.  Keys go to the
+// player the focus is in, or with the focus nowhere (the page itself) to the page's first player; never
+// to a field being typed in, the slider (its own keys move it) or a button (Space clicks it).
+function on_key(e) {
+  const keys = {ArrowRight: "step", ArrowLeft: "back", Home: "reset", " ": "play"};
+  const what = keys[e.key];
+  if (what === undefined || e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey) {
+    return;
+  }
+  const path = e.composedPath();
+  const view = Bokeh.index.query_one((v) => v.model === P.root);
+  const inside = view !== null && path.includes(view.el);
+  const nowhere = path[0] === document.body || path[0] === document.documentElement;
+  if (!inside && !(nowhere && globalThis.kstep_players[0] === P.root)) {
+    return;
+  }
+  if (path.some((el) => el.tagName !== undefined &&
+      (/^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(el.tagName) || el.getAttribute("role") === "slider"))) {
+    return;
+  }
+  e.preventDefault();
+  if (what === "play") {
+    W.toggle.active = !W.toggle.active;  // its change callback starts or stops the timer
+  } else {
+    pause();
+    show(what === "step" ? st.frame + 1 : what === "back" ? st.frame - 1 : 0);
+  }
+}
+
+// Once per player, at its first callback (the page's layout gives one): the keys and the state table.
+function setup() {
+  if (st.ready) {
+    return;
+  }
+  st.ready = true;
+  (globalThis.kstep_players = globalThis.kstep_players || []).push(P.root);
+  document.addEventListener("keydown", on_key);
+  show_state();
+}
+
+setup();
+
 // Interactive mode (interactive.js) puts the columns of the student's own run in place of the
 // recorded one's (frames, stores, strings, n) and calls the player with {kstep_live: k}: what is
 // on screen belongs to the old columns, so forget it, then show frame k of the new run.
 function show_live(k) {
   pause();
+  W.predicting.active = false;  // the questions are about the recorded run, not the student's own
   st.shown.fill(-1);
   st.code = -1;
   W.slider.setv({end: Math.max(n, 1), disabled: n === 0});
@@ -262,6 +435,21 @@ if (origin === W.toggle) {
     if (st.timer !== null) {
       start_timer();  // dragged while playing: play on from where the slider was left
     }
+  }
+} else if (origin === W.guess) {
+  if (st.asking !== null && W.guess.value.trim() !== "") {
+    answered(W.guess.value);
+  }
+} else if (origin === W.predicting) {
+  if (!W.predicting.active && st.asking !== null) {  // turned off while asking: move freely from here
+    st.asking = null;
+    W.ask.text = '<div class="kstep-ask">Predict mode is off: the player no longer stops to ask.</div>';
+    W.guess.disabled = true;
+    W.reveal.disabled = true;
+  }
+} else if (origin === W.reveal) {
+  if (st.asking !== null) {
+    answered(null);
   }
 } else if (origin === W.speed) {
   if (st.timer !== null) {

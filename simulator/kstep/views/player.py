@@ -25,13 +25,13 @@ from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 from bokeh.layouts import column, row
-from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div, InlineStyleSheet, Range1d,
-                          Select, Slider, Span, Toggle)
+from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div, InlineStyleSheet, Plot,
+                          Range1d, Select, Slider, Span, TextInput, Toggle)
 from bokeh.models.dom import HTML
 from bokeh.models.ui import Pane
 
 from ..engine import Model, Trace
-from . import code, style
+from . import code, predict, style
 from .columns import FrameColumns, Strings, decode
 
 PLAY, PAUSE = "▶ Play", "▮▮ Pause"  # glyphs every DejaVu/Arial install has
@@ -87,7 +87,12 @@ class Player:
         self._sources: list[tuple[str, ColumnDataSource, ColumnDataSource]] = []
         self._cursors: list[dict] = []
         self._follow: list[dict] = []
+        # A stylesheet belongs to one Bokeh document, so every player makes its own.
+        self.predictions = predict.predictions(trace, model)
         self.stylesheet = InlineStyleSheet(css=style.CSS, name="kstep-css")
+        self.wrap = InlineStyleSheet(css=style.WRAP, name="kstep-css-wrap")
+        self.beside = InlineStyleSheet(css=style.BESIDE, name="kstep-css-beside")
+        self.dark_plot = InlineStyleSheet(css=style.DARK_PLOT, name="kstep-css-dark-plot")
 
     # -- what a view registers ------------------------------------------------------------------
     def frame_source(self, name: str, columns: Mapping[str, type], rows: Callable[[Any], Mapping[str, Sequence]],
@@ -178,30 +183,61 @@ class Player:
 
     # -- the page ------------------------------------------------------------------------------
     def layout(self, *panels, key: str = "", name: str = "kstep-layout"):
-        """The header, controls, status line and end banner above the view's panels."""
+        """The header, controls, status line and end banner above the view's panels, the colour key
+        beside the first panel; everything as wide as the page, up to ``style.WIDTH``, down to a phone."""
         widgets = self._widgets()
-        spec = self._spec(widgets)
-        callback = CustomJS(args={"kstep": spec}, code=player_js(), name="kstep-player")
-        widgets["toggle"].js_on_change("active", callback)
-        widgets["slider"].js_on_change("value", callback)
-        widgets["speed"].js_on_change("value", callback)
-        for b in ("step", "back", "reset"):
-            widgets[b].js_on_event("button_click", callback)
         controls = row(widgets["reset"], widgets["back"], widgets["toggle"], widgets["step"], widgets["speed"],
-                       widgets["slider"], name="kstep-controls")
+                       widgets["slider"], name="kstep-controls", sizing_mode="stretch_width",
+                       stylesheets=[self.wrap])
         # The status line changes on every frame: a Pane's HTML node updates in place, while a Div
         # re-lays out the whole page each time its text changes (about 4 ms a frame).
         status = Pane(elements=[widgets["status"]], stylesheets=[self.stylesheet], name="kstep-status-pane",
-                      styles={"width": f"{style.WIDTH}px", "min-height": "4.6em"})
+                      styles={"width": "100%", "min-height": "6.2em"})
         source = Pane(elements=[widgets["code"]], stylesheets=[self.stylesheet], name="kstep-code-pane",
-                      styles={"width": f"{style.WIDTH}px"})
-        parts = [self._div("header", self.header_html()), controls, status, source, widgets["banner"], *panels]
-        if key:
+                      styles={"width": "100%"})
+        # What a screen reader reads when the player stops on a step: the status and the boards as text.
+        state = Pane(elements=[widgets["state"]], stylesheets=[self.stylesheet], name="kstep-state-pane",
+                     styles=style.SCREEN_READER_ONLY,
+                     html_attributes={"aria-live": "polite", "role": "region", "aria-label": "current state"})
+        plots = [m for p in panels for m in p.select({"type": Plot})]
+        for plot in plots:
+            plot.sizing_mode = "stretch_width"
+            plot.min_width = plot.width * style.MIN_PLOT_WIDTH // style.WIDTH  # in proportion to its design
+            plot.stylesheets = [*plot.stylesheets, self.dark_plot]
+        # On a screen narrower than a plot's minimum, the plot scrolls sideways in its own box, not the page.
+        panels = tuple(column(p, sizing_mode="stretch_width", styles=style.SCROLL_SIDEWAYS, name=f"kstep-panel-{k}")
+                       for k, p in enumerate(panels))
+        first = panels[0] if panels else None
+        if key and first is not None:
+            first = row(first, self._div("key", key, sizing_mode=None, width=style.KEY_WIDTH, width_policy="fixed",
+                                          height_policy="auto"),
+                        name="kstep-board-and-key", sizing_mode="stretch_width", stylesheets=[self.beside])
+        # Predict mode: a question, where the answer goes, a button to give up, the score so far.
+        ask = column(widgets["ask"], row(widgets["predicting"], widgets["guess"], widgets["reveal"], widgets["score"],
+                                         sizing_mode="stretch_width", stylesheets=[self.wrap]),
+                     name="kstep-predict", sizing_mode="stretch_width", visible=bool(self.predictions))
+        parts = [self._div("header", self.header_html()), controls, ask, status, source, state, widgets["banner"],
+                 *([first] if first is not None else []), *panels[1:]]
+        if key and first is None:
             parts.append(self._div("key", key))
-        return column(*parts, name=name)
+        lay = column(*parts, name=name, sizing_mode="stretch_width", styles={"max-width": f"{style.WIDTH}px"})
+        callback = CustomJS(args={"kstep": self._spec(widgets, lay)}, code=player_js(), name="kstep-player")
+        widgets["toggle"].js_on_change("active", callback)
+        widgets["slider"].js_on_change("value", callback)
+        widgets["speed"].js_on_change("value", callback)
+        for b in ("step", "back", "reset", "reveal"):
+            widgets[b].js_on_event("button_click", callback)
+        widgets["guess"].js_on_change("value", callback)
+        widgets["predicting"].js_on_change("active", callback)
+        # A plot's inner width is known only once the page is laid out, which makes its first value the
+        # player's load event: the player installs its keys (arrows step, space plays) and state table.
+        if plots:
+            plots[0].js_on_change("inner_width", callback)
+        return lay
 
     def _div(self, name: str, html: str, **kw) -> Div:
-        return Div(text=html, name=f"kstep-{name}", width=style.WIDTH, stylesheets=[self.stylesheet], **kw)
+        kw.setdefault("sizing_mode", "stretch_width")
+        return Div(text=html, name=f"kstep-{name}", stylesheets=[self.stylesheet], **kw)
 
     def _widgets(self) -> dict:
         n = self.n
@@ -217,21 +253,40 @@ class Player:
             # show_value=False: redrawing the slider's title on every frame costs more than the frame
             # itself, and the status line below says which step this is.
             "slider": Slider(start=0, end=max(n, 1), value=0, step=1, title="step", show_value=False,
-                             name="kstep-slider",
-                             width=style.WIDTH - 4 * 110 - 130 - 40, disabled=n == 0),
+                             name="kstep-slider", sizing_mode="stretch_width", min_width=200, disabled=n == 0),
             "status": HTML(html=self.status0(), name="kstep-status"),
             "code": HTML(html=CODE0, name="kstep-code"),
+            "state": HTML(html="", name="kstep-state"),
+            "predicting": Toggle(label="predict mode", active=bool(self.predictions), name="kstep-predict-on",
+                                 height=40, width=130, stylesheets=[self.stylesheet]),
+            "ask": self._div("ask", self.ask_html()),
+            "guess": TextInput(name="kstep-guess", title="your prediction (Enter to check)", width=260,
+                               disabled=True),
+            "reveal": Button(label="Show me", name="kstep-reveal", height=40, width=110, disabled=True,
+                             stylesheets=[self.stylesheet]),
+            "score": self._div("score", "", sizing_mode=None, width=220),
             "banner": self._div("banner", self.banner_html(), visible=n == 0),
         }
 
     def frame_index(self) -> dict:
         """Per frame: who acted, which label, and where each per-frame source's rows start and stop."""
         cols = self.trace.columns(self.model)
-        frames = {"actor": np.asarray(cols["actor"]), "label": np.asarray(cols["label"])}
+        frames = {"actor": np.asarray(cols["actor"]), "label": np.asarray(cols["label"]), **self.context()}
         for name, export in self.exports.items():
             frames[f"{name}.start"] = np.asarray(export["start"])
             frames[f"{name}.stop"] = np.asarray(export["stop"])
         return frames
+
+    def context(self) -> dict[str, np.ndarray]:
+        """Per frame, as indices into the string table: the step's call stack as one line (empty where
+        the model cannot tell it) and what the step acts on (``on``: "mmap_lock", "VMA 1's lock")."""
+        t, m = self.trace, self.model
+        stacks = getattr(m, "call_stacks", lambda trace, calls: None)(t, code.calls)
+        acts_on = getattr(m, "acts_on", lambda state, action: "")
+        lines = [""] + [code.stack_line(s) for s in stacks] if stacks is not None else [""] * (self.n + 1)
+        on = [""] + [acts_on(t.states[k], a) for k, a in enumerate(t.actions)]
+        return {"stack": np.array([self.strings.index(s) for s in lines], dtype=np.int32),
+                "on": np.array([self.strings.index(s) for s in on], dtype=np.int32)}
 
     def tables(self) -> dict:
         """The plain data player.js reads (besides Bokeh models): sizes, names and texts."""
@@ -247,16 +302,18 @@ class Player:
             "where": [str(sources[l]) for l in labels],
             "what": [what(l) for l in labels],
             **code.tables(labels, sources, {a.label for a in self.trace.actions}),
+            "predictions": self.predictions,
             "code0": CODE0,
             "code_playing": CODE_PLAYING,
             "status0": self.status0(),
             "window": self.window,
         }
 
-    def _spec(self, widgets: dict) -> dict:
+    def _spec(self, widgets: dict, root) -> dict:
         return {
             **self.tables(),
             "widgets": widgets,
+            "root": root,
             "frames": ColumnDataSource(self.frame_index(), name="kstep-frames"),
             "sources": [
                 {"name": name, "source": shown, "store": store, "cols": list(self.exports[name]["kinds"].items())}
@@ -277,8 +334,31 @@ class Player:
         broken = (f' · <span class="kstep-broken">broken variant {escape(variant.name)}:</span> {escape(variant.doc)}'
                   if variant.broken else f" · {escape(variant.name)}")
         scenario = f" — {escape(t.scenario)}" if t.scenario else ""
+        change = self.change_html() if variant.broken else ""
         return (f'<div class="kstep-header"><b>{escape(m.title or m.name)}</b>{scenario}'
-                f'<div class="kstep-sub">{self.n} steps · {escape(how)}{broken}</div></div>')
+                f'<div class="kstep-sub">{self.n} steps · {escape(how)}{broken}</div>{change}</div>')
+
+    def change_html(self) -> str:
+        """A broken variant's change beside the 6.12 code it replaces: a table, one row per step."""
+        release, changes = code.changes(self.model)
+        rows = []
+        for c in changes:
+            source = "".join(f'<span class="kstep-line"><span class="kstep-lineno">{n}</span>{escape(line)}</span>'
+                             for n, line in c["lines"])
+            left = (f'<code>{escape(c["where"])}</code>' + (f'<pre class="kstep-source">{source}</pre>' if source else
+                                                             " (too long to show here: the code pane shows it)"))
+            rows.append(f'<tr><td>{left}</td><td><code>{escape(c["label"])}</code> {escape(c["instead"])}</td></tr>')
+        if not rows:
+            return ""
+        return (f'<table class="kstep-change"><tr><th>Linux {escape(release)}</th>'
+                f'<th>this variant</th></tr>{"".join(rows)}</table>')
+
+    def ask_html(self) -> str:
+        if not self.predictions:
+            return ""
+        return (f'<div class="kstep-ask">Predict mode: the player stops before the {len(self.predictions)} '
+                f'marked step{"s" if len(self.predictions) > 1 else ""} and asks what comes; step on to '
+                'the first, or turn predict mode off to move freely.</div>')
 
     def status0(self) -> str:
         actors = ", ".join(self.model.actors(self.trace.states[0]))
@@ -296,6 +376,13 @@ class Player:
             return (f'<div class="kstep-banner finished">✓ end of the recording: {self.n} observed steps'
                     '<div class="kstep-message">every one keeps the invariants it was checked with</div></div>')
         if t.outcome == "finished":
+            how = getattr(self.model, "how_ended", lambda state, actor: "")
+            ended = [f"{a} was {how(t.states[-1], a)}" for a in self.model.actors(t.states[-1])
+                     if how(t.states[-1], a)]
+            if ended:
+                return (f'<div class="kstep-banner finished">✓ finished: {escape("; ".join(ended))}, every other '
+                        'thread completed its work<div class="kstep-message">no invariant was violated on this '
+                        'run</div></div>')
             return ('<div class="kstep-banner finished">✓ finished: every thread completed its work'
                     '<div class="kstep-message">no invariant was violated on this run</div></div>')
         why = {"max-steps": "the run was cut off at its step limit",

@@ -37,7 +37,22 @@ MONO = "'DejaVu Sans Mono', Menlo, Consolas, monospace"
 TITLE_SIZE = "18pt"
 TEXT_SIZE = "13pt"
 SMALL_SIZE = "11pt"
-WIDTH = 1200  # fits a 1280-pixel-wide projector with margins
+WIDTH = 1200  # the widest a player grows: a 1280-pixel-wide projector with margins; it shrinks to a phone's
+KEY_WIDTH = 300  # the colour key beside the first panel; below NARROW it goes under the panel
+NARROW = 900
+# A row of controls wraps on a narrow screen; a panel and its key share a row, and below NARROW each
+# takes the whole width (the key goes under the panel).
+WRAP = ":host { flex-wrap: wrap; gap: 4px 8px; }"
+BESIDE = f"""
+:host {{ flex-wrap: wrap; gap: 4px 8px; }}
+@media (max-width: {NARROW}px) {{ * {{ flex: 1 1 100% !important; max-width: 100%; }} }}
+"""
+# Canvas plots have no CSS colours: in dark mode they are shown inverted, with hues turned back, so each
+# colour keeps its meaning on a dark page.
+DARK_PLOT = "@media (prefers-color-scheme: dark) { :host { filter: invert(0.88) hue-rotate(180deg); } }"
+MIN_PLOT_WIDTH = 640  # of a plot designed WIDTH wide: narrower, a board's row titles run into its boxes
+SCROLL_SIDEWAYS = {"overflow-x": "auto", "max-width": "100%"}
+SCREEN_READER_ONLY = {"height": "1px", "overflow": "hidden", "clip-path": "inset(50%)", "white-space": "nowrap"}
 
 
 def style_figure(p, *, axes: bool = True) -> None:
@@ -78,20 +93,27 @@ def key_html(title: str, items: Sequence[tuple[str, str]], *, outline: Sequence[
         f'<span class="kstep-chip"><span style="color:{colour};font-size:1.3em">{symbol}</span> {escape(what)}</span>'
         for symbol, colour, what in marks
     ]
-    return f'<div class="kstep-key"><b>{escape(title)}</b> {"".join(chips)}</div>'
+    return f'<div class="kstep-key"><b>{escape(title)}</b> {" ".join(chips)}</div>'  # spaces: lines break between chips
 
 
 CSS = f"""
-:host {{ font-family: {FONT}; color: {INK}; }}
+:host {{ font-family: {FONT}; color: {INK}; overflow-wrap: anywhere; }}
 .kstep-header {{ font-size: {TITLE_SIZE}; }}
 .kstep-header .kstep-sub {{ font-size: {TEXT_SIZE}; color: {DARK}; margin-top: 4px; }}
 .kstep-header .kstep-broken {{ color: {VERMILLION}; font-weight: bold; }}
 .kstep-status {{ font-size: {TEXT_SIZE}; line-height: 1.5; padding: 6px 10px; background: #F6F6F6;
-                 border-left: 6px solid {BLUE}; min-height: 3.2em; }}
+                 border-left: 6px solid {BLUE}; min-height: 4.6em; }}
 .kstep-stepno {{ font-weight: bold; margin-right: 0.6em; }}
 .kstep-label, code {{ font-family: {MONO}; background: #E8EEF4; padding: 0 4px; border-radius: 3px; }}
 .kstep-where {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {BLUE}; margin-left: 0.6em; }}
 .kstep-what {{ color: {DARK}; }}
+.kstep-change {{ font-size: {SMALL_SIZE}; border-collapse: collapse; margin-top: 6px; width: 100%;
+                 table-layout: fixed; }}
+.kstep-change th, .kstep-change td {{ border: 1px solid {LIGHT}; padding: 4px 8px; vertical-align: top;
+                                      text-align: left; overflow-wrap: anywhere; }}
+.kstep-change .kstep-source {{ max-height: 12em; }}
+.kstep-on {{ font-weight: bold; margin-left: 0.3em; }}
+.kstep-stack {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {DARK}; overflow-wrap: anywhere; }}
 .kstep-banner {{ font-size: {TITLE_SIZE}; padding: 10px 14px; border-radius: 4px; color: {WHITE}; }}
 .kstep-banner.violation {{ background: {VERMILLION}; }}
 .kstep-banner.finished {{ background: {GREEN}; }}
@@ -110,7 +132,23 @@ CSS = f"""
 .bk-btn .kstep-when-playing, .bk-btn.bk-active .kstep-when-paused {{ display: none; }}
 .bk-btn.bk-active .kstep-when-playing {{ display: inline; }}
 .kstep-key {{ font-size: {SMALL_SIZE}; line-height: 2; }}
-.kstep-chip {{ margin-right: 1.2em; white-space: nowrap; }}
+.kstep-chip {{ margin-right: 1.2em; display: inline-block; max-width: 100%; line-height: 1.5; }}
+.kstep-ask {{ font-size: {TEXT_SIZE}; padding: 4px 10px; border-left: 6px solid {ORANGE}; }}
+.kstep-ask.kstep-right {{ border-left-color: {GREEN}; }}
+.kstep-ask.kstep-wrong {{ border-left-color: {VERMILLION}; }}
+.kstep-hint {{ color: {DARK}; font-size: {SMALL_SIZE}; }}
+.kstep-score {{ font-size: {SMALL_SIZE}; padding-top: 1.6em; }}
+.kstep-state caption {{ text-align: left; }}
+@media (prefers-color-scheme: dark) {{
+  :host {{ color: #DDDDDD; }}
+  .kstep-status {{ background: #222428; }}
+  .kstep-label, code {{ background: #2A3440; }}
+  .kstep-what, .kstep-code-empty, .kstep-code-where, .kstep-header .kstep-sub, .kstep-stack {{ color: #AAAAAA; }}
+  .kstep-where, .kstep-key a {{ color: {SKY}; }}
+  .kstep-source {{ background: #1A1A18; border-color: #333333; }}
+  .kstep-marked {{ background: #17324A; }}
+  .kstep-change th, .kstep-change td {{ border-color: #333333; }}
+}}
 .kstep-swatch {{ display: inline-block; width: 1.4em; height: 0.9em; vertical-align: middle;
                  margin-right: 0.4em; border: 1px solid {DARK}; }}
 """

@@ -776,14 +776,13 @@ class DamonModel(ProgramModel):
     scenario_schema = SCHEMA
     invariants = INVARIANTS
 
-    def initial(self, config):
+    def unstarted(self, config):
         cfg = config_from(config)
         frames = tuple(Frame("do_mmap", (op["start"], op["end"], op["thp"])) if op["op"] == "mmap"
                        else Frame("__vm_munmap", (op["start"], op["end"])) for op in config["mmap"])
         threads = (Thread(MMAP_ACTOR, frames),) if frames else ()
-        s = DamonState(threads, Kdamond(INIT, rng=seeded(cfg.seed)), (), cfg.vmas, frozenset(),
-                       tuple(SchemeState() for _ in cfg.schemes), (), (), cfg)
-        return self.start(s)
+        return DamonState(threads, Kdamond(INIT, rng=seeded(cfg.seed)), (), cfg.vmas, frozenset(),
+                          tuple(SchemeState() for _ in cfg.schemes), (), (), cfg)
 
     def describe(self, state):
         return super().describe(state._replace(cfg=None))

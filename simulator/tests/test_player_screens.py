@@ -1,0 +1,178 @@
+"""The player on every screen (issue 12, item 5) and the context of a step on screen (item 4), in a real
+browser: one page, opened once for the module, resized and driven from the keyboard.
+
+Screenshots at the three widths are written to build/screenshots/ (make's output folder, never
+committed) for a person to look at; what the tests assert is read from the page itself.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from browser import PAINTED, Opened
+from kstep import views
+from kstep.engine import Scripted, scenario, simulate
+from kstep.models import make_model
+from kstep.views import code, predict
+
+pytestmark = pytest.mark.browser
+
+# A 390-pixel phone, JupyterLab's notebook column beside its file browser on a 1280-pixel laptop, and
+# a 1024-pixel projector.
+WIDTHS = {"phone": 390, "notebook-column": 860, "projector": 1024}
+SHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def opened(browser, tmp_path_factory):
+    """munmap-vs-fault's page (its late fault is killed by SIGSEGV), opened once, and its run."""
+    model = make_model("vma-locks")
+    sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
+    trace = simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
+    path = tmp_path_factory.mktemp("screens") / "vma.html"
+    views.save_html(trace, model, path, about=sc)
+    p = Opened(browser, path, viewport=(WIDTHS["projector"], 900), predict=True)
+    yield p, trace, model
+    p.check_clean()
+    p.close()
+
+
+def at(p, k, n):
+    p.js("m('kstep-slider').value = arg", k)
+    p.wait(f"[].concat(m('kstep-status').html).join('').includes('step {k} / {n}')")
+
+
+def overflow(p) -> int:
+    """How many pixels the page is wider than the window: what a reader would have to scroll sideways."""
+    p.page.evaluate(PAINTED)
+    return p.page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+
+
+def test_predict_mode_asks_before_each_marked_step_then_reveals_and_keeps_score(opened):
+    """munmap-vs-fault's three questions: the player stops before each, keeps its state hidden until it is
+    answered, judges the answer as questions.matches would (hex is a number) and counts.  Runs first:
+    the later tests move freely over a run whose questions are answered."""
+    p, trace, model = opened
+    n = len(trace)
+    asked = predict.predictions(trace, model)
+    assert [q["id"] for q in asked] == ["seq-after-epoch", "detached-verdict", "killed"]
+    guess = p.root.locator("input[type=text]")
+    ask = p.root.locator(".kstep-ask")
+    # Turned off while it asks, predict mode lets the player move on; turned on again, it asks again.
+    p.js("m('kstep-slider').value = arg", n)
+    p.wait(f"m('kstep-slider').value === {asked[0]['step'] - 1} && !m('kstep-guess').disabled")
+    p.click("predict mode")
+    p.wait("m('kstep-guess').disabled && !m('kstep-predict-on').active")
+    at(p, asked[0]["step"] + 2, n)
+    p.click("predict mode")
+    at(p, 0, n)
+    verdicts = ["✓ right: 1", "✗ not quite; the answer: true", "The answer: T1"]
+    for q, given, verdict in zip(asked, ["0x1", "false", None], verdicts):
+        p.js("m('kstep-slider').value = arg", n)  # a jump past the question stops before its step
+        p.wait(f"m('kstep-slider').value === {q['step'] - 1} && !m('kstep-guess').disabled")
+        assert f"step {q['step'] - 1} / {n}" in p.status()
+        assert q["ask"] in ask.inner_text()
+        if given is None:
+            p.click("Show me")
+        else:
+            guess.fill(given)
+            guess.press("Enter")
+        p.wait(f"m('kstep-slider').value === {q['step']} && m('kstep-guess').disabled")
+        assert ask.inner_text().startswith(verdict)
+    assert p.root.locator(".kstep-score").inner_text() == "predictions: 1 right of 3 (3 in this run)"
+    p.js("m('kstep-slider').value = arg", n)
+    p.wait(f"m('kstep-slider').value === {n}")
+
+
+@pytest.mark.parametrize("screen", list(WIDTHS))
+def test_the_page_fits_the_screen_without_scrolling_sideways(opened, screen):
+    p, trace, _ = opened
+    p.page.set_viewport_size({"width": WIDTHS[screen], "height": 900})
+    at(p, 5, len(trace))  # a step with a long status line, a call stack and code
+    assert overflow(p) == 0, f"{screen}: the page is wider than {WIDTHS[screen]} px"
+    # The board keeps its colour key beside it where there is room, and under it where there is not.
+    board, key = (p.page.evaluate(
+        "(name) => { const m = Bokeh.documents[0].get_model_by_name(name);"
+        " const r = Bokeh.index.query_one((v) => v.model === m).el.getBoundingClientRect();"
+        " return [r.left, r.top, r.right, r.bottom]; }", name) for name in ("kstep-plot-state", "kstep-key"))
+    if WIDTHS[screen] >= 1000:
+        assert key[0] >= board[2] and key[1] < board[3], "the key must sit beside the board"
+    else:
+        assert key[1] >= board[3], "on a narrow screen the key goes under the board"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    p.page.screenshot(path=str(SHOTS / f"vma-munmap-vs-fault-{screen}-{WIDTHS[screen]}px.png"), full_page=True)
+    assert p.page.evaluate("() => document.querySelector('meta[name=viewport]').content") == \
+        "width=device-width, initial-scale=1"
+
+
+def test_each_step_says_what_it_acts_on_and_the_functions_it_runs_in(opened):
+    p, trace, model = opened
+    n = len(trace)
+    stacks = model.call_stacks(trace, code.calls)
+    k = next(k for k, (a, s) in enumerate(zip(trace.actions, stacks), start=1)
+             if a.label == "rcu_read_lock" and s[-3:-1] == ("lock_vma_under_rcu", "vma_end_read"))
+    at(p, k, n)
+    text = p.root.locator(".kstep-stack").inner_text()
+    assert text == "do_user_addr_fault › lock_vma_under_rcu › vma_end_read › rcu_read_lock"
+    writes = [k for k, a in enumerate(trace.actions, start=1) if a.label == "down_write"]
+    shown = set()
+    for k in writes:
+        at(p, k, n)
+        shown.add(p.root.locator(".kstep-on").inner_text())
+    assert shown == {"on " + model.acts_on(trace.states[k - 1], trace.actions[k - 1]) for k in writes}
+    assert len(shown) >= 2, "munmap-vs-fault's writer takes mmap_lock and then a VMA's lock"
+
+
+def test_the_keyboard_steps_plays_and_resets(opened):
+    p, trace, _ = opened
+    n = len(trace)
+    at(p, 0, n)
+    p.page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    p.page.keyboard.press("ArrowRight")
+    p.wait("m('kstep-slider').value === 1")
+    p.page.keyboard.press("ArrowRight")
+    p.wait("m('kstep-slider').value === 2")
+    p.page.keyboard.press("ArrowLeft")
+    p.wait("m('kstep-slider').value === 1")
+    p.speed("1000 steps/s")
+    p.page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    p.page.keyboard.press(" ")
+    p.wait(f"m('kstep-slider').value === {n} && !m('kstep-play').active")
+    p.page.keyboard.press("Home")
+    p.wait("m('kstep-slider').value === 0")
+
+
+def test_the_state_is_a_text_table_for_a_screen_reader(opened):
+    p, trace, _ = opened
+    n = len(trace)
+    at(p, n, n)
+    region = p.root.locator("[aria-live=polite]")
+    table = region.locator("table.kstep-state")
+    last = trace.actions[-1]
+    table.locator("caption", has_text=f"step {n} of {n}: {last.actor} took {last.label}").wait_for()
+    heads = table.locator("th").all_inner_texts()
+    cells = table.locator("td").all_inner_texts()
+    killed = [t.name for t in trace.states[-1].threads if t.died]
+    assert killed and any(h.startswith(f"{killed[0]} ·") and "killed by SIGSEGV" in c for h, c in zip(heads, cells))
+    assert any(h.startswith("VMA ") for h in heads) and any(h.startswith("mm_lock_seq") for h in heads)
+
+
+def test_dark_mode_darkens_the_page_and_its_plots(opened):
+    p, _, _ = opened
+    status = p.root.locator(".kstep-status")
+
+    def looks():
+        bg = status.evaluate("(el) => getComputedStyle(el).backgroundColor")
+        plot = p.page.evaluate("() => { const m = Bokeh.documents[0].get_model_by_name('kstep-plot-state');"
+                               " return getComputedStyle(Bokeh.index.query_one((v) => v.model === m).el).filter; }")
+        return bg, plot
+
+    p.page.emulate_media(color_scheme="light")
+    light_bg, light_plot = looks()
+    p.page.emulate_media(color_scheme="dark")
+    try:
+        dark_bg, dark_plot = looks()
+    finally:
+        p.page.emulate_media(color_scheme="light")
+    assert light_plot == "none" and "invert" in dark_plot
+    assert sum(map(int, dark_bg[4:-1].split(",")[:3])) < sum(map(int, light_bg[4:-1].split(",")[:3])) / 3

@@ -6,6 +6,11 @@ possible trace: a deadlock found in layer d (length d) beats any violation reach
 search goes on through it, so a counterexample shows what a user would suffer whenever anything
 reachable does; only when no harm is reachable is the shortest broken assertion reported.
 "Clean" is only ever claimed when the search exhausted the state space.
+
+The visited set holds each state's compact encoding (``codec``) mapped to its parent's, full states
+only for the layer being expanded and the next; a counterexample is rebuilt by decoding the chain
+of parents and finding, at each link, the first enabled action that leads to the next state (the one
+the search took, since it records a state at its first discovery and tries actions in order).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from .codec import Codec
 from .model import HARM, Checks, Model, State, Violation, deadlock, without_cyclic_gc
 from .schedule import deadlock_message
 from .trace import Trace
@@ -70,7 +76,10 @@ def explore(
     harm_states = [inv.check for inv in checks.harm_states]
     assert_steps = [inv.check for inv in checks.assert_steps]
     assert_states = [inv.check for inv in checks.assert_states]
-    parent: dict = {initial: None}  # state -> (previous state, action)
+    codec = Codec(initial)
+    encode = codec.encode
+    code0 = encode(initial)
+    parent: dict = {code0: None}  # encoded state -> its parent's encoding
     transitions = 0
     depth = 0
     next_report = start + progress_every
@@ -81,53 +90,56 @@ def explore(
         if found is None:
             return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start)
         violation, end = found
-        cex = _path(model, parent, end, scenario, config, violation)
+        cex = _path(model, codec, parent, end, scenario, config, violation)
         cex.violation = violation._replace(step=len(cex))
         return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start,
                              cex.violation, cex)
 
     v = checks.after(None, None, initial, 0)
     if v and (v.kind == HARM or not harm_first):
-        return result((v, initial))
+        return result((v, code0))
     if v:
-        noted = (v, initial)
+        noted = (v, code0)
         assert_steps = assert_states = []
-    layer = [initial]
+    layer = [(initial, code0)]
     while layer:
         found = None  # (violation, end) of length depth + 1, reported unless a deadlock is at depth
         bounded = False
         nxt_layer = []
-        for s in layer:
+        for s, code in layer:
             enabled = model.actions(s)
             if not enabled and not model.finished(s):
-                return result((deadlock(deadlock_message(model, s), depth), s))
+                return result((deadlock(deadlock_message(model, s), depth), code))
             for a in enabled:
                 t = model.step(s, a)
                 transitions += 1
                 if found is None:
                     if any(f(s, a, t) for f in harm_steps):
-                        found = (checks.harm(s, a, t, depth + 1), _Tail(s, a, t))
+                        found = (checks.harm(s, a, t, depth + 1), _Tail(code, a, t))
                         continue
                     if any(f(s, a, t) for f in assert_steps):
-                        v = (checks.assertion(s, a, t, depth + 1), _Tail(s, a, t))
+                        v = (checks.assertion(s, a, t, depth + 1), _Tail(code, a, t))
                         if not harm_first:
                             found = v
                             continue
                         noted, assert_steps, assert_states = v, [], []
-                if t in parent or bounded:
+                if bounded:
                     continue
-                parent[t] = (s, a)
+                tcode = encode(t)
+                if tcode in parent:
+                    continue
+                parent[tcode] = code
                 if found is None:
                     if any(f(t) for f in harm_states):
-                        found = (checks.harm(s, a, t, depth + 1), t)
+                        found = (checks.harm(s, a, t, depth + 1), tcode)
                         continue
                     if any(f(t) for f in assert_states):
-                        v = (checks.assertion(s, a, t, depth + 1), t)
+                        v = (checks.assertion(s, a, t, depth + 1), tcode)
                         if not harm_first:
                             found = v
                             continue
                         noted, assert_steps, assert_states = v, [], []
-                nxt_layer.append(t)
+                nxt_layer.append((t, tcode))
                 bounded = len(parent) >= max_states
             if progress and time.perf_counter() >= next_report:
                 progress(len(parent), transitions, depth)
@@ -144,25 +156,24 @@ def explore(
 
 
 class _Tail:
-    """The end of a counterexample whose last state was already reached another way."""
+    """The end of a counterexample whose last state was already reached another way: the step
+    ``a`` from the stored state encoded ``code`` to ``t``."""
 
-    def __init__(self, s, a, t):
-        self.s, self.a, self.t = s, a, t
+    def __init__(self, code, a, t):
+        self.code, self.a, self.t = code, a, t
 
 
-def _path(model, parent, end, scenario, config, violation) -> Trace:
+def _path(model, codec, parent, end, scenario, config, violation) -> Trace:
     tail = []
     if isinstance(end, _Tail):
         tail = [(end.a, end.t)]
-        end = end.s
-    steps = []
-    while parent[end] is not None:
-        prev, a = parent[end]
-        steps.append((a, end))
-        end = prev
-    steps.reverse()
-    steps += tail
-    trace = Trace(model.name, model.variant.name, scenario, config or {}, "explore", None, [end])
+        end = end.code
+    chain = [end]
+    while parent[chain[-1]] is not None:
+        chain.append(parent[chain[-1]])
+    states = [codec.decode(c) for c in reversed(chain)]
+    steps = [(_action_between(model, s, t), t) for s, t in zip(states, states[1:])] + tail
+    trace = Trace(model.name, model.variant.name, scenario, config or {}, "explore", None, [states[0]])
     for k, (a, s) in enumerate(steps, start=1):
         trace.actions.append(a)
         trace.ticks.append(k)
@@ -171,3 +182,8 @@ def _path(model, parent, end, scenario, config, violation) -> Trace:
     trace.outcome = "deadlock" if violation.invariant == "deadlock" else "violation"
     return trace
 
+
+
+def _action_between(model, s, t):
+    """The first enabled action of ``s`` that leads to ``t``."""
+    return next(a for a in model.actions(s) if model.step(s, a) == t)

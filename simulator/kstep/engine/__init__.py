@@ -1,14 +1,14 @@
 """The kstep engine: pure step models, schedulers, exhaustive exploration and traces."""
 
 from .explore import ExploreResult, explore
-from .model import ASSERTION, HARM, Action, Invariant, Model, Source, Variant, Violation, to_jsonable
+from .model import ASSERTION, HARM, Action, Footprint, Invariant, Model, Source, Variant, Violation, to_jsonable
 from .prng import SplitMix64
 from .program import Call, Frame, Inline, Program, ProgramModel, Step, push, set_thread, thread_index
 from .schedule import Random, RoundRobin, Scripted, parse_schedule, simulate
 from .trace import Trace
 
 __all__ = [
-    "ASSERTION", "HARM", "Action", "Call", "ExploreResult", "Frame", "Inline", "Invariant", "Model", "Program",
+    "ASSERTION", "HARM", "Action", "Call", "ExploreResult", "Footprint", "Frame", "Inline", "Invariant", "Model", "Program",
     "ProgramModel", "Random", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step", "Trace", "Variant",
     "Violation", "explore", "parse_schedule", "push", "set_thread", "simulate", "thread_index",
     "to_jsonable",

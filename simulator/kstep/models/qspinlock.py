@@ -227,6 +227,76 @@ def ghost_got_lock(s, lock, i):
     return s._replace(ghost_order=_set_at(s.ghost_order, lock, tuple(j for j in order if j != i)))
 
 
+
+# --- footprints: what each step reads and writes besides its own context (engine Footprint) --------------
+
+def fp_word(s, i, arg):
+    """The lock word of the acquisition in progress, read and written."""
+    w = ("words", s.threads[i].lock)
+    return (w,), (w,)
+
+
+def fp_read_word(s, i, arg):
+    return (("words", s.threads[i].lock),), ()
+
+
+def fp_word_arg(s, i, lock):
+    """The entry step: the lock is its argument."""
+    return (("words", lock),), (("words", lock),)
+
+
+def fp_count(s, i, arg):
+    """This CPU's node count, shared with its interrupt context."""
+    c = ("count", s.threads[i].cpu)
+    return (c,), (c,)
+
+
+def fp_init_node(s, i, arg):
+    return (), (("nodes", own_node(s.threads[i])),)
+
+
+def fp_enqueue(s, i, arg):
+    lock = s.threads[i].lock
+    rw = (("words", lock), ("ghost_queue", lock), ("ghost_order", lock))
+    return rw, rw
+
+
+def fp_link_prev(s, i, prev):
+    node = (("nodes", prev),) if 0 <= prev < len(s.nodes) else ()
+    return (("ghost_links",),), node + (("ghost_links",),)
+
+
+def fp_mcs_spin(s, i, arg):
+    rw = (("ghost_handoffs",), ("ghost_links",))
+    return (("nodes", own_node(s.threads[i])),) + rw, rw
+
+
+def fp_claim(s, i, arg):
+    lock = s.threads[i].lock
+    rw = (("words", lock), ("ghost_queue", lock))
+    return rw, rw
+
+
+def fp_wait_next(s, i, arg):
+    return (("nodes", own_node(s.threads[i])), ("ghost_links",)), (("ghost_links",),)
+
+
+def fp_handoff(s, i, arg):
+    t = s.threads[i]
+    rw = (("ghost_queue", t.lock), ("ghost_handoffs",))
+    return rw, (("nodes", t.next),) + rw
+
+
+def fp_got_lock(s, i, arg):
+    g = ("ghost_order", s.threads[i].lock)
+    return (g,), (g,)
+
+
+def fp_draw_ticket(s, i, lock):
+    rw = (("words", lock), ("ghost_order", lock))
+    return rw, rw
+
+
 # --- the generic qspinlock (kernel/locking/qspinlock.c) --------------------------------------------------
 
 qspinlock = Program()
@@ -248,7 +318,7 @@ def lock_section(s, i, lock):
 
 @qspinlock.step("queued_spin_lock", "include/asm-generic/qspinlock.h:queued_spin_lock",
                 "fast path: try_cmpxchg_acquire(val 0 -> _Q_LOCKED_VAL); on failure enter the slow "
-                "path with the val it saw")
+                "path with the val it saw", footprint=fp_word_arg)
 def queued_spin_lock(s, i, lock):
     w = s.words[lock]
     if w == 0:
@@ -273,7 +343,7 @@ def trylock_or_pending(val):
 
 @qspinlock.step("wait_pending_handover", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "val == _Q_PENDING_VAL (0,1,0): re-read the word, a bounded wait for the pending "
-                "owner's hand-over to (0,0,1)")
+                "owner's hand-over to (0,0,1)", footprint=fp_read_word)
 def wait_pending_handover(s, i, arg):
     val = s.words[s.threads[i].lock]
     return push(set_ctx(s, i, val=val), i, trylock_or_pending(val))
@@ -281,7 +351,7 @@ def wait_pending_handover(s, i, arg):
 
 @qspinlock.step("queued_fetch_set_pending_acquire", "kernel/locking/qspinlock.c:queued_fetch_set_pending_acquire",
                 "atomic_fetch_or_acquire(_Q_PENDING_VAL): set pending, returning the old word "
-                "(0,0,* -> 0,1,*)")
+                "(0,0,* -> 0,1,*)", footprint=fp_word)
 def queued_fetch_set_pending_acquire(s, i, arg):
     t = s.threads[i]
     lay = LAYOUTS[s.pending_bits]
@@ -308,7 +378,7 @@ def fetch_set_pending_no_undo(s, i, arg):
 
 
 @qspinlock.step("clear_pending", "kernel/locking/qspinlock.c:clear_pending",
-                "undo the pending bit we set after seeing contention (*,1,* -> *,0,*), then queue")
+                "undo the pending bit we set after seeing contention (*,1,* -> *,0,*), then queue", footprint=fp_word)
 def clear_pending(s, i, arg):
     lock = s.threads[i].lock
     w = s.words[lock]
@@ -321,7 +391,7 @@ def clear_pending(s, i, arg):
 
 @qspinlock.step("wait_locked_clear", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "pending owner: smp_cond_load_acquire(&lock->locked, !VAL), wait for the holder to "
-                "unlock (0,1,1 -> *,1,0)")
+                "unlock (0,1,1 -> *,1,0)", footprint=fp_read_word)
 def wait_locked_clear(s, i, arg):
     return s
 
@@ -332,7 +402,7 @@ def locked_clear(s, i, arg):
 
 
 @qspinlock.step("clear_pending_set_locked", "kernel/locking/qspinlock.c:clear_pending_set_locked",
-                "take the lock from pending: *,1,0 -> *,0,1 (no stealing may happen while pending is held)")
+                "take the lock from pending: *,1,0 -> *,0,1 (no stealing may happen while pending is held)", footprint=fp_word)
 def clear_pending_set_locked(s, i, arg):
     lock = s.threads[i].lock
     w = s.words[lock]
@@ -351,7 +421,7 @@ def queue(s, i, arg):
 
 @qspinlock.step("grab_mcs_node", "kernel/locking/qspinlock.c:grab_mcs_node",
                 "idx = node->count++ on this CPU, node = &qnodes[idx] (a 5th nesting level spins on "
-                "the word instead)", cost=0)
+                "the word instead)", cost=0, footprint=fp_count)
 def grab_mcs_node(s, i, arg):
     t = s.threads[i]
     idx = s.count[t.cpu]
@@ -364,13 +434,13 @@ def grab_mcs_node(s, i, arg):
 
 @qspinlock.step("mcs_node_init", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "node->locked = 0; node->next = NULL (ordered before the tail is published by smp_wmb())",
-                cost=0)
+                cost=0, footprint=fp_init_node)
 def mcs_node_init(s, i, arg):
     return set_node(s, own_node(s.threads[i]), locked=0, next=NULL)
 
 
 @qspinlock.step("queued_spin_trylock", "include/asm-generic/qspinlock.h:queued_spin_trylock",
-                "one more try after touching the cold node: if the word is 0, cmpxchg it to _Q_LOCKED_VAL")
+                "one more try after touching the cold node: if the word is 0, cmpxchg it to _Q_LOCKED_VAL", footprint=fp_word)
 def queued_spin_trylock(s, i, how):
     t = s.threads[i]
     if s.words[t.lock] == 0:
@@ -386,7 +456,7 @@ def trylock_may_run(s, i, how):
 
 @qspinlock.step("xchg_tail", "kernel/locking/qspinlock.c:xchg_tail",
                 "publish our tail, returning the old one (p,*,* -> n,*,*); a predecessor's tail means wait "
-                "behind it")
+                "behind it", footprint=fp_enqueue)
 def xchg_tail(s, i, arg):
     t = s.threads[i]
     lay = LAYOUTS[s.pending_bits]
@@ -424,7 +494,7 @@ def xchg_tail_16bit_always(s, i, arg):
 
 
 @qspinlock.step("link_prev", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
-                "WRITE_ONCE(prev->next, node): link into the queue behind the node the old tail named")
+                "WRITE_ONCE(prev->next, node): link into the queue behind the node the old tail named", footprint=fp_link_prev)
 def link_prev(s, i, prev):
     me = own_node(s.threads[i])
     if not 0 <= prev < len(s.nodes):  # a corrupt tail: the store lands outside every qnode and is lost
@@ -434,7 +504,7 @@ def link_prev(s, i, prev):
 
 
 @qspinlock.step("mcs_spin", "kernel/locking/mcs_spinlock.h:arch_mcs_spin_lock_contended",
-                "smp_cond_load_acquire(&node->locked, VAL): wait for our turn, then read node->next")
+                "smp_cond_load_acquire(&node->locked, VAL): wait for our turn, then read node->next", footprint=fp_mcs_spin)
 def mcs_spin(s, i, arg):
     t = s.threads[i]
     me = own_node(t)
@@ -452,7 +522,7 @@ def handed_off(s, i, arg):
 
 @qspinlock.step("wait_head", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "queue head: atomic_cond_read_acquire(&lock->val, !(VAL & _Q_LOCKED_PENDING_MASK)), "
-                "*,x,y -> *,0,0")
+                "*,x,y -> *,0,0", footprint=fp_read_word)
 def wait_head(s, i, arg):
     t = s.threads[i]
     lay = LAYOUTS[s.pending_bits]
@@ -480,7 +550,7 @@ def only_locked_gone(s, i, arg):
 
 @qspinlock.step("claim_cmpxchg", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "the tail is ours: try_cmpxchg_relaxed(val -> _Q_LOCKED_VAL) clears it (n,0,0 -> 0,0,1); "
-                "on failure set_locked, no retry")
+                "on failure set_locked, no retry", footprint=fp_claim)
 def claim_cmpxchg(s, i, arg):
     t = s.threads[i]
     w = s.words[t.lock]
@@ -493,7 +563,7 @@ def claim_cmpxchg(s, i, arg):
 
 @qspinlock.step("set_locked", "kernel/locking/qspinlock.c:set_locked",
                 "others are queued: WRITE_ONCE(lock->locked, _Q_LOCKED_VAL), a plain byte store "
-                "(*,*,0 -> *,0,1), patch 07/11")
+                "(*,*,0 -> *,0,1), patch 07/11", footprint=fp_word)
 def set_locked(s, i, arg):
     lock = s.threads[i].lock
     return set_word(s, lock, (s.words[lock] & ~_Q_LOCKED_MASK) | _Q_LOCKED_VAL)
@@ -505,7 +575,7 @@ def set_word_locked_val(s, i, arg):
 
 
 @qspinlock.step("wait_next", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
-                "smp_cond_load_relaxed(&node->next, VAL): wait for the successor to link itself")
+                "smp_cond_load_relaxed(&node->next, VAL): wait for the successor to link itself", footprint=fp_wait_next)
 def wait_next(s, i, arg):
     me = own_node(s.threads[i])
     nxt = s.nodes[me].next
@@ -519,7 +589,7 @@ def successor_linked(s, i, arg):
 
 
 @qspinlock.step("mcs_handoff", "kernel/locking/mcs_spinlock.h:arch_mcs_spin_unlock_contended",
-                "smp_store_release(&next->locked, 1): the successor becomes the queue head")
+                "smp_store_release(&next->locked, 1): the successor becomes the queue head", footprint=fp_handoff)
 def mcs_handoff(s, i, arg):
     t = s.threads[i]
     s = ghost_dequeue(set_node(s, t.next, locked=1), t.lock, own_node(t))
@@ -528,21 +598,21 @@ def mcs_handoff(s, i, arg):
 
 
 @qspinlock.step("release_node", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
-                "release: __this_cpu_dec(qnodes[0].mcs.count), the node is free again", cost=0)
+                "release: __this_cpu_dec(qnodes[0].mcs.count), the node is free again", cost=0, footprint=fp_count)
 def release_node(s, i, arg):
     t = s.threads[i]
     return set_ctx(set_count(s, t.cpu, s.count[t.cpu] - 1), i, idx=-1, next=NULL, val=0)
 
 
 @qspinlock.step("critical_section", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
-                "the lock is held: the critical section (where mutual exclusion is checked)")
+                "the lock is held: the critical section (where mutual exclusion is checked)", footprint=fp_got_lock)
 def critical_section(s, i, arg):
     t = s.threads[i]
     return ghost_got_lock(s, t.lock, i)
 
 
 @qspinlock.step("queued_spin_unlock", "include/asm-generic/qspinlock.h:queued_spin_unlock",
-                "smp_store_release(&lock->locked, 0): a byte store, tail and pending untouched")
+                "smp_store_release(&lock->locked, 0): a byte store, tail and pending untouched", footprint=fp_word)
 def queued_spin_unlock(s, i, arg):
     lock = s.threads[i].lock
     return set_ctx(set_word(s, lock, s.words[lock] & ~_Q_LOCKED_MASK), i, lock=-1)
@@ -605,7 +675,7 @@ def grab_mcs_node_count_late(s, i, arg):
 
 @qspinlock.step("store_node_count", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "the store half of node->count++, which the compiler sank below the node's "
-                "initialisation (only without the barrier() of 11dc13224c97)", cost=0)
+                "initialisation (only without the barrier() of 11dc13224c97)", cost=0, footprint=fp_count)
 def store_node_count(s, i, arg):
     t = s.threads[i]
     return set_count(s, t.cpu, t.idx + 1)
@@ -623,7 +693,7 @@ def ticket_lock_section(s, i, lock):
 
 
 @ticket.step("arch_spin_lock", "include/asm-generic/spinlock.h:arch_spin_lock",
-             "atomic_fetch_add(1 << 16): draw the next ticket; the lock is ours if it is already served")
+             "atomic_fetch_add(1 << 16): draw the next ticket; the lock is ours if it is already served", footprint=fp_draw_ticket)
 def arch_spin_lock(s, i, lock):
     val = s.words[lock]
     my = val >> TICKET_SHIFT
@@ -635,7 +705,7 @@ def arch_spin_lock(s, i, lock):
 
 
 @ticket.step("wait_ticket", "include/asm-generic/spinlock.h:arch_spin_lock",
-             "atomic_cond_read_acquire(lock, ticket == (u16)VAL), then smp_mb(): our ticket is served")
+             "atomic_cond_read_acquire(lock, ticket == (u16)VAL), then smp_mb(): our ticket is served", footprint=fp_read_word)
 def wait_ticket(s, i, arg):
     return s
 
@@ -647,14 +717,14 @@ def ticket_served(s, i, arg):
 
 
 @ticket.step("critical_section", "include/asm-generic/spinlock.h:arch_spin_lock",
-             "the lock is held: the critical section (where mutual exclusion is checked)")
+             "the lock is held: the critical section (where mutual exclusion is checked)", footprint=fp_got_lock)
 def ticket_critical_section(s, i, arg):
     t = s.threads[i]
     return ghost_got_lock(s, t.lock, i)
 
 
 @ticket.step("arch_spin_unlock", "include/asm-generic/spinlock.h:arch_spin_unlock",
-             "smp_store_release of (u16)val + 1 into the owner half: serve the next ticket")
+             "smp_store_release of (u16)val + 1 into the owner half: serve the next ticket", footprint=fp_word)
 def arch_spin_unlock(s, i, arg):
     t = s.threads[i]
     w = s.words[t.lock]
@@ -1019,21 +1089,26 @@ def no_lost_handoff(s):
 
 INVARIANTS = [
     Invariant("mutual-exclusion", "at most one context is in the critical section of a lock", mutual_exclusion,
-              kind=HARM),
+              kind=HARM, reads=("threads",)),
     Invariant("legal-lock-word",
-              "every lock word decodes to a legal (tail, pending, locked) triple for its layout", legal_lock_word),
+              "every lock word decodes to a legal (tail, pending, locked) triple for its layout", legal_lock_word,
+              reads=("words",)),
     Invariant("tail-names-last-queued",
               "a non-zero tail names the last node in the MCS queue (a node in use); no tail, no queue",
-              tail_names_last_queued),
-    Invariant("fifo", "queued waiters get the lock in the order they queued", fifo, transition=True),
+              tail_names_last_queued,
+              reads=("words", "ghost_queue", "ghost_order", "threads", "count")),
+    Invariant("fifo", "queued waiters get the lock in the order they queued", fifo, transition=True,
+              reads=("threads", "ghost_order")),
     Invariant("one-pending-owner",
-              "pending is set exactly while one CPU is in the pending path (steps 4-7)", one_pending_owner),
+              "pending is set exactly while one CPU is in the pending path (steps 4-7)", one_pending_owner,
+              reads=("words", "threads")),
     Invariant("mcs-nodes-per-cpu", "no two contexts of a CPU use the same MCS node (so a CPU uses at most "
               "MAX_NODES), and releasing a node returns the count to its value on entry",
-              mcs_nodes_per_cpu, transition=True),
+              mcs_nodes_per_cpu, transition=True, reads=("threads", "count")),
     Invariant("no-lost-handoff",
               "an MCS hand-off (node->locked = 1) and a successor's link (prev->next) stay until their "
-              "owner has seen them", no_lost_handoff),
+              "owner has seen them", no_lost_handoff,
+              reads=("nodes", "ghost_handoffs", "ghost_links")),
 ]
 
 
@@ -1167,6 +1242,15 @@ class QspinlockModel(ProgramModel):
             if busy:
                 out = [a for a in out if a.actor not in busy]
         return out
+
+    def footprint(self, state, action):
+        """A task whose CPU has an interrupt in progress waits for it: its steps read that context."""
+        fp = super().footprint(state, action)
+        if fp is None or not state.irqs:
+            return fp
+        i = thread_index(state, action.actor)
+        irqs = {("threads", irq) for task, irq in state.irqs if task == i}
+        return fp._replace(reads=fp.reads | irqs) if irqs else fp
 
     def step_lock(self, state, i):
         """The lock whose word context ``i``'s next step reads or writes (the observation log's word)."""

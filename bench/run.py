@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import engine, player, plot, qspinlock, vma_locks  # noqa: E402
+from bench import engine, explore, player, plot, qspinlock, vma_locks  # noqa: E402
 
 
 def main() -> int:
@@ -24,6 +24,7 @@ def main() -> int:
     results["vma-locks"] = vma_locks.run(out, say)
     results["player"] = player.run(out)
     results["qspinlock"] = qspinlock.run(out, say)
+    results["explore"] = explore.run(out, say)
     png = plot.draw(results, out / "bench.png")
     print(f"bench: wrote {', '.join(sorted(p.name for p in out.glob('*.json')))} and {png.name} "
           f"to {out} in {time.perf_counter() - start:.0f} s")

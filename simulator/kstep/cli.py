@@ -127,6 +127,8 @@ def build_parser() -> Parser:
     mechanism_and_scenario(p)
     p.add_argument("--max-states", type=positive, default=EXPLORE_MAX_STATES, metavar="N",
                    help=f"stop after N distinct states (default {EXPLORE_MAX_STATES})")
+    p.add_argument("--no-symmetry", dest="symmetry", action="store_false",
+                   help="store every state, not one per orbit of interchangeable CPUs")
     outputs(p, "the counterexample")
     p.set_defaults(run=cmd_explore)
 
@@ -301,8 +303,10 @@ def cmd_explore(args) -> int:
     print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}")
     print(f"checks: {', '.join(checks)}")
     result = explore(model, state, max_states=args.max_states, progress=report_progress,
-                     scenario=sc.name, config=sc.config)
-    print(f"states: {result.states}")
+                     scenario=sc.name, config=sc.config, symmetry=args.symmetry)
+    units = [c for c in model.symmetric_units(state) if len(c) > 1] if args.symmetry else []
+    print(f"states: {result.states}" + (" (one per symmetry orbit; interchangeable units: "
+                                         f"{'; '.join(' '.join(map(str, c)) for c in units)})" if units else ""))
     print(f"transitions: {result.transitions}")
     print(f"depth: {result.depth}")
     print(f"seconds: {result.seconds:.2f}")

@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 from .codec import Codec
 from .model import HARM, Checks, Model, State, Violation, deadlock, without_cyclic_gc
+from .symmetry import Symmetry
 from .schedule import deadlock_message
 from .trace import Trace
 
@@ -63,12 +64,16 @@ def explore(
     progress_every: float = 1.0,
     scenario: str = "",
     config: Optional[dict] = None,
+    symmetry: bool = True,
 ) -> ExploreResult:
     """Search every interleaving breadth-first.
 
     With ``harm_first`` the search stops at the first harm or deadlock, which is therefore the
     shortest trace reaching harm; broken assertions are noted on the way (the shortest one kept)
     and reported only if no harm is found.  Without it, the first violation of any kind stops it.
+
+    With ``symmetry`` (and a model that declares interchangeable units) one state per orbit is
+    stored; ``states`` counts those, and the counterexample is replayed as a concrete run.
     """
     start = time.perf_counter()
     checks = Checks(model.invariants)
@@ -78,6 +83,9 @@ def explore(
     assert_states = [inv.check for inv in checks.assert_states]
     codec = Codec(initial)
     encode = codec.encode
+    group = Symmetry(model, initial, encode) if symmetry else None
+    if group:
+        encode = group.canon
     code0 = encode(initial)
     parent: dict = {code0: None}  # encoded state -> its parent's encoding
     transitions = 0
@@ -92,6 +100,8 @@ def explore(
         violation, end = found
         cex = _path(model, codec, parent, end, scenario, config, violation)
         cex.violation = violation._replace(step=len(cex))
+        if group:
+            cex = _concrete(model, checks, initial, encode, cex, violation)
         return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start,
                              cex.violation, cex)
 
@@ -187,3 +197,45 @@ def _path(model, codec, parent, end, scenario, config, violation) -> Trace:
 def _action_between(model, s, t):
     """The first enabled action of ``s`` that leads to ``t``."""
     return next(a for a in model.actions(s) if model.step(s, a) == t)
+
+
+def _concrete(model, checks, initial, canon, cex, violation) -> Trace:
+    """Replay a counterexample found among orbit representatives as a run from the real initial
+    state: at each step the first action leading into the next state's orbit (the last one must also
+    show the violation), and the violation's message recomputed on the states of this run."""
+    cur = initial
+    trace = Trace(cex.mechanism, cex.variant, cex.scenario, cex.config, "explore", None, [cur])
+    for k, target in enumerate(cex.states[1:], start=1):
+        code = canon(target)
+        last = k == len(cex.states) - 1
+        for a in model.actions(cur):
+            t = model.step(cur, a)
+            if canon(t) == code and (not last or violation.invariant == "deadlock"
+                                     or _shows(checks, violation, cur, a, t)):
+                break
+        else:
+            raise AssertionError(f"no step of the concrete run leads into the orbit of step {k}")
+        trace.actions.append(a)
+        trace.ticks.append(k)
+        trace.states.append(t)
+        cur = t
+    if violation.invariant == "deadlock":
+        found = deadlock(deadlock_message(model, cur), violation.step)
+    elif not trace.actions:
+        found = checks.after(None, None, cur, 0)
+    else:
+        found = _shows(checks, violation, trace.states[-2], trace.actions[-1], cur)
+    trace.violation = found._replace(step=len(trace))
+    trace.outcome = cex.outcome
+    return trace
+
+
+def _shows(checks, violation, s, a, t):
+    """The violation of ``violation``'s invariant that the step (s, a, t) shows, or None."""
+    for inv in checks.harm_steps + checks.assert_steps:
+        if inv.name == violation.invariant and inv.check(s, a, t):
+            return Violation(inv.name, inv.check(s, a, t), inv.kind)
+    for inv in checks.harm_states + checks.assert_states:
+        if inv.name == violation.invariant and inv.check(t):
+            return Violation(inv.name, inv.check(t), inv.kind)
+    return None

@@ -212,6 +212,23 @@ class Model(abc.ABC):
         anything (every reduction then treats it as depending on every other step)."""
         return None
 
+    def symmetric_units(self, state: State) -> tuple:
+        """Classes of interchangeable units (numbered 0 .. unit_count - 1) of the run that starts in
+        ``state``: renaming units within a class maps every run to a run and keeps every
+        invariant's verdict.  Empty: no symmetry."""
+        return ()
+
+    def unit_count(self, state: State) -> int:
+        return 0
+
+    def unit_keys(self, state: State) -> tuple:
+        """Per unit, a comparable key that renaming units leaves unchanged."""
+        return ()
+
+    def permute(self, state: State, perm: tuple) -> State:
+        """The state with unit k renamed perm[k] everywhere it is named."""
+        raise NotImplementedError(f"{self.name} declares no symmetry")
+
     def summary(self, state: State) -> dict[str, str]:
         """A few short columns of the state for the step table (what a student predicts)."""
         return {}

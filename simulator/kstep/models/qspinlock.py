@@ -1149,10 +1149,11 @@ VARIANTS = {
     "count-after-init": _broken(
         "count-after-init", "node->count++ is stored only after the node is initialised (no barrier(), "
         "fixed by 11dc13224c97): an interrupt in between takes the same node", grab_mcs_node=grab_mcs_node_count_late),
-    "xchg16-one-bit-pending": _broken(
+    "xchg16-one-bit-pending": Variant.bug(
         "xchg16-one-bit-pending", "xchg_tail uses the 16-bit exchange of the tail half even with "
         "_Q_PENDING_BITS 1, where the tail starts at bit 9 (why qspinlock.c has two xchg_tail())",
-        xchg_tail=xchg_tail_16bit_always),
+        # the misplaced tail names a CPU computed from ours: renaming CPUs does not commute with it
+        params={"program": QSPINLOCK, "asymmetric": True}, xchg_tail=xchg_tail_16bit_always),
     "mcs-spin-skipped": _broken(
         "mcs-spin-skipped", "an arch_mcs_spin_lock_contended() that returns at once: a queued waiter goes "
         "to the lock word without waiting for its predecessor's hand-off", mcs_spin=(None, lambda s, i, arg: True)),
@@ -1251,6 +1252,76 @@ class QspinlockModel(ProgramModel):
         i = thread_index(state, action.actor)
         irqs = {("threads", irq) for task, irq in state.irqs if task == i}
         return fp._replace(reads=fp.reads | irqs) if irqs else fp
+
+    # -- symmetry: a CPU with its contexts, nodes and count is a unit ---------------------------------------
+    def symmetric_units(self, s):
+        """CPUs whose task and interrupt run the same program are interchangeable; powerpc's words
+        name owners by CPU and a variant marked ``asymmetric`` computes tails CPUs cannot rename."""
+        if self.layout == POWERPC or self.variant.params.get("asymmetric"):
+            return ()
+        irq_of = dict(s.irqs)
+        classes = {}
+        for cpu in range(len(s.count)):
+            irq = s.threads[irq_of[cpu]].frames if cpu in irq_of else None
+            classes.setdefault((s.threads[cpu].frames, irq), []).append(cpu)
+        return tuple(tuple(c) for c in classes.values())
+
+    def unit_count(self, s):
+        return len(s.count)
+
+    def unit_keys(self, s):
+        irq_of = dict(s.irqs)
+        keys = []
+        for cpu in range(len(s.count)):
+            ctxs = (s.threads[cpu],) + ((s.threads[irq_of[cpu]],) if cpu in irq_of else ())
+            nodes = s.nodes[node_id(cpu, 0):node_id(cpu + 1, 0)]
+            keys.append((tuple((tuple(f[0] for f in t.frames), t.lock, t.idx, t.next == NULL) for t in ctxs),
+                         s.count[cpu], tuple((n.locked, n.next == NULL, n.lock) for n in nodes)))
+        return tuple(keys)
+
+    def permute(self, s, perm):
+        ncpus = len(s.count)
+        irq_of = dict(s.irqs)
+        where = list(range(len(s.threads)))
+        for cpu in range(ncpus):
+            where[cpu] = perm[cpu]
+            if cpu in irq_of:
+                where[irq_of[cpu]] = irq_of[perm[cpu]]
+        last = ncpus * MAX_NODES
+
+        def node(n):
+            return perm[n // MAX_NODES] * MAX_NODES + n % MAX_NODES if 0 <= n < last else n
+
+        if s.layout == QSPINLOCK:
+            lay = LAYOUTS[s.pending_bits]
+
+            def word(w):
+                cpu = ((w & lay.TAIL_CPU_MASK) >> lay.TAIL_CPU_OFFSET) - 1
+                if not 0 <= cpu < ncpus:
+                    return w
+                return (w & ~lay.TAIL_CPU_MASK) | ((perm[cpu] + 1) << lay.TAIL_CPU_OFFSET)
+        else:
+            def word(w):
+                return w
+
+        threads = [None] * len(s.threads)
+        for i, t in enumerate(s.threads):
+            name = f"C{perm[t.cpu]}" + (".irq" if t.name.endswith(".irq") else "")
+            frames = tuple(Frame(f[0], node(f[1])) if f[0] == "link_prev" else f for f in t.frames)
+            threads[where[i]] = t._replace(name=name, frames=frames, cpu=perm[t.cpu], val=word(t.val),
+                                           next=node(t.next))
+        nodes = [None] * len(s.nodes)
+        for n, x in enumerate(s.nodes):
+            nodes[node(n)] = x._replace(next=node(x.next))
+        count = [0] * ncpus
+        for cpu, c in enumerate(s.count):
+            count[perm[cpu]] = c
+        return s._replace(
+            threads=tuple(threads), words=tuple(map(word, s.words)), nodes=tuple(nodes), count=tuple(count),
+            ghost_queue=tuple(tuple(map(node, q)) for q in s.ghost_queue),
+            ghost_order=tuple(tuple(where[i] for i in o) for o in s.ghost_order),
+            ghost_handoffs=frozenset(map(node, s.ghost_handoffs)),
+            ghost_links=frozenset((node(a), node(b)) for a, b in s.ghost_links))
 
     def step_lock(self, state, i):
         """The lock whose word context ``i``'s next step reads or writes (the observation log's word)."""

@@ -7,7 +7,7 @@ from kstep.engine import explore
 from kstep.engine.codec import Codec
 from kstep.engine.symmetry import Symmetry
 
-QSPINLOCK = [p for p in bundled_runs(small=4_000, every_variant=True) if p.values[0] == "qspinlock"]
+QSPINLOCK = [p for p in bundled_runs(small=1_000, every_variant=True) if p.values[0] == "qspinlock"]
 
 
 @pytest.mark.parametrize("mech,name,variant", QSPINLOCK)

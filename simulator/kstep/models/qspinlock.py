@@ -1273,10 +1273,12 @@ class QspinlockModel(ProgramModel):
         irq_of = dict(s.irqs)
         keys = []
         for cpu in range(len(s.count)):
-            ctxs = (s.threads[cpu],) + ((s.threads[irq_of[cpu]],) if cpu in irq_of else ())
-            nodes = s.nodes[node_id(cpu, 0):node_id(cpu + 1, 0)]
-            keys.append((tuple((tuple(f[0] for f in t.frames), t.lock, t.idx, t.next == NULL) for t in ctxs),
-                         s.count[cpu], tuple((n.locked, n.next == NULL, n.lock) for n in nodes)))
+            t = s.threads[cpu]
+            key = (t.frames[0][0] if t.frames else "", len(t.frames), t.lock, t.idx, s.count[cpu])
+            if cpu in irq_of:
+                t = s.threads[irq_of[cpu]]
+                key += (t.frames[0][0] if t.frames else "", len(t.frames), t.lock, t.idx)
+            keys.append(key)
         return tuple(keys)
 
     def permute(self, s, perm):
@@ -1307,12 +1309,14 @@ class QspinlockModel(ProgramModel):
         threads = [None] * len(s.threads)
         for i, t in enumerate(s.threads):
             name = f"C{perm[t.cpu]}" + (".irq" if t.name.endswith(".irq") else "")
-            frames = tuple(Frame(f[0], node(f[1])) if f[0] == "link_prev" else f for f in t.frames)
-            threads[where[i]] = t._replace(name=name, frames=frames, cpu=perm[t.cpu], val=word(t.val),
-                                           next=node(t.next))
+            frames = t.frames
+            if any(f[0] == "link_prev" for f in frames):
+                frames = tuple(Frame(f[0], node(f[1])) if f[0] == "link_prev" else f for f in frames)
+            threads[where[i]] = Ctx(name, frames, perm[t.cpu], t.lock, word(t.val), t.idx, node(t.next),
+                                    t.ticket)
         nodes = [None] * len(s.nodes)
         for n, x in enumerate(s.nodes):
-            nodes[node(n)] = x._replace(next=node(x.next))
+            nodes[node(n)] = x if x.next == NULL else Node(x.locked, node(x.next), x.lock)
         count = [0] * ncpus
         for cpu, c in enumerate(s.count):
             count[perm[cpu]] = c

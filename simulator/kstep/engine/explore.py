@@ -98,10 +98,20 @@ def explore(
         if found is None:
             return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start)
         violation, end = found
-        cex = _path(model, codec, parent, end, scenario, config, violation)
-        cex.violation = violation._replace(step=len(cex))
+        tail = []
+        if isinstance(end, _Tail):
+            tail = [(end.a, end.t)]
+            end = end.code
+        chain = [end]
+        while parent[chain[-1]] is not None:
+            chain.append(parent[chain[-1]])
+        states = [codec.decode(c) for c in reversed(chain)]
+        cex = Trace(model.name, model.variant.name, scenario, config or {}, "explore", None, [initial])
+        cex.outcome = "deadlock" if violation.invariant == "deadlock" else "violation"
         if group:
-            cex = _concrete(model, checks, initial, encode, cex, violation)
+            _concrete(model, checks, encode, cex, states[1:] + [t for _, t in tail], violation)
+        else:
+            _path(model, cex, states, tail, violation)
         return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start,
                              cex.violation, cex)
 
@@ -173,25 +183,14 @@ class _Tail:
         self.code, self.a, self.t = code, a, t
 
 
-def _path(model, codec, parent, end, scenario, config, violation) -> Trace:
-    tail = []
-    if isinstance(end, _Tail):
-        tail = [(end.a, end.t)]
-        end = end.code
-    chain = [end]
-    while parent[chain[-1]] is not None:
-        chain.append(parent[chain[-1]])
-    states = [codec.decode(c) for c in reversed(chain)]
+def _path(model, trace, states, tail, violation) -> None:
+    """Fill ``trace`` with the run through ``states`` (and the ``tail`` step, if any)."""
     steps = [(_action_between(model, s, t), t) for s, t in zip(states, states[1:])] + tail
-    trace = Trace(model.name, model.variant.name, scenario, config or {}, "explore", None, [states[0]])
     for k, (a, s) in enumerate(steps, start=1):
         trace.actions.append(a)
         trace.ticks.append(k)
         trace.states.append(s)
-    trace.violation = violation
-    trace.outcome = "deadlock" if violation.invariant == "deadlock" else "violation"
-    return trace
-
+    trace.violation = violation._replace(step=len(trace))
 
 
 def _action_between(model, s, t):
@@ -199,15 +198,15 @@ def _action_between(model, s, t):
     return next(a for a in model.actions(s) if model.step(s, a) == t)
 
 
-def _concrete(model, checks, initial, canon, cex, violation) -> Trace:
-    """Replay a counterexample found among orbit representatives as a run from the real initial
-    state: at each step the first action leading into the next state's orbit (the last one must also
-    show the violation), and the violation's message recomputed on the states of this run."""
-    cur = initial
-    trace = Trace(cex.mechanism, cex.variant, cex.scenario, cex.config, "explore", None, [cur])
-    for k, target in enumerate(cex.states[1:], start=1):
+def _concrete(model, checks, canon, trace, targets, violation) -> None:
+    """Fill ``trace`` with a run from the real initial state through the orbits of ``targets``
+    (orbit representatives, as the search stored them): at each step the first action leading into
+    the next orbit (the last one must also show the violation), and the violation's message
+    recomputed on the states of this run."""
+    cur = trace.states[0]
+    for k, target in enumerate(targets, start=1):
         code = canon(target)
-        last = k == len(cex.states) - 1
+        last = k == len(targets)
         for a in model.actions(cur):
             t = model.step(cur, a)
             if canon(t) == code and (not last or violation.invariant == "deadlock"
@@ -220,14 +219,12 @@ def _concrete(model, checks, initial, canon, cex, violation) -> Trace:
         trace.states.append(t)
         cur = t
     if violation.invariant == "deadlock":
-        found = deadlock(deadlock_message(model, cur), violation.step)
+        found = deadlock(deadlock_message(model, cur), 0)
     elif not trace.actions:
         found = checks.after(None, None, cur, 0)
     else:
         found = _shows(checks, violation, trace.states[-2], trace.actions[-1], cur)
     trace.violation = found._replace(step=len(trace))
-    trace.outcome = cex.outcome
-    return trace
 
 
 def _shows(checks, violation, s, a, t):

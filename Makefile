@@ -5,20 +5,26 @@ VENV := .venv
 INSTALLED := $(VENV)/.kstep-installed
 EXTRAS := notebook,test,bench,docs
 PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
+# make test's pytest workers: one per core by default (TEST_JOBS=1 runs the suite in one process).
+TEST_JOBS ?= $(shell nproc)
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages course test test-fast test-grade-batch notebook lab bench verdicts clean distclean
+.PHONY: help setup system-packages course test test-fast test-browser-stress test-grade-batch notebook lab lab-kernels lab-guest bench verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
 	@echo "  course           install what is needed, build the course site into build/course and print the page to open"
 	@echo "  test             install what is needed, run every test (slow, qemu and browser ones included)"
 	@echo "  test-fast        like test, without the slow, qemu and browser tests"
+	@echo "  test-browser-stress  the player's play/pause browser tests 20 times under 2 busy loops per CPU"
+	@echo "                   (not part of test; about half an hour on a loaded 2-CPU machine)"
 	@echo "  test-grade-batch grade 100 submissions with hostile ones mixed in, and a Gradescope zip in an"
 	@echo "                   emulated /autograder (several minutes; make test leaves these out)"
 	@echo "  notebook         start JupyterLab on notebooks/"
 	@echo "  lab              build the kernel lab's C ports for x86_64, arm64 and ppc64le (kernel-lab/build/)"
+	@echo "  lab-kernels      fetch Debian's Linux 6.12 kernels for the real-kernel lab (kstep lab fetch; once)"
+	@echo "  lab-guest        boot each architecture's real kernel in QEMU with every probe (kstep lab run --arch all)"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot)"
 	@echo "  verdicts         explore every bundled scenario x variant into simulator/kstep/verdicts.json"
 	@echo "  setup            Debian packages (scripts/setup-system) and the $(VENV) virtual environment"
@@ -49,8 +55,10 @@ course: setup
 
 # Grading at class scale (a batch of 100, a Gradescope zip installed from scratch) takes minutes:
 # it has a target of its own.
-test: setup
-	$(PYTEST) -m "not batch"
+# The qemu tests boot Debian's kernels: fetch them first (a no-op once they are in the cache).
+# The kernel lab's ports are built once before the workers start, so no two of them run make at once.
+test: setup lab-kernels lab
+	$(PYTEST) -n $(TEST_JOBS) --dist loadfile -m "not batch"
 
 test-fast: setup
 	$(PYTEST) -m "not slow and not qemu and not browser and not batch"
@@ -58,12 +66,25 @@ test-fast: setup
 test-grade-batch: setup
 	$(PYTEST) -m batch
 
+# Flaky browser tests show up under load: 20 runs with two busy loops per CPU, pass only if all pass.
+# It repeats the four tests that click the controls while the player's timer runs (where Pause once
+# met a re-created button); the slider, jump and counterexample tests never race a timer, and the
+# whole set takes twice as long a run.  scripts/browser-stress alone runs every browser test.
+test-browser-stress: setup
+	$(VENV)/bin/python scripts/browser-stress --runs 20 --load 2 -- -k "plays_pauses or play_pause_button"
+
 notebook: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
 # The C ports need only the system packages; make -C kernel-lab test runs the lab's checks alone.
 lab: system-packages
 	$(MAKE) -C kernel-lab
+
+lab-kernels: setup
+	$(VENV)/bin/python -m kstep lab fetch
+
+lab-guest: lab-kernels
+	$(VENV)/bin/python -m kstep lab run --arch all
 
 bench: setup
 	$(VENV)/bin/python bench/run.py

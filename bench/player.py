@@ -94,7 +94,7 @@ def build(mechanism: str, steps: int, folder: Path, seed: int = 1) -> dict:
     model = make_model(mechanism)
     config = config_for(mechanism)
     t0 = time.perf_counter()
-    trace = simulate(model, model.initial(config), Random(seed), max_steps=steps, config=config, seed=seed,
+    trace = simulate(model, model.initial(config), Random(seed), max_steps=steps, config=config,
                      scenario=f"bench-{steps}")
     t1 = time.perf_counter()
     path = folder / f"player-{mechanism}-{len(trace)}.html"

@@ -1,5 +1,6 @@
-"""One PNG with every benchmark: engine rates against targets, the per-VMA lock comparison, and
-the player's per-frame cost, and the kernel lab's locks on three architectures."""
+"""One PNG with every benchmark: engine rates against targets, the per-VMA lock comparison, the
+player's per-frame cost, the kernel lab's locks on three architectures, fork's page-table copy
+counted per strategy, and the memory it takes to write and read back a trace file."""
 
 import matplotlib
 
@@ -8,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def draw(results: dict, path):
-    fig, ((a, b), (c, d)) = plt.subplots(2, 2, figsize=(15, 10))
+    fig, ((a, b), (c, d), (e, f), (g, h)) = plt.subplots(4, 2, figsize=(15, 20))
     plt.rcParams["axes.titlesize"] = 10
     eng = results["engine"]
     names = ["steps_per_s", "checked_steps_per_s", "states_per_s"]
@@ -47,6 +48,10 @@ def draw(results: dict, path):
     c.set_title(f"player, {ply['steps']} steps in headless chromium\n(targets: 2 ms per frame, 55 fps)")
     c.legend(fontsize=7)
     qspinlock_panel(d, results["qspinlock"])
+    for ax, fmt in ((e, "arm64-4K-contpte"), (f, "x86-64")):
+        fork_batch_panel(ax, results["fork-batch"], fmt)
+    traces_panel(g, results["traces"])
+    h.axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -70,4 +75,36 @@ def qspinlock_panel(ax, q):
                                         for arch, n in groups], fontsize=7)
     ax.set_ylabel("acquisitions per second (median)")
     ax.set_title("kernel lab: qspinlock, ticket and pthread locks (qemu-user for arm64 and ppc64le)")
+    ax.legend(fontsize=7)
+
+
+def traces_panel(ax, t):
+    """Peak resident memory of writing and of showing a trace, by its number of steps."""
+    steps = [r["steps"] for r in t["rows"]]
+    for what, colour in (("write", "#4C72B0"), ("show", "#DD8452")):
+        ax.plot(steps, [r[what]["peak_rss_mib"] for r in t["rows"]], "o-", color=colour,
+                label=f"{'run --json' if what == 'write' else 'show'} (peak RSS)")
+    for r in t["rows"]:
+        ax.annotate(f"{r['file_mib']} MiB file", (r["steps"], r["write"]["peak_rss_mib"]), fontsize=7,
+                    textcoords="offset points", xytext=(4, -10))
+    ax.set_xlabel("trace steps")
+    ax.set_ylabel("peak resident memory (MiB)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"trace files ({t['mechanism']}): streamed out and back in, whole process")
+
+
+def fork_batch_panel(ax, fb, fmt):
+    """Operations per GiB copied, per folio order and strategy, with the change against per-pte."""
+    table = fb["formats"][fmt]["strategies"]
+    orders = list(table)
+    width = 0.8 / len(fb["strategies"])
+    for j, strategy in enumerate(fb["strategies"]):
+        xs = [g + (j - (len(fb["strategies"]) - 1) / 2) * width for g in range(len(orders))]
+        rows = [table[o][strategy] for o in orders]
+        bars = ax.bar(xs, [r["operations"] for r in rows], width, label=strategy)
+        ax.bar_label(bars, [f"{r['change_vs_per_pte']:+.0%}" for r in rows], fontsize=7)
+    ax.set_xticks(range(len(orders)), orders)
+    ax.set_ylabel("counted operations per GiB")
+    ax.set_title(f"fork-batch model, {fmt}: PTE loads, stores, atomics, TLB flushes, refcount and mapcount "
+                 f"operations\n(labels: change against per-pte)", fontsize=9)
     ax.legend(fontsize=7)

@@ -3,8 +3,8 @@ torture runs, and the state spaces of the Promela and Python models.
 
 Throughput is qspinlock-bench (the harness without step hooks) taking and releasing one lock with
 no delays, for --duration seconds, at 1, 2 and 4 threads (median of three runs): the 6.12 qspinlock, the 6.12 generic
-ticket lock, glibc's pthread spinlock and mutex, and the queue head before patch 07/11
-(before-set-locked) beside 6.12's set_locked.  x86_64 runs natively; arm64 and ppc64le run under
+ticket lock, glibc's pthread spinlock and mutex, and the slow path before patch 07/11
+(before-set-locked: its cmpxchg pending loop and its head's cmpxchg claim) beside 6.12's.  x86_64 runs natively; arm64 and ppc64le run under
 qemu-user on the same x86_64 host, so their numbers measure the emulator's translation of each
 architecture's atomics (labelled "emulated"), not those machines.  With 4 threads on a 2-core
 machine the CPUs are oversubscribed: a spinning waiter can be preempted, or spin while the holder
@@ -154,8 +154,7 @@ def python_counts(say) -> dict:
 
     out = {}
     for cpus in MODEL_CPUS:
-        header = check.parse_header("qspinlock", f"# kstep-log qspinlock variant=v6.12 cpus={cpus} "
-                                    f"acquisitions={ACQUISITIONS} pending_bits=8", "bench")
+        header = check.parse_header("qspinlock", check.header_line("v6.12", cpus, ACQUISITIONS, 8), "bench")
         model = header.model
         r = explore(model, model.initial(header.config), max_states=5_000_000, symmetry=False)
         out[f"{cpus} cpus"] = {"states": r.states, "transitions": r.transitions, "depth": r.depth,

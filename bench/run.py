@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import engine, explore, player, plot, qspinlock, vma_locks  # noqa: E402
+from bench import engine, explore, fork_batch, player, plot, qspinlock, traces, vma_locks, vma_locks_port  # noqa: E402
 
 
 def main() -> int:
@@ -25,8 +25,11 @@ def main() -> int:
     results["player"] = player.run(out)
     results["qspinlock"] = qspinlock.run(out, say)
     results["explore"] = explore.run(out, say)
+    results["fork-batch"] = fork_batch.run(out, say)
+    results["traces"] = traces.run(out, say)
+    port_png = vma_locks_port.draw(vma_locks_port.run(out, say), out / "vma-locks-port.png")
     png = plot.draw(results, out / "bench.png")
-    print(f"bench: wrote {', '.join(sorted(p.name for p in out.glob('*.json')))} and {png.name} "
+    print(f"bench: wrote {', '.join(sorted(p.name for p in out.glob('*.json')))}, {png.name} and {port_png.name} "
           f"to {out} in {time.perf_counter() - start:.0f} s")
     return 0
 

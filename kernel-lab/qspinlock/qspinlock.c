@@ -9,7 +9,8 @@
  *  - the paravirt second pass (_GEN_PV_LOCK_SLOWPATH), lock events and tracepoints are left out
  *    (their native versions are empty), and the per-CPU nodes are thread-local (linux/percpu.h);
  *  - LAB_VARIANT_* selects one variant of the slow path at build time: the historical
- *    "before-set-locked" head and four deliberately broken ones, each marked BUG below.
+ *    "before-set-locked" slow path (its pending path and its head's claim, as before patch
+ *    07/11 of 2014) and four deliberately broken ones, each marked BUG below.
  *    Without one, this is the 6.12 code.  The Makefile builds every variant into its own object,
  *    the way the kernel builds its native and paravirt slow paths from this one file.
  *
@@ -306,6 +307,9 @@ void __lockfunc queued_spin_lock_slowpath(struct qspinlock *lock, u32 val)
 	struct mcs_spinlock *prev, *next, *node;
 	u32 old, tail;
 	int idx;
+#ifdef LAB_VARIANT_BEFORE_SET_LOCKED
+	u32 new;
+#endif
 
 	BUILD_BUG_ON(CONFIG_NR_CPUS >= (1U << _Q_TAIL_CPU_BITS));
 
@@ -315,6 +319,57 @@ void __lockfunc queued_spin_lock_slowpath(struct qspinlock *lock, u32 val)
 	if (virt_spin_lock(lock))
 		return;
 
+#ifdef LAB_VARIANT_BEFORE_SET_LOCKED
+	/*
+	 * The pending path as it was before "qspinlock: Use a simple write to grab the lock, if
+	 * applicable" (patch 07/11 of the June 2014 series, merged in v4.2); only the memory
+	 * orderings are 6.12's.
+	 *
+	 * wait for in-progress pending->locked hand-overs
+	 *
+	 * 0,1,0 -> 0,0,1
+	 */
+	if (val == _Q_PENDING_VAL) {
+		STEP(lock, wait_pending_handover)
+			val = atomic_cond_read_relaxed(&lock->val, VAL != _Q_PENDING_VAL);
+	}
+
+	/*
+	 * trylock || pending
+	 *
+	 * 0,0,0 -> 0,0,1 ; trylock
+	 * 0,0,1 -> 0,1,1 ; pending
+	 */
+	for (;;) {
+		/*
+		 * If we observe any contention; queue.
+		 */
+		if (val & ~_Q_LOCKED_MASK)
+			goto queue;
+
+		new = _Q_LOCKED_VAL;
+		if (val == new)
+			new |= _Q_PENDING_VAL;
+
+		if (STEP_TEST(lock, trylock_pending_cmpxchg,
+			      atomic_try_cmpxchg(&lock->val, &val, new)))
+			break;
+	}
+
+	/*
+	 * we won the trylock
+	 */
+	if (new == _Q_LOCKED_VAL)
+		return;
+
+	/*
+	 * we're pending, wait for the owner to go away.
+	 *
+	 * *,1,1 -> *,1,0
+	 */
+	STEP(lock, wait_locked_clear)
+		smp_cond_load_acquire(&lock->locked, !VAL);
+#else
 	/*
 	 * Wait for in-progress pending->locked hand-overs with a bounded
 	 * number of spins so that we guarantee forward progress.
@@ -380,6 +435,7 @@ void __lockfunc queued_spin_lock_slowpath(struct qspinlock *lock, u32 val)
 	if (val & _Q_LOCKED_MASK)
 		STEP(lock, wait_locked_clear)
 			smp_cond_load_acquire(&lock->locked, !VAL);
+#endif /* LAB_VARIANT_BEFORE_SET_LOCKED */
 
 	/*
 	 * take ownership and clear the pending bit.
@@ -397,7 +453,7 @@ void __lockfunc queued_spin_lock_slowpath(struct qspinlock *lock, u32 val)
 queue:
 pv_queue:
 	node = this_cpu_ptr(&qnodes[0].mcs);
-	STEP(lock, grab_mcs_node)
+	STEP(lock, node_count_inc)
 		idx = node->count++;
 	tail = encode_tail(smp_processor_id(), idx);
 
@@ -532,7 +588,14 @@ pv_queue:
 	if ((val = pv_wait_head_or_lock(lock, node)))
 		goto locked;
 
-#ifndef LAB_VARIANT_HEAD_IGNORES_PENDING
+#if defined(LAB_VARIANT_BEFORE_SET_LOCKED)
+	/*
+	 * Before patch 07/11: a plain atomic_read() loop, ordered by the claim's fully ordered
+	 * cmpxchg (the patch made it a load-acquire for set_locked()'s sake).
+	 */
+	STEP(lock, wait_head)
+		val = atomic_cond_read_relaxed(&lock->val, !(VAL & _Q_LOCKED_PENDING_MASK));
+#elif !defined(LAB_VARIANT_HEAD_IGNORES_PENDING)
 	STEP(lock, wait_head)
 		val = atomic_cond_read_acquire(&lock->val, !(VAL & _Q_LOCKED_PENDING_MASK));
 #else
@@ -572,29 +635,30 @@ locked:
 	goto release;
 #elif defined(LAB_VARIANT_BEFORE_SET_LOCKED)
 	/*
-	 * Before "qspinlock: Use a simple write to grab the lock, if applicable"
-	 * (patch 07/11 of the June 2014 series, merged in v4.2) the head always
-	 * claimed with a cmpxchg and retried until it succeeded, keeping the rest
-	 * of the word when others were queued behind it:
+	 * Before patch 07/11 the head always claimed with a cmpxchg and retried
+	 * until it succeeded, keeping the rest of the word when others were
+	 * queued behind it:
 	 *
 	 *	n,0,0 -> 0,0,1 : lock, uncontended
 	 *	*,0,0 -> *,0,1 : lock, contended
 	 */
-	{
-		u32 new;
+	for (;;) {
+		new = _Q_LOCKED_VAL;
+		if (val != tail)
+			new |= val;
 
-		for (;;) {
-			new = _Q_LOCKED_VAL;
-			if (val != tail)
-				new |= val;
-
-			if (STEP_TEST(lock, claim_cmpxchg,
-				      atomic_try_cmpxchg_relaxed(&lock->val, &val, new)))
-				break;
-		}
-		if (new == _Q_LOCKED_VAL)
-			goto release; /* No contention */
+		if (STEP_TEST(lock, claim_cmpxchg, atomic_try_cmpxchg(&lock->val, &val, new)))
+			break;
 	}
+	if (new == _Q_LOCKED_VAL)
+		goto release; /* No contention */
+
+	/*
+	 * contended path; wait for next, release.  (No load of node->next had
+	 * been tried before: it waits even when mcs_spin saw the successor.)
+	 */
+	STEP(lock, wait_next)
+		next = smp_cond_load_relaxed(&node->next, (VAL));
 #else
 	if ((val & _Q_TAIL_MASK) == tail) {
 		if (STEP_TEST(lock, claim_cmpxchg,
@@ -620,7 +684,6 @@ locked:
 	STEP(lock, set_locked)
 		atomic_set(&lock->val, _Q_LOCKED_VAL);
 #endif
-#endif /* LAB_VARIANT_BEFORE_SET_LOCKED */
 
 	/*
 	 * contended path; wait for next if not observed yet, release.
@@ -628,6 +691,7 @@ locked:
 	if (!next)
 		STEP(lock, wait_next)
 			next = smp_cond_load_relaxed(&node->next, (VAL));
+#endif /* LAB_VARIANT_BEFORE_SET_LOCKED */
 
 	STEP(lock, mcs_handoff)
 		arch_mcs_spin_unlock_contended(&next->locked);

@@ -18,7 +18,8 @@
  * triple once ("triple T P L"); compile pan with -DNOREDUCE then, so that no state is skipped.
  *
  * The bounded pending hand-over wait (_Q_PENDING_LOOPS polls) may give up at any poll, so
- * wait_pending_handover is modelled as always enabled, reading the word as it is then.
+ * wait_pending_handover is modelled as always enabled, reading the word as it is then; before
+ * patch 07/11 (BEFORE_SET_LOCKED) it was unbounded, and the pending path was a cmpxchg loop.
  * No interrupt nesting: every CPU uses its node 0, and the idx >= MAX_NODES fallback is not
  * reachable (asserted).
  */
@@ -81,6 +82,40 @@ queued_spin_lock:
 	fi;
 
 	/* queued_spin_lock_slowpath(lock, val) */
+#ifdef BEFORE_SET_LOCKED
+	/* The pending path before patch 07/11: an unbounded wait for a (0,1,0) hand-over, then a
+	 * cmpxchg loop that takes a free lock or sets pending on (0,0,1), and queues on contention. */
+	if
+	:: val == _Q_PENDING_VAL ->
+wait_pending_handover:
+		d_step { WORD != _Q_PENDING_VAL; val = WORD }
+	:: else
+	fi;
+
+	do
+	:: val & ~_Q_LOCKED_MASK -> goto queue
+	:: else ->
+trylock_pending_cmpxchg:
+		d_step {
+			if
+			:: WORD == val && val == 0 -> locked = _Q_LOCKED_VAL; got = true
+			:: WORD == val && val != 0 -> pending = 1; got = true
+			:: else -> val = WORD
+			fi
+		};
+		if
+		:: got -> got = false; break
+		:: else
+		fi
+	od;
+	if
+	:: val == 0 -> goto critical_section	/* we won the trylock */
+	:: else
+	fi;
+
+wait_locked_clear:
+	locked == 0;
+#else
 	if
 	:: val == _Q_PENDING_VAL ->
 wait_pending_handover:
@@ -116,13 +151,14 @@ wait_locked_clear:
 		locked == 0
 	:: else
 	fi;
+#endif
 
 clear_pending_set_locked:
 	d_step { pending = 0; locked = _Q_LOCKED_VAL; val = 0 };
 	goto critical_section;
 
 queue:
-grab_mcs_node:
+node_count_inc:
 	atomic { idx = count[id]; count[id]++; val = 0 };
 	assert(idx < MAX_NODES);
 	mytail = ((id + 1) << 2) | idx;
@@ -200,7 +236,7 @@ claim_cmpxchg:
 	od;
 	if
 	:: new == _Q_LOCKED_VAL -> new = 0; val = 0; goto release_node
-	:: else -> new = 0; val = 0
+	:: else -> new = 0; val = 0; next = 0	/* nothing looked at node->next before 07/11 */
 	fi;
 #else
 	if
@@ -241,7 +277,7 @@ mcs_handoff:
 release_node:
 	atomic { count[id]--; idx = 0; mytail = 0 };
 
-critical_section:
+critical_section:	/* the lock's user, not the lock */
 	atomic { in_cs++; assert(in_cs == 1) };
 
 queued_spin_unlock:

@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -77,8 +78,8 @@ static void mutex_init(void *l) { LAB_CHECK(pthread_mutex_init(as_mutex(l), NULL
 static void mutex_lock(void *l) { pthread_mutex_lock(as_mutex(l)); }
 static void mutex_unlock(void *l) { pthread_mutex_unlock(as_mutex(l)); }
 
-static const struct lab_lock_ops pthread_spin_ops = { spin_init, spin_lock, spin_unlock, 0 };
-static const struct lab_lock_ops pthread_mutex_ops = { mutex_init, mutex_lock, mutex_unlock, 0 };
+static const struct lab_lock_ops pthread_spin_ops = { .init = spin_init, .lock = spin_lock, .unlock = spin_unlock };
+static const struct lab_lock_ops pthread_mutex_ops = { .init = mutex_init, .lock = mutex_lock, .unlock = mutex_unlock };
 
 _Static_assert(sizeof(pthread_spinlock_t) <= sizeof(union lab_lock_storage), "spinlock too big");
 _Static_assert(sizeof(pthread_mutex_t) <= sizeof(union lab_lock_storage), "mutex too big");
@@ -145,27 +146,37 @@ static void __attribute__((__noreturn__, __format__(printf, 1, 2))) bad(const ch
 	exit(EXIT_USAGE);
 }
 
+/*
+ * Numbers are decimal, as everywhere in kstep: no sign, no blanks, no 0x or leading-zero octal
+ * (strtoull's base 0 read "010" as 8), so "010" is ten.
+ */
 static uint64_t parse_uint(const char *name, const char *s, uint64_t lo, uint64_t hi)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v = 0;
+	const char *p = s;
 
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end || end == s || *s == '-' || v < lo || v > hi)
-		bad("%s: '%s' is not an integer in %" PRIu64 "..%" PRIu64, name, s, lo, hi);
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - (*p - '0')) / 10)
+			break;
+		v = v * 10 + (*p - '0');
+	}
+	if (p == s || *p || v < lo || v > hi)
+		bad("%s: '%s' is not a decimal integer in %" PRIu64 "..%" PRIu64, name, s, lo, hi);
 	return v;
 }
 
+/* Seconds: decimal digits with an optional fraction ("2", "0.5"); strtod alone took "0x1p3" and "inf". */
 static double parse_seconds(const char *name, const char *s, double lo, double hi)
 {
-	char *end;
-	double v;
+	size_t whole = strspn(s, "0123456789");
+	size_t frac = s[whole] == '.' ? strspn(s + whole + 1, "0123456789") : 0;
+	size_t len = whole + (s[whole] == '.' ? 1 + frac : 0);
+	double v = 0;
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || end == s || !(v >= lo && v <= hi))
-		bad("%s: '%s' is not a number of seconds in %g..%g", name, s, lo, hi);
+	if (whole + frac && !s[len])
+		v = strtod(s, NULL);
+	if (!(whole + frac) || s[len] || !(v >= lo && v <= hi))
+		bad("%s: '%s' is not a decimal number of seconds in %g..%g", name, s, lo, hi);
 	return v;
 }
 
@@ -277,6 +288,33 @@ static struct {
 static pthread_barrier_t start_line;
 static int stop;			/* --duration ran out */
 static int finished_cpus;
+
+static void __attribute__((__noreturn__)) violation(int cpu, uint64_t n, const char *what, int other);
+
+/*
+ * Who holds the lock, checked as it is taken and given up.  An unlogged run checks it around the
+ * critical section itself.  In a logged run only the lock's steps are serialised (other code runs
+ * at any time), so the step hooks take it at the critical_section step and give it up at the
+ * unlock step, both under the turn: an overlap in the log's order is caught even when the two
+ * critical sections happened not to overlap in time.
+ */
+static void owner_enter(int cpu, uint64_t n)
+{
+	int owner = READ_ONCE(shared.owner);
+
+	if (owner != -1)
+		violation(cpu, n, "entered the critical section held by", owner);
+	WRITE_ONCE(shared.owner, cpu);
+}
+
+static void owner_leave(int cpu, uint64_t n)
+{
+	int owner = READ_ONCE(shared.owner);
+
+	if (owner != cpu)
+		violation(cpu, n, "found in its critical section", owner);
+	WRITE_ONCE(shared.owner, -1);
+}
 
 static uint32_t lock_word(void)
 {
@@ -402,12 +440,49 @@ void lab_step_begin_slow(enum lab_label label, const void *lock)
 	(void)label;
 }
 
+/* The <cpu>/<idx> an MCS next pointer names; nothing else may be in node->next. */
+static void print_node(const void *node)
+{
+	for (int k = 0; k < opt.threads; k++)
+		for (int i = 0; i < LAB_MAX_NODES; i++)
+			if (ops->node(k, i) == node) {
+				fprintf(log_file, "%d/%d", k, i);
+				return;
+			}
+	LAB_CHECK(!"a node->next that names no CPU's qnodes[]");
+}
+
+/* One observation-log line (format 2): the step, the word before and after, the MCS fields after. */
+static void log_step(enum lab_label label, const void *lock)
+{
+	struct lab_mcs m = { .count = 0, .idx = -1 };
+
+	if (ops->mcs)
+		ops->mcs(lab_cpu_id, &m);
+	fprintf(log_file, "%" PRIu64 " %d %s 0x%08x 0x%08x %d ", log_ticket++, lab_cpu_id,
+		lab_label_names[label], lab_this_cpu->before, word_of(lock), m.count);
+	if (m.idx < 0) {
+		fputs("- - -\n", log_file);
+		return;
+	}
+	fprintf(log_file, "%d ", m.idx);
+	if (m.next)
+		print_node(m.next);
+	else
+		fputc('-', log_file);
+	fprintf(log_file, " %d\n", m.locked);
+}
+
 void lab_step_end_slow(enum lab_label label, const void *lock)
 {
 	struct lab_cpu *c = lab_this_cpu;
+	uint64_t n = __atomic_load_n(&cpus[lab_cpu_id].done, __ATOMIC_RELAXED);
 
-	fprintf(log_file, "%" PRIu64 " %d %s 0x%08x 0x%08x\n", log_ticket++, lab_cpu_id,
-		lab_label_names[label], c->before, word_of(lock));
+	log_step(label, lock);
+	if (label == LAB_critical_section)
+		owner_enter(lab_cpu_id, n);
+	else if (label == LAB_queued_spin_unlock || label == LAB_arch_spin_unlock)
+		owner_leave(lab_cpu_id, n);
 	c->in_step = 0;
 	log_unlock();
 }
@@ -437,20 +512,34 @@ void lab_spin_hook_slow(void)
 	c->before = word_of(c->step_lock);
 }
 
+/*
+ * O_NONBLOCK so that a FIFO nobody reads is an error (ENXIO) instead of an open() that waits
+ * forever; once open, the log is written blocking as usual.
+ */
 static void open_log(void)
 {
-	log_file = fopen(opt.log_path, "w");
+	int fd = open(opt.log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+
+	if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0)
+		log_file = fdopen(fd, "w");
 	if (!log_file) {
-		fprintf(stderr, TOOL ": --log: cannot write '%s': %s\n", opt.log_path, strerror(errno));
+		fprintf(stderr, TOOL ": --log: cannot write '%s': %s\n", opt.log_path,
+			errno == ENXIO ? "a FIFO that no process is reading" : strerror(errno));
 		exit(EXIT_USAGE);
 	}
 	setvbuf(log_file, NULL, _IOFBF, 1 << 20);
 	/* The ticket lock is the Python qspinlock model's "ticket" variant; its word has no
 	 * pending bits, the header field is there because every qspinlock header has it. */
-	fprintf(log_file, "# kstep-log qspinlock variant=%s cpus=%d acquisitions=%" PRIu64
+	fprintf(log_file, "# kstep-log 2 qspinlock variant=%s cpus=%d acquisitions=%" PRIu64
 		" pending_bits=%d\n", strcmp(lk->lock, "ticket") ? lk->variant : "ticket", opt.threads,
 		opt.acquisitions, opt.pending_bits);
 	lab_hook_mode |= LAB_MODE_LOG;
+}
+
+/* Only a run in which every CPU finished ends its log with the marker: kstep check fails the rest. */
+static void end_log(void)
+{
+	fprintf(log_file, "# kstep-log end steps=%" PRIu64 "\n", log_ticket);
 }
 
 /* Flush what was logged before a report ends the program (stdio streams lock themselves). */
@@ -523,25 +612,20 @@ static void __attribute__((__noreturn__)) violation(int cpu, uint64_t n, const c
 static void critical_section(struct cpu_ctx *c, uint64_t n)
 {
 	uint64_t v;
-	int owner;
+	int logged = 0;		/* the step hooks keep the owner (see owner_enter()) */
 
 #if LAB_HOOKS
 	if (lk->steps)
 		STEP(the_lock, critical_section) { }
+	logged = lab_hook_mode & LAB_MODE_LOG;
 #endif
-	owner = READ_ONCE(shared.owner);
-	if (owner != -1)
-		violation(c->cpu, n, "entered the critical section held by", owner);
-	WRITE_ONCE(shared.owner, c->cpu);
-
+	if (!logged)
+		owner_enter(c->cpu, n);
 	v = READ_ONCE(shared.counter);
 	delay(&c->prng, opt.delay_in);
 	WRITE_ONCE(shared.counter, v + 1);
-
-	owner = READ_ONCE(shared.owner);
-	if (owner != c->cpu)
-		violation(c->cpu, n, "found in its critical section", owner);
-	WRITE_ONCE(shared.owner, -1);
+	if (!logged)
+		owner_leave(c->cpu, n);
 }
 
 static void *cpu_main(void *arg)
@@ -625,8 +709,8 @@ static const char *missing_path(void)
 		return NULL;
 	if (!count_of(LAB_clear_pending_set_locked))
 		return "clear_pending_set_locked (the pending path)";
-	if (!count_of(LAB_grab_mcs_node))
-		return "grab_mcs_node (the queue)";
+	if (!count_of(LAB_node_count_inc))
+		return "node_count_inc (the queue)";
 	if (!strcmp(lk->variant, "before-set-locked"))
 		return count_of(LAB_mcs_handoff) ? NULL : "mcs_handoff (a contended claim)";
 	return count_of(LAB_set_locked) ? NULL : "set_locked";
@@ -705,6 +789,8 @@ int main(int argc, char **argv)
 	end = now();
 
 #if LAB_HOOKS
+	if (log_file)
+		end_log();
 	if (log_file && fclose(log_file) != 0) {
 		fprintf(stderr, TOOL ": --log: writing '%s' failed: %s\n", opt.log_path, strerror(errno));
 		return EXIT_USAGE;

@@ -55,13 +55,13 @@ HUNT_HANG_S = 2.0
 
 QSPINLOCK_LABELS = (
     "queued_spin_lock", "wait_pending_handover", "queued_fetch_set_pending_acquire",
-    "clear_pending", "wait_locked_clear", "clear_pending_set_locked", "grab_mcs_node",
+    "trylock_pending_cmpxchg", "clear_pending", "wait_locked_clear", "clear_pending_set_locked", "node_count_inc",
     "mcs_node_init", "queued_spin_trylock", "xchg_tail", "link_prev", "mcs_spin", "wait_head",
     "claim_cmpxchg", "set_locked", "wait_next", "mcs_handoff", "release_node",
     "critical_section", "queued_spin_unlock")
 TICKET_LABELS = ("arch_spin_lock", "wait_ticket", "critical_section", "arch_spin_unlock")
 # Steps that read or wait but never write the lock word.
-WORD_UNCHANGED = {"wait_pending_handover", "wait_locked_clear", "grab_mcs_node", "mcs_node_init",
+WORD_UNCHANGED = {"wait_pending_handover", "wait_locked_clear", "node_count_inc", "mcs_node_init",
                   "link_prev", "mcs_spin", "wait_head", "wait_next", "mcs_handoff",
                   "release_node", "critical_section", "wait_ticket"}
 
@@ -292,7 +292,9 @@ def check_hunting_config_clean(arch: str, variant: str, pb: int = 8, cpu: Option
                               "--acquisitions", 20000], timeout=300, cpu=cpu)
     note = expect_clean(r)
     steps = r.summary["steps"]
-    return f"{note}; clear_pending {steps.get('clear_pending', 0)}, set_locked {steps.get('set_locked', 0)}"
+    shown = ("trylock_pending_cmpxchg", "claim_cmpxchg") if variant == "before-set-locked" else (
+        "clear_pending", "set_locked")
+    return f"{note}; " + ", ".join(f"{label} {steps.get(label, 0)}" for label in shown)
 
 
 def check_ticket(arch: str) -> str:
@@ -318,6 +320,10 @@ def check_bad_input(arch: str) -> str:
     cases = [["--threads", "0"], ["--variant", "v9.99"], ["--lock", "rwlock"], ["--bogus", "1"],
              ["--acquisitions", "-5"], ["--threads", "1"], ["--pending-bits", "4"],
              ["--lock", "pthread-mutex", "--log", "/tmp/x"], ["--threads"]]
+    # numbers are decimal: no base prefixes, signs, blanks, exponents or words
+    cases += [["--threads", v] for v in ("0x10", "+3", " 3", "3 ", "", "1e1", "99999999999999999999")]
+    cases += [["--seed", "0x10"], ["--acquisitions", "5junk"], ["--hang-timeout", "0x1p3"],
+              ["--hang-timeout", "inf"], ["--duration", "1e1"], ["--delay-in", "-0"]]
     for args in cases:
         r = torture(arch, args, timeout=60)
         lines = r.stderr.splitlines()
@@ -333,12 +339,48 @@ def check_bad_input(arch: str) -> str:
     return f"{len(cases) + 1} bad command lines refused with one line and exit 2"
 
 
+def check_log_to_a_fifo_nobody_reads(arch: str) -> str:
+    """--log to a FIFO without a reader is refused at once; with a reader the log goes through it."""
+    args = ["--lock", "qspinlock", "--threads", "2", "--acquisitions", "10"]
+    with tempfile.TemporaryDirectory() as tmp:
+        fifo = Path(tmp) / "log"
+        os.mkfifo(fifo)
+        r = logged_run(arch, fifo, args)
+        if r.rc != USAGE or "a FIFO that no process is reading" not in r.stderr:
+            raise LabFailure(f"{r.describe()}: a FIFO nobody reads should be refused with exit 2, "
+                             f"got {r.rc}: {r.stderr!r}")
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, before the writer comes
+        try:
+            r = logged_run(arch, fifo, args)  # a few KB: the pipe holds it all until it is read
+            text = os.read(reader, 1 << 20).decode()
+        finally:
+            os.close(reader)
+        if r.rc == USAGE or not text.startswith("# kstep-log "):  # too short a run to be conclusive
+            raise LabFailure(f"{r.describe()}: exit {r.rc}, and the reader of the FIFO got {text[:80]!r}, "
+                             f"not the log: {r.stderr!r}")
+    return "a FIFO without a reader refused with exit 2; with one, the log goes through"
+
+
+def check_decimal_options(arch: str) -> str:
+    """A leading zero is not octal: --threads 010 is ten CPUs and --seed 010 is seed ten, as
+    kstep's -s 010 is (strtoull's base 0 once read them as 8)."""
+    r = torture(arch, ["--lock", "pthread-mutex", "--threads", "010", "--seed", "010", "--acquisitions",
+                       "010", "--hang-timeout", "010"], timeout=60)
+    expect_clean(r)
+    got = {k: r.summary[k] for k in ("threads", "seed", "acquisitions")}
+    if got != {"threads": 10, "seed": 10, "acquisitions": 10}:
+        raise LabFailure(f"{r.describe()}: read as {got}, not ten each")
+    return "010 is ten for --threads, --seed and --acquisitions"
+
+
 # ---- observation logs --------------------------------------------------------------------------
 
-HEADER = re.compile(r"# kstep-log qspinlock variant=(?P<variant>\S+) "
+HEADER = re.compile(r"# kstep-log 2 qspinlock variant=(?P<variant>\S+) "
                     r"cpus=(?P<cpus>\d+) acquisitions=(?P<acquisitions>\d+) pending_bits=(?P<pending_bits>8|1)")
 LINE = re.compile(r"(?P<ticket>\d+) (?P<cpu>\d+(?:\.irq)?) (?P<label>[a-z_]+) "
-                  r"(?P<before>0x[0-9a-f]{8}) (?P<after>0x[0-9a-f]{8})")
+                  r"(?P<before>0x[0-9a-f]{8}) (?P<after>0x[0-9a-f]{8}) "
+                  r"(?P<count>\d+) (?:- - -|(?P<idx>\d) (?P<next>-|\d+/\d) (?P<locked>[01]))")
+END = re.compile(r"# kstep-log end steps=(?P<steps>\d+)")
 
 
 @dataclass
@@ -346,18 +388,21 @@ class Log:
     header: dict
     steps: list  # (ticket, cpu, label, before, after)
     mutex_violation: Optional[str]
+    ended: bool  # the log has its end marker: every CPU finished
 
     def count(self, label: str) -> int:
         return sum(1 for s in self.steps if s[2] == label)
 
 
 def read_log(path: Path, complete: bool = True) -> Log:
-    """Parse and check an observation log; `complete`: every CPU did all its acquisitions.
+    """Parse and check an observation log (format 2); `complete`: every CPU did all its acquisitions.
 
     Well-formed means: the header; consecutive tickets from 0; known CPUs and labels; each step's
     word-before equal to the previous step's word-after (the log is one linear order), starting
-    from an unlocked word; read-only steps leave the word alone.  Mutual exclusion is recorded,
-    not raised, so a check on a broken variant can expect it to fail."""
+    from an unlocked word; read-only steps leave the word alone; MCS fields that fit a CPU that
+    never nests (node 0 while its count is 1, none while it is 0); an end marker counting the steps
+    last, if anywhere.  A complete log has the marker.  Mutual exclusion is recorded, not raised,
+    so a check on a broken variant can expect it to fail."""
     text = path.read_text()
     lines = text.splitlines()
     if not lines or not HEADER.fullmatch(lines[0]):
@@ -369,10 +414,19 @@ def read_log(path: Path, complete: bool = True) -> Log:
     unlock = "arch_spin_unlock" if ticket_lock else "queued_spin_unlock"
     steps, word, holder, mutex_violation = [], 0, None, None
     done = [0] * cpus
-    for n, line in enumerate(lines[1:], start=2):
+    body = lines[1:]
+    end = END.fullmatch(body[-1]) if body else None
+    if end:
+        body = body[:-1]
+        if int(end["steps"]) != len(body):
+            raise LabFailure(f"{path.name}: the end marker counts {end['steps']} steps, the log has {len(body)}")
+    elif complete:
+        raise LabFailure(f"{path.name}: no end marker after {len(body)} steps: the run did not finish")
+    for n, line in enumerate(body, start=2):
         m = LINE.fullmatch(line)
         if not m:
-            raise LabFailure(f"{path.name}:{n}: not '<ticket> <cpu> <label> <before> <after>': {line!r}")
+            raise LabFailure(f"{path.name}:{n}: not '<ticket> <cpu> <label> <before> <after> <count> <idx> "
+                             f"<next> <locked>': {line!r}")
         ticket, cpu, label = int(m["ticket"]), m["cpu"], m["label"]
         before, after = int(m["before"], 16), int(m["after"], 16)
         if ticket != n - 2:
@@ -386,6 +440,10 @@ def read_log(path: Path, complete: bool = True) -> Log:
                              f"step left {word:#010x}: the log is not one linear order")
         if label in WORD_UNCHANGED and after != before:
             raise LabFailure(f"{path.name}:{n}: {label} changed the word {before:#010x} -> {after:#010x}")
+        node = None if m["idx"] is None else int(m["idx"])
+        if (int(m["count"]), node) not in ((0, None), (1, 0)) or (ticket_lock and node is not None):
+            raise LabFailure(f"{path.name}:{n}: count {m['count']} and node {m['idx'] or '-'}: a CPU "
+                             f"that never nests holds node 0 while its count is 1, none while it is 0")
         c = int(cpu)
         if label == "critical_section":
             if holder is not None and mutex_violation is None:
@@ -404,7 +462,7 @@ def read_log(path: Path, complete: bool = True) -> Log:
         held = (word >> 16) != (word & 0xFFFF) if ticket_lock else word & 0xFF
         if held and mutex_violation is None:
             raise LabFailure(f"{path.name}: the run ended with the lock held ({word:#010x})")
-    return Log(h, steps, mutex_violation)
+    return Log(h, steps, mutex_violation, end is not None)
 
 
 def logged_run(arch: str, path: Path, args: list) -> Run:
@@ -426,9 +484,10 @@ def check_log(arch: str, variant: str = "v6.12", threads: int = 2, pb: int = 8,
                 "acquisitions": "2000", "pending_bits": str(pb)}
     if log.header != expected:
         raise LabFailure(f"{r.describe()}: header {log.header} != {expected}")
-    if lock == "qspinlock":
-        needed = ["clear_pending_set_locked", "xchg_tail",
-                  "mcs_handoff" if variant == "before-set-locked" else "set_locked"]
+    if lock == "qspinlock" and variant == "before-set-locked":
+        needed = ["trylock_pending_cmpxchg", "clear_pending_set_locked", "xchg_tail", "mcs_handoff"]
+    elif lock == "qspinlock":
+        needed = ["queued_fetch_set_pending_acquire", "clear_pending_set_locked", "xchg_tail", "set_locked"]
     else:
         needed = ["wait_ticket"]
     missing = [label for label in needed if not log.count(label)]
@@ -467,8 +526,9 @@ def check_log_same_on_arm64_and_ppc64le() -> str:
 
 
 def check_broken_log(arch: str, variant: str) -> str:
-    """A logged run of a broken variant is caught: by the tool (violation, hang) or, for an
-    overlap the owner check missed, by the log's own mutual-exclusion check."""
+    """A logged run of a broken variant is caught by the tool itself (a violation or a hang), and
+    its log has no end marker; where the log shows two CPUs in the critical section at once, the
+    tool must have said so (its owner check follows the log's order)."""
     tried = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in HUNT_SEEDS:
@@ -476,12 +536,35 @@ def check_broken_log(arch: str, variant: str) -> str:
             r = logged_run(arch, path, ["--variant", variant, "--threads", 3, "--acquisitions",
                                         2000, "--seed", seed, "--hang-timeout", HUNT_HANG_S])
             log = read_log(path, complete=False)
-            if log.mutex_violation:
-                return f"seed {seed}: the log shows {log.mutex_violation} ({r.verdict})"
+            if log.mutex_violation and r.rc != VIOLATION:
+                raise LabFailure(f"{r.describe()}: the log shows {log.mutex_violation}, yet the tool "
+                                 f"said {r.verdict}")
             if r.rc in (VIOLATION, HANG):
-                return f"seed {seed}: {r.verdict} after {len(log.steps)} logged steps"
+                if log.ended:
+                    raise LabFailure(f"{r.describe()}: {r.verdict}, yet the log has its end marker")
+                return f"seed {seed}: {r.verdict} after {len(log.steps)} logged steps, no end marker"
             tried.append(f"seed {seed}: {r.verdict}")
     raise LabFailure(f"{arch}: logged runs of {variant} were not caught: " + "; ".join(tried))
+
+
+def check_logged_owner_check(arch: str) -> str:
+    """The case that once came out clean: head-ignores-pending, 3 CPUs, seed 3, 2,000 acquisitions
+    with --log, whose own log had 80 overlapping critical sections.  The owner is now taken and
+    given up by the logged steps, so the first overlap in the log is the violation reported."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "run.log"
+        r = logged_run(arch, path, ["--variant", "head-ignores-pending", "--threads", 3,
+                                    "--acquisitions", 2000, "--seed", 3])
+        first = r.stderr.splitlines()[0] if r.stderr else ""
+        if r.rc != VIOLATION or "entered the critical section held by" not in first:
+            raise LabFailure(f"{r.describe()}: expected the owner check's violation, got {r.verdict} "
+                             f"(exit {r.rc}): {first or r.summary.get('why')}")
+        log = read_log(path, complete=False)
+    overlap = log.mutex_violation or "no overlap"
+    if not overlap.startswith(f"line {len(log.steps) + 1}:"):
+        raise LabFailure(f"{r.describe()}: the log should end at its first overlap; it shows {overlap} "
+                         f"and has {len(log.steps)} steps")
+    return f"{first.split(': ', 1)[1]}; the log ends at its {overlap}"
 
 
 # ---- the Promela model -----------------------------------------------------------------------
@@ -496,6 +579,7 @@ def _load(name: str):
 
 
 spincheck = _load("spincheck")
+vmacheck = _load("vmacheck")
 
 
 def spin(*args, **kwargs):
@@ -562,6 +646,8 @@ def checks() -> list[Check]:
                 Check(f"{arch}-xchg_tail-pb1-is-32-bit-cmpxchg", check_pb1_xchg_tail, (arch,)),
                 Check(f"{arch}-subword-accesses", check_subword_accesses, (arch,)),
                 Check(f"{arch}-bad-input", check_bad_input, (arch,)),
+                Check(f"{arch}-log-to-a-fifo", check_log_to_a_fifo_nobody_reads, (arch,)),
+                Check(f"{arch}-decimal-options", check_decimal_options, (arch,)),
                 Check(f"{arch}-10e7-acquisitions", check_long_run, (arch,))]
         for variant in CORRECT:
             out.append(Check(f"{arch}-{variant}-hunt-clean", check_hunting_config_clean, (arch, variant)))
@@ -580,6 +666,7 @@ def checks() -> list[Check]:
                 Check(f"{arch}-log-repeats", check_log_repeats, (arch,))]
         for variant in BROKEN:
             out.append(Check(f"{arch}-log-{variant}-caught", check_broken_log, (arch, variant)))
+        out.append(Check(f"{arch}-log-owner-check", check_logged_owner_check, (arch,)))
     out.append(Check("log-same-on-arm64-and-ppc64le", check_log_same_on_arm64_and_ppc64le))
     for variant in CORRECT:
         for cpus in (2, 3):
@@ -588,6 +675,7 @@ def checks() -> list[Check]:
         out.append(Check(f"spin-{variant}-caught", check_spin_caught, (variant,)))
     out += [Check("spin-triples-2cpu-match-arm64-log", check_spin_triples_cover_c, ("arm64", 2)),
             Check("spin-triples-3cpu-match-x86_64-log", check_spin_triples_cover_c, ("x86_64", 3))]
+    out += vmacheck.checks(sys.modules[__name__])
     return out
 
 

@@ -2,7 +2,7 @@
 """Check qspinlock/qspinlock.pml with Debian's spin: verify a variant, or list reachable triples.
 
     python3 tests/spincheck.py verify [--variant NAME] [--cpus N] [--acquisitions K]
-    python3 tests/spincheck.py triples [--cpus N] [--acquisitions K]
+    python3 tests/spincheck.py triples [--variant NAME] [--cpus N] [--acquisitions K]
 
 ``verify`` runs ``spin -a``, compiles pan with -DSAFETY and searches every interleaving: mutual
 exclusion is an assertion, a deadlock or lost wake-up an invalid end state.  It exits 0 when the
@@ -137,8 +137,8 @@ def run(variant: str = "v6.12", cpus: int = 2, acquisitions: int = 2, enumerate_
     return result
 
 
-def triples(cpus: int, acquisitions: int = 2) -> set:
-    r = run("v6.12", cpus, acquisitions, enumerate_triples=True)
+def triples(cpus: int, acquisitions: int = 2, variant: str = "v6.12") -> set:
+    r = run(variant, cpus, acquisitions, enumerate_triples=True)
     if r.error:
         raise SpinError(f"the enumeration run found an error: {r.error}")
     return r.triples
@@ -156,8 +156,7 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for cmd in ("verify", "triples"):
         s = sub.add_parser(cmd)
-        if cmd == "verify":
-            s.add_argument("--variant", default="v6.12", choices=VARIANTS)
+        s.add_argument("--variant", default="v6.12", choices=VARIANTS)
         s.add_argument("--cpus", type=int, default=2)
         s.add_argument("--acquisitions", type=int, default=2)
     a = ap.parse_args(argv)
@@ -168,7 +167,7 @@ def main(argv=None) -> int:
             if r.error:
                 print(f"trail: {r.workdir}/{MODEL.name}.trail (spin -t -p -g in that folder)")
             return 1 if r.error or not r.complete else 0
-        for t in sorted(triples(a.cpus, a.acquisitions)):
+        for t in sorted(triples(a.cpus, a.acquisitions, a.variant)):
             print(*t)
         return 0
     except ValueError as e:

@@ -7,16 +7,22 @@
     kstep check MECH LOG
     kstep grade EXERCISE SUBMISSION [--student ID] [--config COURSE.toml] [--out DIR] | --batch DIR
     kstep release --config COURSE.toml --roster CSV --out DIR
+    kstep lab fetch [--refresh] | doctor | run --arch A [--smp N] [PROBE...] | show RESULT.json
 
 ``run`` prints a problem: the step table with ``?`` where the student must work out the state;
-``-c`` computes the answers.  ``explore`` checks every interleaving and gives a verdict.  ``check``
-replays an observation log written by the kernel-lab C port, step by step, against the model.
+``-c`` computes the answers.  ``explore`` checks every interleaving and gives a verdict.  ``show``
+re-runs a saved trace's scheduler and prints the run only if the file says what that run does.
+``check`` replays an observation log written by the kernel-lab C port, step by step, against the
+model.  A scenario file, a trace or a log named ``-`` is read from standard input.
 
-Exit status: 0 success (for explore: clean, the whole state space was searched; for check: every
-logged step is one the model allows); 1 explore found a violated invariant or a deadlock, or check
-found a step the model does not allow; 2 bad input, explained in one line on stderr; 3 explore stopped
-at --max-states before exhausting the state space.  Anything else that goes wrong is a bug in kstep
-and fails loudly with its traceback (Python's exit status 1).
+Exit status:
+  0    ok (explore: clean, the whole state space was searched; check: every logged step is one the model allows, and the run finished)
+  1    a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose run did not finish), or the end of the run that run or show prints
+  2    bad input, explained in one line on stderr
+  3    bounded or inconclusive: explore stopped at --max-states before exhausting the state space
+  70   internal error: a bug in kstep, reported with its traceback (EX_SOFTWARE)
+  130  interrupted
+  141  broken pipe: the reader of the output went away (128 + SIGPIPE)
 
 This module only parses, formats and chooses exit codes; the models, schedulers, explorer,
 scenarios and traces are the library's.
@@ -30,6 +36,7 @@ import re
 import signal
 import sys
 import textwrap
+import traceback
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -38,40 +45,91 @@ from .engine import Random, RoundRobin, Scripted, explore, simulate
 from .engine import expect, questions
 from .engine import scenario as scenarios
 from .engine import trace as traces
-from .errors import UserError
+from .errors import UserError, shorten
+from .files import SMALL_CAP, STDIN, check_output, read_text, same_file
 from .models import MODELS, make_model, model_class
 
-OK, VIOLATION, BAD_INPUT, BOUNDED = 0, 1, 2, 3
+OK, VIOLATION, BAD_INPUT, BOUNDED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
+BROKEN_PIPE = 128 + signal.SIGPIPE
+# The one exit-status table: the module docstring above, the README and --help show it, and
+# test_cli checks that they agree with it.
+EXIT_STATUS = (
+    (OK, "ok (explore: clean, the whole state space was searched; check: every logged step is one the model "
+         "allows, and the run finished)"),
+    (VIOLATION, "a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose "
+                "run did not finish), or the end of the run that run or show prints"),
+    (BAD_INPUT, "bad input, explained in one line on stderr"),
+    (BOUNDED, "bounded or inconclusive: explore stopped at --max-states before exhausting the state space"),
+    (INTERNAL, "internal error: a bug in kstep, reported with its traceback (EX_SOFTWARE)"),
+    (INTERRUPTED, "interrupted"),
+    (BROKEN_PIPE, "broken pipe: the reader of the output went away (128 + SIGPIPE)"),
+)
 MAX_SEED = 2**64 - 1  # SplitMix64 takes a 64-bit seed, and a trace records it as a non-negative integer
 RUN_MAX_STEPS = 100_000  # a run that neither finishes nor deadlocks stops here unless --steps says otherwise
+MAX_STEPS = 1_000_000  # the most --steps allows: a trace of a million steps is already gigabytes
 EXPLORE_MAX_STATES = 1_000_000
+MAX_STATES = 100_000_000  # the most --max-states allows
+MAX_JOBS = 64  # sandboxed graders at once: far more than the cores of any machine that grades
+MAX_SMP = 64  # lab run --smp: virtual CPUs of one TCG guest, far more than the probes use
+MAX_GUEST_SECONDS = 86_400  # lab run --timeout: a day
 WIDTH = 96  # where descriptions wrap
 
 # Characters that would break a one-line message or a table row: C0/C1 controls, the Unicode line
 # and paragraph separators, and lone surrogates (a filename that was not UTF-8).
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_DECIMAL = re.compile(r"-?[0-9]+")  # ASCII digits only: int() also takes '١٢', '1_0' and ' 7 '
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    utf8_stdio()
     try:
-        for k, arg in enumerate(argv, start=1):
-            if "\x00" in arg:  # no real command line can carry one; a path with it cannot be opened
-                raise UserError(f"argument {k} contains a NUL character")
         try:
-            args = build_parser().parse_args(argv)
-        except SystemExit as e:  # --help and --version print and exit; errors raise UserError instead
-            return e.code if isinstance(e.code, int) else OK
-        return args.run(args)
-    except UserError as e:
-        print(f"kstep: {clean(str(e))}", file=sys.stderr)
-        return BAD_INPUT
-    except KeyboardInterrupt:
-        print("kstep: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `kstep run ... | head`: the reader has seen enough
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush stays quiet
-        return 128 + signal.SIGPIPE
+            status = dispatch(argv)
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+            return status
+        except UserError as e:
+            say(f"kstep: {clean(str(e))}")
+            return BAD_INPUT
+        except KeyboardInterrupt:
+            say("kstep: interrupted")
+            return INTERRUPTED
+        except BrokenPipeError:
+            raise
+        except Exception:  # a bug in kstep: the traceback, and a status no verdict uses
+            say(traceback.format_exc().rstrip("\n"))
+            return INTERNAL
+    except BrokenPipeError:  # `kstep run ... | head`, on stdout or stderr: the reader has seen enough
+        for stream in (sys.stdout, sys.stderr):  # so nothing more is written, not even at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        return BROKEN_PIPE
+
+
+def dispatch(argv: list[str]) -> int:
+    for k, arg in enumerate(argv, start=1):
+        if "\x00" in arg:  # no real command line can carry one; a path with it cannot be opened
+            raise UserError(f"argument {k} contains a NUL character")
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help and --version print and exit; errors raise UserError instead
+        return e.code if isinstance(e.code, int) else OK
+    return args.run(args)
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def utf8_stdio() -> None:
+    """kstep writes UTF-8 whatever the locale says (an ASCII locale cannot encode its tables), and a
+    file name that is not UTF-8 as escapes (lone surrogates cannot be encoded at all)."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace")
+
+
+def exit_status_lines() -> list[str]:
+    return [f"  {code:<4} {meaning}" for code, meaning in EXIT_STATUS]
 
 
 # --- parsing ------------------------------------------------------------------------------------------
@@ -115,7 +173,8 @@ def build_parser() -> Parser:
                      help="scripted schedule: actor names, ACTOR:label for one named step, ACTOR*N repeats, "
                           "e.g. 'R*2 U rcu' (then round-robin)")
     how.add_argument("--round-robin", action="store_true", help="every runnable actor takes a step in turn")
-    p.add_argument("--steps", type=positive, metavar="N", help=f"stop after N steps (default {RUN_MAX_STEPS})")
+    p.add_argument("--steps", type=bounded(MAX_STEPS), metavar="N",
+                   help=f"stop after N steps (1..{MAX_STEPS:,}; default {RUN_MAX_STEPS:,})")
     p.add_argument("-c", "--compute", action="store_true", help="show the state columns, counters and outcome")
     outputs(p, "the trace")
     p.set_defaults(run=cmd_run)
@@ -125,8 +184,8 @@ def build_parser() -> Parser:
                                    "every invariant holds); 1: violation or deadlock, with the shortest "
                                    "counterexample; 3: stopped at --max-states, NOT clean.")
     mechanism_and_scenario(p)
-    p.add_argument("--max-states", type=positive, default=EXPLORE_MAX_STATES, metavar="N",
-                   help=f"stop after N distinct states (default {EXPLORE_MAX_STATES})")
+    p.add_argument("--max-states", type=bounded(MAX_STATES), default=EXPLORE_MAX_STATES, metavar="N",
+                   help=f"stop after N distinct states (1..{MAX_STATES:,}; default {EXPLORE_MAX_STATES:,})")
     p.add_argument("--no-symmetry", dest="symmetry", action="store_false",
                    help="store every state, not one per orbit of interchangeable CPUs")
     outputs(p, "the counterexample")
@@ -141,11 +200,15 @@ def build_parser() -> Parser:
     p = sub.add_parser("check", help="replay an observation log (kernel-lab C port) against the model",
                        allow_abbrev=False,
                        description="Replay LOG, one logged step per line, through the model.  Exit 0: every "
-                                   "step is one the model allows; 1: the first one it does not allow (the line, "
-                                   "and why); 2: the log is not a well-formed observation log.")
+                                   "step is one the model allows and the run finished; 1: the first one it does "
+                                   "not allow, or a log that stops before the run finished (the line, and why); "
+                                   "2: the log is not a well-formed observation log of format 2.")
     p.add_argument("mechanism", metavar="MECH")
-    p.add_argument("log", metavar="LOG", help="an observation log ('# kstep-log MECH ...' header, then one "
-                                               "'<ticket> <cpu> <label> <before> <after>' line per step)")
+    p.add_argument("log", metavar="LOG", help="an observation log ('# kstep-log 2 MECH ...' header, one line per "
+                                               "step, '# kstep-log end steps=N' last; see kernel-lab/README.md); "
+                                               "for damon, a damo record file (json_compressed or json) or the "
+                                               "text of tracefs's trace file with damon_aggregated lines")
+    p.add_argument("--html", metavar="FILE", help="damon: write the observed aggregations as an offline animation")
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("grade", help="grade a submission (or --batch many) in the sandbox", allow_abbrev=False,
@@ -163,7 +226,8 @@ def build_parser() -> Parser:
     p.add_argument("--exercises", metavar="DIR", help="the folder of exercises (default: the config's, else ./exercises)")
     p.add_argument("--manifest", metavar="FILE", help="a release's manifest.json: refuse to grade if anything changed")
     p.add_argument("--out", metavar="DIR", help="where results go (an existing folder)")
-    p.add_argument("--jobs", type=positive, default=1, metavar="N", help="--batch: grade N submissions at a time")
+    p.add_argument("--jobs", type=bounded(MAX_JOBS), default=1, metavar="N",
+                   help=f"--batch: grade N submissions at a time (1..{MAX_JOBS})")
     p.add_argument("--sandbox", choices=sandbox_modes(), default="bwrap",
                    help="bwrap (default) or the weaker user mode (docs/instructor/gradescope.md)")
     p.add_argument("--kernel-lab", metavar="DIR", help="the kernel lab to build C submissions against "
@@ -181,8 +245,46 @@ def build_parser() -> Parser:
     p.add_argument("--exercise", action="append", metavar="ID", help="release only these (repeatable; default: all)")
     p.set_defaults(run=cmd_release)
 
-    top.set_defaults(run=lambda args: top.error("choose a command: list, run, explore, show, check, grade or release"))
+    lab_parser(sub)
+
+    top.set_defaults(run=lambda args: top.error(
+        "choose a command: list, run, explore, show, check, grade, release or lab"))
     return top
+
+
+def lab_parser(sub) -> None:
+    from .lab import guest
+
+    lab = sub.add_parser("lab", help="boot Debian's Linux 6.12 in QEMU and probe it beside the models",
+                         allow_abbrev=False,
+                         description="The real-kernel lab: Debian's own 6.12 kernels for x86_64, arm64 and "
+                                     "ppc64le under qemu-system (TCG), probes in a generated initramfs.")
+    cmds = lab.add_subparsers(title="lab commands", metavar="LABCMD", parser_class=Parser)
+    p = cmds.add_parser("fetch", help="resolve one 6.12 version for all three architectures and cache it",
+                        allow_abbrev=False)
+    p.add_argument("--refresh", action="store_true", help="resolve again even if a version is cached")
+    p.set_defaults(run=cmd_lab_fetch)
+    p = cmds.add_parser("doctor", help="what this host lacks for the lab, and how to get it", allow_abbrev=False)
+    p.set_defaults(run=cmd_lab_doctor)
+    p = cmds.add_parser("run", help="boot one architecture (or all) and run probes", allow_abbrev=False,
+                        description="Exit 0: every probe's checks hold; 1: a check failed or the guest "
+                                    "crashed or hung; 2: bad input or a missing tool or kernel.")
+    p.add_argument("--arch", required=True, metavar="ARCH", help=f"{', '.join(guest.MACHINES)} or all")
+    p.add_argument("--smp", type=bounded(MAX_SMP), default=guest.SMP, metavar="N",
+                   help=f"virtual CPUs (1..{MAX_SMP}; default {guest.SMP})")
+    p.add_argument("--timeout", type=bounded(MAX_GUEST_SECONDS), default=guest.TIMEOUT_S, metavar="S",
+                   help=f"kill a guest after S seconds (1..{MAX_GUEST_SECONDS}; default {guest.TIMEOUT_S})")
+    p.add_argument("--out", metavar="DIR", help="write the result JSON here (default: the user cache)")
+    p.add_argument("--cpu", metavar="MODEL",
+                   help="QEMU -cpu model instead of the lab's, e.g. 'max' on x86_64: its hypervisor bit "
+                        "makes Linux use virt_spin_lock()'s test-and-set lock instead of the qspinlock")
+    p.add_argument("probes", nargs="*", metavar="PROBE", help=f"{', '.join(guest.PROBES)} (default: all)")
+    p.set_defaults(run=cmd_lab_run)
+    p = cmds.add_parser("show", help="print (or --plot) one recorded result beside the model", allow_abbrev=False)
+    p.add_argument("result", metavar="RESULT.json")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the result's figures into FILE.png")
+    p.set_defaults(run=cmd_lab_show)
+    lab.set_defaults(run=lambda args: lab.error("choose a lab command: fetch, doctor, run or show"))
 
 
 def mechanism_and_scenario(p: Parser) -> None:
@@ -199,24 +301,26 @@ def outputs(p: Parser, what: str) -> None:
     p.add_argument("--html", metavar="FILE", help=f"write {what} as a standalone, offline HTML animation")
 
 
-def positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n} is not positive")
-    return n
+def decimal(text: str, lo: int, hi: int) -> int:
+    """A whole number written in ASCII decimal digits, within lo..hi (``010`` is ten)."""
+    shown = shorten(text, 40)
+    if not _DECIMAL.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number (decimal digits 0-9)")
+    # compare lengths first: int() of a 5000-digit string is an error of its own
+    if len(text.lstrip("-0")) > len(str(hi)) or not lo <= int(text) <= hi:
+        raise argparse.ArgumentTypeError(f"{shown} is out of range {lo}..{hi}")
+    return int(text)
+
+
+def bounded(hi: int):
+    def parse(text: str) -> int:
+        return decimal(text, 1, hi)
+
+    return parse
 
 
 def seed(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= n <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"{n} is out of range 0..{MAX_SEED}")
-    return n
+    return decimal(text, 0, MAX_SEED)
 
 
 def epilog() -> str:
@@ -232,8 +336,7 @@ def epilog() -> str:
               f"  kstep run {name} --scenario {example} -s 3 -c    the same run with its answers"]
     if broken:
         lines.append(f"  kstep explore {name} --scenario {example} --variant {broken}    find the bug")
-    lines += ["", "exit status: 0 ok (explore: clean), 1 explore found a violation (check: an illegal step), "
-                  "2 bad input, 3 explore stopped at --max-states (not clean)"]
+    lines += ["", "exit status:", *exit_status_lines()]
     return "\n".join(lines)
 
 
@@ -271,11 +374,11 @@ def cmd_list(args) -> int:
 
 def cmd_run(args) -> int:
     model, sc = model_and_scenario(args)
-    check_outputs(args.json, args.html)
-    scheduler, seed_used, how = pick_scheduler(args, sc)
+    check_outputs(args.json, args.html, scenario_inputs(args))
+    scheduler, how = pick_scheduler(args, sc)
     state = model.initial(sc.config)
     trace = simulate(model, state, scheduler, max_steps=args.steps or RUN_MAX_STEPS,
-                     scenario=sc.name, config=sc.config, seed=seed_used)
+                     scenario=sc.name, config=sc.config)
     print(f"{model.name} ({model.title}), variant {model.variant.name}")
     print(f"scenario {clean(sc.name)}:")
     print(wrap(sc.description, "  "))
@@ -291,13 +394,13 @@ def cmd_run(args) -> int:
             print_claims(model, sc, trace)
     else:
         print("Work out the ? columns and how the run ends, then rerun with -c for the answers.")
-    write_outputs(model, trace, args.json, args.html)
-    return OK
+    write_outputs(model, trace, args.json, args.html, about=sc)
+    return OK if trace.violation is None else VIOLATION
 
 
 def cmd_explore(args) -> int:
     model, sc = model_and_scenario(args)
-    check_outputs(args.json, args.html)
+    check_outputs(args.json, args.html, scenario_inputs(args))
     state = model.initial(sc.config)
     checks = [inv.name for inv in model.invariants] + ["deadlock"]
     print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}")
@@ -322,7 +425,7 @@ def cmd_explore(args) -> int:
         print(f"\nshortest counterexample{'' if result.harm else ' to the broken assertion'} ({len(cex)} steps):")
         print_table(model, cex, reveal=True)
         print()
-        write_outputs(model, cex, args.json, args.html)
+        write_outputs(model, cex, args.json, args.html, about=sc)
         return VIOLATION
     if not result.exhausted:
         print(f"verdict: NOT clean: the search stopped at --max-states {args.max_states} before exhausting "
@@ -335,19 +438,26 @@ def cmd_explore(args) -> int:
 
 
 def cmd_show(args) -> int:
-    check_outputs(None, args.html)
+    check_outputs(None, args.html, [args.trace])
     trace, model = load_trace(args.trace)
     print(f"{model.name} ({model.title}), variant {model.variant.name}")
-    print(f"scenario {clean(trace.scenario) or '(unnamed)'}, "
-          f"scheduler: {clean(trace.scheduler)}{'' if trace.seed is None else f', seed {trace.seed}'}\n")
+    print(f"scenario {clean(trace.scenario) or '(unnamed)'}, scheduler: {scheduler_text(trace)}")
+    print("(run again from its scheduler: every step, tick and state, the stats, the outcome and the "
+          "violation are the file's)\n")
     print_table(model, trace, reveal=True)
     print()
     print_answers(model, trace)
     write_outputs(model, trace, None, args.html)
-    return OK
+    return OK if trace.violation is None else VIOLATION
 
 
 def cmd_check(args) -> int:
+    if args.mechanism == "damon":
+        return check_observed_damon(args)
+    if args.html is not None:
+        raise UserError("--html: only a damon observation is drawn (a log replay has no trace to draw)")
+    if args.mechanism == "vma-locks":
+        return cmd_check_vma(args)
     from .lab.check import check_file  # the log checker is only loaded by the command that uses it
 
     result = check_file(args.mechanism, args.log, progress=report_check_progress)
@@ -357,17 +467,160 @@ def cmd_check(args) -> int:
           f"({h['cpus']} CPUs, {h['acquisitions']} acquisitions each, pending_bits {h['pending_bits']}{extra})")
     if not result.ok:
         print(f"line {result.line}: {clean(result.text)}")
-        print(f"verdict: NOT a step the model allows: {clean(result.why)}")
+        print(f"verdict: {result.verdict}: {clean(result.why)}")
         print(f"(the {plural(result.steps, 'step')} and {plural(result.acquisitions, 'acquisition')} "
               f"before it were legal)")
         return VIOLATION
     print(f"steps: {result.steps}")
     print(f"acquisitions: {result.acquisitions}")
     print(f"seconds: {result.seconds:.2f}")
-    if not result.finished:
-        print("note: the log stops before every CPU has finished (the steps it has are legal)")
-    print("verdict: every logged step is one the model allows")
+    print("verdict: every logged step is one the model allows, and the run finished")
     return OK
+
+
+def check_observed_damon(args) -> int:
+    """A real kernel's DAMON results, held to the region invariants and drawn, never re-simulated."""
+    from .lab import damon_observed as observed
+
+    check_outputs(None, args.html, [args.log])
+    obs = observed.read(args.log)
+    trace, model = observed.observed_trace(obs, Path(args.log).name)
+    print(f"checking {clean(args.log)} ({obs.kind}, target {obs.target}"
+          f"{f' of {obs.targets}' if obs.targets > 1 else ''}) against the region invariants of damon")
+    counts = [len(s.regions) for s in trace.states[1:]]
+    print(f"aggregations: {len(obs.snapshots)}")
+    print(f"nr_regions min..max: {min(counts)}..{max(counts)}")
+    checked = [n for n in observed.CHECKED if obs.attrs or n != "nr-accesses-within-samples"]
+    print(f"checked: {', '.join(checked)}")
+    if not obs.attrs:
+        print("not checked: nr-accesses-within-samples (the tracepoint text does not give the intervals)")
+    write_outputs(model, trace, None, args.html)
+    if trace.violation is not None:
+        v = trace.violation
+        print(f"verdict: aggregation {v.step} breaks {v.title}: {clean(v.message)}")
+        return VIOLATION
+    print("verdict: every observed aggregation keeps the region invariants")
+    return OK
+
+
+def scheduler_text(trace) -> str:
+    how = {"random": f"random, seed {trace.seed}", "round-robin": "round-robin",
+           "scripted": f"scripted {trace.script!r}, then round-robin",
+           "explore": f"explore's counterexample, its {plural(len(trace), 'action')} exactly"}[trace.scheduler]
+    return clean(f"{how}, at most {trace.max_steps:,} steps")
+
+
+def cmd_check_vma(args) -> int:
+    from .lab.check import check_file
+
+    result = check_file(args.mechanism, args.log, progress=report_check_progress)
+    print(f"checking {clean(args.log)} against vma-locks variant {result.variant} "
+          f"({plural(result.threads, 'thread')}, seed {result.header.get('seed', '-')})")
+    if not result.ok:
+        print(f"line {result.line}: {clean(result.text)}")
+        print(f"verdict: {result.verdict}: {clean(result.why)}")
+        print(f"(the {plural(result.steps, 'step')} before it were legal)")
+        return VIOLATION
+    print(f"steps: {result.steps}")
+    print("counters: " + ", ".join(f"{k} {v}" for k, v in result.counters.items()))
+    print(f"seconds: {result.seconds:.2f}")
+    print("verdict: every logged step is one the model allows, and the run finished")
+    return OK
+
+
+def lab_log(line: str) -> None:
+    print(f"lab: {clean(line)}", file=sys.stderr, flush=True)
+
+
+def cmd_lab_fetch(args) -> int:
+    from .lab import debian, kernels
+
+    try:
+        k = kernels.fetch(refresh=args.refresh, log=lab_log)
+    except debian.DebianFetchError as e:
+        raise UserError(f"lab fetch: {e}") from None
+    print(f"kernels {k.abi} in {k.root}")
+    for a in kernels.ARCHES:
+        print(f"  {a:<8} {k.release(a)} ({k.package_version(a)}, {k.manifest['suites'][a]})")
+    return OK
+
+
+def cmd_lab_doctor(args) -> int:
+    from .lab import doctor
+
+    missing = 0
+    for item in doctor.diagnose():
+        print(f"{'ok' if item.ok else 'MISSING':<8} {item.what}" + ("" if item.ok else f": {item.fix}"))
+        missing += not item.ok
+    print("everything the lab needs is here" if not missing else f"{plural(missing, 'thing')} missing")
+    return OK if not missing else VIOLATION
+
+
+def lab_kernels():
+    from .lab import kernels
+
+    k = kernels.load()
+    if k is None:
+        raise UserError("no kernels fetched: run 'kstep lab fetch' (about 300 MB, once)")
+    return k
+
+
+def cmd_lab_run(args) -> int:
+    from .lab import guest, probes
+
+    arches = list(guest.MACHINES) if args.arch == "all" else [args.arch]
+    chosen = args.probes or list(guest.PROBES)
+    for a in arches:
+        guest.check_request(a, chosen)
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.is_dir():
+        raise UserError(f"--out {args.out}: not an existing folder")
+    k = lab_kernels()
+    status = OK
+    for a in arches:
+        try:
+            result = guest.run(a, k, chosen, smp=args.smp, timeout=args.timeout, say=lab_log, cpu=args.cpu)
+        except guest.LabError as e:
+            print(f"{a}: FAILED: {clean(str(e))}")
+            for line in e.excerpt.splitlines():
+                print(f"  | {clean(line)}")
+            status = VIOLATION
+            continue
+        result["models"] = probes.model_variants(k)
+        path = guest.save(result, out)
+        print(f"{a}: result {path}")
+        if not print_lab_result(result):
+            status = VIOLATION
+    return status
+
+
+def cmd_lab_show(args) -> int:
+    from .lab import guest
+
+    result = guest.load_result(Path(args.result))
+    plot = Path(args.plot) if args.plot else None
+    if plot is not None and (plot.is_dir() or not plot.parent.is_dir()):
+        raise UserError(f"--plot {args.plot}: not a file in an existing folder")
+    print(f"{result['arch']}: {result['kernel']['release']} ({result['kernel']['package_version']}), "
+          f"smp {result['smp']}, {result['date']}, boot {result['boot_seconds']} s")
+    ok = print_lab_result(result)
+    if plot is not None:
+        from .lab import plots
+
+        plots.save(result, plot)
+        print(f"wrote figure {plot}")
+    return OK if ok else VIOLATION
+
+
+def print_lab_result(result: dict) -> bool:
+    """The kernel's numbers beside the model's, then each check; True if every check that is not
+    about measured times holds."""
+    from .lab import probes
+
+    lines, ok = probes.report(result)
+    for line in lines:
+        print(clean(line))
+    return ok
 
 
 def sandbox_modes() -> tuple:
@@ -427,12 +680,11 @@ def gradescope_student(path: Path, field: str) -> str:
     """The submitter's id in Gradescope's submission_metadata.json (its first user's ``field``)."""
     import json
 
+    text = read_text(path, SMALL_CAP, "submission metadata file")
     try:
-        users = json.loads(path.read_text()[:1 << 20])["users"]
+        users = json.loads(text)["users"]
         value = users[0][field]
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except (json.JSONDecodeError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):  # ValueError: JSON's, or a huge number's
         raise UserError(f"{path}: no users[0].{field} in this submission metadata") from None
     if not isinstance(value, str) or not value:
         raise UserError(f"{path}: users[0].{field} is not a student id")
@@ -450,8 +702,8 @@ def cmd_release(args) -> int:
     roster = release.read_roster(Path(args.roster))
     pinned = release.release(course, chosen, roster, Path(args.out))
     print(f"released {', '.join(pinned['exercises'])} to {len(roster)} students in {args.out}")
-    print(f"  students/<id>/<exercise>/   one bundle per student (no solutions, no hidden tests)")
-    print(f"  gradescope/<exercise>.zip   autograders (they hold the course secret: upload, do not share)")
+    print("  students/<id>/<exercise>/   one bundle per student (no solutions, no hidden tests)")
+    print("  gradescope/<exercise>.zip   autograders (they hold the course secret: upload, do not share)")
     return OK
 
 
@@ -485,63 +737,59 @@ def model_and_scenario(args):
 def pick_scheduler(args, sc):
     """-P, --round-robin, -s; else the scenario's own schedule; else random from seed 1.
 
-    Returns the scheduler, the seed a trace records (None unless random) and a line that says how
-    to get the same run again.
+    Returns the scheduler and a line that says how to get the same run again.
     """
     if args.schedule is not None:
         try:
-            return Scripted(args.schedule), None, f"scripted -P {args.schedule!r}, then round-robin"
+            return Scripted(args.schedule), f"scripted -P {args.schedule!r}, then round-robin"
         except UserError as e:
             raise UserError(f"-P: {e}") from None
     if args.round_robin:
-        return RoundRobin(), None, "round-robin"
-    seed_used = args.seed
-    if seed_used is None and sc.schedule:
+        return RoundRobin(), "round-robin"
+    if args.seed is None and sc.schedule:
         try:
-            return Scripted(sc.schedule), None, f"the scenario's own, {sc.schedule!r}, then round-robin"
+            return Scripted(sc.schedule), f"the scenario's own, {sc.schedule!r}, then round-robin"
         except UserError as e:
             raise UserError(f"scenario {sc.name}: {e}") from None
-    if seed_used is None:
-        seed_used = 1
-    return Random(seed_used), seed_used, f"random, seed {seed_used} (-s to change, -P to script, --round-robin)"
+    seed_used = 1 if args.seed is None else args.seed
+    return Random(seed_used), f"random, seed {seed_used} (-s to change, -P to script, --round-robin)"
 
 
 def load_trace(path: str):
     return traces.load(path, make_model)
 
 
-def check_outputs(json_path: Optional[str], html_path: Optional[str]) -> None:
-    """Refuse unwritable output paths before any work is done (the writers check again)."""
-    if json_path is not None and json_path == html_path:
+def scenario_inputs(args) -> list[str]:
+    """The user's scenario file, which no output may replace."""
+    given = args.scenario
+    return [given] if given == STDIN or given.endswith(".toml") or "/" in given else []
+
+
+def check_outputs(json_path: Optional[str], html_path: Optional[str], inputs: Sequence[str]) -> None:
+    """Refuse unwritable output paths, and outputs that would replace an input, before any work."""
+    if json_path is not None and html_path is not None and same_file(json_path, html_path):
         raise UserError(f"--json and --html both name {json_path}")
     for flag, path in (("--json", json_path), ("--html", html_path)):
-        if path is None:
-            continue
-        p = Path(path)
-        try:
-            if p.is_dir():
-                raise UserError(f"{flag} {path}: is a directory")
-            if not p.parent.is_dir():
-                raise UserError(f"{flag} {path}: directory {p.parent} does not exist")
-        except OSError as e:
-            raise UserError(f"{flag} {path}: {e.strerror}") from None
+        if path is not None:
+            check_output(path, flag, inputs)
 
 
-def write_outputs(model, trace, json_path: Optional[str], html_path: Optional[str]) -> None:
+def write_outputs(model, trace, json_path: Optional[str], html_path: Optional[str], about=None) -> None:
+    """Write the trace and the animation; ``about`` is the scenario whose purpose the page states."""
     if json_path is not None:
         trace.write(model, json_path)
-        print(f"wrote trace {json_path}")
+        print(f"wrote trace {clean(json_path)}")
     if html_path is not None:
         from .views import save_html  # Bokeh is heavy: only the command that draws loads it
 
-        save_html(trace, model, html_path)
-        print(f"wrote animation {html_path}")
+        save_html(trace, model, html_path, about=about)
+        print(f"wrote animation {clean(html_path)}")
 
 
 def skipped(args) -> None:
     for path in (args.json, args.html):
         if path is not None:
-            print(f"no counterexample: {path} not written")
+            print(f"no counterexample: {clean(path)} not written")
 
 
 def report_progress(states: int, transitions: int, depth: int) -> None:

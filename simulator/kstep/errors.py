@@ -2,9 +2,14 @@
 
 Anything raised as UserError is the user's input being wrong (a scenario file, a CLI value,
 a trace or a submission); the CLI turns it into one line on stderr and exit status 2.  Every
-other exception is a bug in kstep and must fail loudly.
+other exception is a bug in kstep and must fail loudly (the CLI: its traceback and exit status 70).
 """
 
 
 class UserError(Exception):
     """A mistake in what the user gave us, explained in one line."""
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """What the user gave, cut to fit in a one-line message (a 5000-digit number is not repeated)."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -9,6 +9,7 @@ does, by clicking its buttons.  The ``browser`` fixture is in conftest.py.
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 from pathlib import Path
 from typing import Optional
@@ -21,6 +22,8 @@ READY = ("() => { const n = document.querySelectorAll('[data-root-id]').length;"
          " return n === 0 || (window.Bokeh !== undefined && Bokeh.documents.length >= n"
          " && Bokeh.documents.every((d) => d.is_idle)); }")
 SPEED = "1000 steps/s"  # the player's fastest speed: a whole run plays in moments
+# Two animation frames: BokehJS paints on the next one, so after this the screen shows the model.
+PAINTED = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 
 class Opened:
@@ -98,6 +101,28 @@ class Opened:
     def speed(self, label):
         self.root.locator("select").select_option(label=label)
 
+    def toggle(self):
+        """The play/pause button element as it is in the page now."""
+        return self.page.evaluate_handle(
+            f"() => Bokeh.index.query_one((v) => v.model === ({self.model})('kstep-play')).button_el")
+
+    def playing(self) -> bool:
+        """The player's own timer is running (player.js keeps its state on the slider model)."""
+        return self.js("m('kstep-slider').__kstep.timer !== null")
+
+    def stop_clock(self):
+        """Stop the page's clock (Date, performance.now, requestAnimationFrame): playback then moves
+        only by ``run_for``, so what a test sees mid-play does not depend on the machine's load.
+        ``resume_clock`` lets it run again."""
+        self.page.clock.install()
+        self.page.clock.pause_at(self.page.evaluate("() => Date.now()") + 1)
+
+    def run_for(self, ms):
+        self.page.clock.run_for(ms)
+
+    def resume_clock(self):
+        self.page.clock.resume()
+
     def shown(self, source):
         """The display source's columns as BokehJS holds them now."""
         return self.js("Object.fromEntries(Object.entries(m('kstep-src-' + arg).data)"
@@ -108,8 +133,28 @@ class Opened:
         el = self.page.evaluate_handle(
             f"(name) => {{ const m = Bokeh.documents[{self.doc}].get_model_by_name(name);"
             " return Bokeh.index.query_one((v) => v.model === m).el; }", name)
-        self.page.wait_for_timeout(150)  # BokehJS paints on the next animation frame
+        self.page.evaluate(PAINTED)
         return hashlib.sha256(el.screenshot()).hexdigest()
+
+    def ink(self, name, lo, hi):
+        """How many pixels of the named plot's frame, between steps ``lo`` and ``hi`` on its x axis,
+        are not the plot's white background: what the chart shows the student there."""
+        from PIL import Image  # Bokeh's own dependency
+
+        el = self.page.evaluate_handle(
+            f"(name) => {{ const m = Bokeh.documents[{self.doc}].get_model_by_name(name);"
+            " return Bokeh.index.query_one((v) => v.model === m).el; }", name)
+        box = self.page.evaluate(
+            f"([name, lo, hi]) => {{ const m = Bokeh.documents[{self.doc}].get_model_by_name(name);"
+            " const v = Bokeh.index.query_one((v) => v.model === m); const f = v.frame;"
+            " const x = (s) => Math.min(Math.max(f.x_scale.compute(s), f.bbox.left), f.bbox.right);"
+            " return [x(lo), f.bbox.top, x(hi), f.bbox.bottom]; }", [name, lo, hi])
+        self.page.wait_for_timeout(150)  # BokehJS paints on the next animation frame
+        shot = Image.open(io.BytesIO(el.screenshot())).convert("RGB")
+        x0, top, x1, bottom = (round(c) for c in box)
+        # Two pixels in from each edge: the cursor's outline and anti-aliasing sit on the edges.
+        part = shot.crop((x0 + 2, top + 2, max(x0 + 2, x1 - 2), bottom - 2))
+        return sum(1 for px in part.get_flattened_data() if px != (255, 255, 255))
 
     def check_clean(self):
         assert self.problems == []

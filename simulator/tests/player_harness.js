@@ -1,9 +1,10 @@
 // Runs kstep's player.js outside a browser, the way BokehJS runs a CustomJS body, against stand-in
 // widgets and sources, so a fast test can check what the player puts on screen frame by frame.
 //
-// stdin: {"code": player.js, "spec": {...}, "actions": ["step", "back", "reset", "slider:7", ...]}
-// stdout: one JSON object per action: {"frame": k, "status": html, "banner": bool, "cursor": [l, r],
-//         "sources": {name: {col: [...]}}}
+// stdin: {"code": player.js, "spec": {...},
+//         "actions": ["step", "back", "reset", "slider:7", "play", "advance:500", "pause", ...]}
+// stdout: one JSON object per action: {"frame": k, "playing": bool, "status": html, "code": html,
+//         "banner": bool, "cursor": [l, r], "sources": {name: {col: [...]}}}
 "use strict";
 
 const fs = require("fs");
@@ -32,12 +33,21 @@ function model(props) {
   return m;
 }
 
+// BokehJS re-renders a button whose label is set, replacing the element a user is clicking:
+// the player must never set it.
+function fixed_label(m) {
+  Object.defineProperty(m, "label", {set() { throw new Error("player.js set the toggle's label"); }});
+  return m;
+}
+
 const spec = input.spec;
 const W = {
-  slider: model({value: 0}), toggle: model({active: false, label: spec.play_label}),
+  slider: model({value: 0}), toggle: fixed_label(model({active: false})),
   step: model({}), back: model({}), reset: model({}), speed: model({value: "2"}),
-  status: model({html: spec.status0}), banner: model({visible: false}),
+  status: model({html: spec.status0}), banner: model({visible: false}), code: model({html: spec.code0}),
 };
+// Nothing is painted here: the code pane's scroll to its marked line finds no view to scroll.
+globalThis.Bokeh = {index: {query_one: () => null}};
 const frames = {data: {}};
 for (const [col, c] of Object.entries(spec.frames)) {
   frames.data[col] = column(c);
@@ -57,6 +67,18 @@ const kstep = {
   follow: [{range: range, window: spec.window, total: spec.n + 1}],
 };
 
+// Playback runs on animation frames: a clock the actions move ("advance:MS") and the frames
+// requested so far, called when it moves.
+let now = 0;
+let next_frame = 1;
+const requested = new Map();
+Object.defineProperty(globalThis, "performance", {value: {now: () => now}, configurable: true});
+globalThis.requestAnimationFrame = (cb) => {
+  requested.set(next_frame, cb);
+  return next_frame++;
+};
+globalThis.cancelAnimationFrame = (id) => requested.delete(id);
+
 // As CustomJS._compile_function does: the body becomes a function of the args and cb_obj.
 const run = new Function("kstep", "cb_obj", "cb_data", "cb_context", "'use strict';\n" + input.code);
 const out = [];
@@ -64,6 +86,16 @@ for (const action of input.actions) {
   if (action.startsWith("slider:")) {
     W.slider.value = parseInt(action.slice(7), 10);
     run(kstep, W.slider, {}, {});
+  } else if (action === "play" || action === "pause") {
+    W.toggle.active = action === "play";  // a Toggle's change callback gets the toggle itself
+    run(kstep, W.toggle, {}, {});
+  } else if (action.startsWith("advance:")) {
+    now += parseInt(action.slice(8), 10);
+    const due = [...requested.values()];
+    requested.clear();
+    for (const cb of due) {
+      cb(now);
+    }
   } else {
     run(kstep, {origin: W[action]}, {}, {});
   }
@@ -74,7 +106,8 @@ for (const action of input.actions) {
       shown[s.name][col] = Array.from(values);
     }
   }
-  out.push({frame: W.slider.value, status: W.status.html, banner: W.banner.visible,
+  out.push({frame: W.slider.value, playing: W.toggle.active, status: W.status.html, code: W.code.html,
+            banner: W.banner.visible,
             cursor: [cursor.left, cursor.right], range: [range.start, range.end], sources: shown});
 }
 process.stdout.write(JSON.stringify(out));

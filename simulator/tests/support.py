@@ -75,7 +75,7 @@ def bundled_runs(small: int, every_variant: bool = False):
                 row = table.get(mech, {}).get(name, {}).get(variant)
                 m, _, s0 = load(mech, name, variant)
                 order = prod(factorial(len(c)) for c in m.symmetric_units(s0))
-                big = row is None or not row["exhausted"] or row["states"] * order > small
+                big = row is None or not row.get("exhausted") or row["states"] * order > small
                 out.append(pytest.param(mech, name, variant, id=f"{mech}-{name}-{variant}",
                                         marks=[pytest.mark.slow] if big else []))
     return out

@@ -2,13 +2,20 @@
 shared counter with a separate load and store (the lost update from OSTEP's first chapters)."""
 
 import json
+import subprocess
+import sys
+import textwrap
 from typing import NamedTuple
 
 import pytest
 
-from kstep.engine import (ASSERTION, HARM, Frame, Inline, Invariant, Program, ProgramModel, Random, RoundRobin,
-                          Scripted, SplitMix64, Variant, explore, parse_schedule, push, set_thread, simulate)
+from kstep.engine import (ASSERTION, HARM, Frame, Inline, Invariant, Program, ProgramModel, Random, Replay,
+                          RoundRobin, Scripted, SplitMix64, Variant, explore, parse_schedule, push, set_thread,
+                          simulate)
 from kstep.engine import trace as tracemod
+from kstep.engine.scenario import Int, Key, Table
+from kstep.engine.schedule import MAX_STEPS
+from kstep.files import write_text
 from kstep.engine.prng import BELOW_VECTORS, VECTORS
 from kstep.errors import UserError
 
@@ -83,6 +90,7 @@ class Counter(ProgramModel):
                             replaces={"increment": deadlocking_increment}),
     }
     invariants = [Invariant("no-lost-update", "every increment counts", no_lost_update, kind=HARM)]
+    scenario_schema = Table({"threads": Key(Int(1, 4), 2)})
 
     def initial(self, config):
         n = config.get("threads", 2)
@@ -119,6 +127,18 @@ def test_calls_expand_lazily_into_steps():
 def test_variant_replaces_only_known_labels():
     with pytest.raises(ValueError):
         prog.replaced({"no-such-label": lambda s, i, a: s})
+
+
+def test_a_program_includes_another_but_the_labels_it_registers_itself():
+    built_on = Program()
+    built_on.include(prog, without=("store",))
+    assert set(built_on.steps) == set(prog.steps) - {"store"} and set(built_on.calls) == {"increment"}
+    assert built_on.steps["load"] is prog.steps["load"]
+    built_on.step("store", "mm/memory.c:handle_mm_fault", "store counter + 2")(lambda s, i, a: s)
+    with pytest.raises(ValueError, match="registered twice"):
+        built_on.include(prog, without=("store",))
+    with pytest.raises(ValueError, match="unknown labels: nothing"):
+        Program().include(prog, without=("nothing",))
 
 
 class CompiledOut(Counter):
@@ -225,6 +245,22 @@ def test_explore_is_clean_only_when_exhausted():
     assert not bounded.exhausted and not bounded.clean and bounded.violation is None
 
 
+def test_explore_stops_as_soon_as_it_has_stored_max_states():
+    m = Counter("locked")
+    produced = []
+    step = m.step
+    m.step = lambda s, a: produced.append(step(s, a)) or produced[-1]
+    s0 = m.initial({"threads": 4})
+    r = explore(m, s0, max_states=20)
+    assert r.states == 20 and not r.exhausted and r.violation is None
+    seen = {s0}
+    for k, t in enumerate(produced, start=1):
+        seen.add(t)
+        if len(seen) == 20:
+            break
+    assert k == len(produced) == r.transitions  # not one step more after the 20th state was stored
+
+
 def test_explore_reports_deadlock_with_its_trace():
     m = Counter("deadlock")
     r = explore(m, m.initial({}))
@@ -248,26 +284,99 @@ def test_push_puts_frames_first():
     assert [f.label for f in s.threads[0].frames] == ["load", "store"]
 
 
-def test_trace_json_round_trips_and_tampering_is_caught(tmp_path):
-    m = Counter()
-    tr = simulate(m, m.initial({}), Scripted("T0 T1 T0 T1"), config={})
+def write_trace(tmp_path, tr, m, change=None):
+    """``tr`` written as a v2 file, then (optionally) edited as JSON data."""
     path = tmp_path / "t.json"
     tr.write(m, path)
-    data = json.loads(path.read_text())
-    tracemod.validate(data)
-    again = tracemod.replay(data, m, "t.json")
-    assert again.actions == tr.actions and again.states == tr.states
+    if change:
+        data = json.loads(path.read_text())
+        change(data)
+        path.write_text(json.dumps(data))
+    return path
 
-    tampered = json.loads(path.read_text())
-    tampered["steps"][2]["state"]["counter"] = 7
-    with pytest.raises(UserError, match="step 3"):
-        tracemod.replay(tampered, m, "t.json")
-    wrong = json.loads(path.read_text())
-    wrong["steps"][0]["actor"] = "T1"
-    wrong["steps"][1]["actor"] = "T1"
-    with pytest.raises(UserError, match="step 1 "):
-        tracemod.replay(wrong, m, "t.json")
-    for mutate in (lambda d: d.pop("steps"), lambda d: d.update(version=2),
+
+def load_counter(path, m):
+    return tracemod.load(path, lambda mech, variant: type(m)(variant))
+
+
+@pytest.mark.parametrize("scheduler", [lambda: Scripted("T0 T1 T0 T1"), lambda: Random(3), RoundRobin])
+def test_a_trace_file_is_run_again_and_matches(tmp_path, scheduler):
+    m = Counter()
+    tr = simulate(m, m.initial({"threads": 2}), scheduler(), config={"threads": 2}, max_steps=50)
+    data = json.loads(write_trace(tmp_path, tr, m).read_text())
+    tracemod.validate(data)
+    assert data["version"] == 2 and list(data)[-1] == "steps"
+    assert data["scheduler"] == {**scheduler().params(), "max_steps": 50}
+    again, _ = load_counter(tmp_path / "t.json", m)
+    assert (again.actions, again.ticks, again.states, again.stats, again.outcome, again.violation) == \
+        (tr.actions, tr.ticks, tr.states, tr.stats, tr.outcome, tr.violation)
+
+
+def test_an_explore_counterexample_is_its_exact_actions_run_again(tmp_path):
+    m = Counter()
+    cex = explore(m, m.initial({"threads": 2}), config={"threads": 2}).counterexample
+    assert cex.scheduler == "explore" and cex.script == "T0:load T1:load T0:store T1:store"
+    assert cex.max_steps == len(cex) == 4 and cex.outcome == "violation"
+    again, _ = load_counter(write_trace(tmp_path, cex, m), m)
+    assert again.actions == cex.actions and again.violation == cex.violation
+
+
+TAMPERED = [  # (what is changed, the words the one-line refusal must contain)
+    (lambda d: d["steps"][2]["state"].update(counter=7), "step 3 (T0:store): records a state the model does not reach"),
+    (lambda d: d["steps"][1].update(actor="T0"), "step 2: actor is 'T0', the scheduler's run has 'T1'"),
+    (lambda d: d["steps"][0].update(tick=9), "step 1: tick is 9, the scheduler's run has 1"),
+    (lambda d: d["steps"].pop(), "steps: the file ends after step 3, the scheduler's run goes on to step 4"),
+    (lambda d: d["steps"].append(d["steps"][-1]), "step 5: the file goes on after the run ends at step 4"),
+    (lambda d: d.update(outcome="finished"), "outcome is \"finished\", but the run ends with \"violation\""),
+    (lambda d: d.update(violation=None), "violation is null, but the run ends with {"),
+    (lambda d: d["violation"].update(message="fine"), "violation is {"),
+    (lambda d: d.update(stats={"sigsegv": 42}), "stats is {\"sigsegv\": 42}, but the run ends with {}"),
+    (lambda d: d["scheduler"].update(script="T1 T0 T1 T0"), "step 1: actor is 'T0', the scheduler's run has 'T1'"),
+    (lambda d: d["scheduler"].update(max_steps=2), "step 3: the file goes on after the run ends at step 2"),
+    (lambda d: d["scheduler"].update(kind="random"), "scheduler: a random scheduler needs seed"),
+    (lambda d: d["scheduler"].update(seed=2**64), "at scheduler/seed"),
+    (lambda d: d["scheduler"].update(max_steps=10**6 + 1), "at scheduler/max_steps"),
+    (lambda d: d.update(version=1), "trace format version 1; this kstep reads version 2 only"),
+    (lambda d: d.update(initial={"threads": []}), "initial state does not match"),
+    (lambda d: d.update(actors=["T0"]), "the actors ['T0'] are not the config's ['T0', 'T1']"),
+]
+
+
+@pytest.mark.parametrize("change,says", TAMPERED)
+def test_a_trace_that_says_something_its_run_does_not_is_refused(tmp_path, change, says):
+    m = Counter()
+    tr = simulate(m, m.initial({"threads": 2}), Scripted("T0 T1 T0 T1"), config={"threads": 2})
+    assert tr.violation is not None  # the lost update: a verdict worth lying about
+    path = write_trace(tmp_path, tr, m, change)
+    with pytest.raises(UserError) as e:
+        load_counter(path, m)
+    assert says in str(e.value)
+
+
+def test_a_clean_trace_cannot_be_given_a_violation_and_a_prefix_cannot_claim_the_end(tmp_path):
+    m = Counter("locked")
+    tr = simulate(m, m.initial({"threads": 2}), RoundRobin(), config={"threads": 2})
+    assert tr.violation is None and tr.outcome == "finished"
+    forged = {"invariant": "no-lost-update", "message": "counter is 1 after 2 increments", "kind": "harm", "step": 4}
+    with pytest.raises(UserError, match='outcome is "violation", but the run ends with "finished"'):
+        load_counter(write_trace(tmp_path, tr, m, lambda d: d.update(violation=forged, outcome="violation")), m)
+    with pytest.raises(UserError, match="violation is {.*but the run ends with null"):
+        load_counter(write_trace(tmp_path, tr, m, lambda d: d.update(violation=forged)), m)
+    with pytest.raises(UserError, match="the file ends after step 0"):
+        load_counter(write_trace(tmp_path, tr, m, lambda d: d.update(steps=[])), m)
+
+
+def test_the_schema_and_the_engine_agree_on_the_longest_run():
+    props = tracemod.schema()["properties"]["scheduler"]["properties"]
+    assert props["max_steps"]["maximum"] == MAX_STEPS
+    assert set(props["kind"]["enum"]) == {cls.name for cls in (Random, RoundRobin, Scripted, Replay)}
+
+
+def test_the_file_is_validated_whole_by_the_schema(tmp_path):
+    m = Counter()
+    tr = simulate(m, m.initial({"threads": 2}), Scripted("T0 T1 T0 T1"), config={"threads": 2})
+    path = write_trace(tmp_path, tr, m)
+    for mutate in (lambda d: d.pop("steps"), lambda d: d.update(version=1),
                    lambda d: d["steps"][0].update(source="not a location"),
                    lambda d: d.update(outcome="great")):
         bad = json.loads(path.read_text())
@@ -278,10 +387,10 @@ def test_trace_json_round_trips_and_tampering_is_caught(tmp_path):
 
 def test_write_never_creates_directories(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
-        tracemod.write_text(tmp_path / "missing" / "t.json", "{}")
+        write_text(tmp_path / "missing" / "t.json", "{}")
     target = tmp_path / "t.json"
     target.write_text("old")
-    tracemod.write_text(target, "new")
+    write_text(target, "new")
     assert target.read_text() == "new"
 
 
@@ -394,3 +503,32 @@ def test_schedulers_take_an_optional_step_only_when_named_or_first_in_a_turn():
     # and unlocks in its turn of round 0, and then T1 does the same.
     assert [str(a) for a in rr.actions] == ["T0:note", "T0:lock", "T0:unlock", "T1:note", "T1:lock", "T1:unlock"]
     assert rr.ticks == [0] * 6
+
+
+def test_the_engine_and_the_models_run_without_numpy_or_jsonschema():
+    """Pyodide's core runtime has the standard library only: the engine and every model must import
+    and run a bundled scenario with numpy and jsonschema unimportable."""
+    code = textwrap.dedent("""
+        import sys
+
+        class Blocked:
+            def find_spec(self, name, path=None, target=None):
+                if name.partition(".")[0] in ("numpy", "jsonschema"):
+                    raise ImportError(f"{name} is not in the standard library")
+
+        sys.meta_path.insert(0, Blocked())
+        from kstep.engine import Random, Scripted, scenario, simulate
+        from kstep.models import MODELS, make_model
+
+        for mech in MODELS:
+            for name in scenario.bundled(mech):
+                sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
+                model = make_model(mech, sc.variant or None)  # a script is written for its scenario's variant
+                run = simulate(model, model.initial(sc.config), Scripted(sc.schedule) if sc.schedule else Random(1))
+                cols = run.columns(model)
+                assert len(cols["actor"]) == len(run) + 1
+        assert "numpy" not in sys.modules and "jsonschema" not in sys.modules
+        print("ran")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout == "ran\n", out.stderr[-2000:]

@@ -18,7 +18,7 @@ from kstep.grading import exercise, harness, predict, variants
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISES = sorted(p.name for p in (ROOT / "exercises").iterdir() if (p / "exercise.toml").is_file())
 SECRET = "test-secret-of-the-exercise-tests"
-MECHANISMS = ("rcu", "vma-locks", "qspinlock")
+MECHANISMS = ("rcu", "vma-locks", "qspinlock", "fork-batch")
 
 
 def load(name):

@@ -13,6 +13,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
@@ -48,19 +49,11 @@ def tree_digest(root: Path) -> str:
 
 
 def sandbox_processes() -> list:
-    """Processes of any sandbox uid still running (none may outlive its grading).  A zombie is not
-    running: bubblewrap's init inside the sandbox exits last, after the kernel has killed and
-    reaped everything else of its PID namespace, and the machine's init reaps it."""
-    left = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
-        except OSError:
-            continue
-        uid = int(fields["Uid"].split()[0])
-        if sandbox.SANDBOX_UID <= uid < sandbox.SANDBOX_UID + 100 and not fields["State"].strip().startswith("Z"):
-            left.append(f"{status.parent.name} {fields['Name'].strip()} {fields['State'].strip()}")
-    return left
+    """Processes of sandbox uids that no grading holds (none may outlive its grading).  Gradings
+    running meanwhile elsewhere on the machine hold their uids and are not counted.  A zombie is not
+    running: bubblewrap's init inside the sandbox exits last, after the kernel has killed and reaped
+    everything else of its PID namespace, and the machine's init reaps it."""
+    return sandbox.unclaimed_processes()
 
 
 def outputs(g: harness.Grade) -> str:
@@ -290,6 +283,36 @@ def test_full_marks_twice_under_parallel_cpu_load(ex, tmp_path):
             b.wait()
     for s in ("first", "second"):
         assert json.loads((out / s / "results.json").read_text())["score"] == 4
+
+
+def test_gradings_side_by_side_hold_their_own_uids_and_never_kill_each_other(ex, tmp_path):
+    """Two graders on one machine (two instructors, two pytest runs) each claim a sandbox uid of
+    their own: one grading's sweep of leftover processes never reaches the other's submission.
+    The first submission runs until the test says go, which it does once a whole grading has run
+    and swept beside it."""
+    import threading
+
+    with sandbox.claim() as a, sandbox.claim() as b:
+        assert os.geteuid() != 0 or (a is not None and b is not None and a != b)
+    scratch = Path(tempfile.mkdtemp(prefix="kstep-test-side-by-side-"))  # where a sandbox uid can reach it
+    waiter = ("import os, time\nfor _ in range(1200):\n    if os.path.exists('go'):\n        print('alive')\n"
+              "        break\n    time.sleep(0.05)\n")
+    got = {}
+
+    def first():
+        with sandbox.claim() as uid:
+            sandbox.prepare_scratch(scratch, uid)
+            got["r"] = sandbox.run([sys.executable, "-c", waiter], scratch, sandbox.Limits(wall=600), uid=uid)
+
+    t = threading.Thread(target=first)
+    t.start()
+    try:
+        assert grade_code(ex, tmp_path, GOOD).score == 4  # claims, runs, sweeps its own uid
+    finally:
+        (scratch / "go").write_text("")
+        t.join()
+        shutil.rmtree(scratch)
+    assert got["r"].verdict == "ok" and got["r"].stdout == b"alive\n", got["r"]
 
 
 def test_without_a_working_sandbox_grading_refuses(ex, tmp_path, monkeypatch, capsys):

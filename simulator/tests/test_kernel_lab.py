@@ -77,8 +77,8 @@ def test_every_check_is_collected_once():
 
 # ---- the Promela model against the Python model ---------------------------------------------------
 
-def python_model_triples(cpus: int, acquisitions: int = 2) -> tuple[set, int]:
-    """Every (tail, pending, locked) triple the Python qspinlock model reaches, 6.12, one lock.
+def python_model_triples(cpus: int, variant: str, acquisitions: int = 2) -> tuple[set, int]:
+    """Every (tail, pending, locked) triple the Python qspinlock model reaches, one lock.
 
     The configuration is the one ``kstep check`` builds from a C log's header, so the three
     artefacts -- C port, Promela model, Python model -- are compared on the same runs."""
@@ -86,9 +86,7 @@ def python_model_triples(cpus: int, acquisitions: int = 2) -> tuple[set, int]:
     if "qspinlock" not in models.MODELS:
         pytest.skip("kstep.models has no qspinlock model registered yet")
     check = pytest.importorskip("kstep.lab.check")
-    header = check.parse_header(
-        "qspinlock", f"# kstep-log qspinlock variant=v6.12 cpus={cpus} acquisitions={acquisitions} "
-        "pending_bits=8", "test")
+    header = check.parse_header("qspinlock", check.header_line(variant, cpus, acquisitions, 8), "test")
     model = header.model
     s0 = model.initial(header.config)
     seen, todo, triples = {s0}, [s0], set()
@@ -106,11 +104,12 @@ def python_model_triples(cpus: int, acquisitions: int = 2) -> tuple[set, int]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cpus", [2, 3])
-def test_python_model_reaches_exactly_the_promela_models_triples(cpus):
-    python, states = python_model_triples(cpus)
-    promela = spincheck.triples(cpus)
+@pytest.mark.parametrize("variant", labcheck.CORRECT)
+def test_python_model_reaches_exactly_the_promela_models_triples(variant, cpus):
+    python, states = python_model_triples(cpus, variant)
+    promela = spincheck.triples(cpus, variant=variant)
     assert python == promela, (
-        f"{cpus} CPUs x 2 acquisitions: only the Python model reaches {sorted(python - promela)}; "
+        f"{variant}, {cpus} CPUs x 2 acquisitions: only the Python model reaches {sorted(python - promela)}; "
         f"only the Promela model reaches {sorted(promela - python)} ({states} Python states)")
 
 
@@ -140,8 +139,8 @@ def test_kstep_check_accepts_every_step_of_a_logged_run(arch, run, tmp_path, lab
     labcheck.expect_clean(labcheck.logged_run(arch, path, CHECKED_RUNS[run] + [
         "--threads", 3, "--acquisitions", 300, "--seed", 5]))
     r = check.check_file("qspinlock", path)
-    assert r.ok, f"{arch} {run}: kstep check stops at line {r.line}: {r.text!r}: {r.why}"
-    assert r.finished and r.acquisitions == 900, f"{arch} {run}: {r.acquisitions} acquisitions replayed"
+    assert r.ok, f"{arch} {run}: kstep check stops at line {r.line}: {r.text!r}: {r.verdict}: {r.why}"
+    assert r.acquisitions == 900, f"{arch} {run}: {r.acquisitions} acquisitions replayed"
 
 
 @pytest.mark.qemu
@@ -172,16 +171,17 @@ def test_spin_clean_check_fails_on_a_broken_variant(variant):
 
 
 GOOD_LOG = """\
-# kstep-log qspinlock variant=v6.12 cpus=2 acquisitions=1 pending_bits=8
-0 0 queued_spin_lock 0x00000000 0x00000001
-1 1 queued_spin_lock 0x00000001 0x00000001
-2 0 critical_section 0x00000001 0x00000001
-3 1 queued_fetch_set_pending_acquire 0x00000001 0x00000101
-4 0 queued_spin_unlock 0x00000101 0x00000100
-5 1 wait_locked_clear 0x00000100 0x00000100
-6 1 clear_pending_set_locked 0x00000100 0x00000001
-7 1 critical_section 0x00000001 0x00000001
-8 1 queued_spin_unlock 0x00000001 0x00000000
+# kstep-log 2 qspinlock variant=v6.12 cpus=2 acquisitions=1 pending_bits=8
+0 0 queued_spin_lock 0x00000000 0x00000001 0 - - -
+1 1 queued_spin_lock 0x00000001 0x00000001 0 - - -
+2 0 critical_section 0x00000001 0x00000001 0 - - -
+3 1 queued_fetch_set_pending_acquire 0x00000001 0x00000101 0 - - -
+4 0 queued_spin_unlock 0x00000101 0x00000100 0 - - -
+5 1 wait_locked_clear 0x00000100 0x00000100 0 - - -
+6 1 clear_pending_set_locked 0x00000100 0x00000001 0 - - -
+7 1 critical_section 0x00000001 0x00000001 0 - - -
+8 1 queued_spin_unlock 0x00000001 0x00000000 0 - - -
+# kstep-log end steps=9
 """
 
 BAD_LOGS = {
@@ -191,9 +191,13 @@ BAD_LOGS = {
     "is not one of the 2 CPUs": GOOD_LOG.replace("7 1 critical", "7 2 critical"),
     "changed the word": GOOD_LOG.replace("2 0 critical_section 0x00000001 0x00000001",
                                          "2 0 critical_section 0x00000001 0x00000003"),
-    "not a kstep-log header": GOOD_LOG.replace("# kstep-log qspinlock", "# kstep-log rwsem"),
+    "not a kstep-log header": GOOD_LOG.replace("# kstep-log 2 qspinlock", "# kstep-log qspinlock"),
     "the log has C0: 0": GOOD_LOG.replace("acquisitions=1", "acquisitions=1").replace(
         "2 0 critical_section", "2 0 wait_head"),
+    "no end marker after 9 steps": GOOD_LOG.replace("# kstep-log end steps=9\n", ""),
+    "the end marker counts 10 steps, the log has 9": GOOD_LOG.replace("steps=9", "steps=10"),
+    "a CPU that never nests": GOOD_LOG.replace("5 1 wait_locked_clear 0x00000100 0x00000100 0 - - -",
+                                               "5 1 wait_locked_clear 0x00000100 0x00000100 1 - - -"),
 }
 
 
@@ -214,10 +218,11 @@ def test_log_check_rejects_a_bad_log(tmp_path, says):
 
 def test_log_check_reports_overlapping_critical_sections(tmp_path):
     path = tmp_path / "overlap.log"
-    path.write_text(GOOD_LOG.replace("7 1 critical_section", "7 1 critical_section").replace(
-        "4 0 queued_spin_unlock 0x00000101 0x00000100\n5 1 wait_locked_clear 0x00000100 0x00000100\n"
-        "6 1 clear_pending_set_locked 0x00000100 0x00000001\n7 1 critical_section 0x00000001 0x00000001\n"
-        "8 1 queued_spin_unlock 0x00000001 0x00000000\n",
-        "4 1 critical_section 0x00000101 0x00000101\n5 0 queued_spin_unlock 0x00000101 0x00000100\n"
-        "6 1 queued_spin_unlock 0x00000100 0x00000100\n"))
+    path.write_text(GOOD_LOG.replace(
+        "4 0 queued_spin_unlock 0x00000101 0x00000100 0 - - -\n5 1 wait_locked_clear 0x00000100 0x00000100 0 - - -\n"
+        "6 1 clear_pending_set_locked 0x00000100 0x00000001 0 - - -\n"
+        "7 1 critical_section 0x00000001 0x00000001 0 - - -\n"
+        "8 1 queued_spin_unlock 0x00000001 0x00000000 0 - - -\n# kstep-log end steps=9\n",
+        "4 1 critical_section 0x00000101 0x00000101 0 - - -\n5 0 queued_spin_unlock 0x00000101 0x00000100 0 - - -\n"
+        "6 1 queued_spin_unlock 0x00000100 0x00000100 0 - - -\n# kstep-log end steps=7\n"))
     assert "C1 enters the critical section held by C0" in labcheck.read_log(path).mutex_violation

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kstep.cli import main
+from kstep.cli import gradescope_student, main
+from kstep.errors import UserError
 from kstep.grading import exercise, harness, variants
+from kstep.grading.course import check_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -140,6 +142,26 @@ def test_a_bad_roster_is_one_line(course, capsys, rows, message):
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo", "dir"])
+def test_a_config_roster_manifest_or_metadata_that_is_no_regular_file_is_refused_unread(course, capsys, special):
+    """Read whole, /dev/zero fills memory and a FIFO with no writer waits forever: one line instead."""
+    tmp_path, config, roster = course
+    if special == "fifo":
+        special = tmp_path / "fifo"
+        os.mkfifo(special)
+    elif special == "dir":
+        special = tmp_path
+    for argv in (["release", "--config", special, "--roster", roster, "--out", tmp_path / "r1"],
+                 ["release", "--config", config, "--roster", special, "--out", tmp_path / "r2"]):
+        assert main([str(a) for a in argv]) == 2
+        err = capsys.readouterr().err
+        assert f"{special}: cannot read: is a" in err and err.count("\n") == 1
+    ex = exercise.load(tmp_path / "exercises" / "answer-ex")
+    for read in (lambda: gradescope_student(Path(special), "email"), lambda: check_manifest(special, ex)):
+        with pytest.raises(UserError, match="cannot read: is a"):
+            read()
 
 
 def test_a_release_is_written_once(course, capsys):

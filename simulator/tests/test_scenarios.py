@@ -80,3 +80,13 @@ def test_overrides_change_the_config():
 def test_unknown_bundled_scenario_lists_the_choices():
     with pytest.raises(UserError, match="choose from: .*munmap-vs-fault"):
         scenario.load("vma-locks", MODELS["vma-locks"].scenario_schema, "nope")
+
+
+@pytest.mark.parametrize("mech", sorted(MODELS))
+def test_the_lecture_order_names_every_bundled_scenario_once(mech):
+    """The course lists a chapter's scenarios in lecture order, simplest first: the order must name
+    each bundled scenario exactly once, so that a new scenario file gets a place in the lecture."""
+    from kstep.scenarios import LECTURE
+
+    assert sorted(LECTURE.get(mech, [])) == scenario.bundled(mech)
+    assert scenario.lecture_order(mech) == LECTURE.get(mech, [])

@@ -25,6 +25,7 @@ import pytest
 from browser import Opened, plays_steps_and_resets
 from kstep.engine import scenario
 from kstep.models import MODELS, make_model
+from kstep.views import course
 from kstep.views.site import outputs, pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -179,9 +180,28 @@ def test_chapters_come_in_lecture_order_and_reach_every_scenario_and_notebook(si
                 assert " ".join(sentence.split()) in page, f"{mech}/{name}"
         for v in pages.broken_variants(mech):
             assert f'href="../animations/{mech}/broken-{v.name}.html"' in text, v.name
+        # The chapter lists its scenarios simplest first, and each page's "next" link goes on in that order.
+        order = scenario.lecture_order(mech)
+        listed = list(dict.fromkeys(re.findall(rf'href="\.\./animations/{mech}/([a-z0-9-]+)\.html"', text)))
+        assert [n for n in listed if n in order] == order, mech
+        for name, after in zip(order, order[1:]):
+            page = (site / "animations" / mech / f"{name}.html").read_text()
+            assert re.search(rf'<a class="right-next"\s+href="{after}\.html"', page), f"{mech}/{name}: next is not {after}"
         assert re.search(r'href="\.\./notebooks/[^"]+\.html"', text), f"{mech}: no notebook linked"
         for folder, meta in pages.exercises(ROOT / "exercises", mech):
             assert html.escape(meta["title"], quote=False) in text, f"{mech}: exercise {folder.name} is not listed"
+
+
+def test_a_scenario_page_does_not_tell_how_its_run_ends_before_it_is_played(site):
+    """The outcome is what a student predicts: only the banner at the run's last step states it."""
+    for mech in MODELS:
+        for name in scenario.bundled(mech):
+            text = (site / "animations" / mech / f"{name}.html").read_text()
+            before = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text.split('class="kstep-animation"')[0])).split())
+            _, _, trace = course.scripted_run(mech, name)
+            assert f"outcome: {trace.outcome}" not in before, f"{mech}/{name}"
+            if trace.violation is not None:
+                assert " ".join(trace.violation.message.split()) not in before, f"{mech}/{name}"
 
 
 def test_pages_load_bokehjs_from_static_and_carry_no_inline_bokehjs_or_widgets(site):

@@ -37,6 +37,27 @@ class App:
         self.srcdir = srcdir
 
 
+def test_a_deleted_site_is_rebuilt_whole_even_with_its_cache_left(tmp_path, monkeypatch):
+    """Deleting the output but not OUT-cache left doctrees of pages that are gone, and Sphinx's
+    incremental build then warned ("search index couldn't be loaded"): the build failed once."""
+    import sphinx.cmd.build
+
+    seen = []
+    monkeypatch.setattr(sphinx.cmd.build, "build_main", lambda args: seen.append(doctrees.exists()) or 0)
+    docs, out = tmp_path / "docs", tmp_path / "course"
+    docs.mkdir()
+    (docs / "conf.py").write_text("")
+    doctrees = tmp_path / "course-cache" / "doctrees"
+    doctrees.mkdir(parents=True)
+    course.build(docs, out)
+    assert seen == [False], "the doctrees of a site that is gone were kept"
+    out.mkdir()
+    (out / "searchindex.js").write_text("")
+    doctrees.mkdir(parents=True)
+    course.build(docs, out)
+    assert seen == [False, True], "a whole site's doctrees must be kept for the incremental build"
+
+
 def test_generated_pages_follow_the_scenarios_and_broken_variants(tmp_path):
     stale = tmp_path / pages.GENERATED / "rcu" / "gone.md"
     stale.parent.mkdir(parents=True)

@@ -19,10 +19,11 @@ NAMED = ["kstep-slider", "kstep-play", "kstep-step", "kstep-back", "kstep-reset"
 
 
 def run(mech, name, variant=None, seed=1):
-    model = make_model(mech, variant)
-    sc = scenario.load(mech, model.scenario_schema, name)
+    """A bundled scenario run as kstep runs it: under its own variant unless told another."""
+    sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
+    model = make_model(mech, variant or sc.variant or None)
     sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
-    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=seed), model
+    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config), model
 
 
 def counterexample(mech, variant, name):
@@ -157,6 +158,32 @@ def test_vma_view_moves_an_unmapped_vma_off_the_tree_until_rcu_frees_it():
     assert "freed" in statuses[-1][0]
 
 
+@pytest.mark.parametrize("mech,name", [("vma-locks", "munmap-vs-fault"), ("rcu", "call-rcu-callback"),
+                                       ("qspinlock", "three-waiters")])
+def test_every_board_marks_the_boxes_the_current_step_changed(mech, name):
+    """A box is haloed exactly when the step into this frame changed it (nothing at step 0), on every
+    board of every mechanism."""
+    trace, model = run(mech, name)
+    lay = views.layout(trace, model)
+    frames = Frames(lay)
+    boards = [n for n, ex in frames.exports.items() if "changed" in ex["kinds"]]
+    assert boards
+    halos = [r for r in lay.select({"type": GlyphRenderer}) if r.name and r.name.endswith("-changed")]
+    assert len(halos) == len(boards) and all(r.glyph.line_alpha == "changed" for r in halos)
+    marked = 0
+    for b in boards:
+        keys = [c for c in frames.exports[b]["kinds"] if c != "changed"]
+        before = None
+        for k in range(len(trace) + 1):
+            rows = frames.rows(b, k)
+            boxes = list(zip(*(rows[c] for c in keys)))
+            old = set() if before is None else set(before)
+            assert rows["changed"] == [0 if before is None or box in old else 1 for box in boxes], f"{b} at {k}"
+            marked += sum(rows["changed"])
+            before = boxes
+    assert marked > 0
+
+
 def test_vma_view_says_a_thread_was_killed_by_sigsegv():
     from kstep.views.vma_lock import DONE, KILLED, PHASES, phase
 
@@ -202,3 +229,36 @@ def check_phases(trace, model):
             if p == LOOKUP:
                 assert s.rcu.nesting[i] and not vma_read_locked(s, i)
     return seen
+
+
+def test_damon_view_outlines_regions_made_by_a_split_or_a_merge_and_only_there():
+    from kstep.views.damon import MERGE_LINE, SPLIT_LINE
+
+    trace, model = run("damon", "explore-sz-limit")
+    frames = Frames(views.layout(trace, model))
+    seen = set()
+    for k in range(1, len(trace.states)):
+        s, label = trace.states[k], trace.actions[k - 1].label
+        rows = frames.rows("regions", k)
+        lines = rows["line"][:2 * len(s.regions)]  # two halves a region, then the truth and the sampled pages
+        outlined = {c for c in lines if c in (SPLIT_LINE[1], MERGE_LINE[1])}
+        seen |= outlined
+        if label == "kdamond_split_regions" and len(s.regions) > len(trace.states[k - 1].regions):
+            assert outlined == {SPLIT_LINE[1]}, k
+        elif label == "kdamond_merge_regions" and len(s.regions) < len(trace.states[k - 1].regions):
+            assert MERGE_LINE[1] in outlined, k
+        elif label != "damon_va_init":
+            assert not outlined, (k, label)
+    assert seen == {SPLIT_LINE[1], MERGE_LINE[1]}
+
+
+def test_damon_heatmap_has_a_cell_per_region_of_every_aggregation_coloured_by_what_it_reported():
+    from kstep.views.damon import heat
+
+    trace, model = run("damon", "hot-block")
+    lay = views.layout(trace, model)
+    cells = lay.select_one({"name": "kstep-static-heatmap-cells"}).data
+    reports = [s.regions for s in trace.states if s.k.phase == "kdamond_reset_aggregated"]
+    assert len(reports) == trace.states[-1].k.aggregations
+    assert cells["fill"] == [heat(r.nr_accesses, 20) for regions in reports for r in regions]
+    assert any(f != heat(0, 20) for f in cells["fill"]), "hot-block's hot block is seen"

@@ -11,7 +11,9 @@ import pytest
 from browser import Opened
 from kstep import views
 from kstep.engine import Random, Scripted, explore, scenario, simulate
+from kstep.lab import excerpts
 from kstep.models import make_model
+from kstep.views import code
 from kstep.views.player import Frames
 
 pytestmark = pytest.mark.browser
@@ -29,7 +31,7 @@ def trace_of(mech, name, variant=None):
     model = make_model(mech, variant)
     sc = scenario.load(mech, model.scenario_schema, name)
     sched = Scripted(sc.schedule) if sc.schedule else Random(1)
-    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=1), model
+    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config), model
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,8 @@ def pages(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pages")
     out = {}
     for key, (mech, name) in {"rcu": ("rcu", "grace-period-basics"), "vma": ("vma-locks", "munmap-vs-fault"),
-                              "qspinlock": ("qspinlock", "three-waiters")}.items():
+                              "qspinlock": ("qspinlock", "three-waiters"),
+                              "fork": ("fork-batch", "contpte-arm64")}.items():
         trace, model = trace_of(mech, name)
         path = folder / f"{key}.html"
         views.save_html(trace, model, path)
@@ -56,17 +59,20 @@ def play_step_back_reset(browser, trace, model, lay, path):
         assert_on_screen(p, lay, 0)
         board0 = p.picture("kstep-plot-state")
 
-        # Slow enough that Pause lands mid-run on a loaded machine (at 30 steps/s a 14-step run could end
-        # between reaching frame 4 and the click).
-        p.speed("2 steps/s")
-        p.click("Play")
-        p.wait("m('kstep-slider').value >= 4")
-        assert p.js("m('kstep-play').active")
-        p.click("Pause")
+        # The page's clock stands still while the player plays: it moves 1 s, then Pause is clicked, so
+        # Pause lands mid-run however loaded the machine is.
+        p.speed("4 steps/s")
+        p.stop_clock()
+        button = p.toggle()
+        button.click()
+        p.run_for(1000)
+        assert p.frame == 4 and p.js("m('kstep-play').active") and p.playing()
+        button.click()  # the element clicked to play is the one there to pause: never re-created
+        assert not p.js("m('kstep-play').active") and not p.playing(), "pause must stop the timer"
         stopped = p.frame
-        p.page.wait_for_timeout(400)
-        assert p.frame == stopped, "pause must stop the timer"
-        assert 4 <= stopped <= n
+        p.run_for(1000)
+        assert p.frame == stopped == 4, "pause must stop the timer"
+        p.resume_clock()
         assert_on_screen(p, lay, stopped)
         if Frames(lay)(stopped) != Frames(lay)(0):
             assert p.picture("kstep-plot-state") != board0, "playing must redraw the state"
@@ -115,6 +121,46 @@ def test_qspinlock_page_plays_pauses_steps_back_and_resets_offline(browser, page
     play_step_back_reset(browser, *pages["qspinlock"])
 
 
+def test_the_play_pause_button_is_one_element_that_keeps_the_keyboard_focus(browser, pages):
+    """Playing and pausing change the toggle's state, never its element: the button a user (or
+    Playwright) is about to click is the one that was there, and it keeps the keyboard focus, so
+    Space pauses what Space started."""
+    trace, model, lay, path = pages["vma"]
+    p = Opened(browser, path)
+    try:
+        button = p.toggle()
+        same = ("(el) => el === Bokeh.index.query_one((v) => v.model === (" + p.model + ")('kstep-play')).button_el"
+                " && el.isConnected")
+        visible = "(el) => [...el.querySelectorAll('span')].filter((s) => getComputedStyle(s).display !== 'none')" \
+                  ".map((s) => s.textContent).join('')"
+        assert button.evaluate(visible) == "▶ Play"
+        p.speed("2 steps/s")
+        p.stop_clock()
+        button.focus()
+        p.page.keyboard.press("Space")
+        p.run_for(1000)
+        assert p.frame == 2 and p.playing() and button.evaluate(same), "playing replaced the button"
+        assert button.evaluate("(el) => el.getRootNode().activeElement === el"), "playing took the focus away"
+        assert button.evaluate(visible) == "▮▮ Pause"
+        p.page.keyboard.press("Space")
+        assert not p.playing() and not p.js("m('kstep-play').active")
+        assert button.evaluate(same) and button.evaluate(visible) == "▶ Play"
+        p.resume_clock()
+        p.speed("1000 steps/s")
+        button.click()
+        p.wait(f"m('kstep-slider').value === {len(trace)} && !m('kstep-play').active", timeout=30_000)
+        assert button.evaluate(same), "the end of the run replaced the button"
+        p.check_clean()
+    finally:
+        p.close()
+
+
+def test_fork_batch_page_plays_pauses_steps_back_and_resets_offline(browser, pages):
+    """Both page-table grids, the outlines of copies, folded blocks and the batch in progress, and the
+    counters: on screen as Python computed them, with no request and no error."""
+    play_step_back_reset(browser, *pages["fork"])
+
+
 def test_every_frame_on_screen_is_the_frame_python_computed(browser, pages):
     trace, model, lay, path = pages["vma"]
     p = Opened(browser, path)
@@ -149,7 +195,64 @@ def test_a_counterexample_ends_with_the_violated_invariant_in_view(browser, tmp_
         p.close()
 
 
+def test_the_code_pane_shows_each_steps_kernel_lines_and_links_to_them(browser, pages):
+    """At each step the pane holds the 6.12.117 source of the step's function with the step's own lines
+    marked, and the status line links to the first of them on Elixir (not to the top of the file);
+    a run played to its end leaves the pane on its last step."""
+    trace, model, lay, path = pages["vma"]
+    n = len(trace)
+    data = excerpts.load()["excerpts"]
+    p = Opened(browser, path)
+    try:
+        for label, expected in (("vma_write_seq", ["WRITE_ONCE(vma->vm_lock_seq, mm_lock_seq);"]),
+                                ("check_detached", ["if (vma->detached) {", "vma_end_read(vma);",
+                                                    "count_vm_vma_lock_event(VMA_LOCK_MISS);", "goto retry;"])):
+            k = next(k for k, a in enumerate(trace.actions, start=1) if a.label == label)
+            where = model.sources()[label]
+            p.js("m('kstep-slider').value = arg", k)
+            p.wait(f"[].concat(m('kstep-status').html).join('').includes('step {k} / {n}')")
+            pane = p.root.locator(".kstep-code")
+            assert f"{where} in Linux 6.12.117" in pane.locator(".kstep-code-where").inner_text()
+            ex = data[str(where)]
+            lines = ex["text"].split("\n")
+            marked = code.marked_lines(label, where, lines)
+            assert [lines[i].strip() for i in marked] == expected
+            assert pane.locator(".kstep-marked").all_inner_texts() == [f"{ex['line'] + i}{lines[i]}" for i in marked]
+            first = ex["line"] + marked[0]
+            href = p.root.locator("a.kstep-where").get_attribute("href")
+            assert href == f"https://elixir.bootlin.com/linux/v6.12.117/source/{where.path}#L{first}"
+        # Playing leaves the pane alone (a note says so); where the run stops, it shows that step's code.
+        p.speed("1000 steps/s")
+        p.click("Play")
+        p.wait(f"m('kstep-slider').value === {n} && !m('kstep-play').active")
+        last = model.sources()[trace.actions[-1].label]
+        assert f"{last} in Linux 6.12.117" in p.root.locator(".kstep-code-where").inner_text()
+        p.check_clean()
+    finally:
+        p.close()
+
+
 @pytest.mark.parametrize("key", ["rcu", "vma", "qspinlock"])
+def test_charts_over_the_run_show_it_only_up_to_the_current_step(browser, pages, key):
+    """Who did what, and how many callbacks wait, must not be readable ahead of the cursor: at step 0
+    the run's future is blank, and each step uncovers exactly its own column."""
+    trace, model, lay, path = pages[key]
+    n = len(trace)
+    charts = [name for name in ("kstep-plot-timeline", "kstep-plot-callbacks") if lay.select_one({"name": name})]
+    p = Opened(browser, path)
+    try:
+        for k in (0, n // 2, n - 1):
+            p.js("m('kstep-slider').value = arg", k)
+            p.wait(f"[].concat(m('kstep-status').html).join('').includes('step {k} / {n}')")
+            for name in charts:
+                assert p.ink(name, k + 1, n + 2) == 0, f"{name} shows steps after step {k}"
+                assert p.ink(name, 0, k + 1) > 0, f"{name} shows nothing of steps 0..{k}"
+        p.check_clean()
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize("key", ["rcu", "vma", "qspinlock", "fork"])
 def test_jumping_back_from_the_end_redraws_without_a_page_error(browser, pages, key):
     """Reset after a run has ended is a jump from the last frame to the first: every source that
     shrinks on the way must be redrawn without BokehJS throwing."""

@@ -26,7 +26,7 @@ def rcu_trace(seed=1, name="grace-period-basics", variant=None):
     model = make_model("rcu", variant)
     sc = scenario.load("rcu", model.scenario_schema, name)
     sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
-    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config, seed=seed)
+    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config)
     return trace, model
 
 
@@ -147,6 +147,19 @@ def test_player_js_shows_the_rows_of_each_frame_it_steps_to():
         assert_rows_equal(res["sources"], Frames(lay)(k), f"after {action} (frame {k})")
 
 
+def test_player_js_plays_and_pauses_without_touching_the_toggles_label():
+    """The harness's toggle throws if its label is set: BokehJS re-renders a button whose label
+    changes, and the element a user was clicking is gone (the flaky Pause click)."""
+    trace, model = rcu_trace()
+    lay = layout(trace, model)
+    actions = ["play", "advance:1000", "advance:500", "pause", "advance:5000", "play", "advance:60000"]
+    results = run_player(lay, actions)
+    speed = 2  # steps per second, the harness's speed widget
+    assert [r["playing"] for r in results] == [True, True, True, False, False, True, False]
+    assert [r["frame"] for r in results[:5]] == [0, speed, 3, 3, 3]
+    assert results[-1]["frame"] == len(trace) and results[-1]["banner"]
+
+
 def test_player_js_status_names_the_step_its_kernel_function_and_what_it_does():
     trace, model = rcu_trace()
     lay = layout(trace, model)
@@ -158,7 +171,24 @@ def test_player_js_status_names_the_step_its_kernel_function_and_what_it_does():
         assert action.actor in status and action.label in status
         assert str(model.sources()[action.label]).replace("<", "&lt;") in status
         assert model.what(action.label).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in status
+        assert f"{model.sources()[action.label]} in Linux 6.12.117" in results[k - 1]["code"]
     assert results[2]["status"] == player.Player(trace, model).status0()
+    assert results[2]["code"] == player.CODE0
+
+
+def test_player_js_shows_a_step_outside_the_kernel_without_a_link_or_code():
+    """A lock's critical section is its caller's code: the status names whose code it is, with no
+    link, and the code pane says there is no kernel code to show (rather than failing)."""
+    model = make_model("qspinlock")
+    sc = scenario.load("qspinlock", model.scenario_schema, "two-waiters")
+    trace = simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
+    outside = [k for k, a in enumerate(trace.actions, start=1) if not model.sources()[a.label].path]
+    assert outside, "two-waiters runs no step outside the kernel"
+    k = outside[0]
+    results = run_player(layout(trace, model), ["step"] * k)
+    where = str(model.sources()[trace.actions[k - 1].label])
+    assert f'<span class="kstep-where">{where}</span>' in results[k - 1]["status"], results[k - 1]["status"]
+    assert "this step is not kernel code" in results[k - 1]["code"]
 
 
 def long_rcu_trace(sections=60):
@@ -168,7 +198,7 @@ def long_rcu_trace(sections=60):
                          {"name": "U", "kind": "updater", "updates": 10}]}
     config = scenario.to_config(model.scenario_schema.check(small, ""))
     config["threads"][0]["sections"] = sections
-    trace = simulate(model, model.initial(config), Random(3), config=config, seed=3)
+    trace = simulate(model, model.initial(config), Random(3), config=config)
     return trace, model
 
 

@@ -236,7 +236,7 @@ def test_traces_validate_and_tampered_traces_do_not(tmp_path):
 def test_same_seed_same_bytes_in_separate_processes():
     code = ("from kstep.engine import Random, simulate, scenario;from kstep.models import make_model;"
             "m=make_model('vma-locks');sc=scenario.load('vma-locks',m.scenario_schema,'android-app-launch');"
-            "import sys;sys.stdout.write(simulate(m,m.initial(sc.config),Random(7),config=sc.config,seed=7).dumps(m))")
+            "import sys;sys.stdout.write(simulate(m,m.initial(sc.config),Random(7),config=sc.config).dumps(m))")
     outs = [subprocess.run([sys.executable, "-c", code], env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
                            capture_output=True, check=True).stdout for seed in ("1", "4242")]
     assert outs[0] == outs[1] and len(outs[0]) > 1000
@@ -259,6 +259,9 @@ class WriterFirst:
 
     def stats(self):
         return {}
+
+    def params(self):  # what a trace records of its scheduler (never written to a file here)
+        return {"kind": self.name, "seed": None, "script": None}
 
 
 def case(toml, variant=None):

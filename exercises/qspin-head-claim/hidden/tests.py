@@ -7,7 +7,7 @@ CANARY-KSTEP-HIDDEN-qspin-head-claim: this line must never reach a student's out
 
 from kstep.errors import UserError
 from kstep.grading.harness import Fail
-from kstep.lab.check import check_lines
+from kstep.lab.check import END_VERDICT, check_lines
 
 RACE = ["--threads", "3", "--step-delay", "200", "--delay-in", "100", "--hang-timeout", "2"]
 STATUS = {1: "two CPUs were in the critical section at once", 3: "a CPU waited for ever (a lost hand-off?)",
@@ -43,7 +43,7 @@ def test_log_replays_in_the_model(ctx):
         result = check_lines("qspinlock", text.splitlines(keepends=True), "run.log")
     except UserError as e:
         raise Fail(f"run.log is not a well-formed observation log: {e}") from None
+    if result.verdict == END_VERDICT:
+        raise Fail(f"run.log is not a finished run: {result.why}")
     if not result.ok:
         raise Fail(f"run.log line {result.line} is not a step Linux 6.12 takes: {result.why}", result.text)
-    if not result.finished:
-        raise Fail("run.log stops before every CPU has finished")

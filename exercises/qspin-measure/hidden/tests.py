@@ -71,11 +71,11 @@ def _problems(r):
         if s.get(label) != total:
             out.append(f"steps.{label} is {s.get(label)}, not one per acquisition ({total})")
     if r.get("lock") == "qspinlock":
-        pairs = (("release_node", "grab_mcs_node"), ("mcs_spin", "link_prev"), ("mcs_handoff", "set_locked"))
+        pairs = (("release_node", "node_count_inc"), ("mcs_spin", "link_prev"), ("mcs_handoff", "set_locked"))
         out += [f"steps.{a} ({s.get(a, 0)}) differs from steps.{b} ({s.get(b, 0)}): every {b} has its {a}"
                 for a, b in pairs if s.get(a, 0) != s.get(b, 0)]
-        if s.get("xchg_tail", 0) > s.get("grab_mcs_node", 0):
-            out.append("more xchg_tail than grab_mcs_node: a CPU publishes a tail only with a node")
+        if s.get("xchg_tail", 0) > s.get("node_count_inc", 0):
+            out.append("more xchg_tail than node_count_inc: a CPU publishes a tail only with a node")
     return out
 
 

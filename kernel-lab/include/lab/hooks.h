@@ -32,10 +32,11 @@
 	X(queued_spin_lock)						\
 	X(wait_pending_handover)					\
 	X(queued_fetch_set_pending_acquire)				\
+	X(trylock_pending_cmpxchg)	/* before-set-locked only */	\
 	X(clear_pending)						\
 	X(wait_locked_clear)						\
 	X(clear_pending_set_locked)					\
-	X(grab_mcs_node)						\
+	X(node_count_inc)						\
 	X(mcs_node_init)						\
 	X(queued_spin_trylock)						\
 	X(xchg_tail)							\
@@ -47,7 +48,7 @@
 	X(wait_next)							\
 	X(mcs_handoff)							\
 	X(release_node)							\
-	X(critical_section)						\
+	X(critical_section)	/* the harness's, not the lock's */	\
 	X(queued_spin_unlock)						\
 	X(arch_spin_lock)						\
 	X(wait_ticket)							\

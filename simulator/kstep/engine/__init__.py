@@ -3,13 +3,15 @@
 from .explore import ExploreResult, explore
 from .model import ASSERTION, HARM, Action, Footprint, Invariant, Model, Source, Variant, Violation, to_jsonable
 from .prng import SplitMix64
-from .program import Call, Frame, Inline, Program, ProgramModel, Step, push, set_thread, thread_index
-from .schedule import Random, RoundRobin, Scripted, parse_schedule, simulate
+from .program import (Call, Frame, Inline, Program, ProgramModel, Replacement, Step, push, set_thread,
+                      thread_index)
+from .schedule import Random, Replay, RoundRobin, Scripted, parse_schedule, scheduler_for, simulate
 from .trace import Trace
 
 __all__ = [
     "ASSERTION", "HARM", "Action", "Call", "ExploreResult", "Footprint", "Frame", "Inline", "Invariant", "Model", "Program",
-    "ProgramModel", "Random", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step", "Trace", "Variant",
-    "Violation", "explore", "parse_schedule", "push", "set_thread", "simulate", "thread_index",
+    "ProgramModel", "Random", "Replacement", "Replay", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step",
+    "Trace", "Variant", "Violation", "explore", "parse_schedule", "push", "scheduler_for", "set_thread", "simulate",
+    "thread_index",
     "to_jsonable",
 ]

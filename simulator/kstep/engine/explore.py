@@ -10,7 +10,9 @@ reachable does; only when no harm is reachable is the shortest broken assertion 
 The visited set holds each state's compact encoding (``codec``) mapped to its parent's, full states
 only for the layer being expanded and the next; a counterexample is rebuilt by decoding the chain
 of parents and finding, at each link, the first enabled action that leads to the next state (the one
-the search took, since it records a state at its first discovery and tries actions in order).
+the search took, since it records a state at its first discovery and tries actions in order), and
+that run is then made again by ``simulate`` through its exact actions, so the trace is the one a
+reader of the file recomputes.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from typing import Callable, Optional
 
 from .codec import Codec
 from .model import HARM, Checks, Model, State, Violation, deadlock, without_cyclic_gc
+from .schedule import Replay, deadlock_message, simulate
 from .symmetry import Symmetry
-from .schedule import deadlock_message
 from .trace import Trace
 
 
@@ -74,6 +76,7 @@ def explore(
 
     With ``symmetry`` (and a model that declares interchangeable units) one state per orbit is
     stored; ``states`` counts those, and the counterexample is replayed as a concrete run.
+    The search stores at most ``max_states`` states and stops as soon as it has stored that many.
     """
     start = time.perf_counter()
     checks = Checks(model.invariants)
@@ -100,18 +103,17 @@ def explore(
         violation, end = found
         tail = []
         if isinstance(end, _Tail):
-            tail = [(end.a, end.t)]
+            tail = [end.t]
             end = end.code
         chain = [end]
         while parent[chain[-1]] is not None:
             chain.append(parent[chain[-1]])
-        states = [codec.decode(c) for c in reversed(chain)]
-        cex = Trace(model.name, model.variant.name, scenario, config or {}, "explore", None, [initial])
-        cex.outcome = "deadlock" if violation.invariant == "deadlock" else "violation"
-        if group:
-            _concrete(model, checks, encode, cex, states[1:] + [t for _, t in tail], violation)
-        else:
-            _path(model, cex, states, tail, violation)
+        targets = [codec.decode(c) for c in reversed(chain)][1:] + tail
+        actions = _actions(model, checks, encode, initial, targets, violation)
+        cex = simulate(model, initial, Replay.of(actions), max_steps=len(actions), scenario=scenario, config=config)
+        seen = cex.violation and cex.violation._replace(message=violation.message)
+        if seen != violation._replace(step=len(cex)):  # the trace must show what the search saw
+            raise RuntimeError(f"explore found {violation}, but its counterexample run gives {cex.violation}")
         return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start,
                              cex.violation, cex)
 
@@ -131,6 +133,9 @@ def explore(
             if not enabled and not model.finished(s):
                 return result((deadlock(deadlock_message(model, s), depth), code))
             for a in enabled:
+                if len(parent) >= max_states:  # N states stored: stop now, not at the end of the layer
+                    bounded = True
+                    break
                 t = model.step(s, a)
                 transitions += 1
                 if found is None:
@@ -143,8 +148,6 @@ def explore(
                             found = v
                             continue
                         noted, assert_steps, assert_states = v, [], []
-                if bounded:
-                    continue
                 tcode = encode(t)
                 if tcode in parent:
                     continue
@@ -160,7 +163,8 @@ def explore(
                             continue
                         noted, assert_steps, assert_states = v, [], []
                 nxt_layer.append((t, tcode))
-                bounded = len(parent) >= max_states
+            if bounded:
+                break
             if progress and time.perf_counter() >= next_report:
                 progress(len(parent), transitions, depth)
                 next_report = time.perf_counter() + progress_every
@@ -183,27 +187,12 @@ class _Tail:
         self.code, self.a, self.t = code, a, t
 
 
-def _path(model, trace, states, tail, violation) -> None:
-    """Fill ``trace`` with the run through ``states`` (and the ``tail`` step, if any)."""
-    steps = [(_action_between(model, s, t), t) for s, t in zip(states, states[1:])] + tail
-    for k, (a, s) in enumerate(steps, start=1):
-        trace.actions.append(a)
-        trace.ticks.append(k)
-        trace.states.append(s)
-    trace.violation = violation._replace(step=len(trace))
-
-
-def _action_between(model, s, t):
-    """The first enabled action of ``s`` that leads to ``t``."""
-    return next(a for a in model.actions(s) if model.step(s, a) == t)
-
-
-def _concrete(model, checks, canon, trace, targets, violation) -> None:
-    """Fill ``trace`` with a run from the real initial state through the orbits of ``targets``
-    (orbit representatives, as the search stored them): at each step the first action leading into
-    the next orbit (the last one must also show the violation), and the violation's message
-    recomputed on the states of this run."""
-    cur = trace.states[0]
+def _actions(model, checks, canon, initial, targets, violation) -> list:
+    """The actions of a run from ``initial`` through ``targets`` (the stored states of a
+    counterexample, orbit representatives under symmetry): at each step the first enabled action
+    whose successor encodes as the next target (the last one must also show the violation), so the
+    run is concrete even when the search stored only representatives."""
+    cur, actions = initial, []
     for k, target in enumerate(targets, start=1):
         code = canon(target)
         last = k == len(targets)
@@ -214,17 +203,9 @@ def _concrete(model, checks, canon, trace, targets, violation) -> None:
                 break
         else:
             raise AssertionError(f"no step of the concrete run leads into the orbit of step {k}")
-        trace.actions.append(a)
-        trace.ticks.append(k)
-        trace.states.append(t)
+        actions.append(a)
         cur = t
-    if violation.invariant == "deadlock":
-        found = deadlock(deadlock_message(model, cur), 0)
-    elif not trace.actions:
-        found = checks.after(None, None, cur, 0)
-    else:
-        found = _shows(checks, violation, trace.states[-2], trace.actions[-1], cur)
-    trace.violation = found._replace(step=len(trace))
+    return actions
 
 
 def _shows(checks, violation, s, a, t):

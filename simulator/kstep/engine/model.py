@@ -42,8 +42,15 @@ class Violation(NamedTuple):
         return f"{'harm' if self.kind == HARM else 'broken assertion'}: {self.invariant}"
 
 
+OUTSIDE = "outside the kernel: "  # how a step that is no kernel code shows its source (trace.schema.json)
+
+
 class Source(NamedTuple):
-    """The Linux 6.12 location a label mirrors, written ``path:function``."""
+    """The Linux 6.12 location a label mirrors, written ``path:function``.
+
+    A step that is no kernel code at all (the critical section a lock protects belongs to the
+    lock's user) has an empty path, and ``function`` says whose code it is.
+    """
 
     path: str
     function: str
@@ -55,8 +62,19 @@ class Source(NamedTuple):
             raise ValueError(f"source location {location!r} is not 'path:function'")
         return cls(path, function)
 
+    @classmethod
+    def outside(cls, whose: str) -> "Source":
+        """A step outside the kernel: ``whose`` code it is, e.g. "spin_lock()'s caller"."""
+        if not 0 < len(whose) <= 80 or ":" in whose or "\n" in whose:  # as trace.schema.json has it
+            raise ValueError(f"{whose!r} does not say in one short line whose code the step is")
+        return cls("", whose)
+
+    @property
+    def in_kernel(self) -> bool:
+        return bool(self.path)
+
     def __str__(self) -> str:
-        return f"{self.path}:{self.function}"
+        return f"{self.path}:{self.function}" if self.path else f"{OUTSIDE}{self.function}"
 
 
 class Footprint(NamedTuple):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
-from .model import Action, Footprint, Model, Source, State
+from .model import Action, Footprint, Model, Source, State, Variant
 
 
 class Frame(NamedTuple):
@@ -60,6 +60,16 @@ class Step(NamedTuple):
     footprint: Optional[Callable[..., tuple]] = None
 
 
+class Replacement(NamedTuple):
+    """What a variant puts in place of one step: its body, its enabling condition and its one-line
+    text.  None keeps the default's; a replaced step of a correct variant says what it does in its
+    own words (the test of the model sources holds every variant to that)."""
+
+    run: Optional[Callable[..., State]] = None
+    guard: Optional[Callable[..., bool]] = None
+    what: Optional[str] = None
+
+
 class Call(NamedTuple):
     """A non-atomic function: ``expand(state, thread_index, arg) -> tuple of frames``.
 
@@ -86,21 +96,22 @@ class Program:
         self.steps: dict[str, Step] = {}
         self.calls: dict[str, Call] = {}
 
-    def step(self, label: str, location: str, what: str, *, daemon: bool = False, cost: Any = 1,
+    def step(self, label: str, location: str | Source, what: str, *, daemon: bool = False, cost: Any = 1,
              optional: bool = False, idle: bool = False, footprint: Optional[Callable[..., tuple]] = None):
-        """Register an atomic step; ``what`` says in one line what the kernel does there.
+        """Register an atomic step; ``what`` says in one line what the code does there.
 
-        ``optional``: every thread may take it besides its next frame (see the module docstring);
-        ``idle`` (daemons): its run and guard also receive the bitmask of idle threads;
-        ``footprint``: what it reads and writes (see ``Step``).
+        ``location`` is the kernel's ``"path:function"``, or a ``Source.outside(...)`` for a step
+        that is no kernel code.  ``optional``: every thread may take it besides its next frame (see
+        the module docstring); ``idle`` (daemons): its run and guard also receive the bitmask of
+        idle threads; ``footprint``: what it reads and writes (see ``Step``).
         """
         if optional and daemon or idle and not daemon:
             raise ValueError(f"step {label!r}: optional steps belong to threads, idle masks to daemons")
 
         def register(run):
             self._fresh(label)
-            self.steps[label] = Step(label, Source.parse(location), what, run, None, daemon, cost, optional, idle,
-                                     footprint)
+            source = location if isinstance(location, Source) else Source.parse(location)
+            self.steps[label] = Step(label, source, what, run, None, daemon, cost, optional, idle, footprint)
             return run
 
         return register
@@ -122,32 +133,52 @@ class Program:
 
         return register
 
+    def include(self, other: "Program", without: Iterable[str] = ()) -> None:
+        """Take every step and call of ``other`` except those named in ``without``: a model built on
+        another's program (fork's copy inside vma-locks' dup_mmap) registers its own versions of those."""
+        leave = set(without)
+        missing = leave - set(other.steps) - set(other.calls)
+        if missing:
+            raise ValueError(f"cannot leave out unknown labels: {', '.join(sorted(missing))}")
+        for label, st in other.steps.items():
+            if label not in leave:
+                self._fresh(label)
+                self.steps[label] = st
+        for label, c in other.calls.items():
+            if label not in leave:
+                self._fresh(label)
+                self.calls[label] = c
+
     def _fresh(self, label: str) -> None:
         if label in self.steps or label in self.calls:
             raise ValueError(f"label {label!r} registered twice")
 
-    def replaced(self, replacements: Mapping[str, Callable], what: Optional[str] = None) -> "Program":
+    def replaced(self, replacements: Mapping[str, Any], broken: Optional[Variant] = None) -> "Program":
         """A copy in which the named steps run (or calls expand) with other functions.
 
-        A replacement may be a plain function (it replaces ``run`` / ``expand``), a
-        ``(run, guard)`` pair for a step whose enabling condition changes (None keeps the default),
-        or an ``Inline`` that makes a step a call of the same name and source.
-        ``what``, if given, replaces the one-line description of every replaced step, so a broken
-        step never claims to do what the kernel does.
+        A step's replacement is a ``Replacement``, a plain function (it replaces ``run``), a
+        ``(run, guard)`` pair for a step whose enabling condition changes, or an ``Inline`` that
+        makes the step a call of the same name and source; a call's is a function (it replaces
+        ``expand``).  In a ``broken`` variant every replaced step reads "broken (<variant>): " and
+        then its own text, or the variant's doc, so a broken step never claims to do what the
+        kernel does.
         """
         copy = Program()
         copy.steps = dict(self.steps)
         copy.calls = dict(self.calls)
-        for label, fn in replacements.items():
-            if isinstance(fn, Inline) and label in copy.steps:
-                copy.calls[label] = Call(label, copy.steps.pop(label).source, fn.expand)
+        for label, r in replacements.items():
+            if isinstance(r, Inline) and label in copy.steps:
+                copy.calls[label] = Call(label, copy.steps.pop(label).source, r.expand)
             elif label in copy.steps:
                 old = copy.steps[label]
-                run, guard = fn if isinstance(fn, tuple) else (fn, None)
-                copy.steps[label] = old._replace(run=run or old.run, guard=guard or old.guard,
-                                                 what=what or old.what)
+                if not isinstance(r, Replacement):
+                    r = Replacement(*r) if isinstance(r, tuple) else Replacement(r)
+                what = r.what or (broken.doc if broken else old.what)
+                if broken:
+                    what = f"broken ({broken.name}): {what}"
+                copy.steps[label] = old._replace(run=r.run or old.run, guard=r.guard or old.guard, what=what)
             elif label in copy.calls:
-                copy.calls[label] = copy.calls[label]._replace(expand=fn)
+                copy.calls[label] = copy.calls[label]._replace(expand=r)
             else:
                 raise ValueError(f"variant replaces unknown label {label!r}")
         return copy
@@ -166,8 +197,7 @@ class ProgramModel(Model):
 
     def __init__(self, variant: Optional[str] = None):
         super().__init__(variant)
-        broken = f"broken ({self.variant.name}): {self.variant.doc}" if self.variant.broken else None
-        self.table = self.program.replaced(self.variant.replaces, broken)
+        self.table = self.program.replaced(self.variant.replaces, self.variant if self.variant.broken else None)
         self._steps = self.table.steps
         self._guards = {label: st.guard for label, st in self._steps.items()}
         self._daemon_steps = {

@@ -52,7 +52,7 @@ KINDS = ("value", "choose", "thread")
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1}
 _ANCHOR = re.compile(r"^(before|after)\s+(?:the\s+)?(?:(first|second|third|fourth|fifth|last|[1-9][0-9]{0,3}"
                      r"(?:st|nd|rd|th))\s+)?(?:([A-Za-z_][A-Za-z0-9_.-]*):)?([A-Za-z_][A-Za-z0-9_]*)$")
-_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")  # fullmatch: "q1\n" is no id
 
 
 class Anchor(NamedTuple):
@@ -116,7 +116,7 @@ def parse(entry: dict) -> Question:
 def check_ids(questions: list, path: str) -> None:
     seen = set()
     for q in questions:
-        if not _ID.match(q["id"]):
+        if not _ID.fullmatch(q["id"]):
             raise ExpectError(f"{path}: id {q['id']!r} is not lower-case letters, digits and '-' (at most 40)")
         if q["id"] in seen:
             raise ExpectError(f"{path}: two questions have the id {q['id']!r}")

@@ -8,14 +8,18 @@ range 0..63``).
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Optional
 
-from ..errors import UserError
+from ..errors import UserError, shorten
+from ..files import SCENARIO_CAP, STDIN, read_text
+from ..scenarios import LECTURE
 from . import expect, questions
 
 
@@ -28,7 +32,7 @@ class Int(NamedTuple):
         if isinstance(v, bool) or not isinstance(v, int):
             raise bad(path, f"expected an integer, got {_kind(v)}")
         if not self.lo <= v <= self.hi:
-            raise bad(path, f"{v} is out of range {self.lo}..{self.hi}")
+            raise bad(path, f"{number_text(v)} is out of range {self.lo}..{self.hi}")
         return v
 
     def text(self) -> str:
@@ -70,12 +74,12 @@ class Name(NamedTuple):
 
     doc: str = ""
     max_len: int = 12
-    pattern = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+    pattern = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
     def check(self, v: Any, path: str) -> str:
         if not isinstance(v, str):
             raise bad(path, f"expected a name, got {_kind(v)}")
-        if not self.pattern.match(v) or len(v) > self.max_len:
+        if len(v) > self.max_len or not self.pattern.fullmatch(v):
             raise bad(path, f"{v!r} is not a name (a letter or _, then letters, digits, _ . -; "
                             f"at most {self.max_len} characters)")
         return v
@@ -175,6 +179,13 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+def number_text(v: int) -> str:
+    """An integer as text; one too long for Python to print (over 4300 digits) by its size."""
+    if v.bit_length() <= 256:
+        return str(v)
+    return f"{'-' if v < 0 else ''}a {v.bit_length()}-bit number"
+
+
 def _kind(v: Any) -> str:
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
             dict: "a table"}.get(type(v), type(v).__name__)
@@ -233,6 +244,9 @@ COMMON = {
                            "empty: the mechanism's default"), ""),
     "expect": Key(List(EXPECT, 0, 32, "claims of the text, checked against the scenario's own run "
                                       "(kstep.engine.expect)"), []),
+    "explorable": Key(Bool(doc="false: written for its scripted run, with a state space far beyond an "
+                               "exhaustive search (explore stops at its bound; what explores every "
+                               "bundled scenario to the end leaves it out)"), True),
     "questions": Key(List(QUESTION, 0, 32, "predict-then-reveal questions, answered from the run "
                                            "(kstep.engine.questions)"), []),
 }
@@ -248,6 +262,7 @@ class Scenario:
     variant: str  # "" for the mechanism's default
     config: dict  # the validated model-specific part
     expect: tuple = ()  # expect.Expect: the claims of the text, checked against the scripted run
+    explorable: bool = True  # False: a scripted demonstration, too large to explore to the end
     questions: tuple = ()  # questions.Question: asked about a run, answered from it
 
 
@@ -259,33 +274,37 @@ def bundled(mechanism: str) -> list[str]:
     return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
+def lecture_order(mechanism: str) -> list[str]:
+    """The bundled scenarios in the order a lecture meets them (``kstep.scenarios.LECTURE``); any
+    scenario the list does not name yet follows, by name."""
+    names = bundled(mechanism)
+    ordered = [n for n in LECTURE.get(mechanism, ()) if n in names]
+    return ordered + [n for n in names if n not in ordered]
+
+
 def load(mechanism: str, schema: Table, name_or_path: str, overrides: Optional[list[str]] = None) -> Scenario:
-    """A bundled scenario by name, or a TOML file by path, with ``KEY.PATH=VALUE`` overrides."""
-    if name_or_path.endswith(".toml") or "/" in name_or_path:
-        path = Path(name_or_path)
-        where, name = str(path), path.stem
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise UserError(f"{path}: cannot read: {e.strerror}") from None
-        except UnicodeDecodeError:
-            raise UserError(f"{path}: not a text file") from None
+    """A bundled scenario by name, or a TOML file by path (``-``: standard input), with
+    ``KEY.PATH=VALUE`` overrides."""
+    if name_or_path == STDIN or name_or_path.endswith(".toml") or "/" in name_or_path:
+        where = "standard input" if name_or_path == STDIN else name_or_path
+        name = "stdin" if name_or_path == STDIN else printable(Path(name_or_path).stem)
+        text = read_text(name_or_path, SCENARIO_CAP, "scenario file")
     else:
         names = bundled(mechanism)
         if name_or_path not in names:
             raise UserError(f"unknown scenario {name_or_path!r} for {mechanism} (choose from: {', '.join(names)})")
         where, name = f"{name_or_path}.toml", name_or_path
-        text = resources.files("kstep.scenarios").joinpath(mechanism, where).read_text()
+        text = resources.files("kstep.scenarios").joinpath(mechanism, where).read_text(encoding="utf-8")
     return parse(mechanism, schema, name, text, where, overrides or [])
 
 
+def printable(name: str) -> str:
+    """A file name as text that can be written anywhere: bytes that were not UTF-8 become ``\\xNN``."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def parse(mechanism: str, schema: Table, name: str, text: str, where: str, overrides: list[str]) -> Scenario:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{where}: not valid TOML: {e}") from None
-    except RecursionError:  # tomllib recurses once per nested array or inline table
-        raise UserError(f"{where}: arrays or tables nested too deeply to read") from None
+    data = read_toml(text, where)
     for item in overrides:
         _override(data, item)
     full = Table({**COMMON, **schema.keys}, schema.doc, schema.rules)
@@ -297,7 +316,20 @@ def parse(mechanism: str, schema: Table, name: str, text: str, where: str, overr
     common = {k: checked.pop(k) for k in COMMON}
     return Scenario(mechanism, name, common["description"], common["look_for"], common["schedule"],
                     common["variant"], to_config(checked), tuple(e["parsed"] for e in common["expect"]),
-                    tuple(q["parsed"] for q in common["questions"]))
+                    common["explorable"], tuple(q["parsed"] for q in common["questions"]))
+
+
+def read_toml(text: str, where: str, syntax: str = "") -> dict:
+    """TOML text as data; ``syntax`` replaces the parser's own words for a syntax error."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{where}: {syntax or f'not valid TOML: {e}'}") from None
+    except ValueError:  # tomllib's int() of a decimal longer than Python converts (4300 digits)
+        raise UserError(f"{where}: an integer too long to read (more than {sys.get_int_max_str_digits()} "
+                        f"digits)") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise UserError(f"{where}: arrays or tables nested too deeply to read") from None
 
 
 def to_config(value: Any) -> Any:
@@ -310,33 +342,36 @@ def to_config(value: Any) -> Any:
 
 
 def _override(data: dict, item: str) -> None:
-    """Apply ``threads.0.count=4`` (a TOML value after '=') to the raw scenario data."""
+    """Apply ``threads.0.count=4`` (one TOML value after '=') to the raw scenario data."""
     key, sep, raw = item.partition("=")
+    where = f"--set {shorten(item, 80)!r}"
     if not sep or not key:
-        raise UserError(f"--set {item!r}: expected KEY=VALUE")
-    try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        raise UserError(f"--set {item!r}: {raw!r} is not a TOML value (strings need quotes)") from None
-    except RecursionError:
-        raise UserError(f"--set {item!r}: nested too deeply to read") from None
+        raise UserError(f"{where}: expected KEY=VALUE")
+    parsed = read_toml(f"v = {raw}", where, f"{shorten(raw, 80)!r} is not a TOML value (strings need quotes)")
+    if list(parsed) != ["v"]:  # 'k=1\nx = 5' is two values, not the 1 it starts with
+        raise UserError(f"{where}: {shorten(raw, 80)!r} is not one TOML value")
+    value = parsed["v"]
     parts = key.split(".")
     node: Any = data
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
         if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                raise UserError(f"--set {item!r}: no entry {part} in {'.'.join(parts[:i]) or '(top)'}")
+            index = int(part) if _INDEX.fullmatch(part) else len(node)
+            if index >= len(node):
+                raise UserError(f"{where}: no entry {shorten(part, 40)} in {'.'.join(parts[:i]) or '(top)'}")
             if last:
-                node[int(part)] = value
+                node[index] = value
             else:
-                node = node[int(part)]
+                node = node[index]
         elif isinstance(node, dict):
             if last:
                 node[part] = value
             elif part not in node:
-                raise UserError(f"--set {item!r}: no key {'.'.join(parts[:i + 1])}")
+                raise UserError(f"{where}: no key {shorten('.'.join(parts[:i + 1]), 80)}")
             else:
                 node = node[part]
         else:
-            raise UserError(f"--set {item!r}: {'.'.join(parts[:i]) or '(top)'} is not a table or list")
+            raise UserError(f"{where}: {'.'.join(parts[:i]) or '(top)'} is not a table or list")
+
+
+_INDEX = re.compile(r"0|[1-9][0-9]{0,5}")  # a list index in --set: ASCII decimal digits, lists are short

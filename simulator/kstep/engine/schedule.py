@@ -8,6 +8,10 @@
   optional step first); it counts the rounds each actor spent blocked, which is how kstep
   measures waiting.
 - ``Random``: a uniformly chosen enabled action from the seeded SplitMix64.
+- ``Replay``: a scripted schedule of exact actions (``ACTOR:label``): an explore counterexample.
+
+Every scheduler says what it is with ``params()`` (kind, seed, script), which a trace records and
+``scheduler_for`` turns back into the same scheduler.
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ import re
 from collections import Counter
 from typing import Optional
 
-from ..errors import UserError
+from ..errors import UserError, shorten
 from .model import HARM, Action, Checks, Model, State, deadlock, without_cyclic_gc
 from .prng import SplitMix64
 from .trace import Trace
 
-_ENTRY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)(:[A-Za-z_][A-Za-z0-9_]*)?(?:\*([0-9]+))?$")
+_ENTRY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(:[A-Za-z_][A-Za-z0-9_]*)?(?:\*([0-9]+))?")
+MAX_REPEAT = 10_000  # the largest N in ACTOR*N
+MAX_STEPS = 1_000_000  # the longest run (and so the longest script) a trace may record
 
 
 class RoundRobin:
@@ -89,11 +95,15 @@ class RoundRobin:
     def stats(self) -> dict:
         return {"rounds": self._end, "blocked_rounds": dict(sorted(self.blocked.items()))}
 
+    def params(self) -> dict:
+        return {"kind": self.name, "seed": None, "script": None}
+
 
 class Random:
     name = "random"
 
     def __init__(self, seed: int) -> None:
+        self.seed = seed
         self.rng = SplitMix64(seed)
         self.steps = 0
 
@@ -110,6 +120,9 @@ class Random:
     def stats(self) -> dict:
         return {}
 
+    def params(self) -> dict:
+        return {"kind": self.name, "seed": self.seed, "script": None}
+
 
 class Scripted:
     """Follow a list of actor names, then finish round-robin.
@@ -121,6 +134,7 @@ class Scripted:
     name = "scripted"
 
     def __init__(self, schedule: str) -> None:
+        self.text = schedule
         self.script = parse_schedule(schedule)
         self.pos = 0
         self.steps = 0
@@ -156,21 +170,60 @@ class Scripted:
     def stats(self) -> dict:
         return {}
 
+    def params(self) -> dict:
+        return {"kind": self.name, "seed": None, "script": self.text}
 
-def parse_schedule(text: str) -> list[str]:
-    """``"T1*3, W T1:store"`` -> ``["T1", "T1", "T1", "W", "T1:store"]``."""
+
+
+class Replay(Scripted):
+    """An explore counterexample run again: its exact actions as ``ACTOR:label`` entries.  Its trace
+    records max_steps = the number of actions, so no step follows them."""
+
+    name = "explore"
+
+    @classmethod
+    def of(cls, actions: list[Action]) -> "Replay":
+        return cls(" ".join(map(str, actions)))
+
+
+def scheduler_for(params: dict):
+    """The scheduler a trace's ``params`` describe (kind, seed, script), ready to run from the start."""
+    kind, seed, script = params["kind"], params["seed"], params["script"]
+    given = {"seed": seed is not None, "script": script is not None}
+    needs = {"random": {"seed"}, "scripted": {"script"}, "explore": {"script"}, "round-robin": set()}[kind]
+    for name, present in given.items():
+        if present != (name in needs):
+            raise UserError(f"a {kind} scheduler {'needs' if name in needs else 'has no'} {name}")
+    if kind == "random":
+        return Random(seed)
+    if kind == "scripted":
+        return Scripted(script)
+    if kind == "explore":
+        return Replay(script)
+    return RoundRobin()
+
+
+def parse_schedule(text: str, limit: int = MAX_STEPS) -> list[str]:
+    """``"T1*3, W T1:store"`` -> ``["T1", "T1", "T1", "W", "T1:store"]``, at most ``limit`` entries."""
     out: list[str] = []
     for entry in text.replace(",", " ").split():
-        m = _ENTRY.match(entry)
+        m = _ENTRY.fullmatch(entry)
         if not m:
-            raise UserError(f"schedule: {entry!r} is not ACTOR, ACTOR:label or either with *COUNT")
-        count = int(m.group(3) or 1)
-        if not 1 <= count <= 10_000:
-            raise UserError(f"schedule: count in {entry!r} must be 1..10000")
-        out.extend([m.group(1) + (m.group(2) or "")] * count)
+            raise UserError(f"schedule: {_shown(entry)} is not ACTOR, ACTOR:label or either with *COUNT")
+        digits = m.group(3) or "1"
+        # the length first: int() of thousands of digits is an error of its own
+        if len(digits) > len(str(MAX_REPEAT)) or not 1 <= int(digits) <= MAX_REPEAT:
+            raise UserError(f"schedule: count in {_shown(entry)} must be 1..{MAX_REPEAT}")
+        if len(out) + int(digits) > limit:
+            raise UserError(f"schedule: more than {limit:,} steps")
+        out.extend([m.group(1) + (m.group(2) or "")] * int(digits))
     if not out:
         raise UserError("schedule: empty")
     return out
+
+
+def _shown(entry: str) -> str:
+    return repr(shorten(entry, 40))
 
 
 @without_cyclic_gc
@@ -183,21 +236,23 @@ def simulate(
     check: bool = True,
     scenario: str = "",
     config: Optional[dict] = None,
-    seed: Optional[int] = None,
 ) -> Trace:
-    """Run the model under a scheduler until it finishes, deadlocks, harms or hits max_steps.
+    """Run the model under a scheduler until it finishes, deadlocks, harms or hits max_steps; the
+    trace records the scheduler's parameters, from which the same run can be had again.
 
     A broken assertion is recorded and the run goes on, so the harm it leads to (if any) is seen;
     the trace keeps the first harm, else the first assertion violation, with the step it was found at.
     """
-    trace = Trace(model.name, model.variant.name, scenario, config or {}, scheduler.name, seed, [state])
+    params = scheduler.params()
+    trace = Trace(model.name, model.variant.name, scenario, config or {}, params["kind"], params["seed"], [state],
+                  script=params["script"], max_steps=max_steps)
     checks = Checks(model.invariants if check else ())
     trace.violation = checks.after(None, None, state, 0)
     while trace.violation is None or trace.violation.kind != HARM:
-        if len(trace.actions) >= max_steps:
+        enabled = model.actions(state)
+        if enabled and len(trace.actions) >= max_steps:  # a run that ends at the limit still ends
             trace.outcome = "max-steps"
             break
-        enabled = model.actions(state)
         action = scheduler.choose(model, state, enabled)
         if action is None:
             trace.outcome = "finished" if model.finished(state) else "deadlock"

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from pathlib import Path
 from typing import NamedTuple
 
 import kstep
 
-from ..engine.scenario import Bool, Invalid, Key, Str, Table
+from ..engine.scenario import Bool, Invalid, Key, Str, Table, read_toml
 from ..errors import UserError
+from ..files import SMALL_CAP, read_text
 from .exercise import Exercise
 
 SCHEMA = Table({
@@ -47,13 +47,9 @@ class Course(NamedTuple):
 
 def load(path: str | Path) -> Course:
     path = Path(path)
+    data = read_toml(read_text(path, SMALL_CAP, "course file"), str(path))
     try:
-        data = tomllib.loads(path.read_text())
         c = SCHEMA.check(data, "")
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: not valid TOML: {e}") from None
     except Invalid as e:
         raise UserError(f"{path}: {e}") from None
     if len(c["secret"]) < MIN_SECRET:
@@ -79,12 +75,11 @@ def manifest(course_name: str, exercises: list[Exercise]) -> dict:
 def check_manifest(path: str | Path, exercise: Exercise) -> None:
     """Refuse (UserError) unless this kstep and this exercise are the ones the release pinned."""
     path = Path(path)
+    text = read_text(path, SMALL_CAP, "manifest")
     try:
-        m = json.loads(path.read_text())
+        m = json.loads(text)
         pinned_kstep, pinned = m["kstep"], m["exercises"]
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except (json.JSONDecodeError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # ValueError: JSON's, or a huge number's
         raise UserError(f"{path}: not a kstep release manifest") from None
     if pinned_kstep.get("fingerprint") != kstep_fingerprint():
         raise UserError(f"{path}: released with kstep {pinned_kstep.get('version')} as it was then; this kstep "

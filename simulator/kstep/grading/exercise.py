@@ -27,8 +27,8 @@ from ..errors import UserError
 
 KINDS = ("predict", "python", "c", "find-bug", "measure")
 PUBLIC = ("README.md", "driver.py", "tests", "data")  # what a student bundle holds besides the starter
-_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
-_TEST = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
+_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # both matched whole (fullmatch)
+_TEST = re.compile(r"[a-z0-9][a-z0-9-]{0,59}")
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 HINT = {".py": "raise NotImplementedError(\"your code here\")", ".c": "/* your code here */",
         ".h": "/* your code here */", ".toml": "# your answers here", ".md": "(your answer here)",
@@ -37,7 +37,7 @@ HINT = {".py": "raise NotImplementedError(\"your code here\")", ".c": "/* your c
 
 def _files(names: tuple, path: str) -> None:
     for n in names:
-        if not _FILE.match(n):
+        if not _FILE.fullmatch(n):
             raise Invalid(f"{path}: {n!r} is not a plain file name")
 
 
@@ -127,7 +127,7 @@ def _points(raw: Any) -> dict:
     if not isinstance(raw, dict) or not raw:
         raise Invalid("points: expected a table of test name = points")
     for name, p in raw.items():
-        if not _TEST.match(name):
+        if not _TEST.fullmatch(name):
             raise Invalid(f"points.{name}: not a test name (lower-case letters, digits, '-')")
         Int(0, 1000).check(p, f"points.{name}")
     return dict(raw)

@@ -76,10 +76,10 @@ class Context:
     """What a hidden test gets: the variant, the submission's files and the sandbox to run them in."""
 
     def __init__(self, exercise: Exercise, student: str, variant: dict, files: dict, problems: list,
-                 scratch: Path, mode: str, slot: int, read_only: tuple):
+                 scratch: Path, mode: str, uid: Optional[int], read_only: tuple):
         self.exercise, self.student, self.variant = exercise, student, variant
         self._files, self._problems = files, problems
-        self.scratch, self._mode, self._slot, self.read_only = scratch, mode, slot, read_only
+        self.scratch, self._mode, self._uid, self.read_only = scratch, mode, uid, read_only
         self._driven: dict = {}
         # An exercise built against the kernel lab finds it where the sandbox shows it read-only.
         self._env = {"KSTEP_KERNEL_LAB": str(read_only[0])} if exercise.kernel_lab and read_only else {}
@@ -114,7 +114,7 @@ class Context:
         ex = self.exercise
         limits = sandbox.Limits(cpu=ex.cpu, memory=ex.memory, wall=ex.wall)
         return sandbox.run(argv, self.scratch, limits, stdin=stdin, read_only=self.read_only,
-                           mode=self._mode, slot=self._slot, env=self._env)
+                           mode=self._mode, uid=self._uid, env=self._env)
 
     def output(self, name: str, max_bytes: int = 16 << 20) -> bytes:
         """A file the submission's run left in the scratch folder, read as data: never through a
@@ -152,7 +152,7 @@ class Context:
 
 
 def grade(exercise: Exercise, submission: Path, *, student: str = variants.EXAMPLE, secret: str = "",
-          mode: str = "bwrap", slot: int = 0, read_only: tuple = (), workdir: Optional[Path] = None) -> Grade:
+          mode: str = "bwrap", read_only: tuple = (), workdir: Optional[Path] = None) -> Grade:
     start = time.monotonic()
     variant = variants.for_student(exercise, student, secret)
     wanted = exercise.submission + exercise.optional
@@ -160,9 +160,10 @@ def grade(exercise: Exercise, submission: Path, *, student: str = variants.EXAMP
     scratch = Path(tempfile.mkdtemp(prefix="kstep-grade-", dir=workdir))
     try:
         _fill(scratch, exercise, variant, taken.files)
-        sandbox.prepare_scratch(scratch, slot)
-        ctx = Context(exercise, student, variant, taken.files, taken.problems, scratch, mode, slot, read_only)
-        results = _public(exercise, ctx) + _hidden(exercise, ctx)
+        with sandbox.claim() as uid:
+            sandbox.prepare_scratch(scratch, uid)
+            ctx = Context(exercise, student, variant, taken.files, taken.problems, scratch, mode, uid, read_only)
+            results = _public(exercise, ctx) + _hidden(exercise, ctx)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     missing = sorted(set(exercise.points) - {r.name for r in results})

@@ -30,7 +30,7 @@ def run(mechanism: str, exercise_path: Path, scenario_file: str, seed: int):
     if sc.variant:
         m = make_model(mechanism, sc.variant)
     questions.validate(m, sc.questions)
-    trace = simulate(m, m.initial(sc.config), Random(seed), scenario=sc.name, config=sc.config, seed=seed)
+    trace = simulate(m, m.initial(sc.config), Random(seed), scenario=sc.name, config=sc.config)
     return m, sc, trace
 
 

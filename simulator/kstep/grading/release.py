@@ -15,6 +15,7 @@ id, as ``id_field`` of course.toml says).
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import shutil
@@ -26,6 +27,7 @@ from pathlib import Path
 import kstep
 
 from ..errors import UserError
+from ..files import SMALL_CAP, read_text
 from . import variants
 from .course import Course, manifest
 from .exercise import PUBLIC, Exercise
@@ -38,12 +40,10 @@ LAB_SKIP = ("build",)
 
 
 def read_roster(path: Path) -> list[str]:
+    text = read_text(path, SMALL_CAP, "roster")
     try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except (csv.Error, UnicodeDecodeError) as e:
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as e:
         raise UserError(f"{path}: not a CSV file: {e}") from None
     if not rows or "student" not in rows[0]:
         raise UserError(f"{path}: needs a header row with a 'student' column")

@@ -13,9 +13,11 @@ network namespace, so even 127.0.0.1 is not the host's), no other process (its o
 when the sandbox ends, everything it started ends with it), and a new session (no terminal to push
 input into).
 
-When the grader is root, ``setpriv`` first drops to the sandbox's own uid (one per parallel slot,
-``SANDBOX_UID`` + slot), since uid 0 ignores ``RLIMIT_NPROC`` and a fork bomb would then run
-unchecked.  A root grader first binds the read-only folders, in a mount namespace of its own, onto
+When the grader is root, ``setpriv`` first drops to a sandbox uid that this grading holds alone
+(``claim()``: one of ``SANDBOX_UIDS`` uids from ``SANDBOX_UID``, taken with a lock file, so graders
+running side by side on one machine, in one batch or not, never share a uid, its process limit, or
+the sweep that kills what a submission left behind), since uid 0 ignores ``RLIMIT_NPROC`` and a fork
+bomb would then run unchecked.  A root grader first binds the read-only folders, in a mount namespace of its own, onto
 folders that uid can reach, so the runtime may live where it could not look a path up (a Python
 under ``/root``).  CPU time (``RLIMIT_CPU``), memory (``RLIMIT_DATA``: heap and private mappings, which
 leaves qemu-user's address-space reservation alone), processes (``RLIMIT_NPROC``) and file size
@@ -33,6 +35,7 @@ Gradescope autograder's ``setup.sh`` makes it tolerable (see docs/instructor/gra
 
 from __future__ import annotations
 
+import fcntl
 import os
 import resource
 import select
@@ -42,12 +45,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple, Optional, Sequence
+from typing import Iterator, NamedTuple, Optional, Sequence
 
 import kstep
 
-SANDBOX_UID = 61000  # the first sandbox uid when the grader runs as root; slot k uses SANDBOX_UID + k
+SANDBOX_UID = 61000  # the first sandbox uid when the grader runs as root
+SANDBOX_UIDS = 64  # how many gradings may hold a sandbox uid at once on one machine
 MODES = ("bwrap", "user")
 PATH = "/usr/bin:/bin"
 
@@ -108,13 +113,61 @@ def runtime_dirs() -> list[Path]:
     return out
 
 
-def _uid(slot: int) -> Optional[int]:
-    return SANDBOX_UID + slot if os.geteuid() == 0 else None
+def _lock_dir() -> Path:
+    run_lock = Path("/run/lock")
+    return (run_lock if run_lock.is_dir() else Path(tempfile.gettempdir())) / "kstep-sandbox"
 
 
-def prepare_scratch(scratch: Path, slot: int) -> None:
+@contextmanager
+def claim() -> Iterator[Optional[int]]:
+    """A sandbox uid that no other grading on this machine holds while the block runs; None when
+    the grader is not root (its submissions then run as the grader's own uid, limits and all).
+
+    The lock is ``flock`` on a file per uid, so it ends with the holder, even one killed outright;
+    whatever such a holder's submission left running is swept before the uid is handed out again.
+    """
+    if os.geteuid() != 0:
+        yield None
+        return
+    locks = _lock_dir()
+    locks.mkdir(mode=0o700, exist_ok=True)
+    for uid in range(SANDBOX_UID, SANDBOX_UID + SANDBOX_UIDS):
+        fd = os.open(locks / f"{uid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            _sweep(uid)
+            yield uid
+        finally:
+            os.close(fd)
+        return
+    raise SandboxUnavailable(f"all {SANDBOX_UIDS} sandbox uids are held by other gradings on this machine")
+
+
+def unclaimed_processes() -> list[str]:
+    """Processes of sandbox uids that no grading holds: what a finished grading left running
+    (there must never be any).  Gradings running meanwhile, in this process or another, hold theirs."""
+    held = set()
+    for uid in range(SANDBOX_UID, SANDBOX_UID + SANDBOX_UIDS):
+        try:
+            fd = os.open(_lock_dir() / f"{uid}.lock", os.O_RDWR)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held.add(uid)
+        finally:
+            os.close(fd)
+    return [f"{pid} uid {uid}" for uid in range(SANDBOX_UID, SANDBOX_UID + SANDBOX_UIDS) if uid not in held
+            for pid in _live(uid)]
+
+
+def prepare_scratch(scratch: Path, uid: Optional[int]) -> None:
     """Give the scratch folder to the sandbox's uid (only it and the grader may touch it)."""
-    uid = _uid(slot)
     if uid is None:
         return
     for root, dirs, files in os.walk(scratch):
@@ -124,13 +177,12 @@ def prepare_scratch(scratch: Path, slot: int) -> None:
     os.chmod(scratch, 0o700)
 
 
-def command(argv: Sequence[str], scratch: Path, binds: Sequence[tuple], mode: str, slot: int,
+def command(argv: Sequence[str], scratch: Path, binds: Sequence[tuple], mode: str, uid: Optional[int],
             env: dict) -> list[str]:
     """The full command line: setpriv (as root), then bwrap with its binds, then argv.
 
     ``binds`` are (source, destination, writable): bubblewrap mounts each source at its destination.
     """
-    uid = _uid(slot)
     cmd: list[str] = []
     if uid is not None:
         cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
@@ -184,8 +236,10 @@ def _limit(limits: Limits):
 
 
 def run(argv: Sequence[str], scratch: Path, limits: Limits = Limits(), *, stdin: bytes = b"",
-        read_only: Sequence[Path] = (), mode: str = "bwrap", slot: int = 0, env: Optional[dict] = None) -> Result:
-    """Run argv in the sandbox with ``scratch`` as its working and only writable folder.
+        read_only: Sequence[Path] = (), mode: str = "bwrap", uid: Optional[int] = None,
+        env: Optional[dict] = None) -> Result:
+    """Run argv in the sandbox with ``scratch`` as its working and only writable folder, as ``uid``
+    (one ``claim()`` gave; None for a grader that is not root).
 
     The environment is empty but for PATH, HOME and TMPDIR (the scratch folder), LC_ALL and ``env``.
     """
@@ -194,22 +248,23 @@ def run(argv: Sequence[str], scratch: Path, limits: Limits = Limits(), *, stdin:
         raise ValueError(f"sandbox mode {mode!r}")
     if mode == "bwrap" and shutil.which("bwrap") is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed: run scripts/setup-system")
-    if _uid(slot) is not None and shutil.which("setpriv") is None:
+    if (uid is None) != (os.geteuid() != 0):
+        raise ValueError("a root grader runs submissions as a claimed sandbox uid, any other as itself")
+    if uid is not None and shutil.which("setpriv") is None:
         raise SandboxUnavailable("setpriv (util-linux) is not installed: run scripts/setup-system")
     scratch = Path(scratch).resolve()
     if mode == "user":
-        return _supervise(command(argv, scratch, (), mode, slot, env), scratch, limits, stdin, _uid(slot))
+        return _supervise(command(argv, scratch, (), mode, uid, env), scratch, limits, stdin, uid)
     dirs = [*runtime_dirs(), *(Path(d).resolve() for d in read_only)]
-    if _uid(slot) is None:
+    if uid is None:
         binds = [(d, d, False) for d in dirs] + [(scratch, scratch, True)]
-        return _supervise(command(argv, scratch, binds, mode, slot, env), None, limits, stdin, None)
+        return _supervise(command(argv, scratch, binds, mode, uid, env), None, limits, stdin, None)
     stage = Path(tempfile.mkdtemp(prefix="kstep-stage-"))
     try:
         stage.chmod(0o755)
         prefix, points = _staged(dirs, stage)
         binds = [(p, d, False) for p, d in zip(points, dirs)] + [(scratch, scratch, True)]
-        return _supervise(prefix + command(argv, scratch, binds, mode, slot, env), None, limits, stdin,
-                          _uid(slot))
+        return _supervise(prefix + command(argv, scratch, binds, mode, uid, env), None, limits, stdin, uid)
     finally:
         for point in stage.iterdir():
             point.rmdir()
@@ -348,11 +403,11 @@ def _verdict(status: Optional[int], sig: Optional[int], stderr: bytes, cpu_spent
 def check(mode: str = "bwrap") -> None:
     """Raise SandboxUnavailable unless a sandboxed child really runs here, as a non-root uid, with
     the Python and kstep that submissions run under."""
-    with tempfile.TemporaryDirectory(prefix="kstep-sandbox-check-") as d:
-        prepare_scratch(Path(d), 0)
+    with tempfile.TemporaryDirectory(prefix="kstep-sandbox-check-") as d, claim() as uid:
+        prepare_scratch(Path(d), uid)
         probe = "import os, kstep; print(os.getuid())"
         try:
-            r = run([sys.executable, "-c", probe], Path(d), Limits(cpu=10, wall=60), mode=mode)
+            r = run([sys.executable, "-c", probe], Path(d), Limits(cpu=10, wall=60), mode=mode, uid=uid)
         except OSError as e:
             raise SandboxUnavailable(f"cannot start the sandbox: {e.strerror}") from None
         if r.verdict != "ok":

@@ -23,7 +23,7 @@ from ..errors import UserError
 
 MIN_VARIANTS = 8  # K: two students of one exercise collide with probability at most 1/K
 EXAMPLE = "example"
-_STUDENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")  # matched whole (fullmatch): no "alice\n"
 
 
 def size(variants: dict) -> int:
@@ -58,7 +58,7 @@ def for_student(exercise, student: str, secret: str) -> dict[str, Any]:
 
 
 def check_student(student: str) -> None:
-    if student != EXAMPLE and not _STUDENT.match(student):
+    if student != EXAMPLE and not STUDENT_ID.fullmatch(student):
         raise UserError(f"student id {student!r} is not letters, digits and . _ @ + - (at most 100)")
 
 

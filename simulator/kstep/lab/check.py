@@ -1,25 +1,35 @@
 """Replay an observation log against a model: every logged step must be one the model can take.
 
-The kernel-lab C port (and, later, probes of the real kernel) write one line per atomic step::
+The kernel-lab C port (and, later, probes of the real kernel) write one line per atomic step,
+between a header and an end marker (log format 2)::
 
-    # kstep-log qspinlock variant=v6.12 cpus=2 acquisitions=1000 pending_bits=8
-    <ticket> <cpu> <label> <word-before-hex> <word-after-hex>
+    # kstep-log 2 qspinlock variant=v6.12 cpus=2 acquisitions=1000 pending_bits=8
+    <ticket> <cpu> <label> <word-before> <word-after> <count> <idx> <next> <locked>
+    ...
+    # kstep-log end steps=<N>
 
 ``<ticket>`` counts 0, 1, 2, ... in the order the steps happened (the port takes it under one
 global mutex together with the step's memory operation, so the log is a linearisation);
 ``<cpu>`` is the CPU index, ``<k>.irq`` for an interrupt on CPU k; the words are the lock word the
 step read or wrote, as ``0x%08x`` (a step that does not touch the word logs its value at that
-moment twice).  The header chooses the model's configuration: the variant, how many CPUs, how
-many acquisitions each CPU makes, the ``_Q_PENDING_BITS`` layout; optional ``irq=N`` gives every
-CPU an interrupt that takes lock B N times, and powerpc's ``steal_spins``/``head_spins`` default
-to 6.12's 32 and 256.
+moment twice).  The last four fields are the MCS state after the step: ``<count>`` is the CPU's
+nesting count (``qnodes[0].mcs.count``), and ``<idx> <next> <locked>`` the node the context holds
+-- its index, ``node->next`` as ``<cpu>/<idx>`` or ``-`` for NULL, and ``node->locked`` -- or
+``- - -`` when it holds none.  The header chooses the model's configuration: the variant, how many
+CPUs, how many acquisitions each CPU makes, the ``_Q_PENDING_BITS`` layout; optional ``irq=N``
+gives every CPU an interrupt that takes lock B N times, and powerpc's ``steal_spins``/``head_spins``
+default to 6.12's 32 and 256.  The end marker repeats the number of steps; a writer that did not
+finish (a hang, a crash, a violation it reported) leaves it out.
 
 The checker keeps the set of model states consistent with the log so far, advances each by the
-logged action and keeps those whose lock word matches before and after; it fails at the first line
-that leaves the set empty -- a step not enabled for that CPU, or a word change the step cannot
-make -- and at a line whose step the model allows but that breaks one of its invariants (a log
-from a deliberately broken C variant).  Bad input (a truncated line, a wrong header, garbage) is a
-UserError: one line, exit status 2.
+logged action and keeps those whose lock word and MCS fields match; it fails at the first line
+that leaves the set empty -- a step not enabled for that CPU, or a change the step cannot make --
+at a line whose step the model allows but that breaks one of its invariants (a log from a
+deliberately broken C variant), and at the end of a log without its end marker, or whose
+contexts have not all finished there (a header promising work that never ran).  Bad input (a
+truncated line, a wrong header, a log of another format version, garbage) is a UserError: one
+line, exit status 2.  The vma-locks port's logs share the header and the end marker and have fields
+of their own: kstep.lab.check_vma reads them.
 """
 
 from __future__ import annotations
@@ -32,15 +42,21 @@ from typing import Callable, Iterable, Optional
 
 from ..engine import Action, thread_index
 from ..engine.model import first_violation, without_cyclic_gc
-from ..errors import UserError
+from ..errors import UserError, shorten
+from ..files import LOG_CAP, STDIN, open_input, text_lines
 from ..models import make_model, model_class
-from ..models.qspinlock import HEAD_SPINS_6_12, LOCK_NAMES, STEAL_SPINS_6_12
+from ..models.qspinlock import HEAD_SPINS_6_12, LOCK_NAMES, MAX_NODES, NULL, STEAL_SPINS_6_12
 
 MAGIC = "# kstep-log"
-LOG_FORMATS = ("qspinlock",)  # the mechanisms whose C port writes observation logs
+VERSION = 2  # 2: MCS fields on every line, the end marker, node_count_inc, trylock_pending_cmpxchg
+END = f"{MAGIC} end"
+LOG_FORMATS = ("qspinlock", "vma-locks")  # the mechanisms whose C port writes observation logs
 _WORD = re.compile(r"0x[0-9a-fA-F]{8}")
 _CPU = re.compile(r"(0|[1-9][0-9]*)(\.irq)?")
-_TICKET = re.compile(r"0|[1-9][0-9]*")
+_NUMBER = re.compile(r"0|[1-9][0-9]{0,18}")  # int() of thousands of digits would fail; no count gets near 10**19
+_NODE = re.compile(r"(0|[1-9][0-9]*)/([0-9])")
+_END = re.compile(re.escape(END) + r" steps=(0|[1-9][0-9]{0,17})")
+STEP_FIELDS = "<ticket> <cpu> <label> <before> <after> <count> <idx> <next> <locked>"
 
 
 @dataclass
@@ -50,9 +66,9 @@ class CheckResult:
     header: dict
     steps: int = 0  # log lines replayed and found legal
     acquisitions: int = 0  # critical sections among them
-    finished: bool = False  # the log ends with every CPU done
     line: Optional[int] = None  # the failing line's number (1-based, header included)
     text: str = ""  # the failing line
+    verdict: str = ""  # what fails there: a step, or the run as a whole
     why: str = ""  # what the model says about it
     seconds: float = 0.0
     states: int = 1  # candidate states after the last line (1 unless steps are ambiguous)
@@ -76,8 +92,8 @@ def _int_field(fields, key, lo, hi, where, default=None):
             raise UserError(f"{where}: header has no {key}= field")
         return default
     text = fields[key]
-    if not re.fullmatch(r"0|[1-9][0-9]*", text) or not lo <= int(text) <= hi:
-        raise UserError(f"{where}: header field {key}={text}: expected a whole number {lo}..{hi}")
+    if not re.fullmatch(r"0|[1-9][0-9]{0,18}", text) or not lo <= int(text) <= hi:
+        raise UserError(f"{where}: header field {key}={shorten(text, 40)}: expected a whole number {lo}..{hi}")
     return int(text)
 
 
@@ -86,8 +102,16 @@ HEADER_FIELDS = ("variant", "cpus", "acquisitions", "pending_bits", "irq", "stea
 
 def parse_header(mechanism: str, line: str, where: str) -> _Header:
     if not line.startswith(MAGIC + " "):
-        raise UserError(f"{where}: line 1 is not a '{MAGIC} {mechanism} ...' header")
+        raise UserError(f"{where}: line 1 is not a '{MAGIC} {VERSION} {mechanism} ...' header")
     words = line[len(MAGIC):].split()
+    if words and words[0] in LOG_FORMATS:  # format 1 had no version: the mechanism came first
+        raise UserError(f"{where}: a log of format 1, which kstep no longer reads: write it again with "
+                        f"the current kernel-lab tools (format {VERSION})")
+    if not words or not _NUMBER.fullmatch(words[0][:20]):
+        raise UserError(f"{where}: line 1 is not a '{MAGIC} {VERSION} {mechanism} ...' header")
+    if words[0] != str(VERSION):
+        raise UserError(f"{where}: a log of format {words[0][:20]}; this kstep reads format {VERSION} only")
+    words = words[1:]
     if not words or words[0] != mechanism:
         got = words[0] if words else "nothing"
         raise UserError(f"{where}: the header is for {got!r}, not {mechanism}")
@@ -145,10 +169,94 @@ def _why_not(model, s, actor: str, label: str) -> str:
     return f"{actor} is waiting at {label}: its condition does not hold yet"
 
 
+def _mcs_fields(text: list, header: _Header, where: str) -> tuple:
+    """``<count> <idx> <next> <locked>`` as ``Model.mcs_fields`` gives them: (count, None) or
+    (count, (idx, next node id or NULL, locked))."""
+    count, idx, nxt, locked = text
+    if not _NUMBER.fullmatch(count[:20]) or int(count[:20]) > MAX_NODES + 1:
+        raise UserError(f"{where}: count {count[:20]!r} is not a nesting count 0..{MAX_NODES + 1}")
+    if idx == "-":
+        if (nxt, locked) != ("-", "-"):
+            raise UserError(f"{where}: no node (idx -), yet next {nxt[:20]!r} and locked {locked[:20]!r} are not -")
+        return int(count), None
+    if len(idx) != 1 or not "0" <= idx < str(MAX_NODES):
+        raise UserError(f"{where}: idx {idx[:20]!r} is neither - nor a node index 0..{MAX_NODES - 1}")
+    if locked not in ("0", "1"):
+        raise UserError(f"{where}: locked {locked[:20]!r} is neither 0 nor 1")
+    if nxt == "-":
+        return int(count), (int(idx), NULL, int(locked))
+    m = _NODE.fullmatch(nxt[:20])
+    if not m or int(m[1]) >= len(header.config["cpus"]) or int(m[2]) >= MAX_NODES:
+        raise UserError(f"{where}: next {nxt[:20]!r} is neither - nor <cpu>/<idx> of a node of this log's CPUs")
+    return int(count), (int(idx), int(m[1]) * MAX_NODES + int(m[2]), int(locked))
+
+
+def _mcs_text(fields: tuple) -> str:
+    count, node = fields
+    if node is None:
+        return f"count {count}, no node"
+    idx, nxt, locked = node
+    return f"count {count}, node {idx} with next {'-' if nxt == NULL else '{}/{}'.format(*divmod(nxt, MAX_NODES))} " \
+           f"and locked {locked}"
+
+
+STEP_VERDICT = "NOT a step the model allows"
+END_VERDICT = "NOT a finished run"
+
+
+class StepLines:
+    """The lines after a format-2 log's header, shared by every mechanism's replay.
+
+    Iterating yields (line number, text, fields) for each step line: one that ends in its newline,
+    has ``count`` fields and a ticket of at most 19 digits.  The end marker is kept as ``end``
+    (its line number, the step count it gives); nothing may follow it.  Bad lines are bad input.
+    """
+
+    def __init__(self, lines: Iterable[str], where: str, count: int, fields: str):
+        self.lines, self.where, self.count, self.fields = lines, where, count, fields
+        self.lineno = 1  # the header's
+        self.end: Optional[tuple[int, int]] = None
+
+    def __iter__(self):
+        where = self.where
+        for raw in self.lines:
+            self.lineno += 1
+            lineno = self.lineno
+            if not raw.endswith("\n"):
+                # the last line of a log the writer did not finish: refuse rather than guess
+                raise UserError(f"{where}:{lineno}: truncated line (no newline at the end): {raw[:80]!r}")
+            text = raw.rstrip("\r\n")
+            if self.end is not None:
+                raise UserError(f"{where}:{lineno}: a line after the end marker of line {self.end[0]}: {text[:80]!r}")
+            if text.startswith(END):
+                m = _END.fullmatch(text)
+                if not m:
+                    raise UserError(f"{where}:{lineno}: expected '{END} steps=<N>', got {text[:80]!r}")
+                self.end = (lineno, int(m[1]))
+                continue
+            parts = text.split()
+            if len(parts) != self.count:
+                raise UserError(f"{where}:{lineno}: expected '{self.fields}', "
+                                f"got {len(parts)} field{'s' if len(parts) != 1 else ''}: {text[:80]!r}")
+            if not _NUMBER.fullmatch(parts[0]):
+                raise UserError(f"{where}:{lineno}: ticket {parts[0][:20]!r} is not a whole number of at most "
+                                f"19 digits")
+            yield lineno, text, parts
+
+    def unfinished(self, result, why: Optional[str]) -> None:
+        """Mark ``result`` (every step legal) as no finished run, for ``why``, at the end marker."""
+        if why:
+            result.line, result.verdict, result.why = (self.end[0] if self.end else self.lineno + 1), END_VERDICT, why
+            result.text = f"{END} steps={self.end[1]}" if self.end else "(the end of the log)"
+
+
 @without_cyclic_gc
 def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
                 progress: Optional[Callable[[int], None]] = None, progress_every: float = 1.0) -> CheckResult:
-    """Replay ``lines`` (the header first) against the mechanism's model."""
+    """Replay ``lines`` (the header first, the end marker last) against the mechanism's model."""
+    if mechanism == "vma-locks":
+        from .check_vma import check_lines as check_vma_lines
+        return check_vma_lines(lines, where, progress, progress_every)
     start = time.perf_counter()
     if mechanism not in LOG_FORMATS:
         model_class(mechanism)  # an unknown mechanism gets the usual message
@@ -156,7 +264,7 @@ def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
     it = iter(lines)
     first = next(it, None)
     if first is None:
-        raise UserError(f"{where}: empty (expected a '{MAGIC} {mechanism} ...' header)")
+        raise UserError(f"{where}: empty (expected a '{MAGIC} {VERSION} {mechanism} ...' header)")
     header = parse_header(mechanism, first.rstrip("\n"), where)
     model = header.model
     known = set(model.sources())
@@ -166,23 +274,10 @@ def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
     candidates = {model.initial(header.config)}
     next_report = start + progress_every
     expected = 0
-    lineno = 1
-    for raw in it:
-        lineno += 1
-        if not raw.endswith("\n"):
-            # the last line of a log the writer did not finish: refuse rather than guess
-            raise UserError(f"{where}:{lineno}: truncated line (no newline at the end): {raw[:80]!r}")
-        text = raw.rstrip("\r\n")
-        if not text.strip() or text.startswith("#"):
-            continue
-        parts = text.split()
-        if len(parts) != 5:
-            raise UserError(f"{where}:{lineno}: expected '<ticket> <cpu> <label> <before> <after>', "
-                            f"got {len(parts)} field{'s' if len(parts) != 1 else ''}: {text[:80]!r}")
-        ticket, cpu, label, before, after = parts
-        if not _TICKET.fullmatch(ticket):
-            raise UserError(f"{where}:{lineno}: ticket {ticket[:20]!r} is not a whole number")
-        if not _CPU.fullmatch(cpu):
+    steps = StepLines(it, where, 9, STEP_FIELDS)
+    for lineno, text, parts in steps:
+        ticket, cpu, label, before, after = parts[:5]
+        if not _CPU.fullmatch(cpu[:20]):
             raise UserError(f"{where}:{lineno}: cpu {cpu[:20]!r} is neither <k> nor <k>.irq")
         if cpu not in header.actors:
             what = "an interrupt context" if cpu.endswith(".irq") else "a CPU"
@@ -192,6 +287,7 @@ def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
         for w in (before, after):
             if not _WORD.fullmatch(w):
                 raise UserError(f"{where}:{lineno}: word {w[:20]!r} is not 0x followed by 8 hex digits")
+        mcs = _mcs_fields(parts[5:], header, f"{where}:{lineno}")
         fail = None
         if int(ticket) != expected:
             fail = f"ticket {ticket} where {expected} comes next: the log is out of order or has a gap"
@@ -212,6 +308,10 @@ def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
                     reasons.append(f"the word of lock {LOCK_NAMES[lock]} cannot change that way: here "
                                    f"{label} takes it from {s.words[lock]:#010x} to {t.words[lock]:#010x}")
                     continue
+                if model.mcs_fields(t, i) != mcs:
+                    reasons.append(f"the MCS fields cannot be that way: here {label} leaves {actor} "
+                                   f"{_mcs_text(model.mcs_fields(t, i))}, the log says {_mcs_text(mcs)}")
+                    continue
                 v = first_violation(step_checks, (s, action, t)) or first_violation(state_checks, (t,))
                 if v:
                     reasons.append(f"the model allows the step, and it breaks {v.invariant}: {v.message}")
@@ -222,7 +322,7 @@ def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
             else:
                 fail = reasons[0]
         if fail:
-            result.line, result.text, result.why = lineno, text, fail
+            result.line, result.text, result.verdict, result.why = lineno, text, STEP_VERDICT, fail
             break
         expected += 1
         result.steps += 1
@@ -231,24 +331,39 @@ def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
         if progress and expected % 4096 == 0 and time.perf_counter() >= next_report:
             progress(expected)
             next_report = time.perf_counter() + progress_every
+    if result.ok:
+        steps.unfinished(result, _unfinished(model, candidates, steps.end, expected))
     result.states = len(candidates)
-    result.finished = result.ok and any(model.finished(s) for s in candidates)
     result.seconds = time.perf_counter() - start
     return result
 
 
+def _unfinished(model, candidates, end, steps) -> Optional[str]:
+    """Why a log whose every step was legal does not show a finished run, or None."""
+    if end is None:
+        return (f"the log stops after {steps} step{'s' if steps != 1 else ''} without its end marker: the "
+                f"run did not finish, or the log was cut short")
+    if end[1] != steps:
+        return f"the end marker counts {end[1]} steps, the log has {steps}"
+    if any(model.finished(s) for s in candidates):
+        return None
+    s = next(iter(candidates))
+    stuck = [a for a in model.actors(s) if not model.done(s, a)]
+    return f"the log ends with {', '.join(stuck)} not finished: the header promised work that never ran"
+
+
 def check_file(mechanism: str, path: str | Path, progress=None) -> CheckResult:
-    path = Path(path)
+    """Check the log at ``path`` (``-``: standard input).  Only reading it can be the user's problem:
+    any other error while replaying is a bug and propagates."""
+    if mechanism == "vma-locks":
+        from .check_vma import check_file as check_vma_file
+        return check_vma_file(path, progress)
     if mechanism not in LOG_FORMATS:  # named before the file is opened
         model_class(mechanism)
         raise UserError(f"no observation-log format for {mechanism} (logs exist for: {', '.join(LOG_FORMATS)})")
-    try:
-        with path.open(encoding="utf-8", newline="") as f:
-            return check_lines(mechanism, f, str(path), progress)
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a text file") from None
+    where = "standard input" if str(path) == STDIN else str(path)
+    with open_input(path, LOG_CAP, "log") as f:
+        return check_lines(mechanism, text_lines(f, where), where, progress)
 
 
 # --- writing: the model's own log, the reference the C port's logs are compared with -------------------
@@ -256,14 +371,24 @@ def check_file(mechanism: str, path: str | Path, progress=None) -> CheckResult:
 def header_line(variant: str, cpus: int, acquisitions: int, pending_bits: int, **extra) -> str:
     items = [f"variant={variant}", f"cpus={cpus}", f"acquisitions={acquisitions}", f"pending_bits={pending_bits}"]
     items += [f"{k}={v}" for k, v in extra.items()]
-    return f"{MAGIC} qspinlock " + " ".join(items)
+    return f"{MAGIC} {VERSION} qspinlock " + " ".join(items)
+
+
+def end_line(steps: int) -> str:
+    return f"{END} steps={steps}"
 
 
 def log_lines(model, trace) -> list[str]:
-    """A trace of the qspinlock model as observation-log lines (without the header)."""
+    """A trace of the qspinlock model as observation-log lines (without the header and end marker)."""
     out = []
     for k, (a, s, t) in enumerate(zip(trace.actions, trace.states, trace.states[1:])):
         i = thread_index(s, a.actor)
         lock = model.step_lock(s, i)
-        out.append(f"{k} {a.actor[1:]} {a.label} {s.words[lock]:#010x} {t.words[lock]:#010x}")
+        count, node = model.mcs_fields(t, i)
+        if node is None:
+            mcs = f"{count} - - -"
+        else:
+            idx, nxt, locked = node
+            mcs = f"{count} {idx} {'-' if nxt == NULL else '{}/{}'.format(*divmod(nxt, MAX_NODES))} {locked}"
+        out.append(f"{k} {a.actor[1:]} {a.label} {s.words[lock]:#010x} {t.words[lock]:#010x} {mcs}")
     return out

@@ -125,9 +125,11 @@ class PrivateApt:
         security_mirror: str | None = None,
         attempts: int = 3,
         log: Callable[[str], None] | None = None,
+        suites: Iterable[str] = SUITES,
     ) -> None:
         self.root = root or cache_dir() / "apt"
         self.architectures = tuple(architectures or (host_arch(),))
+        self.suites = tuple(suites)
         # A mirror pair is taken from one place: the arguments, the environment, or the host.
         if not mirror:
             mirror = os.environ.get("KSTEP_DEBIAN_MIRROR")
@@ -144,7 +146,7 @@ class PrivateApt:
         return self.root / "etc" / "apt.conf"
 
     def sources_list(self) -> str:
-        """The private sources.list: every bookworm suite, signed by Debian's archive keyring."""
+        """The private sources.list: its bookworm suites, signed by Debian's archive keyring."""
         if not self.mirror:
             raise DebianFetchError(
                 "no Debian mirror known: the host's apt sources name none; set KSTEP_DEBIAN_MIRROR"
@@ -155,7 +157,7 @@ class PrivateApt:
         comps = " ".join(COMPONENTS)
         lines = [
             f"deb {opts} {security if suite.endswith('-security') else self.mirror} {suite} {comps}"
-            for suite in SUITES
+            for suite in self.suites
         ]
         return "\n".join(lines) + "\n"
 
@@ -220,9 +222,11 @@ class PrivateApt:
             ]
             if proc.returncode == 0 and not errors:
                 return proc.stdout
+            # The first error names the cause ("W: Failed to fetch URL  File has unexpected size");
+            # apt's closing "E: Some index files failed to download" does not.
             reason = (
                 errors or proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"]
-            )[-1]
+            )[0]
             if any(marker in proc.stderr for marker in _MISSING_PACKAGE):
                 raise DebianFetchError(f"{what}: not in the archive ({reason})")
             if attempt < self.attempts:
@@ -231,11 +235,29 @@ class PrivateApt:
         raise DebianFetchError(f"{what}: {reason} (after {self.attempts} attempts)")
 
     def update(self) -> None:
-        """Download the package lists of every bookworm suite into the private state directory."""
+        """Download the package lists of its suites into the private state directory."""
         self.log(
-            f"apt update: {', '.join(SUITES)} ({', '.join(self.architectures)}) into {self.root}"
+            f"apt update: {', '.join(self.suites)} ({', '.join(self.architectures)}) into {self.root}"
         )
         self._run(["apt-get", "update"], "apt update")
+
+    def try_update(self) -> str | None:
+        """Like update(), but a failed index is returned as its reason instead of raised.
+
+        apt's update is transactional per suite: one index that fails (Debian's mirrors
+        sometimes serve a Packages file that does not match the signed Release while they
+        sync) discards the whole suite's new lists.  A caller that keeps one state per
+        (suite, architecture) loses only that pair and can decide whether it needs it.
+        """
+        try:
+            self.update()
+        except DebianFetchError as exc:
+            return str(exc)
+        return None
+
+    def lists(self) -> list[Path]:
+        """The Packages files the last successful update left in the private state."""
+        return sorted((self.root / "state" / "lists").glob("*_Packages"))
 
     def _have_lists(self) -> bool:
         return any((self.root / "state" / "lists").glob("*_Packages*"))

@@ -1,11 +1,13 @@
 """The mechanisms kstep models, by the name the CLI uses."""
 
 from ..errors import UserError
+from .damon import DamonModel
+from .fork_batch import ForkBatchModel
 from .qspinlock import QspinlockModel
 from .rcu import RcuModel
 from .vma_lock import VmaLocksModel
 
-MODELS = {m.name: m for m in (VmaLocksModel, RcuModel, QspinlockModel)}
+MODELS = {m.name: m for m in (VmaLocksModel, RcuModel, QspinlockModel, ForkBatchModel, DamonModel)}
 
 
 def model_class(name: str):

@@ -15,9 +15,14 @@ it is the only waiter, otherwise with the plain byte store ``set_locked()`` of p
 2014 series (Waiman Long, Peter Zijlstra), because nobody else can take the lock at that point.
 
 Per-CPU there are ``MAX_NODES`` = 4 MCS nodes (task, softirq, hardirq, NMI), indexed by the
-nesting count ``qnodes[0].mcs.count``; the tail names a node as ``(cpu + 1, idx)``.  An interrupt on
-CPU k is the actor ``C<k>.irq``: it shares CPU k's nodes and count, may start between any two
-steps of ``C<k>``, and ``C<k>`` takes no step until that interrupt has finished.
+nesting count ``qnodes[0].mcs.count``; the tail names a node as ``(cpu + 1, idx)``.  A scenario may
+give a CPU contexts that interrupt its task, by nesting level: a softirq (actor ``C<k>.softirq``), a
+hardirq (``C<k>.irq``), an NMI (``C<k>.nmi``) and an NMI nested in that NMI (``C<k>.nested_nmi``, the
+fifth context that the comment above 6.12's ``idx >= MAX_NODES`` fallback says some architectures
+allow).  They share CPU k's nodes and count.  Each runs its locks once; it may start between any two
+steps of the contexts below it (a nested NMI only while the NMI is in progress), and none of those
+takes a step until it has finished.  Without them -- the default -- a CPU has its task only, and the
+state space stays small.
 
 Besides Linux 6.12 (``v6.12``), the model runs the head's claim as it was before patch 07/11
 (``before-set-locked``), the generic ticket lock (include/asm-generic/spinlock.h, ``ticket``) and
@@ -35,7 +40,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import HARM, Frame, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
+from ..engine import (HARM, Frame, Invariant, Program, ProgramModel, Replacement, Source, Variant, push,
+                      set_thread, thread_index)
+from ..engine.expect import ExpectError
 from ..engine.scenario import Int, Key, List, Str, Table, bad
 
 # --- the lock word: include/asm-generic/qspinlock_types.h -----------------------------------------
@@ -136,12 +143,18 @@ U16 = 0xffff
 # --- state -------------------------------------------------------------------------------------------
 
 NULL = -1  # a NULL node pointer; nodes are named cpu * MAX_NODES + idx
-LOCK_NAMES = ("A", "B")
+LOCK_NAMES = ("A", "B", "C", "D", "E")
 QSPINLOCK, TICKET, POWERPC = "qspinlock", "ticket", "powerpc"
+
+# The contexts that can nest on one CPU, lowest first: (scenario key and actor suffix, what it is).
+# The task is C<k>; the others are C<k>.<key>.
+LEVELS = (("locks", "task"), ("softirq", "softirq"), ("irq", "hardirq"), ("nmi", "NMI"),
+          ("nested_nmi", "NMI nested in the NMI"))
+TASK, SOFTIRQ, HARDIRQ, NMI, NESTED_NMI = range(len(LEVELS))
 
 
 class Ctx(NamedTuple):
-    """One context that takes locks: a CPU's task, or an interrupt on that CPU."""
+    """One context that takes locks: a CPU's task, or one that interrupts it (see LEVELS)."""
 
     name: str
     frames: tuple
@@ -151,6 +164,8 @@ class Ctx(NamedTuple):
     idx: int = -1  # the node it took (idx = node->count++); -1: none
     next: int = NULL  # the local `next` (the node after ours)
     ticket: int = 0  # ticket lock: the ticket it drew
+    level: int = TASK  # its nesting level: an index into LEVELS
+    entered: bool = False  # an interrupt that has taken its first step (its context is in progress)
 
 
 class Node(NamedTuple):
@@ -169,7 +184,7 @@ class QState(NamedTuple):
     layout: str  # QSPINLOCK, TICKET or POWERPC: how the words are laid out
     pending_bits: int  # _Q_PENDING_BITS of this run (8 or 1)
     spins: tuple  # powerpc: (steal_spins, head_spins)
-    irqs: tuple  # (task index, interrupt index) per CPU that has an interrupt
+    nest: tuple  # per CPU that has interrupts: its contexts' indices, lowest level first
     ghost_queue: tuple  # per lock: nodes that published their tail and are still in the MCS queue
     ghost_order: tuple  # per lock: contexts that queued and have not yet got the lock, in queue order
     ghost_handoffs: frozenset  # nodes handed the MCS lock whose owner has not yet seen it
@@ -225,7 +240,6 @@ def ghost_got_lock(s, lock, i):
     if i not in order:
         return s
     return s._replace(ghost_order=_set_at(s.ghost_order, lock, tuple(j for j in order if j != i)))
-
 
 
 # --- footprints: what each step reads and writes besides its own context (engine Footprint) --------------
@@ -301,6 +315,10 @@ def fp_draw_ticket(s, i, lock):
 
 qspinlock = Program()
 
+# The critical section is no locking code: it is what spin_lock()'s caller does with the lock held.
+CALLER = Source.outside("spin_lock()'s caller")
+CRITICAL_SECTION = "the lock is held: the caller's critical section (where mutual exclusion is checked)"
+
 
 @qspinlock.call("lock_list")
 def lock_list(s, i, arg):
@@ -324,21 +342,23 @@ def queued_spin_lock(s, i, lock):
     if w == 0:
         return set_ctx(set_word(s, lock, _Q_LOCKED_VAL), i, lock=lock, val=0)
     s = set_ctx(s, i, lock=lock, val=w)
-    return push(s, i, slowpath(w))
+    return push(s, i, (Frame("queued_spin_lock_slowpath", w),))
 
 
-def slowpath(val):
+@qspinlock.call("queued_spin_lock_slowpath", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath")
+def slowpath(s, i, val, pending="queued_fetch_set_pending_acquire"):
     """queued_spin_lock_slowpath(lock, val) up to its first decision (pv and virt_spin_lock left out)."""
     if val == _Q_PENDING_VAL:
         return (Frame("wait_pending_handover"),)
-    return trylock_or_pending(val)
+    return trylock_or_pending(val, pending)
 
 
-def trylock_or_pending(val):
-    """``if (val & ~_Q_LOCKED_MASK) goto queue;`` -- a decision on the val already read, not a step."""
+def trylock_or_pending(val, pending="queued_fetch_set_pending_acquire"):
+    """``if (val & ~_Q_LOCKED_MASK) goto queue;`` -- a decision on the val already read, not a step.
+    ``pending`` is the step that tries for the pending bit (before patch 07/11, the cmpxchg loop)."""
     if val & ~_Q_LOCKED_MASK:
         return (Frame("queue"),)
-    return (Frame("queued_fetch_set_pending_acquire"),)
+    return (Frame(pending),)
 
 
 @qspinlock.step("wait_pending_handover", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
@@ -416,13 +436,13 @@ def clear_pending_set_locked(s, i, arg):
 @qspinlock.call("queue", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath")
 def queue(s, i, arg):
     """The `queue:` label: end of pending spinning, start of MCS queuing."""
-    return (Frame("grab_mcs_node"),)
+    return (Frame("node_count_inc"),)
 
 
-@qspinlock.step("grab_mcs_node", "kernel/locking/qspinlock.c:grab_mcs_node",
-                "idx = node->count++ on this CPU, node = &qnodes[idx] (a 5th nesting level spins on "
-                "the word instead)", cost=0, footprint=fp_count)
-def grab_mcs_node(s, i, arg):
+@qspinlock.step("node_count_inc", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
+                "idx = node->count++ on this CPU's qnodes[0]: the nesting level picks the node "
+                "grab_mcs_node(node, idx) names (idx >= MAX_NODES: no node, spin with trylock)", cost=0, footprint=fp_count)
+def node_count_inc(s, i, arg):
     t = s.threads[i]
     idx = s.count[t.cpu]
     s = set_ctx(set_count(s, t.cpu, idx + 1), i, idx=idx)
@@ -604,8 +624,7 @@ def release_node(s, i, arg):
     return set_ctx(set_count(s, t.cpu, s.count[t.cpu] - 1), i, idx=-1, next=NULL, val=0)
 
 
-@qspinlock.step("critical_section", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
-                "the lock is held: the critical section (where mutual exclusion is checked)", footprint=fp_got_lock)
+@qspinlock.step("critical_section", CALLER, CRITICAL_SECTION, footprint=fp_got_lock)
 def critical_section(s, i, arg):
     t = s.threads[i]
     return ghost_got_lock(s, t.lock, i)
@@ -618,7 +637,46 @@ def queued_spin_unlock(s, i, arg):
     return set_ctx(set_word(s, lock, s.words[lock] & ~_Q_LOCKED_MASK), i, lock=-1)
 
 
-# -- before patch 07/11: the head always claims with cmpxchg, retrying ------------------------------------
+# -- before patch 07/11 (2014): the pending path and the claim of that time ------------------------------
+#
+# The pre-image of "qspinlock: Use a simple write to grab the lock, if applicable" (patch 07/11 of
+# Waiman Long and Peter Zijlstra's June 2014 series, merged for v4.2).  A CPU that finds the word
+# (0,1,0) waits, with no bound, for the pending owner's hand-over; then a cmpxchg loop either takes a
+# free lock (0,0,0 -> 0,0,1) or sets pending on a held one (0,0,1 -> 0,1,1), and queues as soon as it
+# sees pending or a tail -- so nobody ever sets pending while a tail is set.  The queue head waits
+# with atomic_read() for locked and pending to clear and claims with a cmpxchg that it retries until
+# it succeeds, clearing the tail only when it is its own and alone.
+
+PENDING_2014 = "trylock_pending_cmpxchg"
+
+
+def slowpath_2014(s, i, val):
+    return slowpath(s, i, val, PENDING_2014)
+
+
+def wait_pending_unbounded(s, i, arg):
+    val = s.words[s.threads[i].lock]
+    return push(set_ctx(s, i, val=val), i, trylock_or_pending(val, PENDING_2014))
+
+
+def pending_handed_over(s, i, arg):
+    return s.words[s.threads[i].lock] != _Q_PENDING_VAL
+
+
+@qspinlock.step(PENDING_2014, "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
+                "before patch 07/11, one try of the trylock-or-pending loop: atomic_cmpxchg(val -> new), "
+                "0,0,0 -> 0,0,1 takes the lock, 0,0,1 -> 0,1,1 sets pending; a changed word is read again", footprint=fp_word)
+def trylock_pending_cmpxchg(s, i, arg):
+    t = s.threads[i]
+    w = s.words[t.lock]
+    if w != t.val:  # the loop's next round decides on the word the failed cmpxchg returned
+        return push(set_ctx(s, i, val=w), i, trylock_or_pending(w, PENDING_2014))
+    new = _Q_LOCKED_VAL | (_Q_PENDING_VAL if w == _Q_LOCKED_VAL else 0)
+    s = set_word(s, t.lock, new)
+    if new == _Q_LOCKED_VAL:  # we won the trylock
+        return set_ctx(s, i, val=0)
+    return push(s, i, (Frame("wait_locked_clear"), Frame("clear_pending_set_locked")))
+
 
 def wait_head_then_cmpxchg(s, i, arg):
     val = s.words[s.threads[i].lock]
@@ -626,9 +684,9 @@ def wait_head_then_cmpxchg(s, i, arg):
 
 
 def claim_cmpxchg_retry(s, i, arg):
-    """2014, before patch 07/11: ``new = _Q_LOCKED_VAL; if (val != tail) new |= val;`` and
-    ``old = atomic_cmpxchg(&lock->val, val, new)`` until it succeeds; only then, if new was not
-    plain _Q_LOCKED_VAL, wait for the successor and hand the queue on."""
+    """``new = _Q_LOCKED_VAL; if (val != tail) new |= val;`` and ``old = atomic_cmpxchg(&lock->val,
+    val, new)`` until it succeeds; then, if new was not plain _Q_LOCKED_VAL, wait for the successor
+    (``while (!(next = ACCESS_ONCE(node->next)))``, with no earlier look at node->next) and hand on."""
     t = s.threads[i]
     lay = LAYOUTS[s.pending_bits]
     w = s.words[t.lock]
@@ -639,12 +697,26 @@ def claim_cmpxchg_retry(s, i, arg):
     s = set_word(s, t.lock, new)
     if new == _Q_LOCKED_VAL:
         return push(ghost_dequeue(s, t.lock, own_node(t)), i, (Frame("release_node"),))
-    return push(s, i, hand_on(t))
+    return push(s, i, (Frame("wait_next"), Frame("mcs_handoff")))
+
+
+BEFORE_SET_LOCKED = {
+    "queued_spin_lock_slowpath": slowpath_2014,
+    "wait_pending_handover": Replacement(wait_pending_unbounded, pending_handed_over, (
+        "val == _Q_PENDING_VAL (0,1,0): before the bound of _Q_PENDING_LOOPS, re-read the word "
+        "until the pending owner's hand-over changes it, however long that takes")),
+    "wait_head": Replacement(wait_head_then_cmpxchg, what=(
+        "queue head, before patch 07/11: atomic_read(&lock->val) until locked and pending are both "
+        "clear (*,x,y -> *,0,0), then claim with cmpxchg")),
+    "claim_cmpxchg": Replacement(claim_cmpxchg_retry, what=(
+        "before patch 07/11: atomic_cmpxchg(val -> _Q_LOCKED_VAL | val), clearing the tail only when "
+        "it is ours alone (n,0,0 -> 0,0,1; *,0,0 -> *,0,1); a changed word means try again")),
+}
 
 
 # -- broken: the node is initialised after it is linked in (95bcade33a8a, before the fix) -----------------
 
-def grab_mcs_node_init_late(s, i, arg):
+def node_count_inc_init_late(s, i, arg):
     t = s.threads[i]
     idx = s.count[t.cpu]
     s = set_ctx(set_count(s, t.cpu, idx + 1), i, idx=idx)
@@ -663,7 +735,7 @@ def xchg_tail_then_init(s, i, arg):
 
 # -- broken: node->count++ sunk below the node initialisation (11dc13224c97, before the fix) ---------------
 
-def grab_mcs_node_count_late(s, i, arg):
+def node_count_inc_store_late(s, i, arg):
     t = s.threads[i]
     idx = s.count[t.cpu]
     if idx >= MAX_NODES:
@@ -716,8 +788,7 @@ def ticket_served(s, i, arg):
     return s.words[t.lock] & U16 == t.ticket
 
 
-@ticket.step("critical_section", "include/asm-generic/spinlock.h:arch_spin_lock",
-             "the lock is held: the critical section (where mutual exclusion is checked)", footprint=fp_got_lock)
+@ticket.step("critical_section", CALLER, CRITICAL_SECTION, footprint=fp_got_lock)
 def ticket_critical_section(s, i, arg):
     t = s.threads[i]
     return ghost_got_lock(s, t.lock, i)
@@ -909,8 +980,7 @@ def ppc_release_node(s, i, arg):
     return set_ctx(set_count(s, t.cpu, s.count[t.cpu] - 1), i, idx=-1, next=NULL)
 
 
-@powerpc.step("critical_section", f"{PPC_H}:queued_spin_lock",
-              "the lock is held: the critical section (where mutual exclusion is checked)")
+@powerpc.step("critical_section", CALLER, CRITICAL_SECTION)
 def ppc_critical_section(s, i, arg):
     t = s.threads[i]
     return ghost_got_lock(s, t.lock, i)
@@ -933,6 +1003,51 @@ PENDING_PATH = frozenset({"wait_locked_clear", "clear_pending_set_locked", "clea
 
 def lock_name(lock: int) -> str:
     return LOCK_NAMES[lock]
+
+
+def _context(s, name):
+    """The context named in an expectation ("C0.irq")."""
+    for t in s.threads:
+        if t.name == name:
+            return t
+    raise ExpectError(f"no context {name!r}")
+
+
+def _node_arg(s, text):
+    """A node named in an expectation ("cpu2/idx0"), as its index into ``nodes``."""
+    cpu, _, idx = str(text).removeprefix("cpu").partition("/idx")
+    if not (cpu.isdigit() and idx.isdigit() and int(cpu) < len(s.count) and int(idx) < MAX_NODES):
+        raise ExpectError(f"{text!r} names no MCS node of this run (cpu0/idx0 to cpu{len(s.count) - 1}/idx3)")
+    return node_id(int(cpu), int(idx))
+
+
+def _lock_arg(s, name):
+    """A lock named in an expectation ("A"), as its index."""
+    if name not in LOCK_NAMES[:len(s.words)]:
+        raise ExpectError(f"no lock {name!r} in this run (locks: {', '.join(LOCK_NAMES[:len(s.words)])})")
+    return LOCK_NAMES.index(name)
+
+
+def tail_text(s, lock) -> str:
+    """The node the word's tail names ("cpu2/idx0"; powerpc's tail names a CPU: "cpu2"), "" if none."""
+    w = s.words[lock]
+    if s.layout == QSPINLOCK:
+        lay = LAYOUTS[s.pending_bits]
+        return "cpu{}/idx{}".format(*decode_tail(lay, w & lay.TAIL_MASK)) if w & lay.TAIL_MASK else ""
+    if s.layout == POWERPC:
+        return f"cpu{ppc_decode_tail_cpu(w)}" if w & PPC_TAIL_CPU_MASK else ""
+    return ""
+
+
+def pending_locked(s, lock) -> tuple[int, int]:
+    """The values of a lock word's pending and locked fields (powerpc has no pending; a ticket lock
+    is locked while a ticket is out)."""
+    w = s.words[lock]
+    if s.layout == QSPINLOCK:
+        return (w & LAYOUTS[s.pending_bits].PENDING_MASK) >> _Q_PENDING_OFFSET, w & _Q_LOCKED_MASK
+    if s.layout == POWERPC:
+        return 0, w & PPC_LOCKED_VAL
+    return 0, int((w >> TICKET_SHIFT) != w & U16)
 
 
 def holders(s, lock):
@@ -1125,9 +1240,9 @@ VARIANTS = {
                      params={"program": QSPINLOCK}),
     "before-set-locked": Variant(
         "before-set-locked", "before patch 07/11 (2014): the queue head always claims with cmpxchg, retrying, "
-        "and keeps the tail in the new value when others are queued",
-        replaces={"wait_head": wait_head_then_cmpxchg, "claim_cmpxchg": claim_cmpxchg_retry},
-        params={"program": QSPINLOCK}),
+        "and keeps the tail in the new value when others are queued; its pending path is the cmpxchg "
+        "loop of that time, which sets pending only on (0,0,1)",
+        replaces=BEFORE_SET_LOCKED, params={"program": QSPINLOCK}),
     "ticket": Variant("ticket", "the generic ticket lock of include/asm-generic/spinlock.h, for comparison: "
                       "every locker draws a ticket and spins on the one word", params={"program": TICKET}),
     "powerpc": Variant("powerpc", "arch/powerpc/lib/qspinlock.c (no paravirt): owner CPU and must-queue bits, "
@@ -1145,15 +1260,19 @@ VARIANTS = {
     "link-before-init": _broken(
         "link-before-init", "the node's initialisation becomes visible only after the node is linked in "
         "(the missing smp_wmb() of 2018): a hand-off into it can be wiped out",
-        grab_mcs_node=grab_mcs_node_init_late, xchg_tail=xchg_tail_then_init),
+        node_count_inc=Replacement(node_count_inc_init_late, what=(
+            "idx = node->count++, and the node is not initialised here: that waits until it is linked in")),
+        xchg_tail=Replacement(xchg_tail_then_init, what=(
+            "publish our tail and link in behind the predecessor, and only then initialise the node "
+            "(node->locked = 0 can wipe out a hand-off)"))),
     "count-after-init": _broken(
         "count-after-init", "node->count++ is stored only after the node is initialised (no barrier(), "
-        "fixed by 11dc13224c97): an interrupt in between takes the same node", grab_mcs_node=grab_mcs_node_count_late),
-    "xchg16-one-bit-pending": Variant.bug(
+        "fixed by 11dc13224c97): an interrupt in between takes the same node",
+        node_count_inc=node_count_inc_store_late),
+    "xchg16-one-bit-pending": _broken(
         "xchg16-one-bit-pending", "xchg_tail uses the 16-bit exchange of the tail half even with "
         "_Q_PENDING_BITS 1, where the tail starts at bit 9 (why qspinlock.c has two xchg_tail())",
-        # the misplaced tail names a CPU computed from ours: renaming CPUs does not commute with it
-        params={"program": QSPINLOCK, "asymmetric": True}, xchg_tail=xchg_tail_16bit_always),
+        xchg_tail=xchg_tail_16bit_always),
     "mcs-spin-skipped": _broken(
         "mcs-spin-skipped", "an arch_mcs_spin_lock_contended() that returns at once: a queued waiter goes "
         "to the lock word without waiting for its predecessor's hand-off", mcs_spin=(None, lambda s, i, arg: True)),
@@ -1168,13 +1287,22 @@ MAX_CPUS = 8
 def _scenario_rules(sc, path):
     if sc["pending_bits"] not in (1, 8):
         raise bad("pending_bits", f"{sc['pending_bits']} is neither 8 (NR_CPUS < 16384) nor 1")
-    with_irq = [k for k, c in enumerate(sc["cpus"]) if c["irq"]]
-    irq_locks = {lock for c in sc["cpus"] for lock in c["irq"]}
+    taken_at = [{lock for c in sc["cpus"] for lock in c[key]} for key, _ in LEVELS]
     for k, c in enumerate(sc["cpus"]):
-        shared = sorted(irq_locks & set(c["locks"]))
-        if shared and k in with_irq:
-            raise bad(f"cpus[{k}].locks", f"lock {shared[0]} is taken by an interrupt, and CPU {k} has "
-                      f"interrupts enabled (its task would need spin_lock_irqsave)")
+        if c["nested_nmi"] and not c["nmi"]:
+            raise bad(f"cpus[{k}].nested_nmi", f"a nested NMI needs an NMI on CPU {k} to nest in (cpus[{k}].nmi)")
+        levels = [a for a, (key, _) in enumerate(LEVELS) if c[key]]
+        for a in levels:
+            for b in (b for b in levels if b > a):
+                shared = sorted(taken_at[b] & set(c[LEVELS[a][0]]))
+                if shared:  # lockdep's rule: it would have to keep that context off while it holds the lock
+                    raise bad(f"cpus[{k}].{LEVELS[a][0]}",
+                              f"lock {shared[0]} is also taken in {LEVELS[b][1]} context, which can interrupt "
+                              f"CPU {k}'s {LEVELS[a][1]} (it would need spin_lock_irqsave or the like)")
+
+
+def _context_locks(doc):
+    return Key(List(Str(LOCK_NAMES), 0, 8, doc), [])
 
 
 SCHEMA = Table({
@@ -1186,29 +1314,38 @@ SCHEMA = Table({
     "cpus": Key(List(Table({
         "locks": Key(List(Str(LOCK_NAMES), 1, 8, "the locks its task takes and releases, in order")),
         "repeat": Key(Int(1, 100, "how many times the task runs its list of locks"), 1),
-        "irq": Key(List(Str(LOCK_NAMES), 0, 8, "one interrupt per entry, each taking that lock once "
-                        "(actor C<k>.irq); empty: none"), []),
-    }), 1, MAX_CPUS, "the CPUs C0, C1, ...: one task each")),
+        "softirq": _context_locks("the locks a softirq on this CPU takes once, in order (actor C<k>.softirq); "
+                                  "empty: no softirq"),
+        "irq": _context_locks("the locks a hardirq on this CPU takes once, in order (actor C<k>.irq); "
+                              "empty: no hardirq"),
+        "nmi": _context_locks("the locks an NMI on this CPU takes once, in order (actor C<k>.nmi); empty: no NMI"),
+        "nested_nmi": _context_locks("the locks an NMI nested in this CPU's NMI takes once, in order (actor "
+                                     "C<k>.nested_nmi, the fifth context: no MCS node is left for it)"),
+    }), 1, MAX_CPUS, "the CPUs C0, C1, ...: one task each, and the contexts that may interrupt it")),
 }, rules=_scenario_rules)
 
 
 def initial_state(config, layout: str) -> QState:
     cpus = config["cpus"]
-    used = {lock for c in cpus for lock in c["locks"] + c["irq"]}
-    nlocks = 2 if "B" in used else 1
-    threads, irqs = [], []
+    used = {LOCK_NAMES.index(lock) for c in cpus for key, _ in LEVELS for lock in c.get(key, ())}
+    nlocks = max(used) + 1
+    threads = [Ctx(f"C{k}", (Frame("lock_list", (tuple(LOCK_NAMES.index(x) for x in c["locks"]), c["repeat"])),), k)
+               for k, c in enumerate(cpus)]
+    nest = []
     for k, c in enumerate(cpus):
-        threads.append(Ctx(f"C{k}", (Frame("lock_list", (tuple(LOCK_NAMES.index(x) for x in c["locks"]),
-                                                         c["repeat"])),), k))
-    for k, c in enumerate(cpus):
-        if c["irq"]:  # one interrupt per entry; an observation log's header repeats them (irq_repeat)
-            irqs.append((k, len(threads)))
-            locks = tuple(LOCK_NAMES.index(x) for x in c["irq"])
-            threads.append(Ctx(f"C{k}.irq", (Frame("lock_list", (locks, c.get("irq_repeat", 1))),), k))
+        chain = [k]
+        for level, (key, _) in enumerate(LEVELS[1:], start=SOFTIRQ):
+            if c.get(key):  # an observation log's header repeats its interrupt (irq_repeat)
+                chain.append(len(threads))
+                locks = tuple(LOCK_NAMES.index(x) for x in c[key])
+                program = Frame("lock_list", (locks, c.get(f"{key}_repeat", 1)))
+                threads.append(Ctx(f"C{k}.{key}", (program,), k, level=level))
+        if len(chain) > 1:
+            nest.append(tuple(chain))
     ncpus = len(cpus)
     nodes = (Node(),) * (ncpus * MAX_NODES) if layout != TICKET else ()
     return QState(tuple(threads), (0,) * nlocks, nodes, (0,) * ncpus, layout, config["pending_bits"],
-                  (config["steal_spins"], config["head_spins"]), tuple(irqs), ((),) * nlocks, ((),) * nlocks,
+                  (config["steal_spins"], config["head_spins"]), tuple(nest), ((),) * nlocks, ((),) * nlocks,
                   frozenset(), frozenset())
 
 
@@ -1233,62 +1370,81 @@ class QspinlockModel(ProgramModel):
 
     def actions(self, state):
         out = super().actions(state)
-        if state.irqs:
-            entry = self.entry
-            busy = set()
-            for task, irq in state.irqs:
-                frames = state.threads[irq].frames
-                if frames and frames[0][0] != entry:  # an interrupt is in progress: its task waits
-                    busy.add(state.threads[task].name)
-            if busy:
-                out = [a for a in out if a.actor not in busy]
+        if state.nest:
+            held = set()
+            threads = state.threads
+            for chain in state.nest:
+                top = TASK  # the innermost context in progress: interrupts in progress nest
+                for j in chain[1:]:
+                    if threads[j].entered and threads[j].frames:
+                        top = threads[j].level
+                for j in chain:
+                    t = threads[j]
+                    if t.level < top or (t.level == NESTED_NMI and not t.entered and top != NMI):
+                        held.add(t.name)
+            if held:
+                out = [a for a in out if a.actor not in held]
         return out
 
+    def step(self, state, action):
+        after = super().step(state, action)
+        if state.nest:
+            i = thread_index(after, action.actor)
+            if after.threads[i].level and not after.threads[i].entered:
+                after = set_ctx(after, i, entered=True)
+        return after
+
     def footprint(self, state, action):
-        """A task whose CPU has an interrupt in progress waits for it: its steps read that context."""
+        """A context that interrupts, or can be interrupted by, others on its CPU waits for (or
+        enters over) them: its steps read those contexts' records."""
         fp = super().footprint(state, action)
-        if fp is None or not state.irqs:
+        if fp is None or not state.nest:
             return fp
         i = thread_index(state, action.actor)
-        irqs = {("threads", irq) for task, irq in state.irqs if task == i}
-        return fp._replace(reads=fp.reads | irqs) if irqs else fp
+        for chain in state.nest:
+            if i in chain:
+                return fp._replace(reads=fp.reads | {("threads", j) for j in chain})
+        return fp
 
-    # -- symmetry: a CPU with its contexts, nodes and count is a unit ---------------------------------------
+    # -- symmetry: a CPU with all its contexts, nodes and count is a unit ------------------------------------
+    def _contexts(self, s):
+        """Per CPU, its contexts' indices by level (None where it has no such context)."""
+        out = [[None] * len(LEVELS) for _ in s.count]
+        for i, t in enumerate(s.threads):
+            out[t.cpu][t.level] = i
+        return out
+
     def symmetric_units(self, s):
-        """CPUs whose task and interrupt run the same program are interchangeable; powerpc's words
-        name owners by CPU and a variant marked ``asymmetric`` computes tails CPUs cannot rename."""
-        if self.layout == POWERPC or self.variant.params.get("asymmetric"):
+        """CPUs whose contexts run the same programs at the same levels are interchangeable.  Not on
+        powerpc, whose words name owners by CPU, nor for a broken variant with _Q_PENDING_BITS 1:
+        there the word's arithmetic (atomic_add, a misplaced 16-bit exchange) can carry into or
+        shift the tail, making a tail CPU computed from others that renaming does not follow."""
+        if self.layout == POWERPC or (self.variant.broken and s.pending_bits == 1):
             return ()
-        irq_of = dict(s.irqs)
         classes = {}
-        for cpu in range(len(s.count)):
-            irq = s.threads[irq_of[cpu]].frames if cpu in irq_of else None
-            classes.setdefault((s.threads[cpu].frames, irq), []).append(cpu)
+        for cpu, ctxs in enumerate(self._contexts(s)):
+            key = tuple(None if i is None else s.threads[i].frames for i in ctxs)
+            classes.setdefault(key, []).append(cpu)
         return tuple(tuple(c) for c in classes.values())
 
     def unit_count(self, s):
         return len(s.count)
 
     def unit_keys(self, s):
-        irq_of = dict(s.irqs)
         keys = []
-        for cpu in range(len(s.count)):
-            t = s.threads[cpu]
-            key = (t.frames[0][0] if t.frames else "", len(t.frames), t.lock, t.idx, s.count[cpu])
-            if cpu in irq_of:
-                t = s.threads[irq_of[cpu]]
-                key += (t.frames[0][0] if t.frames else "", len(t.frames), t.lock, t.idx)
+        for cpu, ctxs in enumerate(self._contexts(s)):
+            key = (s.count[cpu],)
+            for i in ctxs:
+                if i is not None:
+                    t = s.threads[i]
+                    key += (t.frames[0][0] if t.frames else "", len(t.frames), t.lock, t.idx, t.entered)
             keys.append(key)
         return tuple(keys)
 
     def permute(self, s, perm):
         ncpus = len(s.count)
-        irq_of = dict(s.irqs)
-        where = list(range(len(s.threads)))
-        for cpu in range(ncpus):
-            where[cpu] = perm[cpu]
-            if cpu in irq_of:
-                where[irq_of[cpu]] = irq_of[perm[cpu]]
+        ctxs = self._contexts(s)
+        where = [ctxs[perm[t.cpu]][t.level] for t in s.threads]
         last = ncpus * MAX_NODES
 
         def node(n):
@@ -1308,12 +1464,13 @@ class QspinlockModel(ProgramModel):
 
         threads = [None] * len(s.threads)
         for i, t in enumerate(s.threads):
-            name = f"C{perm[t.cpu]}" + (".irq" if t.name.endswith(".irq") else "")
+            cpu = perm[t.cpu]
+            name = f"C{cpu}" + t.name[t.name.index("."):] if t.level else f"C{cpu}"
             frames = t.frames
             if any(f[0] == "link_prev" for f in frames):
                 frames = tuple(Frame(f[0], node(f[1])) if f[0] == "link_prev" else f for f in frames)
-            threads[where[i]] = Ctx(name, frames, perm[t.cpu], t.lock, word(t.val), t.idx, node(t.next),
-                                    t.ticket)
+            threads[where[i]] = Ctx(name, frames, cpu, t.lock, word(t.val), t.idx, node(t.next), t.ticket,
+                                    t.level, t.entered)
         nodes = [None] * len(s.nodes)
         for n, x in enumerate(s.nodes):
             nodes[node(n)] = x if x.next == NULL else Node(x.locked, node(x.next), x.lock)
@@ -1334,24 +1491,58 @@ class QspinlockModel(ProgramModel):
             return t.frames[0][1]
         return t.lock
 
+    def mcs_fields(self, state, i):
+        """The MCS fields an observation log records after context ``i``'s step: its CPU's nesting
+        count, and the node the context holds as (idx, next, locked) -- next as a node id or NULL --
+        or None when it holds none (also in the idx >= MAX_NODES fallback)."""
+        t = state.threads[i]
+        if not 0 <= t.idx < MAX_NODES:
+            return state.count[t.cpu], None
+        node = state.nodes[node_id(t.cpu, t.idx)]
+        return state.count[t.cpu], (t.idx, node.next, node.locked)
+
     # -- what the step table and -c show ----------------------------------------------------------------
     def word_text(self, s, lock):
         w = s.words[lock]
         if s.layout == QSPINLOCK:
-            lay = LAYOUTS[s.pending_bits]
-            tail = w & lay.TAIL_MASK
-            t = "0" if not tail else "cpu{}/idx{}".format(*decode_tail(lay, tail))
-            return f"{w:#010x} ({t},{(w & lay.PENDING_MASK) >> _Q_PENDING_OFFSET},{w & _Q_LOCKED_MASK})"
+            pending, locked = pending_locked(s, lock)
+            return f"{w:#010x} ({tail_text(s, lock) or '0'},{pending},{locked})"
         if s.layout == POWERPC:
             parts = []
             if w & PPC_TAIL_CPU_MASK:
-                parts.append(f"tail cpu{ppc_decode_tail_cpu(w)}")
+                parts.append(f"tail {tail_text(s, lock)}")
             if w & PPC_MUST_Q_VAL:
                 parts.append("must-queue")
             if w & PPC_LOCKED_VAL:
                 parts.append(f"locked by cpu{(w & PPC_OWNER_CPU_MASK) >> PPC_OWNER_CPU_OFFSET}")
             return f"{w:#010x} ({', '.join(parts) or 'free'})"
         return f"{w:#010x} (next {w >> TICKET_SHIFT}, owner {w & U16})"
+
+    def expect_functions(self):
+        """What a scenario's ``[[expect]]`` may ask about a lock, named "A" to "E": ``tail(L)`` (the
+        node the tail names, "cpu2/idx0"; powerpc: "cpu2"; "" for none), ``pending(L)`` and
+        ``locked(L)`` (the fields' values), ``must_queue(L)`` and ``owner(L)`` (powerpc: the must-queue
+        bit, and the owner field's CPU or -1 while unlocked), ``holders(L)`` (the contexts in its
+        critical section), ``next_step(C)`` (the label of context C's next step, "" once it has
+        finished), ``cpu(C)`` (the CPU context C runs on) and ``node("cpu2/idx0")``, the index into ``nodes`` of that MCS node (the value a
+        node's ``next`` holds when it points there)."""
+        def on(fn):
+            return lambda s, name: fn(s, _lock_arg(s, name))
+
+        def powerpc_only(fn):
+            def check(s, lock):
+                if s.layout != POWERPC:
+                    raise ExpectError("must_queue() and owner() read powerpc's lock word only")
+                return fn(s.words[lock])
+            return on(check)
+
+        return {"tail": on(tail_text), "pending": on(lambda s, lock: pending_locked(s, lock)[0]),
+                "locked": on(lambda s, lock: pending_locked(s, lock)[1]),
+                "must_queue": powerpc_only(lambda w: int(bool(w & PPC_MUST_Q_VAL))),
+                "owner": powerpc_only(lambda w: (w & PPC_OWNER_CPU_MASK) >> PPC_OWNER_CPU_OFFSET
+                                      if w & PPC_LOCKED_VAL else -1),
+                "holders": on(lambda s, lock: tuple(holders(s, lock))), "next_step": lambda s, name: _context(s, name).frames[0][0] if _context(s, name).frames else "",
+                "cpu": lambda s, name: _context(s, name).cpu, "node": _node_arg}
 
     def summary(self, s):
         out = {f"lock {lock_name(lock)}": self.word_text(s, lock) for lock in range(len(s.words))}
@@ -1388,7 +1579,8 @@ EVENTS = {
     QSPINLOCK: {"queued_spin_lock": ("fast path", _HELD),
                 "clear_pending_set_locked": ("pending path", None),
                 "xchg_tail": ("queued", None),
-                "queued_spin_trylock": ("trylock after grabbing a node", _CLAIMED),
+                "queued_spin_trylock": ("trylock in the slow path", _CLAIMED),
+                "trylock_pending_cmpxchg": ("trylock in the slow path", _HELD),
                 "claim_cmpxchg": ("head claims: cmpxchg", _CLAIMED + ("wait_next", "mcs_handoff")),
                 "set_locked": ("head claims: set_locked", None)},
     TICKET: {"arch_spin_lock": ("ticket served at once", _HELD), "wait_ticket": ("waited for its ticket", None)},

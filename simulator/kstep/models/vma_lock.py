@@ -34,7 +34,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import HARM, Frame, Inline, Invariant, Program, ProgramModel, Variant, push, set_thread, thread_index
+from ..engine import (HARM, Frame, Inline, Invariant, Program, ProgramModel, Replacement, Variant, push,
+                      set_thread, thread_index)
 from ..engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from . import rwsem
 from .rcu import (RCU_ACTOR, RCU_GP_KTHREAD, add_rcu, call_rcu, rcu_broken, rcu_expect_functions, rcu_init,
@@ -1170,7 +1171,10 @@ VARIANTS = {
     "seqcount": Variant(
         "seqcount", "Linux 6.12.88 and later: mm_lock_seq is a seqcount, odd while mmap_lock is "
         "write-held; fresh VMAs start at vm_lock_seq = UINT_MAX",
-        replaces={"mmap_write_lock": mmap_write_lock_seqcount, "vm_area_alloc": vm_area_alloc_with(UINT_MAX)},
+        replaces={"mmap_write_lock": mmap_write_lock_seqcount,
+                  "vm_area_alloc": Replacement(vm_area_alloc_with(UINT_MAX), what=(
+                      "allocate a VMA: attached, a fresh rwsem, vm_lock_seq = UINT_MAX (6.12.88 and "
+                      "later)"))},
         params={"vm_lock_seq_init": UINT_MAX}),
     "no-per-vma-lock": Variant(
         "no-per-vma-lock", "Linux 6.12 with CONFIG_PER_VMA_LOCK=n (the only way before 6.4): "
@@ -1181,7 +1185,9 @@ VARIANTS = {
                   "vma_end_write_all": Inline(lambda s, i, arg: ()),
                   "vma_mark_detached": Inline(lambda s, i, v: ()),
                   "vm_area_free": Inline(lambda s, i, v: (Frame("__vm_area_free", v),)),
-                  "vm_area_alloc": vm_area_alloc_with(None)},
+                  "vm_area_alloc": Replacement(vm_area_alloc_with(None), what=(
+                      "allocate a VMA and vma_init it: no range or flags yet; with CONFIG_PER_VMA_LOCK=n "
+                      "it has no VMA lock and no vm_lock_seq; nobody else can reach it"))},
         params={"vm_lock_seq_init": None}),
     "no-recheck": Variant.bug(
         "no-recheck", "vma_start_read trusts its lockless check and skips the recheck under the rwsem",

@@ -5,7 +5,7 @@ writes a standalone page that works offline, and ``VIEWS`` maps a mechanism's na
 ``register`` adds one.  ``python -m kstep.views.course`` builds every scenario into a course.
 """
 
-from . import qspinlock as _qspinlock, rcu as _rcu, vma_lock as _vma_lock  # noqa: F401  (each registers its view)
+from . import damon as _damon, fork_batch as _fork_batch, qspinlock as _qspinlock, rcu as _rcu, vma_lock as _vma_lock  # noqa: F401  (each registers its view)
 from .export import layout, page, save_html
 from .registry import VIEWS, register, view_for
 

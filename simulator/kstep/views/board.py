@@ -1,23 +1,27 @@
 """The state board: labelled boxes laid out in rows, one per-frame source per kind of box.
 
 A mechanism view turns the parts of a state (threads, VMAs, callbacks) into ``Box`` rows; the
-board draws every box source the same way, so all mechanisms read alike on a projector.
+board draws every box source the same way, so all mechanisms read alike on a projector.  A box
+the current step changed (new, moved, or with other text or colours than the frame before) gets
+a blue halo, the colour of the timeline's cursor: blue always means "this step".
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Any, Callable, Hashable, Mapping, NamedTuple, Sequence
 
 from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, Range1d
 from bokeh.plotting import figure
 
 from . import style
+from .player import Player
 
 COLUMNS = {"x": float, "y": float, "w": float, "h": float, "fill": str, "line": str, "width": float,
            "head": str, "body": str}
 LEFT = 1.9  # x where the boxes start; row titles sit left of it
 RIGHT = 12.0
+CHANGED_NOTE = " (blue: this step changed it)"  # the halo's key, in the title of every board with one
 
 
 class Box(NamedTuple):
@@ -60,9 +64,40 @@ def board_figure(name: str, title: str, rows: Sequence[tuple[float, str]], *, he
     return p
 
 
+def box_source(player: Player, name: str, rows: Callable[[Any], Mapping[str, Sequence]],
+               key: Callable[[Any], Hashable]) -> ColumnDataSource:
+    """The per-frame source of the boxes ``rows(state)`` gives (``COLUMNS``), with ``changed``: 1 for
+    each box the step into this frame changed, 0 at frame 0 and for boxes as they were."""
+    states = player.trace.states
+    memo: dict = {}
+
+    def boxes(state):
+        k = key(state)
+        if k not in memo:
+            memo[k] = rows(state)
+        return memo[k]
+
+    def with_changes(pair):
+        before, after = pair
+        cols = dict(boxes(after))
+        now = list(zip(*(cols[c] for c in COLUMNS)))
+        old = None if before is None else set(zip(*(boxes(before)[c] for c in COLUMNS)))
+        cols["changed"] = [0 if old is None or box in old else 1 for box in now]
+        return cols
+
+    pairs = [(None, states[0])] + list(zip(states, states[1:]))
+    return player.frame_source(name, {**COLUMNS, "changed": int}, with_changes, frames=pairs,
+                               key=lambda pair: (None if pair[0] is None else key(pair[0]), key(pair[1])))
+
+
 def draw_boxes(p: figure, source: ColumnDataSource, *, head_size: str = style.TEXT_SIZE,
                body_size: str = style.SMALL_SIZE) -> None:
     name = f"{p.name}-{source.name.removeprefix('kstep-src-')}"
+    if not p.title.text.endswith(CHANGED_NOTE):
+        p.title.text += CHANGED_NOTE
+    # The halo first, so the box's own outline (a fact of its own) stays on top of it.
+    p.rect("x", "y", "w", "h", source=source, name=f"{name}-changed", fill_alpha=0.0, line_color=style.BLUE,
+           line_width=9, line_alpha="changed")
     p.rect("x", "y", "w", "h", source=source, name=f"{name}-box", fill_color="fill", line_color="line",
            line_width="width",
            fill_alpha=0.75)  # lighter fills keep black text readable on blue and purple

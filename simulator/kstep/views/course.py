@@ -38,8 +38,7 @@ def scripted_run(mech: str, name: str):
     if sc.variant:
         model = make_model(mech, sc.variant)
     sched = Scripted(sc.schedule) if sc.schedule else Random(SEED)
-    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config,
-                     seed=None if sc.schedule else SEED)
+    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config)
     return model, sc, trace
 
 
@@ -103,6 +102,8 @@ def build(docs: Path, out: Path, *, jobs: int = 1) -> Path:
         for old in notebooks.iterdir():
             if old.name != digest:
                 shutil.rmtree(old)
+    if not (out / "searchindex.js").is_file():  # the site is gone or was never whole: its doctrees describe
+        shutil.rmtree(cache / "doctrees", ignore_errors=True)  # pages no longer there, so read every page again
     args = ["-b", "html", "-W", "--keep-going", "-j", str(jobs), "-d", str(cache / "doctrees"),
             "-D", f"nb_execution_cache_path={notebooks / digest}", str(docs), str(out)]
     if build_main(args) != 0:

@@ -10,14 +10,19 @@ from bokeh.embed import file_html
 from bokeh.resources import INLINE, Resources
 
 from ..engine import Model, Trace
-from ..engine.trace import write_text
+from ..engine.scenario import Scenario
+from ..files import write_text
 from .registry import view_for
 
-# Bokeh's own page with a margin around the animation and, in a course, a link back to the index.
+# Bokeh's own page with a margin around the animation, what the scenario is for and, in a course, a
+# link back to the index.
 TEMPLATE = get_env().from_string("""{% extends "file.html.jinja" %}
 {% block preamble %}<style>body { padding: 10px 16px; background: #FFFFFF; }
-nav.kstep-nav { font: 13pt 'DejaVu Sans', Arial, sans-serif; margin-bottom: 8px; }</style>{% endblock %}
+nav.kstep-nav, section.kstep-purpose { font: 13pt 'DejaVu Sans', Arial, sans-serif; margin-bottom: 8px;
+  max-width: 1200px; }</style>{% endblock %}
 {% block contents %}{% if back %}<nav class="kstep-nav"><a href="{{ back }}">&larr; all animations</a></nav>{% endif %}
+{% if purpose %}<section class="kstep-purpose">{% for label, text in purpose %}<p>{% if label %}<b>{{ label|e }}</b>
+{% endif %}{{ text|e }}</p>{% endfor %}</section>{% endif %}
 {{ super() }}{% endblock %}""")
 
 
@@ -31,15 +36,22 @@ def title(trace: Trace) -> str:
     return " · ".join(parts)
 
 
-def page(trace: Trace, model: Model, resources: Resources = INLINE, back: Optional[str] = None) -> str:
+def purpose(sc: Scenario) -> list[tuple[str, str]]:
+    """What a page about scenario ``sc`` says above its animation: what happens, what to look for."""
+    return [("", " ".join(sc.description.split())), ("What to look for:", " ".join(sc.look_for.split()))]
+
+
+def page(trace: Trace, model: Model, resources: Resources = INLINE, back: Optional[str] = None,
+         about: Optional[Scenario] = None) -> str:
     """The page's HTML; with INLINE resources BokehJS is inside it, so it needs no network.
 
-    ``back`` is a link to put above the animation (a course's index).
+    ``back`` is a link to put above the animation (a course's index); ``about`` the scenario the
+    trace runs, whose description and what to look for the page states.
     """
     return file_html(layout(trace, model), resources=resources, title=title(trace), template=TEMPLATE,
-                     template_variables={"back": back})
+                     template_variables={"back": back, "purpose": purpose(about) if about else []})
 
 
-def save_html(trace: Trace, model: Model, path: str | Path) -> None:
+def save_html(trace: Trace, model: Model, path: str | Path, about: Optional[Scenario] = None) -> None:
     """Write a single-file animation (BokehJS inline), replacing ``path``; a missing directory is a UserError."""
-    write_text(path, page(trace, model))
+    write_text(path, page(trace, model, about=about))

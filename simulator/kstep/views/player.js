@@ -4,7 +4,8 @@
 // built by player.py) attached to every control.  Nothing here knows about any mechanism: a view
 // registers per-frame sources whose rows for every frame sit in a store (see columns.py; a
 // timeline's windowed sources are per-frame sources too, one block per page), static sources drawn
-// once, cursors that mark the current step, and timeline ranges that page along with the cursor.
+// once, cursors that mark the current step, curtains that cover the steps still to come, and
+// timeline ranges that page along with the cursor.
 //
 // Showing frame k means, for each per-frame source, slicing store[col][start[k]:stop[k]] and
 // giving the display source a *new* data object (BokehJS redraws on assignment, not on in-place
@@ -15,7 +16,8 @@ const W = P.widgets;
 const n = P.n;
 
 // Per-player state lives on the slider model, which exists once per player on a page.
-const st = W.slider.__kstep || (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1)});
+const st = W.slider.__kstep ||
+  (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1), code: -1});
 
 const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
 function esc(s) {
@@ -73,9 +75,56 @@ function status_html(k) {
   return '<div class="kstep-status"><span class="kstep-stepno">step ' + k + " / " + n + "</span> " +
     '<b class="kstep-actor">' + esc(P.actors[a]) + "</b> &rarr; " +
     '<code class="kstep-label">' + esc(P.labels[l]) + "</code> " +
-    '<a class="kstep-where" target="_blank" rel="noopener" href="' + esc(P.source_url + P.paths[l]) + '">' +
-    esc(P.where[l]) + "</a>" +
+    (P.code[l]  // a step outside the kernel (a lock's user) has no source to link to
+      ? '<a class="kstep-where" target="_blank" rel="noopener" href="' + esc(P.code[l].url) + '">' +
+        esc(P.where[l]) + "</a>"
+      : '<span class="kstep-where">' + esc(P.where[l]) + "</span>") +
     '<div class="kstep-what">' + esc(P.what[l]) + "</div></div>";
+}
+
+// The code pane: the excerpt of the function behind label l (Debian's linux-source-6.12), with the
+// step's lines marked; rebuilt only when the label changes, and not while playing: redrawing a
+// long excerpt costs more than a whole frame, and nobody reads code at 60 steps/s.  Pausing (or
+// reaching the end) shows the code of the step the player stopped on.
+function code_html(k) {
+  if (k === 0) {
+    return P.code0;
+  }
+  const l = P.frames.data.label[k];
+  const c = P.code[l];
+  if (c === null) {  // a step outside the kernel: there is no kernel code to show
+    return '<div class="kstep-code"><div class="kstep-code-where">' + esc(P.where[l]) +
+      ": this step is not kernel code</div></div>";
+  }
+  const ex = P.excerpts[c.excerpt];
+  const marked = new Set(c.marked);
+  const rows = ex.lines.map((line, i) =>
+    '<span class="kstep-line' + (marked.has(i) ? " kstep-marked" : "") + '"><span class="kstep-lineno">' +
+    (ex.first + i) + "</span>" + esc(line) + "</span>");
+  const note = c.marked.length ? "" : ' <span class="kstep-whole">(the whole function is this one step)</span>';
+  return '<div class="kstep-code"><div class="kstep-code-where">' + esc(ex.where) + " in Linux " + esc(P.release) +
+    note + '</div><pre class="kstep-source">' + rows.join("") + "</pre></div>";
+}
+
+function show_code(k) {
+  const key = k === 0 ? -1 : P.frames.data.label[k];
+  if (st.code === key) {
+    return;
+  }
+  st.code = key;
+  W.code.html = code_html(k);
+  const c = k === 0 ? null : P.code[key];
+  if (c !== null && c.marked.length) {
+    // Scroll the first marked line into the middle of the pane once BokehJS has drawn the new HTML.
+    requestAnimationFrame(() => {
+      const view = Bokeh.index.query_one((v) => v.model === W.code);
+      const pre = view === null ? null : view.el.querySelector("pre.kstep-source");
+      const line = pre === null ? null : pre.querySelector(".kstep-marked");
+      if (line !== null) {
+        pre.scrollTop = line.offsetTop - pre.offsetTop - pre.clientHeight / 3;
+      }
+    });
+  }
 }
 
 // The page of a timeline that frame k is on: Player.page() in player.py computes the same, and the
@@ -109,12 +158,17 @@ function show(k) {
   for (const c of P.cursors) {
     if (c.kind === "box") {
       c.model.setv({left: k, right: k + 1});
+    } else if (c.kind === "curtain") {
+      c.model.left = k + 1;
     } else {
       c.model.location = k + 0.5;
     }
   }
   follow(k);
   W.status.html = status_html(k);
+  if (st.timer === null) {
+    show_code(k);
+  }
   if (W.banner.visible !== (k === n)) {
     W.banner.visible = k === n;  // setting it at all re-lays out the page: only when it changes
   }
@@ -158,15 +212,16 @@ function start_timer() {
     st.timer = requestAnimationFrame(tick);
   };
   st.timer = requestAnimationFrame(tick);
-  W.toggle.label = P.pause_label;
+  st.code = null;
+  W.code.html = P.code_playing;
 }
 
 function stop_timer() {
   if (st.timer !== null) {
     cancelAnimationFrame(st.timer);
     st.timer = null;
+    show_code(st.frame);
   }
-  W.toggle.label = P.play_label;
 }
 
 function pause() {

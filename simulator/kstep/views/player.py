@@ -7,12 +7,13 @@ A mechanism view never writes JavaScript.  It creates a ``Player`` for a trace, 
 - windowed sources (``windowed_source``): timeline rows, shown one page of ``window`` steps at a
   time so that painting a frame costs the same at step 50,000 as at step 5;
 - static sources (plain ``ColumnDataSource``s of markers, which BokehJS culls itself);
-- cursors (a ``Span`` or ``BoxAnnotation`` the player moves to the current step) and x ranges
-  that page along with the cursor (``follow``);
+- cursors (a ``Span`` or ``BoxAnnotation`` the player moves to the current step), curtains (a
+  ``BoxAnnotation`` over every step after the current one, so a timeline shows only what has
+  happened so far) and x ranges that page along with the cursor (``follow``);
 
 and then calls ``layout(...)`` with its plots.  All playback (play/pause, speed, step, back,
-reset, the slider, the status line and the end-of-run banner) is one CustomJS callback running
-player.js, shared by every control.
+reset, the slider, the status line, the code pane and the end-of-run banner) is one CustomJS
+callback running player.js, shared by every control.
 """
 
 from __future__ import annotations
@@ -30,12 +31,17 @@ from bokeh.models.dom import HTML
 from bokeh.models.ui import Pane
 
 from ..engine import Model, Trace
-from . import style
+from . import code, style
 from .columns import FrameColumns, Strings, decode
 
-SOURCE_URL = "https://elixir.bootlin.com/linux/v6.12/source/"  # a link in the status line, never fetched
 PLAY, PAUSE = "▶ Play", "▮▮ Pause"  # glyphs every DejaVu/Arial install has
+# The play/pause toggle's label holds both words and CSS shows the one its state needs: BokehJS
+# re-renders a button whose label changes, which replaced the element being clicked (and dropped
+# its keyboard focus) on every play and pause.
+TOGGLE_LABEL = f'<span class="kstep-when-paused">{PLAY}</span><span class="kstep-when-playing">{PAUSE}</span>'
 SPEEDS = (1, 2, 4, 10, 30, 60, 240, 1000)  # steps per second
+CODE0 = '<div class="kstep-code kstep-code-empty">the Linux 6.12 source of each step shows here</div>'
+CODE_PLAYING = '<div class="kstep-code kstep-code-empty">playing: pause or step to read the code of a step</div>'
 WINDOW = 80  # steps a timeline shows at once: each stays wide enough to see on a projector
 
 
@@ -153,6 +159,12 @@ class Player:
             annotation.location = 0.5
         self._cursors.append({"model": annotation, "kind": kind})
 
+    def curtain(self, annotation: BoxAnnotation) -> None:
+        """Cover every step after the current one with ``annotation`` (its right edge left open, so it
+        reaches the plot's edge): a chart over the run must not show the student what comes next."""
+        annotation.left = 1
+        self._cursors.append({"model": annotation, "kind": "curtain"})
+
     def follow(self, x_range: Range1d) -> None:
         """Show a page of ``window`` steps of a timeline at a time, paging along with the cursor."""
         x_range.start, x_range.end = self.page(0)
@@ -181,7 +193,9 @@ class Player:
         # re-lays out the whole page each time its text changes (about 4 ms a frame).
         status = Pane(elements=[widgets["status"]], stylesheets=[self.stylesheet], name="kstep-status-pane",
                       styles={"width": f"{style.WIDTH}px", "min-height": "4.6em"})
-        parts = [self._div("header", self.header_html()), controls, status, widgets["banner"], *panels]
+        source = Pane(elements=[widgets["code"]], stylesheets=[self.stylesheet], name="kstep-code-pane",
+                      styles={"width": f"{style.WIDTH}px"})
+        parts = [self._div("header", self.header_html()), controls, status, source, widgets["banner"], *panels]
         if key:
             parts.append(self._div("key", key))
         return column(*parts, name=name)
@@ -196,7 +210,7 @@ class Player:
         return {
             "reset": Button(label="|◀ Reset", name="kstep-reset", **btn),
             "back": Button(label="◀ Back", name="kstep-back", **btn),
-            "toggle": Toggle(label=PLAY, name="kstep-play", button_type="success", **btn),
+            "toggle": Toggle(label=HTML(html=TOGGLE_LABEL), name="kstep-play", button_type="success", **btn),
             "step": Button(label="Step ▶", name="kstep-step", **btn),
             "speed": Select(title="speed", name="kstep-speed", width=130, value=str(default),
                             options=[(str(s), f"{s} step{'s' if s > 1 else ''}/s") for s in SPEEDS]),
@@ -206,13 +220,14 @@ class Player:
                              name="kstep-slider",
                              width=style.WIDTH - 4 * 110 - 130 - 40, disabled=n == 0),
             "status": HTML(html=self.status0(), name="kstep-status"),
+            "code": HTML(html=CODE0, name="kstep-code"),
             "banner": self._div("banner", self.banner_html(), visible=n == 0),
         }
 
     def frame_index(self) -> dict:
         """Per frame: who acted, which label, and where each per-frame source's rows start and stop."""
         cols = self.trace.columns(self.model)
-        frames = {"actor": cols["actor"], "label": cols["label"]}
+        frames = {"actor": np.asarray(cols["actor"]), "label": np.asarray(cols["label"])}
         for name, export in self.exports.items():
             frames[f"{name}.start"] = export["start"]
             frames[f"{name}.stop"] = export["stop"]
@@ -230,12 +245,11 @@ class Player:
             "actors": cols["actors"],
             "labels": labels,
             "where": [str(sources[l]) for l in labels],
-            "paths": [sources[l].path for l in labels],
             "what": [what(l) for l in labels],
-            "source_url": SOURCE_URL,
+            **code.tables(labels, sources, {a.label for a in self.trace.actions}),
+            "code0": CODE0,
+            "code_playing": CODE_PLAYING,
             "status0": self.status0(),
-            "play_label": PLAY,
-            "pause_label": PAUSE,
             "window": self.window,
         }
 
@@ -256,7 +270,8 @@ class Player:
     def header_html(self) -> str:
         t, m = self.trace, self.model
         run = {"random": f"random schedule, seed {t.seed}", "round-robin": "round-robin schedule",
-               "scripted": "the scenario's scripted schedule", "explore": "shortest counterexample found by explore"}
+               "scripted": "the scenario's scripted schedule", "explore": "shortest counterexample found by explore",
+               "observed": "observed on a real kernel, one step per aggregation (never simulated)"}
         how = run.get(t.scheduler, t.scheduler)
         variant = m.variant
         broken = (f' · <span class="kstep-broken">broken variant {escape(variant.name)}:</span> {escape(variant.doc)}'
@@ -277,6 +292,9 @@ class Player:
             v = t.violation
             return (f'<div class="kstep-banner violation">✗ step {v.step}: {escape(v.title)}'
                     f'<div class="kstep-message">{escape(v.message)}</div></div>')
+        if t.scheduler == "observed" and t.violation is None:
+            return (f'<div class="kstep-banner finished">✓ end of the recording: {self.n} observed steps'
+                    '<div class="kstep-message">every one keeps the invariants it was checked with</div></div>')
         if t.outcome == "finished":
             return ('<div class="kstep-banner finished">✓ finished: every thread completed its work'
                     '<div class="kstep-message">no invariant was violated on this run</div></div>')

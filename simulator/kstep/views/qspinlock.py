@@ -24,7 +24,7 @@ from bokeh.plotting import figure
 
 from ..models import qspinlock as q
 from . import style
-from .board import COLUMNS as BOX, LEFT, RIGHT, Box, board_figure, columns, draw_boxes, in_a_row
+from .board import LEFT, RIGHT, Box, board_figure, box_source, columns, draw_boxes, in_a_row
 from .counters import counters_figure
 from .player import Player
 from .registry import register
@@ -46,9 +46,9 @@ FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOLDS, RELEASES, IRQ_IDLE, DONE =
 PHASE_OF = {
     q.QSPINLOCK: {
         "queued_spin_lock": FAST_PATH,
-        **dict.fromkeys(("wait_pending_handover", "queued_fetch_set_pending_acquire", "clear_pending",
-                         "wait_locked_clear", "clear_pending_set_locked"), PENDING_PATH),
-        **dict.fromkeys(("grab_mcs_node", "mcs_node_init", "store_node_count", "queued_spin_trylock", "xchg_tail",
+        **dict.fromkeys(("wait_pending_handover", "queued_fetch_set_pending_acquire", "trylock_pending_cmpxchg",
+                         "clear_pending", "wait_locked_clear", "clear_pending_set_locked"), PENDING_PATH),
+        **dict.fromkeys(("node_count_inc", "mcs_node_init", "store_node_count", "queued_spin_trylock", "xchg_tail",
                          "link_prev", "mcs_spin"), IN_QUEUE),
         **dict.fromkeys(("wait_head", "claim_cmpxchg", "set_locked"), QUEUE_HEAD),
         **dict.fromkeys(("wait_next", "mcs_handoff", "release_node"), RELEASES),
@@ -84,10 +84,9 @@ def phase(s, i: int) -> int:
     t = s.threads[i]
     if not t.frames:
         return DONE
-    label = t.frames[0].label
-    if label == q.ENTRY[s.layout] and any(irq == i for _, irq in s.irqs):
+    if t.level and not t.entered:
         return IRQ_IDLE
-    return PHASE_OF[s.layout][label]
+    return PHASE_OF[s.layout][t.frames[0].label]
 
 
 # --- the lock word -----------------------------------------------------------------------------------
@@ -229,7 +228,7 @@ def bit_rows(fields: list[Field], nlocks: int) -> Callable:
                 out["x"].append(round(bit_x(b), 4))
                 out["y"].append(word_top(lock) - 1.05)
                 out["fill"].append(of[b].colour if on else tint(of[b].colour, 0.18))
-                out["line"].append(style.VERMILLION if changed else style.DARK)
+                out["line"].append(style.BLUE if changed else style.DARK)
                 out["width"].append(4.0 if changed else 1.0)
                 out["bit"].append(str(on))
                 out["ink"].append(style.INK if on else style.DARK_GREY)
@@ -307,7 +306,7 @@ def word_figure(player: Player, fields: list[Field]) -> figure:
     nlocks = len(s0.words)
     rows = [(word_top(lock) - 1.05, f"lock {q.lock_name(lock)}") for lock in range(nlocks)]
     p = board_figure("word", f"the lock word{'s' if nlocks > 1 else ''}, bit 31 … bit 0 "
-                             f"(changed by this step: red outline)", rows, height=40 + int(70 * WORD_BLOCK * nlocks),
+                             f"(changed by this step: blue outline)", rows, height=40 + int(70 * WORD_BLOCK * nlocks),
                      y_range=(-WORD_BLOCK * nlocks + 0.1, 0.25))
 
     # Bit numbers and the coloured strips under each field do not change.
@@ -369,8 +368,10 @@ LINK = ("node->next of a node in use", style.INK)
 STALE_LINK = ("stale node->next of a free node", style.GREY)
 NESTING = ("task", "softirq", "hardirq", "NMI")  # kernel/locking/qspinlock.c: what each of the 4 nodes is for
 
-CONTEXT_Y = 8.3
+CONTEXT_Y = 8.3  # the tasks' row; interrupts of higher levels in rows above it
 CONTEXT_H = 1.2
+CONTEXT_ROW = CONTEXT_H + 0.15
+LEVEL_ROWS = ("tasks", "softirqs", "hardirqs", "NMIs", "nested\nNMIs")  # row titles, by q.LEVELS
 HEADER_Y = 7.35
 NODE_Y = 6.25  # qnodes[0]; qnodes[idx] one unit lower per idx
 NODE_H = 0.84
@@ -458,10 +459,19 @@ def link_rows(s, *, live: bool) -> dict[str, list]:
     return out
 
 
+def context_levels(s) -> list[int]:
+    """The nesting levels of a run's contexts, lowest first: one row of boxes each, above the CPUs'
+    columns, so an interrupt is drawn over the task it interrupts."""
+    return sorted({t.level for t in s.threads})
+
+
 def context_boxes(s) -> list[Box]:
     out = []
-    for i, (x, y, w, h) in enumerate(in_a_row(len(s.threads), y=CONTEXT_Y, max_w=2.5)):
-        t = s.threads[i]
+    levels = context_levels(s)
+    cols = cpu_columns(s)
+    for i, t in enumerate(s.threads):
+        x, _, w, _ = cols[t.cpu]
+        y = CONTEXT_Y + levels.index(t.level) * CONTEXT_ROW
         ph = phase(s, i)
         if ph == IRQ_IDLE:
             lines = [NO_IRQ[0]]
@@ -472,13 +482,15 @@ def context_boxes(s) -> list[Box]:
                 on.append(f"lock {q.lock_name(t.lock)}")
             if 0 <= t.idx < q.MAX_NODES:
                 on.append(f"node {node_name(q.node_id(t.cpu, t.idx))}")
+            elif t.idx >= q.MAX_NODES:
+                on.append(f"idx {t.idx}: no node left")
             if s.layout == q.TICKET and t.lock >= 0:
                 on.append(f"ticket {t.ticket}")
             if on:
                 lines.append(" · ".join(on))
             if ph == QUEUE_HEAD and s.layout == q.QSPINLOCK:
                 lines.append(f"val {triple(s, t.val)}")
-        out.append(Box(x, y, w, CONTEXT_H, PHASES[ph][1], f"{t.name} · CPU {t.cpu}", "\n".join(lines)))
+        out.append(Box(x, y, w, CONTEXT_H, PHASES[ph][1], t.name, "\n".join(lines)))
     return out
 
 
@@ -539,16 +551,20 @@ def state_figure(player: Player) -> figure:
     s0 = trace.states[0]
     nlocks = len(s0.words)
     has_nodes = s0.layout != q.TICKET
-    rows = [(CONTEXT_Y, "CPUs")]
+    levels = context_levels(s0)
+    if levels == [q.TASK]:
+        rows = [(CONTEXT_Y, "CPUs")]
+    else:
+        rows = [(CONTEXT_Y + k * CONTEXT_ROW, LEVEL_ROWS[level]) for k, level in enumerate(levels)]
     if has_nodes:
         rows += [(NODE_Y - idx, f"qnodes[{idx}]\n({NESTING[idx]})") for idx in range(q.MAX_NODES)]
     rows += [(queue_y(s0.layout, lock), f"lock {q.lock_name(lock)}") for lock in range(nlocks)]
     bottom = queue_y(s0.layout, nlocks - 1) - QUEUE_H / 2 - 0.1
-    top = CONTEXT_Y + CONTEXT_H / 2 + 0.1
+    top = CONTEXT_Y + (len(levels) - 1) * CONTEXT_ROW + CONTEXT_H / 2 + 0.1
     title = ("CPUs, their MCS nodes (qnodes[0..3] of each CPU), who holds and who waits" if has_nodes
              else "CPUs, who holds and who waits (tickets in the order drawn)")
     p = board_figure("state", title, rows, height=int(STATE_SCALE * (top - bottom)) + 40, y_range=(bottom, top))
-    draw_boxes(p, player.frame_source("contexts", BOX, lambda s: columns(context_boxes(s)), key=context_key),
+    draw_boxes(p, box_source(player, "contexts", lambda s: columns(context_boxes(s)), key=context_key),
                body_size="10pt")
     if has_nodes:
         def headers(s):
@@ -562,7 +578,7 @@ def state_figure(player: Player) -> figure:
                text_font_style="bold", text_align="center", text_baseline="middle", text_color=style.DARK,
                text_font=value(style.FONT))
         small = len(s0.count) > 4  # eight CPUs: narrower columns, smaller print
-        draw_boxes(p, player.frame_source("nodes", BOX, lambda s: columns(node_boxes(s)), key=node_key),
+        draw_boxes(p, box_source(player, "nodes", lambda s: columns(node_boxes(s)), key=node_key),
                    head_size="10pt" if small else style.SMALL_SIZE, body_size="8pt" if small else "10pt")
         link_cols = {c: float for c in ("x0", "y0", "x1", "y1", "cx0", "cy0", "cx1", "cy1")} | {"src": str, "dst": str}
         for name, live, colour, width in (("stale-links", False, STALE_LINK[1], 1.5), ("links", True, LINK[1], 3.0)):
@@ -572,7 +588,7 @@ def state_figure(player: Player) -> figure:
                      line_width=width, line_dash="solid" if live else "dashed", name=f"kstep-plot-state-{name}")
             p.scatter("x1", "y1", source=src, marker="inverted_triangle", size=14 if live else 10, color=colour,
                       name=f"kstep-plot-state-{name}-heads")
-    draw_boxes(p, player.frame_source("queue", BOX, lambda s: columns(queue_boxes(s)), key=queue_key),
+    draw_boxes(p, box_source(player, "queue", lambda s: columns(queue_boxes(s)), key=queue_key),
                body_size="10pt")
     return p
 
@@ -627,7 +643,7 @@ def lock_lanes(p: figure, player: Player, first_lane: int) -> None:
     changed = np.flatnonzero((words[1:] != words[:-1]).any(axis=1)) + 1
     lane_of = [first_lane + int(np.flatnonzero(words[k] != words[k - 1])[0]) for k in changed]
     marks(p, player, "word-changes", changed.astype(np.int32), np.array(lane_of, dtype=np.int16),
-          color=style.VERMILLION, marker="diamond", size=9, dy=-0.45)
+          color=style.BLUE, marker="diamond", size=9, dy=-0.45)
 
 
 def counter_table(trace, model) -> tuple[list[str], np.ndarray]:
@@ -642,7 +658,7 @@ def counter_table(trace, model) -> tuple[list[str], np.ndarray]:
 
 
 COUNTER_COLOURS = {"fast path": style.SKY, "pending path": style.YELLOW, "queued": style.ORANGE,
-                   "trylock after grabbing a node": style.GREY, "head claims: cmpxchg": style.SIENNA,
+                   "trylock in the slow path": style.GREY, "head claims: cmpxchg": style.SIENNA,
                    "head claims: set_locked": style.BLUE, "acquisitions": style.GREEN,
                    "ticket served at once": style.SKY, "waited for its ticket": style.ORANGE,
                    "stolen": style.YELLOW, "must-queue set": style.PURPLE, "head claims": style.SIENNA}
@@ -674,11 +690,11 @@ def qspinlock_view(trace, model):
     named = PHASE_NAMES[s0.layout]
     key = style.key_html("CPUs:", [(named.get(ph, PHASES[ph][0]), PHASES[ph][1]) for ph in SHOWN_PHASES[s0.layout]])
     key += style.key_html("word:", [(f.name, f.colour) for f in fields],
-                          outline=[("bit changed by this step", style.VERMILLION)])
+                          outline=[("bit changed by this step", style.BLUE)])
     if s0.layout != q.TICKET:
         key += style.key_html("nodes:", [("filled: in use, in its context's colour", style.ORANGE), NODE_FREE],
                               outline=[NODE_BAD],
                               marks=[("⌒▼", LINK[1], LINK[0]), ("⌒▼", STALE_LINK[1], STALE_LINK[0])])
     key += style.key_html("timeline:", [], marks=[("▲", style.DARK, "took a step"),
-                                                  ("◆", style.VERMILLION, "changed a lock word")])
+                                                  ("◆", style.BLUE, "changed a lock word")])
     return player.layout(word, state, timeline, counters, key=key)

@@ -14,7 +14,7 @@ from bokeh.plotting import figure
 
 from ..models.rcu import FREED, RCU_ACTOR, awaited, gp_running, gp_seq_long, grace_periods_ended, rcu_seq_done
 from . import style
-from .board import COLUMNS as BOX, Box, board_figure, columns, draw_boxes, in_a_row
+from .board import Box, board_figure, box_source, columns, draw_boxes, in_a_row
 from .counters import counters_figure
 from .player import Player
 from .registry import register
@@ -227,12 +227,11 @@ def rcu_view(trace, model):
 
     board = board_figure("state", "state after this step", [(3, "CPUs"), (2, "grace period"), (1, "callbacks"),
                                                              (0, "objects")], height=470, y_range=(-0.55, 3.5))
-    draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s)), key=thread_key))
-    draw_boxes(board, player.frame_source("gp", BOX, rcu_boxes, key=lambda s: (s.rcu.gp_seq, s.rcu.qsmask)))
-    draw_boxes(board, player.frame_source("callbacks", BOX,
-                                          lambda s: columns(callback_boxes(s.rcu, describe, y=1)),
-                                          key=lambda s: (s.rcu.gp_seq, s.rcu.callbacks)))
-    draw_boxes(board, player.frame_source("objects", BOX, lambda s: columns(object_boxes(s)), key=object_key))
+    draw_boxes(board, box_source(player, "threads", lambda s: columns(thread_boxes(s)), key=thread_key))
+    draw_boxes(board, box_source(player, "gp", rcu_boxes, key=lambda s: (s.rcu.gp_seq, s.rcu.qsmask)))
+    draw_boxes(board, box_source(player, "callbacks", lambda s: columns(callback_boxes(s.rcu, describe, y=1)),
+                                 key=lambda s: (s.rcu.gp_seq, s.rcu.callbacks)))
+    draw_boxes(board, box_source(player, "objects", lambda s: columns(object_boxes(s)), key=object_key))
 
     lanes = [f"{n} (CPU {i})" for i, n in enumerate(names)] + ["grace period"]
     timeline = lanes_figure(player, "timeline", "who did what: CPUs and grace periods over time", lanes)

@@ -97,6 +97,18 @@ CSS = f"""
 .kstep-banner.finished {{ background: {GREEN}; }}
 .kstep-banner.stopped {{ background: {DARK}; }}
 .kstep-banner .kstep-message {{ font-size: {TEXT_SIZE}; margin-top: 4px; }}
+.kstep-code {{ font-size: {SMALL_SIZE}; margin-top: 4px; }}
+.kstep-code-empty {{ color: {DARK}; padding: 4px 10px; }}
+.kstep-code-where {{ font-family: {MONO}; color: {DARK}; padding: 2px 10px; }}
+.kstep-whole {{ font-family: {FONT}; }}
+.kstep-source {{ font-family: {MONO}; font-size: {SMALL_SIZE}; line-height: 1.35; max-height: 14em; overflow: auto;
+                 margin: 0; padding: 4px 0; background: #FBFBF8; border: 1px solid {LIGHT}; }}
+.kstep-line {{ display: block; white-space: pre; padding-right: 8px; }}
+.kstep-lineno {{ display: inline-block; width: 4.5em; padding-right: 1em; text-align: right; color: {DARK_GREY};
+                 user-select: none; }}
+.kstep-marked {{ background: #DCEAF7; border-left: 4px solid {BLUE}; }}
+.bk-btn .kstep-when-playing, .bk-btn.bk-active .kstep-when-paused {{ display: none; }}
+.bk-btn.bk-active .kstep-when-playing {{ display: inline; }}
 .kstep-key {{ font-size: {SMALL_SIZE}; line-height: 2; }}
 .kstep-chip {{ margin-right: 1.2em; white-space: nowrap; }}
 .kstep-swatch {{ display: inline-block; width: 1.4em; height: 0.9em; vertical-align: middle;

@@ -1,6 +1,9 @@
 """Timelines: one lane per thread (or per RCU fact) over the steps of a trace.
 
-Frame k's state occupies x in [k, k + 1); the action that led to frame k is marked at x = k.
+Frame k's state occupies x in [k, k + 1), and the action that led to frame k is marked inside
+that column, at x = k + 0.5.  A curtain covers every column after the current frame's, so a
+timeline shows the run only as far as it has been played: what comes next is for the student
+to predict, not to read off the chart.
 Lanes are numbered 0, 1, 2, ... from the top and drawn at y = -lane.  Bars are small ints whose
 colours go through a colour mapper over phase numbers, held in windowed sources (one page of
 steps at a time, since BokehJS would otherwise paint every bar of a 50,000-step run on each
@@ -55,10 +58,14 @@ def lanes_figure(player: Player, name: str, title: str, lanes: Sequence[str], *,
 
 
 def add_cursor(p: figure, player: Player) -> None:
-    """A translucent column over the current step, moved by the player."""
+    """A translucent column over the current step and a curtain over the steps to come, moved by the
+    player."""
+    curtain = BoxAnnotation(fill_color=style.WHITE, fill_alpha=1.0, line_alpha=0.0, name=f"{p.name}-curtain")
     cursor = BoxAnnotation(fill_color=style.BLUE, fill_alpha=0.15, line_color=style.BLUE, line_alpha=0.7,
                            name=f"{p.name}-cursor")
+    p.add_layout(curtain)
     p.add_layout(cursor)
+    player.curtain(curtain)
     player.cursor(cursor)
 
 
@@ -107,27 +114,31 @@ def interval_lane(p: figure, player: Player, name: str, active: Sequence[bool], 
 
 
 def marks(p: figure, player: Player, name: str, x: np.ndarray, lane: np.ndarray, *, color: str = style.INK,
-          marker: str = "triangle", size: int = 9, dy: float = 0.38, line_width: float = 1.0) -> None:
-    """Point marks at (x, lane): who took each step, where a quiescent state was reported."""
-    data = {"x": _small(np.asarray(x)), "y": (-np.asarray(lane, dtype=np.float32) + np.float32(dy))}
+          marker: str = "triangle", size: int = 9, dy: float = 0.38) -> None:
+    """Point marks for steps ``x`` in ``lane``: who took each step, where a quiescent state was reported.
+
+    A mark sits in the middle of its step's column, so the curtain hides it whole until that step."""
+    data = {"x": np.asarray(x, dtype=np.float32) + np.float32(0.5),
+            "y": (-np.asarray(lane, dtype=np.float32) + np.float32(dy))}
     source = player.static_source(f"{p.name}-{name}", data)
-    p.scatter("x", "y", source=source, marker=marker, size=size, color=color, line_width=line_width,
+    p.scatter("x", "y", source=source, marker=marker, size=size, color=color,
               name=f"{p.name}-{name}")
 
 
 def actor_marks(p: figure, player: Player, lane_of_actor: Sequence[int]) -> None:
     """A small triangle at step k in the lane of the actor that took step k."""
-    actor = player.trace.columns(player.model)["actor"][1:]
+    actor = np.asarray(player.trace.columns(player.model)["actor"])[1:]
     lane = np.asarray(lane_of_actor, dtype=np.int16)[actor] if len(actor) else np.zeros(0, np.int16)
     keep = lane >= 0
     steps = np.arange(1, len(actor) + 1, dtype=np.int32)
     marks(p, player, "actions", steps[keep], lane[keep], color=style.DARK, size=7)
     v = player.trace.violation
     if v is not None and v.invariant != "deadlock" and v.step and lane[v.step - 1] >= 0:
-        # The step that broke the invariant, where the student will look for it.
-        k = slice(v.step - 1, v.step)
-        marks(p, player, "violation", steps[k], lane[k], color=style.VERMILLION, marker="x", size=24, dy=0.0,
-              line_width=5)
+        # The step that broke the invariant, where the student will look for it: a box in data units,
+        # exactly its column, so that no edge of it shows before the curtain uncovers that step.
+        source = player.static_source(f"{p.name}-violation", {"x": [v.step + 0.5], "y": [-float(lane[v.step - 1])]})
+        p.rect("x", "y", width=0.9, height=0.9, source=source, fill_color=style.VERMILLION, fill_alpha=0.35,
+               line_color=style.VERMILLION, line_width=4, name=f"{p.name}-violation")
 
 
 def _small(arr: np.ndarray) -> np.ndarray:

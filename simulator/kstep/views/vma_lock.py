@@ -14,7 +14,7 @@ import numpy as np
 from ..models import rwsem
 from ..models.vma_lock import FREED, LIVE, MM, RCU_PENDING, is_write_locked, vma_read_locked
 from . import style
-from .board import COLUMNS as BOX, LEFT, Box, board_figure, columns, draw_boxes, in_a_row
+from .board import LEFT, Box, board_figure, box_source, columns, draw_boxes, in_a_row
 from .counters import counters_figure
 from .player import Player
 from .rcu import (CB_READY, CB_WAITING, GP_RUNNING, QS_PENDING, callback_boxes, callbacks_figure, gp_box,
@@ -205,17 +205,16 @@ def vma_lock_view(trace, model):
     board = board_figure("state", "state after this step",
                          [(4, "threads"), (3, "mm · RCU"), (2, "maple tree"), (1, "off the tree"), (0, "callbacks")],
                          height=590, y_range=(-0.55, 4.5))
-    draw_boxes(board, player.frame_source("threads", BOX, lambda s: columns(thread_boxes(s, names)), key=thread_key))
-    draw_boxes(board, player.frame_source(
-        "mm", BOX, lambda s: columns([mm_box(s, names), gp_box(s.rcu, names, 6.75, 3, 3.0)]),
-        key=lambda s: (s.mm.mmap_lock, s.mm.mm_lock_seq, s.rcu.gp_seq, s.rcu.qsmask)))
-    draw_boxes(board, player.frame_source("tree", BOX, lambda s: columns(tree_boxes(s, names)),
-                                          key=lambda s: (s.mm, s.vmas)), body_size="10pt")
-    draw_boxes(board, player.frame_source("off-tree", BOX, lambda s: columns(off_tree_boxes(s, names)),
-                                          key=lambda s: (s.mm, s.vmas, tuple((t.vma, bool(t.frames)) for t in s.threads))),
+    draw_boxes(board, box_source(player, "threads", lambda s: columns(thread_boxes(s, names)), key=thread_key))
+    draw_boxes(board, box_source(player, "mm", lambda s: columns([mm_box(s, names), gp_box(s.rcu, names, 6.75, 3, 3.0)]),
+                                 key=lambda s: (s.mm.mmap_lock, s.mm.mm_lock_seq, s.rcu.gp_seq, s.rcu.qsmask)))
+    draw_boxes(board, box_source(player, "tree", lambda s: columns(tree_boxes(s, names)),
+                                 key=lambda s: (s.mm, s.vmas)), body_size="10pt")
+    draw_boxes(board, box_source(player, "off-tree", lambda s: columns(off_tree_boxes(s, names)),
+                                 key=lambda s: (s.mm, s.vmas, tuple((t.vma, bool(t.frames)) for t in s.threads))),
                body_size="10pt")
-    draw_boxes(board, player.frame_source("callbacks", BOX, lambda s: columns(callback_boxes(s.rcu, describe, y=0)),
-                                          key=lambda s: (s.rcu.gp_seq, s.rcu.callbacks)))
+    draw_boxes(board, box_source(player, "callbacks", lambda s: columns(callback_boxes(s.rcu, describe, y=0)),
+                                 key=lambda s: (s.rcu.gp_seq, s.rcu.callbacks)))
     faults = player.frame_source("faults", {"x": float, "y": float, "text": str}, lambda s: fault_marks(s, names),
                                  key=lambda s: (s.mm.tree, s.vmas, tuple((t.addr, bool(t.frames)) for t in s.threads)))
     board.scatter("x", "y", source=faults, marker="inverted_triangle", size=13, color=style.INK,

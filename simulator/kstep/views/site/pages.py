@@ -8,7 +8,8 @@ A page is a title and one directive; the directive runs the library when Sphinx 
   run, the claims of its text checked against that run, and the command that prints it;
 - ``kstep-counterexample MECH VARIANT``: what the variant breaks and the shortest run in which the
   explorer catches it;
-- ``kstep-animations MECH`` (on a chapter): the list of those pages, with each description;
+- ``kstep-animations MECH`` (on a chapter): the list of those pages in lecture order, with each
+  description; its hidden toctree makes the theme's previous/next links follow that order;
 - ``kstep-exercises MECH`` (on a chapter): the graded exercises found under ``exercises/``;
 - ``kstep-variants MECH`` (instructor guide): every variant against every bundled scenario, from the
   committed verdict table.
@@ -141,10 +142,8 @@ class ScenarioDirective(KstepDirective):
                       nodes.Text(" (then round-robin)")]
         else:
             facts += nodes.Text(f"the random scheduler, seed {course.SEED}")
-        facts += nodes.Text(f"; outcome: {trace.outcome}.")
-        if trace.violation is not None:
-            v = trace.violation
-            facts += nodes.Text(f" {v.title} at step {v.step}: {v.message}")
+        # How the run ends is for the student to predict: the banner at its last step says it.
+        facts += nodes.Text("; the banner at its last step says how it ends.")
         out.append(facts)
         out.append(self.animation(trace, model))
         if sc.expect:
@@ -216,7 +215,7 @@ class AnimationsDirective(KstepDirective):
         model = make_model(mech)
         docnames = []
         scenarios = nodes.bullet_list(classes=["kstep-animations"])
-        for name in scenario.bundled(mech):
+        for name in scenario.lecture_order(mech):
             sc = scenario.load(mech, model.scenario_schema, name)
             docnames.append(page_docname(mech, name))
             head = nodes.paragraph()

@@ -1,7 +1,9 @@
 """Footprints, checked on every reachable state of every bundled scenario: a step changes only what
 it declares, two steps whose footprints are apart commute and neither enables nor disables the
-other, a blocked thread stays blocked while others write nothing it reads, and a state invariant's
-verdict changes only with the fields it declares it reads.  Generic: a model plugs in by declaring
+other, a blocked thread stays blocked while others write nothing it reads, a state invariant's
+verdict changes only with the fields it declares it reads, a step the partial-order reduction
+counts as invisible changes no invariant's verdict, and an actor's future footprint covers its
+step and never grows.  Generic: a model plugs in by declaring
 footprints (an undeclared step may touch anything and is not checked)."""
 
 import pytest
@@ -9,6 +11,7 @@ from support import bundled_runs, load, reachable
 
 from kstep.engine import Action
 from kstep.engine.model import changed, covers
+from kstep.engine.por import Reduction
 
 
 def footprint_problems(m, s):
@@ -48,6 +51,35 @@ def footprint_problems(m, s):
         for a, t in steps.items():
             if not {loc[0] for loc in changed(s, t)} & set(inv.reads) and bool(inv.check(t)) != before:
                 out.append(f"{inv.name} changed its verdict across {a}, which wrote none of {inv.reads}")
+    return out + reduction_problems(m, s, steps, fps)
+
+
+def reduction_problems(m, s, steps, fps):
+    """What the partial-order reduction relies on and ``s`` contradicts: invisible steps change no
+    invariant's verdict; an actor's future footprint covers each of its steps and never grows."""
+    out = []
+    red = Reduction(m, s)
+    for a, t in steps.items():
+        if fps[a] is None or red.visible(a, fps[a]):
+            continue
+        for inv in m.invariants:
+            if inv.transition and inv.check(s, a, t):
+                out.append(f"{a} is counted invisible, yet {inv.name} fires on it")
+            elif not inv.transition and bool(inv.check(s)) != bool(inv.check(t)):
+                out.append(f"{a} is counted invisible, yet {inv.name} changed its verdict across it")
+    for actor in m.actors(s):
+        future = m.future_footprint(s, actor)
+        if future is None:
+            continue
+        for a in (a for a in steps if a.actor == actor and fps[a] is not None):
+            if not all(covers(future.reads, x) for x in fps[a].reads) or \
+                    not all(covers(future.writes, x) for x in fps[a].writes):
+                out.append(f"{a}'s footprint is outside {actor}'s future footprint")
+        for b, t in steps.items():
+            later = m.future_footprint(t, actor)
+            if later is None or not all(covers(future.reads, x) for x in later.reads) or \
+                    not all(covers(future.writes, x) for x in later.writes):
+                out.append(f"{actor}'s future footprint grew across {b}")
     return out
 
 

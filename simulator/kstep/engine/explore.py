@@ -23,6 +23,7 @@ from typing import Callable, Optional
 
 from .codec import Codec
 from .model import HARM, Checks, Model, State, Violation, deadlock, without_cyclic_gc
+from .por import Reduction
 from .schedule import Replay, deadlock_message, simulate
 from .symmetry import Symmetry
 from .trace import Trace
@@ -37,6 +38,8 @@ class ExploreResult:
     seconds: float
     violation: Optional[Violation] = None
     counterexample: Optional[Trace] = None
+    interrupted: bool = False  # stopped by Ctrl-C: what it found so far
+    reduced: int = 0  # states expanded through an ample set only (partial-order reduction)
 
     @property
     def clean(self) -> bool:
@@ -52,23 +55,49 @@ class ExploreResult:
         """"clean" (exhausted, every invariant held), "violation", or "bounded" (never clean)."""
         if self.violation is not None:
             return "violation"
-        return "clean" if self.exhausted else "bounded"
+        return "clean" if self.exhausted else "interrupted" if self.interrupted else "bounded"
+
+
+def explore(model: Model, initial: State, *, por: bool = True, **options) -> ExploreResult:
+    """Search every interleaving breadth-first (see ``search`` for the options).
+
+    With ``por`` (and a model that declares footprints) each state expands only an ample set of its
+    steps (``por.Reduction``).  That keeps every verdict but may find a longer counterexample first,
+    so a violation is then searched for again without the reduction, only as deep as the first one,
+    and the shortest is reported; ``states`` and ``transitions`` count both searches.
+    """
+    first = search(model, initial, por=por, **options)
+    if not first.reduced or first.violation is None or first.interrupted:
+        return first  # nothing was left out: its counterexample is the shortest
+    options.pop("max_depth", None)
+    options.pop("visit", None)  # the states stored are the first search's
+    again = search(model, initial, por=False, max_depth=len(first.counterexample), **options)
+    if again.violation is None:
+        return first
+    again.states += first.states
+    again.transitions += first.transitions
+    again.seconds += first.seconds
+    again.exhausted = first.exhausted
+    return again
 
 
 @without_cyclic_gc
-def explore(
+def search(
     model: Model,
     initial: State,
     *,
     max_states: int = 1_000_000,
     harm_first: bool = True,
-    progress: Optional[Callable[[int, int, int], None]] = None,
+    progress: Optional[Callable[[int, int, int, int], None]] = None,
     progress_every: float = 1.0,
     scenario: str = "",
     config: Optional[dict] = None,
     symmetry: bool = True,
+    por: bool = False,
+    max_depth: Optional[int] = None,
+    visit: Optional[Callable[[State], None]] = None,
 ) -> ExploreResult:
-    """Search every interleaving breadth-first.
+    """One breadth-first search.
 
     With ``harm_first`` the search stops at the first harm or deadlock, which is therefore the
     shortest trace reaching harm; broken assertions are noted on the way (the shortest one kept)
@@ -76,7 +105,13 @@ def explore(
 
     With ``symmetry`` (and a model that declares interchangeable units) one state per orbit is
     stored; ``states`` counts those, and the counterexample is replayed as a concrete run.
-    The search stores at most ``max_states`` states and stops as soon as it has stored that many.
+
+    It stores at most ``max_states`` states; then it expands the states it stored without storing
+    more, and stops as bounded at the first successor it has not stored (if none appears, the
+    search was exhausted after all).  ``max_depth`` expands no state deeper than that (deadlocks
+    there are still seen).  ``visit`` receives every state stored (under symmetry, the first one
+    of each orbit met), and progress ``(states, transitions, depth, frontier)`` about once every
+    ``progress_every`` seconds.  Ctrl-C stops it with what it found so far (``interrupted``).
     """
     start = time.perf_counter()
     checks = Checks(model.invariants)
@@ -89,17 +124,21 @@ def explore(
     group = Symmetry(model, initial, encode) if symmetry else None
     if group:
         encode = group.canon
+    reduction = Reduction(model, initial) if por else None
+    ample = reduction.candidates if reduction else None
     code0 = encode(initial)
     parent: dict = {code0: None}  # encoded state -> its parent's encoding
     transitions = 0
+    reduced = 0
     depth = 0
     next_report = start + progress_every
     noted = None  # (violation, end) of the shortest broken assertion, while harm is still sought
 
-    def result(found=None, exhausted=False):
+    def result(found=None, exhausted=False, interrupted=False):
         found = found or noted
         if found is None:
-            return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start)
+            return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start,
+                                 interrupted=interrupted, reduced=reduced)
         violation, end = found
         tail = []
         if isinstance(end, _Tail):
@@ -115,8 +154,10 @@ def explore(
         if seen != violation._replace(step=len(cex)):  # the trace must show what the search saw
             raise RuntimeError(f"explore found {violation}, but its counterexample run gives {cex.violation}")
         return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start,
-                             cex.violation, cex)
+                             cex.violation, cex, interrupted, reduced)
 
+    if visit:
+        visit(initial)
     v = checks.after(None, None, initial, 0)
     if v and (v.kind == HARM or not harm_first):
         return result((v, code0))
@@ -124,58 +165,73 @@ def explore(
         noted = (v, code0)
         assert_steps = assert_states = []
     layer = [(initial, code0)]
-    while layer:
-        found = None  # (violation, end) of length depth + 1, reported unless a deadlock is at depth
-        bounded = False
-        nxt_layer = []
-        for s, code in layer:
-            enabled = model.actions(s)
-            if not enabled and not model.finished(s):
-                return result((deadlock(deadlock_message(model, s), depth), code))
-            for a in enabled:
-                if len(parent) >= max_states:  # N states stored: stop now, not at the end of the layer
-                    bounded = True
-                    break
-                t = model.step(s, a)
-                transitions += 1
-                if found is None:
-                    if any(f(s, a, t) for f in harm_steps):
-                        found = (checks.harm(s, a, t, depth + 1), _Tail(code, a, t))
-                        continue
-                    if any(f(s, a, t) for f in assert_steps):
-                        v = (checks.assertion(s, a, t, depth + 1), _Tail(code, a, t))
-                        if not harm_first:
-                            found = v
-                            continue
-                        noted, assert_steps, assert_states = v, [], []
-                tcode = encode(t)
-                if tcode in parent:
+    try:
+        while layer:
+            found = None  # (violation, end) of length depth + 1, reported unless a deadlock is at depth
+            bounded = False
+            nxt_layer = []
+            for s, code in layer:
+                enabled = model.actions(s)
+                if not enabled and not model.finished(s):
+                    return result((deadlock(deadlock_message(model, s), depth), code))
+                if depth == max_depth:
                     continue
-                parent[tcode] = code
-                if found is None:
-                    if any(f(t) for f in harm_states):
-                        found = (checks.harm(s, a, t, depth + 1), tcode)
-                        continue
-                    if any(f(t) for f in assert_states):
-                        v = (checks.assertion(s, a, t, depth + 1), tcode)
-                        if not harm_first:
-                            found = v
+                moves = None
+                if ample:
+                    for acts in ample(s, enabled):
+                        moves = [(a, model.step(s, a)) for a in acts]
+                        codes = [encode(t) for _, t in moves]
+                        if not any(c in parent for c in codes) and len(set(codes)) == len(codes):  # C3
+                            reduced += 1
+                            break
+                        moves = None
+                for a, t in moves or ((a, model.step(s, a)) for a in enabled):
+                    transitions += 1
+                    if found is None:
+                        if any(f(s, a, t) for f in harm_steps):
+                            found = (checks.harm(s, a, t, depth + 1), _Tail(code, a, t))
                             continue
-                        noted, assert_steps, assert_states = v, [], []
-                nxt_layer.append((t, tcode))
-            if bounded:
-                break
-            if progress and time.perf_counter() >= next_report:
-                progress(len(parent), transitions, depth)
-                next_report = time.perf_counter() + progress_every
-        if found:
-            depth += 1
-            return result(found)
-        if bounded:
-            return result()
-        layer = nxt_layer
-        if layer:
-            depth += 1
+                        if any(f(s, a, t) for f in assert_steps):
+                            v = (checks.assertion(s, a, t, depth + 1), _Tail(code, a, t))
+                            if not harm_first:
+                                found = v
+                                continue
+                            noted, assert_steps, assert_states = v, [], []
+                    tcode = encode(t)
+                    if tcode in parent:
+                        continue
+                    if len(parent) >= max_states:  # N stored: a state not stored ends the search, bounded
+                        bounded = True
+                        break
+                    parent[tcode] = code
+                    if visit:
+                        visit(t)
+                    if found is None:
+                        if any(f(t) for f in harm_states):
+                            found = (checks.harm(s, a, t, depth + 1), tcode)
+                            continue
+                        if any(f(t) for f in assert_states):
+                            v = (checks.assertion(s, a, t, depth + 1), tcode)
+                            if not harm_first:
+                                found = v
+                                continue
+                            noted, assert_steps, assert_states = v, [], []
+                    nxt_layer.append((t, tcode))
+                if bounded:
+                    break
+                if progress and time.perf_counter() >= next_report:
+                    progress(len(parent), transitions, depth, len(layer) + len(nxt_layer))
+                    next_report = time.perf_counter() + progress_every
+            if found:
+                depth += 1
+                return result(found)
+            if bounded or depth == max_depth:
+                return result()
+            layer = nxt_layer
+            if layer:
+                depth += 1
+    except KeyboardInterrupt:
+        return result(interrupted=True)
     return result(exhausted=True)
 
 

@@ -84,6 +84,7 @@ class Footprint(NamedTuple):
 
     reads: frozenset
     writes: frozenset
+    own: Optional[tuple] = None  # the stepping context's own record, ("threads", i), if it has one
 
     def conflicts(self, other: "Footprint") -> bool:
         """True when one step writes what the other reads or writes (so the two may not commute)."""
@@ -127,7 +128,9 @@ class Invariant(NamedTuple):
     explorer looks for harm first, so a counterexample shows the consequence when there is one.
 
     ``reads`` names the state fields the check looks at (None: any), so a reduction can tell which
-    steps it may see.
+    steps it may see.  ``steps`` names the labels whose step can change what it reads of the
+    stepping context's own record (for a transition invariant: the labels it can fire on); None:
+    any.  Both are held to what the check does by the footprint test.
     """
 
     name: str
@@ -136,6 +139,7 @@ class Invariant(NamedTuple):
     transition: bool = False
     kind: str = ASSERTION
     reads: Optional[tuple] = None
+    steps: Optional[frozenset] = None
 
 
 class Variant(NamedTuple):
@@ -228,6 +232,11 @@ class Model(abc.ABC):
     def footprint(self, state: State, action: Action) -> Optional[Footprint]:
         """What ``action`` reads and writes in ``state`` (its guard included); None: it may touch
         anything (every reduction then treats it as depending on every other step)."""
+        return None
+
+    def future_footprint(self, state: State, actor: str) -> Optional[Footprint]:
+        """Everything ``actor`` may read and write from ``state`` on, over every step it may still
+        take (an actor that has finished: nothing); None: anything."""
         return None
 
     def symmetric_units(self, state: State) -> tuple:

@@ -286,7 +286,7 @@ class ProgramModel(Model):
         i = thread_index(state, action.actor)
         reads, writes = st.footprint(state, i) if st.optional else st.footprint(state, i, state.threads[i].frames[0][1])
         own = ("threads", i)
-        return Footprint(frozenset(reads) | {own}, frozenset(writes) | {own})
+        return Footprint(frozenset(reads) | {own}, frozenset(writes) | {own}, own)
 
     def cost(self, state: State, action: Action) -> int:
         c = self._steps[action.label].cost

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import (HARM, Frame, Invariant, Program, ProgramModel, Replacement, Source, Variant, push,
+from ..engine import (HARM, Footprint, Frame, Invariant, Program, ProgramModel, Replacement, Source, Variant, push,
                       set_thread, thread_index)
 from ..engine.expect import ExpectError
 from ..engine.scenario import Int, Key, List, Str, Table, bad
@@ -996,6 +996,7 @@ def ppc_queued_spin_unlock(s, i, arg):
 PROGRAMS = {QSPINLOCK: qspinlock, TICKET: ticket, POWERPC: powerpc}
 ENTRY = {QSPINLOCK: "queued_spin_lock", TICKET: "arch_spin_lock", POWERPC: "queued_spin_lock"}
 UNLOCK = frozenset({"queued_spin_unlock", "arch_spin_unlock"})  # next step of a context in its critical section
+LOCK_ARG = frozenset({"lock_section", "queued_spin_lock", "arch_spin_lock"})  # frames whose argument is a lock
 PENDING_PATH = frozenset({"wait_locked_clear", "clear_pending_set_locked", "clear_pending"})
 
 
@@ -1202,28 +1203,34 @@ def no_lost_handoff(s):
     return None
 
 
+# The steps that move a context into or out of what the invariants read of its own record.
+HOLDING = frozenset({"critical_section"}) | UNLOCK  # into and out of a critical section
+PENDING_ENTRY_EXIT = frozenset({"queued_fetch_set_pending_acquire", "trylock_pending_cmpxchg", "clear_pending",
+                                "clear_pending_set_locked"})
+
 INVARIANTS = [
     Invariant("mutual-exclusion", "at most one context is in the critical section of a lock", mutual_exclusion,
-              kind=HARM, reads=("threads",)),
+              kind=HARM, reads=("threads",), steps=HOLDING),
     Invariant("legal-lock-word",
               "every lock word decodes to a legal (tail, pending, locked) triple for its layout", legal_lock_word,
-              reads=("words",)),
+              reads=("words",), steps=frozenset()),
     Invariant("tail-names-last-queued",
               "a non-zero tail names the last node in the MCS queue (a node in use); no tail, no queue",
               tail_names_last_queued,
-              reads=("words", "ghost_queue", "ghost_order", "threads", "count")),
+              reads=("words", "ghost_queue", "ghost_order", "threads", "count"), steps=HOLDING),
     Invariant("fifo", "queued waiters get the lock in the order they queued", fifo, transition=True,
-              reads=("threads", "ghost_order")),
+              reads=("threads", "ghost_order"), steps=frozenset({"critical_section"})),
     Invariant("one-pending-owner",
               "pending is set exactly while one CPU is in the pending path (steps 4-7)", one_pending_owner,
-              reads=("words", "threads")),
+              reads=("words", "threads"), steps=PENDING_ENTRY_EXIT),
     Invariant("mcs-nodes-per-cpu", "no two contexts of a CPU use the same MCS node (so a CPU uses at most "
               "MAX_NODES), and releasing a node returns the count to its value on entry",
-              mcs_nodes_per_cpu, transition=True, reads=("threads", "count")),
+              mcs_nodes_per_cpu, transition=True, reads=("threads", "count"),
+              steps=frozenset({"node_count_inc", "release_node"})),
     Invariant("no-lost-handoff",
               "an MCS hand-off (node->locked = 1) and a successor's link (prev->next) stay until their "
               "owner has seen them", no_lost_handoff,
-              reads=("nodes", "ghost_handoffs", "ghost_links")),
+              reads=("nodes", "ghost_handoffs", "ghost_links"), steps=frozenset()),
 ]
 
 
@@ -1363,6 +1370,7 @@ class QspinlockModel(ProgramModel):
         self.layout = chosen.params["program"]
         self.program = PROGRAMS[self.layout]
         self.entry = ENTRY[self.layout]
+        self._futures = {}  # (context index, its record) -> its future footprint
         super().__init__(variant)
 
     def initial(self, config):
@@ -1405,6 +1413,38 @@ class QspinlockModel(ProgramModel):
             if i in chain:
                 return fp._replace(reads=fp.reads | {("threads", j) for j in chain})
         return fp
+
+    def future_footprint(self, s, actor):
+        """A context may still touch the words and queues of its locks (the one in progress and those
+        left in its program), its CPU's count, any MCS node and the ghost hand-off records, and it
+        reads the records of the contexts nested with it.  powerpc declares no footprints."""
+        if self.layout == POWERPC:
+            return None
+        i = thread_index(s, actor)
+        t = s.threads[i]
+        key = (i, t)
+        fp = self._futures.get(key)
+        if fp is None:
+            fp = self._futures[key] = self._future(s, i, t)
+        return fp
+
+    def _future(self, s, i, t):
+        if not t.frames:
+            return Footprint(frozenset(), frozenset())
+        locks = {t.lock} if t.lock >= 0 else set()
+        for label, arg in t.frames:
+            if label == "lock_list":
+                locks.update(arg[0])
+            elif label in LOCK_ARG:
+                locks.add(arg)
+        writes = {("threads", i), ("count", t.cpu), ("nodes",), ("ghost_handoffs",), ("ghost_links",)}
+        for lock in locks:
+            writes |= {("words", lock), ("ghost_queue", lock), ("ghost_order", lock)}
+        reads = set(writes)
+        for chain in s.nest:
+            if i in chain:
+                reads.update(("threads", j) for j in chain)
+        return Footprint(frozenset(reads), frozenset(writes))
 
     # -- symmetry: a CPU with all its contexts, nodes and count is a unit ------------------------------------
     def _contexts(self, s):

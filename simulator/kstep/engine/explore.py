@@ -18,6 +18,7 @@ reader of the file recomputes.
 from __future__ import annotations
 
 import time
+from hashlib import blake2b
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -64,14 +65,17 @@ def explore(model: Model, initial: State, *, por: bool = True, **options) -> Exp
     With ``por`` (and a model that declares footprints) each state expands only an ample set of its
     steps (``por.Reduction``).  That keeps every verdict but may find a longer counterexample first,
     so a violation is then searched for again without the reduction, only as deep as the first one,
-    and the shortest is reported; ``states`` and ``transitions`` count both searches.
+    and the shortest is reported; ``states`` and ``transitions`` count both searches.  A search with
+    ``fingerprints`` (which keeps no way back to the initial state) is followed the same way by an
+    exact one when it finds a violation.
     """
     first = search(model, initial, por=por, **options)
-    if not first.reduced or first.violation is None or first.interrupted:
+    if first.violation is None or first.interrupted or not (first.reduced or first.counterexample is None):
         return first  # nothing was left out: its counterexample is the shortest
     options.pop("max_depth", None)
     options.pop("visit", None)  # the states stored are the first search's
-    again = search(model, initial, por=False, max_depth=len(first.counterexample), **options)
+    options["fingerprints"] = False
+    again = search(model, initial, por=False, max_depth=first.violation.step, **options)
     if again.violation is None:
         return first
     again.states += first.states
@@ -96,6 +100,7 @@ def search(
     por: bool = False,
     max_depth: Optional[int] = None,
     visit: Optional[Callable[[State], None]] = None,
+    fingerprints: bool = False,
 ) -> ExploreResult:
     """One breadth-first search.
 
@@ -112,6 +117,11 @@ def search(
     there are still seen).  ``visit`` receives every state stored (under symmetry, the first one
     of each orbit met), and progress ``(states, transitions, depth, frontier)`` about once every
     ``progress_every`` seconds.  Ctrl-C stops it with what it found so far (``interrupted``).
+
+    With ``fingerprints`` (SPIN's hash compaction) the visited set keeps a 64-bit hash of each
+    state's encoding and no parent links: two states with one hash count as one, so such a search
+    never proves a state space clean (``exhausted`` stays False), and a violation it finds has no
+    counterexample (``explore`` searches again, exactly).
     """
     start = time.perf_counter()
     checks = Checks(model.invariants)
@@ -126,6 +136,12 @@ def search(
         encode = group.canon
     reduction = Reduction(model, initial) if por else None
     ample = reduction.candidates if reduction else None
+    if fingerprints:
+        exact = encode
+
+        def encode(state):
+            return int.from_bytes(blake2b(exact(state), digest_size=8).digest(), "little")
+
     code0 = encode(initial)
     parent: dict = {code0: None}  # encoded state -> its parent's encoding
     transitions = 0
@@ -140,6 +156,9 @@ def search(
             return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start,
                                  interrupted=interrupted, reduced=reduced)
         violation, end = found
+        if fingerprints:
+            return ExploreResult(len(parent), transitions, depth, False, time.perf_counter() - start, violation,
+                                 None, interrupted, reduced)
         tail = []
         if isinstance(end, _Tail):
             tail = [end.t]
@@ -232,7 +251,7 @@ def search(
                 depth += 1
     except KeyboardInterrupt:
         return result(interrupted=True)
-    return result(exhausted=True)
+    return result(exhausted=not fingerprints)
 
 
 class _Tail:

@@ -234,6 +234,10 @@ class Model(abc.ABC):
         anything (every reduction then treats it as depending on every other step)."""
         return None
 
+    def is_daemon(self, actor: str) -> bool:
+        """A daemon (a kernel thread that waits for work) is idle when it has no step, never finished."""
+        return False
+
     def future_footprint(self, state: State, actor: str) -> Optional[Footprint]:
         """Everything ``actor`` may read and write from ``state`` on, over every step it may still
         take (an actor that has finished: nothing); None: anything."""

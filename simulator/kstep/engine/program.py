@@ -275,6 +275,9 @@ class ProgramModel(Model):
     def sources(self) -> Mapping[str, Source]:
         return {label: st.source for label, st in self._steps.items()}
 
+    def is_daemon(self, actor: str) -> bool:
+        return actor in self._daemon_steps
+
     def footprint(self, state: State, action: Action) -> Optional[Footprint]:
         """The step's declared footprint, with its own thread's record (a daemon has none)."""
         st = self._steps[action.label]

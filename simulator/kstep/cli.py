@@ -2,7 +2,8 @@
 
     kstep list [MECH] [--schema]
     kstep run MECH --scenario S [-s SEED | -P SCHEDULE | --round-robin] [-c] [--json F] [--html F]
-    kstep explore MECH --scenario S [--max-states N] [--json F] [--html F]
+    kstep explore MECH --scenario S [--max-states N] [--no-symmetry] [--no-por] [--hash-compact]
+                  [--states F [--columns A,B]] [--dot F] [--json F] [--html F]
     kstep show TRACE.json [--html F]
     kstep check MECH LOG
     kstep grade EXERCISE SUBMISSION [--student ID] [--config COURSE.toml] [--out DIR] | --batch DIR
@@ -19,9 +20,9 @@ Exit status:
   0    ok (explore: clean, the whole state space was searched; check: every logged step is one the model allows, and the run finished)
   1    a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose run did not finish), or the end of the run that run or show prints
   2    bad input, explained in one line on stderr
-  3    bounded or inconclusive: explore stopped at --max-states before exhausting the state space
+  3    bounded or inconclusive: explore stored --max-states states and met one more, or --hash-compact found nothing (never clean)
   70   internal error: a bug in kstep, reported with its traceback (EX_SOFTWARE)
-  130  interrupted
+  130  interrupted (explore: Ctrl-C, with what the search found so far)
   141  broken pipe: the reader of the output went away (128 + SIGPIPE)
 
 This module only parses, formats and chooses exit codes; the models, schedulers, explorer,
@@ -64,9 +65,10 @@ EXIT_STATUS = (
     (VIOLATION, "a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose "
                 "run did not finish), or the end of the run that run or show prints"),
     (BAD_INPUT, "bad input, explained in one line on stderr"),
-    (BOUNDED, "bounded or inconclusive: explore stopped at --max-states before exhausting the state space"),
+    (BOUNDED, "bounded or inconclusive: explore stored --max-states states and met one more, or --hash-compact "
+              "found nothing (never clean)"),
     (INTERNAL, "internal error: a bug in kstep, reported with its traceback (EX_SOFTWARE)"),
-    (INTERRUPTED, "interrupted"),
+    (INTERRUPTED, "interrupted (explore: Ctrl-C, with what the search found so far)"),
     (BROKEN_PIPE, "broken pipe: the reader of the output went away (128 + SIGPIPE)"),
 )
 MAX_SEED = 2**64 - 1  # SplitMix64 takes a 64-bit seed, and a trace records it as a non-negative integer
@@ -188,10 +190,12 @@ def build_parser() -> Parser:
     p = sub.add_parser("explore", help="check every interleaving; exit 0 only when clean", allow_abbrev=False,
                        description="Breadth-first search of every reachable state.  Exit 0: clean (exhausted, "
                                    "every invariant holds); 1: violation or deadlock, with the shortest "
-                                   "counterexample; 3: stopped at --max-states, NOT clean.")
+                                   "counterexample; 3: stopped at --max-states (or --hash-compact), NOT clean; "
+                                   "130: Ctrl-C, with what it found so far.")
     mechanism_and_scenario(p)
     p.add_argument("--max-states", type=bounded(MAX_STATES), default=EXPLORE_MAX_STATES, metavar="N",
-                   help=f"stop after N distinct states (1..{MAX_STATES:,}; default {EXPLORE_MAX_STATES:,})")
+                   help=f"store at most N states, then expand those without storing and stop at the first "
+                        f"new one (1..{MAX_STATES:,}; default {EXPLORE_MAX_STATES:,})")
     p.add_argument("--no-symmetry", dest="symmetry", action="store_false",
                    help="store every state, not one per orbit of interchangeable CPUs")
     p.add_argument("--no-por", dest="por", action="store_false",

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from support import load
+from support import load, reachable
 
 from kstep.cli import main
 from kstep.engine import explore
@@ -37,21 +37,9 @@ def test_dot_draws_a_small_state_graph_and_refuses_a_big_one(capsys, tmp_path):
     m, _, s0 = load("qspinlock", "two-waiters")
     text = path.read_text()
     assert rc == 0 and text.startswith("digraph states {") and text.count(" -> ") == \
-        sum(len(m.actions(s)) for s in _reachable(m, s0))
+        sum(len(m.actions(s)) for s in reachable(m, s0))
     rc, _, err = kstep(capsys, "explore", "qspinlock", "--scenario", "three-waiters", "--dot", tmp_path / "big.dot")
     assert rc == 2 and "more than 2,000 reachable states" in err and not (tmp_path / "big.dot").exists()
-
-
-def _reachable(m, s0):
-    seen, todo = {s0}, [s0]
-    while todo:
-        s = todo.pop()
-        for a in m.actions(s):
-            t = m.step(s, a)
-            if t not in seen:
-                seen.add(t)
-                todo.append(t)
-    return seen
 
 
 @pytest.mark.parametrize("extra", [(), ("--no-por",)])

@@ -63,14 +63,19 @@ class Reduction:
         if len(by_actor) < 2:
             return []
         model = self.model
-        futures = {}
-        for actor in model.actors(state):
-            futures[actor] = model.future_footprint(state, actor)
-        out = []
+        invisible = []
+        labels = self.labels
         for actor, acts in by_actor.items():
-            fps = [model.footprint(state, a) for a in acts]
-            if any(fp is None or self.visible(a, fp) for a, fp in zip(acts, fps)):
+            if labels is None or any(a.label in labels for a in acts):  # visible by its label alone
                 continue
+            fps = [model.footprint(state, a) for a in acts]
+            if not any(fp is None or self.visible(a, fp) for a, fp in zip(acts, fps)):
+                invisible.append((actor, acts, fps))
+        if not invisible:  # the common case: no future footprint is needed
+            return []
+        futures = {actor: model.future_footprint(state, actor) for actor in model.actors(state)}
+        out = []
+        for actor, acts, fps in invisible:
             if all(f is not None and not any(fp.conflicts(f) for fp in fps)
                    for other, f in futures.items() if other != actor):
                 out.append(acts)

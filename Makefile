@@ -24,7 +24,8 @@ help:
 	@echo "  notebook         start JupyterLab on notebooks/"
 	@echo "  lab              build the kernel lab's C ports for x86_64, arm64 and ppc64le (kernel-lab/build/)"
 	@echo "  lab-kernels      fetch Debian's Linux 6.12 kernels for the real-kernel lab (kstep lab fetch; once)"
-	@echo "  lab-guest        boot each architecture's real kernel in QEMU with every probe (kstep lab run --arch all)"
+	@echo "  lab-guest        boot each architecture's real kernel in QEMU with every probe (kstep lab run --arch all),"
+	@echo "                   then once more with 4 CPUs for the qspinlock with three lockers"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot)"
 	@echo "  verdicts         explore every bundled scenario x variant into simulator/kstep/verdicts.json"
 	@echo "  setup            Debian packages (scripts/setup-system) and the $(VENV) virtual environment"
@@ -85,6 +86,7 @@ lab-kernels: setup
 
 lab-guest: lab-kernels
 	$(VENV)/bin/python -m kstep lab run --arch all
+	$(VENV)/bin/python -m kstep lab run --arch all --smp 4 qspin
 
 bench: setup
 	$(VENV)/bin/python bench/run.py

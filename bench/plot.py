@@ -1,11 +1,14 @@
 """One PNG with every benchmark: engine rates against targets, the per-VMA lock comparison, the
 player's per-frame cost, the kernel lab's locks on three architectures, fork's page-table copy
-counted per strategy, and the memory it takes to write and read back a trace file."""
+counted per strategy, the memory it takes to write and read back a trace file, and DAMON's access
+checks against page scanning (bench/damon.py draws the rest of DAMON's results)."""
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from bench.damon import overhead_panel  # noqa: E402
 
 
 def draw(results: dict, path):
@@ -51,7 +54,7 @@ def draw(results: dict, path):
     for ax, fmt in ((e, "arm64-4K-contpte"), (f, "x86-64")):
         fork_batch_panel(ax, results["fork-batch"], fmt)
     traces_panel(g, results["traces"])
-    h.axis("off")
+    overhead_panel(h, results["damon"]["overhead"])
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

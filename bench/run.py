@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import engine, explore, fork_batch, player, plot, qspinlock, traces, vma_locks, vma_locks_port  # noqa: E402
+from bench import damon, engine, explore, fork_batch, player, plot, qspinlock, traces, vma_locks, vma_locks_port  # noqa: E402
 
 
 def main() -> int:
@@ -27,6 +27,7 @@ def main() -> int:
     results["explore"] = explore.run(out, say)
     results["fork-batch"] = fork_batch.run(out, say)
     results["traces"] = traces.run(out, say)
+    results["damon"] = damon.run(out, say)
     port_png = vma_locks_port.draw(vma_locks_port.run(out, say), out / "vma-locks-port.png")
     png = plot.draw(results, out / "bench.png")
     print(f"bench: wrote {', '.join(sorted(p.name for p in out.glob('*.json')))}, {png.name} and {port_png.name} "

@@ -5,8 +5,12 @@
  * __copy_present_ptes, copy_present_page and mm/internal.h:folio_pte_batch, over the synthetic
  * page tables of fork.h, for the copying strategies of simulator/kstep/models/fork_batch.py.
  *
+ * Every step of the model's program starts with STEP(mm, label) (fork.h), under the model's label.
+ *
  * Build-time mutations, for the identity test to catch: -DLAB_DROP_ANY_WRITABLE leaves out
- * copy_present_ptes' "if (any_writable) pte = pte_mkwrite(pte)"; -DCONT_PTES=8 is a wrong block.
+ * copy_present_ptes' "if (any_writable) pte = pte_mkwrite(pte)"; -DCONT_PTES=8 is a wrong block;
+ * -DLAB_FORK_WITHOUT_VMA_LOCKS copies the VMAs without write-locking them, the memory corruption
+ * fb49c455323f fixed (the model's fork-without-vma-locks).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +18,16 @@
 #include "check.h"
 #include "fork.h"
 
+#ifdef LAB_FORK_WITHOUT_VMA_LOCKS
+#define LOCKS_VMAS	false
+#else
+#define LOCKS_VMAS	true	/* dup_mmap write-locks each VMA before copying it */
+#endif
+
 #define FPB_IGNORE_DIRTY	(1 << 0)
 #define FPB_IGNORE_SOFT_DIRTY	(1 << 1)
 
-static long folio_nr_pages(const struct folio *f) { return 1L << f->order; }
+long folio_nr_pages(const struct folio *f) { return 1L << f->order; }
 
 long folio_index(struct mm *mm, uint64_t pfn)
 {
@@ -168,6 +178,7 @@ static long folio_pte_batch(struct mm *mm, long k, long addr, pte_t pte, long ma
 	pte_t expected_pte;
 	long nr, cur_nr, ptep;
 
+	STEP(mm, "folio_pte_batch");
 	*any_writable = false;
 	if (clamp && (uint64_t)max_nr > folio_end - pte_pfn(pte))
 		max_nr = folio_end - pte_pfn(pte);
@@ -177,6 +188,7 @@ static long folio_pte_batch(struct mm *mm, long k, long addr, pte_t pte, long ma
 	while (nr < max_nr) {
 		bool writable;
 
+		STEP(mm, "folio_pte_batch");
 		pte = ptep_get(mm->fmt, mm->parent, ptep, &mm->ops);
 		writable = pte_write(pte);
 		pte = __pte_batch_clear_ignored(pte, flags);
@@ -198,6 +210,7 @@ static void __copy_present_ptes(struct mm *mm, int v, pte_t pte, long addr, long
 	const struct vma *vma = &mm->vmas[v];
 
 	if (is_cow_mapping(vma) && pte_write(pte)) {
+		STEP(mm, "wrprotect_ptes");
 		wrprotect_ptes(mm->fmt, mm->parent, addr, nr, &mm->ops);
 		pte = pte_wrprotect(pte);
 	}
@@ -206,6 +219,7 @@ static void __copy_present_ptes(struct mm *mm, int v, pte_t pte, long addr, long
 	pte = pte_mkold(pte);
 	if (!vma->uffd_wp)
 		pte = pte_clear_uffd_wp(pte);
+	STEP(mm, "set_ptes");
 	set_ptes(mm->fmt, mm->child, addr, pte, nr, &mm->ops, folio_span, mm);
 	mm->ops.batches++;
 	record(mm, v, addr, nr, how);
@@ -216,6 +230,7 @@ static int copy_present_page(struct mm *mm, int v, long addr, long *rss, long *p
 	struct folio *new;
 	pte_t src, pte;
 
+	STEP(mm, "copy_present_page");
 	if (*prealloc < 0)
 		return EAGAIN_COPY;
 	new = &mm->folios[*prealloc];
@@ -245,6 +260,7 @@ static long copy_present_ptes(struct mm *mm, int v, long addr, pte_t pte, long m
 	int flags = 0;
 	long k, nr;
 
+	STEP(mm, "copy_present_ptes");
 	if (pte_special(pte)) {		/* vm_normal_page: no page behind the zero page */
 		__copy_present_ptes(mm, v, pte, addr, 1, HOW_ZERO);
 		return 1;
@@ -259,45 +275,56 @@ static long copy_present_ptes(struct mm *mm, int v, long addr, pte_t pte, long m
 		if (!vma->soft_dirty)
 			flags |= FPB_IGNORE_SOFT_DIRTY;
 		if (mm->strategy == ARCH_HINT) {	/* v4: pte_batch_remaining(pte, addr, end) */
+			STEP(mm, "pte_batch_hint");
 			nr = pte_batch_remaining(mm->fmt, addr, pte, addr + max_nr);
 			how = HOW_HINT;
 		} else {
 			nr = folio_pte_batch(mm, k, addr, pte, max_nr, flags, &any_writable);
 		}
-		mm->folios[k].refcount += nr;		/* folio_ref_add */
+		STEP(mm, "folio_ref_add");
+		mm->folios[k].refcount += nr;
 		mm->ops.refs++;
 		if (mm->folios[k].kind == FOLIO_ANON) {
+			STEP(mm, "folio_try_dup_anon_rmap_ptes");
 			if (!folio_try_dup_anon_rmap_ptes(mm, k, pte_pfn(pte), nr)) {
-				mm->folios[k].refcount -= nr;	/* folio_ref_sub */
+				STEP(mm, "folio_ref_sub");
+				mm->folios[k].refcount -= nr;
 				mm->ops.refs++;
 				return EAGAIN_COPY;
 			}
 			rss[MM_ANONPAGES] += nr;
 		} else {
+			STEP(mm, "folio_dup_file_rmap_ptes");
 			folio_dup_file_rmap_ptes(mm, k, pte_pfn(pte), nr);
 			rss[mm_counter(&mm->folios[k])] += nr;
 		}
+		if (any_writable) {
+			STEP(mm, "pte_mkwrite");
 #ifndef LAB_DROP_ANY_WRITABLE
-		if (any_writable)
 			pte = pte_mkwrite(pte);
 #endif
+		}
 		__copy_present_ptes(mm, v, pte, addr, nr, how);
 		return nr;
 	}
 
-	mm->folios[k].refcount++;		/* folio_get */
+	STEP(mm, "folio_get");
+	mm->folios[k].refcount++;
 	mm->ops.refs++;
 	if (mm->folios[k].kind == FOLIO_ANON) {
+		STEP(mm, "folio_try_dup_anon_rmap_pte");
 		if (!folio_try_dup_anon_rmap_ptes(mm, k, pte_pfn(pte), 1)) {
 			int err;
 
-			mm->folios[k].refcount--;	/* folio_put: the page may be pinned, copy it */
+			STEP(mm, "folio_put");		/* the page may be pinned: copy it */
+			mm->folios[k].refcount--;
 			mm->ops.refs++;
 			err = copy_present_page(mm, v, addr, rss, prealloc);
 			return err ? err : 1;
 		}
 		rss[MM_ANONPAGES]++;
 	} else {
+		STEP(mm, "folio_dup_file_rmap_pte");
 		folio_dup_file_rmap_ptes(mm, k, pte_pfn(pte), 1);
 		rss[mm_counter(&mm->folios[k])]++;
 	}
@@ -308,7 +335,11 @@ static long copy_present_ptes(struct mm *mm, int v, long addr, pte_t pte, long m
 /* A swap entry: swap_duplicate, the parent's entry no longer exclusive, the same entry in the child. */
 static void copy_nonpresent_pte(struct mm *mm, int v, long addr, long *rss)
 {
-	pte_t orig = ptep_get(mm->fmt, mm->parent, addr, &mm->ops), pte = orig;
+	pte_t orig, pte;
+
+	STEP(mm, "copy_nonpresent_pte");
+	orig = ptep_get(mm->fmt, mm->parent, addr, &mm->ops);
+	pte = orig;
 
 	if (orig & PTE_SWP_EXCLUSIVE) {
 		pte = orig & ~PTE_SWP_EXCLUSIVE;
@@ -326,11 +357,15 @@ static void copy_pte_range(struct mm *mm, int v, long addr, long end)
 	long rss[NR_MM_COUNTERS], prealloc = -1, ret;
 
 again:
+	STEP(mm, "copy_pte_range");
 	memset(rss, 0, sizeof(rss));
 	ret = 0;
 	do {
 		long nr = 1;
-		pte_t ptent = ptep_get(mm->fmt, mm->parent, addr, &mm->ops);
+		pte_t ptent;
+
+		STEP(mm, "ptep_get");
+		ptent = ptep_get(mm->fmt, mm->parent, addr, &mm->ops);
 
 		if (pte_none(ptent))
 			continue;
@@ -350,31 +385,108 @@ again:
 		addr += nr - 1;
 	} while (++addr != end);
 
-	for (int c = 0; c < NR_MM_COUNTERS; c++)	/* add_mm_rss_vec */
+	STEP(mm, "add_mm_rss_vec");
+	for (int c = 0; c < NR_MM_COUNTERS; c++)
 		mm->rss[c] += rss[c];
+	if (ret != EAGAIN_COPY && end == mm->vmas[v].end)
+		mm->copying = -1;		/* copy_page_range is done with this VMA */
 	if (ret == EAGAIN_COPY) {
-		prealloc = new_folio(mm, FOLIO_ANON, 1, 0, false);	/* folio_prealloc */
+		STEP(mm, "folio_prealloc");
+		prealloc = new_folio(mm, FOLIO_ANON, 1, 0, false);
 		goto again;
 	}
 }
 
+/*
+ * A COW mapping's copy runs inside write_protect_seq's write section (raw_write_seqcount_begin
+ * and _end), which GUP-fast reads: it gives up while the count is odd, and drops a pin it took
+ * if the count moved meanwhile.
+ */
 static void copy_page_range(struct mm *mm, int v)
 {
 	const struct vma *vma = &mm->vmas[v];
+	bool cow = is_cow_mapping(vma);
 
+	STEP(mm, "copy_page_range");
 	if (!vma->uffd_wp && !vma->anon_vma)	/* vma_needs_copy */
 		return;
+	mm->copying = v;
+	if (cow)
+		mm->write_protect_seq++;	/* raw_write_seqcount_begin */
 	for (long addr = vma->start, next; addr != vma->end; addr = next) {	/* copy_pmd_range */
 		next = (addr / PTRS_PER_PTE + 1) * PTRS_PER_PTE;
 		if (next > vma->end)
 			next = vma->end;
 		copy_pte_range(mm, v, addr, next);
 	}
+	if (cow) {
+		STEP(mm, "raw_write_seqcount_end");
+		mm->write_protect_seq++;
+	}
 }
 
+/*
+ * kernel/locking/rwsem.c:down_write for the fork: rwsem_write_trylock, else one
+ * rwsem_optimistic_spin, else rwsem_down_write_slowpath queues it and rwsem_try_write_lock
+ * retries (each retry a step the scheduler gives it once it can take the lock or set HANDOFF).
+ */
+static void down_write(struct mm *mm, struct rwsem *sem)
+{
+	int i = mm->fork_thread;
+
+	STEP(mm, "down_write");
+	if (rwsem_write_trylock(sem, i))
+		return;
+	STEP(mm, "rwsem_optimistic_spin");
+	if (rwsem_optimistic_spin(sem, i))
+		return;
+	STEP(mm, "rwsem_down_write_slowpath");
+	if (rwsem_queue_writer(sem, i))
+		return;
+	mm->fork_waits = sem;
+	do
+		STEP(mm, "rwsem_try_write_lock");
+	while (!rwsem_write_retry(sem, i));
+	mm->fork_waits = NULL;
+}
+
+static void up_write(struct mm *mm, struct rwsem *sem)
+{
+	STEP(mm, "up_write");
+	rwsem_up_write(sem);
+}
+
+/* include/linux/mm.h:vma_start_write: down_write, vm_lock_seq = mm_lock_seq, up_write (unless
+ * already write-locked in this mmap_lock epoch). */
+static void vma_start_write(struct mm *mm, int v)
+{
+	struct vma *vma = &mm->vmas[v];
+
+	if (vma->vm_lock_seq == mm->mm_lock_seq)
+		return;
+	down_write(mm, &vma->lock);
+	STEP(mm, "vma_write_seq");
+	vma->vm_lock_seq = mm->mm_lock_seq;
+	up_write(mm, &vma->lock);
+}
+
+/*
+ * kernel/fork.c's fork path around the copy: mmap_write_lock(oldmm), dup_mmap write-locks each VMA
+ * before copy_page_range copies it (so a fault under a VMA lock cannot race the copy), then
+ * flush_tlb_mm(oldmm); mmap_write_unlock ends the epoch (vma_end_write_all) and up_write wakes
+ * the queued readers.
+ */
 void dup_mmap(struct mm *mm)
 {
-	for (int v = 0; v < mm->nr_vmas; v++)
+	down_write(mm, &mm->mmap_lock);
+	for (int v = 0; v < mm->nr_vmas; v++) {
+		if (LOCKS_VMAS)
+			vma_start_write(mm, v);
 		copy_page_range(mm, v);
-	mm->ops.tlb_flushes++;		/* flush_tlb_mm(oldmm) */
+	}
+	STEP(mm, "flush_tlb_mm");
+	mm->ops.tlb_flushes++;
+	STEP(mm, "vma_end_write_all");
+	mm->mm_lock_seq++;
+	up_write(mm, &mm->mmap_lock);
 }

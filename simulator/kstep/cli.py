@@ -560,6 +560,8 @@ def check_observed_damon(args) -> int:
     trace, model = observed.observed_trace(obs, Path(args.log).name)
     print(f"checking {clean(args.log)} ({obs.kind}, target {obs.target}"
           f"{f' of {obs.targets}' if obs.targets > 1 else ''}) against the region invariants of damon")
+    for note in obs.notes:
+        print(f"note: {clean(note)}")
     counts = [len(s.regions) for s in trace.states[1:]]
     print(f"aggregations: {len(obs.snapshots)}")
     print(f"nr_regions min..max: {min(counts)}..{max(counts)}")

@@ -136,6 +136,14 @@ class Opened:
         self.page.evaluate(PAINTED)
         return hashlib.sha256(el.screenshot()).hexdigest()
 
+    def box(self, name):
+        """Where the named Bokeh model's element is on the page: {x, y, width, height} in pixels."""
+        el = self.page.evaluate_handle(
+            f"(name) => {{ const m = Bokeh.documents[{self.doc}].get_model_by_name(name);"
+            " return Bokeh.index.query_one((v) => v.model === m).el; }", name)
+        self.page.evaluate(PAINTED)
+        return el.bounding_box()
+
     def ink(self, name, lo, hi):
         """How many pixels of the named plot's frame, between steps ``lo`` and ``hi`` on its x axis,
         are not the plot's white background: what the chart shows the student there."""

@@ -59,6 +59,50 @@ def test_the_tracepoint_prefix_may_carry_a_tgid_column_or_no_flags():
     assert [(r.start, r.end, r.nr_accesses, r.age) for r in obs.snapshots[0].regions] == [(0, 4096, 1, 0), (4096, 8192, 0, 3)]
 
 
+def fixture_lines():
+    text = (DATA / "hot-block.trace").read_text().splitlines()
+    return [line for line in text if line.startswith("#")], [line for line in text if not line.startswith("#")]
+
+
+def test_a_capture_started_inside_an_aggregation_drops_that_partial_aggregation(tmp_path, capsys):
+    """Tracing enabled while kdamond_reset_aggregated() is half-way down its list (or a ring buffer
+    that overwrote its oldest page) starts with the last lines of an aggregation: the fixture's
+    first aggregation has 10 regions, so keeping only its last 3 lines starts the text there."""
+    header, lines = fixture_lines()
+    path = tmp_path / "late.trace"
+    path.write_text("\n".join(header + lines[7:]) + "\n")
+    assert main(["check", "damon", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped the first 3 damon_aggregated lines of target 0" in out, out
+    obs = observed.read(path)
+    assert [[(r.start, r.end, r.nr_accesses, r.age) for r in s.regions] for s in obs.snapshots] == model_reports()[1:]
+
+
+def test_a_partial_aggregation_at_each_end_with_the_same_nr_regions_is_not_read_as_whole_ones(tmp_path, capsys):
+    """Lines 46..90 of the fixture: the last 10 regions of a 15-region aggregation, two whole ones of
+    15, and the first 5 of the next.  Counted off in fifteens from the top, every group would mix
+    two aggregations and look unsorted: a broken invariant a real kernel never had."""
+    header, lines = fixture_lines()
+    path = tmp_path / "cut.trace"
+    path.write_text("\n".join(header + lines[46:91]) + "\n")
+    assert main(["check", "damon", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped the first 10 damon_aggregated lines of target 0" in out, out
+    assert "skipped the last 5 damon_aggregated lines of target 0" in out, out
+    assert "aggregations: 2" in out
+    obs = observed.read(path)
+    assert [[(r.start, r.end, r.nr_accesses, r.age) for r in s.regions] for s in obs.snapshots] == model_reports()[4:6]
+
+
+def test_an_unsorted_first_aggregation_is_not_mistaken_for_a_partial_one(tmp_path, capsys):
+    """A list that goes back down is a partial aggregation only if the lines after it start a whole,
+    sorted one; otherwise the region invariants judge it."""
+    path = write(tmp_path, [dict(n=3, start=8192, end=12288, nr=0, age=0), dict(n=3, start=0, end=4096, nr=0, age=0),
+                            dict(n=3, start=12288, end=16384, nr=0, age=0)])
+    assert main(["check", "damon", path]) == 1
+    assert "aggregation 1 breaks broken assertion: regions-cover-monitored-ranges" in capsys.readouterr().out
+
+
 def write(tmp_path, lines):
     p = tmp_path / "trace"
     p.write_text("# tracer: nop\n" + "\n".join(LINE.format(**f) for f in lines) + "\n")

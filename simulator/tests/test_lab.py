@@ -15,6 +15,7 @@ from kstep.lab import debian, guest, kernels, ktap, probes
 from kstep.lab.kernels import Package
 
 DATA = Path(__file__).parent / "data" / "lab"
+RECORDED = Path(__file__).resolve().parents[2] / "kernel-lab" / "guest" / "recorded"
 ABI_NEW, ABI_OLD = "6.12.117+deb12", "6.12.95+deb12"
 SEC, BPO, MAIN = "bookworm-security", "bookworm-backports", "bookworm"
 
@@ -325,17 +326,24 @@ def test_bad_lab_input_is_one_line_and_exit_2(capsys, tmp_path):
                          ({k: v for k, v in recorded.items() if k != "kernel"}, "without kernel"),
                          (dict(recorded, cases=[{"name": "nosuch", "data": []}]), "known probes"),
                          (dict(recorded, cases=[{"name": "vma", "ok": True, "data": [{"mode": "faults", "ok": "x"}]}]),
-                          "no whole number")):
+                          "no whole number"),
+                         (dict(recorded, arch=["x86_64"]), "unknown architecture"),
+                         (dict(recorded, kernel=dict(recorded["kernel"], abi=6)), "as text"),
+                         (dict(recorded, cases=[{"name": "vma", "ok": True, "data": [{"mode": ["faults"]}]}]),
+                          "known probes, with text"),
+                         (dict(recorded, cases=[{"name": "damon", "ok": True, "data": [], "raw": {"trace": [1]}}]),
+                          "known probes, with text")):
         (tmp_path / "broken.json").write_text(json.dumps(broken))
         one_line_exit_2(capsys, "lab", "show", tmp_path / "broken.json", says=says)
     one_line_exit_2(capsys, "lab", says="choose a lab command")
 
 
 def test_lab_show_prints_a_recorded_result_beside_the_model(capsys, tmp_path):
-    path = next((Path(__file__).parents[2] / "kernel-lab/guest/recorded").glob("arm64-*.json"))
+    [path] = RECORDED.glob("arm64-2*.json")  # the full probe set's boot
     rc, out, err = kstep(capsys, "lab", "show", path, "--plot", tmp_path / "arm64.png")
     assert rc == 0, (out, err)
     assert "per-VMA locks (model variant seqcount" in out and "[FAIL]" not in out
+    assert "model (folio-batch, arm64-4K-contpte PTEs)" in out and "  model (as-of-6.12.95, same maps" in out
     assert (tmp_path / "arm64.png").stat().st_size > 0
 
 
@@ -400,6 +408,62 @@ def test_damon_checks_catch_a_cold_hot_range_and_a_region_outside_the_maps():
     assert failed == {"after the first update the regions cover exactly the three regions of the maps"}
 
 
+def test_damon_replays_the_regions_as_an_observation_and_catches_an_age_that_jumps():
+    case = damon_case(15, 0, REGIONS)
+    case["raw"]["trace"] = [trace_line(10 + k, len(REGIONS), a, b, 15 if a == HOT[0] else 0, age)
+                            for k, age in enumerate((1, 2, 4)) for a, b in REGIONS]
+    failed = {c.name for c in probes.judge_damon_case(case) if not c.ok}
+    assert failed == {"the regions replay as an observation trace (kstep check damon's region invariants)"}
+    assert probes.damon_observed(case).violation.invariant == "age-grows-at-most-one"
+
+
+LAB_RESULT = {"arch": "x86_64", "smp": 3, "seed": 5, "kernel": {"abi": "6.12.95+deb12"}}
+
+
+def test_damon_rows_run_the_model_on_the_same_maps_hot_range_and_intervals():
+    case = damon_case(15, 0, REGIONS)
+    model = probes.damon_model(case, LAB_RESULT)
+    assert len(model) == 3  # as many aggregations as the kernel traced
+    assert probes._union(model[-1].regions) == probes.three_regions(MAPS)
+    hot_mean, rest_mean = probes.damon_ratio(model, HOT)
+    rows = probes.damon_rows(case, LAB_RESULT)
+    assert rows[2].startswith("  model (as-of-6.12.95, same maps, hot range and seed): 3 aggregations")
+    assert f"hot {hot_mean:.2f} vs rest {rest_mean:.4f}" in rows[2]
+    assert "every aggregation keeps the region invariants" in rows[3]
+
+
+def test_damon_rows_head_with_the_intervals_the_guest_recorded():
+    case = damon_case(15, 0, REGIONS)
+    case["data"][0].update(sample_us="2500", aggr_us="50000")
+    assert probes.damon_rows(case, LAB_RESULT)[0].startswith("DAMON (vaddr; sample 2.5 ms, aggregate 50 ms)")
+
+
+def fork_data(medians):
+    return [{"mode": m, "n": "40", "mean_us": str(us), "sd_us": "100", "min_us": str(us), "median_us": str(us),
+             "anon_huge_kb": "262144" if m == "2m" else "0", "split_pmd": "128" if m == "2m-pte" else "0",
+             "split_page": "0"} for m, us in medians.items()]
+
+
+def test_fork_rows_put_the_models_operations_beside_the_kernels_times():
+    from kstep import fork_cost
+
+    rows = probes.fork_rows(fork_data({"4k": 20000, "64k": 10000, "2m": 4000, "2m-pte": 8000}),
+                            {**LAB_RESULT, "arch": "arm64"})
+    model = fork_cost.predicted_relative_cost("arm64-4K-contpte", "folio-batch")
+    by_mode = {r.split()[0]: r for r in rows[1:5]}
+    assert by_mode["64k"].endswith(f"kernel 0.50  model {model['64K mTHP']:.2f}")
+    assert by_mode["2m-pte"].endswith(f"kernel 0.40  model {model['2M PTE-mapped']:.2f}")
+    assert "kernel 0.20  model   -  (copy_huge_pmd: not modelled)" in by_mode["2m"]
+    assert "(folio-batch, arm64-4K-contpte PTEs)" in rows[0]
+
+
+def test_the_models_variants_follow_the_booted_kernel():
+    assert probes.fork_variant("6.12.95+deb12") == "folio-batch"
+    assert probes.fork_variant("6.12.20+deb12") == "v6.12.0-batch"  # before 6.12.29's max_nr clamp
+    assert probes.damon_variant("6.12.95+deb12") == "as-of-6.12.95"
+    assert probes.damon_variant("6.12.96+deb12") == "v6.12.117"  # no composite of it: the default
+
+
 def qspin_case(words):
     data = [{"word": f"{w:#x}", "count": "10"} for w in words]
     data.append({"samples": "100", "acquisitions": "50", "distinct": str(len(words)), "overflow": "0",
@@ -421,6 +485,25 @@ def test_the_qspinlock_decoder_rejects_an_unreachable_word():
         failed = [c for c in checks if not c.ok]
         assert [c.name for c in failed] == ["every sampled word is in the model's reachable set for 2 CPUs"]
         assert f"{bad:#x}" in failed[0].detail
+
+
+def test_three_cpus_reach_every_word_of_the_layout_two_do_not():
+    # With three lockers every (tail cpu 0-2, pending, locked) word is reachable; two never show
+    # tail + pending + locked, which needs a holder, a pending waiter and a queued CPU.
+    assert probes.reachable_words(3) == probes.word_universe(3) and len(probes.word_universe(3)) == 16
+    assert probes.word_universe(2) - probes.reachable_words(2) == {0x40101, 0x80101}
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "arm64"])
+def test_the_recorded_three_locker_boots_stay_in_the_three_cpu_set(arch):
+    [path] = RECORDED.glob(f"{arch}-smp4-qspin-*.json")
+    result = guest.load_result(path)
+    case = next(c for c in result["cases"] if c["name"] == "qspin")
+    words, summary = probes.qspin_words(case["data"])
+    assert result["smp"] == 4 and summary["nthreads"] == "3"
+    assert all(c.ok for c in probes.judge(result)), probes.judge(result)
+    # the third locker shows: words the two-CPU set cannot hold (a tail naming CPU 2)
+    assert set(words) - probes.reachable_words(2)
 
 
 def test_powerpc_words_are_classified_by_powerpc_layout():

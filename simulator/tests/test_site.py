@@ -192,6 +192,13 @@ def test_chapters_come_in_lecture_order_and_reach_every_scenario_and_notebook(si
             assert html.escape(meta["title"], quote=False) in text, f"{mech}: exercise {folder.name} is not listed"
 
 
+def test_the_real_kernel_lab_notebook_is_on_the_site_with_the_models_beside(site):
+    assert 'href="notebooks/05-real-kernel-lab.html"' in (site / "kernel-lab.html").read_text()
+    page = html.unescape((site / "notebooks" / "05-real-kernel-lab.html").read_text())
+    for shown in ("RECORDED ", "model (folio-batch, x86-64 PTEs)", "model (as-of-6.12.", "reachable set for 3 CPUs"):
+        assert shown in page, shown
+
+
 def test_a_scenario_page_does_not_tell_how_its_run_ends_before_it_is_played(site):
     """The outcome is what a student predicts: only the banner at the run's last step states it."""
     for mech in MODELS:

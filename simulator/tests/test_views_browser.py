@@ -161,6 +161,19 @@ def test_fork_batch_page_plays_pauses_steps_back_and_resets_offline(browser, pag
     play_step_back_reset(browser, *pages["fork"])
 
 
+def test_fork_batch_grids_stand_side_by_side_on_screen(browser, pages):
+    """In a 1280-pixel window the parent's grid and the child's share one band of the page, parent
+    on the left, neither overlapping the other nor running off the right edge."""
+    p = Opened(browser, pages["fork"][3])
+    try:
+        parent, child = p.box("kstep-plot-pt-parent"), p.box("kstep-plot-pt-child")
+        assert parent["y"] == child["y"] and parent["height"] == child["height"]
+        assert parent["x"] + parent["width"] <= child["x"] and child["x"] + child["width"] <= 1280
+        p.check_clean()
+    finally:
+        p.close()
+
+
 def test_every_frame_on_screen_is_the_frame_python_computed(browser, pages):
     trace, model, lay, path = pages["vma"]
     p = Opened(browser, path)

@@ -56,3 +56,24 @@ def test_the_counters_run_with_the_ops_of_each_frame():
     trace, frames = frames_of("contpte-arm64")
     for k in (0, len(trace) // 2, len(trace)):
         assert frames.rows("counters", k)["value"] == list(trace.states[k].ops)
+
+
+def test_the_parent_and_the_child_grids_stand_side_by_side_on_the_same_grid():
+    """One row holds both tables, parent first, each half the page wide, with the same columns: a
+    page and its copy sit at the same place in the two grids."""
+    from bokeh.layouts import Row
+
+    model = make_model(MECH)
+    sc = scenario.load(MECH, model.scenario_schema, "table-boundary")
+    trace = simulate(model, model.initial(sc.config), Random(1), scenario=sc.name, config=sc.config)
+    layout = views.layout(trace, model)
+    tables = layout.select_one({"name": "kstep-page-tables"})
+    assert isinstance(tables, Row)
+    assert [p.name for p in tables.children] == ["kstep-plot-pt-parent", "kstep-plot-pt-child"]
+    assert sum(p.width for p in tables.children) <= style.WIDTH
+    frames = Frames(layout)
+    end = len(trace)
+    parent, child = frames.rows("pt-parent-cells", end), frames.rows("pt-child-cells", end)
+    assert (parent["x"], parent["y"]) == (child["x"], child["y"])
+    copied = [k for k, f in enumerate(child["fill"]) if f != style.WHITE]
+    assert copied and all(child["fill"][k] == parent["fill"][k] for k in copied)

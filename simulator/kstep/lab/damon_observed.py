@@ -21,6 +21,8 @@ The part after ``damon_aggregated:`` is 6.12's ``TP_printk("target_id=%lu nr_reg
 (include/trace/events/damon.h): the target's index in the context, its region count, the region
 (decimal addresses), nr_accesses and age.  ``kdamond_reset_aggregated()`` traces every region of
 every target in list order, so each run of ``nr_regions`` lines of one target is one aggregation.
+A text captured after monitoring started may begin inside an aggregation, and one read while it
+runs may end inside one: those partial aggregations are left out, each with a note saying so.
 Lines of other events and blank lines are skipped; the ``TASK-PID [CPU] flags`` prefix may have
 any of the forms ftrace's options give it (with or without the irq-info flags column, with a
 TGID column).  The intervals are not in the text, so the access bound is not checked.
@@ -70,12 +72,71 @@ class Observation(NamedTuple):
     targets: int  # how many targets the file holds
     attrs: Optional[Attrs]  # the monitoring intervals, when the file says
     snapshots: tuple
+    notes: tuple = ()  # what the reader left out, and why
+
+
+class TraceLine(NamedTuple):
+    n: int  # line number in the file
+    ts: int  # ns
+    nr: int  # nr_regions as the line gives it
+    region: Region
+
+
+def starts_over(prev: TraceLine, line: TraceLine) -> bool:
+    """``line`` cannot follow ``prev`` inside one aggregation: another region count, or an address
+    below the end of the region before it (kdamond_reset_aggregated walks a sorted list)."""
+    return line.nr != prev.nr or line.region.start < prev.region.end
+
+
+def whole_aggregation_at(lines: list, j: int) -> bool:
+    """Lines ``j`` on hold one whole aggregation first: nr_regions lines of that count, sorted."""
+    group = lines[j:j + lines[j].nr]
+    return len(group) == lines[j].nr and not any(starts_over(a, b) for a, b in zip(group, group[1:]))
+
+
+def leading_partial(lines: list) -> int:
+    """How many lines a text that begins inside an aggregation holds of it: tracing enabled while
+    kdamond_reset_aggregated() was half-way down its list, or a ring buffer that overwrote its
+    oldest events.  Such a text starts with the last regions of an aggregation, then the first region
+    of the next one (the lowest address, often another nr_regions).  Only a start over that is
+    followed by a whole sorted aggregation counts: an unsorted list is left to the invariants."""
+    for j in range(1, min(lines[0].nr, len(lines))):
+        if starts_over(lines[j - 1], lines[j]):
+            return j if whole_aggregation_at(lines, j) else 0
+    return 0
+
+
+def aggregations_of(target: int, lines: list, where: str) -> tuple[list, list]:
+    """One target's lines counted off into aggregations of nr_regions lines each; (snapshots, notes
+    on the partial aggregations left out at either end)."""
+    notes = []
+    lead = leading_partial(lines)
+    if lead:
+        notes.append(f"skipped the first {lead} damon_aggregated lines of target {target}: the end of an "
+                     f"aggregation whose start the trace missed (line {lines[lead].n} starts a whole one)")
+    snaps, k = [], lead
+    while k < len(lines):
+        nr = lines[k].nr
+        group = lines[k:k + nr]
+        for line in group:
+            if line.nr != nr:
+                raise UserError(f"{where}:{line.n}: nr_regions={line.nr} in the middle of an aggregation of {nr} "
+                                f"regions (target {target})")
+        if len(group) < nr:
+            if not snaps:
+                raise UserError(f"{where}: the trace ends inside an aggregation: target {target} has {len(group)} "
+                                f"of its {nr} regions, and no whole aggregation")
+            notes.append(f"skipped the last {len(group)} damon_aggregated lines of target {target}: an aggregation "
+                         f"the trace ends inside ({len(group)} of its {nr} regions)")
+            break
+        snaps.append(Snapshot(group[-1].ts, tuple(line.region for line in group)))
+        k += nr
+    return snaps, notes
 
 
 def parse_tracepoint_text(text: str, where: str) -> Observation:
     """The ``damon_aggregated`` lines of a tracefs ``trace`` file, grouped into aggregations."""
-    open_: dict[int, list] = {}  # target -> (nr_regions, regions so far, last timestamp)
-    done: dict[int, list] = {}
+    by_target: dict[int, list] = {}
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -89,24 +150,20 @@ def parse_tracepoint_text(text: str, where: str) -> Observation:
             raise UserError(f"{where}:{n}: damon_aggregated fields are not 'target_id=T nr_regions=N START-END: "
                             f"NR_ACCESSES AGE': {m['rest'].strip()[:80]}")
         target, nr, start, end, nr_accesses, age = map(int, f.groups())
+        if not nr:
+            raise UserError(f"{where}:{n}: nr_regions=0 on a line that reports a region")
         ts = round(float(m["ts"]) * 1e9)
-        nr_now, regions, _ = open_.get(target, (nr, [], ts))
-        if nr != nr_now:
-            raise UserError(f"{where}:{n}: nr_regions={nr} in the middle of an aggregation of {nr_now} regions "
-                            f"(target {target})")
-        regions.append(Region(start, end, nr_accesses, 0, age, nr_accesses))
-        if len(regions) == nr:
-            done.setdefault(target, []).append(Snapshot(ts, tuple(regions)))
-            open_.pop(target, None)
-        else:
-            open_[target] = (nr, regions, ts)
-    for target, (nr, regions, _) in open_.items():
-        raise UserError(f"{where}: the trace ends inside an aggregation: target {target} has {len(regions)} of "
-                        f"its {nr} regions")
-    if not done:
+        by_target.setdefault(target, []).append(TraceLine(n, ts, nr, Region(start, end, nr_accesses, 0, age,
+                                                                            nr_accesses)))
+    if not by_target:
         raise UserError(f"{where}: no damon_aggregated lines (enable events/damon/damon_aggregated and read trace)")
+    notes: list = []
+    done = {}
+    for target, lines in sorted(by_target.items()):
+        done[target], skipped = aggregations_of(target, lines, where)
+        notes += skipped
     first = min(done)
-    return Observation("damon_aggregated tracepoint", first, len(done), None, tuple(done[first]))
+    return Observation("damon_aggregated tracepoint", first, len(done), None, tuple(done[first]), tuple(notes))
 
 
 def _number(v, what: str, where: str) -> int:

@@ -32,7 +32,7 @@ from kstep.lab.kernels import ARCHES, Kernels, lab_dir
 
 GUEST = Path(__file__).resolve().parents[3] / "kernel-lab" / "guest"
 PROBES = ("vma", "fork", "damon", "qspin")
-SMP = 3  # the qspinlock probe needs two lockers and a sampler, each on its own CPU
+SMP = 3  # the qspinlock probe runs nproc - 1 lockers and a sampler, each on its own CPU: two lockers here
 TIMEOUT_S = 600  # every probe: 40-50 s on an idle 2-core host, 60-220 s measured on a busy one
 RESULT_FORMAT = "kstep-lab-result"
 RESULT_VERSION = 1
@@ -335,6 +335,11 @@ def save(result: dict, folder: Path | None = None) -> Path:
 def load_result(path: Path) -> dict:
     """A result file written by ``save``; UserError if it is not one."""
     text = read_text(path, LAB_RESULT_CAP, "lab result")  # a FIFO or /dev/zero: one line, not a hang
+    return parse_result(text, path)
+
+
+def parse_result(text: str, path: Path | str) -> dict:
+    """A result's JSON text, checked as ``load_result`` checks a file (``path`` names it in messages)."""
     try:
         result = json.loads(text)
     except (ValueError, RecursionError):
@@ -346,16 +351,21 @@ def load_result(path: Path) -> dict:
     missing = [k for k in ("arch", "smp", "date", "boot_seconds", "kernel", "qemu", "models") if k not in result]
     if missing:
         raise UserError(f"{path}: a lab result without {', '.join(missing)}")
-    if result["arch"] not in MACHINES:
+    if not isinstance(result["arch"], str) or result["arch"] not in MACHINES:
         raise UserError(f"{path}: unknown architecture {result['arch']!r}")
     if not isinstance(result["kernel"], dict) or not isinstance(result["qemu"], dict) or \
             not isinstance(result["qemu"].get("command"), list) or not isinstance(result["models"], dict):
         raise UserError(f"{path}: its kernel, qemu and models are not tables as kstep lab run writes them")
+    if not all(isinstance(result["kernel"].get(k), str) for k in ("abi", "release", "package_version")):
+        raise UserError(f"{path}: its kernel does not name abi, release and package_version as text")
     cases = result.get("cases")
     if not isinstance(cases, list) or not all(
         isinstance(c, dict) and c.get("name") in PROBES and isinstance(c.get("data"), list)
-        and all(isinstance(d, dict) for d in c["data"]) and isinstance(c.get("raw", {}), dict)
+        and all(isinstance(d, dict) and all(isinstance(v, str) for v in d.values()) for d in c["data"])
+        and isinstance(c.get("raw", {}), dict)
+        and all(isinstance(lines, list) and all(isinstance(x, str) for x in lines) for lines in c.get("raw", {}).values())
         for c in cases
     ):
-        raise UserError(f"{path}: its cases are not a list of {{name, ok, data, raw}} of known probes")
+        raise UserError(f"{path}: its cases are not a list of {{name, ok, data, raw}} of known probes, "
+                        f"with text as the console gave it")
     return result

@@ -59,13 +59,39 @@ def fork_axes(ax, results: list[dict]) -> None:
     ax.legend()
 
 
-def damon_axes(ax, result: dict) -> None:
-    """DAMON's regions over time, coloured by nr_accesses, with the planted hot range marked."""
+def fork_ratio_axes(ax, results: list[dict]) -> None:
+    """Each mode's fork() cost relative to 4K: the kernel's median time beside the model's operations."""
+    modes = [m for m in probes.FORK_MODES if m != "4k"]
+    labels, kernel, model = [], [], []
+    for r in results:
+        case = _case(r, "fork")
+        if case is None:
+            continue
+        measured, predicted = probes.fork_measured(case["data"]), probes.fork_prediction(r)
+        for mode in modes:
+            labels.append(f"{r['arch']}\n{mode}")
+            kernel.append(measured.get(mode, float("nan")))
+            model.append(float("nan") if predicted[mode] is None else predicted[mode])
+    x = range(len(labels))
+    ax.bar([i - 0.2 for i in x], kernel, 0.4, label="real kernel: median time / 4k's")
+    ax.bar([i + 0.2 for i in x], model, 0.4, label="model: operations / 4k's (2m: not modelled)")
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_xticks(list(x), labels)
+    ax.set_ylabel("cost relative to 4K pages")
+    ax.set_title("fork of 256 MiB: what batching saves, measured and counted")
+    ax.legend()
+
+
+def damon_axes(ax, result: dict, model: bool = False) -> None:
+    """DAMON's regions over time, coloured by nr_accesses, with the planted hot range marked: the
+    kernel's, or (``model``) the DAMON model's run of the same maps, hot range and intervals."""
     case = _case(result, "damon")
     if case is None:
         ax.set_axis_off()
         return
     _fields, aggs, hot = probes.damon_facts(case)
+    if model:
+        aggs = probes.damon_model(case, result)
     lo, hi = hot[0] - 8 * (hot[1] - hot[0]), hot[1] + 8 * (hot[1] - hot[0])
     top = max((nr for a in aggs for _, _, nr, _ in a.regions), default=1) or 1
     cmap = __import__("matplotlib").colormaps["viridis"]
@@ -79,7 +105,8 @@ def damon_axes(ax, result: dict) -> None:
         ax.axhline((edge - hot[0]) / 2**20, color="red", linestyle="--", linewidth=1)
     ax.set_xlabel("aggregation interval (100 ms)")
     ax.set_ylabel("MiB from the hot range's start")
-    ax.set_title(f"DAMON regions on {result['arch']} (colour: nr_accesses, 0..{top}; red: hot range)")
+    who = "the model of" if model else "the kernel on"
+    ax.set_title(f"DAMON regions, {who} {result['arch']}\n(colour: nr_accesses 0..{top}; red: hot range)")
 
 
 def result_figure(result: dict):
@@ -88,10 +115,13 @@ def result_figure(result: dict):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(18, 5))
-    vma_axes(axes[0], [result])
-    fork_axes(axes[1], [result])
-    damon_axes(axes[2], result)
+    fig, axes = plt.subplots(2, 3, figsize=(18, 10))
+    vma_axes(axes[0][0], [result])
+    fork_axes(axes[0][1], [result])
+    fork_ratio_axes(axes[0][2], [result])
+    damon_axes(axes[1][0], result)
+    damon_axes(axes[1][1], result, model=True)
+    axes[1][2].set_axis_off()
     fig.tight_layout()
     return fig
 

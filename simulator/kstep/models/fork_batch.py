@@ -22,7 +22,16 @@ arm64's contiguous-PTE blocks allowed.  The variants are the strategies of that 
 
 - ``folio-batch``: Linux 6.12.117 (the default);
 - ``v6.12.0-batch``: Linux 6.12.0's ``folio_pte_batch``, which loops up to ``max_nr`` and stops
-  at the folio's end only after reading the PTE past it (6.12.29 clamps ``max_nr`` first);
+  at the folio's end only after reading the PTE past it (6.12.29 clamps ``max_nr`` first).
+  Checked against the 6.12-stable review posting of that fix, "[PATCH 6.12 073/184] mm: fix
+  folio_pte_batch() on XEN PV" (12 May 2025; upstream 7b08b74f3d99, Fixes: f8d937761d65): its
+  removed lines are the 6.12.y loop before it (``end_ptep = start_ptep + max_nr``, ``while (ptep <
+  end_ptep)``, ``pte_same``, then ``if (pte_pfn(pte) >= folio_end_pfn) break``, ``return
+  min(ptep - start_ptep, max_nr)``; ``ptep - start_ptep`` is this model's ``nr``), its added lines
+  are 6.12.117's function (Debian's linux-source-6.12).  Debian's changelog (in every binary
+  package of linux 6.12.117-1~deb12u1, e.g. linux-kbuild's ``changelog.Debian.gz``) lists the fix
+  under upstream ChangeLog-6.12.29, merged in Debian's 6.12.29-1, and names no other
+  ``folio_pte_batch`` change in 6.12.y.  Not checked: a v6.12.0 tree itself (none was at hand);
 - ``no-batch-hint``: 6.12's batching with the generic ``pte_batch_hint`` (always 1), the shape of
   David Hildenbrand's December 2023 prototype: every PTE of a batch is read with ``ptep_get``,
   which on arm64 gathers a folded entry's whole block each time (the thread's "16 x 16 reads");
@@ -944,6 +953,7 @@ BIT = {"write": PTE_WRITE, "dirty": PTE_DIRTY, "young": PTE_YOUNG, "soft_dirty":
        "uffd_wp": PTE_UFFD_WP}
 A_AND_D = PTE_DIRTY | PTE_YOUNG  # what hardware sets in one sub-PTE of a folded block, without unfolding
 MAX_THREADS = 6
+MAX_MAPS = 64  # [[folios]] and [[maps]] entries a scenario may have (the C port's MAX_ITEMS)
 
 
 def _vma_rules(v, path):
@@ -1096,7 +1106,7 @@ SCHEMA = Table({
         "order": Key(Int(0, 9, "0 (4 KiB), 4 (64 KiB) or 9 (2 MiB)")),
         "kind": Key(Str(FOLIO_KINDS, doc="anonymous, page cache (file), or shmem"), ANON),
         "pinned": Key(Bool(doc="pinned for DMA (FOLL_PIN) before the fork"), False),
-    }), 0, 64, "the folios the parent maps; each gets PFNs aligned to its size, in this order")),
+    }), 0, MAX_MAPS, "the folios the parent maps; each gets PFNs aligned to its size, in this order")),
     "maps": Key(List(Table({
         "at": Key(Int(0, MAX_PAGES - 1, "the first page it maps")),
         "folio": Key(Str(doc="a folio's name, 'zero' (the shared zero page, read-only) or 'swap' (swapped-out "
@@ -1111,7 +1121,7 @@ SCHEMA = Table({
         "exclusive": Key(Bool(doc="PageAnonExclusive (anonymous pages; for swap: the swp-exclusive bit)"), True),
         **{f"toggle_{b}": Key(List(Int(0, 511), 0, 512, f"pages of this entry whose {b} bit is the opposite"), [])
            for b in TOGGLES},
-    }), 0, 64, "the parent's PTEs: each entry as one set_ptes() at fault time (arm64 folds whole aligned "
+    }), 0, MAX_MAPS, "the parent's PTEs: each entry as one set_ptes() at fault time (arm64 folds whole aligned "
                "blocks), then its toggles (a write, soft-dirty or uffd-wp toggle unfolds its block)")),
     "threads": Key(List(Table({
         "name": Key(Name(doc="actor name")),

@@ -10,18 +10,21 @@ nr_regions against min_nr_regions and max_nr_regions, and what each scheme did.
 
 The address axis joins the monitored ranges and drops the unmapped gaps between them (a process's
 heap and stack lie terabytes apart); every range is drawn at least ``MIN_SHARE`` of the width so
-a 1 MiB stack stays visible beside a 1 GiB heap, and its ticks say where it starts and how big it is.
+a 1 MiB stack stays visible beside a 1 GiB heap.  Its ticks give each range's start address and
+offsets from it in KiB, MiB or GiB; a target of 16 GiB or more is drawn on a log scale of the
+offset, so that its small regions stay visible beside its huge ones.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from math import log2
 
 import numpy as np
 from bokeh.models import FixedTicker, Range1d, Span
 from bokeh.plotting import figure
 
-from ..models.damon.core import damon_max_nr_accesses
+from ..models.damon.core import PAGE_SIZE, damon_max_nr_accesses
 from ..models.damon.model import INIT, RESET, covered, size_text
 from ..models.damon.workload import hot_ranges
 from . import style
@@ -30,8 +33,12 @@ from .player import Player
 from .registry import register
 from .timeline import add_cursor
 
-MIN_SHARE = 0.08  # the least share of the axis one monitored range gets
+MIN_SHARE = 0.12  # the least share of the axis one monitored range gets: room for its start address
 GAP = 0.02  # the share of the axis between two ranges (an unmapped gap, not to scale)
+LOG_FROM = 16 << 30  # a target of this many bytes or more is drawn on a log axis inside each range
+TICKS_PER_AXIS = 8  # about how many offset ticks a linear axis gets across its width
+CHAR = 0.009  # the share of the axis one character of a tick label takes (Bokeh's 11 px font, 1000 px)
+TICK_GAP = 0.02  # the least share of the axis between two tick labels' edges
 HEAT = ("#FFFFFF", "#FDE0C5", "#FACBA0", "#F5A66B", "#E8803E", "#D55E00", "#9E3D00")  # 0 .. max nr_accesses
 SPLIT_LINE = ("made by a split", style.PURPLE)
 MERGE_LINE = ("made by a merge", style.BLUE)
@@ -39,35 +46,82 @@ TRUTH = ("hot in this sampling interval (the workload)", style.VERMILLION)
 
 
 class AddressAxis:
-    """Addresses to x in [0, 1]: the monitored ranges side by side, gaps dropped."""
+    """Addresses to x in [0, 1]: the monitored ranges side by side, gaps dropped.
+
+    Inside a range, x follows the offset from its start: linearly, or -- for a target of
+    ``LOG_FROM`` bytes or more, where a page-sized region would be a millionth of the width --
+    logarithmically (log2 of 1 + offset in pages), so regions from 4 KiB to hundreds of GiB are all
+    drawn.  The ticks mark each range's start address and offsets from it in KiB, MiB, GiB or TiB;
+    the region strip and the heatmap take the same axis, so they always agree.
+    """
 
     def __init__(self, spans):
         spans = covered(spans) or [(0, 1)]
-        total = sum(b - a for a, b in spans)
-        shares = [max((b - a) / total, MIN_SHARE) for a, b in spans]
-        scale = (1 - GAP * (len(spans) - 1)) / sum(shares)
-        self.spans, self.x0, self.widths = spans, [], []
+        self.log = sum(b - a for a, b in spans) >= LOG_FROM
+        self.spans, self.x0, self.widths = spans, [], widths(spans, 1 - GAP * (len(spans) - 1))
         x = 0.0
-        for share in shares:
+        for w in self.widths:
             self.x0.append(x)
-            self.widths.append(share * scale)
-            x += share * scale + GAP
+            x += w + GAP
+
+    def fraction(self, offset: int, size: int) -> float:
+        """Where ``offset`` into a range of ``size`` bytes lies across that range's width."""
+        if self.log:
+            return log2(1 + offset / PAGE_SIZE) / log2(1 + size / PAGE_SIZE)
+        return offset / size
 
     def __call__(self, addr: int) -> float:
         """x of ``addr``; an address in a gap is drawn at the edge of the range before it."""
         i = max(bisect_right([a for a, _ in self.spans], addr) - 1, 0)
         a, b = self.spans[i]
-        return self.x0[i] + self.widths[i] * (min(max(addr, a), b) - a) / (b - a)
+        return self.x0[i] + self.widths[i] * self.fraction(min(max(addr, a), b) - a, b - a)
+
+    def offsets(self, size: int) -> list[int]:
+        """Candidate tick offsets: powers of 16 pages on a log axis, multiples of a power of two
+        that gives about TICKS_PER_AXIS ticks across the whole width on a linear one."""
+        if self.log:
+            return [PAGE_SIZE << 4 * k for k in range(1, 16) if PAGE_SIZE << 4 * k <= size]
+        total = sum(b - a for a, b in self.spans)
+        step = 1 << max(PAGE_SIZE.bit_length() - 1, (max(total // TICKS_PER_AXIS, 1)).bit_length() - 1)
+        return list(range(step, size + 1, step))
 
     def ticks(self) -> dict[float, str]:
-        """One tick in the middle of each range: where it starts and how big it is."""
-        return {round(x0 + w / 2, 4): f"{hex(a)}\n{size_text(b - a)}"
-                for (a, b), x0, w in zip(self.spans, self.x0, self.widths)}
+        """Each range's start address, then offsets from it where their labels do not touch."""
+        out = {round(x0, 4): hex(a) for (a, _), x0 in zip(self.spans, self.x0)}
+        for (a, b), x0, w in zip(self.spans, self.x0, self.widths):
+            for off in self.offsets(b - a):
+                x, text = round(x0 + w * self.fraction(off, b - a), 4), f"+{size_text(off)}"
+                if all(abs(x - t) >= CHAR * (len(text) + len(other)) / 2 + TICK_GAP for t, other in out.items()):
+                    out[x] = text
+        return out
 
-    def style(self, ax) -> None:
+    def label(self, short: bool = False) -> str:
+        scale = "log offsets" if self.log else "linear offsets"
+        if short:
+            return f"address ({scale})"
+        return f"monitored address ranges, unmapped gaps between them dropped ({scale} in each range)"
+
+    def style(self, ax, short: bool = False) -> None:
         ticks = self.ticks()
         ax.ticker = FixedTicker(ticks=sorted(ticks))
         ax.major_label_overrides = ticks
+        ax.axis_label = self.label(short)
+
+
+def widths(spans, room: float) -> list[float]:
+    """Each range's share of ``room``: in proportion to its size, but never below MIN_SHARE (the
+    ranges that would be narrower get MIN_SHARE, the others share the rest)."""
+    small: set = set()
+    while True:
+        rest = room - MIN_SHARE * len(small)
+        big = sum(b - a for k, (a, b) in enumerate(spans) if k not in small)
+        if rest <= 0 or not big:
+            return [room / len(spans)] * len(spans)
+        out = [MIN_SHARE if k in small else rest * (b - a) / big for k, (a, b) in enumerate(spans)]
+        narrow = {k for k, w in enumerate(out) if w < MIN_SHARE}
+        if narrow <= small:
+            return out
+        small |= narrow
 
 
 def monitored(states) -> list:
@@ -128,7 +182,6 @@ def strip_figure(player: Player, axis: AddressAxis) -> figure:
                x_range=Range1d(-0.01, 1.01, name="kstep-x-regions"), y_range=Range1d(-0.4, 1.6, name="kstep-y-regions"))
     style.style_figure(p)
     axis.style(p.xaxis)
-    p.xaxis.axis_label = "monitored address ranges (unmapped gaps between them dropped)"
     p.yaxis.visible = False
     frames = [((), states[0], states[0].k.passed_sample_intervals)]
     frames += [(a.regions, b, b.k.passed_sample_intervals) for a, b in zip(states, states[1:])]
@@ -193,7 +246,7 @@ def heatmap_figure(player: Player, axis: AddressAxis) -> figure:
             truth["top"].append(axis(hi))
     p.quad(source=player.static_source("heatmap-truth", truth), left="left", right="right", bottom="bottom",
            top="top", fill_color=None, line_color=TRUTH[1], line_width=1.5, name="kstep-plot-heatmap-truth")
-    axis.style(p.yaxis)
+    axis.style(p.yaxis, short=True)
     p.xaxis.axis_label = "step"
     add_cursor(p, player)
     return p

@@ -1,7 +1,8 @@
 """The fork-batch view: the parent's and the child's page tables side by side, batch by batch.
 
-What a student should see: each PTE is a cell coloured by the folio it maps (faded once it is
-read-only); the copy in progress is outlined in the parent, growing as folio_pte_batch grows the
+What a student should see: the two tables next to each other, parent on the left, each PTE a cell
+coloured by the folio it maps (faded once it is read-only), so a page and its copy sit at the same
+place in both grids; the copy in progress is outlined in the parent, growing as folio_pte_batch grows the
 batch; every copy made so far is outlined in the child, so the batch boundaries appear one by one;
 arm64's folded 64 KiB blocks carry a thick outline in both tables; and the counters run beside
 them, loads and TLB flushes first, since those are what the December 2023 thread argued about.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import rwsem
+from bokeh.layouts import row
 from bokeh.models import Range1d
 from bokeh.plotting import figure
 
@@ -37,6 +39,8 @@ FOLDED = ("arm64 folded block (contiguous bit)", style.BLUE)
 COUNTER_COLORS = (style.BLUE, style.SKY, style.PURPLE, style.VERMILLION, style.GREEN, style.ORANGE,
                   style.YELLOW, style.SIENNA, style.DARK)
 CELL = 0.9  # a cell's side, in grid units (1 apart)
+GRID_WIDTH = style.WIDTH // 2  # the parent's and the child's grids share the page's width
+ROW_HEIGHT = {32: 18, 64: 10}  # pixels a grid row takes: cells about square at GRID_WIDTH
 RECTS = {"x": float, "y": float, "w": float, "h": float}
 
 
@@ -115,7 +119,7 @@ def grid_figure(player: Player, side: str, first: int, last: int, ncols: int) ->
     rows = -(-(last - first) // ncols)
     name = f"pt-{side}"
     p = figure(name=f"kstep-plot-{name}", title=f"{side}'s PTEs, pages {first}..{last - 1} ({ncols} a row)",
-               width=style.WIDTH, height=70 + max(rows, 2) * (28 if ncols == 32 else 16), tools="",
+               width=GRID_WIDTH, height=70 + max(rows, 2) * ROW_HEIGHT[ncols], tools="",
                toolbar_location=None, x_range=Range1d(-0.2, ncols + 0.2, name=f"kstep-x-{name}"),
                y_range=Range1d(-rows + 0.4, 0.6, name=f"kstep-y-{name}"))
     style.style_figure(p, axes=False)
@@ -195,4 +199,5 @@ def fork_batch_view(trace, model):
            + style.key_html("outlines:", [], outline=[IN_PROGRESS, BATCH_DONE, FOLDED])
            + style.key_html("threads:", [(w, c) for w, c in PHASES[:2]],
                             marks=[("▲", style.DARK, "took a step")]))
-    return player.layout(parent, child, counters, board, timeline, key=key)
+    tables = row(parent, child, name="kstep-page-tables")
+    return player.layout(tables, counters, board, timeline, key=key)

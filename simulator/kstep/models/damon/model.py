@@ -576,7 +576,7 @@ VARIANTS = _variants()
 
 # --- scenarios ----------------------------------------------------------------------------------------------
 
-MAX_ADDR = 1 << 47  # a 4-level x86_64 user address space
+MAX_ADDR = 1 << 48  # arm64's 48-bit user address space, the largest of the lab's three (x86_64: 1 << 47)
 MAX_I64 = (1 << 63) - 1  # TOML integers are signed 64-bit: the largest bound a file can write
 MAX_SAMPLES = 200_000  # sampling intervals in one run: a player trace stays well under a million steps
 

@@ -466,6 +466,9 @@ def cmd_explore(args) -> int:
     units = [c for c in model.symmetric_units(state) if len(c) > 1] if args.symmetry else []
     print(f"states: {result.states}" + (" (one per symmetry orbit; interchangeable units: "
                                          f"{'; '.join(' '.join(map(str, c)) for c in units)})" if units else ""))
+    if result.searches == 2:
+        print("  (the states of two searches: the first, reduced or hash-compacted, found the violation; the "
+              "second, exact and no deeper, the shortest counterexample)")
     if result.reduced:
         print(f"partial-order reduction: {result.reduced} states expanded through an ample set")
     print(f"transitions: {result.transitions}")

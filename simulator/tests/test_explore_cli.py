@@ -60,6 +60,7 @@ def test_hash_compaction_never_says_clean_but_finds_violations(capsys):
     rc, out, _ = kstep(capsys, "explore", "qspinlock", "--scenario", "two-waiters", "--variant",
                        "head-ignores-pending", "--hash-compact")
     assert rc == 1 and "VIOLATED (harm) mutual-exclusion" in out and "shortest counterexample" in out
+    assert "the states of two searches" in out
 
 
 def test_list_shows_what_each_broken_variant_breaks_and_where(capsys):

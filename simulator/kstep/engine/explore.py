@@ -41,6 +41,7 @@ class ExploreResult:
     counterexample: Optional[Trace] = None
     interrupted: bool = False  # stopped by Ctrl-C: what it found so far
     reduced: int = 0  # states expanded through an ample set only (partial-order reduction)
+    searches: int = 1  # 2: a reduced or hash-compacted search, then an exact one for the shortest counterexample
 
     @property
     def clean(self) -> bool:
@@ -82,6 +83,7 @@ def explore(model: Model, initial: State, *, por: bool = True, **options) -> Exp
     again.transitions += first.transitions
     again.seconds += first.seconds
     again.exhausted = first.exhausted
+    again.searches = 2
     return again
 
 

@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 # pip reinstalls only when pyproject.toml is newer than this stamp, so repeated runs start at once.
 INSTALLED := $(VENV)/.kstep-installed
+# Pyodide's core runtime (the npm package, pinned by package-lock.json): the course site serves it
+# from its own static folder for the pages' interactive mode.
+PYODIDE := node_modules/pyodide/.kstep-installed
 EXTRAS := notebook,test,bench,docs
 PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 # make test's pytest workers: one per core by default (TEST_JOBS=1 runs the suite in one process).
@@ -28,12 +31,13 @@ help:
 	@echo "                   then once more with 4 CPUs for the qspinlock with three lockers"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot)"
 	@echo "  verdicts         explore every bundled scenario x variant into simulator/kstep/verdicts.json"
-	@echo "  setup            Debian packages (scripts/setup-system) and the $(VENV) virtual environment"
+	@echo "  setup            Debian packages (scripts/setup-system), the $(VENV) virtual environment and"
+	@echo "                   Pyodide's runtime in node_modules/ (for the pages' interactive mode)"
 	@echo "  system-packages  only the Debian packages"
 	@echo "  clean            remove build/, bench/results/, docs/animations/ (generated) and kernel-lab/build/"
 	@echo "  distclean        clean, and remove $(VENV)"
 
-setup: system-packages $(INSTALLED)
+setup: system-packages $(INSTALLED) $(PYODIDE)
 
 system-packages:
 	@PYTHON=$(PYTHON) scripts/setup-system
@@ -46,6 +50,11 @@ $(VENV)/bin/python: | system-packages
 $(INSTALLED): pyproject.toml | $(VENV)/bin/python
 	@echo "make: installing kstep with extras [$(EXTRAS)] into $(VENV) (about 650 MB the first time)"
 	$(VENV)/bin/python -m pip install -q -e '.[$(EXTRAS)]'
+	@touch $@
+
+$(PYODIDE): package.json package-lock.json | system-packages
+	@echo "make: installing Pyodide's runtime (npm ci: the versions package-lock.json pins) into node_modules/"
+	npm ci --no-audit --no-fund
 	@touch $@
 
 # build/ is make's own output folder; the course builder never creates a missing parent itself.
@@ -100,4 +109,4 @@ clean:
 	$(MAKE) -C kernel-lab clean
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) node_modules

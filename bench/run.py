@@ -11,7 +11,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import damon, engine, explore, fork_batch, player, plot, qspinlock, traces, vma_locks, vma_locks_port  # noqa: E402
+from bench import (  # noqa: E402
+    damon, damon_port, engine, explore, fork_batch, interactive, player, plot, qspinlock, traces, vma_locks,
+    vma_locks_port,
+)
 
 
 def main() -> int:
@@ -23,11 +26,13 @@ def main() -> int:
     results["engine"] = engine.run(out, say)
     results["vma-locks"] = vma_locks.run(out, say)
     results["player"] = player.run(out)
+    results["interactive"] = interactive.run(out, say)
     results["qspinlock"] = qspinlock.run(out, say)
     results["explore"] = explore.run(out, say)
     results["fork-batch"] = fork_batch.run(out, say)
     results["traces"] = traces.run(out, say)
     results["damon"] = damon.run(out, say)
+    damon_port.run(out, say)
     port_png = vma_locks_port.draw(vma_locks_port.run(out, say), out / "vma-locks-port.png")
     png = plot.draw(results, out / "bench.png")
     print(f"bench: wrote {', '.join(sorted(p.name for p in out.glob('*.json')))}, {png.name} and {port_png.name} "

@@ -580,6 +580,7 @@ def _load(name: str):
 
 spincheck = _load("spincheck")
 vmacheck = _load("vmacheck")
+damoncheck = _load("damoncheck")
 
 
 def spin(*args, **kwargs):
@@ -676,6 +677,7 @@ def checks() -> list[Check]:
     out += [Check("spin-triples-2cpu-match-arm64-log", check_spin_triples_cover_c, ("arm64", 2)),
             Check("spin-triples-3cpu-match-x86_64-log", check_spin_triples_cover_c, ("x86_64", 3))]
     out += vmacheck.checks(sys.modules[__name__])
+    out += damoncheck.checks(sys.modules[__name__])
     return out
 
 

@@ -275,6 +275,15 @@ def build_parser() -> Parser:
 def lab_parser(sub) -> None:
     from .lab import guest
 
+    p = sub.add_parser("serve", help="serve a built course site on 127.0.0.1 (its pages' interactive mode needs it)",
+                       allow_abbrev=False,
+                       description="Serve DIR (a built site, e.g. build/course) over HTTP on 127.0.0.1 until "
+                                   "Ctrl-C: its pages then let a student schedule the threads by hand, with the "
+                                   "model running as Python in the browser (Pyodide cannot start from file://).")
+    p.add_argument("directory", metavar="DIR", help="the folder to serve")
+    p.add_argument("--port", type=port, default=8000, help="the port to listen on (0: any free one; default 8000)")
+    p.set_defaults(run=cmd_serve)
+
     lab = sub.add_parser("lab", help="boot Debian's Linux 6.12 in QEMU and probe it beside the models",
                          allow_abbrev=False,
                          description="The real-kernel lab: Debian's own 6.12 kernels for x86_64, arm64 and "
@@ -339,6 +348,10 @@ def bounded(hi: int):
     return parse
 
 
+def port(text: str) -> int:
+    return decimal(text, 0, 65535)
+
+
 def seed(text: str) -> int:
     return decimal(text, 0, MAX_SEED)
 
@@ -361,6 +374,13 @@ def epilog() -> str:
 
 
 # --- commands -----------------------------------------------------------------------------------------
+
+
+def cmd_serve(args) -> int:
+    from .serve import serve
+
+    serve(args.directory, args.port, say=lambda line: print(line, flush=True))
+    return OK
 
 
 def cmd_list(args) -> int:

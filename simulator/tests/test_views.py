@@ -185,7 +185,7 @@ def test_every_board_marks_the_boxes_the_current_step_changed(mech, name):
 
 
 def test_vma_view_says_a_thread_was_killed_by_sigsegv():
-    from kstep.views.vma_lock import DONE, KILLED, PHASES, phase
+    from kstep.views.vma_board import DONE, KILLED, PHASES, phase
 
     trace, model = run("vma-locks", "munmap-vs-fault")
     frames = Frames(views.layout(trace, model))
@@ -198,7 +198,7 @@ def test_vma_view_says_a_thread_was_killed_by_sigsegv():
 
 
 def test_vma_thread_phases_follow_the_locks_they_hold():
-    from kstep.views.vma_lock import EPOCH, LOOKUP, MM_READ, VMA_READ, WAIT_MM, WAIT_VMA
+    from kstep.views.vma_board import EPOCH, LOOKUP, MM_READ, VMA_READ, WAIT_MM, WAIT_VMA
 
     seen = set()
     for name in ("recheck-race", "fork-vs-fault", "tcp-zerocopy-vs-madvise", "android-app-launch"):
@@ -210,7 +210,7 @@ def test_vma_thread_phases_follow_the_locks_they_hold():
 
 def check_phases(trace, model):
     from kstep.models.vma_lock import vma_read_locked
-    from kstep.views.vma_lock import EPOCH, LOOKUP, VMA_READ, WAIT_MM, WAIT_VMA, phase
+    from kstep.views.vma_board import EPOCH, LOOKUP, VMA_READ, WAIT_MM, WAIT_VMA, phase
 
     seen = set()
     for s in trace.states:

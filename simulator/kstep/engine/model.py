@@ -260,6 +260,11 @@ class Model(abc.ABC):
         """The state with unit k renamed perm[k] everywhere it is named."""
         raise NotImplementedError(f"{self.name} declares no symmetry")
 
+    def blocked_on(self, state: State, actor: str) -> str:
+        """What a blocked actor waits for, in a few words ("mmap_lock, held for write by W"), for a
+        student choosing who runs next; empty when the model does not say."""
+        return ""
+
     def summary(self, state: State) -> dict[str, str]:
         """A few short columns of the state for the step table (what a student predicts)."""
         return {}

@@ -1341,6 +1341,20 @@ class VmaLocksModel(ProgramModel):
             return set_local(state, i, ghost_writer_since_walk=False)
         return state
 
+    def blocked_on(self, s, actor):
+        """A thread queued on an rwsem (its next step's guard waits for a grant or a free lock)."""
+        if actor in self.daemons:  # the RCU kthread is idle, never blocked
+            return ""
+        t = s.threads[thread_index(s, actor)]
+        if not t.frames or t.frames[0].label not in ("rwsem_try_write_lock", "rwsem_down_read_slowpath"):
+            return ""
+        lock = t.frames[0].arg
+        sem, names = lock_of(s, lock), [u.name for u in s.threads]
+        held = ([f"held for write by {names[sem.owner]}"] if sem.owner != NOBODY else []) + \
+            ([f"held for read by {', '.join(names[r] for r in sem.readers)}"] if sem.readers else [])
+        what = "mmap_lock" if lock == MM else f"the lock of VMA {lock}"
+        return f"{what} ({'; '.join(held) or 'free, granted in queue order'})"
+
     def summary(self, s):
         names = [t.name for t in s.threads]
         out = {"mm_lock_seq": str(s.mm.mm_lock_seq), "mmap_lock": _sem_text(s.mm.mmap_lock, names)}

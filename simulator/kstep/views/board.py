@@ -8,45 +8,17 @@ a blue halo, the colour of the timeline's cursor: blue always means "this step".
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, Range1d
 from bokeh.plotting import figure
 
 from . import style
+from .boxes import COLUMNS, RIGHT, with_changes
 from .player import Player
 
-COLUMNS = {"x": float, "y": float, "w": float, "h": float, "fill": str, "line": str, "width": float,
-           "head": str, "body": str}
-LEFT = 1.9  # x where the boxes start; row titles sit left of it
-RIGHT = 12.0
 CHANGED_NOTE = " (blue: this step changed it)"  # the halo's key, in the title of every board with one
-
-
-class Box(NamedTuple):
-    x: float  # centre
-    y: float
-    w: float
-    h: float
-    fill: str
-    head: str  # bold first line
-    body: str = ""  # further lines, "\n"-separated
-    line: str = style.INK  # outline colour: a second fact about the box (a pending quiescent state)
-    width: float = 1.0  # outline width in pixels
-
-
-def columns(boxes: Sequence[Box]) -> dict[str, list]:
-    return {c: [getattr(b, c) for b in boxes] for c in COLUMNS}
-
-
-def in_a_row(count: int, *, y: float, h: float = 0.8, left: float = LEFT, right: float = RIGHT,
-             max_w: float = 2.0, gap: float = 0.12) -> list[tuple[float, float, float, float]]:
-    """(x, y, w, h) of ``count`` boxes side by side between ``left`` and ``right``."""
-    if count == 0:
-        return []
-    w = min(max_w, (right - left) / count - gap)
-    return [(left + gap / 2 + w / 2 + j * (w + gap), y, w, h) for j in range(count)]
 
 
 def board_figure(name: str, title: str, rows: Sequence[tuple[float, str]], *, height: int,
@@ -77,16 +49,12 @@ def box_source(player: Player, name: str, rows: Callable[[Any], Mapping[str, Seq
             memo[k] = rows(state)
         return memo[k]
 
-    def with_changes(pair):
+    def changes(pair):
         before, after = pair
-        cols = dict(boxes(after))
-        now = list(zip(*(cols[c] for c in COLUMNS)))
-        old = None if before is None else set(zip(*(boxes(before)[c] for c in COLUMNS)))
-        cols["changed"] = [0 if old is None or box in old else 1 for box in now]
-        return cols
+        return with_changes(None if before is None else boxes(before), boxes(after))
 
     pairs = [(None, states[0])] + list(zip(states, states[1:]))
-    return player.frame_source(name, {**COLUMNS, "changed": int}, with_changes, frames=pairs,
+    return player.frame_source(name, {**COLUMNS, "changed": int}, changes, frames=pairs,
                                key=lambda pair: (None if pair[0] is None else key(pair[0]), key(pair[1])))
 
 

@@ -12,13 +12,17 @@ player (player.js) turns the indices back into strings when it slices a frame.
 
 ``decode`` is the reference reader of this format: the initial data of every display source and
 the tests use it, and player.js must slice exactly as it does.
+
+The module imports only the standard library (its arrays are ``array.array``): the page's
+interactive mode builds the same columns in the browser, in Pyodide's core runtime, which has no
+numpy.  The Bokeh side hands the arrays to numpy as they are (buffer protocol, same dtype).
 """
 
 from __future__ import annotations
 
+from array import array
+from itertools import accumulate
 from typing import Any, Callable, Hashable, Mapping, Sequence
-
-import numpy as np
 
 NUM, STR = "num", "str"
 KINDS = {int: NUM, float: NUM, str: STR}
@@ -83,10 +87,8 @@ class FrameColumns:
         return block
 
     def export(self) -> dict:
-        """The store (column -> numpy array of all blocks), and start/stop per frame."""
-        lengths = np.array([len(b[0]) if b else 0 for b in self._blocks], dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        frame_block = np.array(self._frame_block, dtype=np.int64)
+        """The store (column -> array of all blocks), and start/stop per frame."""
+        offsets = [0, *accumulate(len(b[0]) if b else 0 for b in self._blocks)]
         store = {}
         for j, (col, kind) in enumerate(self.kinds.items()):
             values = [v for b in self._blocks for v in b[j]]
@@ -97,8 +99,8 @@ class FrameColumns:
         return {
             "kinds": dict(self.kinds),
             "store": store,
-            "start": offsets[frame_block].astype(np.int32),
-            "stop": offsets[frame_block + 1].astype(np.int32),
+            "start": array("i", [offsets[b] for b in self._frame_block]),
+            "stop": array("i", [offsets[b + 1] for b in self._frame_block]),
         }
 
 
@@ -112,21 +114,21 @@ def decode(export: Mapping, strings: Sequence[str], k: int) -> dict[str, list]:
     return out
 
 
-def smallest_int(values: Sequence[int]) -> np.ndarray:
-    """Integers in the smallest signed dtype that holds them (BokehJS has no 64-bit ints)."""
-    arr = np.asarray(values, dtype=np.int64)
-    lo, hi = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
-    for dtype in (np.int8, np.int16, np.int32):
-        info = np.iinfo(dtype)
-        if info.min <= lo and hi <= info.max:
-            return arr.astype(dtype)
+INT_TYPES = (("b", 1 << 7), ("h", 1 << 15), ("i", 1 << 31))  # int8, int16, int32: what BokehJS has
+
+
+def smallest_int(values: Sequence[int]) -> array:
+    """Integers in the smallest signed type that holds them (BokehJS has no 64-bit ints)."""
+    lo, hi = (min(values), max(values)) if values else (0, 0)
+    for code, top in INT_TYPES:
+        if -top <= lo and hi < top:
+            return array(code, values)
     raise ValueError(f"integer column out of int32 range ({lo}..{hi})")
 
 
-def compact(values: Sequence[float]) -> np.ndarray:
+def compact(values: Sequence[float]) -> array:
     """Numbers as small ints when they are whole, else float32 when exact, else float64."""
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.size == 0 or np.all(arr == np.round(arr)) and np.abs(arr).max() < 2**31:
-        return smallest_int(arr.astype(np.int64))
-    f32 = arr.astype(np.float32)
-    return f32 if np.array_equal(f32.astype(np.float64), arr) else arr
+    if all(float(v).is_integer() for v in values) and max(map(abs, values), default=0) < 2**31:
+        return smallest_int([int(v) for v in values])
+    f32 = array("f", values)
+    return f32 if list(f32) == [float(v) for v in values] else array("d", values)

@@ -126,7 +126,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"kstep.views.course: {e}", file=sys.stderr)
         return 2
     print(f"course: open {index.resolve().as_uri()}")
-    print(f"course: or serve it: python3 -m http.server --bind 127.0.0.1 --directory {Path(args.out)} 8000")
+    print(f"course: or serve it (the pages then let students schedule the threads by hand): kstep serve {Path(args.out)}")
     return 0
 
 

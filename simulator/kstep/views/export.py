@@ -12,11 +12,13 @@ from bokeh.resources import INLINE, Resources
 from ..engine import Model, Trace
 from ..engine.scenario import Scenario
 from ..files import write_text
+from .live import enable
 from .registry import view_for
 
 # Bokeh's own page with a margin around the animation, what the scenario is for and, in a course, a
 # link back to the index.
 TEMPLATE = get_env().from_string("""{% extends "file.html.jinja" %}
+{% block postamble %}{% if live %}<script src="{{ live }}/kstep/interactive.js" defer></script>{% endif %}{% endblock %}
 {% block preamble %}<style>body { padding: 10px 16px; background: #FFFFFF; }
 nav.kstep-nav, section.kstep-purpose { font: 13pt 'DejaVu Sans', Arial, sans-serif; margin-bottom: 8px;
   max-width: 1200px; }</style>{% endblock %}
@@ -42,14 +44,19 @@ def purpose(sc: Scenario) -> list[tuple[str, str]]:
 
 
 def page(trace: Trace, model: Model, resources: Resources = INLINE, back: Optional[str] = None,
-         about: Optional[Scenario] = None) -> str:
+         about: Optional[Scenario] = None, live: Optional[str] = None) -> str:
     """The page's HTML; with INLINE resources BokehJS is inside it, so it needs no network.
 
     ``back`` is a link to put above the animation (a course's index); ``about`` the scenario the
-    trace runs, whose description and what to look for the page states.
+    trace runs, whose description and what to look for the page states.  ``live`` is the URL of a
+    static folder (relative to the page) where ``live.install`` put interactive mode's files: the
+    page then lets the student schedule the scenario's threads by hand (served over HTTP).
     """
-    return file_html(layout(trace, model), resources=resources, title=title(trace), template=TEMPLATE,
-                     template_variables={"back": back, "purpose": purpose(about) if about else []})
+    lay = layout(trace, model)
+    if live is not None:
+        enable(lay, trace, model)
+    return file_html(lay, resources=resources, title=title(trace), template=TEMPLATE,
+                     template_variables={"back": back, "purpose": purpose(about) if about else [], "live": live})
 
 
 def save_html(trace: Trace, model: Model, path: str | Path, about: Optional[Scenario] = None) -> None:

@@ -20,13 +20,14 @@ from bokeh.plotting import figure
 from ..models.fork_batch import folio_index
 from ..models.pgtable import CONT_PTES, Ops, pte_cont, pte_pfn, pte_present, pte_special, pte_write
 from . import style
-from .board import Box, board_figure, box_source, columns, draw_boxes, in_a_row
+from .board import board_figure, box_source, draw_boxes
+from .boxes import Box, columns, in_a_row
 from .counters import counters_figure
 from .generic import DONE, PHASES, phases
 from .player import Player
 from .registry import register
 from .timeline import actor_marks, lanes_figure, phase_bars
-from .vma_lock import sem_text
+from .vma_board import sem_text
 
 FOLIO_COLORS = (style.SKY, style.ORANGE, style.GREEN, style.PURPLE, style.YELLOW, style.BLUE)
 EMPTY = ("pte_none", style.WHITE)

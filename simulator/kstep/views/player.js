@@ -229,6 +229,17 @@ function pause() {
   W.toggle.active = false;
 }
 
+// Interactive mode (interactive.js) puts the columns of the student's own run in place of the
+// recorded one's (frames, stores, strings, n) and calls the player with {kstep_live: k}: what is
+// on screen belongs to the old columns, so forget it, then show frame k of the new run.
+function show_live(k) {
+  pause();
+  st.shown.fill(-1);
+  st.code = -1;
+  W.slider.setv({end: Math.max(n, 1), disabled: n === 0});
+  show(k);
+}
+
 const origin = cb_obj != null && cb_obj.origin != null ? cb_obj.origin : cb_obj;
 if (origin === W.toggle) {
   if (W.toggle.active) {
@@ -256,4 +267,6 @@ if (origin === W.toggle) {
   if (st.timer !== null) {
     start_timer();
   }
+} else if (origin !== null && typeof origin === "object" && "kstep_live" in origin) {
+  show_live(origin.kstep_live);
 }

@@ -108,7 +108,7 @@ class Player:
             fc.add(value)
         export = self.exports[name] = fc.export()
         shown = ColumnDataSource(decode(export, self.strings.table, 0), name=f"kstep-src-{name}")
-        store = ColumnDataSource(export["store"], name=f"kstep-store-{name}")
+        store = ColumnDataSource({c: np.asarray(v) for c, v in export["store"].items()}, name=f"kstep-store-{name}")
         self._sources.append((name, shown, store))
         return shown
 
@@ -229,8 +229,8 @@ class Player:
         cols = self.trace.columns(self.model)
         frames = {"actor": np.asarray(cols["actor"]), "label": np.asarray(cols["label"])}
         for name, export in self.exports.items():
-            frames[f"{name}.start"] = export["start"]
-            frames[f"{name}.stop"] = export["stop"]
+            frames[f"{name}.start"] = np.asarray(export["start"])
+            frames[f"{name}.stop"] = np.asarray(export["stop"])
         return frames
 
     def tables(self) -> dict:

@@ -24,7 +24,8 @@ from bokeh.plotting import figure
 
 from ..models import qspinlock as q
 from . import style
-from .board import LEFT, RIGHT, Box, board_figure, box_source, columns, draw_boxes, in_a_row
+from .board import board_figure, box_source, draw_boxes
+from .boxes import LEFT, RIGHT, Box, columns, in_a_row
 from .counters import counters_figure
 from .player import Player
 from .registry import register

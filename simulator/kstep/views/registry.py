@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Callable
 
 from bokeh.models import LayoutDOM
@@ -11,6 +12,7 @@ from ..engine import Model, Trace
 View = Callable[[Trace, Model], LayoutDOM]
 
 VIEWS: dict[str, View] = {}
+MECHANISM_VIEWS = ("damon", "fork_batch", "qspinlock", "rcu", "vma_lock")  # the modules that register one
 
 
 def register(mechanism: str) -> Callable[[View], View]:
@@ -29,4 +31,11 @@ def view_for(mechanism: str) -> View:
     """The mechanism's own view, or the generic one (actor lanes and the status line) without one."""
     from .generic import generic_view
 
+    load_views()
     return VIEWS.get(mechanism, generic_view)
+
+
+def load_views() -> None:
+    """Import every mechanism's view module: each registers its view when first imported."""
+    for module in MECHANISM_VIEWS:
+        import_module(f"{__package__}.{module}")

@@ -12,185 +12,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import rwsem
-from ..models.vma_lock import FREED, LIVE, MM, RCU_PENDING, is_write_locked, vma_read_locked
 from . import style
-from .board import LEFT, Box, board_figure, box_source, columns, draw_boxes, in_a_row
+from .board import board_figure, box_source, draw_boxes
 from .counters import counters_figure
 from .player import Player
-from .rcu import (CB_READY, CB_WAITING, GP_RUNNING, QS_PENDING, callback_boxes, callbacks_figure, gp_box,
-                  gp_lane, grace_periods_completed, qs_marks, qs_needed)
+from .rcu import callbacks_figure, gp_lane, qs_marks
+from .rcu_board import CB_READY, CB_WAITING, GP_RUNNING, QS_PENDING, grace_periods_completed
 from .registry import register
+from .vma_board import (DONE, EPOCH_LANE, MM_FREE, MM_READ_HELD, MM_WRITE_HELD, PHASES, VMA_DETACHED, VMA_FREED,
+                        VMA_IDLE, VMA_READ_LOCKED, VMA_STALE, VMA_UAF, VMA_WRITE_LOCKED, board_sources, phase)
 from .timeline import actor_marks, interval_lane, lanes_figure, phase_bars
-
-# What each thread is doing, in palette order (the lanes and the thread boxes share it).
-PHASES = (
-    style.IDLE,
-    ("RCU lookup (lock_vma_under_rcu)", style.SKY),
-    ("holds a VMA read lock", style.GREEN),
-    ("waits for mmap_lock", style.ORANGE),
-    ("holds mmap_lock for read", style.BLUE),
-    ("writer epoch: holds mmap_lock for write", style.PURPLE),
-    ("writer waits for a VMA's readers", style.SIENNA),
-    ("killed by a signal (SIGSEGV)", style.DARK),
-    style.DONE,
-)
-RUNNING, LOOKUP, VMA_READ, WAIT_MM, MM_READ, EPOCH, WAIT_VMA, KILLED, DONE = range(len(PHASES))
-
-VMA_IDLE = ("attached, unlocked", style.LIGHT)
-VMA_READ_LOCKED = ("read-locked by faults", style.GREEN)
-VMA_WRITE_LOCKED = ("write-locked: vm_lock_seq == mm_lock_seq", style.PURPLE)
-VMA_STALE = ("vm_lock_seq == mm_lock_seq with no writer: faults still back off", style.PURPLE)
-VMA_DETACHED = ("detached (unmapped), not yet freed", style.GREY)
-VMA_FREED = ("freed", style.DARK_GREY)
-VMA_UAF = ("freed while a fault still points to it", style.VERMILLION)
-MM_FREE = ("mmap_lock free", style.LIGHT)
-MM_READ_HELD = ("mmap_lock read-held", style.BLUE)
-MM_WRITE_HELD = ("mmap_lock write-held", style.PURPLE)
-EPOCH_LANE = ("write epoch (mm_lock_seq shown at its start)", style.PURPLE)
 
 COUNTERS = ("vma_lock_success", "vma_lock_abort", "vma_lock_retry", "vma_lock_miss", "mmap_lock_faults", "sigsegv")
 COUNTER_COLORS = (style.GREEN, style.ORANGE, style.YELLOW, style.SKY, style.BLUE, style.VERMILLION)
-MAX_OFF_TREE = 6  # VMAs shown in the "removed from the tree" row
-# A writer's next step while down_write waits: it spins, queues, or sleeps until its retry can succeed.
-WRITER_WAITS = ("rwsem_optimistic_spin", "rwsem_down_write_slowpath", "rwsem_try_write_lock")
-
-
-def phase(s, i: int) -> int:
-    t = s.threads[i]
-    if not t.frames:
-        return KILLED if t.died else DONE
-    label, lock = t.frames[0]
-    if label in WRITER_WAITS:  # spinning on or queued for an rwsem (cheaper than scanning every VMA's queue)
-        return WAIT_MM if lock == MM else WAIT_VMA
-    if rwsem.waiting(s.mm.mmap_lock, i):
-        return WAIT_MM
-    if s.mm.mmap_lock.owner == i:
-        return EPOCH
-    if vma_read_locked(s, i):
-        return VMA_READ
-    if rwsem.holds_read(s.mm.mmap_lock, i):
-        return MM_READ
-    if s.rcu.nesting[i]:
-        return LOOKUP
-    return RUNNING
-
-
-def sem_text(sem: rwsem.Rwsem, names) -> str:
-    """Who holds and who waits for an rw_semaphore, in one or two short lines."""
-    lines = []
-    if sem.owner != rwsem.NOBODY:
-        lines.append(f"write: {names[sem.owner]}")
-    if sem.readers:
-        lines.append("read: " + ", ".join(names[r] for r in sem.readers))
-    if sem.waiters:
-        handoff = " · HANDOFF" if sem.handoff else ""
-        lines.append("waiting: " + ", ".join(f"{names[w]} ({k})" for w, k in sem.waiters) + handoff)
-    return "\n".join(lines)
-
-
-def vma_fill(s, v: int) -> str:
-    vma = s.vmas[v]
-    if vma.status == FREED:
-        pointed = any(t.vma == v and t.frames for t in s.threads)
-        return VMA_UAF[1] if pointed else VMA_FREED[1]
-    if vma.detached or vma.status == RCU_PENDING:
-        return VMA_DETACHED[1]
-    if is_write_locked(s, v):
-        return VMA_WRITE_LOCKED[1]
-    if vma.lock.readers:
-        return VMA_READ_LOCKED[1]
-    return VMA_IDLE[1]
-
-
-def vma_box(s, v: int, names, x: float, y: float, w: float, h: float) -> Box:
-    vma = s.vmas[v]
-    seq = "no per-VMA lock" if vma.vm_lock_seq is None else f"vm_lock_seq {vma.vm_lock_seq}"
-    lines = [f"{seq} · {vma.prot}"]
-    gone = (["detached"] if vma.detached else []) + ([vma.status] if vma.status != LIVE else [])
-    if gone:
-        lines.append(" · ".join(gone))
-    held = sem_text(vma.lock, names)
-    if held:
-        lines.append(held)
-    # Only a missing mm_lock_seq bump leaves the numbers equal outside a write epoch: vma_start_read
-    # still backs off, so the VMA stays locked to faults although no writer holds mmap_lock.
-    stale = vma.vm_lock_seq == s.mm.mm_lock_seq and not is_write_locked(s, v)
-    where = f"[{vma.start}, {vma.end})" if vma.start < vma.end else "new: no range yet"  # vm_area_alloc'd
-    return Box(x, y, w, h, vma_fill(s, v), f"VMA {v}  {where}", "\n".join(lines),
-               line=VMA_STALE[1] if stale else style.INK, width=5 if stale else 1)
-
-
-def tree_boxes(s, names) -> list[Box]:
-    """The VMAs in the maple tree, in address order."""
-    slots = in_a_row(len(s.mm.tree), y=2, max_w=2.6)
-    return [vma_box(s, v, names, *slot) for v, slot in zip(s.mm.tree, slots)]
-
-
-def off_tree_boxes(s, names) -> list[Box]:
-    """VMAs no longer in the tree that a reader may still reach: detached, rcu-pending, or freed
-    while a thread still points to one (the newest few; ids are never reused)."""
-    tree = set(s.mm.tree)
-    pointed = {t.vma for t in s.threads if t.frames}
-    gone = [v for v, vma in enumerate(s.vmas) if v not in tree and (vma.status != FREED or v in pointed)]
-    freed = [v for v, vma in enumerate(s.vmas) if v not in tree and vma.status == FREED and v not in pointed]
-    shown = sorted(gone[-MAX_OFF_TREE:] + freed[-max(0, MAX_OFF_TREE - len(gone)):])
-    slots = in_a_row(len(shown), y=1, max_w=2.6)
-    return [vma_box(s, v, names, *slot) for v, slot in zip(shown, slots)]
-
-
-def fault_marks(s, names) -> dict[str, list]:
-    """Above the tree: where each fault thread faults, placed inside the VMA box that covers it."""
-    slots = dict(zip(s.mm.tree, in_a_row(len(s.mm.tree), y=2, max_w=2.6)))
-    by_addr: dict[int, list[str]] = {}
-    for i, t in enumerate(s.threads):
-        if t.kind == "fault" and t.addr >= 0 and t.frames:
-            by_addr.setdefault(t.addr, []).append(names[i])
-    xs, texts = [], []
-    for addr, who in sorted(by_addr.items()):
-        xs.append(round(address_x(s, slots, addr), 3))
-        texts.append(f"{', '.join(who)} @{addr}")
-    return {"x": xs, "y": [2.5] * len(xs), "text": texts}
-
-
-def address_x(s, slots, addr: int) -> float:
-    """x of a page address on the tree row: inside its VMA's box, or in the gap where it would be."""
-    for v, (cx, _, w, _) in slots.items():
-        vma = s.vmas[v]
-        if vma.start <= addr < vma.end:
-            return cx - w / 2 + w * (addr - vma.start + 0.5) / (vma.end - vma.start)
-    above = [cx - w / 2 for v, (cx, _, w, _) in slots.items() if s.vmas[v].start > addr]
-    if above:
-        return min(above) - 0.06
-    return max((cx + w / 2 for cx, _, w, _ in slots.values()), default=LEFT) + 0.06
-
-
-def thread_boxes(s, names) -> list[Box]:
-    out = []
-    for i, (x, y, w, h) in enumerate(in_a_row(len(s.threads), y=4, max_w=2.4)):
-        t = s.threads[i]
-        lines = [f"next: {t.frames[0].label}" if t.frames else f"killed by {t.died}" if t.died else "done"]
-        if t.kind == "fault" and t.addr >= 0:
-            lines.append(f"fault at {t.addr}" + (f" · vma {t.vma}" if t.vma >= 0 else ""))
-        elif t.kind == "writer":
-            lines.append("writer")
-        pending = qs_needed(s.rcu, i)
-        out.append(Box(x, y, w, h, PHASES[phase(s, i)][1], f"{names[i]} · CPU {i}", "\n".join(lines),
-                       line=QS_PENDING[1] if pending else style.INK, width=5 if pending else 1))
-    return out
-
-
-def thread_key(s):
-    """What thread_boxes reads: each thread's next step and locks, not its whole program."""
-    heads = tuple((t.frames[0] if t.frames else None, t.addr, t.vma, vma_read_locked(s, i), t.died)
-                  for i, t in enumerate(s.threads))
-    return heads, s.rcu.nesting, s.rcu.qsmask, s.mm.mmap_lock
-
-
-def mm_box(s, names) -> Box:
-    sem = s.mm.mmap_lock
-    fill = MM_WRITE_HELD[1] if sem.owner != rwsem.NOBODY else MM_READ_HELD[1] if sem.readers else MM_FREE[1]
-    return Box(3.45, 3, 3.0, 0.8, fill, f"mm_lock_seq {s.mm.mm_lock_seq}",
-               "mmap_lock " + (sem_text(sem, names) or "free"))
 
 
 @register("vma-locks")
@@ -199,24 +33,15 @@ def vma_lock_view(trace, model):
     s0 = trace.states[0]
     names = [t.name for t in s0.threads]
 
-    def describe(cb):
-        return f"free VMA {cb.obj}" if cb.func == "vm_area_free_rcu_cb" else f"{cb.func}({cb.obj})"
-
     board = board_figure("state", "state after this step",
                          [(4, "threads"), (3, "mm · RCU"), (2, "maple tree"), (1, "off the tree"), (0, "callbacks")],
                          height=590, y_range=(-0.55, 4.5))
-    draw_boxes(board, box_source(player, "threads", lambda s: columns(thread_boxes(s, names)), key=thread_key))
-    draw_boxes(board, box_source(player, "mm", lambda s: columns([mm_box(s, names), gp_box(s.rcu, names, 6.75, 3, 3.0)]),
-                                 key=lambda s: (s.mm.mmap_lock, s.mm.mm_lock_seq, s.rcu.gp_seq, s.rcu.qsmask)))
-    draw_boxes(board, box_source(player, "tree", lambda s: columns(tree_boxes(s, names)),
-                                 key=lambda s: (s.mm, s.vmas)), body_size="10pt")
-    draw_boxes(board, box_source(player, "off-tree", lambda s: columns(off_tree_boxes(s, names)),
-                                 key=lambda s: (s.mm, s.vmas, tuple((t.vma, bool(t.frames)) for t in s.threads))),
-               body_size="10pt")
-    draw_boxes(board, box_source(player, "callbacks", lambda s: columns(callback_boxes(s.rcu, describe, y=0)),
-                                 key=lambda s: (s.rcu.gp_seq, s.rcu.callbacks)))
-    faults = player.frame_source("faults", {"x": float, "y": float, "text": str}, lambda s: fault_marks(s, names),
-                                 key=lambda s: (s.mm.tree, s.vmas, tuple((t.addr, bool(t.frames)) for t in s.threads)))
+    src = {b.name: b for b in board_sources(s0)}
+    for name in ("threads", "mm", "tree", "off-tree", "callbacks"):
+        draw_boxes(board, box_source(player, name, src[name].rows, key=src[name].key),
+                   **({"body_size": "10pt"} if name in ("tree", "off-tree") else {}))
+    marks = src["faults"]
+    faults = player.frame_source(marks.name, marks.columns, marks.rows, key=marks.key)
     board.scatter("x", "y", source=faults, marker="inverted_triangle", size=13, color=style.INK,
                   name="kstep-plot-state-faults")
     board.text("x", "y", "text", source=faults, name="kstep-plot-state-fault-names", x_offset=9, text_align="left", text_baseline="middle",

@@ -17,7 +17,7 @@ def setup(app):
     app.connect("builder-inited", pages.write_pages)
     app.connect("doctree-read", outputs.clean_outputs)
     app.connect("html-page-context", outputs.add_bokehjs)
-    app.connect("build-finished", outputs.copy_bokehjs)
+    app.connect("build-finished", outputs.copy_static)
     for name, directive in pages.DIRECTIVES.items():
         app.add_directive(name, directive)
     app.add_html_math_renderer("kstep-none", *outputs.NO_MATH)

@@ -26,7 +26,8 @@ from docutils import nodes
 from myst_nb.core.render import NbElementRenderer
 from sphinx.util import logging
 
-from .pages import BOKEH
+from .. import live
+from .pages import BOKEH, LIVE
 
 logger = logging.getLogger(__name__)
 BOKEH_LOAD = "application/vnd.bokehjs_load.v0+json"
@@ -74,16 +75,20 @@ def add_bokehjs(app, pagename, templatename, context, doctree) -> None:
     if doctree is not None and doctree.get(BOKEH):
         for name in BOKEH_JS:
             app.add_js_file(f"{STATIC}/{name}", priority=100)
+    if doctree is not None and doctree.get(LIVE):
+        app.add_js_file(f"{live.KSTEP}/interactive.js", priority=200, loading_method="defer")
 
 
-def copy_bokehjs(app, exception) -> None:
-    """build-finished: BokehJS into _static, from the installed bokeh (the version that wrote the pages)."""
+def copy_static(app, exception) -> None:
+    """build-finished: BokehJS into _static, from the installed bokeh (the version that wrote the pages),
+    and what interactive mode loads: Pyodide's runtime, kstep.zip and interactive.js."""
     if exception is not None or app.builder.format != "html":
         return
     target = Path(app.outdir) / "_static" / STATIC
     target.mkdir(parents=True, exist_ok=True)
     for name in BOKEH_JS:
         shutil.copyfile(Path(bokehjs_path()) / "js" / name, target / name)
+    live.install(Path(app.outdir) / "_static")
 
 
 def refuse_math(self, node):

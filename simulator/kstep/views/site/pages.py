@@ -32,10 +32,12 @@ from ...engine import expect, scenario
 from ...models import MODELS, make_model
 from .. import course
 from ..export import layout
+from ..live import enable
 
 logger = logging.getLogger(__name__)
 GENERATED = "animations"  # the folder of generated pages, inside the site's sources
 BOKEH = "kstep_bokeh"  # a doctree attribute: this page embeds a Bokeh document
+LIVE = "kstep_live"  # a doctree attribute: a player on this page can be scheduled by hand (interactive.js)
 EXERCISES = "exercises"  # beside docs/: exercises/ID/exercise.toml
 
 
@@ -122,9 +124,13 @@ class KstepDirective(SphinxDirective):
         return mech
 
     def animation(self, trace, model) -> nodes.raw:
-        """The trace's player, embedded; BokehJS itself comes from the site's _static folder."""
-        script, div = components(layout(trace, model))
+        """The trace's player, embedded; BokehJS itself comes from the site's _static folder.  Its
+        bundled scenario can also be scheduled by hand (interactive mode, over HTTP)."""
+        lay = layout(trace, model)
+        enable(lay, trace, model)
+        script, div = components(lay)
         self.state.document[BOKEH] = True
+        self.state.document[LIVE] = True
         return nodes.raw("", f'<div class="kstep-animation">{div}</div>\n{script}', format="html")
 
 

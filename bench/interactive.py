@@ -1,0 +1,204 @@
+"""Benchmark interactive mode: how long a student's step takes, with kstep's Python in the browser.
+
+    python bench/interactive.py [--steps 150] [--out bench/results]
+
+It writes the interactive page of the vma-locks ``free-immediately`` counterexample (munmap-vs-fault),
+serves it on 127.0.0.1 (kstep serve's server), opens it in Debian's headless Chromium (offline:
+every other request is aborted and counted) and measures
+
+- ``boot_s``: from pressing "Schedule it yourself" until the first step is offered (Pyodide starts,
+  unpacks kstep.zip, builds the Session);
+- ``python``: for every bundled scenario of every mechanism, a Session in the page's Pyodide takes up
+  to ``--steps`` seeded random choices; each step is timed as the page does it (``Session.step`` and
+  ``Session.page_json``: the view and the columns of the whole run so far), with Pyodide's clock;
+- ``click_ms``: on the page, from a click on a thread's button to the second animation frame after
+  the panel and the player show the step (Python, the columns handed to the player, its redraw),
+  along the student's schedule that reaches the use-after-free;
+- ``native_python``: the same Python steps in this CPython, for comparison.
+
+Target: a student's step answers in under 100 ms (``click_ms`` p95 and every scenario's ``python`` p95).
+``run(out_dir, say)`` writes ``interactive.json`` there and returns the same dict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from kstep.engine import explore, scenario
+from kstep.models import make_model
+from kstep.serve import server
+from kstep.views import live
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+TARGET_MS = 100.0
+UAF_SCHEDULE = ["T1", "T1"] + ["W"] * 9 + ["T1"]
+SEED = 1
+
+# Runs in Pyodide (and in this CPython for comparison): every bundled scenario, seeded random choices.
+STEPS = """
+import json, random, time
+from kstep.engine import scenario
+from kstep.models import MODELS
+from kstep.views.interactive import Session
+
+def kstep_bench(steps, seed):
+    out = []
+    for mech in MODELS:
+        for name in scenario.bundled(mech):
+            rng = random.Random(seed)
+            t0 = time.perf_counter()
+            s = Session(mech, name)
+            s.page_json()
+            start_ms = (time.perf_counter() - t0) * 1000
+            times = []
+            for _ in range(steps):
+                choices = s.view()["choices"]
+                if not choices:
+                    break
+                action = rng.choice(choices)["action"]
+                t0 = time.perf_counter()
+                s.step(action)
+                s.page_json()
+                times.append((time.perf_counter() - t0) * 1000)
+            out.append({"mechanism": mech, "scenario": name, "start_ms": start_ms, "step_ms": times})
+    return json.dumps(out)
+"""
+
+CLICKS = """async (actors) => {
+  const panel = document.querySelector(".kstep-live");
+  const out = [];
+  for (const actor of actors) {
+    const before = panel.dataset.step;
+    const t0 = performance.now();
+    panel.querySelector(`button[data-action^="${actor}:"]`).click();
+    await new Promise((done) => {
+      const seen = new MutationObserver(() => {
+        if (panel.dataset.state === "live" && panel.dataset.step !== before) { seen.disconnect(); done(); }
+      });
+      seen.observe(panel, {attributes: true});
+    });
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    out.push(performance.now() - t0);
+  }
+  return out;
+}"""
+
+
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, max(0, round(p / 100 * (len(values) - 1))))] if values else None
+
+
+def summary(samples):
+    return {"count": len(samples), "median": round(percentile(samples, 50), 2) if samples else None,
+            "p95": round(percentile(samples, 95), 2) if samples else None,
+            "max": round(max(samples), 2) if samples else None}
+
+
+def page(folder: Path) -> Path:
+    model = make_model("vma-locks", "free-immediately")
+    sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
+    found = explore(model, model.initial(sc.config), scenario=sc.name, config=sc.config)
+    return live.write_page(folder, found.counterexample, model, about=sc)
+
+
+def measure(folder: Path, steps: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    httpd = server(folder, 0)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            tab = browser.new_page(viewport={"width": 1280, "height": 1000})
+            requests, errors = [], []
+            tab.route("**/*", lambda r: r.continue_() if r.request.url.startswith(origin + "/")
+                      else (requests.append(r.request.url), r.abort()))
+            tab.on("pageerror", lambda e: errors.append(str(e)))
+            tab.goto(origin + "/index.html")
+            tab.wait_for_selector('.kstep-live[data-state="ready"]', timeout=120_000)
+            t0 = time.perf_counter()
+            tab.click('.kstep-live button[data-do="start"]')
+            tab.wait_for_selector('.kstep-live[data-state="live"][data-step="0"]', timeout=300_000)
+            boot_s = time.perf_counter() - t0
+            clicks = tab.evaluate(CLICKS, UAF_SCHEDULE)
+            found = tab.locator('.kstep-live [data-found="no-use-after-free"]').count() == 1
+            runs = json.loads(tab.evaluate(
+                "async ([code, steps, seed]) => { const py = await kstep_live_boot(); py.runPython(code);"
+                " return py.globals.get('kstep_bench')(steps, seed); }", [STEPS, steps, SEED]))
+            browser.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    return {"boot_s": round(boot_s, 2), "click_ms": summary(clicks), "reached_use_after_free": found,
+            "runs": runs, "page_errors": errors, "network_requests": len(requests)}
+
+
+def native(steps: int) -> list:
+    space: dict = {}
+    exec(STEPS, space)
+    return json.loads(space["kstep_bench"](steps, SEED))
+
+
+def run(out_dir, say=print, steps: int = 150) -> dict:
+    out_dir = Path(out_dir)
+    folder = out_dir / "interactive"
+    folder.mkdir(parents=True, exist_ok=True)
+    say("bench interactive: writing the free-immediately page and its static folder ...")
+    page(folder)
+    say("bench interactive: Chromium: starting Pyodide, clicking the schedule, stepping every bundled scenario ...")
+    measured = measure(folder, steps)
+    cpython = {(r["mechanism"], r["scenario"]): r for r in native(steps)}
+    scenarios = []
+    for r in measured["runs"]:
+        key = (r["mechanism"], r["scenario"])
+        scenarios.append({"mechanism": key[0], "scenario": key[1], "steps": len(r["step_ms"]),
+                          "start_ms": round(r["start_ms"], 1), "pyodide_step_ms": summary(r["step_ms"]),
+                          "cpython_step_ms": summary(cpython[key]["step_ms"])})
+    worst = max(s["pyodide_step_ms"]["p95"] or 0 for s in scenarios)
+    result = {
+        "benchmark": "interactive",
+        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
+        "cpus": os.cpu_count(),
+        "target_ms": TARGET_MS,
+        "browser": "Debian chromium, headless",
+        "boot_s": measured["boot_s"],
+        "click_ms": measured["click_ms"],
+        "reached_use_after_free": measured["reached_use_after_free"],
+        "worst_scenario_p95_ms": worst,
+        "meets_target": measured["click_ms"]["p95"] <= TARGET_MS and worst <= TARGET_MS,
+        "scenarios": scenarios,
+        "page_errors": measured["page_errors"],
+        "network_requests": measured["network_requests"],
+    }
+    (out_dir / "interactive.json").write_text(json.dumps(result, indent=1) + "\n")
+    say(f"bench interactive: Pyodide ready in {result['boot_s']} s; a click on the page answers in "
+        f"{result['click_ms']['median']} ms (p95 {result['click_ms']['p95']}); the slowest scenario's Python step "
+        f"p95 {worst} ms in the browser ({'meets' if result['meets_target'] else 'misses'} {TARGET_MS:.0f} ms)")
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=150, help="steps per scenario at most (default 150)")
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"),
+                        help="folder for interactive.json and the page (default bench/results)")
+    args = parser.parse_args(argv)
+    if args.steps < 1:
+        print("bench interactive: --steps must be at least 1", file=sys.stderr)
+        return 2
+    result = run(args.out, steps=args.steps)
+    return 0 if result["meets_target"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""Boxes: the rows a state board draws, in the standard library only.
+
+A mechanism's board is a few per-frame sources of ``Box`` rows (threads, VMAs, callbacks), each
+a function of the state.  The functions live in standard-library modules (this one, and each
+mechanism's ``*_board.py``), so that the page's interactive mode computes the same rows in the
+browser, in Pyodide's core runtime; board.py draws them with Bokeh.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable, Mapping, NamedTuple, Optional, Sequence
+
+from . import style
+
+COLUMNS = {"x": float, "y": float, "w": float, "h": float, "fill": str, "line": str, "width": float,
+           "head": str, "body": str}
+LEFT = 1.9  # x where the boxes start; row titles sit left of it
+RIGHT = 12.0
+
+
+class Box(NamedTuple):
+    x: float  # centre
+    y: float
+    w: float
+    h: float
+    fill: str
+    head: str  # bold first line
+    body: str = ""  # further lines, "\n"-separated
+    line: str = style.INK  # outline colour: a second fact about the box (a pending quiescent state)
+    width: float = 1.0  # outline width in pixels
+
+
+class BoardSource(NamedTuple):
+    """One per-frame source of a board: ``rows(state)`` gives its columns, ``key(state)`` the part of
+    the state they depend on.  ``columns`` None: Box rows (``COLUMNS``), drawn with a change halo."""
+
+    name: str
+    rows: Callable[[Any], Mapping[str, Sequence]]
+    key: Callable[[Any], Hashable]
+    columns: Optional[Mapping[str, type]] = None
+
+
+def columns(boxes: Sequence[Box]) -> dict[str, list]:
+    return {c: [getattr(b, c) for b in boxes] for c in COLUMNS}
+
+
+def in_a_row(count: int, *, y: float, h: float = 0.8, left: float = LEFT, right: float = RIGHT,
+             max_w: float = 2.0, gap: float = 0.12) -> list[tuple[float, float, float, float]]:
+    """(x, y, w, h) of ``count`` boxes side by side between ``left`` and ``right``."""
+    if count == 0:
+        return []
+    w = min(max_w, (right - left) / count - gap)
+    return [(left + gap / 2 + w / 2 + j * (w + gap), y, w, h) for j in range(count)]
+
+
+def with_changes(before: Optional[Mapping[str, Sequence]], after: Mapping[str, Sequence]) -> dict[str, list]:
+    """Box rows ``after`` with ``changed``: 1 for each box that is not exactly as it was in ``before``
+    (None: the initial frame, where nothing changed)."""
+    cols = dict(after)
+    now = list(zip(*(cols[c] for c in COLUMNS)))
+    old = None if before is None else set(zip(*(before[c] for c in COLUMNS)))
+    cols["changed"] = [0 if old is None or box in old else 1 for box in now]
+    return cols

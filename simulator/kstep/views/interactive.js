@@ -1,0 +1,306 @@
+// Interactive scheduling: the student picks which thread runs next, steps back and branches, and
+// the page checks the invariants as they go.  The model is kstep's own Python (views/interactive.py)
+// running in the browser in Pyodide, loaded from this site's static folder: nothing comes from the
+// network but this site.  Pyodide cannot start from file://, so there the page keeps playing its
+// recorded run and says how to serve it.
+//
+// Every player whose spec carries `live` (views/live.py marks it) gets a panel above it.  After each
+// move, Python sends the run so far (Session.page_json: the view and the trace columns) and the
+// player shows it through its own code path: the columns go where the recorded run's were, and the
+// player is called with {kstep_live: k} (player.js, show_live).  The panel's data-state attribute
+// says where it is: file, loading, ready, live or error.
+(function () {
+  "use strict";
+  const SCRIPT = document.currentScript;
+  const STATIC = new URL("..", SCRIPT.src).href;  // this file is STATIC/kstep/interactive.js
+  const STYLE = `
+.kstep-live { font: 12pt 'DejaVu Sans', Arial, sans-serif; border: 2px solid #0072B2; border-radius: 6px;
+  padding: 8px 12px; margin: 8px 0; max-width: 1176px; }
+.kstep-live button { font: inherit; margin: 2px 4px 2px 0; padding: 4px 10px; cursor: pointer; }
+.kstep-live .kstep-live-choices button { border: 2px solid #009E73; background: #E8F6F0; }
+.kstep-live .kstep-live-waiting { color: #555; }
+.kstep-live .kstep-live-found { background: #FBE3D6; border: 2px solid #D55E00; padding: 6px 10px;
+  font-weight: bold; }
+.kstep-live .kstep-live-ok { background: #E8F6F0; padding: 6px 10px; }
+.kstep-live code { font-family: 'DejaVu Sans Mono', monospace; }
+.kstep-live-state th { text-align: left; padding-right: 1em; font-weight: normal; color: #555; }
+.kstep-live-state code { font-size: 10pt; white-space: pre-wrap; }`;
+  const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
+  const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ESC[c]);
+  let pyodide = null;  // one interpreter for every player of the page
+
+  function get(obj, key) {
+    return obj instanceof Map ? obj.get(key) : obj[key];
+  }
+
+  function players() {
+    const out = [];
+    for (const doc of Bokeh.documents) {
+      for (const model of doc.all_models) {
+        if (model.name === "kstep-player" && get(get(model.args, "kstep"), "live")) {
+          out.push({doc: doc, cb: model, P: get(model.args, "kstep")});
+        }
+      }
+    }
+    return out;
+  }
+
+  function root_element(doc) {
+    for (const root of doc.roots()) {
+      const el = document.querySelector(`[data-root-id="${root.id}"]`);
+      if (el !== null) {
+        return el;
+      }
+    }
+    return null;
+  }
+
+  function panel(ctx) {
+    const el = document.createElement("section");
+    el.className = "kstep-live";
+    const where = root_element(ctx.doc);
+    if (where !== null) {
+      where.parentNode.insertBefore(el, where);
+    } else {
+      document.body.prepend(el);
+    }
+    return el;
+  }
+
+  async function boot() {
+    if (pyodide === null) {
+      pyodide = (async () => {
+        await new Promise((done, fail) => {
+          const s = document.createElement("script");
+          s.src = STATIC + "pyodide/pyodide.js";
+          s.onload = done;
+          s.onerror = () => fail(new Error("could not load " + s.src));
+          document.head.appendChild(s);
+        });
+        const py = await loadPyodide({indexURL: STATIC + "pyodide/"});
+        const zip = await fetch(STATIC + "kstep/kstep.zip");
+        if (!zip.ok) {
+          throw new Error("could not load kstep.zip (" + zip.status + ")");
+        }
+        py.unpackArchive(await zip.arrayBuffer(), "zip", {extractDir: "/kstep"});
+        py.runPython("import sys; sys.path.insert(0, '/kstep')\nfrom kstep.views.interactive import Session");
+        return py;
+      })();
+    }
+    return pyodide;
+  }
+
+  // The run so far into the player: its columns where the recorded run's were, then frame k.
+  async function show_run(ctx, page) {
+    const P = ctx.P, c = page.columns;
+    const n = c.step.length - 1;
+    const frames = {actor: c.actor, label: c.label};
+    for (const src of P.sources) {
+      const ex = c.board[src.name];
+      frames[src.name + ".start"] = ex ? ex.start : new Array(n + 1).fill(0);
+      frames[src.name + ".stop"] = ex ? ex.stop : new Array(n + 1).fill(0);
+      if (ex) {
+        src.store.data = ex.store;
+      }
+    }
+    P.n = n;
+    P.strings = c.strings;
+    P.where = c.where;  // the same labels under every variant offered (live.py), but their texts may differ
+    P.what = c.what;
+    P.status0 = '<div class="kstep-status"><span class="kstep-stepno">step 0 / ' + n + "</span> initial state" +
+      '<div class="kstep-what">' + (n ? "the start of your run" : "choose who takes the first step") + "</div></div>";
+    P.frames.data = frames;
+    // A Div whose text changes lays the whole page out again: set each only when its text changes.
+    const banner = banner_html(page.view);
+    if (ctx.W.banner.text !== banner) {
+      ctx.W.banner.text = banner;
+    }
+    const live = ctx.P.live, v = variant_of(ctx);
+    const header = '<div class="kstep-header"><b>' + esc(get(live, "title")) + "</b> &mdash; " +
+      esc(get(live, "scenario")) + '<div class="kstep-sub">your run · ' + (get(v, "broken") ?
+      '<span class="kstep-broken">broken variant ' + esc(get(v, "name")) + ":</span> " + esc(get(v, "doc")) :
+      esc(get(v, "name"))) + "</div></div>";
+    const head = ctx.doc.get_model_by_name("kstep-header");
+    if (head.text !== header) {
+      head.text = header;
+    }
+    await ctx.cb.execute({kstep_live: page.view.step});
+  }
+
+  function banner_html(v) {
+    if (v.violation !== null) {
+      return '<div class="kstep-banner violation">✗ step ' + v.violation.step + ": " + esc(v.violation.title) +
+        '<div class="kstep-message">' + esc(v.violation.message) + "</div></div>";
+    }
+    if (v.outcome === "finished") {
+      return '<div class="kstep-banner finished">✓ finished: every thread completed its work' +
+        '<div class="kstep-message">no invariant was violated on your run</div></div>';
+    }
+    return '<div class="kstep-banner stopped">■ the end of your run so far' +
+      '<div class="kstep-message">no invariant is violated up to here; choose who runs next</div></div>';
+  }
+
+  function variant_of(ctx) {
+    return get(ctx.P.live, "variants").find((v) => get(v, "name") === ctx.variant);
+  }
+
+  // The variants the scenario can run under: 6.12 and its versions, and the broken ones to catch.
+  function variant_select(ctx) {
+    return '<label>Kernel: <select data-do="variant">' + get(ctx.P.live, "variants").map((v) =>
+      '<option value="' + esc(get(v, "name")) + '"' + (get(v, "name") === ctx.variant ? " selected" : "") +
+      ' title="' + esc(get(v, "doc")) + '">' + esc(get(v, "name")) + (get(v, "broken") ? " (broken)" : "") +
+      "</option>").join("") + "</select></label> ";
+  }
+
+  function render(ctx, page) {
+    const v = page.view;
+    const parts = ["<div>" + variant_select(ctx) + '<b>You schedule.</b> Step ' + v.step + (v.actor === null ? "" : ": " + esc(v.actor) +
+      " &rarr; <code>" + esc(v.label) + "</code>") + "</div>"];
+    if (v.violation !== null && v.violation.kind === "harm") {
+      parts.push('<p class="kstep-live-found" data-found="' + esc(v.violation.invariant) + '">★ You found it: ' +
+        esc(v.violation.title) + " at step " + v.violation.step + ". " + esc(v.violation.message) +
+        ". Linux 6.12 itself has no such run: step back and compare.</p>");
+    } else if (v.violation !== null) {
+      parts.push('<p class="kstep-live-found" data-found="' + esc(v.violation.invariant) + '">' +
+        esc(v.violation.title) + " at step " + v.violation.step + ": " + esc(v.violation.message) + "</p>");
+    } else if (v.outcome === "finished") {
+      parts.push('<p class="kstep-live-ok">Every thread finished and every invariant held on your run.</p>');
+    }
+    if (v.choices.length) {
+      parts.push('<div class="kstep-live-choices">Who runs next? ' + v.choices.map((c) =>
+        '<button data-action="' + esc(c.action) + '" title="' + esc(c.where + ": " + c.what) + '">' +
+        esc(c.actor) + " &rarr; " + esc(c.label) + "</button>").join("") + "</div>");
+    }
+    if (v.waiting.length) {
+      parts.push('<ul class="kstep-live-waiting">' + v.waiting.map((w) =>
+        '<li data-actor="' + esc(w.actor) + '"><b>' + esc(w.actor) + "</b> cannot run: " + esc(w.why) + "</li>")
+        .join("") + "</ul>");
+    }
+    if (v.done.length) {
+      parts.push('<div class="kstep-live-waiting">done: ' + v.done.map(esc).join(", ") + "</div>");
+    }
+    parts.push('<div><button data-do="back"' + (v.step ? "" : " disabled") + '>◀ Undo my last step</button>' +
+      '<button data-do="reset">|◀ Start again</button><button data-do="recorded">Play the recorded run</button>' +
+      "</div>");
+    parts.push('<div class="kstep-live-waiting">Your schedule: <code class="kstep-live-schedule">' +
+      esc(v.schedule || "(none yet)") + "</code>" + (v.step ? " &mdash; the player's slider goes back through " +
+      "it; choosing from an earlier step branches there" : "") + "</div>");
+    if (v.state !== null) {  // a mechanism whose board is not recomputed here: its state as text
+      parts.push('<table class="kstep-live-state">' + Object.entries(v.state).map(([k, x]) =>
+        "<tr><th>" + esc(k) + "</th><td><code>" + esc(x) + "</code></td></tr>").join("") + "</table>");
+    }
+    ctx.el.innerHTML = parts.join("");
+    ctx.el.dataset.step = String(v.step);
+    ctx.el.dataset.state = "live";
+  }
+
+  async function move(ctx, what) {
+    const S = ctx.session;
+    const k = ctx.W.slider.value;
+    if (what.action !== undefined) {
+      S.step(what.action, k < ctx.steps ? k : undefined).destroy();
+    } else if (what.do === "back") {
+      S.back().destroy();
+    } else if (what.do === "reset") {
+      S.reset().destroy();
+    }
+    const page = JSON.parse(S.page_json());
+    ctx.steps = page.view.step;
+    await show_run(ctx, page);
+    render(ctx, page);
+  }
+
+  function hide_recorded_charts(ctx, page) {
+    const keep = Object.keys(page.columns.board).length ? "kstep-plot-state" : null;
+    for (const m of ctx.doc.all_models) {
+      if (typeof m.name === "string" && m.name.startsWith("kstep-plot-") && "renderers" in m && "toolbar" in m &&
+          m.name !== keep) {
+        m.visible = false;  // timelines and charts of the recorded run say nothing about this one
+      }
+    }
+  }
+
+  async function start(ctx) {
+    ctx.el.dataset.state = "loading";
+    ctx.el.innerHTML = "Loading the model (Python in your browser)…";
+    const py = await boot();
+    const live = ctx.P.live;
+    if (ctx.session !== undefined) {
+      ctx.session.destroy();
+    }
+    ctx.session = py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant);
+    const page = JSON.parse(ctx.session.page_json());
+    ctx.steps = 0;
+    hide_recorded_charts(ctx, page);
+    await show_run(ctx, page);
+    render(ctx, page);
+  }
+
+  function offer(ctx) {
+    ctx.el.dataset.state = "ready";
+    ctx.el.innerHTML = "<b>Schedule it yourself:</b> choose which thread takes each next atomic step, step back, " +
+      "try another order, and see whether you can break an invariant. " + variant_select(ctx) +
+      '<button data-do="start">Schedule it yourself</button>';
+  }
+
+  function setup(ctx) {
+    ctx.W = ctx.P.widgets;
+    ctx.variant = get(ctx.P.live, "variant");
+    ctx.el = panel(ctx);
+    if (location.protocol === "file:") {
+      ctx.el.dataset.state = "file";
+      ctx.el.innerHTML = "<b>Interactive scheduling</b> (you choose which thread runs next) needs this page " +
+        "served over HTTP, since the model runs as Python in the browser: run <code>kstep serve DIR</code> " +
+        "with DIR the folder of this site (or any static web server there) and open the address it prints. " +
+        "Opened as a file, the page plays its recorded run.";
+      return;
+    }
+    offer(ctx);
+    const failed = (err) => {
+      ctx.el.dataset.state = "error";
+      ctx.el.textContent = "Interactive scheduling failed: " + err;
+      console.error(err);
+    };
+    ctx.el.addEventListener("change", (e) => {  // another kernel: a run under it starts (or the choice waits)
+      if (e.target.dataset.do === "variant") {
+        ctx.variant = e.target.value;
+        if (ctx.session !== undefined) {
+          start(ctx).catch(failed);
+        }
+      }
+    });
+    ctx.el.addEventListener("click", (e) => {
+      const b = e.target.closest("button");
+      if (b === null || b.disabled) {
+        return;
+      }
+      let run;
+      if (b.dataset.do === "start") {
+        run = start(ctx);
+      } else if (b.dataset.do === "recorded") {
+        run = Promise.resolve(location.reload());
+      } else {
+        ctx.el.dataset.state = "busy";
+        run = move(ctx, b.dataset.action !== undefined ? {action: b.dataset.action} : {do: b.dataset.do});
+      }
+      run.catch(failed);
+    });
+  }
+
+  function when_ready(then) {
+    const roots = document.querySelectorAll("[data-root-id]").length;
+    if (window.Bokeh !== undefined && Bokeh.documents.length >= roots && roots > 0 &&
+        Bokeh.documents.every((d) => d.is_idle)) {
+      then();
+    } else {
+      setTimeout(() => when_ready(then), 50);
+    }
+  }
+
+  globalThis.kstep_live_boot = boot;  // the benchmark (bench/interactive.py) times Python steps in this interpreter
+
+  const css = document.createElement("style");
+  css.textContent = STYLE;
+  document.head.appendChild(css);
+  when_ready(() => players().forEach(setup));
+})();

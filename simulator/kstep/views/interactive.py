@@ -1,0 +1,237 @@
+"""Interactive scheduling: the student picks who runs next, steps back, and branches.
+
+A ``Session`` is a run of one bundled scenario built by hand, one chosen action at a time.  It
+offers every enabled action, says why each other actor cannot move (its next step, and the lock it
+waits for when the model says), checks the invariants after every step exactly as ``simulate``
+does (harm ends the run; a broken assertion is kept and the run goes on), and gives the board's
+rows for the current step and the trace columns of the whole prefix.
+
+The page's interactive mode runs this module in the browser, in Pyodide's core runtime
+(interactive.js), so it imports only the standard library and kstep's stdlib modules; the tests
+and the benchmark use it directly.  Every answer is plain JSON data.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from typing import Any, Callable, Optional
+
+from ..engine import HARM, Action, Trace, scenario
+from ..engine.model import Checks, Violation, deadlock
+from ..engine.schedule import deadlock_message
+from ..errors import UserError
+from ..models import make_model
+from . import rcu_board, vma_board
+from .boxes import COLUMNS, BoardSource, with_changes
+from .columns import FrameColumns, Strings
+
+# The mechanisms whose board has standard-library rows; the others show their state as text.
+BOARDS: dict[str, Callable[[Any], list[BoardSource]]] = {
+    "vma-locks": vma_board.board_sources,
+    "rcu": rcu_board.board_sources,
+}
+
+
+class Session:
+    """A hand-scheduled run of scenario ``name`` of ``mechanism`` (under ``variant``, else the
+    scenario's own variant, else the model's default)."""
+
+    def __init__(self, mechanism: str, name: str, variant: Optional[str] = None) -> None:
+        probe = make_model(mechanism)
+        self.scenario = scenario.load(mechanism, probe.scenario_schema, name)
+        self.model = make_model(mechanism, variant or self.scenario.variant or None)
+        self.checks = Checks(self.model.invariants)
+        s0 = self.model.initial(self.scenario.config)
+        self.states = [s0]
+        self.actions: list[Action] = []
+        self.violations = [self.checks.after(None, None, s0, 0)]  # per frame: the run's verdict so far
+        self.board = BOARDS.get(mechanism, lambda s: [])(s0)
+        self.sources = self.model.sources()
+        self.keys = [self._keys(s0)]  # per frame: each board source's key of the state
+        self._rows: dict = {}  # (source, key) -> its rows; (source, key before, key after) -> with changes
+
+    # -- moving -------------------------------------------------------------------------------
+    def step(self, action: str, at: Optional[int] = None) -> dict:
+        """Take ``action`` ("ACTOR:label", or just "ACTOR" for its one enabled action) and show it;
+        ``at`` (a step of the run so far) first drops every step after it: the run branches there."""
+        if at is not None and 0 <= at < len(self.actions):
+            self._enabled_match(action, at)  # a choice that is not there leaves the run as it was
+            self._keep(at)
+        state = self.states[-1]
+        chosen = self._enabled_match(action, len(self.actions))
+        nxt = self.model.step(state, chosen)
+        k = len(self.actions) + 1
+        before = self.violations[-1]
+        found = self.checks.harm(state, chosen, nxt, k) or before or self.checks.assertion(state, chosen, nxt, k)
+        self.states.append(nxt)
+        self.actions.append(chosen)
+        if found is None and not self.model.actions(nxt) and not self.model.finished(nxt):
+            found = deadlock(deadlock_message(self.model, nxt), k)
+        self.violations.append(found)
+        self.keys.append(self._keys(nxt))
+        return self.view()
+
+    def back(self) -> dict:
+        """Undo the last step (choosing another action next branches the run)."""
+        self._keep(max(0, len(self.actions) - 1))
+        return self.view()
+
+    def reset(self) -> dict:
+        self._keep(0)
+        return self.view()
+
+    def _keep(self, k: int) -> None:
+        """Keep the first k steps of the run."""
+        del self.actions[k:], self.states[k + 1:], self.violations[k + 1:], self.keys[k + 1:]
+
+    def _enabled_match(self, text: str, k: int) -> Action:
+        """The enabled action at step ``k`` that ``text`` names."""
+        v = self.violations[k]
+        if v is not None and v.kind == HARM:
+            raise UserError(f"the run is over ({v.title}): step back to go on")
+        enabled = self.model.actions(self.states[k])
+        actor, _, label = text.partition(":")
+        match = [a for a in enabled if a.actor == actor and (a.label == label or not label)]
+        if not label and len(match) > 1:  # a thread's next step, not an optional one beside it
+            match = [a for a in match if not self.model.is_optional(a)] or match
+        if len(match) != 1:
+            raise UserError(f"{text} is not an enabled action here (enabled: {', '.join(map(str, enabled)) or 'none'})")
+        return match[0]
+
+    def over(self) -> bool:
+        v = self.violations[-1]
+        return v is not None and v.kind == HARM
+
+    # -- what the page shows ------------------------------------------------------------------
+    def view(self) -> dict:
+        """The current step: who did what, the choices for the next one, the verdict and the board."""
+        k, state = len(self.actions), self.states[-1]
+        last = self.actions[-1] if self.actions else None
+        v = self.violations[-1]
+        enabled = [] if self.over() else self.model.actions(state)
+        movers = {a.actor for a in enabled}
+        return {
+            "step": k,
+            "actor": last.actor if last else None,
+            "label": last.label if last else None,
+            "where": str(self.sources[last.label]) if last else None,
+            "what": self._what(last.label) if last else None,
+            "choices": [{"action": str(a), "actor": a.actor, "label": a.label, "where": str(self.sources[a.label]),
+                         "what": self._what(a.label)} for a in enabled],
+            "waiting": [{"actor": actor, "why": self.why(state, actor)} for actor in self.model.actors(state)
+                        if actor not in movers and not self.model.done(state, actor)],
+            "done": [actor for actor in self.model.actors(state) if self.model.done(state, actor)],
+            "violation": None if v is None else {**v._asdict(), "title": v.title, "new": self._new_violation()},
+            "outcome": self.outcome(),
+            "schedule": self.schedule(),
+            "board": self.rows(k),
+            # Without a board here, the state as the step table shows it (short columns), else whole.
+            "state": None if self.board else {k: str(v) for k, v in
+                                              (self.model.summary(state) or self.model.describe(state)).items()},
+        }
+
+    def why(self, state, actor: str) -> str:
+        """Why an unfinished actor has no enabled action: its next step, and the lock it waits on."""
+        if self.over():
+            return "the run is over"
+        t = next((t for t in getattr(state, "threads", ()) if t.name == actor), None)
+        if t is None or not t.frames:  # a daemon (the RCU kthread, a kdamond) with nothing to do
+            return "idle: none of its steps has work to do"
+        label = t.frames[0].label
+        where = self.sources.get(label)
+        said = f"blocked at {label}" + (f" in {where.function}" if where and where.function != label else "")
+        on = self.model.blocked_on(state, actor)
+        return f"{said}: waits for {on}" if on else said
+
+    def _what(self, label: str) -> str:
+        what = getattr(self.model, "what", None)
+        return what(label) if what else ""
+
+    def _new_violation(self) -> bool:
+        """True when the last step is the one that broke the invariant (the moment to celebrate)."""
+        v = self.violations[-1]
+        return v is not None and (len(self.violations) < 2 or self.violations[-2] != v)
+
+    def outcome(self) -> str:
+        v = self.violations[-1]
+        if v is not None and v.kind == HARM:
+            return "deadlock" if v.invariant == "deadlock" else "violation"
+        return "finished" if self.model.finished(self.states[-1]) else "running"
+
+    def schedule(self) -> str:
+        """The run so far as a scripted schedule: ``kstep simulate ... -P`` replays it."""
+        return " ".join(map(str, self.actions))
+
+    def rows(self, k: int) -> dict[str, dict]:
+        """The board's rows at frame k, box sources with their change halos."""
+        return {src.name: self._frame_rows(i, k) for i, src in enumerate(self.board)}
+
+    def _keys(self, state) -> tuple:
+        return tuple(src.key(state) for src in self.board)
+
+    def _frame_key(self, i: int, k: int) -> tuple:
+        """What board source i's rows at frame k depend on: its key before and after the step (the halo)."""
+        return (None if k == 0 or self.board[i].columns is not None else self.keys[k - 1][i], self.keys[k][i])
+
+    def _frame_rows(self, i: int, k: int) -> dict:
+        src = self.board[i]
+        memo = (src.name, *self._frame_key(i, k))
+        rows = self._rows.get(memo)
+        if rows is None:
+            now = self._source_rows(i, k)
+            if src.columns is None:
+                now = with_changes(None if k == 0 else self._source_rows(i, k - 1), now)
+            rows = self._rows[memo] = now
+        return rows
+
+    def _source_rows(self, i: int, k: int) -> dict:
+        src = self.board[i]
+        memo = (src.name, self.keys[k][i])
+        rows = self._rows.get(memo)
+        if rows is None:
+            rows = self._rows[memo] = {c: list(v) for c, v in src.rows(self.states[k]).items()}
+        return rows
+
+    # -- the prefix as a trace ------------------------------------------------------------------
+    def trace(self) -> Trace:
+        """The run so far as a scripted trace (``script``: the schedule that replays it)."""
+        v: Optional[Violation] = self.violations[-1]
+        if v is not None:  # as simulate has it: any violation kept names the outcome
+            outcome = "deadlock" if v.invariant == "deadlock" else "violation"
+        else:
+            outcome = "finished" if self.model.finished(self.states[-1]) else "schedule-end"
+        return Trace(self.model.name, self.model.variant.name, self.scenario.name, self.scenario.config, "scripted",
+                     None, list(self.states), list(self.actions), list(range(1, len(self.actions) + 1)),
+                     outcome=outcome, violation=v, script=self.schedule())
+
+    def columns(self) -> dict[str, Any]:
+        """The trace columns of the prefix (step, tick, actor, label; each label's source and text under
+        this variant) and the board's frame-indexed columns (columns.py's store, start and stop), as
+        the player ships them."""
+        strings = Strings()
+        boards = {}
+        for i, src in enumerate(self.board):
+            kinds = src.columns or {**COLUMNS, "changed": int}
+            fc = FrameColumns(src.name, kinds, lambda k, i=i: self._frame_rows(i, k), strings,
+                              key=lambda k, i=i: self._frame_key(i, k))
+            for k in range(len(self.states)):
+                fc.add(k)
+            boards[src.name] = fc.export()
+        cols = self.trace().columns(self.model)
+        where = [str(self.sources[label]) for label in cols["labels"]]
+        return {**cols, "where": where, "what": [self._what(label) for label in cols["labels"]], "board": boards,
+                "strings": strings.table}
+
+    def page_json(self) -> str:
+        """``view()`` and ``columns()`` as one JSON text: what the page takes after each move."""
+        return json.dumps({"view": self.view(), "columns": _plain(self.columns())})
+
+
+def _plain(value: Any) -> Any:
+    """Columns with their arrays as lists (JSON has no arrays of a type)."""
+    if isinstance(value, array):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,124 @@
+"""What a page's interactive mode needs besides the page: Pyodide's runtime, kstep's standard-library
+modules as one zip, and interactive.js, all in the site's own static folder (never a CDN).
+
+The runtime is the npm ``pyodide`` package's core (the version package-lock.json pins), which
+``make setup`` installs into node_modules/; ``KSTEP_PYODIDE`` names another copy of it.  The zip
+holds exactly the kstep modules that ``kstep.views.interactive`` imports with nothing but the
+standard library importable (found by importing it so, in a child process), and the bundled
+scenarios they load.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from importlib import resources
+from pathlib import Path
+
+from ..errors import UserError
+
+RUNTIME = ("pyodide.js", "pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
+           "pyodide-lock.json")
+PYODIDE = "pyodide"  # the runtime's folder under the static folder
+KSTEP = "kstep"  # kstep.zip and interactive.js, under the static folder
+ENTRY = "kstep.views.interactive"
+
+# Code run in a child process after this imports only the standard library (and kstep), as in Pyodide.
+ONLY_STDLIB = """
+import sys
+
+class OnlyTheStandardLibrary:
+    def find_spec(self, name, path=None, target=None):
+        top = name.partition(".")[0]
+        if top != "kstep" and top not in sys.stdlib_module_names:
+            raise ImportError(f"{name} is not in the standard library")
+
+sys.meta_path.insert(0, OnlyTheStandardLibrary())
+"""
+# Import ENTRY so, then print the files of the kstep modules that came in.
+STDLIB_MODULES = ONLY_STDLIB + """
+import importlib, json
+importlib.import_module(sys.argv[1])
+print(json.dumps(sorted(m.__file__ for n, m in sys.modules.items() if n.partition(".")[0] == "kstep")))
+"""
+
+
+def runtime_dir() -> Path:
+    """The folder holding Pyodide's core runtime; a UserError says how to get it when it is missing."""
+    where = os.environ.get("KSTEP_PYODIDE")
+    root = Path(where) if where else Path(__file__).resolve().parents[3] / "node_modules" / "pyodide"
+    missing = [name for name in RUNTIME if not (root / name).is_file()]
+    if missing:
+        raise UserError(f"Pyodide's runtime is not in {root} (no {missing[0]}): run 'make setup', which installs "
+                        f"the pinned npm package pyodide")
+    return root
+
+
+def stdlib_modules(entry: str = ENTRY) -> list[Path]:
+    """The files of the kstep modules ``entry`` imports when only the standard library is there."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", STDLIB_MODULES, entry], capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(f"{entry} needs more than the standard library:\n{out.stderr[-2000:]}")
+    return [Path(f) for f in json.loads(out.stdout)]
+
+
+def package_zip() -> bytes:
+    """kstep's interactive modules and bundled scenarios, as the zip the page unpacks into Pyodide."""
+    root = Path(__file__).resolve().parents[2]  # the folder holding the kstep package
+    scenarios = resources.files("kstep.scenarios")
+    files = set(stdlib_modules()) | {Path(str(p)) for p in Path(str(scenarios)).rglob("*.toml")}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(files):
+            info = zipfile.ZipInfo(path.relative_to(root).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, path.read_bytes())  # fixed dates: the same sources give the same zip
+    return buf.getvalue()
+
+
+def install(static: Path) -> None:
+    """Copy the runtime, kstep.zip and interactive.js into ``static`` (a site's _static folder)."""
+    runtime = runtime_dir()
+    (static / PYODIDE).mkdir(parents=True, exist_ok=True)
+    for name in RUNTIME:
+        shutil.copyfile(runtime / name, static / PYODIDE / name)
+    (static / KSTEP).mkdir(parents=True, exist_ok=True)
+    (static / KSTEP / "kstep.zip").write_bytes(package_zip())
+    (static / KSTEP / "interactive.js").write_text(interactive_js())
+
+
+def interactive_js() -> str:
+    return resources.files(__package__).joinpath("interactive.js").read_text()
+
+
+def enable(lay, trace, model) -> None:
+    """Mark the player of layout ``lay`` as one a student can schedule by hand (interactive.js looks
+    for the mark), and ship the code pane of every step the model has, not only the recorded run's.
+
+    The mark lists the variants the student may run the scenario under: those with the same steps
+    as the page's model (the player's label tables, code pane included, hold for them all)."""
+    from . import code  # the code pane's tables: Bokeh-free, but they read the committed excerpts
+
+    spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
+    labels = spec["labels"]
+    spec.update(code.tables(labels, model.sources(), set(labels)))
+    variants = [v for v in type(model).variants.values() if sorted(type(model)(v.name).sources()) == labels]
+    spec["live"] = {"mechanism": trace.mechanism, "scenario": trace.scenario, "variant": trace.variant,
+                    "title": model.title or model.name,
+                    "variants": [{"name": v.name, "doc": v.doc, "broken": v.broken} for v in variants]}
+
+
+def write_page(folder: Path, trace, model, about=None) -> Path:
+    """A standalone interactive page of ``trace`` in ``folder`` (index.html, its _static beside it):
+    what ``kstep serve folder`` serves for a student to schedule the scenario by hand."""
+    from .export import page  # Bokeh's side: only here, so that the rest of this module stays light
+
+    (folder / "index.html").write_text(page(trace, model, about=about, live="_static"))
+    install(folder / "_static")
+    return folder / "index.html"

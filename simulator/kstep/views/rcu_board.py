@@ -1,0 +1,162 @@
+"""The RCU boards' rows, in the standard library only (boxes.py says why).
+
+The RCU pieces every view of a model built on ``add_rcu`` shows (the grace period, the callback
+queue, a CPU's pending quiescent state), and the stand-alone RCU mechanism's threads and objects.
+"""
+
+from __future__ import annotations
+
+from ..models.rcu import FREED, awaited, gp_running, gp_seq_long, grace_periods_ended, rcu_seq_done
+from . import style
+from .boxes import BoardSource, Box, columns, in_a_row
+
+GP_RUNNING = ("grace period running", style.YELLOW)
+QS_PENDING = ("quiescent state still needed", style.ORANGE)
+CB_READY = ("callback ready (its grace period ended)", style.GREEN)
+CB_WAITING = ("callback waiting", style.LIGHT)
+OBJ_CURRENT = ("object gp points to", style.GREEN)
+OBJ_OLD = ("old object, not yet freed", style.LIGHT)
+OBJ_FREED = ("freed", style.GREY)
+OBJ_UAF = ("freed while a reader holds it", style.VERMILLION)
+
+# Thread phases of the stand-alone RCU mechanism, in palette order.
+PHASES = (style.IDLE, style.RCU_READ, ("waiting for a grace period (synchronize_rcu)", style.ORANGE), style.DONE)
+RUNNING, READING, WAITING_GP, DONE = range(len(PHASES))
+MAX_SHOWN = 6  # boxes per row before the rest are summarised
+
+
+def qs_needed(rcu, cpu: int) -> bool:
+    """The running grace period still waits for this CPU: its bit in qsmask is set."""
+    return bool(rcu.qsmask >> cpu & 1)
+
+
+def grace_periods_completed(states) -> list[int]:
+    """Grace periods that ended from the first state up to each state."""
+    first = states[0].rcu.gp_seq
+    return [grace_periods_ended(first, s.rcu.gp_seq) for s in states]
+
+
+def gp_box(rcu, names, x: float, y: float, w: float) -> Box:
+    """gp_seq as the tracepoints print it ((long)gp_seq), and whom the grace period waits for."""
+    head = f"gp_seq {gp_seq_long(rcu.gp_seq)}"
+    if gp_running(rcu):
+        holdouts = [names[c] for c in awaited(rcu)]
+        body = f"grace period running\nqsmask waits for: {', '.join(holdouts) or 'nobody'}"
+        return Box(x, y, w, 0.8, GP_RUNNING[1], head, body)
+    return Box(x, y, w, 0.8, style.LIGHT, head, "idle: no grace period running")
+
+
+def callback_boxes(rcu, describe, *, y: float) -> list[Box]:
+    """The callback queue in call_rcu() order; ``describe(callback)`` names what it does."""
+    cbs = rcu.callbacks
+    shown = cbs[:MAX_SHOWN] if len(cbs) <= MAX_SHOWN else cbs[:MAX_SHOWN - 1]
+    slots = in_a_row(max(len(shown) + (len(cbs) > len(shown)), 1), y=y, max_w=2.2)
+    out = []
+    for (x, _, w, h), cb in zip(slots, shown):
+        ready = rcu_seq_done(rcu.gp_seq, cb.wait)
+        fill = CB_READY[1] if ready else CB_WAITING[1]
+        when = f"gp_seq reached {gp_seq_long(cb.wait)}" if ready else f"waits for gp_seq\n≥ {gp_seq_long(cb.wait)}"
+        out.append(Box(x, y, w, h, fill, describe(cb), when))
+    if len(cbs) > len(shown):
+        x, _, w, h = slots[len(shown)]
+        out.append(Box(x, y, w, h, style.WHITE, f"+{len(cbs) - len(shown)} more", "queued later"))
+    if not cbs:
+        x, _, w, h = slots[0]
+        out.append(Box(x, y, w, h, style.WHITE, "(none queued)", "", line=style.GREY))
+    return out
+
+
+
+# --- the stand-alone RCU mechanism ---------------------------------------------------------------
+
+def phase(s, i: int) -> int:
+    t = s.threads[i]
+    if not t.frames:
+        return DONE
+    if s.rcu.nesting[i]:
+        return READING
+    if t.frames[0].label == "wait_rcu_gp" and not t.woken:
+        return WAITING_GP
+    return RUNNING
+
+
+def thread_boxes(s) -> list[Box]:
+    names = [t.name for t in s.threads]
+    out = []
+    for i, (x, y, w, h) in enumerate(in_a_row(len(s.threads), y=3, max_w=2.6)):
+        t = s.threads[i]
+        nxt = t.frames[0].label if t.frames else "done"
+        facts = [f"next: {nxt}"]
+        held = [f"RCU nesting {s.rcu.nesting[i]}"] if s.rcu.nesting[i] else []
+        if t.obj >= 0:
+            held.append(f"obj {t.obj}")
+        if held:
+            facts.append(" · ".join(held))
+        pending = qs_needed(s.rcu, i)
+        out.append(Box(x, y, w, h, PHASES[phase(s, i)][1], f"{names[i]} · CPU {i}", "\n".join(facts),
+                       line=QS_PENDING[1] if pending else style.INK, width=5 if pending else 1))
+    return out
+
+
+def shown_objects(s) -> list[int]:
+    """The objects worth drawing: the one gp points to, those threads hold or callbacks will free,
+    then the newest others, MAX_SHOWN at most (a long run allocates thousands)."""
+    wanted = {s.gp, *(t.obj for t in s.threads if t.obj >= 0 and t.frames),
+              *(cb.obj for cb in s.rcu.callbacks if cb.func == "kfree")}
+    recent = []
+    o = len(s.objects) - 1
+    while o >= 0 and len(recent) < MAX_SHOWN - len(wanted):
+        if o not in wanted:
+            recent.append(o)
+        o -= 1
+    return sorted(wanted | set(recent))[-MAX_SHOWN:]
+
+
+def object_key(s):
+    """Everything object_boxes reads, without hashing the whole (ever growing) object table."""
+    ids = shown_objects(s)
+    return (s.gp, tuple(ids), tuple(s.objects[o] for o in ids),
+            tuple((t.obj, bool(t.frames)) for t in s.threads), s.rcu.nesting)
+
+
+def object_boxes(s) -> list[Box]:
+    held = {}
+    for i, t in enumerate(s.threads):
+        if t.obj >= 0 and t.frames:
+            held.setdefault(t.obj, []).append(i)
+    ids = shown_objects(s)
+    out = []
+    for (x, y, w, h), o in zip(in_a_row(len(ids), y=0, max_w=1.9), ids):
+        readers = [i for i in held.get(o, []) if s.rcu.nesting[i]]
+        facts = ["← gp points here" if o == s.gp else s.objects[o]]
+        if held.get(o):
+            facts.append("held by " + ", ".join(s.threads[i].name for i in held[o]))
+        if s.objects[o] == FREED:
+            fill = OBJ_UAF[1] if readers else OBJ_FREED[1]
+        else:
+            fill = OBJ_CURRENT[1] if o == s.gp else OBJ_OLD[1]
+        out.append(Box(x, y, w, h, fill, f"obj {o}", "\n".join(facts)))
+    return out
+
+
+def thread_key(s):
+    """What thread_boxes reads: each thread's next step, not its whole (possibly long) program."""
+    return (tuple((t.frames[0].label if t.frames else None, t.obj, t.woken) for t in s.threads),
+            s.rcu.nesting, s.rcu.qsmask)
+
+
+def board_sources(s0) -> list[BoardSource]:
+    """The stand-alone RCU board: CPUs, the grace period, callbacks and objects."""
+    names = [t.name for t in s0.threads]
+
+    def describe(cb):
+        return f"wake {names[cb.obj]}" if cb.func == "wakeme_after_rcu" else f"kfree(obj {cb.obj})"
+
+    return [
+        BoardSource("threads", lambda s: columns(thread_boxes(s)), thread_key),
+        BoardSource("gp", lambda s: columns([gp_box(s.rcu, names, 3.4, 2, 3.0)]),
+                    lambda s: (s.rcu.gp_seq, s.rcu.qsmask)),
+        BoardSource("callbacks", lambda s: columns(callback_boxes(s.rcu, describe, y=1)),
+                    lambda s: (s.rcu.gp_seq, s.rcu.callbacks)),
+        BoardSource("objects", lambda s: columns(object_boxes(s)), object_key),
+    ]

@@ -1,0 +1,139 @@
+"""Interactive scheduling (views/interactive.py), the files it is served with (views/live.py) and
+``kstep serve``, without a browser: the page runs this same Python in Pyodide (test_views_browser.py
+drives it there)."""
+
+import io
+import re
+import subprocess
+import sys
+import textwrap
+import urllib.request
+import zipfile
+
+import pytest
+
+from kstep.engine import Scripted, simulate
+from kstep.views import columns as fc
+from kstep.views import live
+from kstep.views.interactive import Session
+
+# T1 finds VMA B in the tree under RCU; W unmaps it and (free-immediately) frees it at once; T1's
+# vma_start_read then reads freed memory.  The student picks the actor of each step.
+UAF_SCHEDULE = ["T1", "T1"] + ["W"] * 9 + ["T1"]
+
+
+def test_interactive_mode_imports_only_the_standard_library_and_builds_columns_for_every_mechanism():
+    """Pyodide's core runtime has the standard library and nothing else: with every other module
+    unimportable, a Session of a bundled scenario of each mechanism steps and builds its columns."""
+    code = live.ONLY_STDLIB + textwrap.dedent("""
+        from kstep.engine import scenario
+        from kstep.models import MODELS
+        from kstep.views.interactive import BOARDS, Session
+
+        for mech in MODELS:
+            s = Session(mech, scenario.bundled(mech)[0])
+            for _ in range(4):
+                choices = s.view()["choices"]
+                if choices:
+                    s.step(choices[0]["action"])
+            cols = s.columns()
+            n = len(s.actions)
+            assert len(cols["actor"]) == len(cols["label"]) == n + 1, mech
+            assert set(cols["board"]) == {b.name for b in s.board}, mech
+            assert bool(cols["board"]) == (mech in BOARDS), mech
+            for name, export in cols["board"].items():
+                assert len(export["start"]) == len(export["stop"]) == n + 1, (mech, name)
+            s.page_json()
+        assert not {"numpy", "jsonschema", "bokeh"} & set(sys.modules)
+        print("ran")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout == "ran\n", out.stderr[-3000:]
+
+
+def test_a_student_schedule_reaches_the_use_after_free_of_free_immediately_and_6_12_has_none():
+    s = Session("vma-locks", "munmap-vs-fault", "free-immediately")
+    for k, actor in enumerate(UAF_SCHEDULE, start=1):
+        assert any(c["actor"] == actor for c in s.view()["choices"]), f"step {k}: {actor} cannot move"
+        view = s.step(actor)
+        assert view["step"] == k
+    v = view["violation"]
+    assert (v["invariant"], v["kind"], v["step"], v["new"]) == ("no-use-after-free", "harm", 12, True)
+    assert view["outcome"] == "violation" and view["choices"] == []  # harm ends the run, as simulate does
+    assert "freed" in v["message"] and view["label"] == "vma_start_read"
+    with pytest.raises(Exception, match="the run is over"):
+        s.step("T2")
+
+    fixed = Session("vma-locks", "munmap-vs-fault", "v6.12")
+    for actor in UAF_SCHEDULE:
+        view = fixed.step(actor)
+    assert view["violation"] is None and view["choices"], "6.12 defers the free past T1's read-side section"
+
+
+def test_a_blocked_thread_says_which_lock_it_waits_for_and_who_holds_it():
+    s = Session("vma-locks", "map-fixed-vs-munmap")
+    for a in "M:down_write U:down_write U:rwsem_optimistic_spin U:rwsem_down_write_slowpath".split():
+        s.step(a)
+    view = s.step("U:rwsem_try_write_lock")
+    assert "U" not in {c["actor"] for c in view["choices"]}
+    assert {"actor": "U", "why": "blocked at rwsem_try_write_lock: waits for mmap_lock (held for write by M)"} \
+        in view["waiting"]
+
+
+def test_back_undoes_a_step_and_choosing_at_an_earlier_step_branches_there():
+    s = Session("vma-locks", "munmap-vs-fault", "free-immediately")
+    views = [s.view()] + [s.step(a) for a in UAF_SCHEDULE[:4]]
+    assert s.back() == views[3]
+    assert s.back() == views[2]
+    s.step("T1")
+    with pytest.raises(Exception, match="not an enabled action"):
+        s.step("W:vm_area_free", at=1)
+    assert len(s.actions) == 3, "a refused choice leaves the run as it was"
+    branched = s.step("T2", at=1)  # from step 1: T2 moves instead of what followed
+    assert branched["step"] == 2 and s.schedule() == "T1:rcu_read_lock T2:rcu_read_lock"
+    assert s.reset() == views[0]
+
+
+def test_the_columns_decode_to_the_board_of_every_step_and_the_schedule_replays_the_run():
+    s = Session("vma-locks", "munmap-vs-fault", "free-immediately")
+    for actor in UAF_SCHEDULE:
+        s.step(actor)
+    cols = s.columns()
+    for k in range(len(s.states)):
+        rows = s.rows(k)
+        for name, export in cols["board"].items():
+            assert fc.decode(export, cols["strings"], k) == rows[name], f"step {k}: {name}"
+    assert any(rows["threads"]["changed"]) and not any(s.rows(0)["threads"]["changed"])
+    replay = simulate(s.model, s.states[0], Scripted(s.schedule()))
+    assert replay.states == s.states and replay.violation == s.trace().violation
+
+
+def test_the_package_zip_holds_what_the_session_imports_and_nothing_that_needs_bokeh():
+    names = set(zipfile.ZipFile(io.BytesIO(live.package_zip())).namelist())
+    assert {"kstep/views/interactive.py", "kstep/views/vma_board.py", "kstep/views/columns.py",
+            "kstep/models/vma_lock.py", "kstep/scenarios/vma-locks/munmap-vs-fault.toml"} <= names
+    assert not {"kstep/views/player.py", "kstep/views/board.py", "kstep/views/vma_lock.py"} & names
+
+
+def test_serve_refuses_a_missing_folder_and_a_bad_port_in_one_line(tmp_path):
+    for args, says in ((["serve", str(tmp_path / "nope")], "not a directory"),
+                       (["serve", str(tmp_path), "--port", "70000"], "out of range"),
+                       (["serve", str(tmp_path), "--port", "http"], "not a whole number")):
+        out = subprocess.run([sys.executable, "-m", "kstep", *args], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and says in out.stderr, out.stderr
+
+
+def test_serve_serves_the_folder_on_the_loopback_address_with_the_webassembly_type(tmp_path):
+    (tmp_path / "a.wasm").write_bytes(b"\0asm")
+    (tmp_path / "b.mjs").write_text("export {};")
+    proc = subprocess.Popen([sys.executable, "-m", "kstep", "serve", str(tmp_path), "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"http://127\.0\.0\.1:\d+/", proc.stdout.readline()).group(0)
+        with urllib.request.urlopen(url + "a.wasm", timeout=30) as r:
+            assert r.headers["Content-Type"] == "application/wasm" and r.read() == b"\0asm"
+        with urllib.request.urlopen(url + "b.mjs", timeout=30) as r:
+            assert r.headers["Content-Type"] == "text/javascript"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import (  # noqa: E402
-    damon, damon_port, engine, fork_batch, interactive, player, plot, qspinlock, traces, vma_locks, vma_locks_port,
+    damon, damon_port, engine, explore, fork_batch, interactive, player, plot, qspinlock, traces, vma_locks,
+    vma_locks_port,
 )
 
 
@@ -27,6 +28,7 @@ def main() -> int:
     results["player"] = player.run(out)
     results["interactive"] = interactive.run(out, say)
     results["qspinlock"] = qspinlock.run(out, say)
+    results["explore"] = explore.run(out, say)
     results["fork-batch"] = fork_batch.run(out, say)
     results["traces"] = traces.run(out, say)
     results["damon"] = damon.run(out, say)

@@ -2,7 +2,8 @@
 
     kstep list [MECH] [--schema]
     kstep run MECH --scenario S [-s SEED | -P SCHEDULE | --round-robin] [-c] [--json F] [--html F]
-    kstep explore MECH --scenario S [--max-states N] [--json F] [--html F]
+    kstep explore MECH --scenario S [--max-states N] [--no-symmetry] [--no-por] [--hash-compact]
+                  [--states F [--columns A,B]] [--dot F] [--json F] [--html F]
     kstep show TRACE.json [--html F]
     kstep check MECH LOG
     kstep grade EXERCISE SUBMISSION [--student ID] [--config COURSE.toml] [--out DIR] | --batch DIR
@@ -19,9 +20,9 @@ Exit status:
   0    ok (explore: clean, the whole state space was searched; check: every logged step is one the model allows, and the run finished)
   1    a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose run did not finish), or the end of the run that run or show prints
   2    bad input, explained in one line on stderr
-  3    bounded or inconclusive: explore stopped at --max-states before exhausting the state space
+  3    bounded or inconclusive: explore stored --max-states states and met one more, or --hash-compact found nothing (never clean)
   70   internal error: a bug in kstep, reported with its traceback (EX_SOFTWARE)
-  130  interrupted
+  130  interrupted (explore: Ctrl-C, with what the search found so far)
   141  broken pipe: the reader of the output went away (128 + SIGPIPE)
 
 This module only parses, formats and chooses exit codes; the models, schedulers, explorer,
@@ -31,17 +32,22 @@ scenarios and traces are the library's.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import resource
 import signal
 import sys
 import textwrap
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from . import __version__
 from .engine import Random, RoundRobin, Scripted, explore, simulate
+from .caught import caught
+from .engine.graph import dot, state_graph
 from .engine import expect, questions
 from .engine import scenario as scenarios
 from .engine import trace as traces
@@ -59,15 +65,17 @@ EXIT_STATUS = (
     (VIOLATION, "a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose "
                 "run did not finish), or the end of the run that run or show prints"),
     (BAD_INPUT, "bad input, explained in one line on stderr"),
-    (BOUNDED, "bounded or inconclusive: explore stopped at --max-states before exhausting the state space"),
+    (BOUNDED, "bounded or inconclusive: explore stored --max-states states and met one more, or --hash-compact "
+              "found nothing (never clean)"),
     (INTERNAL, "internal error: a bug in kstep, reported with its traceback (EX_SOFTWARE)"),
-    (INTERRUPTED, "interrupted"),
+    (INTERRUPTED, "interrupted (explore: Ctrl-C, with what the search found so far)"),
     (BROKEN_PIPE, "broken pipe: the reader of the output went away (128 + SIGPIPE)"),
 )
 MAX_SEED = 2**64 - 1  # SplitMix64 takes a 64-bit seed, and a trace records it as a non-negative integer
 RUN_MAX_STEPS = 100_000  # a run that neither finishes nor deadlocks stops here unless --steps says otherwise
 MAX_STEPS = 1_000_000  # the most --steps allows: a trace of a million steps is already gigabytes
 EXPLORE_MAX_STATES = 1_000_000
+DOT_LIMIT = 2_000  # the largest state graph --dot draws (a bigger one is no picture a reader can use)
 MAX_STATES = 100_000_000  # the most --max-states allows
 MAX_JOBS = 64  # sandboxed graders at once: far more than the cores of any machine that grades
 MAX_SMP = 64  # lab run --smp: virtual CPUs of one TCG guest, far more than the probes use
@@ -182,10 +190,24 @@ def build_parser() -> Parser:
     p = sub.add_parser("explore", help="check every interleaving; exit 0 only when clean", allow_abbrev=False,
                        description="Breadth-first search of every reachable state.  Exit 0: clean (exhausted, "
                                    "every invariant holds); 1: violation or deadlock, with the shortest "
-                                   "counterexample; 3: stopped at --max-states, NOT clean.")
+                                   "counterexample; 3: stopped at --max-states (or --hash-compact), NOT clean; "
+                                   "130: Ctrl-C, with what it found so far.")
     mechanism_and_scenario(p)
     p.add_argument("--max-states", type=bounded(MAX_STATES), default=EXPLORE_MAX_STATES, metavar="N",
-                   help=f"stop after N distinct states (1..{MAX_STATES:,}; default {EXPLORE_MAX_STATES:,})")
+                   help=f"store at most N states, then expand those without storing and stop at the first "
+                        f"new one (1..{MAX_STATES:,}; default {EXPLORE_MAX_STATES:,})")
+    p.add_argument("--no-symmetry", dest="symmetry", action="store_false",
+                   help="store every state, not one per orbit of interchangeable CPUs")
+    p.add_argument("--no-por", dest="por", action="store_false",
+                   help="expand every enabled step, not only an ample set (partial-order reduction off)")
+    p.add_argument("--hash-compact", action="store_true",
+                   help="store a 64-bit hash per state (less memory); never says clean: exit 3 with the "
+                        "probability that a state was left out")
+    p.add_argument("--states", metavar="FILE", help="write each stored state as a JSON line")
+    p.add_argument("--columns", metavar="A,B", type=lambda text: [c for c in text.split(",") if c],
+                   help="with --states: only these fields of each state")
+    p.add_argument("--dot", metavar="FILE", help=f"write the whole state graph as Graphviz text (scenarios of "
+                                                 f"up to {DOT_LIMIT:,} states)")
     outputs(p, "the counterexample")
     p.set_defaults(run=cmd_explore)
 
@@ -379,9 +401,15 @@ def cmd_list(args) -> int:
         print(f"  {name}")
         print(wrap(sc.description, "      "))
     print("\nVariants (--variant NAME):")
+    found = caught(cls.name)
     for name, variant in cls.variants.items():
         print(f"  {variant_tag(cls, name)}")
         print(wrap(variant.doc, "      "))
+        if variant.broken:
+            shown = [f"{'deadlocks' if inv == 'deadlock' else 'breaks ' + inv}: explore catches it on "
+                     f"{', '.join(sorted(names))}" for inv, names in sorted(found.get(name, {}).items())]
+            print(wrap("; ".join(shown) if shown else "explore catches it on no bundled scenario", "      ",
+                       hyphens=False))
     if args.schema:
         print("\nScenario file (TOML; a run can change one value with --set KEY.PATH=VALUE):")
         full = scenarios.Table({**scenarios.COMMON, **cls.scenario_schema.keys})
@@ -418,14 +446,51 @@ def cmd_run(args) -> int:
 
 def cmd_explore(args) -> int:
     model, sc = model_and_scenario(args)
+    written = [p for p in (args.states, args.dot) if p is not None]
     check_outputs(args.json, args.html, scenario_inputs(args))
+    for flag, path in (("--states", args.states), ("--dot", args.dot)):
+        if path is not None:
+            check_output(path, flag, scenario_inputs(args) + [p for p in written if p != path])
+    if args.columns is not None and args.states is None:
+        raise UserError("--columns: only with --states")
     state = model.initial(sc.config)
+    if args.columns is not None:
+        unknown = [c for c in args.columns if c not in model.describe(state)]
+        if unknown:
+            raise UserError(f"--columns: no field {shorten(unknown[0], 40)!r} (fields: "
+                            f"{', '.join(model.describe(state))})")
+    if args.dot is not None:
+        graph = state_graph(model, state, DOT_LIMIT)
+        if graph is None:
+            raise UserError(f"--dot: scenario {clean(sc.name)} has more than {DOT_LIMIT:,} reachable states; "
+                            f"--dot draws up to {DOT_LIMIT:,}")
+        Path(args.dot).write_text(dot(model, *graph), encoding="utf-8")
     checks = [inv.name for inv in model.invariants] + ["deadlock"]
     print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}")
     print(f"checks: {', '.join(checks)}")
-    result = explore(model, state, max_states=args.max_states, progress=report_progress,
-                     scenario=sc.name, config=sc.config)
-    print(f"states: {result.states}")
+    out = open(args.states, "w", encoding="utf-8") if args.states is not None else None
+    try:
+        visit = None
+        if out is not None:
+            def visit(s):
+                row = model.describe(s)
+                if args.columns is not None:
+                    row = {c: row[c] for c in args.columns}
+                out.write(json.dumps(row, separators=(",", ":")) + "\n")
+        result = explore(model, state, max_states=args.max_states, progress=progress_reporter(),
+                         scenario=sc.name, config=sc.config, symmetry=args.symmetry, por=args.por,
+                         fingerprints=args.hash_compact, visit=visit)
+    finally:
+        if out is not None:
+            out.close()
+    units = [c for c in model.symmetric_units(state) if len(c) > 1] if args.symmetry else []
+    print(f"states: {result.states}" + (" (one per symmetry orbit; interchangeable units: "
+                                         f"{'; '.join(' '.join(map(str, c)) for c in units)})" if units else ""))
+    if result.searches == 2:
+        print("  (the states of two searches: the first, reduced or hash-compacted, found the violation; the "
+              "second, exact and no deeper, the shortest counterexample)")
+    if result.reduced:
+        print(f"partial-order reduction: {result.reduced} states expanded through an ample set")
     print(f"transitions: {result.transitions}")
     print(f"depth: {result.depth}")
     print(f"seconds: {result.seconds:.2f}")
@@ -436,16 +501,31 @@ def cmd_explore(args) -> int:
         if not result.harm:
             print("no harm invariant is violated in any reachable state (the search was exhausted)"
                   if result.exhausted else
-                  f"no harm invariant was violated before --max-states {args.max_states} stopped the search")
+                  "no harm invariant was violated before the search stopped")
         cex = result.counterexample
         print(f"\nshortest counterexample{'' if result.harm else ' to the broken assertion'} ({len(cex)} steps):")
         print_table(model, cex, reveal=True)
         print()
         write_outputs(model, cex, args.json, args.html, about=sc)
-        return VIOLATION
+        return INTERRUPTED if result.interrupted else VIOLATION
+    if result.exhausted and model.variant.broken:
+        shows = sorted(s for names in caught(model.name).get(model.variant.name, {}).values() for s in names)
+        print(f"(clean for this scenario: it cannot show {model.variant.name}'s bug" +
+              (f"; scenario {shows[0]} does)" if shows else ")"))
+    if result.interrupted:
+        print(f"verdict: INTERRUPTED: stopped by Ctrl-C at depth {result.depth}, NOT clean (no violation among "
+              f"the {result.states:,} states it stored)")
+        skipped(args)
+        return INTERRUPTED
+    if args.hash_compact and result.states < args.max_states:
+        n = result.states
+        print(f"verdict: NOT proven clean: no violation among {n:,} fingerprints, omission probability "
+              f"<= {n * (n - 1) / 2 ** 65:.2g} (--hash-compact: two states with one 64-bit hash count as one)")
+        skipped(args)
+        return BOUNDED
     if not result.exhausted:
-        print(f"verdict: NOT clean: the search stopped at --max-states {args.max_states} before exhausting "
-              f"the state space (no violation among the states it saw)")
+        print(f"verdict: NOT clean: the search stored --max-states {args.max_states} states and then met one "
+              f"it had not stored (no violation among the states it saw)")
         skipped(args)
         return BOUNDED
     print("verdict: clean: every reachable state explored; every invariant holds and nothing deadlocks")
@@ -810,9 +890,17 @@ def skipped(args) -> None:
             print(f"no counterexample: {clean(path)} not written")
 
 
-def report_progress(states: int, transitions: int, depth: int) -> None:
-    print(f"explore: {states:,} states, {transitions:,} transitions, depth {depth} ...",
-          file=sys.stderr, flush=True)
+def progress_reporter():
+    """A progress callback for explore: states stored, frontier, rate since the start and peak memory."""
+    start = time.perf_counter()
+
+    def report(states: int, transitions: int, depth: int, frontier: int) -> None:
+        rate = states / max(time.perf_counter() - start, 1e-9)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+        print(f"explore: {states:,} states, frontier {frontier:,}, depth {depth}, {rate:,.0f} states/s, "
+              f"{transitions:,} transitions, peak {peak:,.0f} MiB ...", file=sys.stderr, flush=True)
+
+    return report
 
 
 # --- formatting -----------------------------------------------------------------------------------------
@@ -884,8 +972,10 @@ def plain(value: Any) -> str:
     return str(value)
 
 
-def wrap(text: str, indent: str) -> str:
-    return textwrap.fill(clean(" ".join(text.split())), WIDTH, initial_indent=indent, subsequent_indent=indent)
+def wrap(text: str, indent: str, hyphens: bool = True) -> str:
+    """``hyphens`` False: never break a line inside a hyphenated name."""
+    return textwrap.fill(clean(" ".join(text.split())), WIDTH, initial_indent=indent, subsequent_indent=indent,
+                         break_on_hyphens=hyphens)
 
 
 def clean(text: str) -> str:

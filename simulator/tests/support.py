@@ -2,6 +2,7 @@
 invariant is violated by its breaker alone while the correct model of that scenario stays clean."""
 
 from kstep.engine import explore, scenario
+from kstep.engine.model import Checks
 from kstep.models import MODELS, make_model
 
 
@@ -32,3 +33,49 @@ def assert_breaker_catches(mech, invariant, variant, name):
     ok, _, s0 = load(mech, name)
     ok.invariants = m.invariants
     assert explore(ok, s0, harm_first=False).clean
+
+
+def reachable(model, s0):
+    """Every state reachable from ``s0`` without passing through harm, breadth-first: the states
+    ``explore`` may store (it stops at the first harm; a broken model past harm may even fail)."""
+    checks = Checks(model.invariants)
+    seen = {s0}
+    layer = [] if checks.harm(None, None, s0, 0) else [s0]
+    yield s0
+    while layer:
+        nxt = []
+        for s in layer:
+            for a in model.actions(s):
+                t = model.step(s, a)
+                if t not in seen:
+                    seen.add(t)
+                    yield t
+                    if not checks.harm(s, a, t, 0):
+                        nxt.append(t)
+        layer = nxt
+
+
+def bundled_runs(small: int, every_variant: bool = False):
+    """pytest params (mechanism, scenario, variant) of every bundled scenario under its default variant
+    (or every variant), marked slow unless the committed verdicts show a search that exhausted the
+    state space in at most ``small`` states, counted without symmetry (a stored state stands for at
+    most the symmetry group's order of them)."""
+    import json
+    from importlib import resources
+    from math import factorial, prod
+
+    import pytest
+
+    table = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"]
+    out = []
+    for mech in sorted(MODELS):
+        names = list(MODELS[mech].variants) if every_variant else [MODELS[mech].default_variant]
+        for name in scenario.bundled(mech):
+            for variant in names:
+                row = table.get(mech, {}).get(name, {}).get(variant)
+                m, _, s0 = load(mech, name, variant)
+                order = prod(factorial(len(c)) for c in m.symmetric_units(s0))
+                big = row is None or not row.get("exhausted") or row["states"] * order > small
+                out.append(pytest.param(mech, name, variant, id=f"{mech}-{name}-{variant}",
+                                        marks=[pytest.mark.slow] if big else []))
+    return out

@@ -630,7 +630,7 @@ def test_show_renders_html(capsys, tmp_path, saved_trace):
     (["run", *RCU, "-P", "R*0"], "count in 'R*0' must be 1..10000"),
     (["run", *RCU, "-P", "X"], "'X', which is not an actor (actors: R, U, rcu)"),
     (["run", *RCU, "-P", "U*9"], "names U, which has finished"),
-    (["run", *RCU, "-P", "rcu"], "names rcu, which has finished"),  # nothing for the kthread to do yet
+    (["run", *RCU, "-P", "rcu"], "names rcu, which is idle"),  # nothing for the kthread to do yet
     (["run", *RCU, "--set", "threads"], "expected KEY=VALUE"),
     (["run", *RCU, "--set", "=1"], "expected KEY=VALUE"),
     (["run", *RCU, "--set", "threads.0.kind=writer"], "is not a TOML value (strings need quotes)"),

@@ -242,7 +242,7 @@ def test_explore_is_clean_only_when_exhausted():
     assert not bounded.exhausted and not bounded.clean and bounded.violation is None
 
 
-def test_explore_stops_as_soon_as_it_has_stored_max_states():
+def test_explore_stores_max_states_then_stops_at_the_first_successor_not_stored():
     m = Counter("locked")
     produced = []
     step = m.step
@@ -250,12 +250,13 @@ def test_explore_stops_as_soon_as_it_has_stored_max_states():
     s0 = m.initial({"threads": 4})
     r = explore(m, s0, max_states=20)
     assert r.states == 20 and not r.exhausted and r.violation is None
-    seen = {s0}
-    for k, t in enumerate(produced, start=1):
-        seen.add(t)
-        if len(seen) == 20:
-            break
-    assert k == len(produced) == r.transitions  # not one step more after the 20th state was stored
+    stored = [s0]
+    for t in produced:
+        if t not in stored and len(stored) < 20:
+            stored.append(t)
+    # the stored states were expanded on (past the 20th) until a successor was not among them
+    assert produced[-1] not in stored and all(t in stored for t in produced[:-1])
+    assert len(produced) == r.transitions
 
 
 def test_explore_reports_deadlock_with_its_trace():

@@ -6,16 +6,27 @@ possible trace: a deadlock found in layer d (length d) beats any violation reach
 search goes on through it, so a counterexample shows what a user would suffer whenever anything
 reachable does; only when no harm is reachable is the shortest broken assertion reported.
 "Clean" is only ever claimed when the search exhausted the state space.
+
+The visited set holds each state's compact encoding (``codec``) mapped to its parent's, full states
+only for the layer being expanded and the next; a counterexample is rebuilt by decoding the chain
+of parents and finding, at each link, the first enabled action that leads to the next state (the one
+the search took, since it records a state at its first discovery and tries actions in order), and
+that run is then made again by ``simulate`` through its exact actions, so the trace is the one a
+reader of the file recomputes.
 """
 
 from __future__ import annotations
 
 import time
+from hashlib import blake2b
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from .codec import Codec
 from .model import HARM, Checks, Model, State, Violation, deadlock, without_cyclic_gc
+from .por import Reduction
 from .schedule import Replay, deadlock_message, simulate
+from .symmetry import Symmetry
 from .trace import Trace
 
 
@@ -28,6 +39,9 @@ class ExploreResult:
     seconds: float
     violation: Optional[Violation] = None
     counterexample: Optional[Trace] = None
+    interrupted: bool = False  # stopped by Ctrl-C: what it found so far
+    reduced: int = 0  # states expanded through an ample set only (partial-order reduction)
+    searches: int = 1  # 2: a reduced or hash-compacted search, then an exact one for the shortest counterexample
 
     @property
     def clean(self) -> bool:
@@ -43,27 +57,73 @@ class ExploreResult:
         """"clean" (exhausted, every invariant held), "violation", or "bounded" (never clean)."""
         if self.violation is not None:
             return "violation"
-        return "clean" if self.exhausted else "bounded"
+        return "clean" if self.exhausted else "interrupted" if self.interrupted else "bounded"
+
+
+def explore(model: Model, initial: State, *, por: bool = True, **options) -> ExploreResult:
+    """Search every interleaving breadth-first (see ``search`` for the options).
+
+    With ``por`` (and a model that declares footprints) each state expands only an ample set of its
+    steps (``por.Reduction``).  That keeps every verdict but may find a longer counterexample first,
+    so a violation is then searched for again without the reduction, only as deep as the first one,
+    and the shortest is reported; ``states`` and ``transitions`` count both searches.  A search with
+    ``fingerprints`` (which keeps no way back to the initial state) is followed the same way by an
+    exact one when it finds a violation.
+    """
+    first = search(model, initial, por=por, **options)
+    if first.violation is None or first.interrupted or not (first.reduced or first.counterexample is None):
+        return first  # nothing was left out: its counterexample is the shortest
+    options.pop("max_depth", None)
+    options.pop("visit", None)  # the states stored are the first search's
+    options["fingerprints"] = False
+    again = search(model, initial, por=False, max_depth=first.violation.step, **options)
+    if again.violation is None:
+        return first
+    again.states += first.states
+    again.transitions += first.transitions
+    again.seconds += first.seconds
+    again.exhausted = first.exhausted
+    again.searches = 2
+    return again
 
 
 @without_cyclic_gc
-def explore(
+def search(
     model: Model,
     initial: State,
     *,
     max_states: int = 1_000_000,
     harm_first: bool = True,
-    progress: Optional[Callable[[int, int, int], None]] = None,
+    progress: Optional[Callable[[int, int, int, int], None]] = None,
     progress_every: float = 1.0,
     scenario: str = "",
     config: Optional[dict] = None,
+    symmetry: bool = True,
+    por: bool = False,
+    max_depth: Optional[int] = None,
+    visit: Optional[Callable[[State], None]] = None,
+    fingerprints: bool = False,
 ) -> ExploreResult:
-    """Search every interleaving breadth-first.
+    """One breadth-first search.
 
     With ``harm_first`` the search stops at the first harm or deadlock, which is therefore the
     shortest trace reaching harm; broken assertions are noted on the way (the shortest one kept)
     and reported only if no harm is found.  Without it, the first violation of any kind stops it.
-    The search stores at most ``max_states`` states and stops as soon as it has stored that many.
+
+    With ``symmetry`` (and a model that declares interchangeable units) one state per orbit is
+    stored; ``states`` counts those, and the counterexample is replayed as a concrete run.
+
+    It stores at most ``max_states`` states; then it expands the states it stored without storing
+    more, and stops as bounded at the first successor it has not stored (if none appears, the
+    search was exhausted after all).  ``max_depth`` expands no state deeper than that (deadlocks
+    there are still seen).  ``visit`` receives every state stored (under symmetry, the first one
+    of each orbit met), and progress ``(states, transitions, depth, frontier)`` about once every
+    ``progress_every`` seconds.  Ctrl-C stops it with what it found so far (``interrupted``).
+
+    With ``fingerprints`` (SPIN's hash compaction) the visited set keeps a 64-bit hash of each
+    state's encoding and no parent links: two states with one hash count as one, so such a search
+    never proves a state space clean (``exhausted`` stays False), and a violation it finds has no
+    counterexample (``explore`` searches again, exactly).
     """
     start = time.perf_counter()
     checks = Checks(model.invariants)
@@ -71,102 +131,166 @@ def explore(
     harm_states = [inv.check for inv in checks.harm_states]
     assert_steps = [inv.check for inv in checks.assert_steps]
     assert_states = [inv.check for inv in checks.assert_states]
-    parent: dict = {initial: None}  # state -> (previous state, action)
+    codec = Codec(initial)
+    encode = codec.encode
+    group = Symmetry(model, initial, encode) if symmetry else None
+    if group:
+        encode = group.canon
+    reduction = Reduction(model, initial) if por else None
+    ample = reduction.candidates if reduction else None
+    if fingerprints:
+        exact = encode
+
+        def encode(state):
+            return int.from_bytes(blake2b(exact(state), digest_size=8).digest(), "little")
+
+    code0 = encode(initial)
+    parent: dict = {code0: None}  # encoded state -> its parent's encoding
     transitions = 0
+    reduced = 0
     depth = 0
     next_report = start + progress_every
     noted = None  # (violation, end) of the shortest broken assertion, while harm is still sought
 
-    def result(found=None, exhausted=False):
+    def result(found=None, exhausted=False, interrupted=False):
         found = found or noted
         if found is None:
-            return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start)
+            return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start,
+                                 interrupted=interrupted, reduced=reduced)
         violation, end = found
-        cex = _path(model, parent, end, scenario, config)
-        if cex.violation != violation._replace(step=len(cex)):  # the trace must show what the search saw
+        if fingerprints:
+            return ExploreResult(len(parent), transitions, depth, False, time.perf_counter() - start, violation,
+                                 None, interrupted, reduced)
+        tail = []
+        if isinstance(end, _Tail):
+            tail = [end.t]
+            end = end.code
+        chain = [end]
+        while parent[chain[-1]] is not None:
+            chain.append(parent[chain[-1]])
+        targets = [codec.decode(c) for c in reversed(chain)][1:] + tail
+        actions = _actions(model, checks, encode, initial, targets, violation)
+        cex = simulate(model, initial, Replay.of(actions), max_steps=len(actions), scenario=scenario, config=config)
+        seen = cex.violation and cex.violation._replace(message=violation.message)
+        if seen != violation._replace(step=len(cex)):  # the trace must show what the search saw
             raise RuntimeError(f"explore found {violation}, but its counterexample run gives {cex.violation}")
         return ExploreResult(len(parent), transitions, depth, exhausted, time.perf_counter() - start,
-                             cex.violation, cex)
+                             cex.violation, cex, interrupted, reduced)
 
+    if visit:
+        visit(initial)
     v = checks.after(None, None, initial, 0)
     if v and (v.kind == HARM or not harm_first):
-        return result((v, initial))
+        return result((v, code0))
     if v:
-        noted = (v, initial)
+        noted = (v, code0)
         assert_steps = assert_states = []
-    layer = [initial]
-    while layer:
-        found = None  # (violation, end) of length depth + 1, reported unless a deadlock is at depth
-        bounded = False
-        nxt_layer = []
-        for s in layer:
-            enabled = model.actions(s)
-            if not enabled and not model.finished(s):
-                return result((deadlock(deadlock_message(model, s), depth), s))
-            for a in enabled:
-                if len(parent) >= max_states:  # N states stored: stop now, not at the end of the layer
-                    bounded = True
-                    break
-                t = model.step(s, a)
-                transitions += 1
-                if found is None:
-                    if any(f(s, a, t) for f in harm_steps):
-                        found = (checks.harm(s, a, t, depth + 1), _Tail(s, a, t))
-                        continue
-                    if any(f(s, a, t) for f in assert_steps):
-                        v = (checks.assertion(s, a, t, depth + 1), _Tail(s, a, t))
-                        if not harm_first:
-                            found = v
-                            continue
-                        noted, assert_steps, assert_states = v, [], []
-                if t in parent:
+    layer = [(initial, code0)]
+    try:
+        while layer:
+            found = None  # (violation, end) of length depth + 1, reported unless a deadlock is at depth
+            bounded = False
+            nxt_layer = []
+            for s, code in layer:
+                enabled = model.actions(s)
+                if not enabled and not model.finished(s):
+                    return result((deadlock(deadlock_message(model, s), depth), code))
+                if depth == max_depth:
                     continue
-                parent[t] = (s, a)
-                if found is None:
-                    if any(f(t) for f in harm_states):
-                        found = (checks.harm(s, a, t, depth + 1), t)
-                        continue
-                    if any(f(t) for f in assert_states):
-                        v = (checks.assertion(s, a, t, depth + 1), t)
-                        if not harm_first:
-                            found = v
+                moves = None
+                if ample:
+                    for acts in ample(s, enabled):
+                        moves = [(a, model.step(s, a)) for a in acts]
+                        codes = [encode(t) for _, t in moves]
+                        if not any(c in parent for c in codes) and len(set(codes)) == len(codes):  # C3
+                            reduced += 1
+                            break
+                        moves = None
+                for a, t in moves or ((a, model.step(s, a)) for a in enabled):
+                    transitions += 1
+                    if found is None:
+                        if any(f(s, a, t) for f in harm_steps):
+                            found = (checks.harm(s, a, t, depth + 1), _Tail(code, a, t))
                             continue
-                        noted, assert_steps, assert_states = v, [], []
-                nxt_layer.append(t)
-            if bounded:
-                break
-            if progress and time.perf_counter() >= next_report:
-                progress(len(parent), transitions, depth)
-                next_report = time.perf_counter() + progress_every
-        if found:
-            depth += 1
-            return result(found)
-        if bounded:
-            return result()
-        layer = nxt_layer
-        if layer:
-            depth += 1
-    return result(exhausted=True)
+                        if any(f(s, a, t) for f in assert_steps):
+                            v = (checks.assertion(s, a, t, depth + 1), _Tail(code, a, t))
+                            if not harm_first:
+                                found = v
+                                continue
+                            noted, assert_steps, assert_states = v, [], []
+                    tcode = encode(t)
+                    if tcode in parent:
+                        continue
+                    if len(parent) >= max_states:  # N stored: a state not stored ends the search, bounded
+                        bounded = True
+                        break
+                    parent[tcode] = code
+                    if visit:
+                        visit(t)
+                    if found is None:
+                        if any(f(t) for f in harm_states):
+                            found = (checks.harm(s, a, t, depth + 1), tcode)
+                            continue
+                        if any(f(t) for f in assert_states):
+                            v = (checks.assertion(s, a, t, depth + 1), tcode)
+                            if not harm_first:
+                                found = v
+                                continue
+                            noted, assert_steps, assert_states = v, [], []
+                    nxt_layer.append((t, tcode))
+                if bounded:
+                    break
+                if progress and time.perf_counter() >= next_report:
+                    progress(len(parent), transitions, depth, len(layer) + len(nxt_layer))
+                    next_report = time.perf_counter() + progress_every
+            if found:
+                depth += 1
+                return result(found)
+            if bounded or depth == max_depth:
+                return result()
+            layer = nxt_layer
+            if layer:
+                depth += 1
+    except KeyboardInterrupt:
+        return result(interrupted=True)
+    return result(exhausted=not fingerprints)
 
 
 class _Tail:
-    """The end of a counterexample whose last state was already reached another way."""
+    """The end of a counterexample whose last state was already reached another way: the step
+    ``a`` from the stored state encoded ``code`` to ``t``."""
 
-    def __init__(self, s, a, t):
-        self.s, self.a, self.t = s, a, t
+    def __init__(self, code, a, t):
+        self.code, self.a, self.t = code, a, t
 
 
-def _path(model, parent, end, scenario, config) -> Trace:
-    """The counterexample ending at ``end``, run again by ``simulate`` through its exact actions, so it
-    is the trace a reader of the file recomputes."""
-    tail = []
-    if isinstance(end, _Tail):
-        tail = [end.a]
-        end = end.s
-    actions = []
-    while parent[end] is not None:
-        end, a = parent[end]
+def _actions(model, checks, canon, initial, targets, violation) -> list:
+    """The actions of a run from ``initial`` through ``targets`` (the stored states of a
+    counterexample, orbit representatives under symmetry): at each step the first enabled action
+    whose successor encodes as the next target (the last one must also show the violation), so the
+    run is concrete even when the search stored only representatives."""
+    cur, actions = initial, []
+    for k, target in enumerate(targets, start=1):
+        code = canon(target)
+        last = k == len(targets)
+        for a in model.actions(cur):
+            t = model.step(cur, a)
+            if canon(t) == code and (not last or violation.invariant == "deadlock"
+                                     or _shows(checks, violation, cur, a, t)):
+                break
+        else:
+            raise AssertionError(f"no step of the concrete run leads into the orbit of step {k}")
         actions.append(a)
-    actions.reverse()
-    actions += tail
-    return simulate(model, end, Replay.of(actions), max_steps=len(actions), scenario=scenario, config=config)
+        cur = t
+    return actions
+
+
+def _shows(checks, violation, s, a, t):
+    """The violation of ``violation``'s invariant that the step (s, a, t) shows, or None."""
+    for inv in checks.harm_steps + checks.assert_steps:
+        if inv.name == violation.invariant and inv.check(s, a, t):
+            return Violation(inv.name, inv.check(s, a, t), inv.kind)
+    for inv in checks.harm_states + checks.assert_states:
+        if inv.name == violation.invariant and inv.check(t):
+            return Violation(inv.name, inv.check(t), inv.kind)
+    return None

@@ -77,6 +77,44 @@ class Source(NamedTuple):
         return f"{self.path}:{self.function}" if self.path else f"{OUTSIDE}{self.function}"
 
 
+class Footprint(NamedTuple):
+    """What one step reads and writes, as locations: ``(field,)`` is a whole field of the state,
+    ``(field, k)`` element k of a tuple field (``("threads", i)``: thread i's record, ``("words", 0)``).
+    Fields no step ever writes (constants of the run) need not be named."""
+
+    reads: frozenset
+    writes: frozenset
+    own: Optional[tuple] = None  # the stepping context's own record, ("threads", i), if it has one
+
+    def conflicts(self, other: "Footprint") -> bool:
+        """True when one step writes what the other reads or writes (so the two may not commute)."""
+        return (overlap(self.writes, other.reads | other.writes)
+                or overlap(other.writes, self.reads))
+
+
+def overlap(xs: frozenset, ys: frozenset) -> bool:
+    """Do two sets of locations share one (a whole field overlaps each of its elements)?"""
+    fields = {y[0] for y in ys}
+    return any(x in ys or (x[0],) in ys or (len(x) == 1 and x[0] in fields) for x in xs)
+
+
+def changed(s: State, t: State) -> set:
+    """The locations in which state ``t`` differs from ``s`` (tuple fields element by element)."""
+    out = set()
+    for name, a, b in zip(s._fields, s, t):
+        if a == b:
+            continue
+        if type(a) is tuple and type(b) is tuple and len(a) == len(b):
+            out.update((name, k) for k, (x, y) in enumerate(zip(a, b)) if x != y)
+        else:
+            out.add((name,))
+    return out
+
+
+def covers(locations: frozenset, loc: tuple) -> bool:
+    return loc in locations or (loc[0],) in locations
+
+
 class Invariant(NamedTuple):
     """A named safety check.
 
@@ -88,6 +126,11 @@ class Invariant(NamedTuple):
     (freed memory read, a lock held twice).  ASSERTION: a rule of the protocol broken, the way the
     kernel's own ``VM_BUG_ON``/lockdep checks would notice it, whether or not harm follows.  The
     explorer looks for harm first, so a counterexample shows the consequence when there is one.
+
+    ``reads`` names the state fields the check looks at (None: any), so a reduction can tell which
+    steps it may see.  ``steps`` names the labels whose step can change what it reads of the
+    stepping context's own record (for a transition invariant: the labels it can fire on); None:
+    any.  Both are held to what the check does by the footprint test.
     """
 
     name: str
@@ -95,6 +138,8 @@ class Invariant(NamedTuple):
     check: Callable[..., Optional[str]]
     transition: bool = False
     kind: str = ASSERTION
+    reads: Optional[tuple] = None
+    steps: Optional[frozenset] = None
 
 
 class Variant(NamedTuple):
@@ -183,6 +228,37 @@ class Model(abc.ABC):
     def cost(self, state: State, action: Action) -> int:
         """Rounds the step keeps its actor busy under round-robin (0: CPU-local, takes no turn)."""
         return 1
+
+    def footprint(self, state: State, action: Action) -> Optional[Footprint]:
+        """What ``action`` reads and writes in ``state`` (its guard included); None: it may touch
+        anything (every reduction then treats it as depending on every other step)."""
+        return None
+
+    def is_daemon(self, actor: str) -> bool:
+        """A daemon (a kernel thread that waits for work) is idle when it has no step, never finished."""
+        return False
+
+    def future_footprint(self, state: State, actor: str) -> Optional[Footprint]:
+        """Everything ``actor`` may read and write from ``state`` on, over every step it may still
+        take (an actor that has finished: nothing); None: anything."""
+        return None
+
+    def symmetric_units(self, state: State) -> tuple:
+        """Classes of interchangeable units (numbered 0 .. unit_count - 1) of the run that starts in
+        ``state``: renaming units within a class maps every run to a run and keeps every
+        invariant's verdict.  Empty: no symmetry."""
+        return ()
+
+    def unit_count(self, state: State) -> int:
+        return 0
+
+    def unit_keys(self, state: State) -> tuple:
+        """Per unit, a comparable key that renaming units leaves unchanged."""
+        return ()
+
+    def permute(self, state: State, perm: tuple) -> State:
+        """The state with unit k renamed perm[k] everywhere it is named."""
+        raise NotImplementedError(f"{self.name} declares no symmetry")
 
     def blocked_on(self, state: State, actor: str) -> str:
         """What a blocked actor waits for, in a few words ("mmap_lock, held for write by W"), for a

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
-from .model import Action, Model, Source, State, Variant
+from .model import Action, Footprint, Model, Source, State, Variant
 
 
 class Frame(NamedTuple):
@@ -42,6 +42,10 @@ class Step(NamedTuple):
 
     ``cost`` is how many round-robin rounds it keeps its thread busy: 0 for CPU-local work that
     touches no shared memory, or a function ``cost(state, thread_index, arg)``.
+
+    ``footprint``, taking the same arguments as ``run``, returns ``(reads, writes)``: the locations
+    (see ``Footprint``) the step and its guard read and write besides its own thread's record.
+    None: undeclared, the step may touch anything.
     """
 
     label: str
@@ -53,6 +57,7 @@ class Step(NamedTuple):
     cost: Any = 1
     optional: bool = False
     idle: bool = False
+    footprint: Optional[Callable[..., tuple]] = None
 
 
 class Replacement(NamedTuple):
@@ -92,13 +97,13 @@ class Program:
         self.calls: dict[str, Call] = {}
 
     def step(self, label: str, location: str | Source, what: str, *, daemon: bool = False, cost: Any = 1,
-             optional: bool = False, idle: bool = False):
+             optional: bool = False, idle: bool = False, footprint: Optional[Callable[..., tuple]] = None):
         """Register an atomic step; ``what`` says in one line what the code does there.
 
         ``location`` is the kernel's ``"path:function"``, or a ``Source.outside(...)`` for a step
         that is no kernel code.  ``optional``: every thread may take it besides its next frame (see
         the module docstring); ``idle`` (daemons): its run and guard also receive the bitmask of
-        idle threads.
+        idle threads; ``footprint``: what it reads and writes (see ``Step``).
         """
         if optional and daemon or idle and not daemon:
             raise ValueError(f"step {label!r}: optional steps belong to threads, idle masks to daemons")
@@ -106,7 +111,7 @@ class Program:
         def register(run):
             self._fresh(label)
             source = location if isinstance(location, Source) else Source.parse(location)
-            self.steps[label] = Step(label, source, what, run, None, daemon, cost, optional, idle)
+            self.steps[label] = Step(label, source, what, run, None, daemon, cost, optional, idle, footprint)
             return run
 
         return register
@@ -276,6 +281,22 @@ class ProgramModel(Model):
 
     def sources(self) -> Mapping[str, Source]:
         return {label: st.source for label, st in self._steps.items()}
+
+    def is_daemon(self, actor: str) -> bool:
+        return actor in self._daemon_steps
+
+    def footprint(self, state: State, action: Action) -> Optional[Footprint]:
+        """The step's declared footprint, with its own thread's record (a daemon has none)."""
+        st = self._steps[action.label]
+        if st.footprint is None or st.idle:  # an idle mask reads every thread
+            return None
+        if st.daemon:
+            reads, writes = st.footprint(state)
+            return Footprint(frozenset(reads), frozenset(writes))
+        i = thread_index(state, action.actor)
+        reads, writes = st.footprint(state, i) if st.optional else st.footprint(state, i, state.threads[i].frames[0][1])
+        own = ("threads", i)
+        return Footprint(frozenset(reads) | {own}, frozenset(writes) | {own}, own)
 
     def cost(self, state: State, action: Action) -> int:
         c = self._steps[action.label].cost

@@ -159,7 +159,10 @@ class Scripted:
                     return a
             if label and any(a.actor == actor for a in enabled):
                 raise UserError(f"schedule entry {self.pos} names {entry}, which is not enabled at that point")
-            why = "has finished" if model.done(state, actor) else "is blocked"
+            if model.is_daemon(actor):  # a daemon never finishes: it waits for work
+                why = "is idle (nothing it can do yet)"
+            else:
+                why = "has finished" if model.done(state, actor) else "is blocked"
             raise UserError(f"schedule entry {self.pos} names {actor}, which {why} at that point")
         return self.then.choose(model, state, enabled)
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import (HARM, Frame, Invariant, Program, ProgramModel, Replacement, Source, Variant, push,
+from ..engine import (HARM, Footprint, Frame, Invariant, Program, ProgramModel, Replacement, Source, Variant, push,
                       set_thread, thread_index)
 from ..engine.expect import ExpectError
 from ..engine.scenario import Int, Key, List, Str, Table, bad
@@ -242,6 +242,75 @@ def ghost_got_lock(s, lock, i):
     return s._replace(ghost_order=_set_at(s.ghost_order, lock, tuple(j for j in order if j != i)))
 
 
+# --- footprints: what each step reads and writes besides its own context (engine Footprint) --------------
+
+def fp_word(s, i, arg):
+    """The lock word of the acquisition in progress, read and written."""
+    w = ("words", s.threads[i].lock)
+    return (w,), (w,)
+
+
+def fp_read_word(s, i, arg):
+    return (("words", s.threads[i].lock),), ()
+
+
+def fp_word_arg(s, i, lock):
+    """The entry step: the lock is its argument."""
+    return (("words", lock),), (("words", lock),)
+
+
+def fp_count(s, i, arg):
+    """This CPU's node count, shared with its interrupt context."""
+    c = ("count", s.threads[i].cpu)
+    return (c,), (c,)
+
+
+def fp_init_node(s, i, arg):
+    return (), (("nodes", own_node(s.threads[i])),)
+
+
+def fp_enqueue(s, i, arg):
+    lock = s.threads[i].lock
+    rw = (("words", lock), ("ghost_queue", lock), ("ghost_order", lock))
+    return rw, rw
+
+
+def fp_link_prev(s, i, prev):
+    node = (("nodes", prev),) if 0 <= prev < len(s.nodes) else ()
+    return (("ghost_links",),), node + (("ghost_links",),)
+
+
+def fp_mcs_spin(s, i, arg):
+    rw = (("ghost_handoffs",), ("ghost_links",))
+    return (("nodes", own_node(s.threads[i])),) + rw, rw
+
+
+def fp_claim(s, i, arg):
+    lock = s.threads[i].lock
+    rw = (("words", lock), ("ghost_queue", lock))
+    return rw, rw
+
+
+def fp_wait_next(s, i, arg):
+    return (("nodes", own_node(s.threads[i])), ("ghost_links",)), (("ghost_links",),)
+
+
+def fp_handoff(s, i, arg):
+    t = s.threads[i]
+    rw = (("ghost_queue", t.lock), ("ghost_handoffs",))
+    return rw, (("nodes", t.next),) + rw
+
+
+def fp_got_lock(s, i, arg):
+    g = ("ghost_order", s.threads[i].lock)
+    return (g,), (g,)
+
+
+def fp_draw_ticket(s, i, lock):
+    rw = (("words", lock), ("ghost_order", lock))
+    return rw, rw
+
+
 # --- the generic qspinlock (kernel/locking/qspinlock.c) --------------------------------------------------
 
 qspinlock = Program()
@@ -267,7 +336,7 @@ def lock_section(s, i, lock):
 
 @qspinlock.step("queued_spin_lock", "include/asm-generic/qspinlock.h:queued_spin_lock",
                 "fast path: try_cmpxchg_acquire(val 0 -> _Q_LOCKED_VAL); on failure enter the slow "
-                "path with the val it saw")
+                "path with the val it saw", footprint=fp_word_arg)
 def queued_spin_lock(s, i, lock):
     w = s.words[lock]
     if w == 0:
@@ -294,7 +363,7 @@ def trylock_or_pending(val, pending="queued_fetch_set_pending_acquire"):
 
 @qspinlock.step("wait_pending_handover", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "val == _Q_PENDING_VAL (0,1,0): re-read the word, a bounded wait for the pending "
-                "owner's hand-over to (0,0,1)")
+                "owner's hand-over to (0,0,1)", footprint=fp_read_word)
 def wait_pending_handover(s, i, arg):
     val = s.words[s.threads[i].lock]
     return push(set_ctx(s, i, val=val), i, trylock_or_pending(val))
@@ -302,7 +371,7 @@ def wait_pending_handover(s, i, arg):
 
 @qspinlock.step("queued_fetch_set_pending_acquire", "kernel/locking/qspinlock.c:queued_fetch_set_pending_acquire",
                 "atomic_fetch_or_acquire(_Q_PENDING_VAL): set pending, returning the old word "
-                "(0,0,* -> 0,1,*)")
+                "(0,0,* -> 0,1,*)", footprint=fp_word)
 def queued_fetch_set_pending_acquire(s, i, arg):
     t = s.threads[i]
     lay = LAYOUTS[s.pending_bits]
@@ -329,7 +398,7 @@ def fetch_set_pending_no_undo(s, i, arg):
 
 
 @qspinlock.step("clear_pending", "kernel/locking/qspinlock.c:clear_pending",
-                "undo the pending bit we set after seeing contention (*,1,* -> *,0,*), then queue")
+                "undo the pending bit we set after seeing contention (*,1,* -> *,0,*), then queue", footprint=fp_word)
 def clear_pending(s, i, arg):
     lock = s.threads[i].lock
     w = s.words[lock]
@@ -342,7 +411,7 @@ def clear_pending(s, i, arg):
 
 @qspinlock.step("wait_locked_clear", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "pending owner: smp_cond_load_acquire(&lock->locked, !VAL), wait for the holder to "
-                "unlock (0,1,1 -> *,1,0)")
+                "unlock (0,1,1 -> *,1,0)", footprint=fp_read_word)
 def wait_locked_clear(s, i, arg):
     return s
 
@@ -353,7 +422,7 @@ def locked_clear(s, i, arg):
 
 
 @qspinlock.step("clear_pending_set_locked", "kernel/locking/qspinlock.c:clear_pending_set_locked",
-                "take the lock from pending: *,1,0 -> *,0,1 (no stealing may happen while pending is held)")
+                "take the lock from pending: *,1,0 -> *,0,1 (no stealing may happen while pending is held)", footprint=fp_word)
 def clear_pending_set_locked(s, i, arg):
     lock = s.threads[i].lock
     w = s.words[lock]
@@ -372,7 +441,7 @@ def queue(s, i, arg):
 
 @qspinlock.step("node_count_inc", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "idx = node->count++ on this CPU's qnodes[0]: the nesting level picks the node "
-                "grab_mcs_node(node, idx) names (idx >= MAX_NODES: no node, spin with trylock)", cost=0)
+                "grab_mcs_node(node, idx) names (idx >= MAX_NODES: no node, spin with trylock)", cost=0, footprint=fp_count)
 def node_count_inc(s, i, arg):
     t = s.threads[i]
     idx = s.count[t.cpu]
@@ -385,13 +454,13 @@ def node_count_inc(s, i, arg):
 
 @qspinlock.step("mcs_node_init", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "node->locked = 0; node->next = NULL (ordered before the tail is published by smp_wmb())",
-                cost=0)
+                cost=0, footprint=fp_init_node)
 def mcs_node_init(s, i, arg):
     return set_node(s, own_node(s.threads[i]), locked=0, next=NULL)
 
 
 @qspinlock.step("queued_spin_trylock", "include/asm-generic/qspinlock.h:queued_spin_trylock",
-                "one more try after touching the cold node: if the word is 0, cmpxchg it to _Q_LOCKED_VAL")
+                "one more try after touching the cold node: if the word is 0, cmpxchg it to _Q_LOCKED_VAL", footprint=fp_word)
 def queued_spin_trylock(s, i, how):
     t = s.threads[i]
     if s.words[t.lock] == 0:
@@ -407,7 +476,7 @@ def trylock_may_run(s, i, how):
 
 @qspinlock.step("xchg_tail", "kernel/locking/qspinlock.c:xchg_tail",
                 "publish our tail, returning the old one (p,*,* -> n,*,*); a predecessor's tail means wait "
-                "behind it")
+                "behind it", footprint=fp_enqueue)
 def xchg_tail(s, i, arg):
     t = s.threads[i]
     lay = LAYOUTS[s.pending_bits]
@@ -445,7 +514,7 @@ def xchg_tail_16bit_always(s, i, arg):
 
 
 @qspinlock.step("link_prev", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
-                "WRITE_ONCE(prev->next, node): link into the queue behind the node the old tail named")
+                "WRITE_ONCE(prev->next, node): link into the queue behind the node the old tail named", footprint=fp_link_prev)
 def link_prev(s, i, prev):
     me = own_node(s.threads[i])
     if not 0 <= prev < len(s.nodes):  # a corrupt tail: the store lands outside every qnode and is lost
@@ -455,7 +524,7 @@ def link_prev(s, i, prev):
 
 
 @qspinlock.step("mcs_spin", "kernel/locking/mcs_spinlock.h:arch_mcs_spin_lock_contended",
-                "smp_cond_load_acquire(&node->locked, VAL): wait for our turn, then read node->next")
+                "smp_cond_load_acquire(&node->locked, VAL): wait for our turn, then read node->next", footprint=fp_mcs_spin)
 def mcs_spin(s, i, arg):
     t = s.threads[i]
     me = own_node(t)
@@ -473,7 +542,7 @@ def handed_off(s, i, arg):
 
 @qspinlock.step("wait_head", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "queue head: atomic_cond_read_acquire(&lock->val, !(VAL & _Q_LOCKED_PENDING_MASK)), "
-                "*,x,y -> *,0,0")
+                "*,x,y -> *,0,0", footprint=fp_read_word)
 def wait_head(s, i, arg):
     t = s.threads[i]
     lay = LAYOUTS[s.pending_bits]
@@ -501,7 +570,7 @@ def only_locked_gone(s, i, arg):
 
 @qspinlock.step("claim_cmpxchg", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "the tail is ours: try_cmpxchg_relaxed(val -> _Q_LOCKED_VAL) clears it (n,0,0 -> 0,0,1); "
-                "on failure set_locked, no retry")
+                "on failure set_locked, no retry", footprint=fp_claim)
 def claim_cmpxchg(s, i, arg):
     t = s.threads[i]
     w = s.words[t.lock]
@@ -514,7 +583,7 @@ def claim_cmpxchg(s, i, arg):
 
 @qspinlock.step("set_locked", "kernel/locking/qspinlock.c:set_locked",
                 "others are queued: WRITE_ONCE(lock->locked, _Q_LOCKED_VAL), a plain byte store "
-                "(*,*,0 -> *,0,1), patch 07/11")
+                "(*,*,0 -> *,0,1), patch 07/11", footprint=fp_word)
 def set_locked(s, i, arg):
     lock = s.threads[i].lock
     return set_word(s, lock, (s.words[lock] & ~_Q_LOCKED_MASK) | _Q_LOCKED_VAL)
@@ -526,7 +595,7 @@ def set_word_locked_val(s, i, arg):
 
 
 @qspinlock.step("wait_next", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
-                "smp_cond_load_relaxed(&node->next, VAL): wait for the successor to link itself")
+                "smp_cond_load_relaxed(&node->next, VAL): wait for the successor to link itself", footprint=fp_wait_next)
 def wait_next(s, i, arg):
     me = own_node(s.threads[i])
     nxt = s.nodes[me].next
@@ -540,7 +609,7 @@ def successor_linked(s, i, arg):
 
 
 @qspinlock.step("mcs_handoff", "kernel/locking/mcs_spinlock.h:arch_mcs_spin_unlock_contended",
-                "smp_store_release(&next->locked, 1): the successor becomes the queue head")
+                "smp_store_release(&next->locked, 1): the successor becomes the queue head", footprint=fp_handoff)
 def mcs_handoff(s, i, arg):
     t = s.threads[i]
     s = ghost_dequeue(set_node(s, t.next, locked=1), t.lock, own_node(t))
@@ -549,20 +618,20 @@ def mcs_handoff(s, i, arg):
 
 
 @qspinlock.step("release_node", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
-                "release: __this_cpu_dec(qnodes[0].mcs.count), the node is free again", cost=0)
+                "release: __this_cpu_dec(qnodes[0].mcs.count), the node is free again", cost=0, footprint=fp_count)
 def release_node(s, i, arg):
     t = s.threads[i]
     return set_ctx(set_count(s, t.cpu, s.count[t.cpu] - 1), i, idx=-1, next=NULL, val=0)
 
 
-@qspinlock.step("critical_section", CALLER, CRITICAL_SECTION)
+@qspinlock.step("critical_section", CALLER, CRITICAL_SECTION, footprint=fp_got_lock)
 def critical_section(s, i, arg):
     t = s.threads[i]
     return ghost_got_lock(s, t.lock, i)
 
 
 @qspinlock.step("queued_spin_unlock", "include/asm-generic/qspinlock.h:queued_spin_unlock",
-                "smp_store_release(&lock->locked, 0): a byte store, tail and pending untouched")
+                "smp_store_release(&lock->locked, 0): a byte store, tail and pending untouched", footprint=fp_word)
 def queued_spin_unlock(s, i, arg):
     lock = s.threads[i].lock
     return set_ctx(set_word(s, lock, s.words[lock] & ~_Q_LOCKED_MASK), i, lock=-1)
@@ -596,7 +665,7 @@ def pending_handed_over(s, i, arg):
 
 @qspinlock.step(PENDING_2014, "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "before patch 07/11, one try of the trylock-or-pending loop: atomic_cmpxchg(val -> new), "
-                "0,0,0 -> 0,0,1 takes the lock, 0,0,1 -> 0,1,1 sets pending; a changed word is read again")
+                "0,0,0 -> 0,0,1 takes the lock, 0,0,1 -> 0,1,1 sets pending; a changed word is read again", footprint=fp_word)
 def trylock_pending_cmpxchg(s, i, arg):
     t = s.threads[i]
     w = s.words[t.lock]
@@ -678,7 +747,7 @@ def node_count_inc_store_late(s, i, arg):
 
 @qspinlock.step("store_node_count", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "the store half of node->count++, which the compiler sank below the node's "
-                "initialisation (only without the barrier() of 11dc13224c97)", cost=0)
+                "initialisation (only without the barrier() of 11dc13224c97)", cost=0, footprint=fp_count)
 def store_node_count(s, i, arg):
     t = s.threads[i]
     return set_count(s, t.cpu, t.idx + 1)
@@ -696,7 +765,7 @@ def ticket_lock_section(s, i, lock):
 
 
 @ticket.step("arch_spin_lock", "include/asm-generic/spinlock.h:arch_spin_lock",
-             "atomic_fetch_add(1 << 16): draw the next ticket; the lock is ours if it is already served")
+             "atomic_fetch_add(1 << 16): draw the next ticket; the lock is ours if it is already served", footprint=fp_draw_ticket)
 def arch_spin_lock(s, i, lock):
     val = s.words[lock]
     my = val >> TICKET_SHIFT
@@ -708,7 +777,7 @@ def arch_spin_lock(s, i, lock):
 
 
 @ticket.step("wait_ticket", "include/asm-generic/spinlock.h:arch_spin_lock",
-             "atomic_cond_read_acquire(lock, ticket == (u16)VAL), then smp_mb(): our ticket is served")
+             "atomic_cond_read_acquire(lock, ticket == (u16)VAL), then smp_mb(): our ticket is served", footprint=fp_read_word)
 def wait_ticket(s, i, arg):
     return s
 
@@ -719,14 +788,14 @@ def ticket_served(s, i, arg):
     return s.words[t.lock] & U16 == t.ticket
 
 
-@ticket.step("critical_section", CALLER, CRITICAL_SECTION)
+@ticket.step("critical_section", CALLER, CRITICAL_SECTION, footprint=fp_got_lock)
 def ticket_critical_section(s, i, arg):
     t = s.threads[i]
     return ghost_got_lock(s, t.lock, i)
 
 
 @ticket.step("arch_spin_unlock", "include/asm-generic/spinlock.h:arch_spin_unlock",
-             "smp_store_release of (u16)val + 1 into the owner half: serve the next ticket")
+             "smp_store_release of (u16)val + 1 into the owner half: serve the next ticket", footprint=fp_word)
 def arch_spin_unlock(s, i, arg):
     t = s.threads[i]
     w = s.words[t.lock]
@@ -927,6 +996,7 @@ def ppc_queued_spin_unlock(s, i, arg):
 PROGRAMS = {QSPINLOCK: qspinlock, TICKET: ticket, POWERPC: powerpc}
 ENTRY = {QSPINLOCK: "queued_spin_lock", TICKET: "arch_spin_lock", POWERPC: "queued_spin_lock"}
 UNLOCK = frozenset({"queued_spin_unlock", "arch_spin_unlock"})  # next step of a context in its critical section
+LOCK_ARG = frozenset({"lock_section", "queued_spin_lock", "arch_spin_lock"})  # frames whose argument is a lock
 PENDING_PATH = frozenset({"wait_locked_clear", "clear_pending_set_locked", "clear_pending"})
 
 
@@ -1133,23 +1203,34 @@ def no_lost_handoff(s):
     return None
 
 
+# The steps that move a context into or out of what the invariants read of its own record.
+HOLDING = frozenset({"critical_section"}) | UNLOCK  # into and out of a critical section
+PENDING_ENTRY_EXIT = frozenset({"queued_fetch_set_pending_acquire", "trylock_pending_cmpxchg", "clear_pending",
+                                "clear_pending_set_locked"})
+
 INVARIANTS = [
     Invariant("mutual-exclusion", "at most one context is in the critical section of a lock", mutual_exclusion,
-              kind=HARM),
+              kind=HARM, reads=("threads",), steps=HOLDING),
     Invariant("legal-lock-word",
-              "every lock word decodes to a legal (tail, pending, locked) triple for its layout", legal_lock_word),
+              "every lock word decodes to a legal (tail, pending, locked) triple for its layout", legal_lock_word,
+              reads=("words",), steps=frozenset()),
     Invariant("tail-names-last-queued",
               "a non-zero tail names the last node in the MCS queue (a node in use); no tail, no queue",
-              tail_names_last_queued),
-    Invariant("fifo", "queued waiters get the lock in the order they queued", fifo, transition=True),
+              tail_names_last_queued,
+              reads=("words", "ghost_queue", "ghost_order", "threads", "count"), steps=HOLDING),
+    Invariant("fifo", "queued waiters get the lock in the order they queued", fifo, transition=True,
+              reads=("threads", "ghost_order"), steps=frozenset({"critical_section"})),
     Invariant("one-pending-owner",
-              "pending is set exactly while one CPU is in the pending path (steps 4-7)", one_pending_owner),
+              "pending is set exactly while one CPU is in the pending path (steps 4-7)", one_pending_owner,
+              reads=("words", "threads"), steps=PENDING_ENTRY_EXIT),
     Invariant("mcs-nodes-per-cpu", "no two contexts of a CPU use the same MCS node (so a CPU uses at most "
               "MAX_NODES), and releasing a node returns the count to its value on entry",
-              mcs_nodes_per_cpu, transition=True),
+              mcs_nodes_per_cpu, transition=True, reads=("threads", "count"),
+              steps=frozenset({"node_count_inc", "release_node"})),
     Invariant("no-lost-handoff",
               "an MCS hand-off (node->locked = 1) and a successor's link (prev->next) stay until their "
-              "owner has seen them", no_lost_handoff),
+              "owner has seen them", no_lost_handoff,
+              reads=("nodes", "ghost_handoffs", "ghost_links"), steps=frozenset()),
 ]
 
 
@@ -1289,6 +1370,7 @@ class QspinlockModel(ProgramModel):
         self.layout = chosen.params["program"]
         self.program = PROGRAMS[self.layout]
         self.entry = ENTRY[self.layout]
+        self._futures = {}  # (context index, its record) -> its future footprint
         super().__init__(variant)
 
     def unstarted(self, config):
@@ -1319,6 +1401,128 @@ class QspinlockModel(ProgramModel):
             if after.threads[i].level and not after.threads[i].entered:
                 after = set_ctx(after, i, entered=True)
         return after
+
+    def footprint(self, state, action):
+        """A context that interrupts, or can be interrupted by, others on its CPU waits for (or
+        enters over) them: its steps read those contexts' records."""
+        fp = super().footprint(state, action)
+        if fp is None or not state.nest:
+            return fp
+        i = thread_index(state, action.actor)
+        for chain in state.nest:
+            if i in chain:
+                return fp._replace(reads=fp.reads | {("threads", j) for j in chain})
+        return fp
+
+    def future_footprint(self, s, actor):
+        """A context may still touch the words and queues of its locks (the one in progress and those
+        left in its program), its CPU's count, any MCS node and the ghost hand-off records, and it
+        reads the records of the contexts nested with it.  powerpc declares no footprints."""
+        if self.layout == POWERPC:
+            return None
+        i = thread_index(s, actor)
+        t = s.threads[i]
+        key = (i, t)
+        fp = self._futures.get(key)
+        if fp is None:
+            fp = self._futures[key] = self._future(s, i, t)
+        return fp
+
+    def _future(self, s, i, t):
+        if not t.frames:
+            return Footprint(frozenset(), frozenset())
+        locks = {t.lock} if t.lock >= 0 else set()
+        for label, arg in t.frames:
+            if label == "lock_list":
+                locks.update(arg[0])
+            elif label in LOCK_ARG:
+                locks.add(arg)
+        writes = {("threads", i), ("count", t.cpu), ("nodes",), ("ghost_handoffs",), ("ghost_links",)}
+        for lock in locks:
+            writes |= {("words", lock), ("ghost_queue", lock), ("ghost_order", lock)}
+        reads = set(writes)
+        for chain in s.nest:
+            if i in chain:
+                reads.update(("threads", j) for j in chain)
+        return Footprint(frozenset(reads), frozenset(writes))
+
+    # -- symmetry: a CPU with all its contexts, nodes and count is a unit ------------------------------------
+    def _contexts(self, s):
+        """Per CPU, its contexts' indices by level (None where it has no such context)."""
+        out = [[None] * len(LEVELS) for _ in s.count]
+        for i, t in enumerate(s.threads):
+            out[t.cpu][t.level] = i
+        return out
+
+    def symmetric_units(self, s):
+        """CPUs whose contexts run the same programs at the same levels are interchangeable.  Not on
+        powerpc, whose words name owners by CPU, nor for a broken variant with _Q_PENDING_BITS 1:
+        there the word's arithmetic (atomic_add, a misplaced 16-bit exchange) can carry into or
+        shift the tail, making a tail CPU computed from others that renaming does not follow."""
+        if self.layout == POWERPC or (self.variant.broken and s.pending_bits == 1):
+            return ()
+        classes = {}
+        for cpu, ctxs in enumerate(self._contexts(s)):
+            key = tuple(None if i is None else s.threads[i].frames for i in ctxs)
+            classes.setdefault(key, []).append(cpu)
+        return tuple(tuple(c) for c in classes.values())
+
+    def unit_count(self, s):
+        return len(s.count)
+
+    def unit_keys(self, s):
+        keys = []
+        for cpu, ctxs in enumerate(self._contexts(s)):
+            key = (s.count[cpu],)
+            for i in ctxs:
+                if i is not None:
+                    t = s.threads[i]
+                    key += (t.frames[0][0] if t.frames else "", len(t.frames), t.lock, t.idx, t.entered)
+            keys.append(key)
+        return tuple(keys)
+
+    def permute(self, s, perm):
+        ncpus = len(s.count)
+        ctxs = self._contexts(s)
+        where = [ctxs[perm[t.cpu]][t.level] for t in s.threads]
+        last = ncpus * MAX_NODES
+
+        def node(n):
+            return perm[n // MAX_NODES] * MAX_NODES + n % MAX_NODES if 0 <= n < last else n
+
+        if s.layout == QSPINLOCK:
+            lay = LAYOUTS[s.pending_bits]
+
+            def word(w):
+                cpu = ((w & lay.TAIL_CPU_MASK) >> lay.TAIL_CPU_OFFSET) - 1
+                if not 0 <= cpu < ncpus:
+                    return w
+                return (w & ~lay.TAIL_CPU_MASK) | ((perm[cpu] + 1) << lay.TAIL_CPU_OFFSET)
+        else:
+            def word(w):
+                return w
+
+        threads = [None] * len(s.threads)
+        for i, t in enumerate(s.threads):
+            cpu = perm[t.cpu]
+            name = f"C{cpu}" + t.name[t.name.index("."):] if t.level else f"C{cpu}"
+            frames = t.frames
+            if any(f[0] == "link_prev" for f in frames):
+                frames = tuple(Frame(f[0], node(f[1])) if f[0] == "link_prev" else f for f in frames)
+            threads[where[i]] = Ctx(name, frames, cpu, t.lock, word(t.val), t.idx, node(t.next), t.ticket,
+                                    t.level, t.entered)
+        nodes = [None] * len(s.nodes)
+        for n, x in enumerate(s.nodes):
+            nodes[node(n)] = x if x.next == NULL else Node(x.locked, node(x.next), x.lock)
+        count = [0] * ncpus
+        for cpu, c in enumerate(s.count):
+            count[perm[cpu]] = c
+        return s._replace(
+            threads=tuple(threads), words=tuple(map(word, s.words)), nodes=tuple(nodes), count=tuple(count),
+            ghost_queue=tuple(tuple(map(node, q)) for q in s.ghost_queue),
+            ghost_order=tuple(tuple(where[i] for i in o) for o in s.ghost_order),
+            ghost_handoffs=frozenset(map(node, s.ghost_handoffs)),
+            ghost_links=frozenset((node(a), node(b)) for a, b in s.ghost_links))
 
     def step_lock(self, state, i):
         """The lock whose word context ``i``'s next step reads or writes (the observation log's word)."""

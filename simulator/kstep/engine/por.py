@@ -1,0 +1,83 @@
+"""Partial-order reduction: ample sets built from the steps' declared footprints.
+
+At a state, the enabled steps of one actor form an ample set, and are the only ones the search
+expands there, when
+
+- (C1) each is independent of everything any other actor may still do: its footprint conflicts
+  with no other actor's ``Model.future_footprint`` (all it may read or write from now on);
+- (C2) each is invisible: it writes no location a state invariant reads (``Invariant.reads``;
+  of its own context's record, only when its label is one the invariant names in
+  ``Invariant.steps``), and its label is none that can fire a transition invariant (``steps``);
+- (C3) each leads to a state not stored yet, the proviso of a breadth-first search: every reduced
+  step then goes to a newer state, so every cycle passes a fully expanded one.
+
+An actor with no enabled step, a step without a footprint, an actor without a future footprint or
+an invariant without ``reads`` make no ample set; the state is then fully expanded.  Deadlocks and
+every invariant's verdict are kept; the first counterexample may be longer than the shortest, which
+is why ``explore`` searches again without the reduction, up to the depth it found.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .model import Action, Footprint, Model, State
+
+
+class Reduction:
+    def __init__(self, model: Model, initial: State):
+        self.model = model
+        self.fields: set = set()  # the fields some state invariant reads, besides the contexts' records
+        self.threads_read = False  # some state invariant reads other contexts' records
+        self.labels: Optional[set] = set()  # labels visible through a context's own record (None: all)
+        self.on = any(model.future_footprint(initial, a) is not None for a in model.actors(initial))
+        for inv in model.invariants:
+            if inv.reads is None:
+                self.on = False
+                continue
+            if not inv.transition:
+                self.fields.update(f for f in inv.reads if f != "threads")
+            if inv.transition or "threads" in inv.reads:
+                self.threads_read |= not inv.transition
+                if inv.steps is None:
+                    self.labels = None
+                elif self.labels is not None:
+                    self.labels.update(inv.steps)
+
+    def __bool__(self) -> bool:
+        return self.on
+
+    def visible(self, action: Action, fp: Footprint) -> bool:
+        if self.labels is None or action.label in self.labels:
+            return True
+        for loc in fp.writes:
+            if loc[0] in self.fields or (loc[0] == "threads" and self.threads_read and loc != fp.own):
+                return True
+        return False
+
+    def candidates(self, state: State, enabled: list) -> list:
+        """The ample sets C1 and C2 allow at ``state``, smallest first (C3 is the search's to check)."""
+        by_actor: dict = {}
+        for a in enabled:
+            by_actor.setdefault(a.actor, []).append(a)
+        if len(by_actor) < 2:
+            return []
+        model = self.model
+        invisible = []
+        labels = self.labels
+        for actor, acts in by_actor.items():
+            if labels is None or any(a.label in labels for a in acts):  # visible by its label alone
+                continue
+            fps = [model.footprint(state, a) for a in acts]
+            if not any(fp is None or self.visible(a, fp) for a, fp in zip(acts, fps)):
+                invisible.append((actor, acts, fps))
+        if not invisible:  # the common case: no future footprint is needed
+            return []
+        futures = {actor: model.future_footprint(state, actor) for actor in model.actors(state)}
+        out = []
+        for actor, acts, fps in invisible:
+            if all(f is not None and not any(fp.conflicts(f) for fp in fps)
+                   for other, f in futures.items() if other != actor):
+                out.append(acts)
+        out.sort(key=len)
+        return out

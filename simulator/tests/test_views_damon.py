@@ -14,7 +14,7 @@ from kstep import views
 from kstep.engine import RoundRobin, scenario, simulate
 from kstep.lab import damon_observed as observed
 from kstep.models import make_model
-from kstep.views.damon import LOG_FROM, AddressAxis
+from kstep.views.damon_board import LOG_FROM, AddressAxis
 from kstep.views.player import Frames
 
 from test_damon_observed import DATA

@@ -9,16 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
+from .phases import DONE, PHASES, phases
 from .player import Player
 from .timeline import actor_marks, lanes_figure, phase_bars
-
-PHASES = (("can take a step", style.LIGHT), ("blocked", style.ORANGE), style.DONE)
-WORKING, BLOCKED, DONE = range(len(PHASES))
-
-
-def phases(model, state) -> list[int]:
-    enabled = {a.actor for a in model.actions(state)}
-    return [DONE if model.done(state, a) else WORKING if a in enabled else BLOCKED for a in model.actors(state)]
 
 
 def generic_view(trace, model):

@@ -22,14 +22,18 @@ from ..engine.model import Checks, Violation, deadlock
 from ..engine.schedule import deadlock_message
 from ..errors import UserError
 from ..models import make_model
-from . import rcu_board, vma_board
-from .boxes import COLUMNS, BoardSource, with_changes
+from . import damon_board, fork_board, qspinlock_board, rcu_board, vma_board
+from .boxes import BoardSource, frames
 from .columns import FrameColumns, Strings
 
-# The mechanisms whose board has standard-library rows; the others show their state as text.
-BOARDS: dict[str, Callable[[Any], list[BoardSource]]] = {
-    "vma-locks": vma_board.board_sources,
-    "rcu": rcu_board.board_sources,
+# Each mechanism's boards, given the model and the initial state: the sources its view draws for
+# playback, declared in its standard-library module.  A mechanism without a view shows its state as text.
+BOARDS: dict[str, Callable[[Any, Any], list[BoardSource]]] = {
+    "vma-locks": lambda model, s0: vma_board.board_sources(s0),
+    "rcu": lambda model, s0: rcu_board.board_sources(s0),
+    "qspinlock": lambda model, s0: qspinlock_board.board_sources(s0),
+    "damon": lambda model, s0: damon_board.board_sources(s0, model),
+    "fork-batch": lambda model, s0: fork_board.board_sources(s0, model),
 }
 
 
@@ -46,10 +50,9 @@ class Session:
         self.states = [s0]
         self.actions: list[Action] = []
         self.violations = [self.checks.after(None, None, s0, 0)]  # per frame: the run's verdict so far
-        self.board = BOARDS.get(mechanism, lambda s: [])(s0)
+        self.board = BOARDS.get(mechanism, lambda model, s: [])(self.model, s0)
         self.sources = self.model.sources()
-        self.keys = [self._keys(s0)]  # per frame: each board source's key of the state
-        self._rows: dict = {}  # (source, key) -> its rows; (source, key before, key after) -> with changes
+        self._memo: dict = {src.name: {} for src in self.board}  # per source: its rows by key, over every step
 
     # -- moving -------------------------------------------------------------------------------
     def step(self, action: str, at: Optional[int] = None) -> dict:
@@ -69,7 +72,6 @@ class Session:
         if found is None and not self.model.actions(nxt) and not self.model.finished(nxt):
             found = deadlock(deadlock_message(self.model, nxt), k)
         self.violations.append(found)
-        self.keys.append(self._keys(nxt))
         return self.view()
 
     def back(self) -> dict:
@@ -83,7 +85,7 @@ class Session:
 
     def _keep(self, k: int) -> None:
         """Keep the first k steps of the run."""
-        del self.actions[k:], self.states[k + 1:], self.violations[k + 1:], self.keys[k + 1:]
+        del self.actions[k:], self.states[k + 1:], self.violations[k + 1:]
 
     def _enabled_match(self, text: str, k: int) -> Action:
         """The enabled action at step ``k`` that ``text`` names."""
@@ -164,34 +166,16 @@ class Session:
         return " ".join(map(str, self.actions))
 
     def rows(self, k: int) -> dict[str, dict]:
-        """The board's rows at frame k, box sources with their change halos."""
-        return {src.name: self._frame_rows(i, k) for i, src in enumerate(self.board)}
+        """The board's rows at frame k (box sources with their change halos)."""
+        out = {}
+        for src, (values, rows, _, _) in zip(self.board, self._frames(k)):
+            out[src.name] = rows(values[k])
+        return out
 
-    def _keys(self, state) -> tuple:
-        return tuple(src.key(state) for src in self.board)
-
-    def _frame_key(self, i: int, k: int) -> tuple:
-        """What board source i's rows at frame k depend on: its key before and after the step (the halo)."""
-        return (None if k == 0 or self.board[i].columns is not None else self.keys[k - 1][i], self.keys[k][i])
-
-    def _frame_rows(self, i: int, k: int) -> dict:
-        src = self.board[i]
-        memo = (src.name, *self._frame_key(i, k))
-        rows = self._rows.get(memo)
-        if rows is None:
-            now = self._source_rows(i, k)
-            if src.columns is None:
-                now = with_changes(None if k == 0 else self._source_rows(i, k - 1), now)
-            rows = self._rows[memo] = now
-        return rows
-
-    def _source_rows(self, i: int, k: int) -> dict:
-        src = self.board[i]
-        memo = (src.name, self.keys[k][i])
-        rows = self._rows.get(memo)
-        if rows is None:
-            rows = self._rows[memo] = {c: list(v) for c, v in src.rows(self.states[k]).items()}
-        return rows
+    def _frames(self, k: Optional[int] = None) -> list[tuple]:
+        """Each board source's frames over the run up to frame k (default: all of it)."""
+        states, actions = (self.states, self.actions) if k is None else (self.states[:k + 1], self.actions[:k])
+        return [frames(src, states, actions, self._memo[src.name]) for src in self.board]
 
     # -- the prefix as a trace ------------------------------------------------------------------
     def trace(self) -> Trace:
@@ -211,12 +195,10 @@ class Session:
         the player ships them."""
         strings = Strings()
         boards = {}
-        for i, src in enumerate(self.board):
-            kinds = src.columns or {**COLUMNS, "changed": int}
-            fc = FrameColumns(src.name, kinds, lambda k, i=i: self._frame_rows(i, k), strings,
-                              key=lambda k, i=i: self._frame_key(i, k))
-            for k in range(len(self.states)):
-                fc.add(k)
+        for src, (values, rows, key, kinds) in zip(self.board, self._frames()):
+            fc = FrameColumns(src.name, kinds, rows, strings, key=key)
+            for value in values:
+                fc.add(value)
             boards[src.name] = fc.export()
         cols = self.trace().columns(self.model)
         where = [str(self.sources[label]) for label in cols["labels"]]

@@ -14,7 +14,7 @@ from bokeh.plotting import figure
 
 from ..models.rcu import FREED, RCU_ACTOR, gp_running
 from . import style
-from .board import board_figure, box_source, draw_boxes
+from .board import board_figure, board_source, draw_boxes
 from .counters import counters_figure
 from .player import Player
 from .rcu_board import (CB_READY, CB_WAITING, DONE, GP_RUNNING, OBJ_CURRENT, OBJ_FREED, OBJ_OLD, OBJ_UAF, PHASES,
@@ -90,7 +90,7 @@ def rcu_view(trace, model):
     board = board_figure("state", "state after this step", [(3, "CPUs"), (2, "grace period"), (1, "callbacks"),
                                                              (0, "objects")], height=470, y_range=(-0.55, 3.5))
     for src in board_sources(s0):
-        draw_boxes(board, box_source(player, src.name, src.rows, key=src.key))
+        draw_boxes(board, board_source(player, src))
 
     lanes = [f"{n} (CPU {i})" for i, n in enumerate(names)] + ["grace period"]
     timeline = lanes_figure(player, "timeline", "who did what: CPUs and grace periods over time", lanes)

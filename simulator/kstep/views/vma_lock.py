@@ -13,7 +13,7 @@ import numpy as np
 
 from ..models import rwsem
 from . import style
-from .board import board_figure, box_source, draw_boxes
+from .board import board_figure, board_source, draw_boxes
 from .counters import counters_figure
 from .player import Player
 from .rcu import callbacks_figure, gp_lane, qs_marks
@@ -38,10 +38,9 @@ def vma_lock_view(trace, model):
                          height=590, y_range=(-0.55, 4.5))
     src = {b.name: b for b in board_sources(s0)}
     for name in ("threads", "mm", "tree", "off-tree", "callbacks"):
-        draw_boxes(board, box_source(player, name, src[name].rows, key=src[name].key),
+        draw_boxes(board, board_source(player, src[name]),
                    **({"body_size": "10pt"} if name in ("tree", "off-tree") else {}))
-    marks = src["faults"]
-    faults = player.frame_source(marks.name, marks.columns, marks.rows, key=marks.key)
+    faults = board_source(player, src["faults"])
     board.scatter("x", "y", source=faults, marker="inverted_triangle", size=13, color=style.INK,
                   name="kstep-plot-state-faults")
     board.text("x", "y", "text", source=faults, name="kstep-plot-state-fault-names", x_offset=9, text_align="left", text_baseline="middle",

@@ -76,7 +76,7 @@ def test_a_huge_target_is_drawn_on_a_log_axis_that_the_strip_and_the_heatmap_sha
     frames = Frames(lay)
     last_reset = max(k for k, s in enumerate(trace.states) if s.k.phase == "kdamond_reset_aggregated")
     rows = frames.rows("regions", last_reset)
-    cells = lay.select_one({"name": "kstep-static-heatmap-cells"}).data
+    cells = Frames(lay).rows("heatmap-cells", len(trace))
     n = len(trace.states[last_reset].regions)
     assert rows["left"][:2 * n:2] == pytest.approx(cells["bottom"][-n:])
     assert rows["right"][:2 * n:2] == pytest.approx(cells["top"][-n:])

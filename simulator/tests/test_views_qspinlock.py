@@ -260,7 +260,7 @@ def test_an_interrupt_is_drawn_in_progress_exactly_while_the_model_holds_its_tas
 
 def test_counters_are_the_models_answers_step_by_step(drawn):
     trace, model, lay, frames = drawn
-    names, counts = qv.counter_table(trace, model)
+    names, counts = qb.counter_table(trace, model)
     final = model.answers(trace)
     assert names and {n: int(c) for n, c in zip(names, counts[-1])} == {n: final[n] for n in names}
     assert set(final) - set(names) <= set(trace.stats), "every counter of answers is drawn"

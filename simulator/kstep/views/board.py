@@ -39,8 +39,7 @@ def board_figure(name: str, title: str, rows: Sequence[tuple[float, str]], *, he
 def board_source(player: Player, src: BoardSource) -> ColumnDataSource:
     """The per-frame source a board declares (``src``, from its standard-library module) over the
     player's trace: the same frames interactive mode lays out for a student's run (boxes.frames)."""
-    trace = player.trace
-    values, rows, key, kinds = frames(src, trace.states, trace.actions)
+    values, rows, key, kinds = frames(src, player.trace)
     return player.frame_source(src.name, kinds, rows, key=key, frames=values)
 
 

@@ -35,20 +35,19 @@ class BoardSource(NamedTuple):
     """One per-frame source of a board: ``rows(state)`` gives its columns, ``key(state)`` the part of
     the state they depend on.  ``columns`` None: Box rows (``COLUMNS``), drawn with a change halo.
 
-    ``over(states, actions)``, when given, makes the frames of a run something other than its states
-    (a word before and after the step, the transitions so far): it gives one value per frame, and
-    ``rows`` and ``key`` take those values."""
+    ``over(trace)``, when given, makes the frames of a run something other than its states (a word
+    before and after the step, the transitions so far, a chart's page): it gives one value per frame,
+    and ``rows`` and ``key`` take those values."""
 
     name: str
     rows: Callable[[Any], Mapping[str, Sequence]]
     key: Callable[[Any], Hashable]
     columns: Optional[Mapping[str, type]] = None
-    over: Optional[Callable[[Sequence, Sequence], Sequence]] = None
+    over: Optional[Callable[[Any], Sequence]] = None
 
 
-def frames(src: BoardSource, states: Sequence, actions: Sequence,
-           memo: Optional[dict] = None) -> tuple[Sequence, Callable, Callable, dict]:
-    """The frames of ``src`` over a run: one value per frame, the rows function that takes a value (each
+def frames(src: BoardSource, trace, memo: Optional[dict] = None) -> tuple[Sequence, Callable, Callable, dict]:
+    """The frames of ``src`` over a run (a Trace): one value per frame, the rows function that takes a value (each
     key's rows laid out once, in ``memo``: a Session keeps one over the steps of a student's run), the
     key function, and the columns.  Box rows (``columns`` None) get their change halo here: each frame
     is (the state before, the state after)."""
@@ -64,13 +63,14 @@ def frames(src: BoardSource, states: Sequence, actions: Sequence,
         return laid_out
 
     if src.columns is not None:
-        values = states if src.over is None else src.over(states, actions)
+        values = trace.states if src.over is None else src.over(trace)
         return values, once(src.key, src.rows), src.key, dict(src.columns)
     boxes = once(src.key, src.rows)
 
     def pair_key(p):
         return "halo", None if p[0] is None else src.key(p[0]), src.key(p[1])
 
+    states = trace.states
     pairs = [(None, states[0]), *zip(states, states[1:])]
     halo = once(pair_key, lambda p: with_changes(None if p[0] is None else boxes(p[0]), boxes(p[1])))
     return pairs, halo, pair_key, {**COLUMNS, "changed": int}

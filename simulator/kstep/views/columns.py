@@ -65,6 +65,15 @@ class FrameColumns:
         self._by_rows: dict = {}
         self._blocks: list[tuple] = []  # per block: one tuple per column
         self._frame_block: list[int] = []
+        self._store: tuple[int, dict] = (-1, {})  # the store as last exported, and of how many blocks
+
+    def __len__(self) -> int:
+        """Frames laid out so far."""
+        return len(self._frame_block)
+
+    def truncate(self, frames: int) -> None:
+        """Keep the first ``frames`` frames (a run stepped back): their blocks stay in the store."""
+        del self._frame_block[frames:]
 
     def add(self, state: Any) -> None:
         """Lay out the next frame."""
@@ -89,13 +98,16 @@ class FrameColumns:
     def export(self) -> dict:
         """The store (column -> array of all blocks), and start/stop per frame."""
         offsets = [0, *accumulate(len(b[0]) if b else 0 for b in self._blocks)]
-        store = {}
-        for j, (col, kind) in enumerate(self.kinds.items()):
-            values = [v for b in self._blocks for v in b[j]]
-            if kind == STR:
-                store[col] = smallest_int([self.strings.index(v) for v in values])
-            else:
-                store[col] = compact(values)
+        if self._store[0] != len(self._blocks):  # a run laid out a frame at a time adds few blocks
+            store = {}
+            for j, (col, kind) in enumerate(self.kinds.items()):
+                values = [v for b in self._blocks for v in b[j]]
+                if kind == STR:
+                    store[col] = smallest_int([self.strings.index(v) for v in values])
+                else:
+                    store[col] = compact(values)
+            self._store = (len(self._blocks), store)
+        store = self._store[1]
         return {
             "kinds": dict(self.kinds),
             "store": store,

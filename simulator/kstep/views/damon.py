@@ -17,17 +17,16 @@ offset, so that its small regions stay visible beside its huge ones.
 
 from __future__ import annotations
 
-import numpy as np
 from bokeh.models import FixedTicker, Range1d, Span
 from bokeh.plotting import figure
 
 from ..models.damon.core import damon_max_nr_accesses
-from ..models.damon.model import RESET
-from ..models.damon.workload import hot_ranges
 from . import style
-from .counters import counters_figure
-from .damon_board import HEAT, MERGE_LINE, SPLIT_LINE, TRUTH, AddressAxis, board_sources, heat, monitored, planned
 from .board import board_source
+from .boxes import BoardSource
+from .counters import counters_figure
+from .damon_board import (HEAT, MERGE_LINE, SPLIT_LINE, TRUTH, AddressAxis, board_sources, chart_sources, counter_names,
+                          monitored, planned)
 from .player import Player
 from .registry import register
 from .timeline import add_cursor
@@ -53,58 +52,16 @@ def strip_figure(player: Player, axis: AddressAxis) -> figure:
     return p
 
 
-def aggregations(states) -> list[tuple[int, int, tuple]]:
-    """(first frame, last frame, regions) of every aggregation interval: the regions as
-    kdamond_reset_aggregated reports them (the damon_aggregated tracepoint)."""
-    out, start = [], 0
-    for k, s in enumerate(states):
-        if s.k.phase == RESET:
-            out.append((start, k, s.regions))
-            start = k + 1
-    return out
-
-
-def truth_spans(states) -> list[tuple[int, int, tuple]]:
-    """(first frame, last frame, hot ranges) of every run of sampling intervals in which the workload's
-    hot blocks stay the same."""
-    out = []
-    workload = states[0].cfg.workload
-    start, hot = 0, hot_ranges(workload, states[0].k.passed_sample_intervals)
-    for k in range(1, len(states) + 1):
-        now = hot_ranges(workload, states[k].k.passed_sample_intervals) if k < len(states) else None
-        if now != hot:
-            out.append((start, k, hot))
-            start, hot = k, now
-    return out
-
-
-def heatmap_figure(player: Player, axis: AddressAxis) -> figure:
-    states = player.trace.states
-    top = damon_max_nr_accesses(states[0].cfg.attrs)
-    n = len(states)
+def heatmap_figure(player: Player, axis: AddressAxis, chart: dict) -> figure:
+    n = len(player.trace.states)
     p = figure(name="kstep-plot-heatmap", title="nr_accesses of each aggregation interval (outlined: the true "
                                                 "hot blocks)", width=style.WIDTH, height=320,
                x_range=Range1d(0, n, name="kstep-x-heatmap"), y_range=Range1d(-0.01, 1.01, name="kstep-y-heatmap"),
                tools="xpan,xwheel_zoom,reset", toolbar_location="right")
     style.style_figure(p)
-    cells = {"left": [], "right": [], "bottom": [], "top": [], "fill": []}
-    for k0, k1, regions in aggregations(states):
-        for r in regions:
-            cells["left"].append(k0)
-            cells["right"].append(k1 + 1)
-            cells["bottom"].append(axis(r.start))
-            cells["top"].append(axis(r.end))
-            cells["fill"].append(heat(r.nr_accesses, top))
-    p.quad(source=player.static_source("heatmap-cells", cells), left="left", right="right", bottom="bottom",
+    p.quad(source=board_source(player, chart["heatmap-cells"]), left="left", right="right", bottom="bottom",
            top="top", fill_color="fill", line_color=style.GREY, line_width=0.5, name="kstep-plot-heatmap-cells")
-    truth = {"left": [], "right": [], "bottom": [], "top": []}
-    for k0, k1, hot in truth_spans(states):
-        for lo, hi, _ in hot:
-            truth["left"].append(k0)
-            truth["right"].append(k1)
-            truth["bottom"].append(axis(lo))
-            truth["top"].append(axis(hi))
-    p.quad(source=player.static_source("heatmap-truth", truth), left="left", right="right", bottom="bottom",
+    p.quad(source=board_source(player, chart["heatmap-truth"]), left="left", right="right", bottom="bottom",
            top="top", fill_color=None, line_color=TRUTH[1], line_width=1.5, name="kstep-plot-heatmap-truth")
     style_axis(axis, p.yaxis, short=True)
     p.xaxis.axis_label = "step"
@@ -112,19 +69,17 @@ def heatmap_figure(player: Player, axis: AddressAxis) -> figure:
     return p
 
 
-def nr_regions_figure(player: Player, x_range: Range1d) -> figure:
-    states = player.trace.states
-    attrs = states[0].cfg.attrs
-    counts = np.array([len(s.regions) for s in states], dtype=np.int32)
+def nr_regions_figure(player: Player, x_range: Range1d, src: BoardSource) -> figure:
+    attrs = player.trace.states[0].cfg.attrs
+    counts = src.over(player.trace)[0].columns["y"]
     bounds = ("the fewest and the most observed" if player.trace.scheduler == "observed"
               else "min_nr_regions and max_nr_regions")
     p = figure(name="kstep-plot-nr-regions", title=f"nr_regions (dashed: {bounds})",
                width=style.WIDTH, height=200, x_range=x_range,
-               y_range=Range1d(0, max(attrs.max_nr_regions, int(counts.max())) * 1.1 + 1, name="kstep-y-nr-regions"),
+               y_range=Range1d(0, max(attrs.max_nr_regions, *counts) * 1.1 + 1, name="kstep-y-nr-regions"),
                tools="", toolbar_location=None)
     style.style_figure(p)
-    src = player.static_source("nr-regions", {"x": np.arange(len(counts), dtype=np.int32), "y": counts})
-    p.step("x", "y", source=src, mode="after", line_width=3, color=style.BLUE, name="kstep-plot-nr-regions-line")
+    p.step("x", "y", source=board_source(player, src), mode="after", line_width=3, color=style.BLUE, name="kstep-plot-nr-regions-line")
     for what, v in (("min", attrs.min_nr_regions), ("max", attrs.max_nr_regions)):
         p.add_layout(Span(location=v, dimension="width", line_dash="dashed", line_color=style.DARK,
                           name=f"kstep-plot-nr-regions-{what}"))
@@ -133,35 +88,19 @@ def nr_regions_figure(player: Player, x_range: Range1d) -> figure:
     return p
 
 
-def scheme_counters(player: Player) -> figure:
-    states = player.trace.states
-    cfg = states[0].cfg
-    if player.trace.scheduler == "observed":  # a kernel's samples and draws were not recorded
-        names = ["aggregations"]
-        values = [[s.k.aggregations] for s in states]
-    else:
-        names = ["aggregations", "sampling intervals", "random draws"]
-        values = [[s.k.aggregations, s.k.passed_sample_intervals, s.k.rng.draws] for s in states]
-    for k, sc in enumerate(cfg.schemes):
-        names += [f"scheme {k} {sc.action}: KiB applied", f"scheme {k}: quota exceeded"]
-    for row, s in zip(values, states):
-        for ss in s.schemes:
-            row += [ss.stat.sz_applied // 1024, ss.stat.qt_exceeds]
-    colors = [style.GREEN, style.SKY, style.GREY][:len(names) - 2 * len(cfg.schemes)]
-    colors += [style.ORANGE, style.VERMILLION] * len(cfg.schemes)
-    return counters_figure(player, "counters", "counters so far", names, np.array(values), colors)
-
-
 @register("damon")
 def damon_view(trace, model):
     player = Player(trace, model)
     # A recording's ranges are what it saw; a simulated run's are the ones its program maps, as in
     # interactive mode, whose runs share this page's axis.
     axis = AddressAxis(monitored(trace.states) if trace.scheduler == "observed" else planned(trace.states[0]))
+    observed = trace.scheduler == "observed"
+    chart = {c.name: c for c in chart_sources(trace.states[0], model, axis, observed=observed)}
     strip = strip_figure(player, axis)
-    heatmap = heatmap_figure(player, axis)
-    regions = nr_regions_figure(player, heatmap.x_range)
-    counters = scheme_counters(player)
+    heatmap = heatmap_figure(player, axis, chart)
+    regions = nr_regions_figure(player, heatmap.x_range, chart["nr-regions"])
+    counters = counters_figure(player, "counters so far", counter_names(trace.states[0], observed=observed),
+                               chart["counters"])
     top = damon_max_nr_accesses(trace.states[0].cfg.attrs)
     key = (style.key_html(f"nr_accesses (of {top} samples):", [("0", HEAT[0]), ("some", HEAT[3]),
                                                                (str(top), HEAT[-1])],

@@ -1,7 +1,7 @@
-"""The DAMON board's rows, in the standard library only (boxes.py says why): the region list over the
-address space, each region coloured by its nr_accesses, the true hot blocks above it and the sampled
-addresses under it.  damon.py draws them; the page's interactive mode computes them for a student's
-own run, on the same address axis.
+"""The DAMON board's rows and charts, in the standard library only (boxes.py says why): the region list
+over the address space, each region coloured by its nr_accesses, the true hot blocks above it and the
+sampled addresses under it; the heatmap of every aggregation, nr_regions and the counters.  damon.py
+draws them; the page's interactive mode computes them for a student's own run, on the same axis.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from bisect import bisect_right
 from math import log2
 
 from ..models.damon.core import PAGE_SIZE, damon_max_nr_accesses
-from ..models.damon.model import INIT, covered, size_text, unmap
+from ..models.damon.model import INIT, RESET, covered, size_text, unmap
 from ..models.damon.vaddr import __damon_va_three_regions as three_regions
 from ..models.damon.workload import hot_ranges
-from . import style
+from . import charts, style
 from .boxes import BoardSource
 
 MIN_SHARE = 0.12  # the least share of the axis one monitored range gets: room for its start address
@@ -168,8 +168,9 @@ def planned(s0) -> list:
     return spans
 
 
-def strip_frames(states, actions) -> list[tuple]:
+def strip_frames(trace) -> list[tuple]:
     """Per frame: the regions before the step, the state, and its sampling interval (the workload's)."""
+    states = trace.states
     return [((), states[0], states[0].k.passed_sample_intervals)] + [
         (a.regions, b, b.k.passed_sample_intervals) for a, b in zip(states, states[1:])]
 
@@ -182,3 +183,78 @@ def board_sources(s0, model, axis: AddressAxis | None = None) -> list[BoardSourc
                         lambda f: (f[0], f[1].regions, f[2], f[1].k.phase == INIT),
                         {c: float for c in ("left", "right", "top", "bottom", "width")} | {"fill": str, "line": str},
                         strip_frames)]
+
+
+def aggregations(states) -> list[tuple[int, int, tuple]]:
+    """(first frame, last frame, regions) of every aggregation interval: the regions as
+    kdamond_reset_aggregated reports them (the damon_aggregated tracepoint)."""
+    out, start = [], 0
+    for k, s in enumerate(states):
+        if s.k.phase == RESET:
+            out.append((start, k, s.regions))
+            start = k + 1
+    return out
+
+
+def truth_spans(states) -> list[tuple[int, int, tuple]]:
+    """(first frame, last frame, hot ranges) of every run of sampling intervals in which the workload's
+    hot blocks stay the same."""
+    out = []
+    workload = states[0].cfg.workload
+    start, hot = 0, hot_ranges(workload, states[0].k.passed_sample_intervals)
+    for k in range(1, len(states) + 1):
+        now = hot_ranges(workload, states[k].k.passed_sample_intervals) if k < len(states) else None
+        if now != hot:
+            out.append((start, k, hot))
+            start, hot = k, now
+    return out
+
+
+QUADS = {"left": float, "right": float, "bottom": float, "top": float}
+
+
+def chart_sources(s0, model, axis: AddressAxis | None = None, *, observed: bool = False) -> list[BoardSource]:
+    """The heatmap (each aggregation's regions coloured by the nr_accesses it reported, the true hot
+    blocks outlined), nr_regions at every step, and the counters (a recording's: aggregations only,
+    since a kernel's samples and draws were not recorded)."""
+    axis = axis or AddressAxis(planned(s0))
+    top = damon_max_nr_accesses(s0.cfg.attrs)
+
+    def cells(trace):
+        out = {c: [] for c in (*QUADS, "fill")}
+        for k0, k1, regions in aggregations(trace.states):
+            for r in regions:
+                for c, v in zip(out, (k0, k1 + 1, axis(r.start), axis(r.end), heat(r.nr_accesses, top))):
+                    out[c].append(v)
+        return out
+
+    def truth(trace):
+        out = {c: [] for c in QUADS}
+        for k0, k1, hot in truth_spans(trace.states):
+            for lo, hi, _ in hot:
+                for c, v in zip(out, (k0, k1, axis(lo), axis(hi))):
+                    out[c].append(v)
+        return out
+
+    def nr_regions(trace):
+        return {"x": list(range(len(trace.states))), "y": [len(s.regions) for s in trace.states]}
+
+    colors = [style.GREEN] if observed else [style.GREEN, style.SKY, style.GREY]
+    colors += [style.ORANGE, style.VERMILLION] * len(s0.cfg.schemes)
+
+    def counts(s):
+        kd = [s.k.aggregations] if observed else [s.k.aggregations, s.k.passed_sample_intervals, s.k.rng.draws]
+        return kd + [v for ss in s.schemes for v in (ss.stat.sz_applied // 1024, ss.stat.qt_exceeds)]
+
+    return [charts.whole_run("heatmap-cells", {**QUADS, "fill": str}, cells),
+            charts.whole_run("heatmap-truth", QUADS, truth),
+            charts.whole_run("nr-regions", {"x": int, "y": int}, nr_regions),
+            charts.counters("counters", colors, lambda t: [counts(s) for s in t.states])]
+
+
+def counter_names(s0, *, observed: bool = False) -> list[str]:
+    """The names of chart_sources' counters, in its order: kdamond's, then two per scheme."""
+    names = ["aggregations"] if observed else ["aggregations", "sampling intervals", "random draws"]
+    for k, sc in enumerate(s0.cfg.schemes):
+        names += [f"scheme {k} {sc.action}: KiB applied", f"scheme {k}: quota exceeded"]
+    return names

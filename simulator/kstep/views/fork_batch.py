@@ -10,7 +10,6 @@ them, loads and TLB flushes first, since those are what the December 2023 thread
 
 from __future__ import annotations
 
-import numpy as np
 from bokeh.layouts import row
 from bokeh.models import Range1d
 from bokeh.plotting import figure
@@ -20,14 +19,12 @@ from . import style
 from .board import board_figure, board_source, draw_boxes
 from .counters import counters_figure
 from .fork_board import (BATCH_DONE, CELL, EMPTY, FOLDED, FOLIO_COLORS, IN_PROGRESS, SWAPPED, ZERO_PAGE,
-                         board_sources, grid_columns, span_of)
-from .phases import DONE, PHASES, phases
+                         board_sources, chart_sources, grid_columns, span_of)
+from .phases import PHASES
 from .player import Player
 from .registry import register
 from .timeline import actor_marks, lanes_figure, phase_bars
 
-COUNTER_COLORS = (style.BLUE, style.SKY, style.PURPLE, style.VERMILLION, style.GREEN, style.ORANGE,
-                  style.YELLOW, style.SIENNA, style.DARK)
 GRID_WIDTH = style.WIDTH // 2  # the parent's and the child's grids share the page's width
 ROW_HEIGHT = {32: 18, 64: 10}  # pixels a grid row takes: cells about square at GRID_WIDTH
 
@@ -70,13 +67,11 @@ def fork_batch_view(trace, model):
 
     timeline = lanes_figure(player, "timeline", "who can move, step by step", [f"{n} (CPU {i})" for i, n in
                                                                                  enumerate(names)])
-    table = np.array([phases(model, s)[:len(names)] for s in trace.states], dtype=np.int8)
-    phase_bars(timeline, player, "phases", table, [c for _, c in PHASES], skip=(DONE,))
-    actor_marks(timeline, player, list(range(len(names))) + [-1] * (len(model.actors(s0)) - len(names)))
-
-    counts = np.array([list(s.ops) for s in trace.states], dtype=np.int64)
-    counters = counters_figure(player, "counters", "what the copy has done so far (models/pgtable.py's Ops)",
-                               list(Ops._fields), counts, COUNTER_COLORS)
+    chart = {c.name: c for c in chart_sources(s0, model)}
+    phase_bars(timeline, player, chart["timeline-phases"], [c for _, c in PHASES])
+    actor_marks(timeline, player, [chart["timeline-actions"], chart["timeline-violation"]])
+    counters = counters_figure(player, "what the copy has done so far (models/pgtable.py's Ops)",
+                               list(Ops._fields), chart["counters"])
     folios = [(f"folio at PFN {f.pfn} (order {f.order}, {f.kind})", FOLIO_COLORS[k % len(FOLIO_COLORS)])
               for k, f in enumerate(s0.folios)]
     key = (style.key_html("PTEs (faded: read-only):", folios[:8] + [EMPTY, ZERO_PAGE, SWAPPED])

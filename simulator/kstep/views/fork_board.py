@@ -8,9 +8,9 @@ from __future__ import annotations
 from ..models import rwsem
 from ..models.fork_batch import folio_index
 from ..models.pgtable import CONT_PTES, pte_cont, pte_pfn, pte_present, pte_special, pte_write
-from . import style
+from . import charts, style
 from .boxes import BoardSource, Box, columns, in_a_row
-from .phases import PHASES, phases
+from .phases import DONE, PHASES, phases
 from .vma_board import sem_text
 
 FOLIO_COLORS = (style.SKY, style.ORANGE, style.GREEN, style.PURPLE, style.YELLOW, style.BLUE)
@@ -21,6 +21,8 @@ READ_ONLY = 0.3  # fill alpha of a read-only PTE; a writable one is opaque
 IN_PROGRESS = ("the copy in progress (copy_pte_range's addr, the batch so far)", style.VERMILLION)
 BATCH_DONE = ("a copy made: one batch, or one PTE", style.INK)
 FOLDED = ("arm64 folded block (contiguous bit)", style.BLUE)
+COUNTER_COLORS = (style.BLUE, style.SKY, style.PURPLE, style.VERMILLION, style.GREEN, style.ORANGE,
+                  style.YELLOW, style.SIENNA, style.DARK)
 CELL = 0.9  # a cell's side, in grid units (1 apart)
 RECTS = {"x": float, "y": float, "w": float, "h": float}
 
@@ -140,4 +142,15 @@ def board_sources(s0, model) -> list[BoardSource]:
                     lambda s: (tuple((t.frames[:1], t.pinned) for t in s.threads), s.mm.mmap_lock, s.vmas)),
         BoardSource("mm", lambda s: columns([mm_box(s, names)]),
                     lambda s: (s.mm.mmap_lock, s.write_protect_seq, s.mmf_has_pinned, s.copy.vma, s.copy.addr)),
+    ]
+
+
+def chart_sources(s0, model) -> list[BoardSource]:
+    """Each thread's lane (can take a step, blocked), who took each step, and what the copy has done so
+    far (models/pgtable.py's Ops)."""
+    n = len(s0.threads)
+    return [
+        charts.phase_bars("timeline-phases", lambda s: phases(model, s)[:n], skip=(DONE,)),
+        *charts.actor_marks("timeline", {t.name: i for i, t in enumerate(s0.threads)}),
+        charts.counters("counters", COUNTER_COLORS, lambda t: [tuple(s.ops) for s in t.states]),
     ]

@@ -22,26 +22,36 @@ from ..engine.model import Checks, Violation, deadlock
 from ..engine.schedule import deadlock_message
 from ..errors import UserError
 from ..models import make_model
-from . import damon_board, fork_board, qspinlock_board, rcu_board, vma_board
+from . import context, damon_board, fork_board, phases, qspinlock_board, rcu_board, vma_board
 from .boxes import BoardSource, frames
 from .columns import FrameColumns, Strings
 
-# Each mechanism's boards, given the model and the initial state: the sources its view draws for
-# playback, declared in its standard-library module.  A mechanism without a view shows its state as text.
+# Each mechanism's boards and charts, given the model and the initial state: the sources its view draws
+# for playback, declared in its standard-library module.  A mechanism without a view of its own gets
+# the generic view's charts and shows its state as text.
 BOARDS: dict[str, Callable[[Any, Any], list[BoardSource]]] = {
-    "vma-locks": lambda model, s0: vma_board.board_sources(s0),
-    "rcu": lambda model, s0: rcu_board.board_sources(s0),
-    "qspinlock": lambda model, s0: qspinlock_board.board_sources(s0),
-    "damon": lambda model, s0: damon_board.board_sources(s0, model),
-    "fork-batch": lambda model, s0: fork_board.board_sources(s0, model),
+    "vma-locks": lambda s0, model: vma_board.board_sources(s0),
+    "rcu": lambda s0, model: rcu_board.board_sources(s0),
+    "qspinlock": lambda s0, model: qspinlock_board.board_sources(s0),
+    "damon": damon_board.board_sources,
+    "fork-batch": fork_board.board_sources,
+}
+CHARTS: dict[str, Callable[[Any, Any], list[BoardSource]]] = {
+    "vma-locks": lambda s0, model: vma_board.chart_sources(s0),
+    "rcu": lambda s0, model: rcu_board.chart_sources(s0),
+    "qspinlock": qspinlock_board.chart_sources,
+    "damon": damon_board.chart_sources,
+    "fork-batch": fork_board.chart_sources,
 }
 
 
 class Session:
     """A hand-scheduled run of scenario ``name`` of ``mechanism`` (under ``variant``, else the
-    scenario's own variant, else the model's default)."""
+    scenario's own variant, else the model's default).  ``calls``: which of the model's functions
+    call which in the 6.12 code, as JSON pairs (context.call_pairs; the page carries them), for the
+    call stack of each step."""
 
-    def __init__(self, mechanism: str, name: str, variant: Optional[str] = None) -> None:
+    def __init__(self, mechanism: str, name: str, variant: Optional[str] = None, calls: str = "[]") -> None:
         probe = make_model(mechanism)
         self.scenario = scenario.load(mechanism, probe.scenario_schema, name)
         self.model = make_model(mechanism, variant or self.scenario.variant or None)
@@ -50,9 +60,21 @@ class Session:
         self.states = [s0]
         self.actions: list[Action] = []
         self.violations = [self.checks.after(None, None, s0, 0)]  # per frame: the run's verdict so far
-        self.board = BOARDS.get(mechanism, lambda model, s: [])(self.model, s0)
+        self.board = BOARDS.get(mechanism, lambda s, model: [])(s0, self.model)
+        self.charts = CHARTS.get(mechanism, phases.chart_sources)(s0, self.model)
         self.sources = self.model.sources()
-        self._memo: dict = {src.name: {} for src in self.board}  # per source: its rows by key, over every step
+        pairs = {tuple(p) for p in json.loads(calls)}
+        self.calls = lambda caller, callee: (caller, callee) in pairs
+        # Each step's call stack (None: the replay cannot tell it) and what it acts on, as the step is taken.
+        self._replay = getattr(self.model, "stack_replay", lambda config, s0, calls: None)(
+            self.scenario.config, s0, self.calls)
+        self._stacks: list = [()]
+        self._on = [""]
+        # Per source: its rows by key, kept over every step of the student's run; the frames laid out so
+        # far of each board of the states, and one string table for all.
+        self._memo: dict = {src.name: {} for src in self.board + self.charts}
+        self._laid: dict[str, FrameColumns] = {}
+        self._strings = Strings()
 
     # -- moving -------------------------------------------------------------------------------
     def step(self, action: str, at: Optional[int] = None) -> dict:
@@ -67,6 +89,8 @@ class Session:
         k = len(self.actions) + 1
         before = self.violations[-1]
         found = self.checks.harm(state, chosen, nxt, k) or before or self.checks.assertion(state, chosen, nxt, k)
+        self._stacks.append(None if self._replay is None else self._replay.step(state, chosen, nxt))
+        self._on.append(getattr(self.model, "acts_on", lambda state, action: "")(state, chosen))
         self.states.append(nxt)
         self.actions.append(chosen)
         if found is None and not self.model.actions(nxt) and not self.model.finished(nxt):
@@ -85,7 +109,11 @@ class Session:
 
     def _keep(self, k: int) -> None:
         """Keep the first k steps of the run."""
-        del self.actions[k:], self.states[k + 1:], self.violations[k + 1:]
+        del self.actions[k:], self.states[k + 1:], self.violations[k + 1:], self._stacks[k + 1:], self._on[k + 1:]
+        if self._replay is not None:
+            self._replay.back(k)
+        for fc in self._laid.values():
+            fc.truncate(k + 1)
 
     def _enabled_match(self, text: str, k: int) -> Action:
         """The enabled action at step ``k`` that ``text`` names."""
@@ -124,10 +152,13 @@ class Session:
             "waiting": [{"actor": actor, "why": self.why(state, actor)} for actor in self.model.actors(state)
                         if actor not in movers and not self.model.done(state, actor)],
             "done": [actor for actor in self.model.actors(state) if self.model.done(state, actor)],
+            # How an actor ended that did not run to its end ("killed by SIGSEGV"), as the player's banner says.
+            "ended": {actor: how for actor in self.model.actors(state)
+                      if self.model.done(state, actor) and (how := self._how_ended(state, actor))},
             "violation": None if v is None else {**v._asdict(), "title": v.title, "new": self._new_violation()},
             "outcome": self.outcome(),
             "schedule": self.schedule(),
-            "board": self.rows(k),
+            "board": self.rows(k, self.board),
             # Without a board here, the state as the step table shows it (short columns), else whole.
             "state": None if self.board else {k: str(v) for k, v in
                                               (self.model.summary(state) or self.model.describe(state)).items()},
@@ -145,6 +176,10 @@ class Session:
         said = f"blocked at {label}" + (f" in {where.function}" if where and where.function != label else "")
         on = self.model.blocked_on(state, actor)
         return f"{said}: waits for {on}" if on else said
+
+    def _how_ended(self, state, actor: str) -> str:
+        how = getattr(self.model, "how_ended", None)
+        return how(state, actor) if how else ""
 
     def _what(self, label: str) -> str:
         what = getattr(self.model, "what", None)
@@ -165,17 +200,15 @@ class Session:
         """The run so far as a scripted schedule: ``kstep simulate ... -P`` replays it."""
         return " ".join(map(str, self.actions))
 
-    def rows(self, k: int) -> dict[str, dict]:
-        """The board's rows at frame k (box sources with their change halos)."""
-        out = {}
-        for src, (values, rows, _, _) in zip(self.board, self._frames(k)):
-            out[src.name] = rows(values[k])
-        return out
+    def rows(self, k: int, sources: Optional[list[BoardSource]] = None) -> dict[str, dict]:
+        """The rows of the boards and charts (or of ``sources``) at frame k of the run so far."""
+        sources = self.board + self.charts if sources is None else sources
+        return {src.name: rows(values[k]) for src, (values, rows, _, _) in zip(sources, self._frames(sources))}
 
-    def _frames(self, k: Optional[int] = None) -> list[tuple]:
-        """Each board source's frames over the run up to frame k (default: all of it)."""
-        states, actions = (self.states, self.actions) if k is None else (self.states[:k + 1], self.actions[:k])
-        return [frames(src, states, actions, self._memo[src.name]) for src in self.board]
+    def _frames(self, sources: list[BoardSource]) -> list[tuple]:
+        """Each source's frames over the run so far."""
+        trace = self.trace()
+        return [frames(src, trace, self._memo[src.name]) for src in sources]
 
     # -- the prefix as a trace ------------------------------------------------------------------
     def trace(self) -> Trace:
@@ -191,19 +224,30 @@ class Session:
 
     def columns(self) -> dict[str, Any]:
         """The trace columns of the prefix (step, tick, actor, label; each label's source and text under
-        this variant) and the board's frame-indexed columns (columns.py's store, start and stop), as
-        the player ships them."""
-        strings = Strings()
+        this variant; each step's call stack and object, as string indices) and the boards' and charts'
+        frame-indexed columns (columns.py's store, start and stop), as the player ships them."""
         boards = {}
-        for src, (values, rows, key, kinds) in zip(self.board, self._frames()):
-            fc = FrameColumns(src.name, kinds, rows, strings, key=key)
-            for value in values:
+        shown = self.board + self.charts
+        trace = self.trace()
+        for src in shown:
+            fc = self._laid.get(src.name)
+            if fc is None or src.over is not None:  # a chart's earlier frames change as the run grows
+                values, rows, key, kinds = frames(src, trace, self._memo[src.name])
+                fc = FrameColumns(src.name, kinds, rows, self._strings, key=key)
+                if src.over is None:  # a board of the states: each step only adds a frame
+                    self._laid[src.name] = fc
+            else:
+                values = frames(src, trace, self._memo[src.name])[0]
+            for value in values[len(fc):]:
                 fc.add(value)
             boards[src.name] = fc.export()
-        cols = self.trace().columns(self.model)
+        cols = trace.columns(self.model)
         where = [str(self.sources[label]) for label in cols["labels"]]
+        known = None not in self._stacks  # as the player has it: no stack is better than a wrong one
+        stack = [context.stack_line(s, self.calls) if known else "" for s in self._stacks]
         return {**cols, "where": where, "what": [self._what(label) for label in cols["labels"]], "board": boards,
-                "strings": strings.table}
+                "stack": [self._strings.index(s) for s in stack], "on": [self._strings.index(s) for s in self._on],
+                "strings": self._strings.table}
 
     def page_json(self) -> str:
         """``view()`` and ``columns()`` as one JSON text: what the page takes after each move."""

@@ -15,9 +15,6 @@ bits in the word, no pending bit, nodes found by scanning for ``node->lock``).
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-import numpy as np
 from bokeh.core.properties import value
 from bokeh.plotting import figure
 
@@ -26,12 +23,12 @@ from . import style
 from .board import board_figure, board_source, draw_boxes
 from .counters import counters_figure
 from .player import Player
-from .qspinlock_board import (CELL, CONTEXT_H, CONTEXT_ROW, CONTEXT_Y, DONE, IRQ_IDLE, LEVEL_ROWS, LINK, NESTING,
+from .qspinlock_board import (CELL, CONTEXT_H, CONTEXT_ROW, CONTEXT_Y, LEVEL_ROWS, LINK, NESTING,
                               NODE_BAD, NODE_FREE, NODE_Y, NOTATION, PHASE_NAMES, PHASES, QUEUE_H, SHOWN_PHASES,
-                              STALE_LINK, STATE_SCALE, WORD_BLOCK, Field, bit_x, board_sources, context_levels, phase,
-                              queue_y, tail_text, triple, word_fields, word_top)
+                              STALE_LINK, STATE_SCALE, WORD_BLOCK, LOCK_BARS, Field, bit_x, board_sources, chart_sources,
+                              context_levels, counter_names, queue_y, word_fields, word_top)
 from .registry import register
-from .timeline import actor_marks, lanes_figure, marks, phase_bars, runs
+from .timeline import actor_marks, lanes_figure, marks, phase_bars
 
 
 
@@ -120,77 +117,6 @@ def state_figure(player: Player) -> figure:
     return p
 
 
-# --- the timeline and the counters --------------------------------------------------------------------------
-
-def lock_lanes(p: figure, player: Player, first_lane: int) -> None:
-    """Per lock one lane of three thin bars, top to bottom as in the source's triple: tail (labelled with
-    whom it names at each change), pending or must-queue, locked (powerpc: labelled with the owner);
-    the ticket lock has one bar, held, labelled (next, owner) at each change."""
-    states = player.trace.states
-    s0 = states[0]
-    words = np.array([s.words for s in states], dtype=np.int64)
-    if s0.layout == q.QSPINLOCK:
-        lay = q.LAYOUTS[s0.pending_bits]
-        bars = [("tail", lay.TAIL_MASK, style.ORANGE, -0.24), ("pending", lay.PENDING_MASK, style.YELLOW, 0.0),
-                ("locked", q._Q_LOCKED_MASK, style.GREEN, 0.24)]
-    elif s0.layout == q.POWERPC:
-        bars = [("tail", q.PPC_TAIL_CPU_MASK, style.ORANGE, -0.24), ("mustq", q.PPC_MUST_Q_VAL, style.PURPLE, 0.0),
-                ("locked", q.PPC_LOCKED_VAL, style.GREEN, 0.24)]
-    else:
-        bars = []
-    labels = {"x": [], "y": [], "text": []}
-    for lock in range(words.shape[1]):
-        lane = first_lane + lock
-        w = words[:, lock]
-        if bars:
-            for name, mask, colour, dy in bars:
-                on = ((w & mask) != 0).astype(np.int8)[:, None]
-                phase_bars(p, player, f"{name}-{q.lock_name(lock)}", on, [style.LIGHT, colour], skip=(0,),
-                           first_lane=lane, dy=dy, height=0.2)
-            starts, _, tails = runs(w & bars[0][1])
-            for k, t in zip(starts, tails):
-                if t:
-                    labels["x"].append(float(k) + 0.15)
-                    labels["y"].append(-lane + 0.24 + 0.17)
-                    labels["text"].append(tail_text(s0, int(t)))
-        else:
-            held = ((w >> q.TICKET_SHIFT) != (w & q.U16)).astype(np.int8)[:, None]
-            phase_bars(p, player, f"held-{q.lock_name(lock)}", held, [style.LIGHT, style.GREEN], skip=(0,),
-                       first_lane=lane, height=0.3)
-            starts, _, _ = runs(w)
-            for k in starts:
-                labels["x"].append(float(k) + 0.15)
-                labels["y"].append(-lane + 0.3)
-                labels["text"].append(triple(s0, int(w[k])))
-    src = player.windowed_source("word-labels", {"x": np.array(labels["x"], dtype=np.float32),
-                                                 "y": np.array(labels["y"], dtype=np.float32),
-                                                 "text": np.array(labels["text"], dtype=object)}, "x", "x")
-    p.text("x", "y", "text", source=src, name="kstep-plot-timeline-word-labels", text_font_size="10pt",
-           text_baseline="middle", text_color=style.INK, text_font_style="bold")
-    changed = np.flatnonzero((words[1:] != words[:-1]).any(axis=1)) + 1
-    lane_of = [first_lane + int(np.flatnonzero(words[k] != words[k - 1])[0]) for k in changed]
-    marks(p, player, "word-changes", changed.astype(np.int32), np.array(lane_of, dtype=np.int16),
-          color=style.BLUE, marker="diamond", size=9, dy=-0.45)
-
-
-def counter_table(trace, model) -> tuple[list[str], np.ndarray]:
-    """The model's own ``answers`` counters after every step: each step counted alone, then summed."""
-    final = model.answers(trace)
-    names = [k for k, v in final.items() if k not in trace.stats and isinstance(v, int) and not isinstance(v, bool)]
-    per_step = [[0] * len(names)]
-    for a, before, after in zip(trace.actions, trace.states, trace.states[1:]):
-        one = model.answers(SimpleNamespace(actions=[a], states=[before, after], stats={}))
-        per_step.append([one[n] for n in names])
-    return names, np.cumsum(np.array(per_step, dtype=np.int64), axis=0)
-
-
-COUNTER_COLOURS = {"fast path": style.SKY, "pending path": style.YELLOW, "queued": style.ORANGE,
-                   "trylock in the slow path": style.GREY, "head claims: cmpxchg": style.SIENNA,
-                   "head claims: set_locked": style.BLUE, "acquisitions": style.GREEN,
-                   "ticket served at once": style.SKY, "waited for its ticket": style.ORANGE,
-                   "stolen": style.YELLOW, "must-queue set": style.PURPLE, "head claims": style.SIENNA}
-
-
 @register("qspinlock")
 def qspinlock_view(trace, model):
     player = Player(trace, model)
@@ -205,14 +131,21 @@ def qspinlock_view(trace, model):
     lanes += [f"lock {q.lock_name(lock)} {NOTATION[s0.layout]}" if s0.layout != q.TICKET
               else f"lock {q.lock_name(lock)} held" for lock in range(nlocks)]
     timeline = lanes_figure(player, "timeline", "who did what: CPUs and the lock word over time", lanes)
-    table = np.array([[phase(s, i) for i in range(len(names))] for s in trace.states], dtype=np.int8)
-    phase_bars(timeline, player, "phases", table, [c for _, c in PHASES], skip=(IRQ_IDLE, DONE))
-    lock_lanes(timeline, player, len(names))
-    actor_marks(timeline, player, list(range(len(names))))
-
-    counter_names, counts = counter_table(trace, model)
-    counters = counters_figure(player, "counters", "counters so far (model.answers: what -c prints)",
-                               counter_names, counts, [COUNTER_COLOURS.get(n, style.DARK_GREY) for n in counter_names])
+    chart = {c.name: c for c in chart_sources(s0, model)}
+    phase_bars(timeline, player, chart["timeline-phases"], [c for _, c in PHASES])
+    for lock in range(nlocks):
+        lock_name = q.lock_name(lock)
+        for bar, _, colour, _ in LOCK_BARS[s0.layout](s0):
+            phase_bars(timeline, player, chart[f"timeline-{bar}-{lock_name}"], [style.LIGHT, colour], height=0.2)
+        if s0.layout == q.TICKET:
+            phase_bars(timeline, player, chart[f"timeline-held-{lock_name}"], [style.LIGHT, style.GREEN], height=0.3)
+    timeline.text("x", "y", "text", source=board_source(player, chart["word-labels"]),
+                  name="kstep-plot-timeline-word-labels", text_font_size="10pt", text_baseline="middle",
+                  text_color=style.INK, text_font_style="bold")
+    marks(timeline, player, chart["timeline-word-changes"], color=style.BLUE, marker="diamond", size=9)
+    actor_marks(timeline, player, [chart["timeline-actions"], chart["timeline-violation"]])
+    counters = counters_figure(player, "counters so far (model.answers: what -c prints)", counter_names(s0, model),
+                               chart["counters"])
 
     named = PHASE_NAMES[s0.layout]
     key = style.key_html("CPUs:", [(named.get(ph, PHASES[ph][0]), PHASES[ph][1]) for ph in SHOWN_PHASES[s0.layout]])

@@ -1,13 +1,15 @@
-"""The qspinlock board's rows, in the standard library only (boxes.py says why): the lock word bit by
-bit with its fields and last transitions, the CPUs' contexts, their MCS nodes, and each lock's queue.
-qspinlock.py draws them; the page's interactive mode computes them for a student's own run."""
+"""The qspinlock board's rows and charts, in the standard library only (boxes.py says why): the lock
+word bit by bit with its fields and last transitions, the CPUs' contexts, their MCS nodes, and each
+lock's queue; the timeline of the CPUs and the lock words, and the counters.  qspinlock.py draws
+them; the page's interactive mode computes them for a student's own run."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Callable, NamedTuple
 
 from ..models import qspinlock as q
-from . import style
+from . import charts, style
 from .boxes import LEFT, RIGHT, BoardSource, Box, columns, in_a_row
 
 # --- what a CPU (a task or an interrupt on it) is doing, in palette order ----------------------------
@@ -243,25 +245,26 @@ def field_label_rows(fields: list[Field], nlocks: int) -> Callable:
     return rows
 
 
-def word_changes(states, actions) -> list[list[tuple[int, str, str, int, int]]]:
+def word_changes(trace) -> list[list[tuple[int, str, str, int, int]]]:
     """Per lock: every step that changed its word, as (step, actor, label, word before, word after)."""
+    states = trace.states
     out = [[] for _ in states[0].words]
-    for k, (a, before, after) in enumerate(zip(actions, states, states[1:]), start=1):
+    for k, (a, before, after) in enumerate(zip(trace.actions, states, states[1:]), start=1):
         for lock, (was, w) in enumerate(zip(before.words, after.words)):
             if was != w:
                 out[lock].append((k, a.actor, a.label, was, w))
     return out
 
 
-def history_frames(states, actions) -> list[tuple]:
+def history_frames(trace) -> list[tuple]:
     """Per frame: the last HISTORY transitions of each word up to that step, newest first, as text rows
     (the newest in blue when it is this very step).  No step numbers: without them the same few lines
     recur all through a long run and are shipped once (the timeline's diamonds say when)."""
-    s0 = states[0]
-    changes = word_changes(states, actions)
+    s0 = trace.states[0]
+    changes = word_changes(trace)
     frames = []
     seen = [0] * len(changes)
-    for k in range(len(states)):
+    for k in range(len(trace.states)):
         rows = []
         for lock, ch in enumerate(changes):
             while seen[lock] < len(ch) and ch[seen[lock]][0] <= k:
@@ -467,8 +470,9 @@ def queue_key(s):
     return (s.words, s.ghost_order, tuple((t.lock, t.idx, t.ticket, t.frames[:1]) for t in s.threads))
 
 
-def word_pairs(states, actions) -> list[tuple]:
+def word_pairs(trace) -> list[tuple]:
     """Per frame: every lock's word before the step and after it (the bits it changed get an outline)."""
+    states = trace.states
     return [(states[max(k - 1, 0)].words, s.words) for k, s in enumerate(states)]
 
 
@@ -501,7 +505,7 @@ def board_sources(s0) -> list[BoardSource]:
                                                              "width": float, "bit": str, "ink": str}, word_pairs),
         BoardSource("word-head", heads, lambda s: s.words, text),
         BoardSource("fields", field_label_rows(fields, nlocks), same, {**text, "align": str},
-                    lambda states, actions: [s.words for s in states]),
+                    lambda trace: [s.words for s in trace.states]),
         BoardSource("transitions", history_rows, same, {**text, "color": str}, history_frames),
         BoardSource("contexts", lambda s: columns(context_boxes(s)), context_key),
     ]
@@ -516,3 +520,100 @@ def board_sources(s0) -> list[BoardSource]:
         ]
     out.append(BoardSource("queue", lambda s: columns(queue_boxes(s)), queue_key))
     return out
+
+
+# --- the timeline and the counters --------------------------------------------------------------------------
+
+# Per layout, a lock's lane holds thin bars, top to bottom as in the source's triple: (name, the bits it
+# shows, colour, how far down its lane).  The ticket lock has one bar, held.
+LOCK_BARS = {
+    q.QSPINLOCK: lambda s0: [("tail", q.LAYOUTS[s0.pending_bits].TAIL_MASK, style.ORANGE, -0.24),
+                             ("pending", q.LAYOUTS[s0.pending_bits].PENDING_MASK, style.YELLOW, 0.0),
+                             ("locked", q._Q_LOCKED_MASK, style.GREEN, 0.24)],
+    q.POWERPC: lambda s0: [("tail", q.PPC_TAIL_CPU_MASK, style.ORANGE, -0.24),
+                           ("mustq", q.PPC_MUST_Q_VAL, style.PURPLE, 0.0),
+                           ("locked", q.PPC_LOCKED_VAL, style.GREEN, 0.24)],
+    q.TICKET: lambda s0: [],
+}
+
+
+def ticket_held(w: int) -> bool:
+    return (w >> q.TICKET_SHIFT) != (w & q.U16)
+
+
+def lock_lanes(s0, first_lane: int) -> list[BoardSource]:
+    """Per lock one lane of thin bars (LOCK_BARS), the tail labelled with whom it names at each change
+    (the ticket lock's held bar with (next, owner)), and a diamond at every step that changed a word."""
+    bars = LOCK_BARS[s0.layout](s0)
+    out = []
+    for lock in range(len(s0.words)):
+        name = q.lock_name(lock)
+        for bar, mask, _, dy in bars:
+            out.append(charts.phase_bars(f"timeline-{bar}-{name}", lambda s, lock=lock, mask=mask: (
+                1 if s.words[lock] & mask else 0,), first_lane=first_lane + lock, dy=dy, skip=(0,)))
+        if not bars:
+            out.append(charts.phase_bars(f"timeline-held-{name}", lambda s, lock=lock: (
+                1 if ticket_held(s.words[lock]) else 0,), first_lane=first_lane + lock, skip=(0,)))
+
+    def labels(trace):
+        out = {"x": [], "y": [], "text": []}
+        for lock in range(len(s0.words)):
+            lane = first_lane + lock
+            w = [s.words[lock] for s in trace.states]
+            if bars:
+                for k, _, tail in charts.runs([x & bars[0][1] for x in w]):
+                    if tail:
+                        out["x"].append(k + 0.15)
+                        out["y"].append(-lane + 0.24 + 0.17)
+                        out["text"].append(tail_text(s0, tail))
+            else:
+                for k, _, word in charts.runs(w):
+                    out["x"].append(k + 0.15)
+                    out["y"].append(-lane + 0.3)
+                    out["text"].append(triple(s0, word))
+        return out
+
+    def changed(trace):
+        states = trace.states
+        return [(k, first_lane + next(j for j, (a, b) in enumerate(zip(states[k - 1].words, states[k].words))
+                                      if a != b))
+                for k in range(1, len(states)) if states[k].words != states[k - 1].words]
+
+    return out + [charts.windowed("word-labels", charts.LABELS, labels, "x", "x"),
+                  charts.marks("timeline-word-changes", changed, dy=-0.45)]
+
+
+def counter_table(trace, model) -> tuple[list[str], list[tuple]]:
+    """The model's own ``answers`` counters after every step: each step counted alone, then summed."""
+    final = model.answers(trace)
+    names = [k for k, v in final.items() if k not in trace.stats and isinstance(v, int) and not isinstance(v, bool)]
+    per_step = []
+    for a, before, after in zip(trace.actions, trace.states, trace.states[1:]):
+        one = model.answers(SimpleNamespace(actions=[a], states=[before, after], stats={}))
+        per_step.append([one[n] for n in names])
+    return names, charts.cumulative(per_step, [0] * len(names))
+
+
+COUNTER_COLOURS = {"fast path": style.SKY, "pending path": style.YELLOW, "queued": style.ORANGE,
+                   "trylock in the slow path": style.GREY, "head claims: cmpxchg": style.SIENNA,
+                   "head claims: set_locked": style.BLUE, "acquisitions": style.GREEN,
+                   "ticket served at once": style.SKY, "waited for its ticket": style.ORANGE,
+                   "stolen": style.YELLOW, "must-queue set": style.PURPLE, "head claims": style.SIENNA}
+
+
+def counter_names(s0, model) -> list[str]:
+    """The counters of ``answers`` (what -c prints) for a run from ``s0``: the same for every run."""
+    return counter_table(SimpleNamespace(actions=[], states=[s0], stats={}), model)[0]
+
+
+def chart_sources(s0, model) -> list[BoardSource]:
+    """Who did what (each CPU's phase, each lock word's fields, who took each step) and the counters."""
+    n = len(s0.threads)
+    names = counter_names(s0, model)
+    return [
+        charts.phase_bars("timeline-phases", lambda s: [phase(s, i) for i in range(n)], skip=(IRQ_IDLE, DONE)),
+        *lock_lanes(s0, n),
+        *charts.actor_marks("timeline", {t.name: i for i, t in enumerate(s0.threads)}),
+        charts.counters("counters", [COUNTER_COLOURS.get(c, style.DARK_GREY) for c in names],
+                        lambda t: counter_table(t, model)[1]),
+    ]

@@ -180,8 +180,10 @@ def lab(browser, tmp_path_factory):
 
 def start(p, mech):
     """Start scheduling the player of ``mech`` by hand; the Session the page runs, in this Python."""
-    doc = p.page.evaluate("(mech) => Bokeh.documents.findIndex((d) => d.get_model_by_name('kstep-player')"
-                          ".args.get('kstep').get('live').get('mechanism') === mech)", mech)
+    doc = p.page.evaluate("(mech) => { const g = (o, k) => o instanceof Map ? o.get(k) : o[k];"
+                          " return Bokeh.documents.findIndex((d) => g(g(g(d.get_model_by_name('kstep-player')"
+                          ".args, 'kstep'), 'live'), 'mechanism') === mech); }", mech)
+    assert doc >= 0, mech
     p.use(doc)
     panel = f'.kstep-live[data-mechanism="{mech}"]'
     p.page.wait_for_selector(panel + '[data-state="ready"]', timeout=STEP_MS)
@@ -223,14 +225,15 @@ def test_a_qspinlock_step_redraws_the_lock_word_its_chart_grows_and_the_code_pan
         assert p.shown("timeline-phases")["left"] == shown_frame(s, "timeline-phases", k)["left"]
         assert p.js("m('kstep-x-timeline').end") == k + 1
         # The code pane shows the function of this very step, its lines marked; the status its call stack.
-        where = p.page.evaluate("() => Array.from(document.querySelectorAll('.kstep-code-where'))"
-                                ".map((e) => e.textContent).join(' | ')")
-        assert view["where"] in where, f"step {k}: the code pane shows {where}, not {view['where']}"
-        wheres.add(view["where"])
-        cols = s.columns()
-        line = cols["strings"][cols["stack"][k]]
-        assert line and html(line) in p.status(), f"step {k}: the call stack {line!r}"
-    assert len(wheres) > 1, "the steps ran in more than one function: the pane followed them"
+        pane = p.js("[].concat(m('kstep-code').html).join('')")
+        shows = re.search(r'class="kstep-code-where">([^<]*)', pane).group(1)
+        assert shows.startswith(view["where"]), f"step {k}: the code pane shows {shows}"
+        if " in Linux " in shows:  # a kernel step (not the lock's caller): its call stack is on the status line
+            wheres.add(view["where"])
+            cols = s.columns()
+            line = cols["strings"][cols["stack"][k]]
+            assert line and html(line) in p.status(), f"step {k}: the call stack {line!r}"
+    assert len(wheres) > 1, "the steps ran in more than one kernel function: the pane followed them"
     assert sum(shown_frame(s, "counters", 6)["value"]) > 0, "a counter moved on the student's run"
 
 

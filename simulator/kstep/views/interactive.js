@@ -5,9 +5,9 @@
 // recorded run and says how to serve it.
 //
 // Every player whose spec carries `live` (views/live.py marks it) gets a panel above it.  After each
-// move, Python sends the run so far (Session.page_json: the view and the trace columns) and the
-// player shows it through its own code path: the columns go where the recorded run's were, and the
-// player is called with {kstep_live: k} (player.js, show_live).  The panel's data-state attribute
+// move, Python sends the run so far (Session.page_json: the view and the columns of its boards,
+// charts, call stacks and objects) and the player shows it through its own code path: the columns go
+// where the recorded run's were, and the player is called with {kstep_live: k} (player.js, show_live).  The panel's data-state attribute
 // says where it is: file, loading, ready, live or error.
 (function () {
   "use strict";
@@ -192,7 +192,7 @@
     parts.push('<div class="kstep-live-waiting">Your schedule: <code class="kstep-live-schedule">' +
       esc(v.schedule || "(none yet)") + "</code>" + (v.step ? " &mdash; the player's slider goes back through " +
       "it; choosing from an earlier step branches there" : "") + "</div>");
-    if (v.state !== null) {  // a mechanism whose board is not recomputed here: its state as text
+    if (v.state !== null) {  // a mechanism without a view of its own has no board: its state as text
       parts.push('<table class="kstep-live-state">' + Object.entries(v.state).map(([k, x]) =>
         "<tr><th>" + esc(k) + "</th><td><code>" + esc(x) + "</code></td></tr>").join("") + "</table>");
     }

@@ -4,7 +4,9 @@ A ``Session`` is a run of one bundled scenario built by hand, one chosen action 
 offers every enabled action, says why each other actor cannot move (its next step, and the lock it
 waits for when the model says), checks the invariants after every step exactly as ``simulate``
 does (harm ends the run; a broken assertion is kept and the run goes on), and gives the board's
-rows for the current step and the trace columns of the whole prefix.
+rows for the current step and the columns of the whole prefix: the trace's, each step's call stack
+and object, and every board and chart the mechanism's view declares (its *_board.py), so that the
+player draws the student's run as it draws a recorded one.
 
 The page's interactive mode runs this module in the browser, in Pyodide's core runtime
 (interactive.js), so it imports only the standard library and kstep's stdlib modules; the tests

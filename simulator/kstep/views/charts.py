@@ -13,6 +13,7 @@ its page, so painting a frame costs the same at step 50,000 as at step 5.
 
 from __future__ import annotations
 
+from heapq import heappop, heappush
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .boxes import BoardSource
@@ -62,15 +63,24 @@ def windowed(name: str, columns: Mapping[str, type], data: Callable[[Any], Mappi
         rows = data(trace)
         lo, hi = rows[x0], rows[x1]
         total = len(trace.states)
+        starts = [page(k, total, window)[0] for k in range(total)]
+        # One sweep over the pages in order: a row joins once a page reaches its start, and leaves for
+        # good once the pages have passed its end (a 50,000-step run has some 1,250 pages).
+        order = sorted(range(len(lo)), key=lo.__getitem__)
+        ending: list[tuple] = []  # (end, row) of the rows in the sweep, soonest end first
+        inside: set[int] = set()
         pages: dict[int, Rows] = {}
-        out = []
-        for k in range(total):
-            start = page(k, total, window)[0]
-            if start not in pages:
-                keep = [j for j in range(len(lo)) if hi[j] >= start - 1 and lo[j] <= start + window + 1]
-                pages[start] = Rows({c: [v[j] for j in keep] for c, v in rows.items()})
-            out.append(pages[start])
-        return out
+        j = 0
+        for start in sorted(set(starts)):
+            while j < len(order) and lo[order[j]] <= start + window + 1:
+                heappush(ending, (hi[order[j]], order[j]))
+                inside.add(order[j])
+                j += 1
+            while ending and ending[0][0] < start - 1:
+                inside.discard(heappop(ending)[1])
+            keep = sorted(inside)
+            pages[start] = Rows({c: [v[i] for i in keep] for c, v in rows.items()})
+        return [pages[start] for start in starts]
 
     return BoardSource(name, lambda r: r.columns, lambda r: r, dict(columns), over)
 

@@ -77,6 +77,7 @@ class Session:
         self._memo: dict = {src.name: {} for src in self.board + self.charts}
         self._laid: dict[str, FrameColumns] = {}
         self._strings = Strings()
+        self._view: tuple = (None, -1, None)  # the last view: of which state, at which step
 
     # -- moving -------------------------------------------------------------------------------
     def step(self, action: str, at: Optional[int] = None) -> dict:
@@ -139,6 +140,12 @@ class Session:
     def view(self) -> dict:
         """The current step: who did what, the choices for the next one, the verdict and the board."""
         k, state = len(self.actions), self.states[-1]
+        if self._view[0] is state and self._view[1] == k:  # asked again for the same step (page_json)
+            return self._view[2]
+        self._view = (state, k, self._view_of(k, state))
+        return self._view[2]
+
+    def _view_of(self, k: int, state) -> dict:
         last = self.actions[-1] if self.actions else None
         v = self.violations[-1]
         enabled = [] if self.over() else self.model.actions(state)
@@ -232,16 +239,15 @@ class Session:
         shown = self.board + self.charts
         trace = self.trace()
         for src in shown:
+            values, rows, key, kinds = frames(src, trace, self._memo[src.name])
             fc = self._laid.get(src.name)
-            if fc is None or src.over is not None:  # a chart's earlier frames change as the run grows
-                values, rows, key, kinds = frames(src, trace, self._memo[src.name])
-                fc = FrameColumns(src.name, kinds, rows, self._strings, key=key)
-                if src.over is None:  # a board of the states: each step only adds a frame
-                    self._laid[src.name] = fc
-            else:
-                values = frames(src, trace, self._memo[src.name])[0]
-            for value in values[len(fc):]:
-                fc.add(value)
+            if fc is None:
+                fc = self._laid[src.name] = FrameColumns(src.name, kinds, rows, self._strings, key=key)
+            if src.over is None:  # a board of the states: a step adds a frame (back and branch truncate)
+                for value in values[len(fc):]:
+                    fc.add(value)
+            else:  # frames over the run (a chart's pages) may change anywhere as it grows
+                fc.lay_out(values)
             boards[src.name] = fc.export()
         cols = trace.columns(self.model)
         where = [str(self.sources[label]) for label in cols["labels"]]

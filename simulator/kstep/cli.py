@@ -4,6 +4,7 @@
     kstep run MECH --scenario S [-s SEED | -P SCHEDULE | --round-robin] [-c] [--json F] [--html F]
     kstep explore MECH --scenario S [--max-states N] [--no-symmetry] [--no-por] [--hash-compact]
                   [--states F [--columns A,B]] [--dot F] [--json F] [--html F]
+    kstep explore MECH --scenario S --liveness [--max-states N] [--json F] [--html F]
     kstep show TRACE.json [--html F]
     kstep check MECH LOG
     kstep grade EXERCISE SUBMISSION [--student ID] [--config COURSE.toml] [--out DIR] | --batch DIR
@@ -208,6 +209,9 @@ def build_parser() -> Parser:
                    help="with --states: only these fields of each state")
     p.add_argument("--dot", metavar="FILE", help=f"write the whole state graph as Graphviz text (scenarios of "
                                                  f"up to {DOT_LIMIT:,} states)")
+    p.add_argument("--liveness", action="store_true",
+                   help="look for starvation, livelock and deadlock instead (a scenario with repeat = \"forever\"; "
+                        "no reductions): exit 1 with a lasso, stem then a cycle that repeats, or 0 when none")
     outputs(p, "the counterexample")
     p.set_defaults(run=cmd_explore)
 
@@ -445,6 +449,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_explore(args) -> int:
+    if args.liveness:
+        return explore_liveness(args)
     model, sc = model_and_scenario(args)
     written = [p for p in (args.states, args.dot) if p is not None]
     check_outputs(args.json, args.html, scenario_inputs(args))
@@ -529,6 +535,54 @@ def cmd_explore(args) -> int:
         skipped(args)
         return BOUNDED
     print("verdict: clean: every reachable state explored; every invariant holds and nothing deadlocks")
+    skipped(args)
+    return OK
+
+
+def explore_liveness(args) -> int:
+    """explore --liveness: every actor's starvation, a livelock or a deadlock, each as a lasso trace."""
+    from .engine.liveness import describe, liveness  # only the command that judges liveness loads it
+
+    given = [flag for flag, on in (("--states", args.states), ("--dot", args.dot), ("--no-symmetry", not args.symmetry),
+                                   ("--no-por", not args.por), ("--hash-compact", args.hash_compact)) if on]
+    if given:
+        raise UserError(f"{given[0]}: not with --liveness (it stores every state, with no reduction)")
+    model, sc = model_and_scenario(args)
+    check_outputs(args.json, args.html, scenario_inputs(args))
+    state = model.initial(sc.config)
+    print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}, for liveness")
+    print(f"progress: {', '.join(sorted(model.progress_labels))}; fairness: weak, per actor (an actor that can "
+          f"always move does move)")
+    result = liveness(model, state, max_states=args.max_states, scenario=sc.name, config=sc.config,
+                      progress=progress_reporter())
+    print(f"states: {result.states} (no reduction)")
+    print(f"transitions: {result.transitions}")
+    print(f"seconds: {result.seconds:.2f}")
+    shown = result.livelock or result.deadlock or next(iter(result.lassos.values()), None)
+    if result.deadlock is not None:
+        print(f"verdict: DEADLOCK after {len(result.deadlock)} steps: {clean(result.deadlock.violation.message)}")
+    if result.livelock is not None:
+        print(f"verdict: LIVELOCK: {describe(result.livelock.lasso)}")
+    for actor in result.actors:
+        if actor in result.lassos:
+            print(f"verdict: STARVATION: {describe(result.lassos[actor].lasso)}")
+        elif result.livelock is None and result.deadlock is None and result.exhausted:
+            print(f"verdict: {actor} starvation-free: in every fair cycle it enters "
+                  f"{' or '.join(sorted(model.progress_labels))}")
+    if shown is not None:
+        print(f"\n{'the run' if shown is result.deadlock else 'the lasso'} ({len(shown)} steps"
+              + ("" if shown.cycle_start is None else f"; steps {shown.cycle_start + 1}..{len(shown)} repeat forever")
+              + "):")
+        print_table(model, shown, reveal=True)
+        print()
+        write_outputs(model, shown, args.json, args.html, about=sc)
+        return VIOLATION
+    if not result.exhausted:
+        why = "Ctrl-C" if result.interrupted else f"--max-states {args.max_states}"
+        print(f"verdict: NOT proven free of starvation: stopped by {why} before the graph was complete")
+        skipped(args)
+        return INTERRUPTED if result.interrupted else BOUNDED
+    print("verdict: free of starvation, livelock and deadlock under weak fairness")
     skipped(args)
     return OK
 

@@ -19,7 +19,7 @@ model.  A scenario file, a trace or a log named ``-`` is read from standard inpu
 
 Exit status:
   0    ok (explore: clean, the whole state space was searched; check: every logged step is one the model allows, and the run finished)
-  1    a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose run did not finish), or the end of the run that run or show prints
+  1    a violation, a deadlock, a lasso (explore --liveness: starvation or livelock) or an illegal step: found by explore or check (check: also a log whose run did not finish), or the end of the run that run or show prints
   2    bad input, explained in one line on stderr
   3    bounded or inconclusive: explore stored --max-states states and met one more, or --hash-compact found nothing (never clean)
   70   internal error: a bug in kstep, reported with its traceback (EX_SOFTWARE)
@@ -63,7 +63,8 @@ BROKEN_PIPE = 128 + signal.SIGPIPE
 EXIT_STATUS = (
     (OK, "ok (explore: clean, the whole state space was searched; check: every logged step is one the model "
          "allows, and the run finished)"),
-    (VIOLATION, "a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose "
+    (VIOLATION, "a violation, a deadlock, a lasso (explore --liveness: starvation or livelock) or an illegal step: "
+                "found by explore or check (check: also a log whose "
                 "run did not finish), or the end of the run that run or show prints"),
     (BAD_INPUT, "bad input, explained in one line on stderr"),
     (BOUNDED, "bounded or inconclusive: explore stored --max-states states and met one more, or --hash-compact "

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kstep.cli import main
-from kstep.engine import Action, Replay, simulate
+from kstep.engine import Action, Model, Replay, Source, Variant, simulate
 from kstep.engine.liveness import judge, liveness
 from kstep.engine.trace import load, validate
 from kstep.errors import UserError
@@ -56,6 +56,14 @@ def test_fair_locks_starve_nobody(variant, cpus):
     assert r.free and r.actors == tuple(f"C{k}" for k in range(cpus)) and r.states > 1
 
 
+def test_a_deadlock_is_reported_with_its_run():
+    """clear-tail-always wipes the queue's tail: the queued waiter is never handed the lock."""
+    m, config, s0 = forever("clear-tail-always")
+    r = liveness(m, s0, config=config)
+    assert r.deadlock is not None and r.deadlock.outcome == "deadlock" and not m.actions(r.deadlock.states[-1])
+    assert not r.free
+
+
 def test_a_bounded_search_proves_nothing():
     m, config, s0 = forever("v6.12")
     r = liveness(m, s0, config=config, max_states=100)
@@ -84,6 +92,56 @@ def test_the_trace_file_holds_the_lasso_and_loading_judges_it_again(tas, tmp_pat
     assert "lasso is" in tampered(lasso={**t.lasso, "actors": ["C1"]})
     with pytest.raises(UserError, match="cycle_start"):
         validate({k: v for k, v in data.items() if k != "lasso"})
+
+
+class Polite(Model):
+    """Two actors that each raise a flag, back off while the other's is up, and otherwise enter: the
+    corridor dance of the textbooks, which livelocks when both raise their flags together."""
+
+    name = "polite"
+    variants = {"textbook": Variant("textbook", "raise, look, back off while the other's flag is up")}
+    default_variant = "textbook"
+    progress_labels = frozenset({"enter"})
+    NEXT = {"raise": "look", "look": "enter", "enter": "lower", "lower": "raise"}
+
+    def initial(self, config):
+        return (("raise", "raise"), (False, False))
+
+    def actors(self, state):
+        return ("P0", "P1")
+
+    def actions(self, state):
+        return [Action(f"P{k}", pc) for k, pc in enumerate(state[0])]
+
+    def step(self, state, action):
+        k = int(action.actor[1])
+        pcs, flags = list(state[0]), list(state[1])
+        if action.label == "raise":
+            flags[k] = True
+        elif action.label == "look" and flags[1 - k]:
+            flags[k] = False  # back off and try again
+            pcs[k] = "raise"
+            return tuple(pcs), tuple(flags)
+        elif action.label == "lower":
+            flags[k] = False
+        pcs[k] = self.NEXT[action.label]
+        return tuple(pcs), tuple(flags)
+
+    def done(self, state, actor):
+        return False
+
+    def sources(self):
+        return {label: Source.outside("a textbook's polite lock") for label in self.NEXT}
+
+
+def test_a_polite_back_off_livelocks():
+    m = Polite()
+    r = liveness(m, m.initial({}))
+    t = r.livelock
+    assert t is not None and t.lasso["kind"] == "livelock" and t.lasso["actors"] == ["P0", "P1"]
+    cycle = t.actions[t.cycle_start:]
+    assert {a.actor for a in cycle} == {"P0", "P1"} and not any(a.label == "enter" for a in cycle)
+    assert judge(m, t, t.cycle_start) == t.lasso
 
 
 def test_an_unfair_cycle_is_no_lasso():

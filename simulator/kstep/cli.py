@@ -49,6 +49,7 @@ from . import __version__
 from .engine import Random, RoundRobin, Scripted, explore, simulate
 from .caught import caught
 from .engine.graph import dot, state_graph
+from .engine.liveness import describe, liveness
 from .engine import expect, questions
 from .engine import scenario as scenarios
 from .engine import trace as traces
@@ -542,8 +543,6 @@ def cmd_explore(args) -> int:
 
 def explore_liveness(args) -> int:
     """explore --liveness: every actor's starvation, a livelock or a deadlock, each as a lasso trace."""
-    from .engine.liveness import describe, liveness  # only the command that judges liveness loads it
-
     given = [flag for flag, on in (("--states", args.states), ("--dot", args.dot), ("--no-symmetry", not args.symmetry),
                                    ("--no-por", not args.por), ("--hash-compact", args.hash_compact)) if on]
     if given:
@@ -598,6 +597,9 @@ def cmd_show(args) -> int:
     print_table(model, trace, reveal=True)
     print()
     print_answers(model, trace)
+    if trace.cycle_start is not None:
+        print(f"  lasso: {describe(trace.lasso)}; steps {trace.cycle_start + 1}..{len(trace)} repeat forever "
+              f"(judged again on this run: the cycle closes, is fair, and shows it)")
     write_outputs(model, trace, None, args.html)
     return OK if trace.violation is None else VIOLATION
 

@@ -168,6 +168,8 @@ def test_explore_liveness_on_the_command_line(capsys, tmp_path):
     page = out_html.read_text()
     assert "\\u21bb starvation of C0: lasso with stem 2 steps" in page and "\\u21bb cycle: repeats forever" in page
     assert main(["show", str(out_json)]) == 0
+    assert "lasso: starvation of C0: lasso with stem 2 steps, cycle 3 steps; steps 3..5 repeat forever" in \
+        capsys.readouterr().out
     rc = main(["explore", "qspinlock", "--variant", "ticket", "--scenario", str(sc), "--liveness"])
     out = capsys.readouterr().out
     assert rc == 0 and "verdict: C1 starvation-free" in out and "free of starvation, livelock and deadlock" in out

@@ -77,13 +77,9 @@ def judge(model: Model, trace: Trace, cycle_start: int) -> dict:
     progressed = {a.actor for a in cycle if a.label in progress}
     waiting = [a for a in model.actors(first) if not model.is_daemon(a) and not model.done(first, a)
                and a not in progressed]
-    if not progressed and stepped:
-        kind = LIVELOCK
-    elif waiting and progressed:
-        kind = STARVATION
-    else:
+    if not waiting:
         raise UserError("the cycle shows no starvation: every unfinished actor progresses in it")
-    return {"kind": kind, "actors": waiting, "stem": cycle_start, "cycle": n - cycle_start}
+    return {"kind": STARVATION if progressed else LIVELOCK, "actors": waiting, "stem": cycle_start, "cycle": n - cycle_start}
 
 
 def describe(verdict: dict) -> str:
@@ -200,11 +196,12 @@ class _Graph:
             inner = [(v, a, j) for v in comp for a, j in self.edges[v] if j in members and not left_out(a)]
             if not inner:
                 continue
+            s = self.states[comp[0]]
             if victim is not None:
-                if model.done(self.states[comp[0]], victim):
+                if model.done(s, victim) or not any(a.label in progress for _, a, _ in inner):
                     continue
-                if not any(a.label in progress for _, a, _ in inner):
-                    continue
+            elif all(model.is_daemon(a) or model.done(s, a) for a in model.actors(s)):
+                continue  # only daemons run: they wait for work, nobody waits on them
             movers = {a.actor for _, a, _ in inner}
             everywhere = frozenset.intersection(*(self.enabled[v] for v in comp))
             if not everywhere <= movers:

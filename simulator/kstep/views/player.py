@@ -332,6 +332,9 @@ class Player:
                "scripted": "the scenario's scripted schedule", "explore": "shortest counterexample found by explore",
                "observed": "observed on a real kernel, one step per aggregation (never simulated)"}
         how = run.get(t.scheduler, t.scheduler)
+        if t.cycle_start is not None:
+            how = (f"lasso found by explore --liveness: steps 1 to {t.cycle_start} lead in, steps "
+                   f"{t.cycle_start + 1} to {self.n} repeat forever")
         variant = m.variant
         broken = (f' · <span class="kstep-broken">broken variant {escape(variant.name)}:</span> {escape(variant.doc)}'
                   if variant.broken else f" · {escape(variant.name)}")

@@ -152,13 +152,14 @@ def cycle_band(p: figure, player: Player) -> None:
     lanes = len(p.yaxis.major_label_overrides)
     first, last = t.cycle_start + 1, len(t)
     band = player.static_source(f"{p.name}-cycle", {"x": [(first + last + 1) / 2], "y": [-(lanes - 1) / 2],
-                                                    "w": [last - first + 1], "h": [lanes]})
+                                                    "w": [last - first + 1], "h": [lanes - 0.1]})
     p.rect("x", "y", "w", "h", source=band, fill_color=style.PURPLE, fill_alpha=0.12, line_color=style.PURPLE,
            line_dash="dashed", line_width=2, name=f"{p.name}-cycle")
-    label = player.static_source(f"{p.name}-cycle-label", {"x": [first + 0.1], "y": [0.45],
+    label = player.static_source(f"{p.name}-cycle-label", {"x": [first + 0.1], "y": [-(lanes - 1) - 0.45],
                                                           "text": ["↻ cycle: repeats forever"]})
     p.text("x", "y", "text", source=label, name=f"{p.name}-cycle-label", text_font_size=style.SMALL_SIZE,
-           text_baseline="top", text_color=style.PURPLE, text_font_style="bold")
+           text_baseline="bottom", text_color=style.PURPLE, text_font_style="bold",
+           background_fill_color=style.WHITE, background_fill_alpha=0.85)
 
 
 def _small(arr: np.ndarray) -> np.ndarray:

@@ -582,6 +582,8 @@ def explore_liveness(args) -> int:
         print(f"verdict: NOT proven free of starvation: stopped by {why} before the graph was complete")
         skipped(args)
         return INTERRUPTED if result.interrupted else BOUNDED
+    if not result.cyclic:
+        print("(every run of this scenario ends: give its CPUs repeat = \"forever\" for runs that can starve)")
     print("verdict: free of starvation, livelock and deadlock under weak fairness")
     skipped(args)
     return OK

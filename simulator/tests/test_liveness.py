@@ -173,5 +173,8 @@ def test_explore_liveness_on_the_command_line(capsys, tmp_path):
     rc = main(["explore", "qspinlock", "--variant", "ticket", "--scenario", str(sc), "--liveness"])
     out = capsys.readouterr().out
     assert rc == 0 and "verdict: C1 starvation-free" in out and "free of starvation, livelock and deadlock" in out
+    rc = main(["explore", "qspinlock", "--scenario", "two-waiters", "--liveness"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "every run of this scenario ends" in out
     rc = main(["explore", "qspinlock", "--scenario", str(sc), "--liveness", "--no-por"])
     assert rc == 2 and "--no-por: not with --liveness" in capsys.readouterr().err

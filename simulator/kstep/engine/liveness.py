@@ -51,6 +51,7 @@ class LivenessResult:
     livelock: Optional[Trace] = None
     deadlock: Optional[Trace] = None
     interrupted: bool = False
+    cyclic: bool = True  # some run goes on forever (False: every run ends, so every verdict of freedom is empty)
 
     @property
     def free(self) -> bool:
@@ -113,6 +114,7 @@ def liveness(model: Model, initial: State, *, max_states: int = 1_000_000, scena
     if graph.deadlocked is not None:
         result.deadlock = run(graph.stem(graph.deadlocked))
     if not graph.interrupted:
+        result.cyclic = graph.cyclic()
         progress_labels = model.progress_labels
         found = graph.fair_cycle(lambda a: a.label in progress_labels, None)
         if found is not None:
@@ -175,6 +177,11 @@ class _Graph:
             self.exhausted = False
             self.interrupted = True
         self.expanded = len(self.edges)
+
+    def cyclic(self) -> bool:
+        """Does the graph hold a cycle (a run that can go on forever)?"""
+        return any(len(c) > 1 or any(j == c[0] for _, j in self.edges[c[0]])
+                   for c in _components(self.expanded, lambda v: (j for _, j in self.edges[v] if j < self.expanded)))
 
     def stem(self, k: int) -> list[Action]:
         path = []

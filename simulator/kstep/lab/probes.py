@@ -67,11 +67,11 @@ def judge_vma(data: list[dict[str, str]], raw: dict[str, list[str]] | None = Non
     # A fallback is lock_vma_under_rcu() returning NULL; retries are counted and shown beside.
     checks.append(Check(
         "vma", "no fallback without a writer", alone["w_null"] == 0,
-        f"workload: {alone['w_ok']} per-VMA-locked, {alone['w_null']} NULL, {alone['w_retry']} retried",
+        f"workload: {alone['w_ok']} per-VMA-locked, {alone['w_null']} NULL, {alone['w_retry']} retried in its life",
     ))
     checks.append(Check(
         "vma", "some fallback with a writer", writer["w_null"] > 0,
-        f"workload: {writer['w_ok']} per-VMA-locked, {writer['w_null']} NULL, {writer['w_retry']} retried",
+        f"workload: {writer['w_ok']} per-VMA-locked, {writer['w_null']} NULL, {writer['w_retry']} retried in its life",
     ))
     if raw and raw.get("trace"):
         checks += judge_vma_retries(data, raw)
@@ -140,7 +140,7 @@ def vma_rows(data: list[dict[str, str]], result: dict, raw: dict[str, list[str]]
         model_all = model_fb + m.get("vma_lock_success", 0)
         rows.append(
             f"  {mode:<7} kernel: {c['w_ok'] + c['w_null']} faults, {c['w_null']} fell back "
-            f"({_share(c['w_null'], c['w_ok'] + c['w_null'])}), {c['w_retry']} retried   "
+            f"({_share(c['w_null'], c['w_ok'] + c['w_null'])}), {c['w_retry']} retried in its life   "
             f"model: {model_all} faults, {model_fb} fell back ({_share(model_fb, model_all)}), "
             f"{m.get('vma_lock_retry', 0)} retried"
         )

@@ -177,9 +177,9 @@ def draw(result: dict, path) -> Path:
             lo, hi = point["ratio_interval"]
             note = f"x{point['per_vma_over_mmap_lock']} [{lo}, {hi}]\n" + (
                 "outside the noise" if point["difference_outside_noise"] else "within the noise")
-            ax.annotate(note, (x, 0), xycoords=("data", "axes fraction"), xytext=(0, 4),
-                        textcoords="offset points", ha="center", fontsize=7)
-        ax.set_ylim(0, top * 1.1)
+            ax.annotate(note, (x, 1), xycoords=("data", "axes fraction"), xytext=(0, -4),
+                        textcoords="offset points", ha="center", va="top", fontsize=7)
+        ax.set_ylim(0, top * 1.2)
         ax.set_xticks(list(range(len(THREADS))), [f"{n}{' (oversubscribed)' if a['oversubscribed'][str(n)] else ''}"
                                                    for n in THREADS], fontsize=8)
         ax.set_xlabel("fault threads (+1 writer)")

@@ -30,6 +30,8 @@ from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div
 from bokeh.models.dom import HTML
 from bokeh.models.ui import Pane
 
+from ..engine.liveness import describe
+
 from ..engine import Model, Trace
 from . import charts, code, context, predict, style
 from .columns import FrameColumns, Strings, decode
@@ -296,6 +298,9 @@ class Player:
                "scripted": "the scenario's scripted schedule", "explore": "shortest counterexample found by explore",
                "observed": "observed on a real kernel, one step per aggregation (never simulated)"}
         how = run.get(t.scheduler, t.scheduler)
+        if t.cycle_start is not None:
+            how = (f"lasso found by explore --liveness: steps 1 to {t.cycle_start} lead in, steps "
+                   f"{t.cycle_start + 1} to {self.n} repeat forever")
         variant = m.variant
         broken = (f' · <span class="kstep-broken">broken variant {escape(variant.name)}:</span> {escape(variant.doc)}'
                   if variant.broken else f" · {escape(variant.name)}")
@@ -334,6 +339,14 @@ class Player:
 
     def banner_html(self) -> str:
         t = self.trace
+        if t.cycle_start is not None:
+            lasso = t.lasso
+            who = " and ".join(lasso["actors"])
+            never = "nobody progresses" if lasso["kind"] == "livelock" else f"{who} never progresses while others do"
+            return (f'<div class="kstep-banner violation">↻ {escape(describe(lasso))}'
+                    f'<div class="kstep-message">steps {t.cycle_start + 1} to {self.n} form a cycle: the state '
+                    f'after step {self.n} is the state after step {t.cycle_start}, so they repeat forever; '
+                    f'{escape(never)}, and every CPU that could always move does move (weak fairness)</div></div>')
         if t.violation is not None:
             v = t.violation
             return (f'<div class="kstep-banner violation">✗ step {v.step}: {escape(v.title)}'

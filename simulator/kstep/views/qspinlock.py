@@ -25,8 +25,8 @@ from .counters import counters_figure
 from .player import Player
 from .qspinlock_board import (CELL, CONTEXT_H, CONTEXT_ROW, CONTEXT_Y, LEVEL_ROWS, LINK, NESTING,
                               NODE_BAD, NODE_FREE, NODE_Y, NOTATION, PHASE_NAMES, PHASES, QUEUE_H, SHOWN_PHASES,
-                              STALE_LINK, STATE_SCALE, WORD_BLOCK, LOCK_BARS, Field, bit_x, board_sources, chart_sources,
-                              context_levels, counter_names, queue_y, word_fields, word_top)
+                              STALE_LINK, STATE_SCALE, TAS_SPIN, WORD_BLOCK, LOCK_BARS, Field, bit_x, board_sources,
+                              chart_sources, context_levels, counter_names, phase, queue_y, word_fields, word_top)
 from .registry import register
 from .timeline import actor_marks, lanes_figure, marks, phase_bars
 
@@ -148,7 +148,9 @@ def qspinlock_view(trace, model):
                                chart["counters"])
 
     named = PHASE_NAMES[s0.layout]
-    key = style.key_html("CPUs:", [(named.get(ph, PHASES[ph][0]), PHASES[ph][1]) for ph in SHOWN_PHASES[s0.layout]])
+    spins = any(phase(s, i) == TAS_SPIN for s in trace.states for i in range(len(names)))
+    shown = SHOWN_PHASES[s0.layout] + ((TAS_SPIN,) if spins else ())
+    key = style.key_html("CPUs:", [(named.get(ph, PHASES[ph][0]), PHASES[ph][1]) for ph in shown])
     key += style.key_html("word:", [(f.name, f.colour) for f in fields],
                           outline=[("bit changed by this step", style.BLUE)])
     if s0.layout != q.TICKET:

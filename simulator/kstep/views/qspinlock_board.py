@@ -21,8 +21,9 @@ HEAD = ("queue head: spins on the lock word", style.SIENNA)
 HOLDING = ("holds the lock", style.GREEN)
 RELEASING = ("holds the lock, releases its node: hands the queue on, count--", style.BLUE)
 NO_IRQ = ("no interrupt in progress", style.LIGHT)
-PHASES = (FAST, PENDING, QUEUED, HEAD, HOLDING, RELEASING, NO_IRQ, style.DONE)
-FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOLDS, RELEASES, IRQ_IDLE, DONE = range(len(PHASES))
+TAS = ("test-and-set: spins on the lock word (virt_spin_lock)", style.PURPLE)
+PHASES = (FAST, PENDING, QUEUED, HEAD, HOLDING, RELEASING, NO_IRQ, style.DONE, TAS)
+FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOLDS, RELEASES, IRQ_IDLE, DONE, TAS_SPIN = range(len(PHASES))
 
 # Each step label of each program, by the phase a context whose *next* step it is is in.
 PHASE_OF = {
@@ -35,6 +36,7 @@ PHASE_OF = {
         **dict.fromkeys(("wait_head", "claim_cmpxchg", "set_locked"), QUEUE_HEAD),
         **dict.fromkeys(("wait_next", "mcs_handoff", "release_node"), RELEASES),
         **dict.fromkeys(("critical_section", "queued_spin_unlock"), HOLDS),
+        **dict.fromkeys(("virt_spin_lock", "virt_spin_lock_cmpxchg"), TAS_SPIN),
     },
     q.TICKET: {
         "arch_spin_lock": FAST_PATH, "wait_ticket": IN_QUEUE,

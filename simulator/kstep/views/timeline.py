@@ -82,9 +82,30 @@ def marks(p: figure, player: Player, src: BoardSource, *, color: str = style.INK
 
 
 def actor_marks(p: figure, player: Player, sources: Sequence[BoardSource]) -> None:
-    """Who took each step, and the step that broke the invariant (charts.actor_marks), where the
-    student will look for it: a box in data units, exactly its column."""
+    """Who took each step, a lasso's cycle (cycle_band), and the step that broke the invariant
+    (charts.actor_marks), where the student will look for it: a box in data units, exactly its column."""
     taken, broke = sources
     marks(p, player, taken, color=style.DARK, size=7)
+    cycle_band(p, player)
     p.rect("x", "y", width=0.9, height=0.9, source=board_source(player, broke), fill_color=style.VERMILLION,
            fill_alpha=0.35, line_color=style.VERMILLION, line_width=4, name=f"kstep-plot-{broke.name}")
+
+
+def cycle_band(p: figure, player: Player) -> None:
+    """A lasso's cycle (liveness): a band over its steps, from the step after ``cycle_start`` to the
+    last, marked where it starts; the steps under it repeat forever.  Drawn as glyphs, so the curtain
+    uncovers it step by step like the marks."""
+    t = player.trace
+    if t.cycle_start is None:
+        return
+    lanes = len(p.yaxis.major_label_overrides)
+    first, last = t.cycle_start + 1, len(t)
+    band = player.static_source(f"{p.name}-cycle", {"x": [(first + last + 1) / 2], "y": [-(lanes - 1) / 2],
+                                                    "w": [last - first + 1], "h": [lanes - 0.1]})
+    p.rect("x", "y", "w", "h", source=band, fill_color=style.PURPLE, fill_alpha=0.12, line_color=style.PURPLE,
+           line_dash="dashed", line_width=2, name=f"{p.name}-cycle")
+    label = player.static_source(f"{p.name}-cycle-label", {"x": [first + 0.1], "y": [-(lanes - 1) - 0.45],
+                                                          "text": ["↻ cycle: repeats forever"]})
+    p.text("x", "y", "text", source=label, name=f"{p.name}-cycle-label", text_font_size=style.SMALL_SIZE,
+           text_baseline="bottom", text_color=style.PURPLE, text_font_style="bold",
+           background_fill_color=style.WHITE, background_fill_alpha=0.85)

@@ -74,7 +74,8 @@
     const out = Object.assign({}, old);
     for (const [key, d] of Object.entries(change)) {
       if (!Array.isArray(d)) {
-        out[key] = patched(old[key] !== undefined ? old[key] : {}, d);
+        const was = old[key];
+        out[key] = patched(was !== null && typeof was === "object" && !Array.isArray(was) ? was : {}, d);
       } else if (d.length === 0) {
         delete out[key];
       } else if (d.length === 1) {

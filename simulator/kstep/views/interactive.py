@@ -302,7 +302,7 @@ def patched(old: dict, d: dict) -> dict:
     out = dict(old)
     for key, v in d.items():
         if isinstance(v, dict):
-            out[key] = patched(old.get(key, {}), v)
+            out[key] = patched(old[key] if isinstance(old.get(key), dict) else {}, v)
         elif not v:
             del out[key]
         elif len(v) == 1:

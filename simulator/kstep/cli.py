@@ -75,7 +75,6 @@ EXIT_STATUS = (
     (BROKEN_PIPE, "broken pipe: the reader of the output went away (128 + SIGPIPE)"),
 )
 MAX_SEED = 2**64 - 1  # SplitMix64 takes a 64-bit seed, and a trace records it as a non-negative integer
-RUN_MAX_STEPS = 100_000  # a run that neither finishes nor deadlocks stops here unless --steps says otherwise
 MAX_STEPS = 1_000_000  # the most --steps allows: a trace of a million steps is already gigabytes
 EXPLORE_MAX_STATES = 1_000_000
 DOT_LIMIT = 2_000  # the largest state graph --dot draws (a bigger one is no picture a reader can use)
@@ -185,7 +184,8 @@ def build_parser() -> Parser:
                           "e.g. 'R*2 U rcu' (then round-robin)")
     how.add_argument("--round-robin", action="store_true", help="every runnable actor takes a step in turn")
     p.add_argument("--steps", type=bounded(MAX_STEPS), metavar="N",
-                   help=f"stop after N steps (1..{MAX_STEPS:,}; default {RUN_MAX_STEPS:,})")
+                   help=f"stop after N steps (1..{MAX_STEPS:,}; default {scenarios.MAX_STEPS:,}, or the steps a "
+                        f"scenario whose runs never end declares)")
     p.add_argument("-c", "--compute", action="store_true", help="show the state columns, counters and outcome")
     outputs(p, "the trace")
     p.set_defaults(run=cmd_run)
@@ -438,7 +438,7 @@ def cmd_run(args) -> int:
         if trace.cycle_start is not None:
             how += f"; steps {trace.cycle_start + 1}..{len(trace)} repeat forever"
     else:
-        trace = simulate(model, model.initial(sc.config), scheduler, max_steps=args.steps or sc.steps or RUN_MAX_STEPS,
+        trace = simulate(model, model.initial(sc.config), scheduler, max_steps=args.steps or sc.max_steps,
                          scenario=sc.name, config=sc.config)
     print(f"{model.name} ({model.title}), variant {model.variant.name}")
     print(f"scenario {clean(sc.name)}:")

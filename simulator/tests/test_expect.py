@@ -182,8 +182,7 @@ def followed_as_far_as_it_can_be(mech, sc, steps):
     while True:
         sched = Scripted(" ".join(steps)) if steps else RoundRobin()
         try:
-            return m, simulate(m, m.initial(sc.config), sched, config=sc.config,
-                               **({"max_steps": sc.steps} if sc.steps else {}))
+            return m, simulate(m, m.initial(sc.config), sched, max_steps=sc.max_steps, config=sc.config)
         except UserError:  # entry sched.pos names an actor that is blocked or finished there
             steps = steps[:sched.pos - 1]
 

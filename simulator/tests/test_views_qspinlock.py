@@ -23,8 +23,7 @@ def run(name, variant=None, seed=1, overrides=()):
     model, sc, s0 = load(MECH, name, variant, overrides)
     if variant in (None, sc.variant or "v6.12"):
         return own_run(model, sc, seed), model
-    return simulate(model, s0, Random(seed), scenario=sc.name, config=sc.config,
-                    **({"max_steps": sc.steps} if sc.steps else {})), model
+    return simulate(model, s0, Random(seed), max_steps=sc.max_steps, scenario=sc.name, config=sc.config), model
 
 
 def counterexample(variant, name):

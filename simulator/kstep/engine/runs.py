@@ -18,8 +18,8 @@ def own_run(model: Model, sc: Scenario, seed: int = SEED) -> Trace:
     scenario is written for (UserError if the run does not show it); another variant's run is only
     bounded."""
     sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
-    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config,
-                     **({"max_steps": sc.steps} if sc.steps else {}))
+    trace = simulate(model, model.initial(sc.config), sched, max_steps=sc.max_steps, scenario=sc.name,
+                     config=sc.config)
     if sc.cycle_start >= 0 and model.variant.name == (sc.variant or model.default_variant):
         trace.cycle_start = sc.cycle_start
         trace.lasso = judge(model, trace, sc.cycle_start)

@@ -262,6 +262,9 @@ COMMON = {
 }
 
 
+MAX_STEPS = 100_000  # a run that neither finishes nor deadlocks stops here (simulate's default)
+
+
 @dataclass
 class Scenario:
     mechanism: str
@@ -281,6 +284,11 @@ class Scenario:
     def forever(self) -> bool:
         """Its runs never end: the own run is bounded by ``steps`` and liveness is what it is about."""
         return self.steps > 0
+
+    @property
+    def max_steps(self) -> int:
+        """Where any run of it stops at the latest: its declared steps, else ``MAX_STEPS``."""
+        return self.steps or MAX_STEPS
 
 
 def bundled(mechanism: str) -> list[str]:

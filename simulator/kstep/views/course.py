@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
 from ..engine import explore, own_run, scenario
+from ..engine.runs import SEED
 from ..engine.explore import ExploreResult
 from ..errors import UserError
 from ..models import make_model
 
 MAX_STATES = 300_000  # per exploration: every shipped bug is found far below this on its scenario
-SEED = 1  # the random scheduler's seed for a scenario without a scripted schedule
 PACKAGE = Path(__file__).resolve().parents[1]
 DIGESTED = (".py", ".toml", ".js", ".json", ".gz")  # what a page of the site can depend on
 

@@ -436,7 +436,9 @@ def cmd_run(args) -> int:
     if how.startswith("the scenario's own") and not args.steps:
         trace = own_run(model, sc)  # a declared lasso is judged on it
         if trace.cycle_start is not None:
-            how += f"; steps {trace.cycle_start + 1}..{len(trace)} repeat forever"
+            how = f"the scenario's own lasso, {sc.schedule!r}: steps {trace.cycle_start + 1}..{len(trace)} repeat forever"
+        elif sc.forever:
+            how += f", for the {sc.steps} steps it declares (its runs never end)"
     else:
         trace = simulate(model, model.initial(sc.config), scheduler, max_steps=args.steps or sc.max_steps,
                          scenario=sc.name, config=sc.config)

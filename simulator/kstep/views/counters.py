@@ -1,4 +1,6 @@
-"""A bar per counter, redrawn per frame: what a run has done so far."""
+"""A bar per counter, redrawn per frame: what a run has done so far.
+
+The bars are ink: each is named beside it, and a colour would give a counter a meaning it shares with a board."""
 
 from __future__ import annotations
 
@@ -12,8 +14,7 @@ from . import style
 from .player import Player
 
 
-def counters_figure(player: Player, name: str, title: str, names: Sequence[str], values: np.ndarray,
-                    colors: Sequence[str]) -> figure:
+def counters_figure(player: Player, name: str, title: str, names: Sequence[str], values: np.ndarray) -> figure:
     """``values[k, j]`` is counter ``names[j]`` at frame k."""
     values = np.asarray(values, dtype=np.int64)
     top = max(1, int(values.max()) if values.size else 1)
@@ -28,11 +29,11 @@ def counters_figure(player: Player, name: str, title: str, names: Sequence[str],
     ys = [-j for j in range(len(names))]
 
     def rows(counts):
-        return {"y": ys, "value": list(counts), "color": list(colors), "text": [f" {c}" for c in counts]}
+        return {"y": ys, "value": list(counts), "text": [f" {c}" for c in counts]}
 
-    source = player.frame_source(name, {"y": int, "value": int, "color": str, "text": str}, rows,
+    source = player.frame_source(name, {"y": int, "value": int, "text": str}, rows,
                                  frames=[tuple(int(v) for v in r) for r in values])
-    p.hbar(y="y", right="value", left=0, height=0.6, source=source, color="color", fill_alpha=0.85,
+    p.hbar(y="y", right="value", left=0, height=0.6, source=source, color=style.DARK, fill_alpha=0.85,
            name=f"kstep-plot-{name}-bars")
     p.text("value", "y", "text", source=source, name=f"kstep-plot-{name}-values", text_baseline="middle", text_font_size=style.TEXT_SIZE,
            text_font_style="bold", text_color=style.INK)

@@ -39,10 +39,10 @@ LOG_FROM = 16 << 30  # a target of this many bytes or more is drawn on a log axi
 TICKS_PER_AXIS = 8  # about how many offset ticks a linear axis gets across its width
 CHAR = 0.009  # the share of the axis one character of a tick label takes (Bokeh's 11 px font, 1000 px)
 TICK_GAP = 0.02  # the least share of the axis between two tick labels' edges
-HEAT = ("#FFFFFF", "#FDE0C5", "#FACBA0", "#F5A66B", "#E8803E", "#D55E00", "#9E3D00")  # 0 .. max nr_accesses
-SPLIT_LINE = ("made by a split", style.PURPLE)
-MERGE_LINE = ("made by a merge", style.BLUE)
-TRUTH = ("hot in this sampling interval (the workload)", style.VERMILLION)
+HEAT = style.HEAT  # 0 .. max nr_accesses
+SPLIT_LINE = ("made by a split", style.tint(style.STEP, 0.5))
+MERGE_LINE = ("made by a merge", style.STEP)
+TRUTH = ("hot in this sampling interval (the workload)", style.INK)
 
 
 class AddressAxis:
@@ -236,7 +236,7 @@ def heatmap_figure(player: Player, axis: AddressAxis) -> figure:
             cells["top"].append(axis(r.end))
             cells["fill"].append(heat(r.nr_accesses, top))
     p.quad(source=player.static_source("heatmap-cells", cells), left="left", right="right", bottom="bottom",
-           top="top", fill_color="fill", line_color=style.GREY, line_width=0.5, name="kstep-plot-heatmap-cells")
+           top="top", fill_color="fill", line_color=style.DARK, line_width=0.5, name="kstep-plot-heatmap-cells")
     truth = {"left": [], "right": [], "bottom": [], "top": []}
     for k0, k1, hot in truth_spans(states):
         for lo, hi, _ in hot:
@@ -264,7 +264,7 @@ def nr_regions_figure(player: Player, x_range: Range1d) -> figure:
                tools="", toolbar_location=None)
     style.style_figure(p)
     src = player.static_source("nr-regions", {"x": np.arange(len(counts), dtype=np.int32), "y": counts})
-    p.step("x", "y", source=src, mode="after", line_width=3, color=style.BLUE, name="kstep-plot-nr-regions-line")
+    p.step("x", "y", source=src, mode="after", line_width=3, color=style.DARK, name="kstep-plot-nr-regions-line")
     for what, v in (("min", attrs.min_nr_regions), ("max", attrs.max_nr_regions)):
         p.add_layout(Span(location=v, dimension="width", line_dash="dashed", line_color=style.DARK,
                           name=f"kstep-plot-nr-regions-{what}"))
@@ -287,9 +287,7 @@ def scheme_counters(player: Player) -> figure:
     for row, s in zip(values, states):
         for ss in s.schemes:
             row += [ss.stat.sz_applied // 1024, ss.stat.qt_exceeds]
-    colors = [style.GREEN, style.SKY, style.GREY][:len(names) - 2 * len(cfg.schemes)]
-    colors += [style.ORANGE, style.VERMILLION] * len(cfg.schemes)
-    return counters_figure(player, "counters", "counters so far", names, np.array(values), colors)
+    return counters_figure(player, "counters", "counters so far", names, np.array(values))
 
 
 @register("damon")
@@ -305,6 +303,6 @@ def damon_view(trace, model):
                                                                (str(top), HEAT[-1])],
                           outline=[SPLIT_LINE, MERGE_LINE]))
     if trace.scheduler != "observed":  # a real kernel's run has no known workload
-        key += style.key_html("ground truth:", [TRUTH])
+        key += style.key_html("ground truth:", [], marks=[("▬", TRUTH[1], TRUTH[0])])
     return player.layout(strip, heatmap, regions, counters, key=key)
 

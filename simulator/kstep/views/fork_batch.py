@@ -29,16 +29,13 @@ from .registry import register
 from .timeline import actor_marks, lanes_figure, phase_bars
 from .vma_board import sem_text
 
-FOLIO_COLORS = (style.SKY, style.ORANGE, style.GREEN, style.PURPLE, style.YELLOW, style.BLUE)
-EMPTY = ("pte_none", style.WHITE)
-ZERO_PAGE = ("the shared zero page (special)", style.GREY)
-SWAPPED = ("swap entry (not present)", style.DARK_GREY)
+EMPTY = ("pte_none", style.EMPTY)
+ZERO_PAGE = ("the shared zero page (special)", style.UNUSED)
+SWAPPED = ("swap entry (not present)", style.GONE)
 READ_ONLY = 0.3  # fill alpha of a read-only PTE; a writable one is opaque
-IN_PROGRESS = ("the copy in progress (copy_pte_range's addr, the batch so far)", style.VERMILLION)
+IN_PROGRESS = ("the copy in progress (copy_pte_range's addr, the batch so far)", style.STEP)
 BATCH_DONE = ("a copy made: one batch, or one PTE", style.INK)
-FOLDED = ("arm64 folded block (contiguous bit)", style.BLUE)
-COUNTER_COLORS = (style.BLUE, style.SKY, style.PURPLE, style.VERMILLION, style.GREEN, style.ORANGE,
-                  style.YELLOW, style.SIENNA, style.DARK)
+FOLDED = ("arm64 folded block (contiguous bit; thick)", style.DARK)
 CELL = 0.9  # a cell's side, in grid units (1 apart)
 GRID_WIDTH = style.WIDTH // 2  # the parent's and the child's grids share the page's width
 ROW_HEIGHT = {32: 18, 64: 10}  # pixels a grid row takes: cells about square at GRID_WIDTH
@@ -83,7 +80,7 @@ def cells(s, ptes: tuple, first: int, last: int, ncols: int) -> dict[str, list]:
         elif pte_special(pte):
             fill, alpha = ZERO_PAGE[1], READ_ONLY
         else:
-            fill = FOLIO_COLORS[folio_index(s, pte_pfn(pte)) % len(FOLIO_COLORS)]
+            fill = style.FOLIO[folio_index(s, pte_pfn(pte)) % len(style.FOLIO)]
             alpha = 1.0 if pte_write(pte) else READ_ONLY
         xs.append(col + 0.5)
         ys.append(-row)
@@ -160,7 +157,7 @@ def mm_box(s, names) -> Box:
     c = s.copy
     copying = f"copying VMA {c.vma}, page {c.addr}" if c.vma >= 0 else "not copying"
     held = sem_text(s.mm.mmap_lock, names) or "free"
-    fill = style.PURPLE if s.mm.mmap_lock.owner != rwsem.NOBODY else style.LIGHT
+    fill = style.WRITER if s.mm.mmap_lock.owner != rwsem.NOBODY else style.FREE
     return Box(6.9, 0, 10.0, 0.8, fill, f"write_protect_seq {s.write_protect_seq}"
                + (" (odd: fork is write-protecting)" if s.write_protect_seq & 1 else "")
                + (" · MMF_HAS_PINNED" if s.mmf_has_pinned else ""), f"mmap_lock {held} · {copying}")
@@ -193,11 +190,13 @@ def fork_batch_view(trace, model):
 
     counts = np.array([list(s.ops) for s in trace.states], dtype=np.int64)
     counters = counters_figure(player, "counters", "what the copy has done so far (models/pgtable.py's Ops)",
-                               list(Ops._fields), counts, COUNTER_COLORS)
-    folios = [(f"folio at PFN {f.pfn} (order {f.order}, {f.kind})", FOLIO_COLORS[k % len(FOLIO_COLORS)])
-              for k, f in enumerate(s0.folios)]
-    key = (style.key_html("PTEs (faded: read-only):", folios[:8] + [EMPTY, ZERO_PAGE, SWAPPED])
+                               list(Ops._fields), counts)
+    # Neighbouring folios alternate the two shades: each chip lists the folios of its shade.
+    folios = [("; ".join(f"PFN {f.pfn} (order {f.order}, {f.kind})" for f in s0.folios[j::len(style.FOLIO)]), colour)
+              for j, colour in enumerate(style.FOLIO) if s0.folios[j::len(style.FOLIO)]]
+    key = (style.key_html("PTEs (faded: read-only):", folios + [EMPTY, ZERO_PAGE, SWAPPED])
            + style.key_html("outlines:", [], outline=[IN_PROGRESS, BATCH_DONE, FOLDED])
+           + style.key_html("mm:", [("mmap_lock for write (fork holds it while it copies)", style.WRITER)])
            + style.key_html("threads:", [(w, c) for w, c in PHASES[:2]],
                             marks=[("▲", style.DARK, "took a step")]))
     tables = row(parent, child, name="kstep-page-tables")

@@ -12,7 +12,7 @@ from . import style
 from .player import Player
 from .timeline import actor_marks, lanes_figure, phase_bars
 
-PHASES = (("can take a step", style.LIGHT), ("blocked", style.ORANGE), style.DONE)
+PHASES = (("can take a step", style.FREE), ("blocked", style.WAITS), style.DONE)
 WORKING, BLOCKED, DONE = range(len(PHASES))
 
 

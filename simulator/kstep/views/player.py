@@ -186,6 +186,8 @@ class Player:
         """The header, controls, status line and end banner above the view's panels, the colour key
         beside the first panel; everything as wide as the page, up to ``style.WIDTH``, down to a phone."""
         widgets = self._widgets()
+        if key:
+            key += self.every_panel_key()
         controls = row(widgets["reset"], widgets["back"], widgets["toggle"], widgets["step"], widgets["speed"],
                        widgets["slider"], name="kstep-controls", sizing_mode="stretch_width",
                        stylesheets=[self.wrap])
@@ -234,6 +236,12 @@ class Player:
         if plots:
             plots[0].js_on_change("inner_width", callback)
         return lay
+
+    def every_panel_key(self) -> str:
+        """The colours every mechanism's panels share: the step on screen, and harm where the run has any."""
+        harm = [(f"step {self.trace.violation.step}, where the run breaks a check", style.HARM)] if self.trace.violation else []
+        return style.key_html("every panel:", harm, outline=[("the timeline's cursor, the boxes and bits it changed, "
+                                                               "its lines in the code pane", style.STEP)])
 
     def _div(self, name: str, html: str, **kw) -> Div:
         kw.setdefault("sizing_mode", "stretch_width")

@@ -44,7 +44,7 @@ def gp_lane(p: figure, player: Player, lane: int) -> None:
 def qs_marks(p: figure, player: Player, lane_of_cpu) -> None:
     reports = qs_reports(player.trace.states)
     marks(p, player, "qs", np.array([k for k, _ in reports], dtype=np.int32),
-          np.array([lane_of_cpu[c] for _, c in reports], dtype=np.int16), color=style.GREEN, marker="diamond",
+          np.array([lane_of_cpu[c] for _, c in reports], dtype=np.int16), color=style.INK, marker="diamond",
           size=14, dy=0.0)
 
 
@@ -58,7 +58,7 @@ def callbacks_figure(player: Player, x_range: Range1d) -> figure:
     style.style_figure(p)
     src = player.windowed_source("callbacks-count", {"x": np.arange(len(counts) + 1, dtype=np.int32),
                                                      "y": np.append(counts, counts[-1])}, "x", "x")
-    p.step("x", "y", source=src, mode="after", line_width=3, color=style.VERMILLION, name="kstep-plot-callbacks-count")
+    p.step("x", "y", source=src, mode="after", line_width=3, color=style.DARK, name="kstep-plot-callbacks-count")
     p.yaxis.axis_label = "pending"
     p.yaxis.ticker = AdaptiveTicker(min_interval=1, num_minor_ticks=0)
     add_cursor(p, player)
@@ -109,12 +109,11 @@ def rcu_view(trace, model):
     ])
     counters = counters_figure(player, "counters", "counters so far",
                                ["grace periods completed", "callbacks pending", "callbacks invoked",
-                                "objects freed"], counts,
-                               [GP_RUNNING[1], style.VERMILLION, CB_READY[1], OBJ_FREED[1]])
+                                "objects freed"], counts)
     key = (style.key_html("threads:", [(what, c) for what, c in PHASES[:3]], outline=[QS_PENDING])
            + style.key_html("RCU:", [GP_RUNNING, CB_READY, CB_WAITING])
            + style.key_html("objects:", [OBJ_CURRENT, OBJ_OLD, OBJ_FREED, OBJ_UAF])
-           + style.key_html("timeline:", [], marks=[("◆", style.GREEN, "quiescent state reported"),
+           + style.key_html("timeline:", [], marks=[("◆", style.INK, "quiescent state reported"),
                                                     ("▲", style.DARK, "took a step")]))
     return player.layout(board, timeline, pending, counters, key=key)
 

@@ -61,7 +61,7 @@ def add_cursor(p: figure, player: Player) -> None:
     """A translucent column over the current step and a curtain over the steps to come, moved by the
     player."""
     curtain = BoxAnnotation(fill_color=style.WHITE, fill_alpha=1.0, line_alpha=0.0, name=f"{p.name}-curtain")
-    cursor = BoxAnnotation(fill_color=style.BLUE, fill_alpha=0.15, line_color=style.BLUE, line_alpha=0.7,
+    cursor = BoxAnnotation(fill_color=style.STEP, fill_alpha=0.15, line_color=style.STEP, line_alpha=0.7,
                            name=f"{p.name}-cursor")
     p.add_layout(curtain)
     p.add_layout(cursor)
@@ -102,7 +102,7 @@ def interval_lane(p: figure, player: Player, name: str, active: Sequence[bool], 
     """One lane of intervals (a grace period running, mmap_lock write-held), each labelled where it
     starts with ``label(first_step)``; the labels are a windowed source called ``labels_name``."""
     held = np.fromiter((1 if a else 0 for a in active), dtype=np.int8, count=len(active))[:, None]
-    phase_bars(p, player, name, held, [style.LIGHT, colour], skip=(0,), first_lane=lane)
+    phase_bars(p, player, name, held, [style.FREE, colour], skip=(0,), first_lane=lane)
     starts = [k for k in range(len(held)) if held[k, 0] and (k == 0 or not held[k - 1, 0])]
     labels = player.windowed_source(labels_name, {
         "x": np.array(starts, dtype=np.int32) + np.float32(0.15),
@@ -137,8 +137,8 @@ def actor_marks(p: figure, player: Player, lane_of_actor: Sequence[int]) -> None
         # The step that broke the invariant, where the student will look for it: a box in data units,
         # exactly its column, so that no edge of it shows before the curtain uncovers that step.
         source = player.static_source(f"{p.name}-violation", {"x": [v.step + 0.5], "y": [-float(lane[v.step - 1])]})
-        p.rect("x", "y", width=0.9, height=0.9, source=source, fill_color=style.VERMILLION, fill_alpha=0.35,
-               line_color=style.VERMILLION, line_width=4, name=f"{p.name}-violation")
+        p.rect("x", "y", width=0.9, height=0.9, source=source, fill_color=style.HARM, fill_alpha=0.35,
+               line_color=style.HARM, line_width=4, name=f"{p.name}-violation")
 
 
 def _small(arr: np.ndarray) -> np.ndarray:

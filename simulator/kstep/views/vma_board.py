@@ -12,28 +12,28 @@ from .rcu_board import QS_PENDING, callback_boxes, gp_box, qs_needed
 # What each thread is doing, in palette order (the lanes and the thread boxes share it).
 PHASES = (
     style.IDLE,
-    ("RCU lookup (lock_vma_under_rcu)", style.SKY),
-    ("holds a VMA read lock", style.GREEN),
-    ("waits for mmap_lock", style.ORANGE),
-    ("holds mmap_lock for read", style.BLUE),
-    ("writer epoch: holds mmap_lock for write", style.PURPLE),
-    ("writer waits for a VMA's readers", style.SIENNA),
-    ("killed by a signal (SIGSEGV)", style.DARK),
+    ("RCU lookup (lock_vma_under_rcu)", style.LOCKLESS),
+    ("a VMA read lock", style.HOLDS),
+    ("for mmap_lock", style.WAITS),
+    ("mmap_lock for read", style.HOLDS_2),
+    ("writer epoch: mmap_lock for write", style.WRITER),
+    ("a writer, for a VMA's readers", style.FIRST_IN_LINE),
+    ("killed by a signal (SIGSEGV)", style.GONE),
     style.DONE,
 )
 RUNNING, LOOKUP, VMA_READ, WAIT_MM, MM_READ, EPOCH, WAIT_VMA, KILLED, DONE = range(len(PHASES))
 
-VMA_IDLE = ("attached, unlocked", style.LIGHT)
-VMA_READ_LOCKED = ("read-locked by faults", style.GREEN)
-VMA_WRITE_LOCKED = ("write-locked: vm_lock_seq == mm_lock_seq", style.PURPLE)
-VMA_STALE = ("vm_lock_seq == mm_lock_seq with no writer: faults still back off", style.PURPLE)
-VMA_DETACHED = ("detached (unmapped), not yet freed", style.GREY)
-VMA_FREED = ("freed", style.DARK_GREY)
-VMA_UAF = ("freed while a fault still points to it", style.VERMILLION)
-MM_FREE = ("mmap_lock free", style.LIGHT)
-MM_READ_HELD = ("mmap_lock read-held", style.BLUE)
-MM_WRITE_HELD = ("mmap_lock write-held", style.PURPLE)
-EPOCH_LANE = ("write epoch (mm_lock_seq shown at its start)", style.PURPLE)
+VMA_IDLE = ("attached, unlocked", style.FREE)
+VMA_READ_LOCKED = ("read-locked by faults", style.HOLDS)
+VMA_WRITE_LOCKED = ("write-locked: vm_lock_seq == mm_lock_seq", style.WRITER)
+VMA_STALE = ("vm_lock_seq == mm_lock_seq with no writer: faults still back off", style.WRITER)
+VMA_DETACHED = ("detached (unmapped), not yet freed", style.UNUSED)
+VMA_FREED = ("freed", style.GONE)
+VMA_UAF = ("freed while a fault still points to it", style.HARM)
+MM_FREE = ("mmap_lock", style.FREE)
+MM_READ_HELD = ("mmap_lock for read", style.HOLDS_2)
+MM_WRITE_HELD = ("mmap_lock for write", style.WRITER)
+EPOCH_LANE = ("write epoch (mm_lock_seq shown at its start)", style.WRITER)
 
 MAX_OFF_TREE = 6  # VMAs shown in the "removed from the tree" row
 # A writer's next step while down_write waits: it spins, queues, or sleeps until its retry can succeed.

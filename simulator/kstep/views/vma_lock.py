@@ -24,7 +24,6 @@ from .vma_board import (DONE, EPOCH_LANE, MM_FREE, MM_READ_HELD, MM_WRITE_HELD, 
 from .timeline import actor_marks, interval_lane, lanes_figure, phase_bars
 
 COUNTERS = ("vma_lock_success", "vma_lock_abort", "vma_lock_retry", "vma_lock_miss", "mmap_lock_faults", "sigsegv")
-COUNTER_COLORS = (style.GREEN, style.ORANGE, style.YELLOW, style.SKY, style.BLUE, style.VERMILLION)
 
 
 @register("vma-locks")
@@ -53,7 +52,7 @@ def vma_lock_view(trace, model):
     phases = np.array([[phase(s, i) for i in range(nthreads)] for s in trace.states], dtype=np.int8)
     phase_bars(timeline, player, "phases", phases, [c for _, c in PHASES], skip=(DONE,), dy=-0.08, height=0.5)
     reading = np.array([[1 if n else 0 for n in s.rcu.nesting] for s in trace.states], dtype=np.int8)
-    phase_bars(timeline, player, "rcu", reading, [style.LIGHT, style.SKY], skip=(0,), dy=0.3, height=0.14)
+    phase_bars(timeline, player, "rcu", reading, [style.FREE, style.LOCKLESS], skip=(0,), dy=0.3, height=0.14)
     epoch_lane(timeline, player, nthreads)
     gp_lane(timeline, player, nthreads + 1)
     qs_marks(timeline, player, list(range(nthreads)))
@@ -63,15 +62,14 @@ def vma_lock_view(trace, model):
     counts = np.array([[getattr(s.counters, c) for c in COUNTERS] + [gp] for s, gp in
                        zip(trace.states, grace_periods_completed(trace.states))])
     counters = counters_figure(player, "counters", "counters so far (the VMA_LOCK_* events of /proc/vmstat)",
-                               list(COUNTERS) + ["grace periods completed"], counts,
-                               list(COUNTER_COLORS) + [GP_RUNNING[1]])
+                               list(COUNTERS) + ["grace periods completed"], counts)
     key = (style.key_html("threads:", [(w, c) for w, c in PHASES[:-1]], outline=[QS_PENDING])
            + style.key_html("VMAs:", [VMA_IDLE, VMA_READ_LOCKED, VMA_WRITE_LOCKED, VMA_DETACHED, VMA_FREED, VMA_UAF],
                             outline=[VMA_STALE], marks=[("▼", style.INK, "a fault's address")])
            + style.key_html("mm:", [MM_FREE, MM_READ_HELD, MM_WRITE_HELD])
            + style.key_html("RCU:", [GP_RUNNING, CB_READY, CB_WAITING],
-                            marks=[("▬", style.SKY, "read-side section (thin bar under a thread)")])
-           + style.key_html("timeline:", [], marks=[("◆", style.GREEN, "quiescent state reported"),
+                            marks=[("▬", style.LOCKLESS, "read-side section (thin bar under a thread)")])
+           + style.key_html("timeline:", [], marks=[("◆", style.INK, "quiescent state reported"),
                                                     ("▲", style.DARK, "took a step")]))
     return player.layout(board, timeline, pending, counters, key=key)
 

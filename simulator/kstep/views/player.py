@@ -25,7 +25,7 @@ from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 from bokeh.layouts import column, row
-from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div, InlineStyleSheet, Plot,
+from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div, GlyphRenderer, InlineStyleSheet, Plot,
                           Range1d, Select, Slider, Span, TextInput, Toggle)
 from bokeh.models.dom import HTML
 from bokeh.models.ui import Pane
@@ -194,7 +194,7 @@ class Player:
         # The status line changes on every frame: a Pane's HTML node updates in place, while a Div
         # re-lays out the whole page each time its text changes (about 4 ms a frame).
         status = Pane(elements=[widgets["status"]], stylesheets=[self.stylesheet], name="kstep-status-pane",
-                      styles={"width": "100%", "min-height": "6.2em"})
+                      styles={"width": "100%", "min-height": f"{style.STATUS_LINES * 1.5 + 1.6}em"})
         source = Pane(elements=[widgets["code"]], stylesheets=[self.stylesheet], name="kstep-code-pane",
                       styles={"width": "100%"})
         # What a screen reader reads when the player stops on a step: the status and the boards as text.
@@ -318,16 +318,21 @@ class Player:
         }
 
     def _spec(self, widgets: dict, root) -> dict:
+        # The plot each source and cursor is drawn on: player.js skips the plots out of view while playing.
+        plot_of = {m.id: p for p in root.select({"type": Plot}) for m in [*p.renderers, *p.center]}
+        plot_of.update({r.data_source.id: plot_of[r.id] for r in root.select({"type": GlyphRenderer})
+                        if r.id in plot_of})
         return {
             **self.tables(),
             "widgets": widgets,
             "root": root,
             "frames": ColumnDataSource(self.frame_index(), name="kstep-frames"),
             "sources": [
-                {"name": name, "source": shown, "store": store, "cols": list(self.exports[name]["kinds"].items())}
+                {"name": name, "source": shown, "store": store, "cols": list(self.exports[name]["kinds"].items()),
+                 "plot": plot_of.get(shown.id)}
                 for name, shown, store in self._sources
             ],
-            "cursors": self._cursors,
+            "cursors": [{**c, "plot": plot_of.get(c["model"].id)} for c in self._cursors],
             "follow": self._follow,
         }
 

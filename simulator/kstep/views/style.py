@@ -95,6 +95,9 @@ TITLE_SIZE = "18pt"
 TEXT_SIZE = "13pt"
 SMALL_SIZE = "11pt"
 WIDTH = 1200  # the widest a player grows: a 1280-pixel-wide projector with margins; it shrinks to a phone's
+# Lines the status keeps room for (step, what the kernel does, the call stack, one wrapped): while playing,
+# a status that grew or shrank by a line re-laid out the whole page on every frame.
+STATUS_LINES = 4
 KEY_WIDTH = 300  # the colour key beside the first panel; below NARROW it goes under the panel
 NARROW = 900
 # A row of controls wraps on a narrow screen; a panel and its key share a row, and below NARROW each
@@ -169,7 +172,7 @@ CSS = f"""
 .kstep-header .kstep-sub {{ font-size: {TEXT_SIZE}; color: {DARK}; margin-top: 4px; }}
 .kstep-header .kstep-broken {{ color: {HARM}; font-weight: bold; }}
 .kstep-status {{ font-size: {TEXT_SIZE}; line-height: 1.5; padding: 6px 10px; background: #F6F6F6;
-                 border-left: 6px solid {STEP}; min-height: 4.6em; }}
+                 border-left: 6px solid {STEP}; min-height: {STATUS_LINES * 1.5}em; }}
 .kstep-stepno {{ font-weight: bold; margin-right: 0.6em; }}
 .kstep-label, code {{ font-family: {MONO}; background: #E8EEF4; padding: 0 4px; border-radius: 3px; }}
 .kstep-where {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {STEP}; margin-left: 0.6em; }}

@@ -17,7 +17,7 @@ const n = P.n;
 
 // Per-player state lives on the slider model, which exists once per player on a page.
 const st = W.slider.__kstep ||
-  (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1), code: -1, code_html: {}, offscreen: new Set(),
+  (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1), code: -1, code_html: {}, offscreen: new Set(), controls_at: -Infinity,
                        answers: {}, asking: null});
 
 const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
@@ -277,7 +277,7 @@ function show(k) {
   st.frame = k;
   show_panels(k, st.timer === null);
   follow(k);
-  W.status.html = status_html(k);
+  show_controls(k, st.timer === null ? null : t0);
   if (st.timer === null) {
     show_code(k);
     show_state();
@@ -285,12 +285,25 @@ function show(k) {
   if (W.banner.visible !== (k === n)) {
     W.banner.visible = k === n;  // setting it at all re-lays out the page: only when it changes
   }
-  if (W.slider.value !== k) {
-    W.slider.value = k;  // its change callback finds st.frame === k and does nothing
-  }
   const profile = globalThis.kstep_profile;  // set by the benchmark to time each update
   if (profile) {
     profile.push(performance.now() - t0);
+  }
+}
+
+// The status line and the slider's handle show frame k; while playing (``now`` given) at most every
+// CONTROLS_MS: each rewrite of them makes the browser recompute the page's styles before it can paint
+// the plots, and nobody reads a status that changes 60 times a second.  Pausing shows the exact frame.
+const CONTROLS_MS = 100;
+
+function show_controls(k, now) {
+  if (now !== null && now - st.controls_at < CONTROLS_MS) {
+    return;
+  }
+  st.controls_at = now === null ? -Infinity : now;
+  W.status.html = status_html(k);
+  if (W.slider.value !== k) {
+    W.slider.value = k;  // its change callback finds st.frame === k and does nothing
   }
 }
 
@@ -337,6 +350,7 @@ function stop_timer() {
     cancelAnimationFrame(st.timer);
     st.timer = null;
     show_panels(st.frame, true);
+    show_controls(st.frame, null);
     show_code(st.frame);
     show_state();
   }
@@ -371,28 +385,6 @@ function ask(q) {
   W.guess.value = "";
   W.guess.disabled = false;
   W.reveal.disabled = false;
-}
-
-// Does what the student typed equal the answer?  As questions.matches compares an answers.toml: a
-// number in decimal or hex, either view of a 64-bit word; true/false; a word; thread names in any order.
-function matches(want, given) {
-  const g = given.trim();
-  if (want.type === "threads") {
-    const names = g.toLowerCase() === "none" ? [] : g.split(/[\s,]+/).filter((s) => s !== "");
-    return names.slice().sort().join(",") === want.value.slice().sort().join(",");
-  }
-  if (want.type === "int") {
-    if (!/^-?(0x[0-9a-f]+|[0-9]+)$/i.test(g)) {
-      return false;
-    }
-    const v = g.startsWith("-") ? -BigInt(g.slice(1)) : BigInt(g);
-    const w = BigInt(want.value);
-    return v === w || BigInt.asUintN(64, v) === BigInt.asUintN(64, w);
-  }
-  if (want.type === "bool") {
-    return g.toLowerCase() === want.value;
-  }
-  return g === want.value;
 }
 
 function answered(given) {

@@ -69,7 +69,8 @@ class Frames:
 
 
 def player_js() -> str:
-    return resources.files(__package__).joinpath("player.js").read_text()
+    here = resources.files(__package__)
+    return here.joinpath("predict.js").read_text() + "\n" + here.joinpath("player.js").read_text()
 
 
 class Player:

@@ -58,7 +58,7 @@ def sentences(why: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.:;])\s+", plain(why)) if len(s) >= 40]
 
 
-NOT_MOVED = ("02-qspinlock.ipynb", "03-damon.ipynb", "04-fork-pte-batching.ipynb")  # still on answer()
+NOT_MOVED = ("03-damon.ipynb",)  # still on answer()
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(
@@ -69,8 +69,6 @@ def test_answers_are_only_given_through_predict_mode(path):
     and shows the output's first line while it is collapsed.  Every Predict is asked by a question
     block (``ask(trace, model, id)``, kstep.views.notebook) whose answer and why the notebook's
     source never contains; nothing else hides or holds an answer."""
-    from kstep.views.notebook import notebook_questions
-
     nb = read(path)
     hidden = [cell.get("id", "?") for cell in nb.cells
               if cell.metadata.get("jupyter", {}).get("outputs_hidden") or cell.metadata.get("jupyter", {}).get(
@@ -82,6 +80,8 @@ def test_answers_are_only_given_through_predict_mode(path):
     assert folded == [], f"{path.name}: answers kept outside predict mode, in {folded}"
     if not predicts:
         return
+    from kstep.views.notebook import notebook_questions
+
     questions = notebook_questions(path.stem)
     assert sorted(asked(nb)) == sorted(questions), f"{path.name}: each question of its file is asked once"
     assert len(asked(nb)) >= len(predicts), f"{path.name}: a Predict without its question"

@@ -17,8 +17,8 @@ const n = P.n;
 
 // Per-player state lives on the slider model, which exists once per player on a page.
 const st = W.slider.__kstep ||
-  (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1), code: -1, code_html: {}, offscreen: new Set(), controls_at: -Infinity,
-                       answers: {}, asking: null});
+  (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1), code: -1, code_html: {},
+                       offscreen: new Set(), controls_at: -Infinity, answers: {}, asking: null});
 
 const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
 function esc(s) {

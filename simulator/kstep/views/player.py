@@ -240,7 +240,8 @@ class Player:
 
     def every_panel_key(self) -> str:
         """The colours every mechanism's panels share: the step on screen, and harm where the run has any."""
-        harm = [(f"step {self.trace.violation.step}, where the run breaks a check", style.HARM)] if self.trace.violation else []
+        v = self.trace.violation
+        harm = [(f"step {v.step}, where the run breaks a check", style.HARM)] if v else []
         return style.key_html("every panel:", harm, outline=[("the timeline's cursor, the boxes and bits it changed, "
                                                                "its lines in the code pane", style.STEP)])
 

@@ -4,6 +4,7 @@
     kstep run MECH --scenario S [-s SEED | -P SCHEDULE | --round-robin] [-c] [--json F] [--html F]
     kstep explore MECH --scenario S [--max-states N] [--no-symmetry] [--no-por] [--hash-compact]
                   [--states F [--columns A,B]] [--dot F] [--json F] [--html F]
+    kstep explore MECH --scenario S --liveness [--max-states N] [--json F] [--html F]
     kstep show TRACE.json [--html F]
     kstep check MECH LOG
     kstep grade EXERCISE SUBMISSION [--student ID] [--config COURSE.toml] [--out DIR] | --batch DIR
@@ -18,7 +19,7 @@ model.  A scenario file, a trace or a log named ``-`` is read from standard inpu
 
 Exit status:
   0    ok (explore: clean, the whole state space was searched; check: every logged step is one the model allows, and the run finished)
-  1    a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose run did not finish), or the end of the run that run or show prints
+  1    a violation, a deadlock, a lasso (explore --liveness: starvation or livelock) or an illegal step: found by explore or check (check: also a log whose run did not finish), or the end of the run that run or show prints
   2    bad input, explained in one line on stderr
   3    bounded or inconclusive: explore stored --max-states states and met one more, or --hash-compact found nothing (never clean)
   70   internal error: a bug in kstep, reported with its traceback (EX_SOFTWARE)
@@ -48,6 +49,7 @@ from . import __version__
 from .engine import Random, RoundRobin, Scripted, explore, simulate
 from .caught import caught
 from .engine.graph import dot, state_graph
+from .engine.liveness import describe, liveness
 from .engine import expect, questions
 from .engine import scenario as scenarios
 from .engine import trace as traces
@@ -62,7 +64,8 @@ BROKEN_PIPE = 128 + signal.SIGPIPE
 EXIT_STATUS = (
     (OK, "ok (explore: clean, the whole state space was searched; check: every logged step is one the model "
          "allows, and the run finished)"),
-    (VIOLATION, "a violation, a deadlock or an illegal step: found by explore or check (check: also a log whose "
+    (VIOLATION, "a violation, a deadlock, a lasso (explore --liveness: starvation or livelock) or an illegal step: "
+                "found by explore or check (check: also a log whose "
                 "run did not finish), or the end of the run that run or show prints"),
     (BAD_INPUT, "bad input, explained in one line on stderr"),
     (BOUNDED, "bounded or inconclusive: explore stored --max-states states and met one more, or --hash-compact "
@@ -208,6 +211,9 @@ def build_parser() -> Parser:
                    help="with --states: only these fields of each state")
     p.add_argument("--dot", metavar="FILE", help=f"write the whole state graph as Graphviz text (scenarios of "
                                                  f"up to {DOT_LIMIT:,} states)")
+    p.add_argument("--liveness", action="store_true",
+                   help="look for starvation, livelock and deadlock instead (a scenario with repeat = \"forever\"; "
+                        "no reductions): exit 1 with a lasso, stem then a cycle that repeats, or 0 when none")
     outputs(p, "the counterexample")
     p.set_defaults(run=cmd_explore)
 
@@ -445,6 +451,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_explore(args) -> int:
+    if args.liveness:
+        return explore_liveness(args)
     model, sc = model_and_scenario(args)
     written = [p for p in (args.states, args.dot) if p is not None]
     check_outputs(args.json, args.html, scenario_inputs(args))
@@ -533,6 +541,54 @@ def cmd_explore(args) -> int:
     return OK
 
 
+def explore_liveness(args) -> int:
+    """explore --liveness: every actor's starvation, a livelock or a deadlock, each as a lasso trace."""
+    given = [flag for flag, on in (("--states", args.states), ("--dot", args.dot), ("--no-symmetry", not args.symmetry),
+                                   ("--no-por", not args.por), ("--hash-compact", args.hash_compact)) if on]
+    if given:
+        raise UserError(f"{given[0]}: not with --liveness (it stores every state, with no reduction)")
+    model, sc = model_and_scenario(args)
+    check_outputs(args.json, args.html, scenario_inputs(args))
+    state = model.initial(sc.config)
+    print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}, for liveness")
+    print(f"progress: {', '.join(sorted(model.progress_labels))}; fairness: weak, per actor (an actor that can "
+          f"always move does move)")
+    result = liveness(model, state, max_states=args.max_states, scenario=sc.name, config=sc.config,
+                      progress=progress_reporter())
+    print(f"states: {result.states} (no reduction)")
+    print(f"transitions: {result.transitions}")
+    print(f"seconds: {result.seconds:.2f}")
+    shown = result.livelock or result.deadlock or next(iter(result.lassos.values()), None)
+    if result.deadlock is not None:
+        print(f"verdict: DEADLOCK after {len(result.deadlock)} steps: {clean(result.deadlock.violation.message)}")
+    if result.livelock is not None:
+        print(f"verdict: LIVELOCK: {describe(result.livelock.lasso)}")
+    for actor in result.actors:
+        if actor in result.lassos:
+            print(f"verdict: STARVATION: {describe(result.lassos[actor].lasso)}")
+        elif result.livelock is None and result.deadlock is None and result.exhausted:
+            print(f"verdict: {actor} starvation-free: in every fair cycle it enters "
+                  f"{' or '.join(sorted(model.progress_labels))}")
+    if shown is not None:
+        print(f"\n{'the run' if shown is result.deadlock else 'the lasso'} ({len(shown)} steps"
+              + ("" if shown.cycle_start is None else f"; steps {shown.cycle_start + 1}..{len(shown)} repeat forever")
+              + "):")
+        print_table(model, shown, reveal=True)
+        print()
+        write_outputs(model, shown, args.json, args.html, about=sc)
+        return VIOLATION
+    if not result.exhausted:
+        why = "Ctrl-C" if result.interrupted else f"--max-states {args.max_states}"
+        print(f"verdict: NOT proven free of starvation: stopped by {why} before the graph was complete")
+        skipped(args)
+        return INTERRUPTED if result.interrupted else BOUNDED
+    if not result.cyclic:
+        print("(every run of this scenario ends: give its CPUs repeat = \"forever\" for runs that can starve)")
+    print("verdict: free of starvation, livelock and deadlock under weak fairness")
+    skipped(args)
+    return OK
+
+
 def cmd_show(args) -> int:
     check_outputs(None, args.html, [args.trace])
     trace, model = load_trace(args.trace)
@@ -543,6 +599,9 @@ def cmd_show(args) -> int:
     print_table(model, trace, reveal=True)
     print()
     print_answers(model, trace)
+    if trace.cycle_start is not None:
+        print(f"  lasso: {describe(trace.lasso)}; steps {trace.cycle_start + 1}..{len(trace)} repeat forever "
+              f"(judged again on this run: the cycle closes, is fair, and shows it)")
     write_outputs(model, trace, None, args.html)
     return OK if trace.violation is None else VIOLATION
 

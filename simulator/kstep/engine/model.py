@@ -176,6 +176,7 @@ class Model(abc.ABC):
     default_variant: str = ""
     invariants: Sequence[Invariant] = ()
     scenario_schema: Any = None  # an engine.scenario.Table describing the mechanism's scenario files
+    progress_labels: frozenset = frozenset()  # the steps that are an actor's progress (liveness): e.g. entering a lock's critical section
 
     def __init__(self, variant: Optional[str] = None):
         self.variant = self.variants[variant or self.default_variant]

@@ -27,16 +27,20 @@ class Int(NamedTuple):
     lo: int
     hi: int
     doc: str = ""
+    words: tuple = ()  # words accepted besides the integers, as they are ("forever")
 
-    def check(self, v: Any, path: str) -> int:
+    def check(self, v: Any, path: str) -> int | str:
+        if isinstance(v, str) and v in self.words:
+            return v
         if isinstance(v, bool) or not isinstance(v, int):
-            raise bad(path, f"expected an integer, got {_kind(v)}")
+            also = "".join(f" or {w!r}" for w in self.words)
+            raise bad(path, f"expected an integer{also}, got {_kind(v)}")
         if not self.lo <= v <= self.hi:
             raise bad(path, f"{number_text(v)} is out of range {self.lo}..{self.hi}")
         return v
 
     def text(self) -> str:
-        return f"integer {self.lo}..{self.hi}"
+        return f"integer {self.lo}..{self.hi}" + "".join(f" or {w!r}" for w in self.words)
 
 
 class Bool(NamedTuple):

@@ -49,6 +49,8 @@ class Trace:
     stats: dict = field(default_factory=dict)  # scheduler facts: rounds, blocked rounds per actor
     script: Optional[str] = None  # a scripted schedule, or explore's exact actions
     max_steps: Optional[int] = None  # the step limit the run had
+    cycle_start: Optional[int] = None  # a lasso: the steps after this one repeat forever (liveness.judge)
+    lasso: Optional[dict] = None  # what its cycle shows, as liveness.judge computes it
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -79,7 +81,7 @@ class Trace:
             "stats": self.stats,
             "actors": list(model.actors(self.states[0])),
             "initial": model.describe(self.states[0]),
-        }
+        } | ({} if self.cycle_start is None else {"cycle_start": self.cycle_start, "lasso": self.lasso})
 
     def chunks(self, model: Model) -> Iterator[str]:
         """The trace file as text, a member of the header or a step at a time."""
@@ -267,6 +269,7 @@ def load(path: str | Path, model_for: Callable[[str, str], Model]) -> tuple[Trac
         trace, model = rerun(header, model_for, where)
         compare_steps(trace, model, _steps(stream), where)
     compare_verdict(trace, header, where)
+    compare_lasso(trace, model, header, where)
     return trace, model
 
 
@@ -339,6 +342,22 @@ def compare_verdict(trace: Trace, header: dict, where: str) -> None:
         if header[name] != computed:
             raise UserError(f"{where}: {name} is {shorten(json.dumps(header[name]))}, but the run ends with "
                             f"{shorten(json.dumps(computed))} (at step {len(trace)})")
+
+
+def compare_lasso(trace: Trace, model: Model, header: dict, where: str) -> None:
+    """A lasso's claim (its cycle repeats, fairly, and starves who it says): judged again on the re-run."""
+    if "cycle_start" not in header:
+        return
+    from .liveness import judge  # liveness runs simulate: import it only to judge a lasso
+
+    try:
+        computed = judge(model, trace, header["cycle_start"])
+    except UserError as e:
+        raise UserError(f"{where}: cycle_start {header['cycle_start']}: {e}") from None
+    if header["lasso"] != computed:
+        raise UserError(f"{where}: lasso is {shorten(json.dumps(header['lasso']))}, but its cycle shows "
+                        f"{shorten(json.dumps(computed))}")
+    trace.cycle_start, trace.lasso = header["cycle_start"], computed
 
 
 def _header_schema() -> dict:

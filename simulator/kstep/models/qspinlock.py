@@ -30,7 +30,8 @@ powerpc's own queued spinlock (arch/powerpc/lib/qspinlock.c, ``powerpc``, withou
 
 Simplifications, each deliberate: the memory model is sequentially consistent (the orderings the
 kernel needs are noted where it needs them, and the broken variants that model reorderings do so by
-program order); ``virt_spin_lock`` and the paravirt hooks are left out; the generic
+program order); the paravirt hooks are left out, and ``virt_spin_lock``'s test-and-set fallback (which
+x86 guests without paravirt spinlocks run) is the ``tas`` variant; the generic
 ``_Q_PENDING_LOOPS`` wait is one step that re-reads the word (the count is bounded, so the step can
 always be taken); powerpc's ``steal_spins`` and ``head_spins`` come from the scenario, scaled down
 from 6.12's 32 and 256 so exploration stays small.
@@ -139,6 +140,11 @@ def ppc_decode_tail_cpu(val: int) -> int:
 
 TICKET_SHIFT = 16  # next ticket in the upper half, the owner ("now serving") in the lower half
 U16 = 0xffff
+TICKET_BITS_6_12 = 16  # each half is a u16; a scenario may narrow it (ticket_bits) so tickets wrap sooner
+
+
+def ticket_mask(s) -> int:
+    return (1 << s.ticket_bits) - 1
 
 # --- state -------------------------------------------------------------------------------------------
 
@@ -189,6 +195,7 @@ class QState(NamedTuple):
     ghost_order: tuple  # per lock: contexts that queued and have not yet got the lock, in queue order
     ghost_handoffs: frozenset  # nodes handed the MCS lock whose owner has not yet seen it
     ghost_links: frozenset  # (node, successor): a successor linked in, not yet read by the node's owner
+    ticket_bits: int = TICKET_BITS_6_12  # ticket lock: the bits of each half that tickets use
 
 
 def node_id(cpu: int, idx: int) -> int:
@@ -320,11 +327,16 @@ CALLER = Source.outside("spin_lock()'s caller")
 CRITICAL_SECTION = "the lock is held: the caller's critical section (where mutual exclusion is checked)"
 
 
+FOREVER = "forever"  # a scenario's repeat with no end: the state keeps no count (liveness)
+
+
 @qspinlock.call("lock_list")
 def lock_list(s, i, arg):
-    """The scenario's program for one context: its locks in order, `repeat` times."""
+    """The scenario's program for one context: its locks in order, `repeat` times (or forever)."""
     locks, repeat = arg
     frames = tuple(Frame("lock_section", lock) for lock in locks)
+    if repeat == FOREVER:
+        return frames + (Frame("lock_list", arg),)
     return frames + ((Frame("lock_list", (locks, repeat - 1)),) if repeat > 1 else ())
 
 
@@ -714,6 +726,41 @@ BEFORE_SET_LOCKED = {
 }
 
 
+# -- x86 in a guest: the test-and-set fallback of virt_spin_lock() ------------------------------------------
+#
+# arch/x86/kernel/paravirt.c:native_pv_lock_init enables virt_spin_lock_key when the CPU has
+# X86_FEATURE_HYPERVISOR, and only paravirt spinlock setup (kvm_spinlock_init, xen_init_spinlocks)
+# disables it again; so a guest whose hypervisor offers no paravirt spinlocks (QEMU under TCG shows
+# the hypervisor bit unless told -cpu ...,-hypervisor) takes every contended lock by test-and-set:
+# no pending bit, no queue, and whoever's cmpxchg lands first wins.
+
+def slowpath_virt(s, i, val):
+    """queued_spin_lock_slowpath: ``if (virt_spin_lock(lock)) return;`` before anything else."""
+    return (Frame("virt_spin_lock"),)
+
+
+@qspinlock.step("virt_spin_lock", "arch/x86/include/asm/qspinlock.h:virt_spin_lock",
+                "test-and-set fallback: val = atomic_read(&lock->val), cpu_relax() and read again until it "
+                "is 0", footprint=fp_read_word)
+def virt_spin_lock(s, i, arg):
+    return push(s, i, (Frame("virt_spin_lock_cmpxchg"),))
+
+
+@qspinlock.guard("virt_spin_lock")
+def lock_word_free(s, i, arg):
+    return s.words[s.threads[i].lock] == 0
+
+
+@qspinlock.step("virt_spin_lock_cmpxchg", "arch/x86/include/asm/qspinlock.h:virt_spin_lock",
+                "atomic_try_cmpxchg(&lock->val, &val, _Q_LOCKED_VAL): take the lock if the word is still 0, "
+                "else cpu_relax() and goto __retry", footprint=fp_word)
+def virt_spin_lock_cmpxchg(s, i, arg):
+    lock = s.threads[i].lock
+    if s.words[lock] == 0:
+        return set_ctx(set_word(s, lock, _Q_LOCKED_VAL), i, val=0)
+    return push(s, i, (Frame("virt_spin_lock"),))
+
+
 # -- broken: the node is initialised after it is linked in (95bcade33a8a, before the fix) -----------------
 
 def node_count_inc_init_late(s, i, arg):
@@ -769,7 +816,7 @@ def ticket_lock_section(s, i, lock):
 def arch_spin_lock(s, i, lock):
     val = s.words[lock]
     my = val >> TICKET_SHIFT
-    s = set_word(s, lock, (val + (1 << TICKET_SHIFT)) & U32)
+    s = set_word(s, lock, (((my + 1) & ticket_mask(s)) << TICKET_SHIFT) | (val & U16))
     s = ghost_enqueue(set_ctx(s, i, lock=lock, ticket=my), lock, NULL, i)
     if my == val & U16:
         return s
@@ -799,7 +846,7 @@ def ticket_critical_section(s, i, arg):
 def arch_spin_unlock(s, i, arg):
     t = s.threads[i]
     w = s.words[t.lock]
-    s = set_word(s, t.lock, (w & ~U16) | ((w + 1) & U16))
+    s = set_word(s, t.lock, (w & ~U16) | ((w + 1) & ticket_mask(s)))
     return set_ctx(s, i, lock=-1, ticket=0)
 
 
@@ -1091,7 +1138,7 @@ def word_problem(s, lock):
         if w & PPC_TAIL_CPU_MASK and not 0 <= ppc_decode_tail_cpu(w) < ncpus:
             return f"the tail names CPU {ppc_decode_tail_cpu(w)}, and there are {ncpus}"
     else:
-        waiting = ((w >> TICKET_SHIFT) - w) & U16
+        waiting = ((w >> TICKET_SHIFT) - w) & ticket_mask(s)
         if waiting > len(s.threads):
             return f"{waiting} tickets are out, and there are {len(s.threads)} contexts"
     return None
@@ -1140,7 +1187,7 @@ def tail_names_last_queued(s):
                 return f"lock {name}'s tail names CPU {cpu}, but the last queued is {last}"
         else:
             drawn = len(s.ghost_order[lock]) + len(holders(s, lock))
-            if ((w >> TICKET_SHIFT) - w) & U16 != drawn:
+            if ((w >> TICKET_SHIFT) - w) & ticket_mask(s) != drawn:
                 return f"lock {name}'s next ticket is {w >> TICKET_SHIFT}, owner {w & U16}, yet {drawn} contexts hold tickets"
     return None
 
@@ -1250,6 +1297,9 @@ VARIANTS = {
         "and keeps the tail in the new value when others are queued; its pending path is the cmpxchg "
         "loop of that time, which sets pending only on (0,0,1)",
         replaces=BEFORE_SET_LOCKED, params={"program": QSPINLOCK}),
+    "tas": Variant("tas", "x86 in a guest without paravirt spinlocks (arch/x86/include/asm/qspinlock.h:"
+                   "virt_spin_lock): every contended locker spins on the word by test-and-set, unfair by design",
+                   replaces={"queued_spin_lock_slowpath": slowpath_virt}, params={"program": QSPINLOCK}),
     "ticket": Variant("ticket", "the generic ticket lock of include/asm-generic/spinlock.h, for comparison: "
                       "every locker draws a ticket and spins on the one word", params={"program": TICKET}),
     "powerpc": Variant("powerpc", "arch/powerpc/lib/qspinlock.c (no paravirt): owner CPU and must-queue bits, "
@@ -1294,6 +1344,10 @@ MAX_CPUS = 8
 def _scenario_rules(sc, path):
     if sc["pending_bits"] not in (1, 8):
         raise bad("pending_bits", f"{sc['pending_bits']} is neither 8 (NR_CPUS < 16384) nor 1")
+    contexts = sum(1 for c in sc["cpus"] for key, _ in LEVELS if c[key])
+    if contexts >= 1 << sc["ticket_bits"]:  # next - owner must tell every count of tickets out from none
+        raise bad("ticket_bits", f"{sc['ticket_bits']} bits count at most {(1 << sc['ticket_bits']) - 1} tickets "
+                                 f"out, and the scenario has {contexts} contexts")
     taken_at = [{lock for c in sc["cpus"] for lock in c[key]} for key, _ in LEVELS]
     for k, c in enumerate(sc["cpus"]):
         if c["nested_nmi"] and not c["nmi"]:
@@ -1318,9 +1372,13 @@ SCHEMA = Table({
                            f"(6.12: {STEAL_SPINS_6_12})"), 2),
     "head_spins": Key(Int(1, HEAD_SPINS_6_12, f"powerpc: queue-head spins before setting must-queue "
                           f"(6.12: {HEAD_SPINS_6_12})"), 2),
+    "ticket_bits": Key(Int(2, TICKET_BITS_6_12, f"ticket lock: the bits of each half of the word (6.12: "
+                           f"{TICKET_BITS_6_12}); fewer wrap sooner, so a run that goes on forever has fewer states"),
+                       TICKET_BITS_6_12),
     "cpus": Key(List(Table({
         "locks": Key(List(Str(LOCK_NAMES), 1, 8, "the locks its task takes and releases, in order")),
-        "repeat": Key(Int(1, 100, "how many times the task runs its list of locks"), 1),
+        "repeat": Key(Int(1, 100, "how many times the task runs its list of locks (\"forever\": with no end, "
+                              "for kstep explore --liveness)", words=(FOREVER,)), 1),
         "softirq": _context_locks("the locks a softirq on this CPU takes once, in order (actor C<k>.softirq); "
                                   "empty: no softirq"),
         "irq": _context_locks("the locks a hardirq on this CPU takes once, in order (actor C<k>.irq); "
@@ -1353,7 +1411,7 @@ def initial_state(config, layout: str) -> QState:
     nodes = (Node(),) * (ncpus * MAX_NODES) if layout != TICKET else ()
     return QState(tuple(threads), (0,) * nlocks, nodes, (0,) * ncpus, layout, config["pending_bits"],
                   (config["steal_spins"], config["head_spins"]), tuple(nest), ((),) * nlocks, ((),) * nlocks,
-                  frozenset(), frozenset())
+                  frozenset(), frozenset(), config.get("ticket_bits", TICKET_BITS_6_12))
 
 
 class QspinlockModel(ProgramModel):
@@ -1364,6 +1422,7 @@ class QspinlockModel(ProgramModel):
     variants = VARIANTS
     invariants = INVARIANTS
     scenario_schema = SCHEMA
+    progress_labels = frozenset({"critical_section"})
 
     def __init__(self, variant=None):
         chosen = self.variants[variant or self.default_variant]

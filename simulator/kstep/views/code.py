@@ -58,6 +58,10 @@ ANCHORS: Mapping[str, Mapping[str, Sequence[str]]] = {
         "release_node": ("__this_cpu_dec(qnodes[0].mcs.count);",),
         "critical_section": (RETURNS,),
     },
+    "arch/x86/include/asm/qspinlock.h:virt_spin_lock": {
+        "virt_spin_lock": ("val = atomic_read(&lock->val);",),
+        "virt_spin_lock_cmpxchg": ("if (val || !atomic_try_cmpxchg(&lock->val, &val, _Q_LOCKED_VAL)) {",),
+    },
     "include/asm-generic/spinlock.h:arch_spin_lock": {
         "wait_ticket": ("atomic_cond_read_acquire(lock, ticket == (u16)VAL);", "smp_mb();"),
         "critical_section": (RETURNS,),

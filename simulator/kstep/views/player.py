@@ -30,6 +30,8 @@ from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div
 from bokeh.models.dom import HTML
 from bokeh.models.ui import Pane
 
+from ..engine.liveness import describe
+
 from ..engine import Model, Trace
 from . import code, predict, style
 from .columns import FrameColumns, Strings, decode
@@ -239,9 +241,12 @@ class Player:
         return lay
 
     def every_panel_key(self) -> str:
-        """The colours every mechanism's panels share: the step on screen, and harm where the run has any."""
-        v = self.trace.violation
-        harm = [(f"step {v.step}, where the run breaks a check", style.HARM)] if v else []
+        """The colours every mechanism's panels share: the step on screen, and harm where the run has any
+        (a broken check, or a lasso's cycle)."""
+        t = self.trace
+        harm = [(f"step {t.violation.step}, where the run breaks a check", style.HARM)] if t.violation else []
+        if t.cycle_start is not None:
+            harm.append((f"steps {t.cycle_start + 1} to {self.n}: the cycle that repeats forever", style.HARM))
         return style.key_html("every panel:", harm, outline=[("the timeline's cursor, the boxes and bits it changed, "
                                                                "its lines in the code pane", style.STEP)])
 
@@ -345,6 +350,9 @@ class Player:
                "scripted": "the scenario's scripted schedule", "explore": "shortest counterexample found by explore",
                "observed": "observed on a real kernel, one step per aggregation (never simulated)"}
         how = run.get(t.scheduler, t.scheduler)
+        if t.cycle_start is not None:
+            how = (f"lasso found by explore --liveness: steps 1 to {t.cycle_start} lead in, steps "
+                   f"{t.cycle_start + 1} to {self.n} repeat forever")
         variant = m.variant
         broken = (f' · <span class="kstep-broken">broken variant {escape(variant.name)}:</span> {escape(variant.doc)}'
                   if variant.broken else f" · {escape(variant.name)}")
@@ -383,6 +391,14 @@ class Player:
 
     def banner_html(self) -> str:
         t = self.trace
+        if t.cycle_start is not None:
+            lasso = t.lasso
+            who = " and ".join(lasso["actors"])
+            never = "nobody progresses" if lasso["kind"] == "livelock" else f"{who} never progresses while others do"
+            return (f'<div class="kstep-banner violation">↻ {escape(describe(lasso))}'
+                    f'<div class="kstep-message">steps {t.cycle_start + 1} to {self.n} form a cycle: the state '
+                    f'after step {self.n} is the state after step {t.cycle_start}, so they repeat forever; '
+                    f'{escape(never)}, and every CPU that could always move does move (weak fairness)</div></div>')
         if t.violation is not None:
             v = t.violation
             return (f'<div class="kstep-banner violation">✗ step {v.step}: {escape(v.title)}'

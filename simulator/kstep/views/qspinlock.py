@@ -40,8 +40,9 @@ HEAD = ("queue head: spins on the lock word", style.FIRST_IN_LINE)
 HOLDING = ("the lock", style.HOLDS)
 RELEASING = ("the lock, and releases its node: hands the queue on, count--", style.HOLDS_2)
 NO_IRQ = ("no interrupt in progress", style.FREE)
-PHASES = (FAST, PENDING, QUEUED, HEAD, HOLDING, RELEASING, NO_IRQ, style.DONE)
-FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOLDS, RELEASES, IRQ_IDLE, DONE = range(len(PHASES))
+TAS = ("test-and-set: spins on the lock word (virt_spin_lock)", style.WAITS_2)
+PHASES = (FAST, PENDING, QUEUED, HEAD, HOLDING, RELEASING, NO_IRQ, style.DONE, TAS)
+FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOLDS, RELEASES, IRQ_IDLE, DONE, TAS_SPIN = range(len(PHASES))
 
 # Each step label of each program, by the phase a context whose *next* step it is is in.
 PHASE_OF = {
@@ -54,6 +55,7 @@ PHASE_OF = {
         **dict.fromkeys(("wait_head", "claim_cmpxchg", "set_locked"), QUEUE_HEAD),
         **dict.fromkeys(("wait_next", "mcs_handoff", "release_node"), RELEASES),
         **dict.fromkeys(("critical_section", "queued_spin_unlock"), HOLDS),
+        **dict.fromkeys(("virt_spin_lock", "virt_spin_lock_cmpxchg"), TAS_SPIN),
     },
     q.TICKET: {
         "arch_spin_lock": FAST_PATH, "wait_ticket": IN_QUEUE,
@@ -675,7 +677,8 @@ def qspinlock_view(trace, model):
                                counter_names, counts)
 
     named = PHASE_NAMES[s0.layout]
-    key = style.key_html("CPUs:", [(named.get(ph, PHASES[ph][0]), PHASES[ph][1]) for ph in SHOWN_PHASES[s0.layout]])
+    shown = SHOWN_PHASES[s0.layout] + ((TAS_SPIN,) if (table == TAS_SPIN).any() else ())
+    key = style.key_html("CPUs:", [(named.get(ph, PHASES[ph][0]), PHASES[ph][1]) for ph in shown])
     key += style.key_html("word:", [(f.name, f.colour) for f in fields],
                           outline=[("a bit changed", style.STEP)])
     if s0.layout != q.TICKET:

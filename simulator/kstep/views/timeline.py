@@ -132,6 +132,7 @@ def actor_marks(p: figure, player: Player, lane_of_actor: Sequence[int]) -> None
     keep = lane >= 0
     steps = np.arange(1, len(actor) + 1, dtype=np.int32)
     marks(p, player, "actions", steps[keep], lane[keep], color=style.DARK, size=7)
+    cycle_band(p, player)
     v = player.trace.violation
     if v is not None and v.invariant != "deadlock" and v.step and lane[v.step - 1] >= 0:
         # The step that broke the invariant, where the student will look for it: a box in data units,
@@ -139,6 +140,26 @@ def actor_marks(p: figure, player: Player, lane_of_actor: Sequence[int]) -> None
         source = player.static_source(f"{p.name}-violation", {"x": [v.step + 0.5], "y": [-float(lane[v.step - 1])]})
         p.rect("x", "y", width=0.9, height=0.9, source=source, fill_color=style.HARM, fill_alpha=0.35,
                line_color=style.HARM, line_width=4, name=f"{p.name}-violation")
+
+
+def cycle_band(p: figure, player: Player) -> None:
+    """A lasso's cycle (liveness): a band over its steps, from the step after ``cycle_start`` to the
+    last, marked where it starts; the steps under it repeat forever.  Drawn as glyphs, so the curtain
+    uncovers it step by step like the marks."""
+    t = player.trace
+    if t.cycle_start is None:
+        return
+    lanes = len(p.yaxis.major_label_overrides)
+    first, last = t.cycle_start + 1, len(t)
+    band = player.static_source(f"{p.name}-cycle", {"x": [(first + last + 1) / 2], "y": [-(lanes - 1) / 2],
+                                                    "w": [last - first + 1], "h": [lanes - 0.1]})
+    p.rect("x", "y", "w", "h", source=band, fill_color=style.HARM, fill_alpha=0.12, line_color=style.HARM,
+           line_dash="dashed", line_width=2, name=f"{p.name}-cycle")
+    label = player.static_source(f"{p.name}-cycle-label", {"x": [first + 0.1], "y": [-(lanes - 1) - 0.45],
+                                                          "text": ["↻ cycle: repeats forever"]})
+    p.text("x", "y", "text", source=label, name=f"{p.name}-cycle-label", text_font_size=style.SMALL_SIZE,
+           text_baseline="bottom", text_color=style.HARM, text_font_style="bold",
+           background_fill_color=style.WHITE, background_fill_alpha=0.85)
 
 
 def _small(arr: np.ndarray) -> np.ndarray:

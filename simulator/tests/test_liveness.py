@@ -1,0 +1,180 @@
+"""Liveness: the textbook verdicts (test-and-set starves a waiter, the ticket lock and 6.12's
+qspinlock do not), the lasso a trace file holds judged again when it is loaded (a moved cycle_start
+or an unfair cycle is refused), its schema, and explore --liveness on the command line."""
+
+import json
+
+import pytest
+
+from kstep.cli import main
+from kstep.engine import Action, Model, Replay, Source, Variant, simulate
+from kstep.engine.liveness import judge, liveness
+from kstep.engine.trace import load, validate
+from kstep.errors import UserError
+from kstep.models import make_model
+
+SCENARIO = """description = "every CPU takes lock A, again and again, forever"
+look_for = "whether a waiter can wait forever while another CPU keeps taking the lock"
+ticket_bits = 2
+[[cpus]]
+locks = ["A"]
+repeat = "forever"
+[[cpus]]
+locks = ["A"]
+repeat = "forever"
+"""
+
+
+def forever(variant, cpus=2):
+    m = make_model("qspinlock", variant)
+    config = m.scenario_schema.check({"ticket_bits": 2, "cpus": [{"locks": ["A"], "repeat": "forever"}] * cpus},
+                                     "scenario")
+    return m, config, m.initial(config)
+
+
+@pytest.fixture(scope="module")
+def tas():
+    m, config, s0 = forever("tas")
+    return m, config, s0, liveness(m, s0, config=config)
+
+
+def test_test_and_set_starves_a_waiter(tas):
+    m, _, _, r = tas
+    assert r.exhausted and r.livelock is None and r.deadlock is None and set(r.lassos) == {"C0", "C1"}
+    t = r.lassos["C0"]
+    assert t.lasso["kind"] == "starvation" and t.lasso["actors"] == ["C0"]
+    cycle = t.actions[t.cycle_start:]
+    assert all(a.actor == "C1" for a in cycle) and Action("C1", "critical_section") in cycle
+    assert t.states[t.cycle_start] == t.states[-1]
+    assert "virt_spin_lock" in {f.label for f in t.states[-1].threads[0].frames[:1]}  # C0 spins in the TAS loop
+
+
+@pytest.mark.parametrize("variant, cpus", [("v6.12", 2), ("ticket", 2), ("ticket", 3)])
+def test_fair_locks_starve_nobody(variant, cpus):
+    m, config, s0 = forever(variant, cpus)
+    r = liveness(m, s0, config=config)
+    assert r.free and r.actors == tuple(f"C{k}" for k in range(cpus)) and r.states > 1
+
+
+def test_a_deadlock_is_reported_with_its_run():
+    """clear-tail-always wipes the queue's tail: the queued waiter is never handed the lock."""
+    m, config, s0 = forever("clear-tail-always")
+    r = liveness(m, s0, config=config)
+    assert r.deadlock is not None and r.deadlock.outcome == "deadlock" and not m.actions(r.deadlock.states[-1])
+    assert not r.free
+
+
+def test_a_bounded_search_proves_nothing():
+    m, config, s0 = forever("v6.12")
+    r = liveness(m, s0, config=config, max_states=100)
+    assert not r.exhausted and not r.free
+
+
+def test_the_trace_file_holds_the_lasso_and_loading_judges_it_again(tas, tmp_path):
+    m, _, _, r = tas
+    t = r.lassos["C0"]
+    path = tmp_path / "lasso.json"
+    t.write(m, path)
+    data = json.loads(path.read_text())
+    validate(data)
+    assert data["cycle_start"] == t.cycle_start and data["lasso"] == t.lasso
+    again, _ = load(path, lambda mech, variant: make_model(mech, variant))
+    assert again.cycle_start == t.cycle_start and again.lasso == t.lasso
+
+    def tampered(**changes):
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps({**data, **changes}))
+        with pytest.raises(UserError) as e:
+            load(bad, lambda mech, variant: make_model(mech, variant))
+        return str(e.value)
+
+    assert "the cycle does not close" in tampered(cycle_start=t.cycle_start + 1)
+    assert "lasso is" in tampered(lasso={**t.lasso, "actors": ["C1"]})
+    with pytest.raises(UserError, match="cycle_start"):
+        validate({k: v for k, v in data.items() if k != "lasso"})
+
+
+class Polite(Model):
+    """Two actors that each raise a flag, back off while the other's is up, and otherwise enter: the
+    corridor dance of the textbooks, which livelocks when both raise their flags together."""
+
+    name = "polite"
+    variants = {"textbook": Variant("textbook", "raise, look, back off while the other's flag is up")}
+    default_variant = "textbook"
+    progress_labels = frozenset({"enter"})
+    NEXT = {"raise": "look", "look": "enter", "enter": "lower", "lower": "raise"}
+
+    def initial(self, config):
+        return (("raise", "raise"), (False, False))
+
+    def actors(self, state):
+        return ("P0", "P1")
+
+    def actions(self, state):
+        return [Action(f"P{k}", pc) for k, pc in enumerate(state[0])]
+
+    def step(self, state, action):
+        k = int(action.actor[1])
+        pcs, flags = list(state[0]), list(state[1])
+        if action.label == "raise":
+            flags[k] = True
+        elif action.label == "look" and flags[1 - k]:
+            flags[k] = False  # back off and try again
+            pcs[k] = "raise"
+            return tuple(pcs), tuple(flags)
+        elif action.label == "lower":
+            flags[k] = False
+        pcs[k] = self.NEXT[action.label]
+        return tuple(pcs), tuple(flags)
+
+    def done(self, state, actor):
+        return False
+
+    def sources(self):
+        return {label: Source.outside("a textbook's polite lock") for label in self.NEXT}
+
+
+def test_a_polite_back_off_livelocks():
+    m = Polite()
+    r = liveness(m, m.initial({}))
+    t = r.livelock
+    assert t is not None and t.lasso["kind"] == "livelock" and t.lasso["actors"] == ["P0", "P1"]
+    cycle = t.actions[t.cycle_start:]
+    assert {a.actor for a in cycle} == {"P0", "P1"} and not any(a.label == "enter" for a in cycle)
+    assert judge(m, t, t.cycle_start) == t.lasso
+
+
+def test_an_unfair_cycle_is_no_lasso():
+    """C0 takes and drops the lock once; then C1 takes and drops it, back to the same state.  In that
+    cycle C0 could always take its fast path and never does: no scheduler the kernel's CPUs are."""
+    m, config, s0 = forever("tas")
+    actions = [Action("C0", "queued_spin_lock"), Action("C0", "critical_section"), Action("C0", "queued_spin_unlock"),
+               Action("C1", "queued_spin_lock"), Action("C1", "critical_section"), Action("C1", "queued_spin_unlock")]
+    t = simulate(m, s0, Replay.of(actions), max_steps=len(actions), config=config)
+    assert t.states[3] == t.states[6]
+    with pytest.raises(UserError, match="not fair: C0 can move in every state of it and never does"):
+        judge(m, t, 3)
+
+
+def test_explore_liveness_on_the_command_line(capsys, tmp_path):
+    sc = tmp_path / "forever.toml"
+    sc.write_text(SCENARIO)
+    out_json, out_html = tmp_path / "lasso.json", tmp_path / "lasso.html"
+    rc = main(["explore", "qspinlock", "--variant", "tas", "--scenario", str(sc), "--liveness",
+               "--json", str(out_json), "--html", str(out_html)])
+    out = capsys.readouterr().out
+    assert rc == 1 and "verdict: STARVATION: starvation of C0: lasso with stem 2 steps, cycle 3 steps" in out
+    assert "steps 3..5 repeat forever" in out
+    page = out_html.read_text()
+    assert "\\u21bb starvation of C0: lasso with stem 2 steps" in page and "\\u21bb cycle: repeats forever" in page
+    assert main(["show", str(out_json)]) == 0
+    assert "lasso: starvation of C0: lasso with stem 2 steps, cycle 3 steps; steps 3..5 repeat forever" in \
+        capsys.readouterr().out
+    rc = main(["explore", "qspinlock", "--variant", "ticket", "--scenario", str(sc), "--liveness"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "verdict: C1 starvation-free" in out and "free of starvation, livelock and deadlock" in out
+    rc = main(["explore", "qspinlock", "--scenario", "two-waiters", "--liveness"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "every run of this scenario ends" in out
+    rc = main(["explore", "qspinlock", "--scenario", str(sc), "--liveness", "--no-por"])
+    assert rc == 2 and "--no-por: not with --liveness" in capsys.readouterr().err

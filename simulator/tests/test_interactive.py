@@ -3,6 +3,7 @@
 drives it there)."""
 
 import io
+import json
 import re
 import subprocess
 import sys
@@ -12,7 +13,8 @@ import zipfile
 
 import pytest
 
-from kstep.engine import Scripted, simulate
+from kstep.engine import Scripted, scenario, simulate
+from kstep.models import make_model
 from kstep.views import columns as fc
 from kstep.views import live
 from kstep.views.interactive import Session
@@ -20,6 +22,13 @@ from kstep.views.interactive import Session
 # T1 finds VMA B in the tree under RCU; W unmaps it and (free-immediately) frees it at once; T1's
 # vma_start_read then reads freed memory.  The student picks the actor of each step.
 UAF_SCHEDULE = ["T1", "T1"] + ["W"] * 9 + ["T1"]
+
+
+def simulate_scenario(mech, name):
+    """The scenario's own scripted run under its own variant (what its page plays)."""
+    model = make_model(mech)
+    sc = scenario.load(mech, model.scenario_schema, name)
+    return simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
 
 
 def test_interactive_mode_imports_only_the_standard_library_and_builds_columns_for_every_mechanism():
@@ -39,8 +48,8 @@ def test_interactive_mode_imports_only_the_standard_library_and_builds_columns_f
             cols = s.columns()
             n = len(s.actions)
             assert len(cols["actor"]) == len(cols["label"]) == n + 1, mech
-            assert set(cols["board"]) == {b.name for b in s.board}, mech
-            assert bool(cols["board"]) == (mech in BOARDS), mech
+            assert set(cols["board"]) == {b.name for b in s.board + s.charts}, mech
+            assert bool(s.board) == (mech in BOARDS) and s.charts, mech
             for name, export in cols["board"].items():
                 assert len(export["start"]) == len(export["stop"]) == n + 1, (mech, name)
             s.page_json()
@@ -68,6 +77,31 @@ def test_a_student_schedule_reaches_the_use_after_free_of_free_immediately_and_6
     for actor in UAF_SCHEDULE:
         view = fixed.step(actor)
     assert view["violation"] is None and view["choices"], "6.12 defers the free past T1's read-side section"
+
+
+def test_a_thread_the_students_run_kills_says_how_it_died():
+    """On 6.12, munmap-vs-fault's scripted run ends with T1 killed by SIGSEGV: a student's run of the same
+    schedule says so, as the recorded run's banner does, not just "done"."""
+    sc_run = simulate_scenario("vma-locks", "munmap-vs-fault")
+    s = Session("vma-locks", "munmap-vs-fault")
+    for a in sc_run.actions:
+        view = s.step(str(a))
+    assert view["outcome"] == "finished" and view["ended"] == {"T1": "killed by SIGSEGV"}
+    assert "T1" in view["done"] and "T2" not in view["ended"]
+
+
+def test_each_step_of_a_students_run_has_its_call_stack_and_object_as_the_player_shows_them():
+    from kstep.views import code, context
+
+    sc_run = simulate_scenario("vma-locks", "map-fixed-vs-munmap")
+    model = make_model("vma-locks")
+    s = Session("vma-locks", "map-fixed-vs-munmap", calls=json.dumps(context.call_pairs(model, code.calls)))
+    for a in sc_run.actions:
+        s.step(str(a))
+    cols = s.columns()
+    stacks, on = context.frame_context(sc_run, model, code.calls)
+    assert [cols["strings"][i] for i in cols["stack"]] == stacks and any(stacks)
+    assert [cols["strings"][i] for i in cols["on"]] == on and "mmap_lock" in on
 
 
 def test_a_blocked_thread_says_which_lock_it_waits_for_and_who_holds_it():

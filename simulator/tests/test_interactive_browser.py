@@ -4,20 +4,27 @@ kstep's Python running in Pyodide from the page's own static folder, and nothing
 A student opens the munmap-vs-fault scenario's page (its recorded run is 6.12's), picks the
 ``free-immediately`` kernel, picks the actor of every step, reads why the others cannot move, and
 races the munmap into the use-after-free; the player
-shows each of their steps (status line, board) exactly as the Python Session computes it.  Pyodide
+shows each of their steps (status line, board, timeline) exactly as the Python Session computes it.
+On a page of two players (a qspinlock one and a fork-batch one, as a chapter holds several), each
+player's boards, charts, code pane and call stack follow the student's own steps.  Pyodide
 takes seconds to start: every wait is on a state of the page, with a generous limit, never a sleep.
 """
 
+import contextlib
+import json
 import re
 import subprocess
 import sys
 
 import pytest
+from bokeh.embed import components
+from bokeh.resources import INLINE
 
 from browser import Opened
+from kstep import views
 from kstep.engine import Scripted, scenario, simulate
 from kstep.models import make_model
-from kstep.views import live
+from kstep.views import code, columns, context, course, live
 from kstep.views.interactive import Session
 
 pytestmark = pytest.mark.browser
@@ -28,26 +35,39 @@ BOOT_MS = 180_000  # Pyodide's first start on a loaded 2-core machine: compiling
 STEP_MS = 30_000
 
 
+def scripted_run():
+    """munmap-vs-fault under its scripted schedule on 6.12: T1 faults on the VMA W unmaps and dies of it."""
+    model = make_model("vma-locks")
+    sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
+    return simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """munmap-vs-fault's page as the course has it (its scripted run on 6.12), with interactive mode's files."""
     folder = tmp_path_factory.mktemp("live")
     model = make_model("vma-locks")
     sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
-    trace = simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
-    live.write_page(folder, trace, model, about=sc)
+    live.write_page(folder, scripted_run(), model, about=sc)
     return folder
 
 
-@pytest.fixture(scope="module")
-def origin(site):
-    proc = subprocess.Popen([sys.executable, "-m", "kstep", "serve", str(site), "--port", "0"],
+@contextlib.contextmanager
+def served(folder):
+    """``kstep serve folder`` on a free port of 127.0.0.1: its origin."""
+    proc = subprocess.Popen([sys.executable, "-m", "kstep", "serve", str(folder), "--port", "0"],
                             stdout=subprocess.PIPE, text=True)
     try:
         yield re.search(r"http://127\.0\.0\.1:\d+", proc.stdout.readline()).group(0)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def origin(site):
+    with served(site) as url:
+        yield url
 
 
 def html(text):
@@ -67,7 +87,7 @@ def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(bro
         p.page.select_option('.kstep-live select[data-do="variant"]', "free-immediately")
         p.page.click('.kstep-live button[data-do="start"]')
         panel_at(p, "live", 0)
-        assert p.js("m('kstep-plot-timeline').visible") is False  # the recorded run's chart is not this run
+        assert p.js("m('kstep-plot-timeline').visible") and p.shown("timeline-actions")["x"] == []  # none yet
         assert "broken variant free-immediately" in p.js("m('kstep-header').text")
         expected = Session("vma-locks", "munmap-vs-fault", "free-immediately")
         for k, actor in enumerate(UAF_SCHEDULE, start=1):
@@ -79,6 +99,7 @@ def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(bro
             for name, rows in view["board"].items():
                 col = "head" if "head" in rows else "text"
                 assert p.shown(name)[col] == rows[col], f"step {k}: {name}"
+            assert len(p.shown("timeline-actions")["x"]) == k, f"step {k}: a mark for each of the student's steps"
         found = p.page.locator('.kstep-live [data-found="no-use-after-free"]')
         assert "You found it" in found.inner_text() and "freed" in found.inner_text()
         assert p.page.locator(".kstep-live button[data-action]").count() == 0  # the run is over
@@ -104,6 +125,12 @@ def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(bro
         panel_at(p, "live", 0)
         assert p.page.locator('.kstep-live select[data-do="variant"]').input_value() == "v6.12"
         assert "step 0 / 0" in p.status()
+        # The scenario's own schedule on 6.12 ends with T1 killed by SIGSEGV: the page says how it died.
+        for k, action in enumerate(scripted_run().actions, start=1):
+            p.page.click(f'.kstep-live button[data-action="{action}"]')
+            panel_at(p, "live", k)
+        assert "T1 was killed by SIGSEGV" in p.js("m('kstep-banner').text") and p.js("m('kstep-banner').visible")
+        assert "T1 (killed by SIGSEGV)" in p.page.inner_text(".kstep-live")
         p.check_clean()
     finally:
         p.close()
@@ -119,3 +146,109 @@ def test_from_file_the_page_plays_its_recorded_run_and_says_how_to_schedule_it(b
         p.check_clean()
     finally:
         p.close()
+
+
+# --- a page of two players: qspinlock and fork-batch ----------------------------------------------------------
+
+LAB = (("qspinlock", "pending-path"), ("fork-batch", "batch-ends"))
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>kstep lab</title>{bokeh}</head>
+<body>{divs}{scripts}<script src="_static/kstep/interactive.js" defer></script></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def lab(browser, tmp_path_factory):
+    """The two players' page, served and opened once: one Pyodide serves both players (and both tests)."""
+    folder = tmp_path_factory.mktemp("lab")
+    parts = []
+    for mech, name in LAB:
+        model, _, trace = course.scripted_run(mech, name)
+        lay = views.layout(trace, model)
+        live.enable(lay, trace, model)
+        parts.append(components(lay))
+    (folder / "index.html").write_text(PAGE.format(bokeh=INLINE.render(), divs="".join(d for _, d in parts),
+                                                   scripts="".join(s for s, _ in parts)))
+    live.install(folder / "_static")
+    with served(folder) as url:
+        p = Opened(browser, url + "/index.html", origin=url)
+        try:
+            yield p
+            p.check_clean()
+        finally:
+            p.close()
+
+
+def start(p, mech):
+    """Start scheduling the player of ``mech`` by hand; the Session the page runs, in this Python."""
+    doc = p.page.evaluate("(mech) => { const g = (o, k) => o instanceof Map ? o.get(k) : o[k];"
+                          " return Bokeh.documents.findIndex((d) => g(g(g(d.get_model_by_name('kstep-player')"
+                          ".args, 'kstep'), 'live'), 'mechanism') === mech); }", mech)
+    assert doc >= 0, mech
+    p.use(doc)
+    panel = f'.kstep-live[data-mechanism="{mech}"]'
+    p.page.wait_for_selector(panel + '[data-state="ready"]', timeout=STEP_MS)
+    p.page.click(panel + ' button[data-do="start"]')
+    p.page.wait_for_selector(panel + '[data-state="live"][data-step="0"]', timeout=BOOT_MS)
+    name = dict(LAB)[mech]
+    model = make_model(mech)
+    return panel, Session(mech, name, calls=json.dumps(context.call_pairs(model, code.calls)))
+
+
+def take(p, panel, session, actor, k):
+    """Click ``actor``'s step, wait for the page to show step k; the Session's view of the same step."""
+    p.page.click(f'{panel} button[data-action^="{actor}:"]')
+    p.page.wait_for_selector(f'{panel}[data-state="live"][data-step="{k}"]', timeout=STEP_MS)
+    return session.step(actor)
+
+
+def shown_frame(session, name, k):
+    """Frame k of source ``name`` as the Session's columns of the whole run so far give it."""
+    cols = session.columns()
+    return columns.decode(cols["board"][name], cols["strings"], k)
+
+
+def test_a_qspinlock_step_redraws_the_lock_word_its_chart_grows_and_the_code_pane_follows(lab):
+    p = lab
+    panel, s = start(p, "qspinlock")
+    assert p.js("m('kstep-plot-timeline').visible") and p.js("m('kstep-plot-counters').visible")
+    wheres = set()
+    for k, actor in enumerate(["C0", "C1", "C1", "C0", "C0", "C1"], start=1):
+        view = take(p, panel, s, actor, k)
+        rows = view["board"]
+        for name in ("bits", "word-head", "fields", "transitions", "contexts", "queue"):
+            col = next(c for c in ("bit", "text", "head") if c in rows[name])
+            assert p.shown(name)[col] == rows[name][col], f"step {k}: {name}"
+        assert p.shown("bits")["line"] == rows["bits"]["line"], f"step {k}: the bits this step changed"
+        # The charts are the student's run so far: a mark per step, the counters' values, a page as long.
+        assert len(p.shown("timeline-actions")["x"]) == k
+        assert p.shown("counters")["value"] == shown_frame(s, "counters", k)["value"]
+        assert p.shown("timeline-phases")["left"] == shown_frame(s, "timeline-phases", k)["left"]
+        assert p.js("m('kstep-x-timeline').end") == k + 1
+        # The code pane shows the function of this very step, its lines marked; the status its call stack.
+        pane = p.js("[].concat(m('kstep-code').html).join('')")
+        shows = re.search(r'class="kstep-code-where">([^<]*)', pane).group(1)
+        assert shows.startswith(view["where"]), f"step {k}: the code pane shows {shows}"
+        if " in Linux " in shows:  # a kernel step (not the lock's caller): its call stack is on the status line
+            wheres.add(view["where"])
+            cols = s.columns()
+            line = cols["strings"][cols["stack"][k]]
+            assert line and html(line) in p.status(), f"step {k}: the call stack {line!r}"
+    assert len(wheres) > 1, "the steps ran in more than one kernel function: the pane followed them"
+    assert sum(shown_frame(s, "counters", 6)["value"]) > 0, "a counter moved on the student's run"
+
+
+def test_a_fork_batch_step_redraws_both_page_tables_and_the_threads(lab):
+    p = lab
+    panel, s = start(p, "fork-batch")
+    before = p.shown("pt-parent-copying")
+    for k in range(1, 9):
+        actor = s.view()["choices"][0]["actor"]
+        view = take(p, panel, s, actor, k)
+        for name, rows in view["board"].items():
+            for col, want in rows.items():
+                if isinstance(want[0] if want else "", str):
+                    assert p.shown(name)[col] == want, f"step {k}: {name}.{col}"
+                else:
+                    assert p.shown(name)[col] == pytest.approx(want, abs=1e-5), f"step {k}: {name}.{col}"
+        assert len(p.shown("timeline-actions")["x"]) == k
+    assert p.shown("pt-parent-copying") != before or p.shown("pt-child-copies")["x"], "the copy moved"

@@ -8,7 +8,7 @@ import pytest
 from kstep import views
 from kstep.engine import Random, Scripted, explore, scenario, simulate
 from kstep.models import MODELS, make_model
-from kstep.views import code, predict
+from kstep.views import code, context, predict
 
 
 def run(mech, name):
@@ -58,8 +58,8 @@ def test_every_link_of_a_stack_line_is_a_call_in_the_6_12_code_or_says_it_skips_
                 where = sources[action.label]
                 assert not where.in_kernel or stack[-1] == where.function, (mech, name, action, stack)
                 line = code.stack_line(stack)
-                for part in line.split(code.SKIPPED):
-                    names = part.split(code.INTO)
+                for part in line.split(context.SKIPPED):
+                    names = part.split(context.INTO)
                     for caller, callee in zip(names, names[1:]):
                         assert code.calls(caller, callee), (mech, name, line)
 

@@ -115,3 +115,35 @@ def test_a_page_without_bokeh_output_loads_no_bokehjs():
     doc += output("text/plain")
     outputs.clean_outputs(None, doc)
     assert not doc.get(pages.BOKEH)
+
+
+def test_every_chapters_players_can_be_scheduled_by_hand_and_ask_their_scenarios_questions():
+    """A chapter's animations are its scenarios' pages: each player there offers interactive scheduling
+    (its live mark, and interactive.js on the page) and, where the scenario has [[questions]], predict
+    mode asks them."""
+    from types import SimpleNamespace
+
+    asked = set()
+    for mech in MODELS:
+        chapter = (DOCS / "chapters" / f"{mech}.md").read_text()
+        assert f"{{kstep-animations}} {mech}" in chapter, mech
+    # Every page's player goes through the same directive: the mechanisms whose scenarios ask questions,
+    # and one whose scenarios ask none, cover it (laying out every chapter's player would take minutes).
+    for mech in ("vma-locks", "fork-batch", "rcu"):
+        model = MODELS[mech]()
+        with_questions = [n for n in scenario.lecture_order(mech)
+                          if scenario.load(mech, model.scenario_schema, n).questions]
+        for name in (with_questions or scenario.lecture_order(mech))[:1]:
+            model, sc, trace = course.scripted_run(mech, name)
+            directive = SimpleNamespace(state=SimpleNamespace(document={}))
+            raw = pages.KstepDirective.animation(directive, trace, model).astext()
+            assert directive.state.document == {pages.BOKEH: True, pages.LIVE: True}, f"{mech}/{name}"
+            assert '"live"' in raw and f'"{mech}"' in raw, f"{mech}/{name}: no interactive scheduling"
+            if sc.questions:
+                assert any(f'"{q.id}"' in raw for q in sc.questions), f"{mech}/{name}: predict mode asks nothing"
+                asked.add(mech)
+    assert {"vma-locks", "fork-batch"} <= asked
+    added = []  # and a page holding one loads interactive.js
+    outputs.add_bokehjs(SimpleNamespace(add_js_file=lambda name, **kw: added.append(name)), "chapters/rcu", None,
+                        {}, {pages.BOKEH: True, pages.LIVE: True})
+    assert "kstep/interactive.js" in added

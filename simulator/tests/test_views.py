@@ -232,7 +232,7 @@ def check_phases(trace, model):
 
 
 def test_damon_view_outlines_regions_made_by_a_split_or_a_merge_and_only_there():
-    from kstep.views.damon import MERGE_LINE, SPLIT_LINE
+    from kstep.views.damon_board import MERGE_LINE, SPLIT_LINE
 
     trace, model = run("damon", "explore-sz-limit")
     frames = Frames(views.layout(trace, model))
@@ -253,11 +253,11 @@ def test_damon_view_outlines_regions_made_by_a_split_or_a_merge_and_only_there()
 
 
 def test_damon_heatmap_has_a_cell_per_region_of_every_aggregation_coloured_by_what_it_reported():
-    from kstep.views.damon import heat
+    from kstep.views.damon_board import heat
 
     trace, model = run("damon", "hot-block")
     lay = views.layout(trace, model)
-    cells = lay.select_one({"name": "kstep-static-heatmap-cells"}).data
+    cells = Frames(lay).rows("heatmap-cells", len(trace))
     reports = [s.regions for s in trace.states if s.k.phase == "kdamond_reset_aggregated"]
     assert len(reports) == trace.states[-1].k.aggregations
     assert cells["fill"] == [heat(r.nr_accesses, 20) for regions in reports for r in regions]

@@ -14,7 +14,7 @@ from kstep import views
 from kstep.engine import RoundRobin, scenario, simulate
 from kstep.lab import damon_observed as observed
 from kstep.models import make_model
-from kstep.views.damon import LOG_FROM, AddressAxis
+from kstep.views.damon_board import LOG_FROM, AddressAxis
 from kstep.views.player import Frames
 
 from test_damon_observed import DATA
@@ -76,7 +76,7 @@ def test_a_huge_target_is_drawn_on_a_log_axis_that_the_strip_and_the_heatmap_sha
     frames = Frames(lay)
     last_reset = max(k for k, s in enumerate(trace.states) if s.k.phase == "kdamond_reset_aggregated")
     rows = frames.rows("regions", last_reset)
-    cells = lay.select_one({"name": "kstep-static-heatmap-cells"}).data
+    cells = Frames(lay).rows("heatmap-cells", len(trace))
     n = len(trace.states[last_reset].regions)
     assert rows["left"][:2 * n:2] == pytest.approx(cells["bottom"][-n:])
     assert rows["right"][:2 * n:2] == pytest.approx(cells["top"][-n:])

@@ -11,6 +11,7 @@ from kstep.engine import Random, Scripted, explore, scenario, simulate
 from kstep.models import make_model
 from kstep.models import qspinlock as q
 from kstep.views import qspinlock as qv
+from kstep.views import qspinlock_board as qb
 from kstep.views import style
 from kstep.views.player import Frames
 from support import load
@@ -103,7 +104,7 @@ def test_every_transition_is_listed_with_the_word_before_and_after(drawn):
     for k, (a, before, after) in enumerate(zip(trace.actions, trace.states, trace.states[1:]), start=1):
         rows = frames(k)["transitions"]
         current = [t for t, c in zip(rows["text"], rows["color"]) if c == style.BLUE]
-        expected = [f"{a.actor} {a.label}  {qv.triple(s0, was)} → {qv.triple(s0, w)}   ← this step"
+        expected = [f"{a.actor} {a.label}  {qb.triple(s0, was)} → {qb.triple(s0, w)}   ← this step"
                     for was, w in zip(before.words, after.words) if was != w]
         assert current == expected, f"frame {k}"
 
@@ -115,16 +116,16 @@ def test_the_field_strips_cover_the_layouts_masks():
 
     for bits in (8, 1):
         lay = q.LAYOUTS[bits]
-        fields = {f.name: mask(f) for f in qv.word_fields(q.QSPINLOCK, bits)}
+        fields = {f.name: mask(f) for f in qb.word_fields(q.QSPINLOCK, bits)}
         assert fields["tail cpu (+1)"] == lay.TAIL_CPU_MASK and fields["tail idx"] == lay.TAIL_IDX_MASK
         assert fields["pending"] == q._Q_PENDING_VAL and fields["locked byte"] == q._Q_LOCKED_MASK
         assert fields.get("not used", 0) | fields["pending"] == lay.PENDING_MASK
         assert sum(fields.values()) == q.U32
-    ppc = {f.name: mask(f) for f in qv.word_fields(q.POWERPC, 8)}
+    ppc = {f.name: mask(f) for f in qb.word_fields(q.POWERPC, 8)}
     assert ppc["tail cpu (+1)"] == q.PPC_TAIL_CPU_MASK and ppc["owner cpu"] == q.PPC_OWNER_CPU_MASK
     assert ppc["must-queue"] == q.PPC_MUST_Q_VAL and ppc["locked"] == q.PPC_LOCKED_VAL
     assert sum(ppc.values()) == q.U32
-    ticket = {f.name: mask(f) for f in qv.word_fields(q.TICKET, 8)}
+    ticket = {f.name: mask(f) for f in qb.word_fields(q.TICKET, 8)}
     assert ticket == {"next ticket": q.U16 << q.TICKET_SHIFT, "owner (now serving)": q.U16}
 
 
@@ -136,12 +137,12 @@ def test_nodes_are_drawn_four_per_cpu_with_their_fields_and_users(drawn):
     for k, s in enumerate(trace.states):
         rows = frames(k)
         nodes = rows["nodes"]
-        assert nodes["head"] == [qv.node_name(n) for n in range(len(s.nodes))]
+        assert nodes["head"] == [qb.node_name(n) for n in range(len(s.nodes))]
         assert rows["cpu-count"]["text"] == [f"CPU {c} · count {n}" for c, n in enumerate(s.count)]
-        users = qv.holders_of_nodes(s)
+        users = qb.holders_of_nodes(s)
         for n, node in enumerate(s.nodes):
-            nxt = "NULL" if node.next == q.NULL else qv.node_name(node.next)
-            assert f"locked {node.locked} · next {nxt}" in nodes["body"][n], f"frame {k} {qv.node_name(n)}"
+            nxt = "NULL" if node.next == q.NULL else qb.node_name(node.next)
+            assert f"locked {node.locked} · next {nxt}" in nodes["body"][n], f"frame {k} {qb.node_name(n)}"
             counted = n % q.MAX_NODES < s.count[n // q.MAX_NODES]
             assert (nodes["fill"][n] == style.WHITE) == (not users.get(n) and not counted)
             for who in users.get(n, []):
@@ -157,12 +158,12 @@ def test_the_arrows_are_the_next_pointers(drawn):
     seen = 0
     for k, s in enumerate(trace.states):
         rows = frames(k)
-        users = qv.holders_of_nodes(s)
+        users = qb.holders_of_nodes(s)
         live, stale = set(), set()
         for n, node in enumerate(s.nodes):
             if node.next != q.NULL:
                 in_use = n in users or n % q.MAX_NODES < s.count[n // q.MAX_NODES]
-                (live if in_use else stale).add((qv.node_name(n), qv.node_name(node.next)))
+                (live if in_use else stale).add((qb.node_name(n), qb.node_name(node.next)))
         assert set(zip(rows["links"]["src"], rows["links"]["dst"])) == live, f"frame {k}"
         assert set(zip(rows["stale-links"]["src"], rows["stale-links"]["dst"])) == stale, f"frame {k}"
         box = {h: (x, w) for h, x, w in zip(rows["nodes"]["head"], rows["nodes"]["x"], rows["nodes"]["w"])}
@@ -216,7 +217,7 @@ def test_a_node_two_contexts_use_is_outlined_in_red():
 @pytest.mark.parametrize("variant", [v for v, var in q.VARIANTS.items()])
 def test_every_step_label_has_a_phase(variant):
     model = make_model(MECH, variant)
-    assert set(model.sources()) <= set(qv.PHASE_OF[model.layout])
+    assert set(model.sources()) <= set(qb.PHASE_OF[model.layout])
 
 
 def test_phases_agree_with_the_word_and_one_head_spins_per_lock():
@@ -224,15 +225,15 @@ def test_phases_agree_with_the_word_and_one_head_spins_per_lock():
         for variant in ("v6.12", "before-set-locked", "powerpc", "ticket"):
             trace, model = run(name, variant)
             for k, s in enumerate(trace.states):
-                ph = [qv.phase(s, i) for i in range(len(s.threads))]
+                ph = [qb.phase(s, i) for i in range(len(s.threads))]
                 for lock, w in enumerate(s.words):
                     on = [i for i, t in enumerate(s.threads) if t.lock == lock]
-                    holding = [i for i in on if ph[i] in (qv.HOLDS, qv.RELEASES)]
+                    holding = [i for i in on if ph[i] in (qb.HOLDS, qb.RELEASES)]
                     assert len(holding) <= 1, f"{name} {variant} frame {k}"
                     if holding and s.layout == q.QSPINLOCK:
                         assert w & q._Q_LOCKED_MASK, f"{name} {variant} frame {k}: a holder, and the word is not locked"
                     if s.layout != q.TICKET:
-                        heads = [i for i in on if ph[i] == qv.QUEUE_HEAD]
+                        heads = [i for i in on if ph[i] == qb.QUEUE_HEAD]
                         assert len(heads) <= 1, f"{name} {variant} frame {k}: two queue heads"
                         if heads:
                             waiting = [j for j in s.ghost_order[lock] if j not in holding]
@@ -248,7 +249,7 @@ def test_an_interrupt_is_drawn_in_progress_exactly_while_the_model_holds_its_tas
             unheld = {a.actor for a in super(type(model), model).actions(s)}  # before interrupts hold tasks back
             for task, irq in s.nest:
                 name = s.threads[task].name
-                busy = qv.phase(s, irq) not in (qv.IRQ_IDLE, qv.DONE)
+                busy = qb.phase(s, irq) not in (qb.IRQ_IDLE, qb.DONE)
                 seen.add(busy)
                 if busy:
                     assert name not in movers, f"{variant} frame {k}: {name} moved during its interrupt"
@@ -259,7 +260,7 @@ def test_an_interrupt_is_drawn_in_progress_exactly_while_the_model_holds_its_tas
 
 def test_counters_are_the_models_answers_step_by_step(drawn):
     trace, model, lay, frames = drawn
-    names, counts = qv.counter_table(trace, model)
+    names, counts = qb.counter_table(trace, model)
     final = model.answers(trace)
     assert names and {n: int(c) for n, c in zip(names, counts[-1])} == {n: final[n] for n in names}
     assert set(final) - set(names) <= set(trace.stats), "every counter of answers is drawn"

@@ -357,44 +357,59 @@ class ProgramModel(Model):
         """
         if trace.scheduler == "observed":  # its config describes a recording, not a start the model can take
             return None
+        replay = self.stack_replay(trace.config, trace.states[0], calls)
+        if replay is None:
+            return None
+        out = []
+        for k, action in enumerate(trace.actions):
+            stack = replay.step(trace.states[k], action, trace.states[k + 1])
+            if stack is None:
+                return None
+            out.append(stack)
+        return out
+
+    def stack_replay(self, config: dict, first: State, calls: Callable[[str, str], bool]) -> Optional["StackReplay"]:
+        """A replay of runs from ``unstarted(config)`` that gives each step's call stack as the step is
+        taken (``call_stacks`` of a whole trace, one step at a time: interactive mode extends a run
+        step by step); None when ``first`` is not where that start leads."""
         try:
-            state = self.unstarted(trace.config)
+            state = self.unstarted(config)
         except NotImplementedError:
             return None
         trails = [((),) * len(t.frames) for t in state.threads]
         for i in range(len(state.threads)):
             state, trails[i] = self._expand(state, i, trails[i])
-        if [t.frames for t in state.threads] != [t.frames for t in trace.states[0].threads]:
+        if [t.frames for t in state.threads] != [t.frames for t in first.threads]:
             return None
-        out = []
-        for k, action in enumerate(trace.actions):
-            before, after = trace.states[k], trace.states[k + 1]
-            st = self._steps[action.label]
-            if st.daemon or st.optional:
-                out.append(_nest((), st.source))
-                if not all(_same(a.frames, b.frames) for a, b in zip(before.threads, after.threads)):
-                    return None
-                continue
-            i = thread_index(before, action.actor)
-            t = before.threads[i]
-            label, arg = t.frames[0]
-            stack = _nest(trails[i][0], st.source)
-            out.append(stack)
-            run = st.run(set_thread(before, i, with_frames(t, t.frames[1:])), i, arg)
-            frames, rest = run.threads[i].frames, trails[i][1:]
-            pushed = len(frames) - len(rest)
-            if not frames:  # the step ended the thread (a fatal signal)
-                rest, pushed = (), 0
-            elif pushed < 0 or not _same(frames[pushed:pushed + HEAD], t.frames[1:1 + HEAD]):
+        return StackReplay(self, calls, tuple(trails))
+
+    def _stack_step(self, trails: tuple, before: State, action: Action, after: State,
+                    calls: Callable[[str, str], bool]) -> Optional[tuple[tuple, tuple]]:
+        """The call stack of ``action`` and the calls beside every frame after it, or None when the step
+        is not the model's (the frames it leaves differ from what the replay expects)."""
+        st = self._steps[action.label]
+        if st.daemon or st.optional:
+            if not all(_same(a.frames, b.frames) for a, b in zip(before.threads, after.threads)):
                 return None
-            trail = tuple(self._pushed_in(trails[i][0], stack, self._function(f.label), calls)
-                          for f in frames[:pushed]) + rest
-            run, trail = self._expand(run, i, trail)
-            if not all(_same(a.frames, b.frames) for a, b in
-                       zip(before.threads[:i] + (run.threads[i],) + before.threads[i + 1:], after.threads)):
-                return None
-            trails[i] = trail
-        return out
+            return _nest((), st.source), trails
+        i = thread_index(before, action.actor)
+        t = before.threads[i]
+        label, arg = t.frames[0]
+        stack = _nest(trails[i][0], st.source)
+        run = st.run(set_thread(before, i, with_frames(t, t.frames[1:])), i, arg)
+        frames, rest = run.threads[i].frames, trails[i][1:]
+        pushed = len(frames) - len(rest)
+        if not frames:  # the step ended the thread (a fatal signal)
+            rest, pushed = (), 0
+        elif pushed < 0 or not _same(frames[pushed:pushed + HEAD], t.frames[1:1 + HEAD]):
+            return None
+        trail = tuple(self._pushed_in(trails[i][0], stack, self._function(f.label), calls)
+                      for f in frames[:pushed]) + rest
+        run, trail = self._expand(run, i, trail)
+        if not all(_same(a.frames, b.frames) for a, b in
+                   zip(before.threads[:i] + (run.threads[i],) + before.threads[i + 1:], after.threads)):
+            return None
+        return stack, trails[:i] + (trail,) + trails[i + 1:]
 
     @staticmethod
     def _pushed_in(trail: tuple, stack: tuple, function: str, calls: Callable[[str, str], bool]) -> tuple:
@@ -476,3 +491,25 @@ def push(state: State, i: int, frames: Iterable[Frame]) -> State:
     """Put frames in front of thread ``i``'s stack (they run next, calls expand lazily)."""
     t = state[0][i]
     return set_thread(state, i, with_frames(t, tuple(frames) + t[1]))
+
+
+class StackReplay:
+    """Call stacks of a run, step by step (Program.stack_replay); ``back(k)`` returns to after step k, so
+    a run that branches replays only its new steps."""
+
+    def __init__(self, program: Program, calls: Callable[[str, str], bool], trails: tuple) -> None:
+        self.program, self.calls = program, calls
+        # After each step so far: the calls beside every thread's frames (None from a step the replay
+        # could not follow on: no stack is better than a wrong one).
+        self._trails: list[Optional[tuple]] = [trails]
+
+    def step(self, before: State, action: Action, after: State) -> Optional[tuple[str, ...]]:
+        """The call stack of the next step, ``action`` from ``before`` to ``after``, or None."""
+        last = self._trails[-1]
+        done = None if last is None else self.program._stack_step(last, before, action, after, self.calls)
+        self._trails.append(None if done is None else done[1])
+        return None if done is None else done[0]
+
+    def back(self, k: int) -> None:
+        """Forget every step after the first k."""
+        del self._trails[k + 1:]

@@ -8,14 +8,14 @@ a blue halo, the colour of the timeline's cursor: blue always means "this step".
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Mapping, Sequence
+from typing import Sequence
 
 from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, Range1d
 from bokeh.plotting import figure
 
 from . import style
-from .boxes import COLUMNS, RIGHT, with_changes
+from .boxes import RIGHT, BoardSource, frames
 from .player import Player
 
 CHANGED_NOTE = " (blue: this step changed it)"  # the halo's key, in the title of every board with one
@@ -36,26 +36,11 @@ def board_figure(name: str, title: str, rows: Sequence[tuple[float, str]], *, he
     return p
 
 
-def box_source(player: Player, name: str, rows: Callable[[Any], Mapping[str, Sequence]],
-               key: Callable[[Any], Hashable]) -> ColumnDataSource:
-    """The per-frame source of the boxes ``rows(state)`` gives (``COLUMNS``), with ``changed``: 1 for
-    each box the step into this frame changed, 0 at frame 0 and for boxes as they were."""
-    states = player.trace.states
-    memo: dict = {}
-
-    def boxes(state):
-        k = key(state)
-        if k not in memo:
-            memo[k] = rows(state)
-        return memo[k]
-
-    def changes(pair):
-        before, after = pair
-        return with_changes(None if before is None else boxes(before), boxes(after))
-
-    pairs = [(None, states[0])] + list(zip(states, states[1:]))
-    return player.frame_source(name, {**COLUMNS, "changed": int}, changes, frames=pairs,
-                               key=lambda pair: (None if pair[0] is None else key(pair[0]), key(pair[1])))
+def board_source(player: Player, src: BoardSource) -> ColumnDataSource:
+    """The per-frame source a board declares (``src``, from its standard-library module) over the
+    player's trace: the same frames interactive mode lays out for a student's run (boxes.frames)."""
+    values, rows, key, kinds = frames(src, player.trace)
+    return player.frame_source(src.name, kinds, rows, key=key, frames=values)
 
 
 def draw_boxes(p: figure, source: ColumnDataSource, *, head_size: str = style.TEXT_SIZE,

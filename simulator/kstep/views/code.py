@@ -17,6 +17,7 @@ from typing import Mapping, Optional, Sequence
 
 from ..engine import Source
 from ..lab.excerpts import load
+from . import context
 
 ELIXIR = "https://elixir.bootlin.com/linux/v{release}/source/{path}#L{line}"  # a link, never fetched
 
@@ -128,9 +129,6 @@ def tables(labels: Sequence[str], sources: Mapping[str, Source], used: set[str])
     return {"excerpts": excerpts, "code": code, "release": data["release"]}
 
 
-INTO, SKIPPED = " › ", " › … › "  # a call seen in the caller's code; callers in between not modelled
-
-
 @lru_cache(maxsize=1)
 def _bodies() -> dict[str, str]:
     """Each function's 6.12 code (every excerpt of that name, joined)."""
@@ -148,14 +146,8 @@ def calls(caller: str, callee: str) -> bool:
 
 
 def stack_line(stack: Optional[Sequence[str]]) -> str:
-    """A step's call stack as one line, outermost first; where the caller's code does not call the next
-    function itself (the model skips functions in between), an ellipsis says so."""
-    if not stack:
-        return ""
-    out = stack[0]
-    for caller, callee in zip(stack, stack[1:]):
-        out += (INTO if calls(caller, callee) else SKIPPED) + callee
-    return out
+    """A step's call stack as one line (context.stack_line), with the calls the 6.12 code makes."""
+    return context.stack_line(stack, calls)
 
 
 SIDE_BY_SIDE = 12  # lines of 6.12 code shown beside a broken variant's change; longer ones are only named

@@ -65,14 +65,44 @@ class FrameColumns:
         self._by_rows: dict = {}
         self._blocks: list[tuple] = []  # per block: one tuple per column
         self._frame_block: list[int] = []
+        self._keys: list = []  # each frame's key
+        # The store's columns as blocks are added (strings as their indices), and per number column
+        # whether every value so far is whole (in int32), and exact as a float32: numbers are stored as
+        # small ints when they are whole, else float32 when exact, else float64.
+        self._flat: dict[str, list] = {c: [] for c in self.kinds}
+        self._whole = dict.fromkeys(self.kinds, True)
+        self._f32 = dict.fromkeys(self.kinds, True)
+        self._store: tuple[int, dict] = (-1, {})  # the store as last exported, and of how many blocks
+
+    def __len__(self) -> int:
+        """Frames laid out so far."""
+        return len(self._frame_block)
+
+    def truncate(self, frames: int) -> None:
+        """Keep the first ``frames`` frames (a run stepped back): their blocks stay in the store."""
+        del self._frame_block[frames:], self._keys[frames:]
 
     def add(self, state: Any) -> None:
         """Lay out the next frame."""
-        k = self.key(state)
+        self._add(state, self.key(state))
+
+    def _add(self, state: Any, k: Hashable) -> None:
         block = self._by_key.get(k)
         if block is None:
             block = self._by_key[k] = self._block_of(self.rows(state))
         self._frame_block.append(block)
+        self._keys.append(k)
+
+    def lay_out(self, values: Sequence) -> None:
+        """Make the frames those of ``values``: the frames laid out before with the same key stay, the
+        rest are laid out anew (a run that grew by a step, or branched, lays out only what changed)."""
+        keys = [self.key(v) for v in values]
+        same, most = 0, min(len(keys), len(self._keys))
+        while same < most and (keys[same] is self._keys[same] or keys[same] == self._keys[same]):
+            same += 1
+        self.truncate(same)
+        for value, k in zip(values[same:], keys[same:]):
+            self._add(value, k)
 
     def _block_of(self, data: Mapping[str, Sequence]) -> int:
         if set(data) != set(self.kinds):
@@ -84,18 +114,30 @@ class FrameColumns:
         if block is None:
             block = self._by_rows[cols] = len(self._blocks)
             self._blocks.append(cols)
+            for (col, kind), values in zip(self.kinds.items(), cols):
+                if kind == STR:
+                    self._flat[col] += [self.strings.index(v) for v in values]
+                    continue
+                self._flat[col] += values
+                if self._whole[col] and not all(float(v).is_integer() and abs(v) < 2**31 for v in values):
+                    self._whole[col] = False
+                if self._f32[col] and list(array("f", values)) != [float(v) for v in values]:
+                    self._f32[col] = False
         return block
 
     def export(self) -> dict:
         """The store (column -> array of all blocks), and start/stop per frame."""
         offsets = [0, *accumulate(len(b[0]) if b else 0 for b in self._blocks)]
-        store = {}
-        for j, (col, kind) in enumerate(self.kinds.items()):
-            values = [v for b in self._blocks for v in b[j]]
-            if kind == STR:
-                store[col] = smallest_int([self.strings.index(v) for v in values])
-            else:
-                store[col] = compact(values)
+        if self._store[0] != len(self._blocks):  # a run laid out a frame at a time adds few blocks
+            store = {}
+            for col, kind in self.kinds.items():
+                values = self._flat[col]
+                if kind == STR or self._whole[col]:
+                    store[col] = smallest_int([int(v) for v in values] if kind != STR else values)
+                else:
+                    store[col] = array("f" if self._f32[col] else "d", values)
+            self._store = (len(self._blocks), store)
+        store = self._store[1]
         return {
             "kinds": dict(self.kinds),
             "store": store,
@@ -124,11 +166,3 @@ def smallest_int(values: Sequence[int]) -> array:
         if -top <= lo and hi < top:
             return array(code, values)
     raise ValueError(f"integer column out of int32 range ({lo}..{hi})")
-
-
-def compact(values: Sequence[float]) -> array:
-    """Numbers as small ints when they are whole, else float32 when exact, else float64."""
-    if all(float(v).is_integer() for v in values) and max(map(abs, values), default=0) < 2**31:
-        return smallest_int([int(v) for v in values])
-    f32 = array("f", values)
-    return f32 if list(f32) == [float(v) for v in values] else array("d", values)

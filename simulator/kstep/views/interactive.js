@@ -5,9 +5,9 @@
 // recorded run and says how to serve it.
 //
 // Every player whose spec carries `live` (views/live.py marks it) gets a panel above it.  After each
-// move, Python sends the run so far (Session.page_json: the view and the trace columns) and the
-// player shows it through its own code path: the columns go where the recorded run's were, and the
-// player is called with {kstep_live: k} (player.js, show_live).  The panel's data-state attribute
+// move, Python sends the run so far (Session.page_json: the view and the columns of its boards,
+// charts, call stacks and objects) and the player shows it through its own code path: the columns go
+// where the recorded run's were, and the player is called with {kstep_live: k} (player.js, show_live).  The panel's data-state attribute
 // says where it is: file, loading, ready, live or error.
 (function () {
   "use strict";
@@ -94,7 +94,7 @@
   async function show_run(ctx, page) {
     const P = ctx.P, c = page.columns;
     const n = c.step.length - 1;
-    const frames = {actor: c.actor, label: c.label};
+    const frames = {actor: c.actor, label: c.label, stack: c.stack, on: c.on};
     for (const src of P.sources) {
       const ex = c.board[src.name];
       frames[src.name + ".start"] = ex ? ex.start : new Array(n + 1).fill(0);
@@ -110,6 +110,10 @@
     P.status0 = '<div class="kstep-status"><span class="kstep-stepno">step 0 / ' + n + "</span> initial state" +
       '<div class="kstep-what">' + (n ? "the start of your run" : "choose who takes the first step") + "</div></div>";
     P.frames.data = frames;
+    for (const f of P.follow) {  // the timelines page along the student's run, as long as it is so far
+      f.total = n + 1;
+      f.range.bounds = [0, Math.max(n + 1, 1)];
+    }
     // A Div whose text changes lays the whole page out again: set each only when its text changes.
     const banner = banner_html(page.view);
     if (ctx.W.banner.text !== banner) {
@@ -133,7 +137,9 @@
         '<div class="kstep-message">' + esc(v.violation.message) + "</div></div>";
     }
     if (v.outcome === "finished") {
-      return '<div class="kstep-banner finished">✓ finished: every thread completed its work' +
+      const ended = Object.entries(v.ended).map(([a, how]) => esc(a) + " was " + esc(how));
+      return '<div class="kstep-banner finished">✓ finished: ' + (ended.length ? ended.join("; ") +
+        ", every other thread completed its work" : "every thread completed its work") +
         '<div class="kstep-message">no invariant was violated on your run</div></div>';
     }
     return '<div class="kstep-banner stopped">■ the end of your run so far' +
@@ -177,7 +183,8 @@
         .join("") + "</ul>");
     }
     if (v.done.length) {
-      parts.push('<div class="kstep-live-waiting">done: ' + v.done.map(esc).join(", ") + "</div>");
+      parts.push('<div class="kstep-live-waiting">done: ' + v.done.map((a) => esc(a) +
+        (v.ended[a] ? " (" + esc(v.ended[a]) + ")" : "")).join(", ") + "</div>");
     }
     parts.push('<div><button data-do="back"' + (v.step ? "" : " disabled") + '>◀ Undo my last step</button>' +
       '<button data-do="reset">|◀ Start again</button><button data-do="recorded">Play the recorded run</button>' +
@@ -185,7 +192,7 @@
     parts.push('<div class="kstep-live-waiting">Your schedule: <code class="kstep-live-schedule">' +
       esc(v.schedule || "(none yet)") + "</code>" + (v.step ? " &mdash; the player's slider goes back through " +
       "it; choosing from an earlier step branches there" : "") + "</div>");
-    if (v.state !== null) {  // a mechanism whose board is not recomputed here: its state as text
+    if (v.state !== null) {  // a mechanism without a view of its own has no board: its state as text
       parts.push('<table class="kstep-live-state">' + Object.entries(v.state).map(([k, x]) =>
         "<tr><th>" + esc(k) + "</th><td><code>" + esc(x) + "</code></td></tr>").join("") + "</table>");
     }
@@ -210,12 +217,16 @@
     render(ctx, page);
   }
 
+  // A plot drawn from a source the student's run does not rebuild would show the recorded run: hide it.
   function hide_recorded_charts(ctx, page) {
-    const keep = Object.keys(page.columns.board).length ? "kstep-plot-state" : null;
     for (const m of ctx.doc.all_models) {
-      if (typeof m.name === "string" && m.name.startsWith("kstep-plot-") && "renderers" in m && "toolbar" in m &&
-          m.name !== keep) {
-        m.visible = false;  // timelines and charts of the recorded run say nothing about this one
+      if (typeof m.name === "string" && m.name.startsWith("kstep-plot-") && "renderers" in m && "toolbar" in m) {
+        const stale = m.renderers.some((r) => r.data_source !== undefined && r.data_source.name !== null &&
+          r.data_source.name.startsWith("kstep-src-") &&
+          page.columns.board[r.data_source.name.slice("kstep-src-".length)] === undefined);
+        if (stale) {
+          m.visible = false;
+        }
       }
     }
   }
@@ -228,7 +239,8 @@
     if (ctx.session !== undefined) {
       ctx.session.destroy();
     }
-    ctx.session = py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant);
+    ctx.session = py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant,
+                                            JSON.stringify(get(live, "calls")));
     const page = JSON.parse(ctx.session.page_json());
     ctx.steps = 0;
     hide_recorded_charts(ctx, page);
@@ -247,6 +259,7 @@
     ctx.W = ctx.P.widgets;
     ctx.variant = get(ctx.P.live, "variant");
     ctx.el = panel(ctx);
+    ctx.el.dataset.mechanism = get(ctx.P.live, "mechanism");  // which player a panel drives, on a page of several
     if (location.protocol === "file:") {
       ctx.el.dataset.state = "file";
       ctx.el.innerHTML = "<b>Interactive scheduling</b> (you choose which thread runs next) needs this page " +

@@ -4,7 +4,9 @@ A ``Session`` is a run of one bundled scenario built by hand, one chosen action 
 offers every enabled action, says why each other actor cannot move (its next step, and the lock it
 waits for when the model says), checks the invariants after every step exactly as ``simulate``
 does (harm ends the run; a broken assertion is kept and the run goes on), and gives the board's
-rows for the current step and the trace columns of the whole prefix.
+rows for the current step and the columns of the whole prefix: the trace's, each step's call stack
+and object, and every board and chart the mechanism's view declares (its *_board.py), so that the
+player draws the student's run as it draws a recorded one.
 
 The page's interactive mode runs this module in the browser, in Pyodide's core runtime
 (interactive.js), so it imports only the standard library and kstep's stdlib modules; the tests
@@ -22,22 +24,36 @@ from ..engine.model import Checks, Violation, deadlock
 from ..engine.schedule import deadlock_message
 from ..errors import UserError
 from ..models import make_model
-from . import rcu_board, vma_board
-from .boxes import COLUMNS, BoardSource, with_changes
+from . import context, damon_board, fork_board, phases, qspinlock_board, rcu_board, vma_board
+from .boxes import BoardSource, frames
 from .columns import FrameColumns, Strings
 
-# The mechanisms whose board has standard-library rows; the others show their state as text.
-BOARDS: dict[str, Callable[[Any], list[BoardSource]]] = {
-    "vma-locks": vma_board.board_sources,
-    "rcu": rcu_board.board_sources,
+# Each mechanism's boards and charts, given the model and the initial state: the sources its view draws
+# for playback, declared in its standard-library module.  A mechanism without a view of its own gets
+# the generic view's charts and shows its state as text.
+BOARDS: dict[str, Callable[[Any, Any], list[BoardSource]]] = {
+    "vma-locks": lambda s0, model: vma_board.board_sources(s0),
+    "rcu": lambda s0, model: rcu_board.board_sources(s0),
+    "qspinlock": lambda s0, model: qspinlock_board.board_sources(s0),
+    "damon": damon_board.board_sources,
+    "fork-batch": fork_board.board_sources,
+}
+CHARTS: dict[str, Callable[[Any, Any], list[BoardSource]]] = {
+    "vma-locks": lambda s0, model: vma_board.chart_sources(s0),
+    "rcu": lambda s0, model: rcu_board.chart_sources(s0),
+    "qspinlock": qspinlock_board.chart_sources,
+    "damon": damon_board.chart_sources,
+    "fork-batch": fork_board.chart_sources,
 }
 
 
 class Session:
     """A hand-scheduled run of scenario ``name`` of ``mechanism`` (under ``variant``, else the
-    scenario's own variant, else the model's default)."""
+    scenario's own variant, else the model's default).  ``calls``: which of the model's functions
+    call which in the 6.12 code, as JSON pairs (context.call_pairs; the page carries them), for the
+    call stack of each step."""
 
-    def __init__(self, mechanism: str, name: str, variant: Optional[str] = None) -> None:
+    def __init__(self, mechanism: str, name: str, variant: Optional[str] = None, calls: str = "[]") -> None:
         probe = make_model(mechanism)
         self.scenario = scenario.load(mechanism, probe.scenario_schema, name)
         self.model = make_model(mechanism, variant or self.scenario.variant or None)
@@ -46,10 +62,22 @@ class Session:
         self.states = [s0]
         self.actions: list[Action] = []
         self.violations = [self.checks.after(None, None, s0, 0)]  # per frame: the run's verdict so far
-        self.board = BOARDS.get(mechanism, lambda s: [])(s0)
+        self.board = BOARDS.get(mechanism, lambda s, model: [])(s0, self.model)
+        self.charts = CHARTS.get(mechanism, phases.chart_sources)(s0, self.model)
         self.sources = self.model.sources()
-        self.keys = [self._keys(s0)]  # per frame: each board source's key of the state
-        self._rows: dict = {}  # (source, key) -> its rows; (source, key before, key after) -> with changes
+        pairs = {tuple(p) for p in json.loads(calls)}
+        self.calls = lambda caller, callee: (caller, callee) in pairs
+        # Each step's call stack (None: the replay cannot tell it) and what it acts on, as the step is taken.
+        self._replay = getattr(self.model, "stack_replay", lambda config, s0, calls: None)(
+            self.scenario.config, s0, self.calls)
+        self._stacks: list = [()]
+        self._on = [""]
+        # Per source: its rows by key, kept over every step of the student's run; the frames laid out so
+        # far of each board of the states, and one string table for all.
+        self._memo: dict = {src.name: {} for src in self.board + self.charts}
+        self._laid: dict[str, FrameColumns] = {}
+        self._strings = Strings()
+        self._view: tuple = (None, -1, None)  # the last view: of which state, at which step
 
     # -- moving -------------------------------------------------------------------------------
     def step(self, action: str, at: Optional[int] = None) -> dict:
@@ -64,12 +92,13 @@ class Session:
         k = len(self.actions) + 1
         before = self.violations[-1]
         found = self.checks.harm(state, chosen, nxt, k) or before or self.checks.assertion(state, chosen, nxt, k)
+        self._stacks.append(None if self._replay is None else self._replay.step(state, chosen, nxt))
+        self._on.append(getattr(self.model, "acts_on", lambda state, action: "")(state, chosen))
         self.states.append(nxt)
         self.actions.append(chosen)
         if found is None and not self.model.actions(nxt) and not self.model.finished(nxt):
             found = deadlock(deadlock_message(self.model, nxt), k)
         self.violations.append(found)
-        self.keys.append(self._keys(nxt))
         return self.view()
 
     def back(self) -> dict:
@@ -83,7 +112,11 @@ class Session:
 
     def _keep(self, k: int) -> None:
         """Keep the first k steps of the run."""
-        del self.actions[k:], self.states[k + 1:], self.violations[k + 1:], self.keys[k + 1:]
+        del self.actions[k:], self.states[k + 1:], self.violations[k + 1:], self._stacks[k + 1:], self._on[k + 1:]
+        if self._replay is not None:
+            self._replay.back(k)
+        for fc in self._laid.values():
+            fc.truncate(k + 1)
 
     def _enabled_match(self, text: str, k: int) -> Action:
         """The enabled action at step ``k`` that ``text`` names."""
@@ -107,6 +140,12 @@ class Session:
     def view(self) -> dict:
         """The current step: who did what, the choices for the next one, the verdict and the board."""
         k, state = len(self.actions), self.states[-1]
+        if self._view[0] is state and self._view[1] == k:  # asked again for the same step (page_json)
+            return self._view[2]
+        self._view = (state, k, self._view_of(k, state))
+        return self._view[2]
+
+    def _view_of(self, k: int, state) -> dict:
         last = self.actions[-1] if self.actions else None
         v = self.violations[-1]
         enabled = [] if self.over() else self.model.actions(state)
@@ -122,10 +161,13 @@ class Session:
             "waiting": [{"actor": actor, "why": self.why(state, actor)} for actor in self.model.actors(state)
                         if actor not in movers and not self.model.done(state, actor)],
             "done": [actor for actor in self.model.actors(state) if self.model.done(state, actor)],
+            # How an actor ended that did not run to its end ("killed by SIGSEGV"), as the player's banner says.
+            "ended": {actor: how for actor in self.model.actors(state)
+                      if self.model.done(state, actor) and (how := self._how_ended(state, actor))},
             "violation": None if v is None else {**v._asdict(), "title": v.title, "new": self._new_violation()},
             "outcome": self.outcome(),
             "schedule": self.schedule(),
-            "board": self.rows(k),
+            "board": self.rows(k, self.board),
             # Without a board here, the state as the step table shows it (short columns), else whole.
             "state": None if self.board else {k: str(v) for k, v in
                                               (self.model.summary(state) or self.model.describe(state)).items()},
@@ -143,6 +185,10 @@ class Session:
         said = f"blocked at {label}" + (f" in {where.function}" if where and where.function != label else "")
         on = self.model.blocked_on(state, actor)
         return f"{said}: waits for {on}" if on else said
+
+    def _how_ended(self, state, actor: str) -> str:
+        how = getattr(self.model, "how_ended", None)
+        return how(state, actor) if how else ""
 
     def _what(self, label: str) -> str:
         what = getattr(self.model, "what", None)
@@ -163,35 +209,15 @@ class Session:
         """The run so far as a scripted schedule: ``kstep simulate ... -P`` replays it."""
         return " ".join(map(str, self.actions))
 
-    def rows(self, k: int) -> dict[str, dict]:
-        """The board's rows at frame k, box sources with their change halos."""
-        return {src.name: self._frame_rows(i, k) for i, src in enumerate(self.board)}
+    def rows(self, k: int, sources: Optional[list[BoardSource]] = None) -> dict[str, dict]:
+        """The rows of the boards and charts (or of ``sources``) at frame k of the run so far."""
+        sources = self.board + self.charts if sources is None else sources
+        return {src.name: rows(values[k]) for src, (values, rows, _, _) in zip(sources, self._frames(sources))}
 
-    def _keys(self, state) -> tuple:
-        return tuple(src.key(state) for src in self.board)
-
-    def _frame_key(self, i: int, k: int) -> tuple:
-        """What board source i's rows at frame k depend on: its key before and after the step (the halo)."""
-        return (None if k == 0 or self.board[i].columns is not None else self.keys[k - 1][i], self.keys[k][i])
-
-    def _frame_rows(self, i: int, k: int) -> dict:
-        src = self.board[i]
-        memo = (src.name, *self._frame_key(i, k))
-        rows = self._rows.get(memo)
-        if rows is None:
-            now = self._source_rows(i, k)
-            if src.columns is None:
-                now = with_changes(None if k == 0 else self._source_rows(i, k - 1), now)
-            rows = self._rows[memo] = now
-        return rows
-
-    def _source_rows(self, i: int, k: int) -> dict:
-        src = self.board[i]
-        memo = (src.name, self.keys[k][i])
-        rows = self._rows.get(memo)
-        if rows is None:
-            rows = self._rows[memo] = {c: list(v) for c, v in src.rows(self.states[k]).items()}
-        return rows
+    def _frames(self, sources: list[BoardSource]) -> list[tuple]:
+        """Each source's frames over the run so far."""
+        trace = self.trace()
+        return [frames(src, trace, self._memo[src.name]) for src in sources]
 
     # -- the prefix as a trace ------------------------------------------------------------------
     def trace(self) -> Trace:
@@ -207,21 +233,29 @@ class Session:
 
     def columns(self) -> dict[str, Any]:
         """The trace columns of the prefix (step, tick, actor, label; each label's source and text under
-        this variant) and the board's frame-indexed columns (columns.py's store, start and stop), as
-        the player ships them."""
-        strings = Strings()
+        this variant; each step's call stack and object, as string indices) and the boards' and charts'
+        frame-indexed columns (columns.py's store, start and stop), as the player ships them."""
         boards = {}
-        for i, src in enumerate(self.board):
-            kinds = src.columns or {**COLUMNS, "changed": int}
-            fc = FrameColumns(src.name, kinds, lambda k, i=i: self._frame_rows(i, k), strings,
-                              key=lambda k, i=i: self._frame_key(i, k))
-            for k in range(len(self.states)):
-                fc.add(k)
+        shown = self.board + self.charts
+        trace = self.trace()
+        for src in shown:
+            values, rows, key, kinds = frames(src, trace, self._memo[src.name])
+            fc = self._laid.get(src.name)
+            if fc is None:
+                fc = self._laid[src.name] = FrameColumns(src.name, kinds, rows, self._strings, key=key)
+            if src.over is None:  # a board of the states: a step adds a frame (back and branch truncate)
+                for value in values[len(fc):]:
+                    fc.add(value)
+            else:  # frames over the run (a chart's pages) may change anywhere as it grows
+                fc.lay_out(values)
             boards[src.name] = fc.export()
-        cols = self.trace().columns(self.model)
+        cols = trace.columns(self.model)
         where = [str(self.sources[label]) for label in cols["labels"]]
+        known = None not in self._stacks  # as the player has it: no stack is better than a wrong one
+        stack = [context.stack_line(s, self.calls) if known else "" for s in self._stacks]
         return {**cols, "where": where, "what": [self._what(label) for label in cols["labels"]], "board": boards,
-                "strings": strings.table}
+                "stack": [self._strings.index(s) for s in stack], "on": [self._strings.index(s) for s in self._on],
+                "strings": self._strings.table}
 
     def page_json(self) -> str:
         """``view()`` and ``columns()`` as one JSON text: what the page takes after each move."""

@@ -102,15 +102,16 @@ def enable(lay, trace, model) -> None:
     for the mark), and ship the code pane of every step the model has, not only the recorded run's.
 
     The mark lists the variants the student may run the scenario under: those with the same steps
-    as the page's model (the player's label tables, code pane included, hold for them all)."""
-    from . import code  # the code pane's tables: Bokeh-free, but they read the committed excerpts
+    as the page's model (the player's label tables, code pane included, hold for them all), and which
+    of the model's functions call which in the 6.12 code (each step's call stack needs it)."""
+    from . import code, context  # the code pane's tables and calls: Bokeh-free, but they read the excerpts
 
     spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
     labels = spec["labels"]
     spec.update(code.tables(labels, model.sources(), set(labels)))
     variants = [v for v in type(model).variants.values() if sorted(type(model)(v.name).sources()) == labels]
     spec["live"] = {"mechanism": trace.mechanism, "scenario": trace.scenario, "variant": trace.variant,
-                    "title": model.title or model.name,
+                    "title": model.title or model.name, "calls": context.call_pairs(model, code.calls),
                     "variants": [{"name": v.name, "doc": v.doc, "broken": v.broken} for v in variants]}
 
 

@@ -4,9 +4,9 @@ A mechanism view never writes JavaScript.  It creates a ``Player`` for a trace, 
 
 - per-frame sources (``frame_source``): a function from a state to the rows it draws; the player
   lays out every frame into frame-indexed columns (columns.py) and player.js slices frame k;
-- windowed sources (``windowed_source``): timeline rows, shown one page of ``window`` steps at a
-  time so that painting a frame costs the same at step 50,000 as at step 5;
-- static sources (plain ``ColumnDataSource``s of markers, which BokehJS culls itself);
+  timelines and charts declare theirs in charts.py, over the trace, and show one page of
+  ``window`` steps at a time, so that painting a frame costs the same at step 50,000 as at step 5;
+- static sources (plain ``ColumnDataSource``s drawn once, the same for every run of the scenario);
 - cursors (a ``Span`` or ``BoxAnnotation`` the player moves to the current step), curtains (a
   ``BoxAnnotation`` over every step after the current one, so a timeline shows only what has
   happened so far) and x ranges that page along with the cursor (``follow``);
@@ -33,7 +33,7 @@ from bokeh.models.ui import Pane
 from ..engine.liveness import describe
 
 from ..engine import Model, Trace
-from . import code, predict, style
+from . import charts, code, context, predict, style
 from .columns import FrameColumns, Strings, decode
 
 PLAY, PAUSE = "▶ Play", "▮▮ Pause"  # glyphs every DejaVu/Arial install has
@@ -44,7 +44,6 @@ TOGGLE_LABEL = f'<span class="kstep-when-paused">{PLAY}</span><span class="kstep
 SPEEDS = (1, 2, 4, 10, 30, 60, 240, 1000)  # steps per second
 CODE0 = '<div class="kstep-code kstep-code-empty">the Linux 6.12 source of each step shows here</div>'
 CODE_PLAYING = '<div class="kstep-code kstep-code-empty">playing: pause or step to read the code of a step</div>'
-WINDOW = 80  # steps a timeline shows at once: each stays wide enough to see on a projector
 
 
 @lru_cache(maxsize=1)
@@ -78,13 +77,13 @@ def player_js() -> str:
 class Player:
     """One animation of one trace; see the module docstring for how a view uses it."""
 
-    def __init__(self, trace: Trace, model: Model, *, window: int = WINDOW) -> None:
+    def __init__(self, trace: Trace, model: Model) -> None:
         if not trace.states:
             raise ValueError("a trace has at least its initial state")
         self.trace = trace
         self.model = model
         self.n = len(trace.actions)
-        self.window = window
+        self.window = charts.WINDOW  # the pages charts.py lays timelines out in
         self.strings = Strings()
         self.exports: dict[str, dict] = {}
         self._sources: list[tuple[str, ColumnDataSource, ColumnDataSource]] = []
@@ -121,42 +120,13 @@ class Player:
         return shown
 
     def static_source(self, name: str, data: Mapping[str, Any]) -> ColumnDataSource:
-        """A source drawn once; numpy int arrays keep the page small.
-
-        BokehJS culls only markers to the visible range when it paints; use ``windowed_source`` for
-        anything else that grows with the trace (bars, lines, text along a timeline).
-        """
+        """A source drawn once, the same for every run of the scenario (bit numbers under a word):
+        what depends on the run is a frame source, so that interactive mode redraws it."""
         return ColumnDataSource(dict(data), name=f"kstep-static-{name}")
 
-    def windowed_source(self, name: str, data: Mapping[str, Any], x0: str, x1: str) -> ColumnDataSource:
-        """Timeline rows (spanning ``x0``..``x1`` in steps) shown only on the page the cursor is on.
-
-        A 50,000-step timeline holds tens of thousands of bars and BokehJS would paint them all on
-        every frame; each page of ``window`` steps instead gets the few rows that reach into it, and
-        frames on the same page share them.
-        """
-        data = {c: np.asarray(v) for c, v in data.items()}
-        columns = {c: str if v.dtype.kind in "OUS" else float if v.dtype.kind == "f" else int for c, v in data.items()}
-        lo_all, hi_all = data[x0], data[x1]
-
-        def rows(start):
-            keep = (hi_all >= start - 1) & (lo_all <= start + self.window + 1)
-            return {c: v[keep].tolist() for c, v in data.items()}
-
-        return self.frame_source(name, columns, rows, frames=[self.page(k)[0] for k in range(self.n + 1)])
-
     def page(self, k: int) -> tuple[int, int]:
-        """The x range a timeline shows at frame k; player.js's follow() computes the same.
-
-        Pages step by half a window, and frame k sits between a quarter and three quarters of the
-        way along, so the cursor never hides at an edge.
-        """
-        total, w = self.n + 1, self.window
-        if total <= w:
-            return 0, total
-        stride = w // 2
-        start = min(max(0, (k // stride) * stride - w // 4), total - w)
-        return start, start + w
+        """The x range a timeline shows at frame k (charts.page; player.js's follow() computes the same)."""
+        return charts.page(k, self.n + 1, self.window)
 
     def cursor(self, annotation: Span | BoxAnnotation) -> None:
         """Move ``annotation`` to the current step: a Span to k + 0.5, a BoxAnnotation over [k, k + 1]."""
@@ -241,14 +211,12 @@ class Player:
         return lay
 
     def every_panel_key(self) -> str:
-        """The colours every mechanism's panels share: the step on screen, and harm where the run has any
-        (a broken check, or a lasso's cycle)."""
-        t = self.trace
-        harm = [(f"step {t.violation.step}, where the run breaks a check", style.HARM)] if t.violation else []
-        if t.cycle_start is not None:
-            harm.append((f"steps {t.cycle_start + 1} to {self.n}: the cycle that repeats forever", style.HARM))
-        return style.key_html("every panel:", harm, outline=[("the timeline's cursor, the boxes and bits it changed, "
-                                                               "its lines in the code pane", style.STEP)])
+        """The colours every mechanism's panels share: the step on screen, and harm (a run, recorded or a
+        student's own, may break a check or end in a cycle that repeats forever)."""
+        return style.key_html("every panel:", [("the step that breaks a check, or a cycle that repeats forever",
+                                                style.HARM)],
+                              outline=[("the timeline's cursor, the boxes and bits it changed, its lines in the code pane",
+                                        style.STEP)])
 
     def _div(self, name: str, html: str, **kw) -> Div:
         kw.setdefault("sizing_mode", "stretch_width")
@@ -295,11 +263,7 @@ class Player:
     def context(self) -> dict[str, np.ndarray]:
         """Per frame, as indices into the string table: the step's call stack as one line (empty where
         the model cannot tell it) and what the step acts on (``on``: "mmap_lock", "VMA 1's lock")."""
-        t, m = self.trace, self.model
-        stacks = getattr(m, "call_stacks", lambda trace, calls: None)(t, code.calls)
-        acts_on = getattr(m, "acts_on", lambda state, action: "")
-        lines = [""] + [code.stack_line(s) for s in stacks] if stacks is not None else [""] * (self.n + 1)
-        on = [""] + [acts_on(t.states[k], a) for k, a in enumerate(t.actions)]
+        lines, on = context.frame_context(self.trace, self.model, code.calls)
         return {"stack": np.array([self.strings.index(s) for s in lines], dtype=np.int32),
                 "on": np.array([self.strings.index(s) for s in on], dtype=np.int32)}
 

@@ -6,8 +6,8 @@ queue, a CPU's pending quiescent state), and the stand-alone RCU mechanism's thr
 
 from __future__ import annotations
 
-from ..models.rcu import FREED, awaited, gp_running, gp_seq_long, grace_periods_ended, rcu_seq_done
-from . import style
+from ..models.rcu import FREED, RCU_ACTOR, awaited, gp_running, gp_seq_long, grace_periods_ended, rcu_seq_done
+from . import charts, style
 from .boxes import BoardSource, Box, columns, in_a_row
 
 GP_RUNNING = ("grace period running", style.IN_PROGRESS)
@@ -18,6 +18,7 @@ OBJ_CURRENT = ("the object gp points to (readers load it)", style.LOCKLESS)
 OBJ_OLD = ("old object, not yet freed", style.UNUSED)
 OBJ_FREED = ("freed", style.GONE)
 OBJ_UAF = ("freed while a reader holds it", style.HARM)
+
 
 # Thread phases of the stand-alone RCU mechanism, in palette order.
 PHASES = (style.IDLE, style.RCU_READ, ("for a grace period (synchronize_rcu)", style.WAITS), style.DONE)
@@ -34,6 +35,31 @@ def grace_periods_completed(states) -> list[int]:
     """Grace periods that ended from the first state up to each state."""
     first = states[0].rcu.gp_seq
     return [grace_periods_ended(first, s.rcu.gp_seq) for s in states]
+
+
+def qs_reports(states) -> list[tuple[int, int]]:
+    """(frame, cpu) for every quiescent state reported: the CPU's bit in qsmask is cleared."""
+    out = []
+    for k in range(1, len(states)):
+        cleared = states[k - 1].rcu.qsmask & ~states[k].rcu.qsmask
+        out += [(k, c) for c in range(len(states[k].rcu.nesting)) if cleared >> c & 1]
+    return out
+
+
+def rcu_charts(lane_of_cpu, gp_lane: int) -> list[BoardSource]:
+    """The RCU pieces of a timeline (grace periods as bars in ``gp_lane``, numbered from 1 in this run;
+    a diamond where a CPU reported its quiescent state) and the count of callbacks queued."""
+
+    def numbers(trace, k):
+        return f"GP {grace_periods_completed(trace.states[:k + 1])[-1] + 1}"
+
+    return [
+        charts.phase_bars("timeline-gp", lambda s: (1 if gp_running(s.rcu) else 0,), first_lane=gp_lane,
+                          skip=(0,)),
+        charts.interval_labels("gp-numbers", lambda t: [gp_running(s.rcu) for s in t.states], gp_lane, numbers),
+        charts.marks("timeline-qs", lambda t: [(k, lane_of_cpu[c]) for k, c in qs_reports(t.states)], dy=0.0),
+        charts.step_line("callbacks-count", lambda t: [len(s.rcu.callbacks) for s in t.states]),
+    ]
 
 
 def gp_box(rcu, names, x: float, y: float, w: float) -> Box:
@@ -159,4 +185,37 @@ def board_sources(s0) -> list[BoardSource]:
         BoardSource("callbacks", lambda s: columns(callback_boxes(s.rcu, describe, y=1)),
                     lambda s: (s.rcu.gp_seq, s.rcu.callbacks)),
         BoardSource("objects", lambda s: columns(object_boxes(s)), object_key),
+    ]
+
+
+def invoked_so_far(trace) -> list[int]:
+    """Callbacks invoked up to each frame (the rcu kthread's rcu_do_batch steps)."""
+    return [c[0] for c in charts.cumulative([(1 if a.actor == RCU_ACTOR and a.label == "rcu_do_batch" else 0,)
+                                             for a in trace.actions], (0,))]
+
+
+def freed_so_far(states) -> list[int]:
+    """Objects freed at each frame; the table is recounted only when it changed."""
+    out, last, count = [], None, 0
+    for s in states:
+        if s.objects is not last:
+            last, count = s.objects, s.objects.count(FREED)
+        out.append(count)
+    return out
+
+
+COUNTERS = ("grace periods completed", "callbacks pending", "callbacks invoked", "objects freed")
+
+
+def chart_sources(s0) -> list[BoardSource]:
+    """The stand-alone RCU mechanism's charts: who did what (each CPU's phase, grace periods, quiescent
+    states, who took each step), the callbacks queued, and the counters."""
+    n = len(s0.threads)
+    return [
+        charts.phase_bars("timeline-phases", lambda s: [phase(s, i) for i in range(n)], skip=(DONE,)),
+        *rcu_charts(list(range(n)), n),
+        *charts.actor_marks("timeline", {**{t.name: i for i, t in enumerate(s0.threads)}, RCU_ACTOR: n}),
+        charts.counters("counters", 4, lambda t: list(zip(
+            grace_periods_completed(t.states), [len(s.rcu.callbacks) for s in t.states], invoked_so_far(t),
+            freed_so_far(t.states)))),
     ]

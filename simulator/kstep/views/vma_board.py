@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from ..models import rwsem
 from ..models.vma_lock import FREED, LIVE, MM, RCU_PENDING, is_write_locked, vma_read_locked
-from . import style
+from ..models.rcu import RCU_ACTOR
+from . import charts, style
 from .boxes import LEFT, BoardSource, Box, columns, in_a_row
-from .rcu_board import QS_PENDING, callback_boxes, gp_box, qs_needed
+from .rcu_board import QS_PENDING, callback_boxes, gp_box, grace_periods_completed, qs_needed, rcu_charts
 
 # What each thread is doing, in palette order (the lanes and the thread boxes share it).
 PHASES = (
@@ -197,4 +198,30 @@ def board_sources(s0) -> list[BoardSource]:
         BoardSource("faults", lambda s: fault_marks(s, names),
                     lambda s: (s.mm.tree, s.vmas, tuple((t.addr, bool(t.frames)) for t in s.threads)),
                     {"x": float, "y": float, "text": str}),
+    ]
+
+
+COUNTERS = ("vma_lock_success", "vma_lock_abort", "vma_lock_retry", "vma_lock_miss", "mmap_lock_faults", "sigsegv")
+
+
+def chart_sources(s0) -> list[BoardSource]:
+    """Who did what (each thread's phase, its RCU read-side sections, the write epochs with the
+    mm_lock_seq they lock VMAs with, grace periods, quiescent states, who took each step), the
+    callbacks queued, and the counters (the VMA_LOCK_* events of /proc/vmstat, grace periods)."""
+    n = len(s0.threads)
+
+    def writing(trace):
+        return [s.mm.mmap_lock.owner != rwsem.NOBODY for s in trace.states]
+
+    return [
+        charts.phase_bars("timeline-phases", lambda s: [phase(s, i) for i in range(n)], dy=-0.08, skip=(DONE,)),
+        charts.phase_bars("timeline-rcu", lambda s: [1 if k else 0 for k in s.rcu.nesting], dy=0.3, skip=(0,)),
+        charts.phase_bars("timeline-epochs", lambda s: (1 if s.mm.mmap_lock.owner != rwsem.NOBODY else 0,),
+                          first_lane=n, skip=(0,)),
+        charts.interval_labels("epoch-seq", writing, n, lambda t, k: f"seq {t.states[k].mm.mm_lock_seq}"),
+        *rcu_charts(list(range(n)), n + 1),
+        *charts.actor_marks("timeline", {**{t.name: i for i, t in enumerate(s0.threads)}, RCU_ACTOR: n + 1}),
+        charts.counters("counters", len(COUNTERS) + 1, lambda t: [
+            [getattr(s.counters, c) for c in COUNTERS] + [gp]
+            for s, gp in zip(t.states, grace_periods_completed(t.states))]),
     ]

@@ -10,10 +10,24 @@ from importlib import resources
 
 def caught(mechanism: str) -> dict[str, dict[str, list[str]]]:
     """Per variant: invariant (or "deadlock") -> the scenarios on which explore reports it."""
-    table = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"]
     out: dict = {}
-    for scenario, rows in table.get(mechanism, {}).items():
+    for scenario, rows in _table().get(mechanism, {}).items():
         for variant, row in rows.items():
             if row["verdict"] == "violation":
                 out.setdefault(variant, {}).setdefault(row["invariant"], []).append(scenario)
     return out
+
+
+def lively(mechanism: str) -> dict[str, dict[str, list[str]]]:
+    """Per variant: liveness verdict (starvation, livelock, deadlock, free, bounded) -> the bundled
+    scenarios whose runs never end on which ``explore --liveness`` concludes it."""
+    out: dict = {}
+    for scenario, rows in _table().get(mechanism, {}).items():
+        for variant, row in rows.items():
+            if "liveness" in row:
+                out.setdefault(variant, {}).setdefault(row["liveness"], []).append(scenario)
+    return out
+
+
+def _table() -> dict:
+    return json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"]

@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from . import __version__
-from .engine import Random, RoundRobin, Scripted, explore, simulate
-from .caught import caught
+from .engine import Random, RoundRobin, Scripted, explore, own_run, simulate
+from .caught import caught, lively
 from .engine.graph import dot, state_graph
 from .engine.liveness import describe, liveness
 from .engine import expect, questions
@@ -75,7 +75,6 @@ EXIT_STATUS = (
     (BROKEN_PIPE, "broken pipe: the reader of the output went away (128 + SIGPIPE)"),
 )
 MAX_SEED = 2**64 - 1  # SplitMix64 takes a 64-bit seed, and a trace records it as a non-negative integer
-RUN_MAX_STEPS = 100_000  # a run that neither finishes nor deadlocks stops here unless --steps says otherwise
 MAX_STEPS = 1_000_000  # the most --steps allows: a trace of a million steps is already gigabytes
 EXPLORE_MAX_STATES = 1_000_000
 DOT_LIMIT = 2_000  # the largest state graph --dot draws (a bigger one is no picture a reader can use)
@@ -185,7 +184,8 @@ def build_parser() -> Parser:
                           "e.g. 'R*2 U rcu' (then round-robin)")
     how.add_argument("--round-robin", action="store_true", help="every runnable actor takes a step in turn")
     p.add_argument("--steps", type=bounded(MAX_STEPS), metavar="N",
-                   help=f"stop after N steps (1..{MAX_STEPS:,}; default {RUN_MAX_STEPS:,})")
+                   help=f"stop after N steps (1..{MAX_STEPS:,}; default {scenarios.MAX_STEPS:,}, or the steps a "
+                        f"scenario whose runs never end declares)")
     p.add_argument("-c", "--compute", action="store_true", help="show the state columns, counters and outcome")
     outputs(p, "the trace")
     p.set_defaults(run=cmd_run)
@@ -408,6 +408,7 @@ def cmd_list(args) -> int:
         print(wrap(sc.description, "      "))
     print("\nVariants (--variant NAME):")
     found = caught(cls.name)
+    live = lively(cls.name)
     for name, variant in cls.variants.items():
         print(f"  {variant_tag(cls, name)}")
         print(wrap(variant.doc, "      "))
@@ -416,6 +417,10 @@ def cmd_list(args) -> int:
                      f"{', '.join(sorted(names))}" for inv, names in sorted(found.get(name, {}).items())]
             print(wrap("; ".join(shown) if shown else "explore catches it on no bundled scenario", "      ",
                        hyphens=False))
+        if name in live:
+            print(wrap("explore --liveness: " + "; ".join(f"{verdict} on {', '.join(sorted(names))}"
+                                                          for verdict, names in sorted(live[name].items())),
+                       "      ", hyphens=False))
     if args.schema:
         print("\nScenario file (TOML; a run can change one value with --set KEY.PATH=VALUE):")
         full = scenarios.Table({**scenarios.COMMON, **cls.scenario_schema.keys})
@@ -428,9 +433,15 @@ def cmd_run(args) -> int:
     model, sc = model_and_scenario(args)
     check_outputs(args.json, args.html, scenario_inputs(args))
     scheduler, how = pick_scheduler(args, sc)
-    state = model.initial(sc.config)
-    trace = simulate(model, state, scheduler, max_steps=args.steps or RUN_MAX_STEPS,
-                     scenario=sc.name, config=sc.config)
+    if how.startswith("the scenario's own") and not args.steps:
+        trace = own_run(model, sc)  # a declared lasso is judged on it
+        if trace.cycle_start is not None:
+            how = f"the scenario's own lasso, {sc.schedule!r}: steps {trace.cycle_start + 1}..{len(trace)} repeat forever"
+        elif sc.forever:
+            how += f", for the {sc.steps} steps it declares (its runs never end)"
+    else:
+        trace = simulate(model, model.initial(sc.config), scheduler, max_steps=args.steps or sc.max_steps,
+                         scenario=sc.name, config=sc.config)
     print(f"{model.name} ({model.title}), variant {model.variant.name}")
     print(f"scenario {clean(sc.name)}:")
     print(wrap(sc.description, "  "))

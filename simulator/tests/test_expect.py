@@ -10,7 +10,8 @@ fail on the run stopped before its first step.
 import pytest
 
 from kstep.cli import main
-from kstep.engine import Random, RoundRobin, Scripted, expect, parse_schedule, scenario, simulate
+from kstep.engine import RoundRobin, Scripted, expect, parse_schedule, scenario, simulate
+from kstep.engine import own_run as engine_own_run
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
 
@@ -146,10 +147,9 @@ def bundled():
             yield pytest.param(mech, name, id=f"{mech}-{name}")
 
 
-def own_run(mech, sc, schedule=None):
+def own_run(mech, sc):
     m = make_model(mech, sc.variant or None)
-    sched = Scripted(schedule if schedule is not None else sc.schedule) if sc.schedule else Random(1)
-    return m, simulate(m, m.initial(sc.config), sched, config=sc.config)
+    return m, engine_own_run(m, sc)
 
 
 @pytest.mark.parametrize("mech", sorted(MODELS))
@@ -182,7 +182,7 @@ def followed_as_far_as_it_can_be(mech, sc, steps):
     while True:
         sched = Scripted(" ".join(steps)) if steps else RoundRobin()
         try:
-            return m, simulate(m, m.initial(sc.config), sched, config=sc.config)
+            return m, simulate(m, m.initial(sc.config), sched, max_steps=sc.max_steps, config=sc.config)
         except UserError:  # entry sched.pos names an actor that is blocked or finished there
             steps = steps[:sched.pos - 1]
 

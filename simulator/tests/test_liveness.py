@@ -3,15 +3,17 @@ qspinlock do not), the lasso a trace file holds judged again when it is loaded (
 or an unfair cycle is refused), its schema, and explore --liveness on the command line."""
 
 import json
+from importlib import resources
+from re import escape as re_escape
 
 import pytest
 
 from kstep.cli import main
-from kstep.engine import Action, Model, Replay, Source, Variant, simulate
+from kstep.engine import Action, Model, Replay, Source, Variant, own_run, scenario, simulate
 from kstep.engine.liveness import judge, liveness
 from kstep.engine.trace import load, validate
 from kstep.errors import UserError
-from kstep.models import make_model
+from kstep.models import MODELS, make_model
 
 SCENARIO = """description = "every CPU takes lock A, again and again, forever"
 look_for = "whether a waiter can wait forever while another CPU keeps taking the lock"
@@ -178,3 +180,59 @@ def test_explore_liveness_on_the_command_line(capsys, tmp_path):
     assert rc == 0 and "every run of this scenario ends" in out
     rc = main(["explore", "qspinlock", "--scenario", str(sc), "--liveness", "--no-por"])
     assert rc == 2 and "--no-por: not with --liveness" in capsys.readouterr().err
+
+
+# --- bundled scenarios whose runs never end ----------------------------------------------------------------
+
+def forever_scenarios():
+    for mech in sorted(MODELS):
+        for name in scenario.bundled(mech):
+            sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
+            if sc.forever:
+                yield pytest.param(mech, sc, id=f"{mech}-{name}")
+
+
+def test_the_textbook_cases_are_bundled():
+    shown = {p.values[1].name: p.values[1] for p in forever_scenarios()}
+    assert {"tas-starves", "fair-ticket", "fair-qspinlock"} <= set(shown)
+    assert shown["tas-starves"].cycle_start >= 0 and shown["fair-ticket"].cycle_start == -1
+
+
+@pytest.mark.parametrize("mech, sc", list(forever_scenarios()))
+def test_a_forever_scenarios_own_run_is_its_lasso_or_its_declared_steps_and_the_table_agrees(mech, sc):
+    """The run a page plays stops at the steps the scenario declares; a declared lasso is judged on it
+    and is one explore --liveness finds (the same victim), and the committed verdict table says
+    starvation exactly for the scenarios with a lasso, freedom for the others."""
+    m = make_model(mech, sc.variant or None)
+    t = own_run(m, sc)
+    assert len(t) == sc.steps and t.outcome == "max-steps"
+    r = liveness(m, m.initial(sc.config), config=sc.config)
+    row = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"][mech][sc.name][
+        m.variant.name]
+    assert row["liveness"] == r.verdict
+    if sc.cycle_start >= 0:
+        assert t.cycle_start == sc.cycle_start and t.lasso["kind"] == "starvation"
+        assert set(t.lasso["actors"]) <= set(r.lassos) and row["starved"] == sorted(r.lassos)
+    else:
+        assert t.cycle_start is None and r.free
+
+
+def test_run_plays_a_bundled_lasso_and_says_which_steps_repeat(capsys):
+    assert main(["run", "qspinlock", "--scenario", "tas-starves", "-c"]) == 0
+    out = capsys.readouterr().out
+    assert "steps 3..5 repeat forever" in out and "outcome: max-steps" in out
+
+
+def test_list_shows_the_liveness_verdicts(capsys):
+    assert main(["list", "qspinlock"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "explore --liveness: starvation on fair-qspinlock, fair-ticket, tas-starves" in out
+    assert "explore --liveness: free on fair-qspinlock, fair-ticket, tas-starves" in out
+
+
+@pytest.mark.parametrize("keys, says", [("steps = 5\ncycle_start = 5", "cycle_start: a lasso's cycle starts before"),
+                                        ("cycle_start = 0", "(steps = 0)")])
+def test_a_lasso_starts_inside_the_declared_run(keys, says):
+    text = SCENARIO.replace("ticket_bits = 2", f"ticket_bits = 2\n{keys}")
+    with pytest.raises(UserError, match=re_escape(says)):
+        scenario.parse("qspinlock", MODELS["qspinlock"].scenario_schema, "x", text, "x.toml", [])

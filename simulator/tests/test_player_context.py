@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from kstep import views
-from kstep.engine import Random, Scripted, explore, scenario, simulate
+from kstep.engine import explore, own_run, scenario
 from kstep.models import MODELS, make_model
 from kstep.views import code, context, predict
 
@@ -14,8 +14,7 @@ from kstep.views import code, context, predict
 def run(mech, name):
     sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
     model = make_model(mech, sc.variant or None)
-    sched = Scripted(sc.schedule) if sc.schedule else Random(1)
-    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config), model
+    return own_run(model, sc), model
 
 
 @pytest.fixture(scope="module")

@@ -107,7 +107,7 @@ def test_6_12_runs_take_every_contract_label_and_no_other():
     for name in SCENARIOS:
         sc = scenario.load(MECH, m.scenario_schema, name)
         for seed in range(40):
-            seen |= {a.label for a in simulate(m, m.initial(sc.config), Random(seed)).actions}
+            seen |= {a.label for a in simulate(m, m.initial(sc.config), Random(seed), max_steps=sc.max_steps).actions}
     # clear_pending needs a narrow race: test_clear_pending_undoes_only_our_pending scripts it
     assert seen == set(CONTRACT) - {"clear_pending", "trylock_pending_cmpxchg"}
 

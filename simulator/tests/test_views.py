@@ -7,7 +7,7 @@ from bokeh.core.validation import check_integrity
 from bokeh.models import BoxAnnotation, ColumnDataSource, CustomJS, GlyphRenderer, Plot, Range1d, Widget
 
 from kstep import views
-from kstep.engine import Random, Scripted, explore, scenario, simulate
+from kstep.engine import explore, own_run, scenario
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
 from kstep.models.rcu import gp_seq_long
@@ -22,8 +22,7 @@ def run(mech, name, variant=None, seed=1):
     """A bundled scenario run as kstep runs it: under its own variant unless told another."""
     sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
     model = make_model(mech, variant or sc.variant or None)
-    sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
-    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config), model
+    return own_run(model, sc, seed), model
 
 
 def counterexample(mech, variant, name):

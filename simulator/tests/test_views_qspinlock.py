@@ -7,7 +7,7 @@ from bokeh.core.validation import check_integrity
 from bokeh.models import BoxAnnotation, ColumnDataSource, CustomJS, GlyphRenderer, Plot, Range1d, Widget
 
 from kstep import views
-from kstep.engine import Random, Scripted, explore, scenario, simulate
+from kstep.engine import Random, explore, own_run, scenario, simulate
 from kstep.models import make_model
 from kstep.models import qspinlock as q
 from kstep.views import qspinlock as qv
@@ -22,8 +22,9 @@ MECH = "qspinlock"
 def run(name, variant=None, seed=1, overrides=()):
     """A bundled scenario under its script, or seeded random where the script is for another variant."""
     model, sc, s0 = load(MECH, name, variant, overrides)
-    sched = Scripted(sc.schedule) if sc.schedule and variant in (None, sc.variant or "v6.12") else Random(seed)
-    return simulate(model, s0, sched, scenario=sc.name, config=sc.config), model
+    if variant in (None, sc.variant or "v6.12"):
+        return own_run(model, sc, seed), model
+    return simulate(model, s0, Random(seed), max_steps=sc.max_steps, scenario=sc.name, config=sc.config), model
 
 
 def counterexample(variant, name):

@@ -57,6 +57,17 @@ class LivenessResult:
     def free(self) -> bool:
         return self.exhausted and not self.lassos and self.livelock is None and self.deadlock is None
 
+    @property
+    def verdict(self) -> str:
+        """One word, as the verdict table records it: deadlock, livelock, starvation, free or bounded."""
+        if self.deadlock is not None:
+            return "deadlock"
+        if self.livelock is not None:
+            return "livelock"
+        if self.lassos:
+            return STARVATION
+        return "free" if self.exhausted else "bounded"
+
 
 def judge(model: Model, trace: Trace, cycle_start: int) -> dict:
     """What the cycle of a lasso trace shows, computed on its concrete states: ``{"kind", "actors",

@@ -253,7 +253,16 @@ COMMON = {
                                "bundled scenario to the end leaves it out)"), True),
     "questions": Key(List(QUESTION, 0, 32, "predict-then-reveal questions, answered from the run "
                                            "(kstep.engine.questions)"), []),
+    "steps": Key(Int(0, 100_000, "the length of the scenario's own run, for one whose runs never end "
+                                 "(repeat = \"forever\"): explore --liveness judges it, the verdict table "
+                                 "records its liveness; 0: the run goes until it ends"), 0),
+    "cycle_start": Key(Int(-1, 100_000, "a lasso: the own run's steps after this many repeat forever (the "
+                                        "run comes back to the state after them; judged like explore "
+                                        "--liveness's lassos); -1: none"), -1),
 }
+
+
+MAX_STEPS = 100_000  # a run that neither finishes nor deadlocks stops here (simulate's default)
 
 
 @dataclass
@@ -268,6 +277,18 @@ class Scenario:
     expect: tuple = ()  # expect.Expect: the claims of the text, checked against the scripted run
     explorable: bool = True  # False: a scripted demonstration, too large to explore to the end
     questions: tuple = ()  # questions.Question: asked about a run, answered from it
+    steps: int = 0  # the own run's length when runs never end (repeat = "forever"); 0: until it ends
+    cycle_start: int = -1  # the own run is a lasso whose steps after this many repeat forever; -1: none
+
+    @property
+    def forever(self) -> bool:
+        """Its runs never end: the own run is bounded by ``steps`` and liveness is what it is about."""
+        return self.steps > 0
+
+    @property
+    def max_steps(self) -> int:
+        """Where any run of it stops at the latest: its declared steps, else ``MAX_STEPS``."""
+        return self.steps or MAX_STEPS
 
 
 def bundled(mechanism: str) -> list[str]:
@@ -318,9 +339,13 @@ def parse(mechanism: str, schema: Table, name: str, text: str, where: str, overr
     except Invalid as e:
         raise UserError(f"{where}: {e}") from None
     common = {k: checked.pop(k) for k in COMMON}
+    if not -1 <= common["cycle_start"] < common["steps"]:
+        raise UserError(f"{where}: cycle_start: a lasso's cycle starts before the run's last step "
+                        f"(steps = {common['steps']})")
     return Scenario(mechanism, name, common["description"], common["look_for"], common["schedule"],
                     common["variant"], to_config(checked), tuple(e["parsed"] for e in common["expect"]),
-                    common["explorable"], tuple(q["parsed"] for q in common["questions"]))
+                    common["explorable"], tuple(q["parsed"] for q in common["questions"]), common["steps"],
+                    common["cycle_start"])
 
 
 def read_toml(text: str, where: str, syntax: str = "") -> dict:

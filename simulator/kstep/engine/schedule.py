@@ -23,6 +23,7 @@ from typing import Optional
 from ..errors import UserError, shorten
 from .model import HARM, Action, Checks, Model, State, deadlock, without_cyclic_gc
 from .prng import SplitMix64
+from .scenario import MAX_STEPS
 from .trace import Trace
 
 _ENTRY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(:[A-Za-z_][A-Za-z0-9_]*)?(?:\*([0-9]+))?")
@@ -235,7 +236,7 @@ def simulate(
     state: State,
     scheduler,
     *,
-    max_steps: int = 100_000,
+    max_steps: int = MAX_STEPS,
     check: bool = True,
     scenario: str = "",
     config: Optional[dict] = None,

@@ -10,7 +10,8 @@ LECTURE = {
     "vma-locks": ["munmap-vs-fault", "recheck-race", "fork-vs-fault", "map-fixed-vs-munmap", "android-app-launch",
                   "tcp-zerocopy-vs-madvise"],
     "qspinlock": ["uncontended", "pending-path", "two-waiters", "three-waiters", "set-locked-contended",
-                  "one-bit-pending", "nesting", "trylock-fallback", "powerpc-stealing"],
+                  "one-bit-pending", "nesting", "trylock-fallback", "powerpc-stealing", "fair-ticket", "fair-qspinlock",
+                  "tas-starves"],
     # One hot block found and missed, then workloads that move, then schemes, then the small explorable ones.
     "damon": ["hot-block", "hot-block-found", "hot-block-missed", "moving-hotspot", "phase-change", "mmap-munmap",
               "ethp", "prcl", "quota", "quota-goal", "watermarks", "explore-merge-passes", "explore-sz-limit",

@@ -20,26 +20,25 @@ import sys
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
-from ..engine import Random, Scripted, explore, scenario, simulate
+from ..engine import explore, own_run, scenario
+from ..engine.runs import SEED
 from ..engine.explore import ExploreResult
 from ..errors import UserError
 from ..models import make_model
 
 MAX_STATES = 300_000  # per exploration: every shipped bug is found far below this on its scenario
-SEED = 1  # the random scheduler's seed for a scenario without a scripted schedule
 PACKAGE = Path(__file__).resolve().parents[1]
 DIGESTED = (".py", ".toml", ".js", ".json", ".gz")  # what a page of the site can depend on
 
 
 def scripted_run(mech: str, name: str):
-    """(model, scenario, trace): the scenario under its scripted schedule, else seed ``SEED``."""
+    """(model, scenario, trace): the scenario's own run (its scripted schedule, else seed ``SEED``;
+    a scenario whose runs never end, its declared steps or lasso)."""
     model = make_model(mech)
     sc = scenario.load(mech, model.scenario_schema, name)
     if sc.variant:
         model = make_model(mech, sc.variant)
-    sched = Scripted(sc.schedule) if sc.schedule else Random(SEED)
-    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config)
-    return model, sc, trace
+    return model, sc, own_run(model, sc, SEED)
 
 
 class Found(NamedTuple):

@@ -28,7 +28,7 @@ from sphinx import addnodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from ...engine import expect, scenario
+from ...engine import expect, parse_schedule, scenario
 from ...models import MODELS, make_model
 from .. import course
 from ..export import layout
@@ -145,9 +145,13 @@ class ScenarioDirective(KstepDirective):
         facts = nodes.paragraph("", f"{len(trace)} steps under ")
         if sc.schedule:
             facts += [nodes.Text("its scripted schedule "), nodes.literal(sc.schedule, sc.schedule),
-                      nodes.Text(" (then round-robin)")]
+                      nodes.Text(" (then round-robin)" if len(parse_schedule(sc.schedule)) < len(trace) else "")]
         else:
             facts += nodes.Text(f"the random scheduler, seed {course.SEED}")
+        if trace.cycle_start is not None:
+            facts += nodes.Text(f"; steps {trace.cycle_start + 1} to {len(trace)} repeat forever")
+        elif sc.forever:
+            facts += nodes.Text("; its runs never end, and this one stops there")
         # How the run ends is for the student to predict: the banner at its last step says it.
         facts += nodes.Text("; the banner at its last step says how it ends.")
         out.append(facts)

@@ -40,26 +40,55 @@ def test_committed_without_outputs(path):
     assert "widgets" not in nb.metadata, f"{path.name} carries saved widget state"
 
 
-def answer_cells(nb) -> list:
-    return [cell for cell in nb.cells if cell.cell_type == "code" and re.fullmatch(r"answer-\d+", cell.get("id", ""))]
+ASK = re.compile(r"""\bask\([^()]*?"([a-z0-9-]+)"\)""")
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_answers_stay_closed_however_the_notebook_is_run(path):
+def asked(nb) -> list[str]:
+    """The question ids the notebook's cells ask, in order."""
+    return [qid for cell in nb.cells if cell.cell_type == "code" for qid in ASK.findall(cell.source)]
+
+
+def plain(text: str) -> str:
+    """Text as a reader sees it: no Markdown marks, blanks collapsed."""
+    return " ".join(re.sub(r"[`*_]", "", text).split())
+
+
+def sentences(why: str) -> list[str]:
+    """The sentences of an explanation long enough to give it away if they appeared elsewhere."""
+    return [s for s in re.split(r"(?<=[.:;])\s+", plain(why)) if len(s) >= 40]
+
+
+NOT_MOVED = ("03-damon.ipynb",)  # still on answer()
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(
+    strict=True, reason="its answers are still closed <details> blocks, not questions")) if p.name in NOT_MOVED else p
+                                  for p in NOTEBOOKS], ids=lambda p: p.name)
+def test_answers_are_only_given_through_predict_mode(path):
     """A cell hidden by metadata is no answer key: JupyterLab expands its output when Run All runs it
-    and shows the output's first line while it is collapsed.  Every answer prints inside
-    ``with answer(...)``, which shows it as one closed block, and nothing else hides a cell."""
+    and shows the output's first line while it is collapsed.  Every Predict is asked by a question
+    block (``ask(trace, model, id)``, kstep.views.notebook) whose answer and why the notebook's
+    source never contains; nothing else hides or holds an answer."""
     nb = read(path)
     hidden = [cell.get("id", "?") for cell in nb.cells
               if cell.metadata.get("jupyter", {}).get("outputs_hidden") or cell.metadata.get("jupyter", {}).get(
                   "source_hidden") or {"hide-output", "hide-cell", "hide-input"} & set(cell.metadata.get("tags", ()))]
     assert hidden == [], f"{path.name}: cells hidden by metadata: {hidden}"
-    answers = answer_cells(nb)
     predicts = [cell for cell in nb.cells if cell.cell_type == "markdown"
                 and re.search(r"^> \*\*Predict \d+\.\*\*", cell.source, re.M)]
-    assert len(answers) == len(predicts), f"{path.name}: each Predict has its answer-N cell"
-    for cell in answers:
-        assert cell.source.startswith(f'with answer("Answer {cell.id.split("-")[1]}"):'), cell.id
+    folded = [cell.get("id", "?") for cell in nb.cells if "<details" in cell.source or "answer(" in cell.source]
+    assert folded == [], f"{path.name}: answers kept outside predict mode, in {folded}"
+    if not predicts:
+        return
+    from kstep.views.notebook import notebook_questions
+
+    questions = notebook_questions(path.stem)
+    assert sorted(asked(nb)) == sorted(questions), f"{path.name}: each question of its file is asked once"
+    assert len(asked(nb)) >= len(predicts), f"{path.name}: a Predict without its question"
+    text = plain(" ".join(cell.source for cell in nb.cells))
+    for qid, (_, why) in questions.items():
+        given = [s for s in sentences(why) if s in text]
+        assert given == [], f"{path.name}: the why of {qid} is in the notebook itself: {given}"
 
 
 def test_an_answer_block_is_closed_and_its_summary_gives_nothing_away():
@@ -84,9 +113,21 @@ def test_executes(path):
     errors = [cell.id for cell in nb.cells if cell.cell_type == "code"
               for out in cell.outputs if out.output_type == "error"]
     assert not errors, f"cells that raised: {errors}"
-    for cell in answer_cells(nb):  # after Run All: one closed block, nothing printed beside it
-        texts = [out for out in cell.outputs if out.output_type == "stream"]
-        blocks = [out.data["text/html"] for out in cell.outputs if "text/html" in out.get("data", {})]
-        assert texts == [] and len(blocks) >= 1 and blocks[0].startswith('<details class="kstep-answer">'), cell.id
+    # After Run All: each question is one block, and no answer's why shows anywhere outside its block.
+    from kstep.views.notebook import BLOCK, notebook_questions
+
+    outside = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        html = [out.data["text/html"] for out in cell.outputs if "text/html" in out.get("data", {})]
+        if ASK.search(cell.source):
+            assert html and html[0].startswith(f'<div class="{BLOCK}"'), cell.id
+        outside += [re.sub(rf'<div class="{BLOCK}".*?</script></div>', "", h, flags=re.S) for h in html]
+        outside += [out.get("text", "") for out in cell.outputs if out.output_type == "stream"]
+        outside += [out.data.get("text/plain", "") for out in cell.outputs if "data" in out]
+    shown = plain(" ".join(outside))
+    for qid, (_, why) in (notebook_questions(path.stem) if asked(nb) else {}).items():
+        assert [s for s in sentences(why) if s in shown] == [], f"the why of {qid} shows outside its block"
     kernel_prefix = "".join(out.get("text", "") for out in nb.cells[-1].outputs)
     assert kernel_prefix == sys.prefix, f"the kernel ran in {kernel_prefix}, not in this environment ({sys.prefix})"

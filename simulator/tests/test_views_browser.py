@@ -189,6 +189,25 @@ def test_every_frame_on_screen_is_the_frame_python_computed(browser, pages):
         p.close()
 
 
+def test_plots_out_of_view_catch_up_when_playback_stops(browser, pages):
+    """While playing, player.js updates only the plots on screen; pausing brings every plot, seen or
+    not, to the frame the player stopped on."""
+    trace, model, lay, path = pages["vma"]
+    p = Opened(browser, path)
+    try:
+        p.wait("m('kstep-slider').__kstep.offscreen.size > 0")  # the vma page's lower plots, at 1280 x 1000
+        p.stop_clock()
+        p.js("m('kstep-play').active = true")
+        p.run_for(20_100)  # 2 steps a second: frame 40, past the counters' first changes
+        p.js("m('kstep-play').active = false")
+        p.resume_clock()
+        assert 0 < p.frame < len(trace)
+        assert_on_screen(p, lay, p.frame)
+        p.check_clean()
+    finally:
+        p.close()
+
+
 def test_a_counterexample_ends_with_the_violated_invariant_in_view(browser, tmp_path):
     model = make_model("vma-locks", "free-immediately")
     sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")

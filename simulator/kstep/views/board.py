@@ -49,7 +49,7 @@ def draw_boxes(p: figure, source: ColumnDataSource, *, head_size: str = style.TE
     if not p.title.text.endswith(CHANGED_NOTE):
         p.title.text += CHANGED_NOTE
     # The halo first, so the box's own outline (a fact of its own) stays on top of it.
-    p.rect("x", "y", "w", "h", source=source, name=f"{name}-changed", fill_alpha=0.0, line_color=style.BLUE,
+    p.rect("x", "y", "w", "h", source=source, name=f"{name}-changed", fill_alpha=0.0, line_color=style.STEP,
            line_width=9, line_alpha="changed")
     p.rect("x", "y", "w", "h", source=source, name=f"{name}-box", fill_color="fill", line_color="line",
            line_width="width",

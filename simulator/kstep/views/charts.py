@@ -200,15 +200,17 @@ def step_line(name: str, counts: Callable[[Any], Sequence[int]], window: int = W
     return windowed(name, {"x": int, "y": int}, data, "x", "x", window)
 
 
-COUNTER_COLUMNS = {"y": int, "value": int, "color": str, "text": str}
+COUNTER_COLUMNS = {"y": int, "value": int, "text": str}
 
 
-def counters(name: str, colors: Sequence[str], values: Callable[[Any], Sequence[Sequence[int]]]) -> BoardSource:
-    """A bar per counter, redrawn per frame: ``values(trace)[k][j]`` is counter j at frame k."""
-    ys = [-j for j in range(len(colors))]
+def counters(name: str, size: int, values: Callable[[Any], Sequence[Sequence[int]]]) -> BoardSource:
+    """A bar per counter (``size`` of them), redrawn per frame: ``values(trace)[k][j]`` is counter j at
+    frame k.  The bars are ink: each is named beside it, and a colour would give a counter a meaning it
+    shares with a board."""
+    ys = [-j for j in range(size)]
 
     def rows(counts):
-        return {"y": ys, "value": list(counts), "color": list(colors), "text": [f" {c}" for c in counts]}
+        return {"y": ys, "value": list(counts), "text": [f" {c}" for c in counts]}
 
     return BoardSource(name, rows, lambda counts: counts, COUNTER_COLUMNS,
                        lambda trace: [tuple(int(v) for v in row) for row in values(trace)])

@@ -26,7 +26,7 @@ def counters_figure(player: Player, title: str, names: Sequence[str], src: Board
     p.yaxis.major_label_text_font = style.MONO
     p.xaxis.ticker = AdaptiveTicker(min_interval=1, num_minor_ticks=0)
     source = board_source(player, src)
-    p.hbar(y="y", right="value", left=0, height=0.6, source=source, color="color", fill_alpha=0.85,
+    p.hbar(y="y", right="value", left=0, height=0.6, source=source, color=style.DARK, fill_alpha=0.85,
            name=f"kstep-plot-{name}-bars")
     p.text("value", "y", "text", source=source, name=f"kstep-plot-{name}-values", text_baseline="middle",
            text_font_size=style.TEXT_SIZE, text_font_style="bold", text_color=style.INK)

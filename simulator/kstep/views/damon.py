@@ -60,7 +60,7 @@ def heatmap_figure(player: Player, axis: AddressAxis, chart: dict) -> figure:
                tools="xpan,xwheel_zoom,reset", toolbar_location="right")
     style.style_figure(p)
     p.quad(source=board_source(player, chart["heatmap-cells"]), left="left", right="right", bottom="bottom",
-           top="top", fill_color="fill", line_color=style.GREY, line_width=0.5, name="kstep-plot-heatmap-cells")
+           top="top", fill_color="fill", line_color=style.DARK, line_width=0.5, name="kstep-plot-heatmap-cells")
     p.quad(source=board_source(player, chart["heatmap-truth"]), left="left", right="right", bottom="bottom",
            top="top", fill_color=None, line_color=TRUTH[1], line_width=1.5, name="kstep-plot-heatmap-truth")
     style_axis(axis, p.yaxis, short=True)
@@ -79,7 +79,7 @@ def nr_regions_figure(player: Player, x_range: Range1d, src: BoardSource) -> fig
                y_range=Range1d(0, max(attrs.max_nr_regions, *counts) * 1.1 + 1, name="kstep-y-nr-regions"),
                tools="", toolbar_location=None)
     style.style_figure(p)
-    p.step("x", "y", source=board_source(player, src), mode="after", line_width=3, color=style.BLUE, name="kstep-plot-nr-regions-line")
+    p.step("x", "y", source=board_source(player, src), mode="after", line_width=3, color=style.DARK, name="kstep-plot-nr-regions-line")
     for what, v in (("min", attrs.min_nr_regions), ("max", attrs.max_nr_regions)):
         p.add_layout(Span(location=v, dimension="width", line_dash="dashed", line_color=style.DARK,
                           name=f"kstep-plot-nr-regions-{what}"))
@@ -106,6 +106,6 @@ def damon_view(trace, model):
                                                                (str(top), HEAT[-1])],
                           outline=[SPLIT_LINE, MERGE_LINE]))
     if trace.scheduler != "observed":  # a real kernel's run has no known workload
-        key += style.key_html("ground truth:", [TRUTH])
+        key += style.key_html("ground truth:", [], marks=[("▬", TRUTH[1], TRUTH[0])])
     return player.layout(strip, heatmap, regions, counters, key=key)
 

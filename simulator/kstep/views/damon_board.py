@@ -22,10 +22,10 @@ LOG_FROM = 16 << 30  # a target of this many bytes or more is drawn on a log axi
 TICKS_PER_AXIS = 8  # about how many offset ticks a linear axis gets across its width
 CHAR = 0.009  # the share of the axis one character of a tick label takes (Bokeh's 11 px font, 1000 px)
 TICK_GAP = 0.02  # the least share of the axis between two tick labels' edges
-HEAT = ("#FFFFFF", "#FDE0C5", "#FACBA0", "#F5A66B", "#E8803E", "#D55E00", "#9E3D00")  # 0 .. max nr_accesses
-SPLIT_LINE = ("made by a split", style.PURPLE)
-MERGE_LINE = ("made by a merge", style.BLUE)
-TRUTH = ("hot in this sampling interval (the workload)", style.VERMILLION)
+HEAT = style.HEAT  # 0 .. max nr_accesses
+SPLIT_LINE = ("made by a split", style.tint(style.STEP, 0.5))
+MERGE_LINE = ("made by a merge", style.STEP)
+TRUTH = ("hot in this sampling interval (the workload)", style.INK)
 
 
 class AddressAxis:
@@ -239,8 +239,7 @@ def chart_sources(s0, model, axis: AddressAxis | None = None, *, observed: bool 
     def nr_regions(trace):
         return {"x": list(range(len(trace.states))), "y": [len(s.regions) for s in trace.states]}
 
-    colors = [style.GREEN] if observed else [style.GREEN, style.SKY, style.GREY]
-    colors += [style.ORANGE, style.VERMILLION] * len(s0.cfg.schemes)
+    size = (1 if observed else 3) + 2 * len(s0.cfg.schemes)
 
     def counts(s):
         kd = [s.k.aggregations] if observed else [s.k.aggregations, s.k.passed_sample_intervals, s.k.rng.draws]
@@ -249,7 +248,7 @@ def chart_sources(s0, model, axis: AddressAxis | None = None, *, observed: bool 
     return [charts.whole_run("heatmap-cells", {**QUADS, "fill": str}, cells),
             charts.whole_run("heatmap-truth", QUADS, truth),
             charts.whole_run("nr-regions", {"x": int, "y": int}, nr_regions),
-            charts.counters("counters", colors, lambda t: [counts(s) for s in t.states])]
+            charts.counters("counters", size, lambda t: [counts(s) for s in t.states])]
 
 
 def counter_names(s0, *, observed: bool = False) -> list[str]:

@@ -18,7 +18,7 @@ from ..models.pgtable import Ops
 from . import style
 from .board import board_figure, board_source, draw_boxes
 from .counters import counters_figure
-from .fork_board import (BATCH_DONE, CELL, EMPTY, FOLDED, FOLIO_COLORS, IN_PROGRESS, SWAPPED, ZERO_PAGE,
+from .fork_board import (BATCH_DONE, CELL, EMPTY, FOLDED, IN_PROGRESS, SWAPPED, ZERO_PAGE,
                          board_sources, chart_sources, grid_columns, span_of)
 from .phases import PHASES
 from .player import Player
@@ -72,10 +72,12 @@ def fork_batch_view(trace, model):
     actor_marks(timeline, player, [chart["timeline-actions"], chart["timeline-violation"]])
     counters = counters_figure(player, "what the copy has done so far (models/pgtable.py's Ops)",
                                list(Ops._fields), chart["counters"])
-    folios = [(f"folio at PFN {f.pfn} (order {f.order}, {f.kind})", FOLIO_COLORS[k % len(FOLIO_COLORS)])
-              for k, f in enumerate(s0.folios)]
-    key = (style.key_html("PTEs (faded: read-only):", folios[:8] + [EMPTY, ZERO_PAGE, SWAPPED])
+    # Neighbouring folios alternate the two shades: each chip lists the folios of its shade.
+    folios = [("; ".join(f"PFN {f.pfn} (order {f.order}, {f.kind})" for f in s0.folios[j::len(style.FOLIO)]), colour)
+              for j, colour in enumerate(style.FOLIO) if s0.folios[j::len(style.FOLIO)]]
+    key = (style.key_html("PTEs (faded: read-only):", folios + [EMPTY, ZERO_PAGE, SWAPPED])
            + style.key_html("outlines:", [], outline=[IN_PROGRESS, BATCH_DONE, FOLDED])
+           + style.key_html("mm:", [("mmap_lock for write (fork holds it while it copies)", style.WRITER)])
            + style.key_html("threads:", [(w, c) for w, c in PHASES[:2]],
                             marks=[("▲", style.DARK, "took a step")]))
     tables = row(parent, child, name="kstep-page-tables")

@@ -7,22 +7,19 @@ from __future__ import annotations
 
 from ..models import rwsem
 from ..models.fork_batch import folio_index
-from ..models.pgtable import CONT_PTES, pte_cont, pte_pfn, pte_present, pte_special, pte_write
+from ..models.pgtable import CONT_PTES, Ops, pte_cont, pte_pfn, pte_present, pte_special, pte_write
 from . import charts, style
 from .boxes import BoardSource, Box, columns, in_a_row
 from .phases import DONE, PHASES, phases
 from .vma_board import sem_text
 
-FOLIO_COLORS = (style.SKY, style.ORANGE, style.GREEN, style.PURPLE, style.YELLOW, style.BLUE)
-EMPTY = ("pte_none", style.WHITE)
-ZERO_PAGE = ("the shared zero page (special)", style.GREY)
-SWAPPED = ("swap entry (not present)", style.DARK_GREY)
+EMPTY = ("pte_none", style.EMPTY)
+ZERO_PAGE = ("the shared zero page (special)", style.UNUSED)
+SWAPPED = ("swap entry (not present)", style.GONE)
 READ_ONLY = 0.3  # fill alpha of a read-only PTE; a writable one is opaque
-IN_PROGRESS = ("the copy in progress (copy_pte_range's addr, the batch so far)", style.VERMILLION)
+IN_PROGRESS = ("the copy in progress (copy_pte_range's addr, the batch so far)", style.STEP)
 BATCH_DONE = ("a copy made: one batch, or one PTE", style.INK)
-FOLDED = ("arm64 folded block (contiguous bit)", style.BLUE)
-COUNTER_COLORS = (style.BLUE, style.SKY, style.PURPLE, style.VERMILLION, style.GREEN, style.ORANGE,
-                  style.YELLOW, style.SIENNA, style.DARK)
+FOLDED = ("arm64 folded block (contiguous bit; thick)", style.DARK)
 CELL = 0.9  # a cell's side, in grid units (1 apart)
 RECTS = {"x": float, "y": float, "w": float, "h": float}
 
@@ -64,7 +61,7 @@ def cells(s, ptes: tuple, first: int, last: int, ncols: int) -> dict[str, list]:
         elif pte_special(pte):
             fill, alpha = ZERO_PAGE[1], READ_ONLY
         else:
-            fill = FOLIO_COLORS[folio_index(s, pte_pfn(pte)) % len(FOLIO_COLORS)]
+            fill = style.FOLIO[folio_index(s, pte_pfn(pte)) % len(style.FOLIO)]
             alpha = 1.0 if pte_write(pte) else READ_ONLY
         xs.append(col + 0.5)
         ys.append(-row)
@@ -112,7 +109,7 @@ def mm_box(s, names) -> Box:
     c = s.copy
     copying = f"copying VMA {c.vma}, page {c.addr}" if c.vma >= 0 else "not copying"
     held = sem_text(s.mm.mmap_lock, names) or "free"
-    fill = style.PURPLE if s.mm.mmap_lock.owner != rwsem.NOBODY else style.LIGHT
+    fill = style.WRITER if s.mm.mmap_lock.owner != rwsem.NOBODY else style.FREE
     return Box(6.9, 0, 10.0, 0.8, fill, f"write_protect_seq {s.write_protect_seq}"
                + (" (odd: fork is write-protecting)" if s.write_protect_seq & 1 else "")
                + (" · MMF_HAS_PINNED" if s.mmf_has_pinned else ""), f"mmap_lock {held} · {copying}")
@@ -152,5 +149,5 @@ def chart_sources(s0, model) -> list[BoardSource]:
     return [
         charts.phase_bars("timeline-phases", lambda s: phases(model, s)[:n], skip=(DONE,)),
         *charts.actor_marks("timeline", {t.name: i for i, t in enumerate(s0.threads)}),
-        charts.counters("counters", COUNTER_COLORS, lambda t: [tuple(s.ops) for s in t.states]),
+        charts.counters("counters", len(Ops._fields), lambda t: [tuple(s.ops) for s in t.states]),
     ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from . import charts, style
 from .boxes import BoardSource
 
-PHASES = (("can take a step", style.LIGHT), ("blocked", style.ORANGE), style.DONE)
+PHASES = (("can take a step", style.FREE), ("blocked", style.WAITS), style.DONE)
 WORKING, BLOCKED, DONE = range(len(PHASES))
 
 

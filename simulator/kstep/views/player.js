@@ -17,7 +17,8 @@ const n = P.n;
 
 // Per-player state lives on the slider model, which exists once per player on a page.
 const st = W.slider.__kstep ||
-  (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1), code: -1, answers: {}, asking: null});
+  (W.slider.__kstep = {frame: 0, timer: null, shown: P.sources.map(() => -1), code: -1, code_html: {},
+                       offscreen: new Set(), controls_at: -Infinity, answers: {}, asking: null});
 
 const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
 function esc(s) {
@@ -109,6 +110,14 @@ function code_html(k) {
     return P.code0;
   }
   const l = P.frames.data.label[k];
+  if (st.code_html[l] === undefined) {
+    st.code_html[l] = excerpt_html(l);
+  }
+  return st.code_html[l];
+}
+
+// The pane's HTML for label l, built once per label: an excerpt runs to hundreds of lines.
+function excerpt_html(l) {
   const c = P.code[l];
   if (c === null) {  // a step outside the kernel: there is no kernel code to show
     return '<div class="kstep-code"><div class="kstep-code-where">' + esc(P.where[l]) +
@@ -142,6 +151,60 @@ function show_code(k) {
         pre.scrollTop = line.offsetTop - pre.offsetTop - pre.clientHeight / 3;
       }
     });
+  }
+}
+
+// Frame k on the plots: every plot's sources and cursors, or (while playing) only those of the plots on
+// screen; a plot scrolled out of view catches up when it comes back or when playback stops.
+function show_panels(k, all) {
+  for (let i = 0; i < P.sources.length; i++) {
+    if (all || on_screen(P.sources[i].plot)) {
+      show_source(i, k);
+    }
+  }
+  for (const c of P.cursors) {
+    if (!all && !on_screen(c.plot)) {
+      continue;
+    }
+    if (c.kind === "box") {
+      c.model.setv({left: k, right: k + 1});
+    } else if (c.kind === "curtain") {
+      c.model.left = k + 1;
+    } else {
+      c.model.location = k + 0.5;
+    }
+  }
+}
+
+function on_screen(plot) {
+  return plot == null || !st.offscreen.has(plot.id);
+}
+
+// Which plots are out of view, kept by an IntersectionObserver (none without one, or before the page's
+// views exist: then every plot counts as on screen).
+function watch_plots() {
+  if (typeof IntersectionObserver === "undefined") {
+    return;
+  }
+  const seen = new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      if (e.isIntersecting) {
+        st.offscreen.delete(e.target.kstep_plot);
+      } else {
+        st.offscreen.add(e.target.kstep_plot);
+      }
+    }
+    if (st.timer !== null) {
+      show_panels(st.frame, false);  // what came into view shows the frame playing now
+    }
+  });
+  const plots = new Set([...P.sources, ...P.cursors].map((s) => s.plot).filter((p) => p != null));
+  for (const plot of plots) {
+    const view = Bokeh.index.query_one((v) => v.model === plot);
+    if (view !== null) {
+      view.el.kstep_plot = plot.id;
+      seen.observe(view.el);
+    }
   }
 }
 
@@ -212,20 +275,9 @@ function show(k) {
     ask(q);
   }
   st.frame = k;
-  for (let i = 0; i < P.sources.length; i++) {
-    show_source(i, k);
-  }
-  for (const c of P.cursors) {
-    if (c.kind === "box") {
-      c.model.setv({left: k, right: k + 1});
-    } else if (c.kind === "curtain") {
-      c.model.left = k + 1;
-    } else {
-      c.model.location = k + 0.5;
-    }
-  }
+  show_panels(k, st.timer === null);
   follow(k);
-  W.status.html = status_html(k);
+  show_controls(k, st.timer === null ? null : t0);
   if (st.timer === null) {
     show_code(k);
     show_state();
@@ -233,12 +285,25 @@ function show(k) {
   if (W.banner.visible !== (k === n)) {
     W.banner.visible = k === n;  // setting it at all re-lays out the page: only when it changes
   }
-  if (W.slider.value !== k) {
-    W.slider.value = k;  // its change callback finds st.frame === k and does nothing
-  }
   const profile = globalThis.kstep_profile;  // set by the benchmark to time each update
   if (profile) {
     profile.push(performance.now() - t0);
+  }
+}
+
+// The status line and the slider's handle show frame k; while playing (``now`` given) at most every
+// CONTROLS_MS: each rewrite of them makes the browser recompute the page's styles before it can paint
+// the plots, and nobody reads a status that changes 60 times a second.  Pausing shows the exact frame.
+const CONTROLS_MS = 100;
+
+function show_controls(k, now) {
+  if (now !== null && now - st.controls_at < CONTROLS_MS) {
+    return;
+  }
+  st.controls_at = now === null ? -Infinity : now;
+  W.status.html = status_html(k);
+  if (W.slider.value !== k) {
+    W.slider.value = k;  // its change callback finds st.frame === k and does nothing
   }
 }
 
@@ -284,6 +349,8 @@ function stop_timer() {
   if (st.timer !== null) {
     cancelAnimationFrame(st.timer);
     st.timer = null;
+    show_panels(st.frame, true);
+    show_controls(st.frame, null);
     show_code(st.frame);
     show_state();
   }
@@ -318,28 +385,6 @@ function ask(q) {
   W.guess.value = "";
   W.guess.disabled = false;
   W.reveal.disabled = false;
-}
-
-// Does what the student typed equal the answer?  As questions.matches compares an answers.toml: a
-// number in decimal or hex, either view of a 64-bit word; true/false; a word; thread names in any order.
-function matches(want, given) {
-  const g = given.trim();
-  if (want.type === "threads") {
-    const names = g.toLowerCase() === "none" ? [] : g.split(/[\s,]+/).filter((s) => s !== "");
-    return names.slice().sort().join(",") === want.value.slice().sort().join(",");
-  }
-  if (want.type === "int") {
-    if (!/^-?(0x[0-9a-f]+|[0-9]+)$/i.test(g)) {
-      return false;
-    }
-    const v = g.startsWith("-") ? -BigInt(g.slice(1)) : BigInt(g);
-    const w = BigInt(want.value);
-    return v === w || BigInt.asUintN(64, v) === BigInt.asUintN(64, w);
-  }
-  if (want.type === "bool") {
-    return g.toLowerCase() === want.value;
-  }
-  return g === want.value;
 }
 
 function answered(given) {
@@ -396,6 +441,7 @@ function setup() {
   st.ready = true;
   (globalThis.kstep_players = globalThis.kstep_players || []).push(P.root);
   document.addEventListener("keydown", on_key);
+  watch_plots();
   show_state();
 }
 
@@ -409,6 +455,7 @@ function show_live(k) {
   W.predicting.active = false;  // the questions are about the recorded run, not the student's own
   st.shown.fill(-1);
   st.code = -1;
+  st.code_html = {};
   W.slider.setv({end: Math.max(n, 1), disabled: n === 0});
   show(k);
 }

@@ -25,7 +25,7 @@ from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 from bokeh.layouts import column, row
-from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div, InlineStyleSheet, Plot,
+from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div, GlyphRenderer, InlineStyleSheet, Plot,
                           Range1d, Select, Slider, Span, TextInput, Toggle)
 from bokeh.models.dom import HTML
 from bokeh.models.ui import Pane
@@ -70,7 +70,8 @@ class Frames:
 
 
 def player_js() -> str:
-    return resources.files(__package__).joinpath("player.js").read_text()
+    here = resources.files(__package__)
+    return here.joinpath("predict.js").read_text() + "\n" + here.joinpath("player.js").read_text()
 
 
 class Player:
@@ -158,13 +159,15 @@ class Player:
         """The header, controls, status line and end banner above the view's panels, the colour key
         beside the first panel; everything as wide as the page, up to ``style.WIDTH``, down to a phone."""
         widgets = self._widgets()
+        if key:
+            key += self.every_panel_key()
         controls = row(widgets["reset"], widgets["back"], widgets["toggle"], widgets["step"], widgets["speed"],
                        widgets["slider"], name="kstep-controls", sizing_mode="stretch_width",
                        stylesheets=[self.wrap])
         # The status line changes on every frame: a Pane's HTML node updates in place, while a Div
         # re-lays out the whole page each time its text changes (about 4 ms a frame).
         status = Pane(elements=[widgets["status"]], stylesheets=[self.stylesheet], name="kstep-status-pane",
-                      styles={"width": "100%", "min-height": "6.2em"})
+                      styles={"width": "100%", "min-height": f"{style.STATUS_LINES * 1.5 + 1.6}em"})
         source = Pane(elements=[widgets["code"]], stylesheets=[self.stylesheet], name="kstep-code-pane",
                       styles={"width": "100%"})
         # What a screen reader reads when the player stops on a step: the status and the boards as text.
@@ -206,6 +209,14 @@ class Player:
         if plots:
             plots[0].js_on_change("inner_width", callback)
         return lay
+
+    def every_panel_key(self) -> str:
+        """The colours every mechanism's panels share: the step on screen, and harm (a run, recorded or a
+        student's own, may break a check or end in a cycle that repeats forever)."""
+        return style.key_html("every panel:", [("the step that breaks a check, or a cycle that repeats forever",
+                                                style.HARM)],
+                              outline=[("the timeline's cursor, the boxes and bits it changed, its lines in the code pane",
+                                        style.STEP)])
 
     def _div(self, name: str, html: str, **kw) -> Div:
         kw.setdefault("sizing_mode", "stretch_width")
@@ -278,16 +289,21 @@ class Player:
         }
 
     def _spec(self, widgets: dict, root) -> dict:
+        # The plot each source and cursor is drawn on: player.js skips the plots out of view while playing.
+        plot_of = {m.id: p for p in root.select({"type": Plot}) for m in [*p.renderers, *p.center]}
+        plot_of.update({r.data_source.id: plot_of[r.id] for r in root.select({"type": GlyphRenderer})
+                        if r.id in plot_of})
         return {
             **self.tables(),
             "widgets": widgets,
             "root": root,
             "frames": ColumnDataSource(self.frame_index(), name="kstep-frames"),
             "sources": [
-                {"name": name, "source": shown, "store": store, "cols": list(self.exports[name]["kinds"].items())}
+                {"name": name, "source": shown, "store": store, "cols": list(self.exports[name]["kinds"].items()),
+                 "plot": plot_of.get(shown.id)}
                 for name, shown, store in self._sources
             ],
-            "cursors": self._cursors,
+            "cursors": [{**c, "plot": plot_of.get(c["model"].id)} for c in self._cursors],
             "follow": self._follow,
         }
 

@@ -25,18 +25,18 @@ def scenario_questions(trace: Trace, model: Model) -> tuple:
 def predictions(trace: Trace, model: Model) -> list[dict]:
     """What player.js needs per question reached in this run, in the order of their steps: the state
     index, the question, what kind of answer and the answer itself (its text and its typed value)."""
-    out = []
-    for a in questions.answers(model, scenario_questions(trace, model), trace):
-        if a.step is None or a.step == 0:  # never reached, or about the initial state (nothing to predict)
-            continue
-        q = a.question
-        value = a.value
-        want = ({"type": "threads", "value": list(value)} if q.kind == "thread" else
-                {"type": "bool", "value": "true" if value else "false"} if isinstance(value, bool) else
-                {"type": "int", "value": str(value)} if isinstance(value, int) else
-                {"type": "str", "value": value})
-        hint = {"thread": "thread names, e.g. T1, T2 (or none)", "choose": "one of: " + ", ".join(q.choices),
-                "value": "a number (hex is fine: 0x101), a word, or true/false"}[q.kind]
-        out.append({"id": q.id, "step": a.step, "ask": q.ask, "hint": hint, "want": want,
-                    "text": questions.text(value)})
+    out = [prediction(a) for a in questions.answers(model, scenario_questions(trace, model), trace)
+           if a.step]  # not None: never reached; not 0: about the initial state (nothing to predict)
     return sorted(out, key=lambda p: p["step"])
+
+
+def prediction(a: questions.Answer) -> dict:
+    """One answered question as predict.js compares it: ``want`` typed, ``text`` as shown."""
+    q, value = a.question, a.value
+    want = ({"type": "threads", "value": list(value)} if q.kind == "thread" else
+            {"type": "bool", "value": "true" if value else "false"} if isinstance(value, bool) else
+            {"type": "int", "value": str(value)} if isinstance(value, int) else
+            {"type": "str", "value": value})
+    hint = {"thread": "thread names, e.g. T1, T2 (or none)", "choose": "one of: " + ", ".join(q.choices),
+            "value": "a number (hex is fine: 0x101), a word, or true/false"}[q.kind]
+    return {"id": q.id, "step": a.step, "ask": q.ask, "hint": hint, "want": want, "text": questions.text(value)}

@@ -46,7 +46,7 @@ def word_figure(player: Player, fields: list[Field]) -> figure:
     p.text(x="x", y="y", text="text", source=player.static_source("word-bit-numbers", {
         "x": xs * nlocks, "y": [word_top(lock) - 0.62 for lock in range(nlocks) for _ in xs],
         "text": [str(b) for _ in range(nlocks) for b in range(31, -1, -1)]}), name="kstep-plot-word-bit-numbers",
-        text_font_size="9pt", text_align="center", text_baseline="middle", text_color=style.DARK_GREY,
+        text_font_size="9pt", text_align="center", text_baseline="middle", text_color=style.DARK,
         text_font=value(style.FONT))
     strips = {"x": [], "y": [], "w": [], "fill": []}
     for lock in range(nlocks):
@@ -136,13 +136,13 @@ def qspinlock_view(trace, model):
     for lock in range(nlocks):
         lock_name = q.lock_name(lock)
         for bar, _, colour, _ in LOCK_BARS[s0.layout](s0):
-            phase_bars(timeline, player, chart[f"timeline-{bar}-{lock_name}"], [style.LIGHT, colour], height=0.2)
+            phase_bars(timeline, player, chart[f"timeline-{bar}-{lock_name}"], [style.FREE, colour], height=0.2)
         if s0.layout == q.TICKET:
-            phase_bars(timeline, player, chart[f"timeline-held-{lock_name}"], [style.LIGHT, style.GREEN], height=0.3)
+            phase_bars(timeline, player, chart[f"timeline-held-{lock_name}"], [style.FREE, style.HOLDS], height=0.3)
     timeline.text("x", "y", "text", source=board_source(player, chart["word-labels"]),
                   name="kstep-plot-timeline-word-labels", text_font_size="10pt", text_baseline="middle",
                   text_color=style.INK, text_font_style="bold")
-    marks(timeline, player, chart["timeline-word-changes"], color=style.BLUE, marker="diamond", size=9)
+    marks(timeline, player, chart["timeline-word-changes"], color=style.INK, marker="diamond", size=9)
     actor_marks(timeline, player, [chart["timeline-actions"], chart["timeline-violation"]])
     counters = counters_figure(player, "counters so far (model.answers: what -c prints)", counter_names(s0, model),
                                chart["counters"])
@@ -152,11 +152,12 @@ def qspinlock_view(trace, model):
     shown = SHOWN_PHASES[s0.layout] + ((TAS_SPIN,) if spins else ())
     key = style.key_html("CPUs:", [(named.get(ph, PHASES[ph][0]), PHASES[ph][1]) for ph in shown])
     key += style.key_html("word:", [(f.name, f.colour) for f in fields],
-                          outline=[("bit changed by this step", style.BLUE)])
+                          outline=[("a bit changed", style.STEP)])
     if s0.layout != q.TICKET:
-        key += style.key_html("nodes:", [("filled: in use, in its context's colour", style.ORANGE), NODE_FREE],
+        key += style.key_html("nodes (in use: in the colour of the context using it):",
+                              [("counted by its CPU, no context using it", style.FREE), NODE_FREE],
                               outline=[NODE_BAD],
                               marks=[("⌒▼", LINK[1], LINK[0]), ("⌒▼", STALE_LINK[1], STALE_LINK[0])])
     key += style.key_html("timeline:", [], marks=[("▲", style.DARK, "took a step"),
-                                                  ("◆", style.BLUE, "changed a lock word")])
+                                                  ("◆", style.INK, "changed a lock word")])
     return player.layout(word, state, timeline, counters, key=key)

@@ -14,14 +14,14 @@ from .boxes import LEFT, RIGHT, BoardSource, Box, columns, in_a_row
 
 # --- what a CPU (a task or an interrupt on it) is doing, in palette order ----------------------------
 
-FAST = ("fast path: one cmpxchg of the word", style.SKY)
-PENDING = ("pending: spins on the lock word", style.YELLOW)
-QUEUED = ("queued: spins on its own node->locked", style.ORANGE)
-HEAD = ("queue head: spins on the lock word", style.SIENNA)
-HOLDING = ("holds the lock", style.GREEN)
-RELEASING = ("holds the lock, releases its node: hands the queue on, count--", style.BLUE)
-NO_IRQ = ("no interrupt in progress", style.LIGHT)
-TAS = ("test-and-set: spins on the lock word (virt_spin_lock)", style.PURPLE)
+FAST = ("fast path: one cmpxchg of the word", style.LOCKLESS)
+PENDING = ("pending: spins on the lock word", style.IN_PROGRESS)
+QUEUED = ("queued: spins on its own node->locked", style.WAITS)
+HEAD = ("queue head: spins on the lock word", style.FIRST_IN_LINE)
+HOLDING = ("the lock", style.HOLDS)
+RELEASING = ("the lock, and releases its node: hands the queue on, count--", style.HOLDS_2)
+NO_IRQ = ("no interrupt in progress", style.FREE)
+TAS = ("test-and-set: spins on the lock word (virt_spin_lock)", style.WAITS_2)
 PHASES = (FAST, PENDING, QUEUED, HEAD, HOLDING, RELEASING, NO_IRQ, style.DONE, TAS)
 FAST_PATH, PENDING_PATH, IN_QUEUE, QUEUE_HEAD, HOLDS, RELEASES, IRQ_IDLE, DONE, TAS_SPIN = range(len(PHASES))
 
@@ -77,7 +77,7 @@ def phase(s, i: int) -> int:
 
 NOTATION = {q.QSPINLOCK: "(tail, pending, locked)", q.POWERPC: "(tail, must-queue, locked)",
             q.TICKET: "(next, owner)"}
-UNUSED = ("not used", style.GREY)
+UNUSED = ("not used", style.UNUSED)
 
 
 class Field(NamedTuple):
@@ -104,37 +104,37 @@ def word_fields(layout: str, pending_bits: int) -> list[Field]:
         cpu, idx = _value(lay.TAIL_CPU_MASK), _value(lay.TAIL_IDX_MASK)
         pend, locked = _value(lay.PENDING_MASK), _value(q._Q_LOCKED_MASK)
         fields = [
-            Field("tail cpu (+1)", *_bits(lay.TAIL_CPU_MASK), style.ORANGE,
+            Field("tail cpu (+1)", *_bits(lay.TAIL_CPU_MASK), style.WAITS,
                   lambda w: f"tail cpu = {cpu(w)}" + (f": CPU {cpu(w) - 1}" if cpu(w) else ": no queue")),
-            Field("tail idx", *_bits(lay.TAIL_IDX_MASK), tint(style.ORANGE, 0.55), lambda w: f"tail idx = {idx(w)}"),
+            Field("tail idx", *_bits(lay.TAIL_IDX_MASK), style.WAITS_2, lambda w: f"tail idx = {idx(w)}"),
         ]
         pending_bit = _bits(q._Q_PENDING_VAL)[0]
         if lay.PENDING_BITS > 1:  # bits 9-15 of the pending byte: only bit 8 is ever set
             fields.append(Field("not used", pending_bit + 1, _bits(lay.PENDING_MASK)[1], UNUSED[1],
                                 lambda w: "not used"))
         fields += [
-            Field("pending", pending_bit, pending_bit, style.YELLOW,
+            Field("pending", pending_bit, pending_bit, style.IN_PROGRESS,
                   lambda w: f"pending = {pend(w)}"),
-            Field("locked byte", *_bits(q._Q_LOCKED_MASK), style.GREEN, lambda w: f"locked = {locked(w)}"),
+            Field("locked byte", *_bits(q._Q_LOCKED_MASK), style.HOLDS, lambda w: f"locked = {locked(w)}"),
         ]
         return fields
     if layout == q.POWERPC:
         tail, owner = _value(q.PPC_TAIL_CPU_MASK), _value(q.PPC_OWNER_CPU_MASK)
         return [
-            Field("tail cpu (+1)", *_bits(q.PPC_TAIL_CPU_MASK), style.ORANGE,
+            Field("tail cpu (+1)", *_bits(q.PPC_TAIL_CPU_MASK), style.WAITS,
                   lambda w: f"tail cpu = {tail(w)}" + (f": CPU {tail(w) - 1}" if tail(w) else ": no queue")),
-            Field("must-queue", *_bits(q.PPC_MUST_Q_VAL), style.PURPLE,
+            Field("must-queue", *_bits(q.PPC_MUST_Q_VAL), style.WAITS_2,
                   lambda w: f"must-q = {int(bool(w & q.PPC_MUST_Q_VAL))}"),
             Field("sleepy (paravirt only)", *_bits(q.PPC_SLEEPY_VAL), UNUSED[1],
                   lambda w: f"sleepy = {int(bool(w & q.PPC_SLEEPY_VAL))}"),
-            Field("owner cpu", *_bits(q.PPC_OWNER_CPU_MASK), tint(style.GREEN, 0.55),
+            Field("owner cpu", *_bits(q.PPC_OWNER_CPU_MASK), style.HOLDS_2,
                   lambda w: f"owner cpu = {owner(w)}"),
-            Field("locked", *_bits(q.PPC_LOCKED_VAL), style.GREEN,
+            Field("locked", *_bits(q.PPC_LOCKED_VAL), style.HOLDS,
                   lambda w: f"locked = {int(bool(w & q.PPC_LOCKED_VAL))}"),
         ]
     return [
-        Field("next ticket", q.TICKET_SHIFT, 31, style.ORANGE, lambda w: f"next = {w >> q.TICKET_SHIFT}"),
-        Field("owner (now serving)", 0, q.TICKET_SHIFT - 1, style.GREEN, lambda w: f"owner = {w & q.U16}"),
+        Field("next ticket", q.TICKET_SHIFT, 31, style.WAITS, lambda w: f"next = {w >> q.TICKET_SHIFT}"),
+        Field("owner (now serving)", 0, q.TICKET_SHIFT - 1, style.HOLDS, lambda w: f"owner = {w & q.U16}"),
     ]
 
 
@@ -190,13 +190,6 @@ def word_top(lock: int) -> float:
     return -lock * WORD_BLOCK
 
 
-def tint(colour: str, amount: float) -> str:
-    """``colour`` mixed with white: ``amount`` 1 is the colour, 0 is white (a clear bit's cell)."""
-    r, g, b = (int(colour[k:k + 2], 16) for k in (1, 3, 5))
-    mix = (round(255 - (255 - c) * amount) for c in (r, g, b))
-    return "#{:02X}{:02X}{:02X}".format(*mix)
-
-
 def bit_rows(fields: list[Field], nlocks: int) -> Callable:
     """Rows of the 32 bit cells of every lock, for a frame's (words before, words after)."""
     of = field_of_bits(fields)
@@ -211,11 +204,11 @@ def bit_rows(fields: list[Field], nlocks: int) -> Callable:
                 changed = ((w ^ was) >> b) & 1
                 out["x"].append(round(bit_x(b), 4))
                 out["y"].append(word_top(lock) - 1.05)
-                out["fill"].append(of[b].colour if on else tint(of[b].colour, 0.18))
-                out["line"].append(style.BLUE if changed else style.DARK)
+                out["fill"].append(of[b].colour if on else style.tint(of[b].colour, 0.18))
+                out["line"].append(style.STEP if changed else style.DARK)
                 out["width"].append(4.0 if changed else 1.0)
                 out["bit"].append(str(on))
-                out["ink"].append(style.INK if on else style.DARK_GREY)
+                out["ink"].append(style.INK if on else style.DARK)
         return out
 
     return rows
@@ -275,7 +268,7 @@ def history_frames(trace) -> list[tuple]:
             for j, (step, actor, label, was, w) in enumerate(recent):
                 now = step == k
                 text = f"{actor} {label}  {triple(s0, was)} → {triple(s0, w)}" + ("   ← this step" if now else "")
-                rows.append((LEFT, word_top(lock) - 2.5 - 0.3 * j, text, style.BLUE if now else style.DARK))
+                rows.append((LEFT, word_top(lock) - 2.5 - 0.3 * j, text, style.STEP if now else style.DARK))
             if not recent:
                 rows.append((LEFT, word_top(lock) - 2.5, "no transition yet", style.DARK))
                 recent = [None]
@@ -288,10 +281,10 @@ def history_frames(trace) -> list[tuple]:
 
 # --- the CPUs, their MCS nodes and the queue ------------------------------------------------------------
 
-NODE_FREE = ("node free (its fields are stale)", style.WHITE)
-NODE_BAD = ("node used by a context while the count says it is free", style.VERMILLION)
+NODE_FREE = ("node free (its fields are stale)", style.EMPTY)
+NODE_BAD = ("node used by a context while the count says it is free", style.HARM)
 LINK = ("node->next of a node in use", style.INK)
-STALE_LINK = ("stale node->next of a free node", style.GREY)
+STALE_LINK = ("stale node->next of a free node", style.UNUSED)
 NESTING = ("task", "softirq", "hardirq", "NMI")  # kernel/locking/qspinlock.c: what each of the 4 nodes is for
 
 CONTEXT_Y = 8.3  # the tasks' row; interrupts of higher levels in rows above it
@@ -344,12 +337,12 @@ def node_boxes(s) -> list[Box]:
                 fill = PHASES[phase_of[who[0]]][1]
                 first = f"{', '.join(who)}{on}"
             else:
-                fill = style.LIGHT if counted else NODE_FREE[1]
+                fill = style.FREE if counted else NODE_FREE[1]
                 first = f"free{on}" if not counted else f"counted, unused{on}"
             bad = (who and not counted) or len(who) > 1
             out.append(Box(x, NODE_Y - idx, w, NODE_H, fill, node_name(n),
                            f"{first}\nlocked {node.locked} · next {nxt}",
-                           line=NODE_BAD[1] if bad else style.INK if who or counted else style.GREY,
+                           line=NODE_BAD[1] if bad else style.INK if who or counted else style.UNUSED,
                            width=5.0 if bad else 1.0))
     return out
 
@@ -461,7 +454,7 @@ def queue_boxes(s) -> list[Box]:
             tail = " ← tail" if is_tail(s, lock, t) else ""
             entries.append((f"{pos + 1}. {t.name}{tail}", f"{where}\n{role}".strip(), PHASES[ph][1]))
         if not entries:
-            entries.append(("free, nobody waiting", "", style.WHITE))
+            entries.append(("free, nobody waiting", "", style.EMPTY))
         y = queue_y(s.layout, lock)
         for (x, _, w, h), (head, body, fill) in zip(in_a_row(len(entries), y=y, max_w=2.3), entries):
             out.append(Box(x, y, w, QUEUE_H, fill, head, body))
@@ -529,12 +522,12 @@ def board_sources(s0) -> list[BoardSource]:
 # Per layout, a lock's lane holds thin bars, top to bottom as in the source's triple: (name, the bits it
 # shows, colour, how far down its lane).  The ticket lock has one bar, held.
 LOCK_BARS = {
-    q.QSPINLOCK: lambda s0: [("tail", q.LAYOUTS[s0.pending_bits].TAIL_MASK, style.ORANGE, -0.24),
-                             ("pending", q.LAYOUTS[s0.pending_bits].PENDING_MASK, style.YELLOW, 0.0),
-                             ("locked", q._Q_LOCKED_MASK, style.GREEN, 0.24)],
-    q.POWERPC: lambda s0: [("tail", q.PPC_TAIL_CPU_MASK, style.ORANGE, -0.24),
-                           ("mustq", q.PPC_MUST_Q_VAL, style.PURPLE, 0.0),
-                           ("locked", q.PPC_LOCKED_VAL, style.GREEN, 0.24)],
+    q.QSPINLOCK: lambda s0: [("tail", q.LAYOUTS[s0.pending_bits].TAIL_MASK, style.WAITS, -0.24),
+                             ("pending", q.LAYOUTS[s0.pending_bits].PENDING_MASK, style.IN_PROGRESS, 0.0),
+                             ("locked", q._Q_LOCKED_MASK, style.HOLDS, 0.24)],
+    q.POWERPC: lambda s0: [("tail", q.PPC_TAIL_CPU_MASK, style.WAITS, -0.24),
+                           ("mustq", q.PPC_MUST_Q_VAL, style.WAITS_2, 0.0),
+                           ("locked", q.PPC_LOCKED_VAL, style.HOLDS, 0.24)],
     q.TICKET: lambda s0: [],
 }
 
@@ -596,13 +589,6 @@ def counter_table(trace, model) -> tuple[list[str], list[tuple]]:
     return names, charts.cumulative(per_step, [0] * len(names))
 
 
-COUNTER_COLOURS = {"fast path": style.SKY, "pending path": style.YELLOW, "queued": style.ORANGE,
-                   "trylock in the slow path": style.GREY, "head claims: cmpxchg": style.SIENNA,
-                   "head claims: set_locked": style.BLUE, "acquisitions": style.GREEN,
-                   "ticket served at once": style.SKY, "waited for its ticket": style.ORANGE,
-                   "stolen": style.YELLOW, "must-queue set": style.PURPLE, "head claims": style.SIENNA}
-
-
 def counter_names(s0, model) -> list[str]:
     """The counters of ``answers`` (what -c prints) for a run from ``s0``: the same for every run."""
     return counter_table(SimpleNamespace(actions=[], states=[s0], stats={}), model)[0]
@@ -616,6 +602,5 @@ def chart_sources(s0, model) -> list[BoardSource]:
         charts.phase_bars("timeline-phases", lambda s: [phase(s, i) for i in range(n)], skip=(IRQ_IDLE, DONE)),
         *lock_lanes(s0, n),
         *charts.actor_marks("timeline", {t.name: i for i, t in enumerate(s0.threads)}),
-        charts.counters("counters", [COUNTER_COLOURS.get(c, style.DARK_GREY) for c in names],
-                        lambda t: counter_table(t, model)[1]),
+        charts.counters("counters", len(names), lambda t: counter_table(t, model)[1]),
     ]

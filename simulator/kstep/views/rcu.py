@@ -31,7 +31,7 @@ def callbacks_figure(player: Player, x_range: Range1d, src: BoardSource) -> figu
                y_range=Range1d(0, max(1, top) + 0.5, name="kstep-y-callbacks"),
                tools="", toolbar_location=None)
     style.style_figure(p)
-    p.step("x", "y", source=board_source(player, src), mode="after", line_width=3, color=style.VERMILLION,
+    p.step("x", "y", source=board_source(player, src), mode="after", line_width=3, color=style.DARK,
            name="kstep-plot-callbacks-count")
     p.yaxis.axis_label = "pending"
     p.yaxis.ticker = AdaptiveTicker(min_interval=1, num_minor_ticks=0)
@@ -42,7 +42,7 @@ def callbacks_figure(player: Player, x_range: Range1d, src: BoardSource) -> figu
 def rcu_timeline(timeline: figure, player: Player, chart: dict) -> None:
     """The RCU pieces of a timeline (rcu_board.rcu_charts): grace periods and quiescent states."""
     interval_lane(timeline, player, chart["timeline-gp"], chart["gp-numbers"], GP_RUNNING[1], style.INK)
-    marks(timeline, player, chart["timeline-qs"], color=style.GREEN, marker="diamond", size=14)
+    marks(timeline, player, chart["timeline-qs"], color=style.INK, marker="diamond", size=14)
 
 
 @register("rcu")
@@ -67,6 +67,6 @@ def rcu_view(trace, model):
     key = (style.key_html("threads:", [(what, c) for what, c in PHASES[:3]], outline=[QS_PENDING])
            + style.key_html("RCU:", [GP_RUNNING, CB_READY, CB_WAITING])
            + style.key_html("objects:", [OBJ_CURRENT, OBJ_OLD, OBJ_FREED, OBJ_UAF])
-           + style.key_html("timeline:", [], marks=[("◆", style.GREEN, "quiescent state reported"),
+           + style.key_html("timeline:", [], marks=[("◆", style.INK, "quiescent state reported"),
                                                     ("▲", style.DARK, "took a step")]))
     return player.layout(board, timeline, pending, counters, key=key)

@@ -10,19 +10,18 @@ from ..models.rcu import FREED, RCU_ACTOR, awaited, gp_running, gp_seq_long, gra
 from . import charts, style
 from .boxes import BoardSource, Box, columns, in_a_row
 
-GP_RUNNING = ("grace period running", style.YELLOW)
-QS_PENDING = ("quiescent state still needed", style.ORANGE)
-CB_READY = ("callback ready (its grace period ended)", style.GREEN)
-CB_WAITING = ("callback waiting", style.LIGHT)
-OBJ_CURRENT = ("object gp points to", style.GREEN)
-OBJ_OLD = ("old object, not yet freed", style.LIGHT)
-OBJ_FREED = ("freed", style.GREY)
-OBJ_UAF = ("freed while a reader holds it", style.VERMILLION)
+GP_RUNNING = ("grace period running", style.IN_PROGRESS)
+QS_PENDING = ("the grace period needs a quiescent state", style.WAITS)
+CB_READY = ("callback ready (its grace period ended)", style.FREE)
+CB_WAITING = ("callback, for its grace period", style.WAITS)
+OBJ_CURRENT = ("the object gp points to (readers load it)", style.LOCKLESS)
+OBJ_OLD = ("old object, not yet freed", style.UNUSED)
+OBJ_FREED = ("freed", style.GONE)
+OBJ_UAF = ("freed while a reader holds it", style.HARM)
 
-COUNTER_COLOURS = (GP_RUNNING[1], style.VERMILLION, CB_READY[1], OBJ_FREED[1])
 
 # Thread phases of the stand-alone RCU mechanism, in palette order.
-PHASES = (style.IDLE, style.RCU_READ, ("waiting for a grace period (synchronize_rcu)", style.ORANGE), style.DONE)
+PHASES = (style.IDLE, style.RCU_READ, ("for a grace period (synchronize_rcu)", style.WAITS), style.DONE)
 RUNNING, READING, WAITING_GP, DONE = range(len(PHASES))
 MAX_SHOWN = 6  # boxes per row before the rest are summarised
 
@@ -70,7 +69,7 @@ def gp_box(rcu, names, x: float, y: float, w: float) -> Box:
         holdouts = [names[c] for c in awaited(rcu)]
         body = f"grace period running\nqsmask waits for: {', '.join(holdouts) or 'nobody'}"
         return Box(x, y, w, 0.8, GP_RUNNING[1], head, body)
-    return Box(x, y, w, 0.8, style.LIGHT, head, "idle: no grace period running")
+    return Box(x, y, w, 0.8, style.FREE, head, "idle: no grace period running")
 
 
 def callback_boxes(rcu, describe, *, y: float) -> list[Box]:
@@ -86,10 +85,10 @@ def callback_boxes(rcu, describe, *, y: float) -> list[Box]:
         out.append(Box(x, y, w, h, fill, describe(cb), when))
     if len(cbs) > len(shown):
         x, _, w, h = slots[len(shown)]
-        out.append(Box(x, y, w, h, style.WHITE, f"+{len(cbs) - len(shown)} more", "queued later"))
+        out.append(Box(x, y, w, h, CB_WAITING[1], f"+{len(cbs) - len(shown)} more", "queued later"))
     if not cbs:
         x, _, w, h = slots[0]
-        out.append(Box(x, y, w, h, style.WHITE, "(none queued)", "", line=style.GREY))
+        out.append(Box(x, y, w, h, style.EMPTY, "(none queued)", "", line=style.UNUSED))
     return out
 
 
@@ -216,7 +215,7 @@ def chart_sources(s0) -> list[BoardSource]:
         charts.phase_bars("timeline-phases", lambda s: [phase(s, i) for i in range(n)], skip=(DONE,)),
         *rcu_charts(list(range(n)), n),
         *charts.actor_marks("timeline", {**{t.name: i for i, t in enumerate(s0.threads)}, RCU_ACTOR: n}),
-        charts.counters("counters", COUNTER_COLOURS, lambda t: list(zip(
+        charts.counters("counters", 4, lambda t: list(zip(
             grace_periods_completed(t.states), [len(s.rcu.callbacks) for s in t.states], invoked_so_far(t),
             freed_so_far(t.states)))),
     ]

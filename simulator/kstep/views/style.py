@@ -17,7 +17,7 @@ YELLOW = "#F0E442"
 BLUE = "#0072B2"
 VERMILLION = "#D55E00"
 PURPLE = "#CC79A7"
-SIENNA = "#A6611A"  # a darker orange: waiting, but while holding mmap_lock for write
+SIENNA = "#A6611A"  # a darker orange
 GREY = "#BBBBBB"
 DARK_GREY = "#888888"
 LIGHT = "#EEEEEE"
@@ -26,11 +26,68 @@ INK = "#222222"
 WHITE = "#FFFFFF"
 NONE = "#FFFFFF00"  # a transparent fill
 
+_TINTS: dict[str, str] = {}  # a tint -> the colour it lightens
+
+
+def tint(colour: str, amount: float) -> str:
+    """``colour`` mixed with white (``amount`` 1 is the colour, 0 is white): the same meaning, weaker
+    (a second field of the same kind, a clear bit of a field)."""
+    r, g, b = (int(colour[k:k + 2], 16) for k in (1, 3, 5))
+    mix = "#{:02X}{:02X}{:02X}".format(*(round(255 - (255 - c) * amount) for c in (r, g, b)))
+    _TINTS.setdefault(mix, base(colour))
+    return mix
+
+
+def base(colour: str) -> str:
+    """The palette colour a tint lightens (a palette colour is its own)."""
+    return _TINTS.get(colour, colour)
+
+
+# One meaning per colour in every panel of every mechanism (boards, timelines, charts, the code pane,
+# the banners and the keys): a view picks a colour by what it means, by these names, and every key chip
+# states the colour's meaning before what it is in that mechanism.  A tint means what its colour means.
+HARM = VERMILLION
+STEP = BLUE
+HOLDS = GREEN
+WRITER = PURPLE
+WAITS = ORANGE
+FIRST_IN_LINE = SIENNA
+IN_PROGRESS = YELLOW
+LOCKLESS = SKY
+FREE = LIGHT
+EMPTY = WHITE
+UNUSED = GREY
+GONE = DARK_GREY
+HOLDS_2 = tint(HOLDS, 0.55)  # a second hold beside a first: mmap_lock besides a VMA's lock, the owner field
+WAITS_2 = tint(WAITS, 0.55)  # a second waiting field beside a first: tail idx beside tail cpu, must-queue
+# A page of a folio (fork): neighbouring folios alternate the two, so a folio's extent shows.
+FOLIO = ("#E0D3A8", "#A8996A")
+# How often DAMON found a region accessed, 0 .. the most: white to near-black, by lightness alone.
+HEAT = ("#FFFFFF", "#E6E6E6", "#C8C8C8", "#A3A3A3", "#7A7A7A", "#525252", "#2E2E2E")
+MEANINGS = {
+    HARM: "harm",  # a check broken, memory used after it was freed, the change a broken variant makes
+    STEP: "this step",  # the current step: the cursor, what it changed, its lines in the code pane
+    HOLDS: "holds a lock",
+    WRITER: "a writer's hold",  # mmap_lock held for write, its write epoch, the VMAs it write-locked
+    WAITS: "waits",  # for a lock, a grace period, a turn
+    FIRST_IN_LINE: "waits, first in line",
+    IN_PROGRESS: "in progress",  # a grace period running, the pending bit set
+    LOCKLESS: "lockless",  # an RCU read-side section, what readers load, a lookup or fast path without a lock
+    FREE: "free",  # unlocked, idle, nothing left to wait for
+    EMPTY: "nothing",
+    UNUSED: "not in use",
+    GONE: "gone",  # freed, killed, swapped out
+    **{f: "a folio's pages" for f in FOLIO},
+    **{h: "accessed (darker: more often)" for h in HEAT[1:]},
+}
+# Ink: text, lines, outlines and marks; a mark or an outline in ink says what it is beside it, never by its colour.
+NEUTRAL = (INK, DARK)
+
 # What a thread (a CPU) is doing; shared by every mechanism's lanes.
-IDLE = ("running", LIGHT)
-RCU_READ = ("RCU read-side section", SKY)
-WAITING = ("waiting", ORANGE)
-DONE = ("finished", WHITE)
+IDLE = ("running, holding no lock", FREE)
+RCU_READ = ("RCU read-side section", LOCKLESS)
+WAITING = ("waiting", WAITS)
+DONE = ("left to run (finished)", EMPTY)
 
 FONT = "'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif"
 MONO = "'DejaVu Sans Mono', Menlo, Consolas, monospace"
@@ -38,6 +95,9 @@ TITLE_SIZE = "18pt"
 TEXT_SIZE = "13pt"
 SMALL_SIZE = "11pt"
 WIDTH = 1200  # the widest a player grows: a 1280-pixel-wide projector with margins; it shrinks to a phone's
+# Lines the status keeps room for (step, what the kernel does, the call stack, one wrapped): while playing,
+# a status that grew or shrank by a line re-laid out the whole page on every frame.
+STATUS_LINES = 4
 KEY_WIDTH = 300  # the colour key beside the first panel; below NARROW it goes under the panel
 NARROW = 900
 # A row of controls wraps on a narrow screen; a panel and its key share a row, and below NARROW each
@@ -76,21 +136,31 @@ def style_figure(p, *, axes: bool = True) -> None:
     p.xgrid.grid_line_color = LIGHT
 
 
+def chip_text(colour: str, what: str) -> str:
+    """A key chip's words: the colour's one meaning in bold, then what it is in this panel (ink has none)."""
+    meaning = MEANINGS.get(base(colour))
+    if meaning is None or meaning == what:
+        return escape(what)
+    return f"<b>{escape(meaning)}</b>: {escape(what)}" if what else f"<b>{escape(meaning)}</b>"
+
+
 def key_html(title: str, items: Sequence[tuple[str, str]], *, outline: Sequence[tuple[str, str]] = (),
              marks: Sequence[tuple[str, str, str]] = ()) -> str:
-    """A colour key: ``items`` are (meaning, fill colour), ``outline`` (meaning, outline colour) and
-    ``marks`` (symbol, colour, meaning) for point marks on a timeline."""
+    """A colour key: ``items`` are (what, fill colour), ``outline`` (what, outline colour) and
+    ``marks`` (symbol, colour, what) for point marks on a timeline."""
     chips = [
-        f'<span class="kstep-chip"><span class="kstep-swatch" style="background:{colour}"></span>{escape(what)}</span>'
+        f'<span class="kstep-chip"><span class="kstep-swatch" style="background:{colour}"></span>'
+        f'{chip_text(colour, what)}</span>'
         for what, colour in items
     ]
     chips += [
         f'<span class="kstep-chip"><span class="kstep-swatch" style="background:{WHITE};border:3px solid {colour}">'
-        f'</span>{escape(what)}</span>'
+        f'</span>{chip_text(colour, what)}</span>'
         for what, colour in outline
     ]
     chips += [
-        f'<span class="kstep-chip"><span style="color:{colour};font-size:1.3em">{symbol}</span> {escape(what)}</span>'
+        f'<span class="kstep-chip"><span style="color:{colour};font-size:1.3em">{symbol}</span> '
+        f'{chip_text(colour, what)}</span>'
         for symbol, colour, what in marks
     ]
     return f'<div class="kstep-key"><b>{escape(title)}</b> {" ".join(chips)}</div>'  # spaces: lines break between chips
@@ -100,12 +170,12 @@ CSS = f"""
 :host {{ font-family: {FONT}; color: {INK}; overflow-wrap: anywhere; }}
 .kstep-header {{ font-size: {TITLE_SIZE}; }}
 .kstep-header .kstep-sub {{ font-size: {TEXT_SIZE}; color: {DARK}; margin-top: 4px; }}
-.kstep-header .kstep-broken {{ color: {VERMILLION}; font-weight: bold; }}
+.kstep-header .kstep-broken {{ color: {HARM}; font-weight: bold; }}
 .kstep-status {{ font-size: {TEXT_SIZE}; line-height: 1.5; padding: 6px 10px; background: #F6F6F6;
-                 border-left: 6px solid {BLUE}; min-height: 4.6em; }}
+                 border-left: 6px solid {STEP}; min-height: {STATUS_LINES * 1.5}em; }}
 .kstep-stepno {{ font-weight: bold; margin-right: 0.6em; }}
 .kstep-label, code {{ font-family: {MONO}; background: #E8EEF4; padding: 0 4px; border-radius: 3px; }}
-.kstep-where {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {BLUE}; margin-left: 0.6em; }}
+.kstep-where {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {STEP}; margin-left: 0.6em; }}
 .kstep-what {{ color: {DARK}; }}
 .kstep-change {{ font-size: {SMALL_SIZE}; border-collapse: collapse; margin-top: 6px; width: 100%;
                  table-layout: fixed; }}
@@ -115,9 +185,8 @@ CSS = f"""
 .kstep-on {{ font-weight: bold; margin-left: 0.3em; }}
 .kstep-stack {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {DARK}; overflow-wrap: anywhere; }}
 .kstep-banner {{ font-size: {TITLE_SIZE}; padding: 10px 14px; border-radius: 4px; color: {WHITE}; }}
-.kstep-banner.violation {{ background: {VERMILLION}; }}
-.kstep-banner.finished {{ background: {GREEN}; }}
-.kstep-banner.stopped {{ background: {DARK}; }}
+.kstep-banner.violation {{ background: {HARM}; }}
+.kstep-banner.finished, .kstep-banner.stopped {{ background: {DARK}; }}  /* ✓ and ■ say which */
 .kstep-banner .kstep-message {{ font-size: {TEXT_SIZE}; margin-top: 4px; }}
 .kstep-code {{ font-size: {SMALL_SIZE}; margin-top: 4px; }}
 .kstep-code-empty {{ color: {DARK}; padding: 4px 10px; }}
@@ -128,14 +197,12 @@ CSS = f"""
 .kstep-line {{ display: block; white-space: pre; padding-right: 8px; }}
 .kstep-lineno {{ display: inline-block; width: 4.5em; padding-right: 1em; text-align: right; color: {DARK_GREY};
                  user-select: none; }}
-.kstep-marked {{ background: #DCEAF7; border-left: 4px solid {BLUE}; }}
+.kstep-marked {{ background: {tint(STEP, 0.14)}; border-left: 4px solid {STEP}; }}
 .bk-btn .kstep-when-playing, .bk-btn.bk-active .kstep-when-paused {{ display: none; }}
 .bk-btn.bk-active .kstep-when-playing {{ display: inline; }}
 .kstep-key {{ font-size: {SMALL_SIZE}; line-height: 2; }}
 .kstep-chip {{ margin-right: 1.2em; display: inline-block; max-width: 100%; line-height: 1.5; }}
-.kstep-ask {{ font-size: {TEXT_SIZE}; padding: 4px 10px; border-left: 6px solid {ORANGE}; }}
-.kstep-ask.kstep-right {{ border-left-color: {GREEN}; }}
-.kstep-ask.kstep-wrong {{ border-left-color: {VERMILLION}; }}
+.kstep-ask {{ font-size: {TEXT_SIZE}; padding: 4px 10px; border-left: 6px solid {DARK}; }}  /* ✓ and ✗ say how it went */
 .kstep-hint {{ color: {DARK}; font-size: {SMALL_SIZE}; }}
 .kstep-score {{ font-size: {SMALL_SIZE}; padding-top: 1.6em; }}
 .kstep-state caption {{ text-align: left; }}
@@ -144,7 +211,7 @@ CSS = f"""
   .kstep-status {{ background: #222428; }}
   .kstep-label, code {{ background: #2A3440; }}
   .kstep-what, .kstep-code-empty, .kstep-code-where, .kstep-header .kstep-sub, .kstep-stack {{ color: #AAAAAA; }}
-  .kstep-where, .kstep-key a {{ color: {SKY}; }}
+  .kstep-where, .kstep-key a {{ color: {tint(STEP, 0.55)}; }}
   .kstep-source {{ background: #1A1A18; border-color: #333333; }}
   .kstep-marked {{ background: #17324A; }}
   .kstep-change th, .kstep-change td {{ border-color: #333333; }}

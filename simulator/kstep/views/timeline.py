@@ -49,7 +49,7 @@ def add_cursor(p: figure, player: Player) -> None:
     """A translucent column over the current step and a curtain over the steps to come, moved by the
     player."""
     curtain = BoxAnnotation(fill_color=style.WHITE, fill_alpha=1.0, line_alpha=0.0, name=f"{p.name}-curtain")
-    cursor = BoxAnnotation(fill_color=style.BLUE, fill_alpha=0.15, line_color=style.BLUE, line_alpha=0.7,
+    cursor = BoxAnnotation(fill_color=style.STEP, fill_alpha=0.15, line_color=style.STEP, line_alpha=0.7,
                            name=f"{p.name}-cursor")
     p.add_layout(curtain)
     p.add_layout(cursor)
@@ -69,7 +69,7 @@ def interval_lane(p: figure, player: Player, bars: BoardSource, labels: BoardSou
                   text_color: str) -> None:
     """One lane of intervals (a grace period running, mmap_lock write-held), each labelled where it
     starts (charts.interval_labels)."""
-    phase_bars(p, player, bars, [style.LIGHT, colour])
+    phase_bars(p, player, bars, [style.FREE, colour])
     p.text("x", "y", "text", source=board_source(player, labels), name=f"{p.name}-{labels.name}",
            text_font_size=style.SMALL_SIZE, text_baseline="middle", text_color=text_color, text_font_style="bold")
 
@@ -87,8 +87,8 @@ def actor_marks(p: figure, player: Player, sources: Sequence[BoardSource]) -> No
     taken, broke = sources
     marks(p, player, taken, color=style.DARK, size=7)
     cycle_band(p, player)
-    p.rect("x", "y", width=0.9, height=0.9, source=board_source(player, broke), fill_color=style.VERMILLION,
-           fill_alpha=0.35, line_color=style.VERMILLION, line_width=4, name=f"kstep-plot-{broke.name}")
+    p.rect("x", "y", width=0.9, height=0.9, source=board_source(player, broke), fill_color=style.HARM,
+           fill_alpha=0.35, line_color=style.HARM, line_width=4, name=f"kstep-plot-{broke.name}")
 
 
 def cycle_band(p: figure, player: Player) -> None:
@@ -102,10 +102,10 @@ def cycle_band(p: figure, player: Player) -> None:
     first, last = t.cycle_start + 1, len(t)
     band = player.static_source(f"{p.name}-cycle", {"x": [(first + last + 1) / 2], "y": [-(lanes - 1) / 2],
                                                     "w": [last - first + 1], "h": [lanes - 0.1]})
-    p.rect("x", "y", "w", "h", source=band, fill_color=style.PURPLE, fill_alpha=0.12, line_color=style.PURPLE,
+    p.rect("x", "y", "w", "h", source=band, fill_color=style.HARM, fill_alpha=0.12, line_color=style.HARM,
            line_dash="dashed", line_width=2, name=f"{p.name}-cycle")
     label = player.static_source(f"{p.name}-cycle-label", {"x": [first + 0.1], "y": [-(lanes - 1) - 0.45],
                                                           "text": ["↻ cycle: repeats forever"]})
     p.text("x", "y", "text", source=label, name=f"{p.name}-cycle-label", text_font_size=style.SMALL_SIZE,
-           text_baseline="bottom", text_color=style.PURPLE, text_font_style="bold",
+           text_baseline="bottom", text_color=style.HARM, text_font_style="bold",
            background_fill_color=style.WHITE, background_fill_alpha=0.85)

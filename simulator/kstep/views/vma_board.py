@@ -8,33 +8,33 @@ from ..models.vma_lock import FREED, LIVE, MM, RCU_PENDING, is_write_locked, vma
 from ..models.rcu import RCU_ACTOR
 from . import charts, style
 from .boxes import LEFT, BoardSource, Box, columns, in_a_row
-from .rcu_board import GP_RUNNING, QS_PENDING, callback_boxes, gp_box, grace_periods_completed, qs_needed, rcu_charts
+from .rcu_board import QS_PENDING, callback_boxes, gp_box, grace_periods_completed, qs_needed, rcu_charts
 
 # What each thread is doing, in palette order (the lanes and the thread boxes share it).
 PHASES = (
     style.IDLE,
-    ("RCU lookup (lock_vma_under_rcu)", style.SKY),
-    ("holds a VMA read lock", style.GREEN),
-    ("waits for mmap_lock", style.ORANGE),
-    ("holds mmap_lock for read", style.BLUE),
-    ("writer epoch: holds mmap_lock for write", style.PURPLE),
-    ("writer waits for a VMA's readers", style.SIENNA),
-    ("killed by a signal (SIGSEGV)", style.DARK),
+    ("RCU lookup (lock_vma_under_rcu)", style.LOCKLESS),
+    ("a VMA read lock", style.HOLDS),
+    ("for mmap_lock", style.WAITS),
+    ("mmap_lock for read", style.HOLDS_2),
+    ("writer epoch: mmap_lock for write", style.WRITER),
+    ("a writer, for a VMA's readers", style.FIRST_IN_LINE),
+    ("killed by a signal (SIGSEGV)", style.GONE),
     style.DONE,
 )
 RUNNING, LOOKUP, VMA_READ, WAIT_MM, MM_READ, EPOCH, WAIT_VMA, KILLED, DONE = range(len(PHASES))
 
-VMA_IDLE = ("attached, unlocked", style.LIGHT)
-VMA_READ_LOCKED = ("read-locked by faults", style.GREEN)
-VMA_WRITE_LOCKED = ("write-locked: vm_lock_seq == mm_lock_seq", style.PURPLE)
-VMA_STALE = ("vm_lock_seq == mm_lock_seq with no writer: faults still back off", style.PURPLE)
-VMA_DETACHED = ("detached (unmapped), not yet freed", style.GREY)
-VMA_FREED = ("freed", style.DARK_GREY)
-VMA_UAF = ("freed while a fault still points to it", style.VERMILLION)
-MM_FREE = ("mmap_lock free", style.LIGHT)
-MM_READ_HELD = ("mmap_lock read-held", style.BLUE)
-MM_WRITE_HELD = ("mmap_lock write-held", style.PURPLE)
-EPOCH_LANE = ("write epoch (mm_lock_seq shown at its start)", style.PURPLE)
+VMA_IDLE = ("attached, unlocked", style.FREE)
+VMA_READ_LOCKED = ("read-locked by faults", style.HOLDS)
+VMA_WRITE_LOCKED = ("write-locked: vm_lock_seq == mm_lock_seq", style.WRITER)
+VMA_STALE = ("vm_lock_seq == mm_lock_seq with no writer: faults still back off", style.WRITER)
+VMA_DETACHED = ("detached (unmapped), not yet freed", style.UNUSED)
+VMA_FREED = ("freed", style.GONE)
+VMA_UAF = ("freed while a fault still points to it", style.HARM)
+MM_FREE = ("mmap_lock", style.FREE)
+MM_READ_HELD = ("mmap_lock for read", style.HOLDS_2)
+MM_WRITE_HELD = ("mmap_lock for write", style.WRITER)
+EPOCH_LANE = ("write epoch (mm_lock_seq shown at its start)", style.WRITER)
 
 MAX_OFF_TREE = 6  # VMAs shown in the "removed from the tree" row
 # A writer's next step while down_write waits: it spins, queues, or sleeps until its retry can succeed.
@@ -202,7 +202,6 @@ def board_sources(s0) -> list[BoardSource]:
 
 
 COUNTERS = ("vma_lock_success", "vma_lock_abort", "vma_lock_retry", "vma_lock_miss", "mmap_lock_faults", "sigsegv")
-COUNTER_COLORS = (style.GREEN, style.ORANGE, style.YELLOW, style.SKY, style.BLUE, style.VERMILLION, GP_RUNNING[1])
 
 
 def chart_sources(s0) -> list[BoardSource]:
@@ -222,7 +221,7 @@ def chart_sources(s0) -> list[BoardSource]:
         charts.interval_labels("epoch-seq", writing, n, lambda t, k: f"seq {t.states[k].mm.mm_lock_seq}"),
         *rcu_charts(list(range(n)), n + 1),
         *charts.actor_marks("timeline", {**{t.name: i for i, t in enumerate(s0.threads)}, RCU_ACTOR: n + 1}),
-        charts.counters("counters", COUNTER_COLORS, lambda t: [
+        charts.counters("counters", len(COUNTERS) + 1, lambda t: [
             [getattr(s.counters, c) for c in COUNTERS] + [gp]
             for s, gp in zip(t.states, grace_periods_completed(t.states))]),
     ]

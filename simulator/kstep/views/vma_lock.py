@@ -44,7 +44,7 @@ def vma_lock_view(trace, model):
     timeline = lanes_figure(player, "timeline", "who did what: threads, write epochs and grace periods", lanes)
     chart = {c.name: c for c in chart_sources(s0)}
     phase_bars(timeline, player, chart["timeline-phases"], [c for _, c in PHASES], height=0.5)
-    phase_bars(timeline, player, chart["timeline-rcu"], [style.LIGHT, style.SKY], height=0.14)
+    phase_bars(timeline, player, chart["timeline-rcu"], [style.FREE, style.LOCKLESS], height=0.14)
     interval_lane(timeline, player, chart["timeline-epochs"], chart["epoch-seq"], EPOCH_LANE[1], style.WHITE)
     rcu_timeline(timeline, player, chart)
     actor_marks(timeline, player, [chart["timeline-actions"], chart["timeline-violation"]])
@@ -56,8 +56,8 @@ def vma_lock_view(trace, model):
                             outline=[VMA_STALE], marks=[("▼", style.INK, "a fault's address")])
            + style.key_html("mm:", [MM_FREE, MM_READ_HELD, MM_WRITE_HELD])
            + style.key_html("RCU:", [GP_RUNNING, CB_READY, CB_WAITING],
-                            marks=[("▬", style.SKY, "read-side section (thin bar under a thread)")])
-           + style.key_html("timeline:", [], marks=[("◆", style.GREEN, "quiescent state reported"),
+                            marks=[("▬", style.LOCKLESS, "read-side section (thin bar under a thread)")])
+           + style.key_html("timeline:", [], marks=[("◆", style.INK, "quiescent state reported"),
                                                     ("▲", style.DARK, "took a step")]))
     return player.layout(board, timeline, pending, counters, key=key)
 

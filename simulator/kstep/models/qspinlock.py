@@ -195,23 +195,36 @@ def node_id(cpu: int, idx: int) -> int:
     return cpu * MAX_NODES + idx
 
 
+def _set_field(s, k, value):
+    """The state with its field k replaced (what ``_replace`` does, without its keyword parsing: the
+    explorer builds a state this way for every step it takes)."""
+    return tuple.__new__(QState, s[:k] + (value,) + s[k + 1:])
+
+
+_WORDS, _NODES, _COUNT = (QState._fields.index(f) for f in ("words", "nodes", "count"))
+_CTX_FIELDS = {f: k for k, f in enumerate(Ctx._fields)}
+
+
 def set_word(s, lock, w):
     words = s.words
-    return s._replace(words=words[:lock] + (w,) + words[lock + 1:])
+    return _set_field(s, _WORDS, words[:lock] + (w,) + words[lock + 1:])
 
 
 def set_node(s, n, **changes):
     nodes = s.nodes
-    return s._replace(nodes=nodes[:n] + (nodes[n]._replace(**changes),) + nodes[n + 1:])
+    return _set_field(s, _NODES, nodes[:n] + (nodes[n]._replace(**changes),) + nodes[n + 1:])
 
 
 def set_count(s, cpu, value):
     c = s.count
-    return s._replace(count=c[:cpu] + (value,) + c[cpu + 1:])
+    return _set_field(s, _COUNT, c[:cpu] + (value,) + c[cpu + 1:])
 
 
 def set_ctx(s, i, **changes):
-    return set_thread(s, i, s.threads[i]._replace(**changes))
+    t = list(s.threads[i])
+    for name, value in changes.items():
+        t[_CTX_FIELDS[name]] = value
+    return set_thread(s, i, tuple.__new__(Ctx, t))
 
 
 def own_node(t: Ctx) -> int:
@@ -1549,6 +1562,10 @@ class QspinlockModel(ProgramModel):
         return len(s.count)
 
     def unit_keys(self, s):
+        if not s.nest:  # no interrupts: context k is CPU k's task
+            count = s.count
+            return tuple([(count[k], t.frames[0][0] if t.frames else "", len(t.frames), t.lock, t.idx, t.entered)
+                          for k, t in enumerate(s.threads)])
         keys = []
         for cpu, ctxs in enumerate(self._contexts(s)):
             key = (s.count[cpu],)
@@ -1562,7 +1579,8 @@ class QspinlockModel(ProgramModel):
     def permute(self, s, perm):
         """The state with CPU k renamed perm[k]; each part of it is renamed once per renaming and then
         looked up (``_Renaming``), since reachable states share almost all their parts."""
-        key = (perm, s.layout, s.pending_bits, len(s.nodes), tuple((t.cpu, t.level) for t in s.threads))
+        shape = s.nest and tuple((t.cpu, t.level) for t in s.threads)  # no interrupts: context k is CPU k's task
+        key = (perm, s.layout, s.pending_bits, len(s.count), shape)
         r = self._renamings.get(key)
         if r is None:
             r = self._renamings[key] = _Renaming(s, perm, self._contexts(s))

@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import re
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -87,9 +88,15 @@ def spin_row(cpus: int, acq: int, reduce: bool) -> dict:
         return {"verdict": f"not run (exceeds budget): {str(e).splitlines()[0]}"}
     out = (r.workdir / "pan.out").read_text()
     mib = re.search(r"([\d.]+)\s+total actual memory usage", out)
+    # pan reports elapsed time, which a busy machine stretches: its search is run once more on its own
+    # to measure the CPU time it takes, as the Python rows do.
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(["./pan", "-m100000"], cwd=r.workdir, capture_output=True, timeout=BUDGET["cpu_seconds"])
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return {"verdict": "clean" if r.error is None and r.complete else (r.error or "incomplete"),
-            "states": r.states, "transitions": r.transitions, "depth": r.depth, "cpu_seconds": r.seconds,
-            "peak_mib": float(mib.group(1)) if mib else None}
+            "states": r.states, "transitions": r.transitions, "depth": r.depth, "cpu_seconds": round(cpu, 2),
+            "elapsed_seconds": r.seconds, "peak_mib": float(mib.group(1)) if mib else None}
 
 
 def against_targets(rows: dict) -> dict:
@@ -132,8 +139,9 @@ def run(out_dir, say=print) -> dict:
         "budget": BUDGET,
         "targets": TARGETS,
         "measured": "states stored (with partial-order reduction and a violation: both searches); states "
-                    "expanded through an ample set; CPU seconds of the search (pan: its elapsed time); peak "
-                    "resident MiB of the child process",
+                    "expanded through an ample set; CPU seconds of the search (pan: of a second run of its "
+                    "search, beside the elapsed time of the first); peak resident MiB of the child process "
+                    "(pan: its own count of the memory it used); the 1-minute load average when the row started",
         "rows": rows,
         "met": against_targets(rows),
     }

@@ -77,10 +77,10 @@ def _python_search(cpus: int, acq: int, symmetry: bool, por: bool) -> dict:
 
 
 def spin_row(cpus: int, acq: int, reduce: bool) -> dict:
-    from bench.qspinlock import _lab
-
     if ("spin", cpus, acq, reduce) in OVER_BUDGET:
         return {"verdict": "not run (exceeds budget)"}
+    from bench.qspinlock import _lab
+
     spincheck = _lab("spincheck")
     try:
         r = spincheck.run("v6.12", cpus, acq, reduce=reduce, timeout=BUDGET["cpu_seconds"])

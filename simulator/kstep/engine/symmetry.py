@@ -24,7 +24,7 @@ class Symmetry:
         self.classes = tuple(c for c in model.symmetric_units(initial) if len(c) > 1)
         self.units = model.unit_count(initial)
         self.identity = tuple(range(self.units))
-        self._perms: dict = {}  # unit keys -> the renamings that put them in order (few distinct ones recur)
+        self._perms: dict = {}  # unit keys -> the renamings that put them in order
 
     def __bool__(self) -> bool:
         return bool(self.classes)
@@ -54,11 +54,7 @@ class Symmetry:
     def canon(self, state: State) -> bytes:
         """The encoding of the orbit's representative."""
         identity, encode, permute = self.identity, self.encode, self.model.permute
-        perms = self.perms(state)
-        if len(perms) == 1:
-            p = perms[0]
-            return encode(state if p == identity else permute(state, p))
-        return min(encode(state if p == identity else permute(state, p)) for p in perms)
+        return min(encode(state if p == identity else permute(state, p)) for p in self.perms(state))
 
     def orbit(self, state: State) -> set:
         """Every state a renaming of the classes' units makes of ``state`` (for tests and counts)."""

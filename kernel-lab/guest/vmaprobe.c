@@ -1,10 +1,10 @@
 /*
  * vmaprobe: page faults on one anonymous VMA, alone or beside a writer that splits it.
  *
- *   vmaprobe SECONDS faults [EVENT...]
+ *   vmaprobe SECONDS faults [MARKER]
  *                              two threads fault an 8 MiB range, MADV_DONTNEED after every
  *                              pass so the next pass faults again
- *   vmaprobe SECONDS writer [EVENT...]
+ *   vmaprobe SECONDS writer [MARKER]
  *                              the same, plus a thread that flips PROT_EXEC on one page of the
  *                              same VMA (outside the faulted range) and back: each mprotect()
  *                              splits or merges the VMA under mmap_write_lock() and
@@ -14,12 +14,14 @@
  *                              8 MiB hot range at a SEED-chosen page offset of a 64 MiB VMA
  *                              (DAMON's target); no mmap, munmap or mprotect while it runs
  *
- * EVENT is a tracefs event's "enable" file: written 1 once every thread is ready and 0 once
- * they have stopped, so the counts cover the workload alone, not its start-up (a new thread's
- * first fault can meet pthread_create() holding mmap_lock for write, and retry).  It prints
- * "vmaprobe mode=M passes=N pages=P pgfault=F" (F: /proc/vmstat pgfault over the same window);
- * hot mode prints "vmaprobe mode=hot pid=PID hot=START-END" as soon as its threads run (the
- * monitor needs the range while the workload runs), and nothing maps or unmaps after it.
+ * MARKER is tracefs's trace_marker: "kstep-vma window start" is written to it once every
+ * thread is ready, "kstep-vma window stop" once they have stopped, so that a trace tells the
+ * workload's faults from the process's start-up (exec, the first touch of each [vdso] page,
+ * pthread_create()).  It prints "vmaprobe mode=M pid=PID passes=N pages=P pgfault=F" (F:
+ * /proc/vmstat pgfault over the same window), then its /proc/self/maps, each line after its
+ * PID, so a traced fault address can be named.  Hot mode prints "vmaprobe mode=hot pid=PID
+ * hot=START-END" as soon as its threads run (the monitor needs the range while the workload
+ * runs), and nothing maps or unmaps after it.
  *
  * Hot mode also forks a child that only calls sched_yield().  DAMON clears a PTE's accessed
  * bit without flushing the TLB (x86 does not need to: the bit is set again once the entry is
@@ -68,16 +70,31 @@ static long pgfault(void)
 	return value;
 }
 
-static void set_events(char **files, int n, const char *value)
+static void mark(const char *marker, const char *text)
 {
-	for (int i = 0; i < n; i++) {
-		FILE *f = fopen(files[i], "w");
+	FILE *f;
 
-		if (!f || fputs(value, f) < 0 || fclose(f)) {
-			perror(files[i]);
-			exit(1);
-		}
+	if (!marker)
+		return;
+	f = fopen(marker, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f)) {
+		perror(marker);
+		exit(1);
 	}
+}
+
+static void print_maps(void)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f) {
+		perror("vmaprobe: /proc/self/maps");
+		exit(1);
+	}
+	while (fgets(line, sizeof(line), f))
+		printf("%d %s", getpid(), line);
+	fclose(f);
 }
 
 static void *faulter(void *arg)
@@ -122,13 +139,12 @@ int main(int argc, char **argv)
 	pthread_t threads[FAULTERS + 1];
 	int nthreads = 0;
 	const char *mode;
-	char **events = argv + 3;
-	int nevents = argc > 3 ? argc - 3 : 0;
+	const char *marker = argc > 3 ? argv[3] : NULL;
 	long faults;
 	int seconds;
 
 	if (argc < 3 || (seconds = atoi(argv[1])) <= 0) {
-		fprintf(stderr, "usage: vmaprobe SECONDS faults|writer|hot SEED\n");
+		fprintf(stderr, "usage: vmaprobe SECONDS faults|writer [MARKER] | vmaprobe SECONDS hot SEED\n");
 		return 2;
 	}
 	mode = argv[2];
@@ -148,7 +164,7 @@ int main(int argc, char **argv)
 
 		memset(map, 1, MAP_BYTES);
 		hot = map + (splitmix64(&seed) % slots) * page;
-		nevents = 0;
+		marker = NULL;
 		if (fork() == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			for (;;)
@@ -172,7 +188,7 @@ int main(int argc, char **argv)
 		pthread_create(&threads[nthreads++], NULL, faulter, NULL);
 	if (!strcmp(mode, "writer"))
 		pthread_create(&threads[nthreads++], NULL, writer, NULL);
-	set_events(events, nevents, "1");
+	mark(marker, "kstep-vma window start");
 	faults = pgfault();
 	pthread_barrier_wait(&start);
 	if (!strcmp(mode, "hot")) {
@@ -184,9 +200,10 @@ int main(int argc, char **argv)
 	atomic_store(&stop, 1);
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(threads[i], NULL);
-	set_events(events, nevents, "0");
+	mark(marker, "kstep-vma window stop");
 	faults = pgfault() - faults;
-	printf("vmaprobe mode=%s passes=%ld pages=%lu pgfault=%ld\n", mode, atomic_load(&passes),
-	       HOT_BYTES / page, faults);
+	printf("vmaprobe mode=%s pid=%d passes=%ld pages=%lu pgfault=%ld\n", mode, getpid(),
+	       atomic_load(&passes), HOT_BYTES / page, faults);
+	print_maps();
 	return 0;
 }

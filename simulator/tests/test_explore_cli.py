@@ -88,9 +88,12 @@ def test_a_search_stopped_by_ctrl_c_reports_what_it_found():
 
 def test_ctrl_c_on_the_command_line_exits_130_with_the_partial_result():
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # A shell without job control starts background jobs (``make test &``) with SIGINT ignored, and
+    # Python keeps an ignored SIGINT ignored: give the child the default a terminal's Ctrl-C meets.
     p = subprocess.Popen([sys.executable, "-m", "kstep", "explore", "qspinlock", "--scenario", "three-waiters",
                           "--no-symmetry", "--set", "cpus.0.repeat=3"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     line = p.stderr.readline()  # the first progress line: the search is under way
     assert "states, frontier" in line and "states/s" in line and "MiB" in line, line
     p.send_signal(signal.SIGINT)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from kstep.cli import main
-from kstep.lab import debian, guest, kernels, ktap, probes
+from kstep.errors import UserError
+from kstep.lab import debian, guest, kernels, ktap, probes, vma_retries
 from kstep.lab.kernels import Package
 
 DATA = Path(__file__).parent / "data" / "lab"
@@ -298,6 +299,54 @@ def test_vma_checks_pass_on_the_expected_shape():
 ])
 def test_vma_checks_catch_what_the_kernel_should_not_do(data, failing):
     assert [c.name for c in probes.judge_vma(data) if not c.ok] == [failing]
+
+
+def recorded_vma(arch):
+    """The recorded vma-only boot of ``arch``: its result, and its vma case's data and raw lines."""
+    [path] = RECORDED.glob(f"{arch}-vma-*.json")
+    result = guest.load_result(path)
+    case = next(c for c in result["cases"] if c["name"] == "vma")
+    return result, case["data"], case["raw"]
+
+
+@pytest.mark.parametrize("arch", list(guest.MACHINES))
+def test_the_recorded_boots_retries_are_each_processs_first_vdso_faults(arch):
+    result, data, raw = recorded_vma(arch)
+    retries = vma_retries.classify(data, raw)
+    assert not [r.what for r in retries if r.whose == "workload"]
+    startup = [r for r in retries if r.whose == "start-up"]
+    assert {r.mode for r in startup} == {"faults", "writer"} and {r.mapping for r in startup} == {"[vdso]"}
+    assert [r.what for r in retries if not r.special] == []
+    assert {r.whose for r in retries} == {"start-up", "other"}  # other: busybox tools, the shell's children
+    # the hist's w_retry is the process's whole life: exactly its start-up retries
+    assert [int(d["w_retry"]) for d in data] == [sum(r.mode == d["mode"] for r in startup) for d in data]
+    assert all(c.ok for c in probes.judge(result)), [c for c in probes.judge(result) if not c.ok]
+
+
+def test_the_retry_checks_catch_a_workload_retry_and_an_unexplained_one():
+    _, data, raw = recorded_vma("x86_64")
+    pid = int(data[0]["pid"])
+    trace = list(raw["trace"])
+    start = next(k for k, line in enumerate(trace) if f"({pid:>7}) " in line and "window start" in line)
+    seconds = float(trace[start].split(": tracing_mark_write")[0].split()[-1])
+    anon = next(line for line in raw["maps"] if line.startswith(f"{pid} ") and line.rstrip().endswith("0"))
+    lo = int(anon.split()[1].split("-")[0], 16)
+    trace.insert(start + 1, f"vmaprobe-{pid + 1}     ({pid:>7}) [001] .....    {seconds + 0.001:.6f}: kstep_vma_retry: "
+                            f"(do_user_addr_fault+0x20c/0x670 <- handle_mm_fault) ret=1024 flags=4693 "
+                            f"addr={lo + 0x10:#x} start={lo:#x} end={lo + 0x1000:#x}")
+    checks = probes.judge_vma(data, dict(raw, trace=trace))
+    assert [c.name for c in checks if not c.ok] == [
+        "faults: the workload's own faults never retry", "every VMA-lock retry is a special mapping's fault"]
+    [retry] = [r for r in vma_retries.classify(data, dict(raw, trace=trace)) if r.whose == "workload"]
+    assert retry.mapping == "anonymous" and retry.what == f"vmaprobe-{pid + 1} write at {lo + 0x10:#x} in anonymous"
+
+
+def test_a_malformed_retry_trace_is_a_user_error():
+    _, data, raw = recorded_vma("arm64")
+    with pytest.raises(UserError, match="vma trace line 1"):
+        vma_retries.classify(data, dict(raw, trace=["garbage"]))
+    with pytest.raises(UserError, match="no window markers"):
+        vma_retries.classify(data, dict(raw, trace=[line for line in raw["trace"] if "window" not in line]))
 
 
 def test_the_model_shapes_agree_with_the_kernel_qualitatively():

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kstep.errors import UserError
+from kstep.lab import vma_retries
 from kstep.lab.kernels import Kernels
 
 GUEST = Path(__file__).resolve().parents[3] / "kernel-lab" / "guest"
@@ -53,7 +55,7 @@ def vma_counts(fields: dict[str, str]) -> dict[str, int]:
     return {k: _int(fields, k, f"vma mode={fields.get('mode')}") for k in keys}
 
 
-def judge_vma(data: list[dict[str, str]]) -> list[Check]:
+def judge_vma(data: list[dict[str, str]], raw: dict[str, list[str]] | None = None) -> list[Check]:
     modes = _by_mode(data, "vma")
     checks = []
     for mode in ("faults", "writer"):
@@ -65,12 +67,14 @@ def judge_vma(data: list[dict[str, str]]) -> list[Check]:
     # A fallback is lock_vma_under_rcu() returning NULL; retries are counted and shown beside.
     checks.append(Check(
         "vma", "no fallback without a writer", alone["w_null"] == 0,
-        f"workload: {alone['w_ok']} per-VMA-locked, {alone['w_null']} NULL, {alone['w_retry']} retried",
+        f"workload: {alone['w_ok']} per-VMA-locked, {alone['w_null']} NULL, {alone['w_retry']} retried in its life",
     ))
     checks.append(Check(
         "vma", "some fallback with a writer", writer["w_null"] > 0,
-        f"workload: {writer['w_ok']} per-VMA-locked, {writer['w_null']} NULL, {writer['w_retry']} retried",
+        f"workload: {writer['w_ok']} per-VMA-locked, {writer['w_null']} NULL, {writer['w_retry']} retried in its life",
     ))
+    if raw and raw.get("trace"):
+        checks += judge_vma_retries(data, raw)
     for mode, c in (("faults", alone), ("writer", writer)):
         calls = c["ok"] + c["null"]
         off = abs(calls - c["pgfault"]) / max(c["pgfault"], 1)
@@ -79,6 +83,22 @@ def judge_vma(data: list[dict[str, str]]) -> list[Check]:
             f"{calls} calls, pgfault rose {c['pgfault']} ({off:.1%} apart, at most {PGFAULT_AGREEMENT:.0%})",
         ))
     return checks
+
+
+def judge_vma_retries(data: list[dict[str, str]], raw: dict[str, list[str]]) -> list[Check]:
+    """The traced VMA-lock retries (a result recorded before the probe traced them has none to judge):
+    the workload alone retries nothing, and every retry is a fault special_mapping_fault() then served."""
+    retries = vma_retries.classify(data, raw)
+    in_window = [r for r in retries if r.mode == "faults" and r.whose == "workload"]
+    unexplained = [r for r in retries if not r.special]
+    whose = ", ".join(f"{n} {w}" for w, n in sorted(Counter(r.whose for r in retries).items()))
+    return [
+        Check("vma", "faults: the workload's own faults never retry", not in_window,
+              f"{len(in_window)} retried inside its window" + (f": {in_window[0].what}" if in_window else "")),
+        Check("vma", "every VMA-lock retry is a special mapping's fault", not unexplained,
+              f"{len(retries)} retries" + (f": {whose}" if whose else "")
+              + (f"; not served by special_mapping_fault(): {unexplained[0].what}" if unexplained else "")),
+    ]
 
 
 def vma_variant(kernels: Kernels) -> str:
@@ -108,9 +128,10 @@ def vma_model(variant: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def vma_rows(data: list[dict[str, str]], result: dict) -> list[str]:
+def vma_rows(data: list[dict[str, str]], result: dict, raw: dict[str, list[str]] | None = None) -> list[str]:
     variant = result["models"]["vma-locks"]
     model = vma_model(variant)
+    retries = vma_retries.classify(data, raw) if raw and raw.get("trace") else None
     rows = [f"per-VMA locks (model variant {variant}, {len(MODEL_SEEDS)} random schedules per shape):"]
     for mode, fields in _by_mode(data, "vma").items():
         c = vma_counts(fields)
@@ -119,10 +140,16 @@ def vma_rows(data: list[dict[str, str]], result: dict) -> list[str]:
         model_all = model_fb + m.get("vma_lock_success", 0)
         rows.append(
             f"  {mode:<7} kernel: {c['w_ok'] + c['w_null']} faults, {c['w_null']} fell back "
-            f"({_share(c['w_null'], c['w_ok'] + c['w_null'])}), {c['w_retry']} retried   "
+            f"({_share(c['w_null'], c['w_ok'] + c['w_null'])}), {c['w_retry']} retried in its life   "
             f"model: {model_all} faults, {model_fb} fell back ({_share(model_fb, model_all)}), "
             f"{m.get('vma_lock_retry', 0)} retried"
         )
+        if retries is not None:
+            rows.append(f"          {vma_retries.summary(retries, mode)}")
+    if retries is not None:
+        others = Counter(r.comm for r in retries if r.whose == "other")
+        rows.append("  other processes' retries: " + (", ".join(f"{c} x{n}" for c, n in sorted(others.items()))
+                                                     or "none"))
     return rows
 
 
@@ -618,7 +645,8 @@ class Probe:
 PROBES: dict[str, Probe] = {
     p.name: p
     for p in (
-        Probe("vma", lambda case, r: judge_vma(case["data"]), lambda case, r: vma_rows(case["data"], r)),
+        Probe("vma", lambda case, r: judge_vma(case["data"], case.get("raw")),
+              lambda case, r: vma_rows(case["data"], r, case.get("raw"))),
         Probe("fork", lambda case, r: judge_fork(case["data"]), lambda case, r: fork_rows(case["data"], r)),
         Probe("damon", lambda case, r: judge_damon_case(case), damon_rows),
         Probe("qspin", lambda case, r: judge_qspin_case(case, r["arch"]), qspin_rows),

@@ -23,13 +23,21 @@ class Symmetry:
         self.encode = encode
         self.classes = tuple(c for c in model.symmetric_units(initial) if len(c) > 1)
         self.units = model.unit_count(initial)
+        self.identity = tuple(range(self.units))
+        self._perms: dict = {}  # unit keys -> the renamings that put them in order
 
     def __bool__(self) -> bool:
         return bool(self.classes)
 
-    def perms(self, state: State):
+    def perms(self, state: State) -> list:
         """Every renaming (new unit of each old unit) that puts each class in key order."""
         keys = self.model.unit_keys(state)
+        out = self._perms.get(keys)
+        if out is None:
+            out = self._perms[keys] = list(self._ordering(keys))
+        return out
+
+    def _ordering(self, keys: tuple):
         per_class = []
         for cls in self.classes:
             slots = sorted(cls)
@@ -45,9 +53,8 @@ class Symmetry:
 
     def canon(self, state: State) -> bytes:
         """The encoding of the orbit's representative."""
-        identity = tuple(range(self.units))
-        return min(self.encode(state if p == identity else self.model.permute(state, p))
-                   for p in self.perms(state))
+        identity, encode, permute = self.identity, self.encode, self.model.permute
+        return min(encode(state if p == identity else permute(state, p)) for p in self.perms(state))
 
     def orbit(self, state: State) -> set:
         """Every state a renaming of the classes' units makes of ``state`` (for tests and counts)."""

@@ -202,23 +202,36 @@ def node_id(cpu: int, idx: int) -> int:
     return cpu * MAX_NODES + idx
 
 
+def _set_field(s, k, value):
+    """The state with its field k replaced (what ``_replace`` does, without its keyword parsing: the
+    explorer builds a state this way for every step it takes)."""
+    return tuple.__new__(QState, s[:k] + (value,) + s[k + 1:])
+
+
+_WORDS, _NODES, _COUNT = (QState._fields.index(f) for f in ("words", "nodes", "count"))
+_CTX_FIELDS = {f: k for k, f in enumerate(Ctx._fields)}
+
+
 def set_word(s, lock, w):
     words = s.words
-    return s._replace(words=words[:lock] + (w,) + words[lock + 1:])
+    return _set_field(s, _WORDS, words[:lock] + (w,) + words[lock + 1:])
 
 
 def set_node(s, n, **changes):
     nodes = s.nodes
-    return s._replace(nodes=nodes[:n] + (nodes[n]._replace(**changes),) + nodes[n + 1:])
+    return _set_field(s, _NODES, nodes[:n] + (nodes[n]._replace(**changes),) + nodes[n + 1:])
 
 
 def set_count(s, cpu, value):
     c = s.count
-    return s._replace(count=c[:cpu] + (value,) + c[cpu + 1:])
+    return _set_field(s, _COUNT, c[:cpu] + (value,) + c[cpu + 1:])
 
 
 def set_ctx(s, i, **changes):
-    return set_thread(s, i, s.threads[i]._replace(**changes))
+    t = list(s.threads[i])
+    for name, value in changes.items():
+        t[_CTX_FIELDS[name]] = value
+    return set_thread(s, i, tuple.__new__(Ctx, t))
 
 
 def own_node(t: Ctx) -> int:
@@ -1414,6 +1427,83 @@ def initial_state(config, layout: str) -> QState:
                   frozenset(), frozenset(), config.get("ticket_bits", TICKET_BITS_6_12))
 
 
+class _Renaming:
+    """One renaming of CPUs (new CPU perm[k] for CPU k) in the states of one run, part by part, each
+    part renamed once and remembered: every context's record, the nodes, the words and the ghosts."""
+
+    def __init__(self, s, perm, ctxs):
+        ncpus = len(s.count)
+        last = ncpus * MAX_NODES
+        self.perm = perm
+        self.where = tuple(ctxs[perm[t.cpu]][t.level] for t in s.threads)  # new index of each context
+        self.node_of = tuple(perm[n // MAX_NODES] * MAX_NODES + n % MAX_NODES for n in range(last))
+        self.count_from = tuple(perm.index(cpu) for cpu in range(ncpus))  # old CPU of each new one
+        self.ncpus, self.last = ncpus, last
+        self.lay = LAYOUTS[s.pending_bits] if s.layout == QSPINLOCK else None
+        self._ctx, self._words, self._nodes, self._ghosts = {}, {}, {}, {}  # part -> renamed part
+
+    def node(self, n):
+        return self.node_of[n] if 0 <= n < self.last else n
+
+    def word(self, w):
+        lay = self.lay
+        if lay is None:
+            return w
+        cpu = ((w & lay.TAIL_CPU_MASK) >> lay.TAIL_CPU_OFFSET) - 1
+        if not 0 <= cpu < self.ncpus:
+            return w
+        return (w & ~lay.TAIL_CPU_MASK) | ((self.perm[cpu] + 1) << lay.TAIL_CPU_OFFSET)
+
+    def ctx(self, t):
+        out = self._ctx.get(t)
+        if out is None:
+            node = self.node
+            cpu = self.perm[t.cpu]
+            name = f"C{cpu}" + t.name[t.name.index("."):] if t.level else f"C{cpu}"
+            frames = t.frames
+            if any(f[0] == "link_prev" for f in frames):
+                frames = tuple(Frame(f[0], node(f[1])) if f[0] == "link_prev" else f for f in frames)
+            out = self._ctx[t] = Ctx(name, frames, cpu, t.lock, self.word(t.val), t.idx, node(t.next), t.ticket,
+                                     t.level, t.entered)
+        return out
+
+    def threads(self, threads):
+        out = [None] * len(threads)
+        ctx = self.ctx
+        for i, t in zip(self.where, threads):
+            out[i] = ctx(t)
+        return tuple(out)
+
+    def words(self, words):
+        out = self._words.get(words)
+        if out is None:
+            out = self._words[words] = tuple(map(self.word, words))
+        return out
+
+    def nodes(self, nodes):
+        out = self._nodes.get(nodes)
+        if out is None:
+            new = [None] * len(nodes)
+            for n, x in zip(self.node_of, nodes):
+                new[n] = x if x.next == NULL else Node(x.locked, self.node(x.next), x.lock)
+            out = self._nodes[nodes] = tuple(new)
+        return out
+
+    def count(self, count):
+        return tuple([count[k] for k in self.count_from])
+
+    def ghosts(self, ghosts):
+        out = self._ghosts.get(ghosts)
+        if out is None:
+            queue, order, handoffs, links = ghosts
+            node, where = self.node, self.where
+            out = self._ghosts[ghosts] = (tuple(tuple(map(node, q)) for q in queue),
+                                          tuple(tuple(where[i] for i in o) for o in order),
+                                          frozenset(map(node, handoffs)),
+                                          frozenset((node(a), node(b)) for a, b in links))
+        return out
+
+
 class QspinlockModel(ProgramModel):
     name = "qspinlock"
     title = "Queued spinlocks: pending bit, MCS queue and the queue head's claim"
@@ -1430,6 +1520,7 @@ class QspinlockModel(ProgramModel):
         self.program = PROGRAMS[self.layout]
         self.entry = ENTRY[self.layout]
         self._futures = {}  # (context index, its record) -> its future footprint
+        self._renamings = {}  # (perm, the run's layout of contexts) -> its _Renaming
         super().__init__(variant)
 
     def unstarted(self, config):
@@ -1530,6 +1621,10 @@ class QspinlockModel(ProgramModel):
         return len(s.count)
 
     def unit_keys(self, s):
+        if not s.nest:  # no interrupts: context k is CPU k's task
+            count = s.count
+            return tuple([(count[k], t.frames[0][0] if t.frames else "", len(t.frames), t.lock, t.idx, t.entered)
+                          for k, t in enumerate(s.threads)])
         keys = []
         for cpu, ctxs in enumerate(self._contexts(s)):
             key = (s.count[cpu],)
@@ -1541,47 +1636,16 @@ class QspinlockModel(ProgramModel):
         return tuple(keys)
 
     def permute(self, s, perm):
-        ncpus = len(s.count)
-        ctxs = self._contexts(s)
-        where = [ctxs[perm[t.cpu]][t.level] for t in s.threads]
-        last = ncpus * MAX_NODES
-
-        def node(n):
-            return perm[n // MAX_NODES] * MAX_NODES + n % MAX_NODES if 0 <= n < last else n
-
-        if s.layout == QSPINLOCK:
-            lay = LAYOUTS[s.pending_bits]
-
-            def word(w):
-                cpu = ((w & lay.TAIL_CPU_MASK) >> lay.TAIL_CPU_OFFSET) - 1
-                if not 0 <= cpu < ncpus:
-                    return w
-                return (w & ~lay.TAIL_CPU_MASK) | ((perm[cpu] + 1) << lay.TAIL_CPU_OFFSET)
-        else:
-            def word(w):
-                return w
-
-        threads = [None] * len(s.threads)
-        for i, t in enumerate(s.threads):
-            cpu = perm[t.cpu]
-            name = f"C{cpu}" + t.name[t.name.index("."):] if t.level else f"C{cpu}"
-            frames = t.frames
-            if any(f[0] == "link_prev" for f in frames):
-                frames = tuple(Frame(f[0], node(f[1])) if f[0] == "link_prev" else f for f in frames)
-            threads[where[i]] = Ctx(name, frames, cpu, t.lock, word(t.val), t.idx, node(t.next), t.ticket,
-                                    t.level, t.entered)
-        nodes = [None] * len(s.nodes)
-        for n, x in enumerate(s.nodes):
-            nodes[node(n)] = x if x.next == NULL else Node(x.locked, node(x.next), x.lock)
-        count = [0] * ncpus
-        for cpu, c in enumerate(s.count):
-            count[perm[cpu]] = c
-        return s._replace(
-            threads=tuple(threads), words=tuple(map(word, s.words)), nodes=tuple(nodes), count=tuple(count),
-            ghost_queue=tuple(tuple(map(node, q)) for q in s.ghost_queue),
-            ghost_order=tuple(tuple(where[i] for i in o) for o in s.ghost_order),
-            ghost_handoffs=frozenset(map(node, s.ghost_handoffs)),
-            ghost_links=frozenset((node(a), node(b)) for a, b in s.ghost_links))
+        """The state with CPU k renamed perm[k]; each part of it is renamed once per renaming and then
+        looked up (``_Renaming``), since reachable states share almost all their parts."""
+        shape = s.nest and tuple((t.cpu, t.level) for t in s.threads)  # no interrupts: context k is CPU k's task
+        key = (perm, s.layout, s.pending_bits, len(s.count), shape)
+        r = self._renamings.get(key)
+        if r is None:
+            r = self._renamings[key] = _Renaming(s, perm, self._contexts(s))
+        return tuple.__new__(QState, (
+            r.threads(s.threads), r.words(s.words), r.nodes(s.nodes), r.count(s.count), s.layout, s.pending_bits,
+            s.spins, s.nest, *r.ghosts((s.ghost_queue, s.ghost_order, s.ghost_handoffs, s.ghost_links))))
 
     def step_lock(self, state, i):
         """The lock whose word context ``i``'s next step reads or writes (the observation log's word)."""

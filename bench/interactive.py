@@ -10,7 +10,8 @@ every other request is aborted and counted) and measures
   unpacks kstep.zip, builds the Session);
 - ``python``: for every bundled scenario of every mechanism, a Session in the page's Pyodide takes up
   to ``--steps`` seeded random choices; each step is timed as the page does it (``Session.step`` and
-  ``Session.page_json``: the view and the columns of the whole run so far), with Pyodide's clock;
+  ``Session.page_json``: the view and what the step changed in the columns of the run so far), with
+  Pyodide's clock;
 - ``click_ms``: on the page, from a click on a thread's button to the second animation frame after
   the panel and the player show the step (Python, the columns handed to the player, its redraw),
   along the student's schedule that reaches the use-after-free;

@@ -4,6 +4,7 @@ drives it there)."""
 
 import io
 import json
+import random
 import re
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from kstep.engine import Scripted, scenario, simulate
 from kstep.models import make_model
 from kstep.views import columns as fc
 from kstep.views import live
-from kstep.views.interactive import Session
+from kstep.views.interactive import Session, patched
 
 # T1 finds VMA B in the tree under RCU; W unmaps it and (free-immediately) frees it at once; T1's
 # vma_start_read then reads freed memory.  The student picks the actor of each step.
@@ -140,6 +141,65 @@ def test_the_columns_decode_to_the_board_of_every_step_and_the_schedule_replays_
     assert any(rows["threads"]["changed"]) and not any(s.rows(0)["threads"]["changed"])
     replay = simulate(s.model, s.states[0], Scripted(s.schedule()))
     assert replay.states == s.states and replay.violation == s.trace().violation
+
+
+def plain(value):
+    """Columns as JSON gives them to the page (arrays as lists)."""
+    return json.loads(json.dumps(value, default=list))
+
+
+def frames_shown(cols):
+    """Every frame of every board and chart, and each step's trace columns, with strings resolved: what
+    the player shows, whatever order the string table and the stores were built in."""
+    strings = cols["strings"]
+    out = {key: cols[key] for key in ("step", "actor", "label", "where", "what")}
+    out.update({key: [strings[i] for i in cols[key]] for key in ("stack", "on")})
+    for name, ex in cols["board"].items():
+        out[name] = [{col: [strings[i] for i in ex["store"][col][a:b]] if kind == fc.STR else list(ex["store"][col][a:b])
+                      for col, kind in ex["kinds"].items()} for a, b in zip(ex["start"], ex["stop"])]
+    return out
+
+
+def test_the_page_patched_after_any_steps_backs_and_branches_holds_the_columns_of_a_fresh_run():
+    """The page keeps the columns and applies what each page_json sends (``patched``, as interactive.js
+    does): after every move of a seeded walk of steps, undos, restarts and branches they are exactly the
+    Session's columns, and show what a fresh Session replaying the same schedule shows."""
+    rng = random.Random(7)
+    s = Session("qspinlock", "trylock-fallback")
+    page = patched({}, json.loads(s.page_json())["columns"])
+    longest = 0
+    for move in range(60):
+        roll = rng.random()
+        if move == 20:
+            s.reset()
+        elif roll < 0.15:
+            s.back()
+        elif roll < 0.3 and s.actions:  # from an earlier step, another choice: the run branches there
+            at = rng.randrange(len(s.actions) // 2, len(s.actions))
+            s.step(str(rng.choice(s.model.actions(s.states[at]))), at=at)
+        elif s.view()["choices"]:
+            s.step(rng.choice(s.view()["choices"])["action"])
+        page = patched(page, json.loads(s.page_json())["columns"])
+        assert page == plain(s.columns()), f"move {move}"
+        longest = max(longest, len(s.actions))
+    assert longest > 15 and len(s.actions) > 5, "the walk went far, and ends on a run of its own"
+    fresh = Session("qspinlock", "trylock-fallback")
+    for a in s.actions:
+        fresh.step(str(a))
+    assert frames_shown(page) == frames_shown(plain(fresh.columns()))
+
+
+def test_a_step_sends_what_it_changes_not_the_whole_run_again():
+    """page_json after a step is the change, not the columns of the whole run (which grow with it)."""
+    s = Session("qspinlock", "trylock-fallback")
+    s.page_json()
+    rng = random.Random(1)
+    for k in range(1, 41):
+        s.step(rng.choice(s.view()["choices"])["action"])
+        sent = len(s.page_json())
+        if k >= 20:
+            whole = len(json.dumps({"view": s.view(), "columns": plain(s.columns())}))
+            assert sent < whole / 4, f"step {k}: {sent} characters sent of the {whole} of the whole run"
 
 
 def test_the_package_zip_holds_what_the_session_imports_and_nothing_that_needs_bokeh():

@@ -72,6 +72,27 @@ def test_columns_use_small_dtypes_and_strings_become_indices():
     assert np.asarray(export["start"]).dtype == np.asarray(export["stop"]).dtype == np.int32
 
 
+def test_a_store_exported_after_every_frame_is_the_store_exported_once_at_the_end():
+    """A student's run exports after each step and grows the store by the new blocks only; a column that
+    outgrows its type (int8 to int16, whole to float64) is laid out again, exactly as one export would."""
+    def rows(state):
+        return {"x": [state + (0.1 if state >= 250 else 0.0)], "y": [state], "name": [f"box {state % 3}"]}
+
+    def store(export):
+        return {c: (a.typecode, a.tolist()) for c, a in export["store"].items()}
+
+    step_by_step = fc.FrameColumns("toy", {"x": float, "y": int, "name": str}, rows, fc.Strings())
+    typecodes = set()
+    for s in range(300):
+        step_by_step.add(s)
+        typecodes.add(step_by_step.export()["store"]["x"].typecode)
+    at_once = fc.FrameColumns("toy", {"x": float, "y": int, "name": str}, rows, fc.Strings())
+    for s in range(300):
+        at_once.add(s)
+    assert store(step_by_step.export()) == store(at_once.export())
+    assert typecodes == {"b", "h", "d"}, "the run went through each kind of growth"
+
+
 def test_rows_must_match_the_declared_columns():
     cols = fc.FrameColumns("bad", {"x": int}, lambda s: {"x": [1], "y": [2]}, fc.Strings())
     with pytest.raises(ValueError, match="declared"):

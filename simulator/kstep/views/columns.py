@@ -131,11 +131,13 @@ class FrameColumns:
         if self._store[0] != len(self._blocks):  # a run laid out a frame at a time adds few blocks
             store = {}
             for col, kind in self.kinds.items():
-                values = self._flat[col]
+                values, was = self._flat[col], self._store[1].get(col)
                 if kind == STR or self._whole[col]:
-                    store[col] = smallest_int([int(v) for v in values] if kind != STR else values)
+                    store[col] = grown(was, values, lambda part: part if kind == STR else [int(v) for v in part])
                 else:
-                    store[col] = array("f" if self._f32[col] else "d", values)
+                    code = "f" if self._f32[col] else "d"
+                    store[col] = array(code, values) if was is None or was.typecode != code else \
+                        was + array(code, values[len(was):])
             self._store = (len(self._blocks), store)
         store = self._store[1]
         return {
@@ -157,6 +159,18 @@ def decode(export: Mapping, strings: Sequence[str], k: int) -> dict[str, list]:
 
 
 INT_TYPES = (("b", 1 << 7), ("h", 1 << 15), ("i", 1 << 31))  # int8, int16, int32: what BokehJS has
+
+
+def grown(was: array | None, values: Sequence, ints: Callable[[Sequence], list[int]]) -> array:
+    """``ints(values)`` as ``smallest_int`` stores them, given ``was``, the array of a first part of them
+    (a store that grew by a few blocks): only the new values are converted, unless they need a wider type."""
+    if was is None or was.typecode not in dict(INT_TYPES):
+        return smallest_int(ints(values))
+    new = ints(values[len(was):])
+    top = dict(INT_TYPES)[was.typecode]
+    if not new or (-top <= min(new) and max(new) < top):
+        return was + array(was.typecode, new)
+    return smallest_int(ints(values))
 
 
 def smallest_int(values: Sequence[int]) -> array:

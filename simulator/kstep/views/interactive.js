@@ -5,8 +5,9 @@
 // recorded run and says how to serve it.
 //
 // Every player whose spec carries `live` (views/live.py marks it) gets a panel above it.  After each
-// move, Python sends the run so far (Session.page_json: the view and the columns of its boards,
-// charts, call stacks and objects) and the player shows it through its own code path: the columns go
+// move, Python sends the view and what changed in the columns of the run so far (Session.page_json:
+// its boards, charts, call stacks and objects; the page keeps the columns and patches them, as
+// interactive.py's `patched` does) and the player shows them through its own code path: the columns go
 // where the recorded run's were, and the player is called with {kstep_live: k} (player.js, show_live).  The panel's data-state attribute
 // says where it is: file, loading, ready, live or error.
 (function () {
@@ -65,6 +66,32 @@
       document.body.prepend(el);
     }
     return el;
+  }
+
+  // The columns `old` with a change from Session.page_json: per key, a nested change, or an array
+  // [kept, items] (the first kept items stay, then items), [value], or [] (the key is gone).
+  function patched(old, change) {
+    const out = Object.assign({}, old);
+    for (const [key, d] of Object.entries(change)) {
+      if (!Array.isArray(d)) {
+        const was = old[key];
+        out[key] = patched(was !== null && typeof was === "object" && !Array.isArray(was) ? was : {}, d);
+      } else if (d.length === 0) {
+        delete out[key];
+      } else if (d.length === 1) {
+        out[key] = d[0];
+      } else {
+        out[key] = d[0] === 0 ? d[1] : old[key].slice(0, d[0]).concat(d[1]);
+      }
+    }
+    return out;
+  }
+
+  // The view and the whole columns of the run so far, after a move of ctx.session.
+  function page_of(ctx) {
+    const page = JSON.parse(ctx.session.page_json());
+    ctx.columns = page.columns = patched(ctx.columns, page.columns);
+    return page;
   }
 
   async function boot() {
@@ -211,7 +238,7 @@
     } else if (what.do === "reset") {
       S.reset().destroy();
     }
-    const page = JSON.parse(S.page_json());
+    const page = page_of(ctx);
     ctx.steps = page.view.step;
     await show_run(ctx, page);
     render(ctx, page);
@@ -241,7 +268,8 @@
     }
     ctx.session = py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant,
                                             JSON.stringify(get(live, "calls")));
-    const page = JSON.parse(ctx.session.page_json());
+    ctx.columns = {};  // a new session sends every column
+    const page = page_of(ctx);
     ctx.steps = 0;
     hide_recorded_charts(ctx, page);
     await show_run(ctx, page);

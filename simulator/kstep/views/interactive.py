@@ -11,6 +11,10 @@ player draws the student's run as it draws a recorded one.
 The page's interactive mode runs this module in the browser, in Pyodide's core runtime
 (interactive.js), so it imports only the standard library and kstep's stdlib modules; the tests
 and the benchmark use it directly.  Every answer is plain JSON data.
+
+After each move the page takes only what changed (``page_json``): the columns it already holds stay,
+and a step sends the rows that step adds, so a step costs about the same at step 150 as at step 1.
+``patched`` is the reference for how interactive.js applies such a change.
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ class Session:
         self._laid: dict[str, FrameColumns] = {}
         self._strings = Strings()
         self._view: tuple = (None, -1, None)  # the last view: of which state, at which step
+        self._laid_at: tuple = (None, -1, None)  # each source's frames over the run: of which state, at which step
+        self._sent: dict = {}  # the columns as the page holds them
 
     # -- moving -------------------------------------------------------------------------------
     def step(self, action: str, at: Optional[int] = None) -> dict:
@@ -215,9 +221,14 @@ class Session:
         return {src.name: rows(values[k]) for src, (values, rows, _, _) in zip(sources, self._frames(sources))}
 
     def _frames(self, sources: list[BoardSource]) -> list[tuple]:
-        """Each source's frames over the run so far."""
-        trace = self.trace()
-        return [frames(src, trace, self._memo[src.name]) for src in sources]
+        """Each source's frames over the run so far (computed once per step: the view and the columns
+        both ask)."""
+        k, state = len(self.actions), self.states[-1]
+        if self._laid_at[0] is not state or self._laid_at[1] != k:
+            trace = self.trace()
+            self._laid_at = (state, k, {src.name: frames(src, trace, self._memo[src.name])
+                                        for src in self.board + self.charts})
+        return [self._laid_at[2][src.name] for src in sources]
 
     # -- the prefix as a trace ------------------------------------------------------------------
     def trace(self) -> Trace:
@@ -238,8 +249,7 @@ class Session:
         boards = {}
         shown = self.board + self.charts
         trace = self.trace()
-        for src in shown:
-            values, rows, key, kinds = frames(src, trace, self._memo[src.name])
+        for src, (values, rows, key, kinds) in zip(shown, self._frames(shown)):
             fc = self._laid.get(src.name)
             if fc is None:
                 fc = self._laid[src.name] = FrameColumns(src.name, kinds, rows, self._strings, key=key)
@@ -258,14 +268,67 @@ class Session:
                 "strings": self._strings.table}
 
     def page_json(self) -> str:
-        """``view()`` and ``columns()`` as one JSON text: what the page takes after each move."""
-        return json.dumps({"view": self.view(), "columns": _plain(self.columns())})
+        """``view()`` and what changed in ``columns()`` since the last call, as one JSON text: what the
+        page takes after each move (``patched`` applies it).  The first call sends every column."""
+        now = self.columns()
+        out = json.dumps({"view": self.view(), "columns": change(self._sent, now)})
+        self._sent = _copy(now)
+        return out
 
 
-def _plain(value: Any) -> Any:
-    """Columns with their arrays as lists (JSON has no arrays of a type)."""
-    if isinstance(value, array):
-        return value.tolist()
+def change(old: dict, new: dict) -> dict:
+    """What turns the columns ``old`` into ``new``: per key whose value differs, a dict's change, or
+    for a list ``[kept, items]`` (keep its first ``kept`` items, then append ``items``), for any other
+    value ``[value]``, for a key ``new`` lacks ``[]``."""
+    out: dict = {key: [] for key in old if key not in new}
+    for key, v in new.items():
+        was = old.get(key)
+        if isinstance(v, dict):
+            d = change(was if isinstance(was, dict) else {}, v)
+            if d or not isinstance(was, dict):
+                out[key] = d
+        elif isinstance(v, (list, array)):
+            same = isinstance(was, type(v))
+            kept = _kept(was, v) if same else 0
+            if not same or kept < len(v) or kept < len(was):
+                out[key] = [kept, v[kept:].tolist() if isinstance(v, array) else v[kept:]]
+        elif key not in old or was != v:
+            out[key] = [v]
+    return out
+
+
+def patched(old: dict, d: dict) -> dict:
+    """The columns ``old`` with the change ``d`` applied: what interactive.js does with each page_json."""
+    out = dict(old)
+    for key, v in d.items():
+        if isinstance(v, dict):
+            out[key] = patched(old[key] if isinstance(old.get(key), dict) else {}, v)
+        elif not v:
+            del out[key]
+        elif len(v) == 1:
+            out[key] = v[0]
+        else:
+            out[key] = list(old.get(key, ()))[:v[0]] + v[1]
+    return out
+
+
+def _kept(old, new) -> int:
+    """How many first items ``new`` has in common with ``old`` (slices compare in C: a binary search)."""
+    n = min(len(old), len(new))
+    if old[:n] == new[:n]:
+        return n
+    lo, hi = 0, n  # old[:lo] == new[:lo], old[:hi] != new[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if old[:mid] == new[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _copy(value: Any) -> Any:
+    """The columns as they are now (the string table grows in place)."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+        return {k: _copy(v) for k, v in value.items()}
+    return value[:] if isinstance(value, (list, array)) else value

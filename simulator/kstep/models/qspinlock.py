@@ -1645,7 +1645,8 @@ class QspinlockModel(ProgramModel):
             r = self._renamings[key] = _Renaming(s, perm, self._contexts(s))
         return tuple.__new__(QState, (
             r.threads(s.threads), r.words(s.words), r.nodes(s.nodes), r.count(s.count), s.layout, s.pending_bits,
-            s.spins, s.nest, *r.ghosts((s.ghost_queue, s.ghost_order, s.ghost_handoffs, s.ghost_links))))
+            s.spins, s.nest, *r.ghosts((s.ghost_queue, s.ghost_order, s.ghost_handoffs, s.ghost_links)),
+            s.ticket_bits))
 
     def step_lock(self, state, i):
         """The lock whose word context ``i``'s next step reads or writes (the observation log's word)."""

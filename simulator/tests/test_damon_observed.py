@@ -163,7 +163,7 @@ def test_what_real_6_12_kernels_printed_in_the_lab_keeps_the_region_invariants()
         result = json.loads(path.read_text())
         for case in result["cases"]:
             lines = case.get("raw", {}).get("trace")
-            if not lines:
+            if case["name"] != "damon" or not lines:  # the vma probe records a trace of its own
                 continue
             obs = observed.parse_tracepoint_text("\n".join(lines), path.name)
             trace, _ = observed.observed_trace(obs, path.name)

@@ -423,8 +423,7 @@ def cmd_list(args) -> int:
                        "      ", hyphens=False))
     if args.schema:
         print("\nScenario file (TOML; a run can change one value with --set KEY.PATH=VALUE):")
-        full = scenarios.Table({**scenarios.COMMON, **cls.scenario_schema.keys})
-        for line in full.describe("  "):
+        for line in scenarios.full_schema(cls.scenario_schema).describe("  "):
             print(line)
     return OK
 

@@ -210,8 +210,7 @@ COMMANDS = [["run", "-s", "7", "--steps", "2000"], ["run", "-c", "--steps", "200
 @FUZZ
 @given(data=st.data())
 def test_scenario_files_run_or_are_rejected_in_one_line(capsys, tmp_path_factory, mechanism, data):
-    own = MODELS[mechanism].scenario_schema
-    schema = Table({**scenarios.COMMON, **own.keys}, own.doc, own.rules)
+    schema = scenarios.full_schema(MODELS[mechanism].scenario_schema)
     text, how, must_fail, overrides = data.draw(scenario_documents(schema, bundled_documents(mechanism)),
                                                 label="document")
     command = data.draw(st.sampled_from(COMMANDS), label="command")

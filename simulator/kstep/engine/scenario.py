@@ -232,11 +232,14 @@ QUESTION = Table({
 }, rules=_parsed_by(questions.parse))
 
 
-def _questions_rules(table: dict, path: str) -> None:
+def _common_rules(table: dict, path: str) -> None:
     try:
         questions.check_ids(table["questions"], "questions")
     except expect.ExpectError as e:
         raise Invalid(str(e)) from None
+    if not -1 <= table["cycle_start"] < table["steps"]:
+        raise bad(_join(path, "cycle_start"), f"a lasso's cycle starts before the run's last step "
+                                              f"(steps = {table['steps']})")
 
 
 COMMON = {
@@ -328,20 +331,24 @@ def printable(name: str) -> str:
     return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
+def full_schema(schema: Table) -> Table:
+    """A mechanism's scenario schema with the keys (and the rules across keys) every scenario has."""
+    def rules(table: dict, path: str) -> None:
+        if schema.rules:
+            schema.rules(table, path)
+        _common_rules(table, path)
+    return Table({**COMMON, **schema.keys}, schema.doc, rules)
+
+
 def parse(mechanism: str, schema: Table, name: str, text: str, where: str, overrides: list[str]) -> Scenario:
     data = read_toml(text, where)
     for item in overrides:
         _override(data, item)
-    full = Table({**COMMON, **schema.keys}, schema.doc, schema.rules)
     try:
-        checked = full.check(data, "")
-        _questions_rules(checked, "")
+        checked = full_schema(schema).check(data, "")
     except Invalid as e:
         raise UserError(f"{where}: {e}") from None
     common = {k: checked.pop(k) for k in COMMON}
-    if not -1 <= common["cycle_start"] < common["steps"]:
-        raise UserError(f"{where}: cycle_start: a lasso's cycle starts before the run's last step "
-                        f"(steps = {common['steps']})")
     return Scenario(mechanism, name, common["description"], common["look_for"], common["schedule"],
                     common["variant"], to_config(checked), tuple(e["parsed"] for e in common["expect"]),
                     common["explorable"], tuple(q["parsed"] for q in common["questions"]), common["steps"],

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -29,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 #include <linux/compiler.h>
 #include <linux/percpu.h>
@@ -374,21 +376,40 @@ static struct {
 	int turn;			/* the CPU that may take the next step; -1: all finished */
 	int nr_active;
 	int active[LAB_MAX_CPUS];	/* CPUs not finished, in CPU order */
+	int sleepers;			/* CPUs asleep in log_lock(), waiting for the turn */
 	struct splitmix64 prng;
 } sched;
+
+/*
+ * A CPU waiting for its turn sleeps on sched.turn (a futex) after a short spin: with more CPU
+ * threads than processors, or on a busy machine, spinners would take the processor from the
+ * one CPU that may step.  Sleeping changes no step's order: that is the seed's alone.
+ */
+/* The futex operations of the kernel's uapi <linux/futex.h>, which the lab's <linux/types.h> keeps out. */
+#define LAB_FUTEX_WAIT_PRIVATE	128
+#define LAB_FUTEX_WAKE_PRIVATE	129
 
 static void sched_pass_turn(void)
 {
 	int next = sched.nr_active ? sched.active[splitmix64_below(&sched.prng, sched.nr_active)] : -1;
 
-	__atomic_store_n(&sched.turn, next, __ATOMIC_RELEASE);
+	__atomic_store_n(&sched.turn, next, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&sched.sleepers, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &sched.turn, LAB_FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 static void log_lock(void)
 {
-	for (unsigned int spins = 1; __atomic_load_n(&sched.turn, __ATOMIC_ACQUIRE) != lab_cpu_id; spins++)
-		if (spins % 64 == 0)
-			sched_yield();
+	int turn;
+
+	for (unsigned int spins = 1; (turn = __atomic_load_n(&sched.turn, __ATOMIC_ACQUIRE)) != lab_cpu_id; spins++) {
+		if (spins < 64)
+			continue;
+		__atomic_add_fetch(&sched.sleepers, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&sched.turn, __ATOMIC_SEQ_CST) == turn)
+			syscall(SYS_futex, &sched.turn, LAB_FUTEX_WAIT_PRIVATE, turn, NULL, NULL, 0);
+		__atomic_sub_fetch(&sched.sleepers, 1, __ATOMIC_SEQ_CST);
+	}
 }
 
 static void log_unlock(void)

@@ -33,7 +33,7 @@ static int hold = 50;
 module_param(hold, int, 0444);
 static long min_acquisitions = 100000;
 module_param(min_acquisitions, long, 0444);
-static int max_ms = 8000;
+static int max_ms = 60000;	/* a guard only: the sampler stops once it has seen each kind */
 module_param(max_ms, int, 0444);
 
 static DEFINE_SPINLOCK(lab_lock);

@@ -201,8 +201,8 @@ def test_the_textbook_cases_are_bundled():
 @pytest.mark.parametrize("mech, sc", list(forever_scenarios()))
 def test_a_forever_scenarios_own_run_is_its_lasso_or_its_declared_steps_and_the_table_agrees(mech, sc):
     """The run a page plays stops at the steps the scenario declares; a declared lasso is judged on it
-    and is one explore --liveness finds (the same victim), and the committed verdict table says
-    starvation exactly for the scenarios with a lasso, freedom for the others."""
+    and is one explore --liveness finds (the same victims, or a livelock), and the committed verdict
+    table says starvation or livelock exactly for the scenarios with a lasso, freedom for the others."""
     m = make_model(mech, sc.variant or None)
     t = own_run(m, sc)
     assert len(t) == sc.steps and t.outcome == "max-steps"
@@ -210,7 +210,9 @@ def test_a_forever_scenarios_own_run_is_its_lasso_or_its_declared_steps_and_the_
     row = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"][mech][sc.name][
         m.variant.name]
     assert row["liveness"] == r.verdict
-    if sc.cycle_start >= 0:
+    if sc.cycle_start >= 0 and t.lasso["kind"] == "livelock":
+        assert t.cycle_start == sc.cycle_start and r.livelock is not None and r.verdict == "livelock"
+    elif sc.cycle_start >= 0:
         assert t.cycle_start == sc.cycle_start and t.lasso["kind"] == "starvation"
         assert set(t.lasso["actors"]) <= set(r.lassos) and row["starved"] == sorted(r.lassos)
     else:

@@ -297,3 +297,22 @@ def test_explore_liveness_finds_the_writers_lasso_and_proves_the_handoff_free(ca
     assert "verdict: R starvation-free" in out
     assert main(["explore", "vma-locks", "--scenario", "rwsem-handoff", "--liveness"]) == 0
     assert "free of starvation, livelock and deadlock under weak fairness" in capsys.readouterr().out
+
+
+def test_a_handoff_that_stops_its_own_writer_livelocks():
+    """handoff-stops-first (rwsem.c:620 with == for !=): W, first in line with HANDOFF set, fails on
+    the free VMA lock and retries at once, forever, while F sleeps on the mmap_lock W holds.  Not a
+    deadlock (W always moves) and not one thread's starvation (nobody progresses)."""
+    model = make_model("vma-locks", "handoff-stops-first")
+    sc = scenario.load("vma-locks", model.scenario_schema, "rwsem-handoff-livelock")
+    r = liveness(model, model.initial(sc.config))
+    assert r.verdict == "livelock" and r.deadlock is None and r.exhausted
+    t = r.livelock
+    assert t.lasso["kind"] == "livelock" and t.lasso["actors"] == ["F", "W"]
+    cycle, states = t.actions[t.cycle_start:], t.states[t.cycle_start:]
+    assert {(a.actor, a.label) for a in cycle} == {("W", "rwsem_try_write_lock")}
+    lock = states[0].vmas[0].lock
+    assert lock.owner == NOBODY and not lock.readers and lock.handoff and lock.waiters[0] == (1, WRITE)
+    assert states[0].mm.mmap_lock.owner == 1 and rwsem.waiting(states[0].mm.mmap_lock, 0)
+    fixed = make_model("vma-locks")
+    assert liveness(fixed, fixed.initial(sc.config)).free  # 6.12's line 620 lets W take it

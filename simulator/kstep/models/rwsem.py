@@ -131,11 +131,13 @@ def queue_writer(sem: Rwsem, i: int) -> Rwsem:
     return try_write_lock(sem, i) or sem
 
 
-def try_write_lock(sem: Rwsem, i: int):
+def try_write_lock(sem: Rwsem, i: int, handoff_stops_first: bool = False):
     """``rwsem_try_write_lock`` by queued writer i: the rwsem with i as its owner, or None.
 
-    It fails while anyone holds the lock, and while HANDOFF reserves it for another waiter."""
-    if sem.owner != NOBODY or sem.readers or (sem.handoff and sem.waiters[0][0] != i):
+    It fails while anyone holds the lock, and while HANDOFF reserves it for another waiter
+    (``first->handoff_set && waiter != first``).  ``handoff_stops_first``: broken, that test with
+    ``==``, so that HANDOFF keeps out the very waiter it reserves the lock for."""
+    if sem.owner != NOBODY or sem.readers or (sem.handoff and (sem.waiters[0][0] == i) == handoff_stops_first):
         return None
     waiters = tuple(w for w in sem.waiters if w[0] != i)
     return sem._replace(owner=i, waiters=waiters, handoff=False)
@@ -148,15 +150,21 @@ def may_set_handoff(sem: Rwsem) -> bool:
 
 
 def write_retry_enabled(sem: Rwsem, i: int) -> bool:
-    """A queued writer's retry may happen: it takes the lock, or it fails on the held lock with
-    HANDOFF clear (counting towards its timeout, or setting HANDOFF once that has passed)."""
-    return try_write_lock(sem, i) is not None or may_set_handoff(sem)
+    """A queued writer's retry may happen.  On the free lock: woken, unless HANDOFF reserves the lock
+    for another waiter; the first waiter, whose HANDOFF it is, does not even sleep
+    (``rwsem_down_write_slowpath``: with ``handoff_set`` it spins on the owner and, the owner gone,
+    tries again at once).  On the held lock: a failed try while HANDOFF is clear, counting towards
+    its timeout or, once that has passed, setting HANDOFF."""
+    if sem.owner == NOBODY and not sem.readers:
+        return not sem.handoff or sem.waiters[0][0] == i
+    return may_set_handoff(sem)
 
 
-def write_retry(sem: Rwsem, i: int, timed_out: bool = True) -> Rwsem:
+def write_retry(sem: Rwsem, i: int, timed_out: bool = True, handoff_stops_first: bool = False) -> Rwsem:
     """``rwsem_try_write_lock`` by queued writer i: take the lock, or fail, setting HANDOFF if i has
-    waited past RWSEM_WAIT_TIMEOUT (``timed_out``)."""
-    return try_write_lock(sem, i) or (sem._replace(handoff=True) if timed_out else sem)
+    waited past RWSEM_WAIT_TIMEOUT (``timed_out``) and the lock is held."""
+    taken = try_write_lock(sem, i, handoff_stops_first)
+    return taken or (sem._replace(handoff=True) if timed_out and may_set_handoff(sem) else sem)
 
 
 def timed_out(tries: int, handoff_after) -> bool:

@@ -247,9 +247,9 @@ def rwsem_down_write_slowpath(s, i, lock):
 @program.step("rwsem_try_write_lock", "kernel/locking/rwsem.c:rwsem_try_write_lock",
               "woken, retry: take the free rwsem unless HANDOFF reserves it for another waiter; if it is "
               "held, fail, and once waited past RWSEM_WAIT_TIMEOUT set RWSEM_FLAG_HANDOFF")
-def rwsem_try_write_lock(s, i, lock):
+def rwsem_try_write_lock(s, i, lock, handoff_stops_first=False):
     tries = s.threads[i].tries
-    sem = rwsem.write_retry(lock_of(s, lock), i, rwsem.timed_out(tries, s.handoff_after))
+    sem = rwsem.write_retry(lock_of(s, lock), i, rwsem.timed_out(tries, s.handoff_after), handoff_stops_first)
     if sem.owner == i:
         tries = 0
     elif not sem.handoff and s.handoff_after != rwsem.NEVER:
@@ -257,6 +257,11 @@ def rwsem_try_write_lock(s, i, lock):
     if tries != s.threads[i].tries:
         s = set_local(s, i, tries=tries)
     return write_attempt(s, i, lock, sem, "rwsem_try_write_lock")
+
+
+def try_write_lock_handoff_stops_first(s, i, lock):
+    """Broken: HANDOFF keeps out the first waiter, the writer it reserves the lock for."""
+    return rwsem_try_write_lock(s, i, lock, handoff_stops_first=True)
 
 
 @program.guard("rwsem_try_write_lock")
@@ -1232,6 +1237,11 @@ VARIANTS = {
     "fork-without-vma-locks": Variant.bug(
         "fork-without-vma-locks", "dup_mmap copies the parent's VMAs without write-locking them "
         "(the memory corruption fixed by fb49c455323f)", dup_mmap=dup_mmap_without_vma_locks),
+    "handoff-stops-first": Variant.bug(
+        "handoff-stops-first", "rwsem_try_write_lock honours RWSEM_FLAG_HANDOFF against the first waiter "
+        "instead of the others (kernel/locking/rwsem.c:620, `waiter != first` made `waiter == first`): the "
+        "writer that set HANDOFF can never take the free lock and retries without sleeping, while HANDOFF "
+        "keeps every other locker queued", rwsem_try_write_lock=try_write_lock_handoff_stops_first),
     **rcu_broken(free_vma_rcu_cb),
 }
 

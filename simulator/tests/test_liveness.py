@@ -238,3 +238,23 @@ def test_a_lasso_starts_inside_the_declared_run(keys, says):
     text = SCENARIO.replace("ticket_bits = 2", f"ticket_bits = 2\n{keys}")
     with pytest.raises(UserError, match=re_escape(says)):
         scenario.parse("qspinlock", MODELS["qspinlock"].scenario_schema, "x", text, "x.toml", [])
+
+
+def test_powerpc_starves_a_queue_head_that_never_reads_the_lock_held():
+    """arch/powerpc/lib/qspinlock.c counts a head's spin only on a read that finds the word locked
+    (iters++ after yield_head_to_locked_owner); a trylock_clean_tail that loses to a stealer goes
+    back to `again` uncounted.  So stealing is bounded only for a head that ever reads the lock
+    held: in the lasso C0 reads it free every time, C1 steals it first, and must-queue never comes."""
+    from kstep.models.qspinlock import PPC_LOCKED_VAL, PPC_MUST_Q_VAL
+
+    m, config, s0 = forever("powerpc")
+    r = liveness(m, s0, config=config)
+    assert r.verdict == "starvation" and "C0" in r.lassos
+    t = r.lassos["C0"]
+    cycle = list(zip(t.states[t.cycle_start:], t.actions[t.cycle_start:]))
+    head = [(s, a.label) for s, a in cycle if a.actor == "C0"]
+    assert [label for _, label in head] == ["wait_head", "trylock_clean_tail"]
+    assert not head[0][0].words[0] & PPC_LOCKED_VAL and head[1][0].words[0] & PPC_LOCKED_VAL  # read free, lost
+    assert all(s.threads[0].frames[0].arg == (0, False) for s, _ in head)  # no spin counted, no must-queue
+    assert not any(s.words[0] & PPC_MUST_Q_VAL for s, _ in cycle)
+    assert any(a.actor == "C1" and a.label == "critical_section" for _, a in cycle)

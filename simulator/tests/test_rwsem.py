@@ -316,3 +316,10 @@ def test_a_handoff_that_stops_its_own_writer_livelocks():
     assert states[0].mm.mmap_lock.owner == 1 and rwsem.waiting(states[0].mm.mmap_lock, 0)
     fixed = make_model("vma-locks")
     assert liveness(fixed, fixed.initial(sc.config)).free  # 6.12's line 620 lets W take it
+
+
+def test_explore_names_the_scenario_that_shows_the_livelock(capsys):
+    """A safety search cannot see a livelock: on another scenario explore says which one shows it."""
+    assert main(["explore", "vma-locks", "--scenario", "recheck-race", "--variant", "handoff-stops-first"]) == 0
+    assert ("(clean for this scenario: it cannot show handoff-stops-first's bug; explore --liveness on scenario "
+            "rwsem-handoff-livelock does: a livelock)") in capsys.readouterr().out

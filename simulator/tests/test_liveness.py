@@ -258,3 +258,16 @@ def test_powerpc_starves_a_queue_head_that_never_reads_the_lock_held():
     assert all(s.threads[0].frames[0].arg == (0, False) for s, _ in head)  # no spin counted, no must-queue
     assert not any(s.words[0] & PPC_MUST_Q_VAL for s, _ in cycle)
     assert any(a.actor == "C1" and a.label == "critical_section" for _, a in cycle)
+
+
+def test_a_livelocking_variants_page_shows_its_lasso():
+    """The site's page of a broken variant that breaks no invariant anywhere shows the livelock the
+    verdict table records (and explores nothing for a counterexample that cannot exist)."""
+    from kstep.views.site import pages
+
+    assert pages.livelock_scenarios("vma-locks", "handoff-stops-first") == ["rwsem-handoff-livelock"]
+    assert pages.livelock_scenarios("vma-locks", "no-recheck") == []  # it breaks an invariant: that is its page
+    m = make_model("vma-locks", "handoff-stops-first")
+    sc = scenario.load("vma-locks", m.scenario_schema, "rwsem-handoff-livelock")
+    lasso = liveness(m, m.initial(sc.config), scenario=sc.name, config=sc.config).livelock
+    assert lasso.cycle_start == sc.cycle_start and lasso.lasso["kind"] == "livelock"

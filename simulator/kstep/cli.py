@@ -49,7 +49,7 @@ from . import __version__
 from .engine import Random, RoundRobin, Scripted, explore, own_run, simulate
 from .caught import caught, lively
 from .engine.graph import dot, state_graph
-from .engine.liveness import describe, liveness
+from .engine.liveness import LIVELOCK, describe, liveness
 from .engine import expect, questions
 from .engine import scenario as scenarios
 from .engine import trace as traces
@@ -528,8 +528,10 @@ def cmd_explore(args) -> int:
         return INTERRUPTED if result.interrupted else VIOLATION
     if result.exhausted and model.variant.broken:
         shows = sorted(s for names in caught(model.name).get(model.variant.name, {}).values() for s in names)
+        live = sorted(lively(model.name).get(model.variant.name, {}).get(LIVELOCK, []))
         print(f"(clean for this scenario: it cannot show {model.variant.name}'s bug" +
-              (f"; scenario {shows[0]} does)" if shows else ")"))
+              (f"; scenario {shows[0]} does)" if shows else
+               f"; explore --liveness on scenario {live[0]} does: a livelock)" if live else ")"))
     if result.interrupted:
         print(f"verdict: INTERRUPTED: stopped by Ctrl-C at depth {result.depth}, NOT clean (no violation among "
               f"the {result.states:,} states it stored)")

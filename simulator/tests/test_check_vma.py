@@ -19,7 +19,10 @@ from kstep.models import make_model
 from kstep.models.vma_lock import SCHEMA, VARIANTS
 
 LAB = Path(__file__).resolve().parents[2] / "kernel-lab"
-BROKEN = [n for n, v in VARIANTS.items() if v.broken]
+# The broken variants the C port has.  handoff-stops-first is the model's alone: its harm is a livelock
+# (the writer retries forever), which the torture's hang check, no step for --hang-seconds, cannot see.
+UNPORTED = {"handoff-stops-first"}
+BROKEN = [n for n, v in VARIANTS.items() if v.broken and n not in UNPORTED]
 
 CONFIG = SCHEMA.check({
     "vmas": [{"start": 0, "end": 16, "prot": "rw", "anon_vma": True},
@@ -166,6 +169,10 @@ def port_logs(port, variant):
                 subprocess.run([str(port), "--variant", variant, "--seed", str(seed), "--log", str(log)]
                                + vc.BASE + list(extra), capture_output=True, timeout=300)
                 yield log
+
+
+def test_the_port_has_every_broken_variant_but_the_livelock():
+    assert set(vmacheck().BROKEN) == set(BROKEN) and UNPORTED <= {n for n, v in VARIANTS.items() if v.broken}
 
 
 @pytest.mark.qemu

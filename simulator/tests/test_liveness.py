@@ -201,8 +201,8 @@ def test_the_textbook_cases_are_bundled():
 @pytest.mark.parametrize("mech, sc", list(forever_scenarios()))
 def test_a_forever_scenarios_own_run_is_its_lasso_or_its_declared_steps_and_the_table_agrees(mech, sc):
     """The run a page plays stops at the steps the scenario declares; a declared lasso is judged on it
-    and is one explore --liveness finds (the same victim), and the committed verdict table says
-    starvation exactly for the scenarios with a lasso, freedom for the others."""
+    and is one explore --liveness finds (the same victims, or a livelock), and the committed verdict
+    table says starvation or livelock exactly for the scenarios with a lasso, freedom for the others."""
     m = make_model(mech, sc.variant or None)
     t = own_run(m, sc)
     assert len(t) == sc.steps and t.outcome == "max-steps"
@@ -210,7 +210,9 @@ def test_a_forever_scenarios_own_run_is_its_lasso_or_its_declared_steps_and_the_
     row = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"][mech][sc.name][
         m.variant.name]
     assert row["liveness"] == r.verdict
-    if sc.cycle_start >= 0:
+    if sc.cycle_start >= 0 and t.lasso["kind"] == "livelock":
+        assert t.cycle_start == sc.cycle_start and r.livelock is not None and r.verdict == "livelock"
+    elif sc.cycle_start >= 0:
         assert t.cycle_start == sc.cycle_start and t.lasso["kind"] == "starvation"
         assert set(t.lasso["actors"]) <= set(r.lassos) and row["starved"] == sorted(r.lassos)
     else:
@@ -236,3 +238,36 @@ def test_a_lasso_starts_inside_the_declared_run(keys, says):
     text = SCENARIO.replace("ticket_bits = 2", f"ticket_bits = 2\n{keys}")
     with pytest.raises(UserError, match=re_escape(says)):
         scenario.parse("qspinlock", MODELS["qspinlock"].scenario_schema, "x", text, "x.toml", [])
+
+
+def test_powerpc_starves_a_queue_head_that_never_reads_the_lock_held():
+    """arch/powerpc/lib/qspinlock.c counts a head's spin only on a read that finds the word locked
+    (iters++ after yield_head_to_locked_owner); a trylock_clean_tail that loses to a stealer goes
+    back to `again` uncounted.  So stealing is bounded only for a head that ever reads the lock
+    held: in the lasso C0 reads it free every time, C1 steals it first, and must-queue never comes."""
+    from kstep.models.qspinlock import PPC_LOCKED_VAL, PPC_MUST_Q_VAL
+
+    m, config, s0 = forever("powerpc")
+    r = liveness(m, s0, config=config)
+    assert r.verdict == "starvation" and "C0" in r.lassos
+    t = r.lassos["C0"]
+    cycle = list(zip(t.states[t.cycle_start:], t.actions[t.cycle_start:]))
+    head = [(s, a.label) for s, a in cycle if a.actor == "C0"]
+    assert [label for _, label in head] == ["wait_head", "trylock_clean_tail"]
+    assert not head[0][0].words[0] & PPC_LOCKED_VAL and head[1][0].words[0] & PPC_LOCKED_VAL  # read free, lost
+    assert all(s.threads[0].frames[0].arg == (0, False) for s, _ in head)  # no spin counted, no must-queue
+    assert not any(s.words[0] & PPC_MUST_Q_VAL for s, _ in cycle)
+    assert any(a.actor == "C1" and a.label == "critical_section" for _, a in cycle)
+
+
+def test_a_livelocking_variants_page_shows_its_lasso():
+    """The site's page of a broken variant that breaks no invariant anywhere shows the livelock the
+    verdict table records (and explores nothing for a counterexample that cannot exist)."""
+    from kstep.views.site import pages
+
+    assert pages.livelock_scenarios("vma-locks", "handoff-stops-first") == ["rwsem-handoff-livelock"]
+    assert pages.livelock_scenarios("vma-locks", "no-recheck") == []  # it breaks an invariant: that is its page
+    m = make_model("vma-locks", "handoff-stops-first")
+    sc = scenario.load("vma-locks", m.scenario_schema, "rwsem-handoff-livelock")
+    lasso = liveness(m, m.initial(sc.config), scenario=sc.name, config=sc.config).livelock
+    assert lasso.cycle_start == sc.cycle_start and lasso.lasso["kind"] == "livelock"

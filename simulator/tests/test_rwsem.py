@@ -8,7 +8,9 @@ import functools
 
 import pytest
 
+from kstep.cli import main
 from kstep.engine import scenario
+from kstep.engine.liveness import liveness
 from kstep.models import make_model, rwsem
 from kstep.models.rwsem import FREE, NOBODY, READ, WRITE, Rwsem
 
@@ -222,3 +224,102 @@ def test_a_fault_read_locks_its_vma_while_vma_start_write_spins():
     for s, a, t in steps:
         if a.label == "down_read_trylock" and actor(s, a) in t.vmas[0].lock.readers:
             assert rwsem.read_trylock_ok(s.vmas[0].lock)
+
+
+# --- RWSEM_WAIT_TIMEOUT, counted in failed tries (handoff_after): writer starvation --------------------
+
+def forever(handoff_after):
+    """rwsem-reader-steals with another handoff_after: R faults forever, W's mprotect waits once."""
+    model = make_model("vma-locks", "no-per-vma-lock")
+    sc = scenario.load("vma-locks", model.scenario_schema, "rwsem-reader-steals",
+                       overrides=[f"handoff_after={handoff_after}"])
+    return model, model.initial(sc.config)
+
+
+@functools.cache
+def starving():
+    model, s0 = forever('"never"')
+    return model, liveness(model, s0)
+
+
+def test_readers_that_steal_forever_starve_a_writer_that_never_times_out():
+    """handoff_after = "never": R steals the lock W is woken for, forever; W's retries all fail."""
+    model, r = starving()
+    assert r.exhausted and r.livelock is None and r.deadlock is None and set(r.lassos) == {"W"}
+    t = r.lassos["W"]
+    assert t.lasso == {"kind": "starvation", "actors": ["W"], "stem": t.cycle_start, "cycle": len(t) - t.cycle_start}
+    cycle = t.actions[t.cycle_start:]
+    assert {a.label for a in cycle if a.actor == "W"} == {"rwsem_try_write_lock"}
+    assert any(a.actor == "R" and a.label == "handle_mm_fault" for a in cycle)
+    states = t.states[t.cycle_start:]
+    assert all(s.mm.mmap_lock.waiters == ((1, rwsem.WRITE),) and not s.mm.mmap_lock.handoff for s in states)
+    steals = [k for k, a in enumerate(cycle) if a.label == "get_mmap_lock_carefully"]
+    assert steals and all(0 in states[k + 1].mm.mmap_lock.readers for k in steals)
+
+
+@pytest.mark.parametrize("handoff_after", [0, 1, 2, 5])
+def test_a_writer_that_times_out_is_never_starved(handoff_after):
+    model, s0 = forever(handoff_after)
+    r = liveness(model, s0)
+    assert r.free and r.actors == ("R", "W") and r.cyclic
+
+
+@pytest.mark.parametrize("handoff_after", [0, 3])
+def test_handoff_is_set_exactly_on_the_failed_try_after_handoff_after_of_them(handoff_after):
+    """A failed rwsem_try_write_lock on the held lock counts, until handoff_after failed tries have
+    passed RWSEM_WAIT_TIMEOUT; the next one sets HANDOFF, and taking the lock starts the count again."""
+    model, s0 = forever(handoff_after)
+    seen, layer, checked = {s0}, [s0], 0
+    while layer:
+        nxt = []
+        for s in layer:
+            for a in model.actions(s):
+                t = model.step(s, a)
+                if a.label == "rwsem_try_write_lock":
+                    before, after = s.threads[1], t.threads[1]
+                    if t.mm.mmap_lock.owner == 1:
+                        assert after.tries == 0
+                    else:
+                        checked += 1
+                        assert t.mm.mmap_lock.handoff == (before.tries == handoff_after)
+                        assert after.tries == min(before.tries + 1, handoff_after)
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        layer = nxt
+    assert checked
+
+
+def test_explore_liveness_finds_the_writers_lasso_and_proves_the_handoff_free(capsys):
+    assert main(["explore", "vma-locks", "--scenario", "rwsem-reader-steals", "--liveness"]) == 1
+    out = capsys.readouterr().out
+    assert "verdict: STARVATION: starvation of W: lasso with stem 5 steps, cycle 6 steps" in out
+    assert "verdict: R starvation-free" in out
+    assert main(["explore", "vma-locks", "--scenario", "rwsem-handoff", "--liveness"]) == 0
+    assert "free of starvation, livelock and deadlock under weak fairness" in capsys.readouterr().out
+
+
+def test_a_handoff_that_stops_its_own_writer_livelocks():
+    """handoff-stops-first (rwsem.c:620 with == for !=): W, first in line with HANDOFF set, fails on
+    the free VMA lock and retries at once, forever, while F sleeps on the mmap_lock W holds.  Not a
+    deadlock (W always moves) and not one thread's starvation (nobody progresses)."""
+    model = make_model("vma-locks", "handoff-stops-first")
+    sc = scenario.load("vma-locks", model.scenario_schema, "rwsem-handoff-livelock")
+    r = liveness(model, model.initial(sc.config))
+    assert r.verdict == "livelock" and r.deadlock is None and r.exhausted
+    t = r.livelock
+    assert t.lasso["kind"] == "livelock" and t.lasso["actors"] == ["F", "W"]
+    cycle, states = t.actions[t.cycle_start:], t.states[t.cycle_start:]
+    assert {(a.actor, a.label) for a in cycle} == {("W", "rwsem_try_write_lock")}
+    lock = states[0].vmas[0].lock
+    assert lock.owner == NOBODY and not lock.readers and lock.handoff and lock.waiters[0] == (1, WRITE)
+    assert states[0].mm.mmap_lock.owner == 1 and rwsem.waiting(states[0].mm.mmap_lock, 0)
+    fixed = make_model("vma-locks")
+    assert liveness(fixed, fixed.initial(sc.config)).free  # 6.12's line 620 lets W take it
+
+
+def test_explore_names_the_scenario_that_shows_the_livelock(capsys):
+    """A safety search cannot see a livelock: on another scenario explore says which one shows it."""
+    assert main(["explore", "vma-locks", "--scenario", "recheck-race", "--variant", "handoff-stops-first"]) == 0
+    assert ("(clean for this scenario: it cannot show handoff-stops-first's bug; explore --liveness on scenario "
+            "rwsem-handoff-livelock does: a livelock)") in capsys.readouterr().out

@@ -7,6 +7,7 @@ import pytest
 
 from kstep.engine import Frame, RoundRobin, Scripted, Variant, explore, push, scenario, simulate
 from kstep.engine import trace as tracemod
+from kstep.engine.liveness import liveness
 from kstep.models import make_model, rwsem
 from kstep.models.vma_lock import UINT_MAX, VARIANTS, VmaLocksModel, is_write_locked, vma_read_locked
 
@@ -14,6 +15,7 @@ from support import assert_breaker_catches, labels_of, load, variants
 
 MECH = "vma-locks"
 SCENARIOS = scenario.bundled(MECH)
+FOREVER = [n for n in SCENARIOS if scenario.load(MECH, VmaLocksModel.scenario_schema, n).forever]
 CORRECT, BROKEN = variants(MECH)
 
 # For every invariant: a broken variant and a bundled scenario in which it is violated.
@@ -128,8 +130,14 @@ def test_explore_exhausts_correct_variants_cleanly(variant, name):
 def test_explore_finds_the_harm_of_every_broken_variant(variant):
     """Each bug does something a user would see (freed memory touched, a fault in a half-changed or
     unmapped VMA, faults that lose the per-VMA path, a hang) in some bundled scenario, and there the
-    explorer's counterexample shows that harm, not only a broken rule.  (verdicts.json has the
-    whole scenario x variant table; this stops at the first scenario that shows the harm.)"""
+    explorer's counterexample shows that harm, not only a broken rule; or, for a livelock, which no
+    safety search can see, explore --liveness's lasso on a scenario whose threads run forever.
+    (verdicts.json has the whole scenario x variant table; this stops at the first scenario that
+    shows the harm.)"""
+    for name in FOREVER:
+        m, sc, s0 = load(MECH, name, variant)
+        if liveness(m, s0).livelock is not None:
+            return
     for name in SCENARIOS:
         m, sc, s0 = load(MECH, name, variant)
         r = explore(m, s0, max_states=200_000)

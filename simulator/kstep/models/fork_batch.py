@@ -153,6 +153,7 @@ class Thread(NamedTuple):
     work: int = 1
     died: str = ""
     ghost_writer_since_walk: bool = False
+    tries: int = 0
     seq: int = 0  # gup: write_protect_seq as gup_fast read it
     pte: int = 0  # gup: what ptep_get_lockless read
     folio: int = -1  # gup: the folio it holds a pin on (-1: none)
@@ -185,6 +186,8 @@ class ForkState(NamedTuple):
     next_pfn: int  # where the page allocator puts the next new page
     ghost_snap: tuple  # the parent's PTEs as copy_page_range of the current VMA found them
     ghost_batches: tuple  # Batch: every copy made so far, in order
+    handoff_after: object = 0  # vma-locks' rwsem timeout (the default: the first failed try may set HANDOFF)
+    forever: bool = False  # no thread repeats forever here
 
 
 # --- small pure helpers -----------------------------------------------------------------------------

@@ -1003,7 +1003,7 @@ def ppc_head_may_read(s, i, arg):
 
 
 @powerpc.step("set_mustq", f"{PPC_LIB}:set_mustq",
-              "larx/stcx. _Q_MUST_Q_VAL: from now on stealers queue instead (bounded unfairness)")
+              "larx/stcx. _Q_MUST_Q_VAL: from now on stealers queue instead")
 def set_mustq(s, i, arg):
     lock = s.threads[i].lock
     return set_word(s, lock, s.words[lock] | PPC_MUST_Q_VAL)
@@ -1316,7 +1316,9 @@ VARIANTS = {
     "ticket": Variant("ticket", "the generic ticket lock of include/asm-generic/spinlock.h, for comparison: "
                       "every locker draws a ticket and spins on the one word", params={"program": TICKET}),
     "powerpc": Variant("powerpc", "arch/powerpc/lib/qspinlock.c (no paravirt): owner CPU and must-queue bits, "
-                       "no pending, bounded lock stealing, the head sets must-queue after head_spins",
+                       "no pending; lock stealing bounded by the queue head's count of reads that find the word "
+                       "locked: after head_spins of them it sets must-queue (a head whose reads all find it "
+                       "free and whose trylock_clean_tail keeps losing to a stealer counts none, and starves)",
                        params={"program": POWERPC}),
     "clear-tail-always": _broken(
         "clear-tail-always", "the queue head sets the whole word to _Q_LOCKED_VAL even when others are "

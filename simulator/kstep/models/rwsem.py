@@ -30,8 +30,12 @@ What the model assumes, each deliberately:
   reader-owned spin threshold, which then sets ``RWSEM_NONSPINNABLE``: the model lets a writer
   spin on a sleeping owner too, a superset of 6.12's runs).  The osq that lets only one
   spinner at a time try is left out (any spinner may be the one).
-- The engine has no clock: a queued writer's timeout is a step it may take (or not) whenever the
-  lock is held, which sets HANDOFF.  The other place 6.12 sets it, ``rwsem_mark_wake`` finding
+- The engine has no clock: a queued writer counts its failed ``rwsem_try_write_lock`` calls instead,
+  and the scenario says after how many RWSEM_WAIT_TIMEOUT has passed (``handoff_after``): a failed
+  try after that sets HANDOFF.  By default the first failed try sets it, and since a writer may
+  try whenever the lock is held, its timeout may pass at any moment; ``NEVER`` keeps it from
+  passing, the rwsem without handoff that lets readers steal ahead of a queued writer forever.
+  The other place 6.12 sets it, ``rwsem_mark_wake`` finding
   that a writer stole the lock from a reader at the head of the queue after that reader's
   timeout, is left out: without it readers at the head wait for the next release, a superset.
 - A queued writer retries whenever its retry would succeed: it is woken by ``rwsem_mark_wake``
@@ -50,6 +54,7 @@ from typing import NamedTuple
 
 NOBODY = -1
 READ, WRITE = "R", "W"
+NEVER = "never"  # handoff_after: RWSEM_WAIT_TIMEOUT never passes, so no writer sets HANDOFF
 
 
 class Rwsem(NamedTuple):
@@ -126,29 +131,46 @@ def queue_writer(sem: Rwsem, i: int) -> Rwsem:
     return try_write_lock(sem, i) or sem
 
 
-def try_write_lock(sem: Rwsem, i: int):
+def try_write_lock(sem: Rwsem, i: int, handoff_stops_first: bool = False):
     """``rwsem_try_write_lock`` by queued writer i: the rwsem with i as its owner, or None.
 
-    It fails while anyone holds the lock, and while HANDOFF reserves it for another waiter."""
-    if sem.owner != NOBODY or sem.readers or (sem.handoff and sem.waiters[0][0] != i):
+    It fails while anyone holds the lock, and while HANDOFF reserves it for another waiter
+    (``first->handoff_set && waiter != first``).  ``handoff_stops_first``: broken, that test with
+    ``==``, so that HANDOFF keeps out the very waiter it reserves the lock for."""
+    if sem.owner != NOBODY or sem.readers or (sem.handoff and (sem.waiters[0][0] == i) == handoff_stops_first):
         return None
     waiters = tuple(w for w in sem.waiters if w[0] != i)
     return sem._replace(owner=i, waiters=waiters, handoff=False)
 
 
 def may_set_handoff(sem: Rwsem) -> bool:
-    """``rwsem_try_write_lock`` by a writer that has waited past RWSEM_WAIT_TIMEOUT: the lock is
-    held and HANDOFF is not yet set."""
+    """``rwsem_try_write_lock`` fails on the held lock and, once the writer has waited past
+    RWSEM_WAIT_TIMEOUT, sets HANDOFF: the lock is held and HANDOFF is not yet set."""
     return (sem.owner != NOBODY or bool(sem.readers)) and not sem.handoff
 
 
 def write_retry_enabled(sem: Rwsem, i: int) -> bool:
-    """A queued writer's retry does something: it takes the lock, or it times out and sets HANDOFF."""
-    return try_write_lock(sem, i) is not None or may_set_handoff(sem)
+    """A queued writer's retry may happen.  On the free lock: woken, unless HANDOFF reserves the lock
+    for another waiter; the first waiter, whose HANDOFF it is, does not even sleep
+    (``rwsem_down_write_slowpath``: with ``handoff_set`` it spins on the owner and, the owner gone,
+    tries again at once).  On the held lock: a failed try while HANDOFF is clear, counting towards
+    its timeout or, once that has passed, setting HANDOFF."""
+    if sem.owner == NOBODY and not sem.readers:
+        return not sem.handoff or sem.waiters[0][0] == i
+    return may_set_handoff(sem)
 
 
-def write_retry(sem: Rwsem, i: int) -> Rwsem:
-    return try_write_lock(sem, i) or sem._replace(handoff=True)
+def write_retry(sem: Rwsem, i: int, timed_out: bool = True, handoff_stops_first: bool = False) -> Rwsem:
+    """``rwsem_try_write_lock`` by queued writer i: take the lock, or fail, setting HANDOFF if i has
+    waited past RWSEM_WAIT_TIMEOUT (``timed_out``) and the lock is held."""
+    taken = try_write_lock(sem, i, handoff_stops_first)
+    return taken or (sem._replace(handoff=True) if timed_out and may_set_handoff(sem) else sem)
+
+
+def timed_out(tries: int, handoff_after) -> bool:
+    """Has a writer that failed ``tries`` times waited past RWSEM_WAIT_TIMEOUT, which the scenario
+    puts after ``handoff_after`` failed tries (``NEVER``: it never passes)?"""
+    return handoff_after != NEVER and tries >= handoff_after
 
 
 def up_read(sem: Rwsem, i: int) -> tuple[Rwsem, bool]:

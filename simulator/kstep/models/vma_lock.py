@@ -74,6 +74,7 @@ class Thread(NamedTuple):
     addr: int = -1  # the faulting address
     vma: int = -1  # the local `vma` pointer
     work: int = 1  # rounds handle_mm_fault's own work takes (timing only; see FAULT_WORK)
+    tries: int = 0  # a queued writer's failed rwsem_try_write_lock calls (its clock: see handoff_after)
     died: str = ""  # the signal that killed the thread ("SIGSEGV"), if one did
     # Ghost, read only by invariants: inside vma_start_read, a writer has held mmap_lock for write
     # since mas_walk found `vma` (VmaLocksModel.normalize clears it everywhere else).
@@ -95,6 +96,8 @@ class VmaState(NamedTuple):
     vmas: tuple  # indexed by VMA id; freed VMAs keep their slot (ids are never reused)
     rcu: object
     counters: Counters
+    handoff_after: object = 0  # the scenario's failed tries until RWSEM_WAIT_TIMEOUT, or rwsem.NEVER
+    forever: bool = False  # a thread repeats forever: nothing is counted, so that the states are finitely many
 
 
 program = Program()
@@ -115,6 +118,8 @@ def set_local(s, i, **changes):
 
 
 def count(s, event):
+    if s.forever:
+        return s
     c = s.counters
     return s._replace(counters=c._replace(**{event: getattr(c, event) + 1}))
 
@@ -240,10 +245,23 @@ def rwsem_down_write_slowpath(s, i, lock):
 
 
 @program.step("rwsem_try_write_lock", "kernel/locking/rwsem.c:rwsem_try_write_lock",
-              "woken, retry: take the free rwsem unless HANDOFF reserves it for another waiter; or, having "
-              "waited past RWSEM_WAIT_TIMEOUT while it is held, set RWSEM_FLAG_HANDOFF")
-def rwsem_try_write_lock(s, i, lock):
-    return write_attempt(s, i, lock, rwsem.write_retry(lock_of(s, lock), i), "rwsem_try_write_lock")
+              "woken, retry: take the free rwsem unless HANDOFF reserves it for another waiter; if it is "
+              "held, fail, and once waited past RWSEM_WAIT_TIMEOUT set RWSEM_FLAG_HANDOFF")
+def rwsem_try_write_lock(s, i, lock, handoff_stops_first=False):
+    tries = s.threads[i].tries
+    sem = rwsem.write_retry(lock_of(s, lock), i, rwsem.timed_out(tries, s.handoff_after), handoff_stops_first)
+    if sem.owner == i:
+        tries = 0
+    elif not sem.handoff and s.handoff_after != rwsem.NEVER:
+        tries += 1
+    if tries != s.threads[i].tries:
+        s = set_local(s, i, tries=tries)
+    return write_attempt(s, i, lock, sem, "rwsem_try_write_lock")
+
+
+def try_write_lock_handoff_stops_first(s, i, lock):
+    """Broken: HANDOFF keeps out the first waiter, the writer it reserves the lock for."""
+    return rwsem_try_write_lock(s, i, lock, handoff_stops_first=True)
 
 
 @program.guard("rwsem_try_write_lock")
@@ -1219,6 +1237,11 @@ VARIANTS = {
     "fork-without-vma-locks": Variant.bug(
         "fork-without-vma-locks", "dup_mmap copies the parent's VMAs without write-locking them "
         "(the memory corruption fixed by fb49c455323f)", dup_mmap=dup_mmap_without_vma_locks),
+    "handoff-stops-first": Variant.bug(
+        "handoff-stops-first", "rwsem_try_write_lock honours RWSEM_FLAG_HANDOFF against the first waiter "
+        "instead of the others (kernel/locking/rwsem.c:620, `waiter != first` made `waiter == first`): the "
+        "writer that set HANDOFF can never take the free lock and retries without sleeping, while HANDOFF "
+        "keeps every other locker queued", rwsem_try_write_lock=try_write_lock_handoff_stops_first),
     **rcu_broken(free_vma_rcu_cb),
 }
 
@@ -1259,6 +1282,7 @@ def _scenario_rules(sc, path):
 
 
 MAX_THREADS = 16
+FOREVER = "forever"  # a thread's repeat with no end: the state keeps no count (liveness)
 # A fault's own work (allocate a page, zero it, set the PTE) against one lock operation: zeroing a
 # 4 KiB page took 18 times as long as an uncontended atomic read-modify-write on the development
 # machine (90 ns against 5 ns), so a fault handles its page in 18 rounds by default.
@@ -1280,7 +1304,8 @@ SCHEMA = Table({
         "name": Key(Name(doc="actor name (a count > 1 appends 1, 2, ...)", max_len=10)),
         "kind": Key(Str(("fault", "writer"), doc="fault: takes page faults; writer: runs mm syscalls")),
         "count": Key(Int(1, MAX_THREADS, "how many identical threads"), 1),
-        "repeat": Key(Int(1, 50, "how many times the thread runs its list"), 1),
+        "repeat": Key(Int(1, 50, "how many times the thread runs its list (\"forever\": with no end, for "
+                              "kstep explore --liveness)", words=(FOREVER,)), 1),
         "faults": Key(List(Int(0, PAGES - 1), 0, 16, "fault: the addresses it faults on, in order"), []),
         "work": Key(Int(1, 1000, "fault: rounds each fault's own work takes under round-robin "
                               "(timing only; exploration ignores it)"), FAULT_WORK),
@@ -1291,12 +1316,28 @@ SCHEMA = Table({
             "prot": Key(Str(PROTS, doc="mmap/mprotect: the protection"), "rw"),
         }, rules=_op_rules), 0, 16, "writer: the operations, in order"), []),
     }, rules=_thread_rules), 1, MAX_THREADS, "the threads, each on its own CPU")),
+    "handoff_after": Key(Int(0, 20, "RWSEM_WAIT_TIMEOUT, counted in a queued writer's failed "
+                                    "rwsem_try_write_lock calls: the failed try after this many sets "
+                                    "RWSEM_FLAG_HANDOFF (0: the first, at any moment, for the engine has "
+                                    "no clock; \"never\": readers may steal ahead of the writer forever)",
+                         words=(rwsem.NEVER,)), 0),
 }, rules=_scenario_rules)
 
 
+@program.call("thread_loop")
+def thread_loop(s, i, frames):
+    """A thread whose list repeats forever: its list, then the loop again."""
+    return frames + (Frame("thread_loop", frames),)
+
+
 def _program(t):
+    frames = _list(t)
+    return (Frame("thread_loop", frames),) if t["repeat"] == FOREVER else frames * t["repeat"]
+
+
+def _list(t):
     if t["kind"] == "fault":
-        return tuple(Frame("do_user_addr_fault", a) for a in t["faults"]) * t["repeat"]
+        return tuple(Frame("do_user_addr_fault", a) for a in t["faults"])
     frames = []
     for op in t["ops"]:
         if op["op"] == "mmap":
@@ -1307,7 +1348,7 @@ def _program(t):
             frames.append(Frame("sys_mprotect", (op["start"], op["end"], op["prot"])))
         else:
             frames.append(Frame("sys_fork"))
-    return tuple(frames) * t["repeat"]
+    return tuple(frames)
 
 
 # --- the model -------------------------------------------------------------------------------------------
@@ -1339,6 +1380,8 @@ class VmaLocksModel(ProgramModel):
     variants = VARIANTS
     invariants = INVARIANTS
     scenario_schema = SCHEMA
+    # Progress (liveness): a fault handles its page; a writer releases a rwsem it held for write.
+    progress_labels = frozenset({"handle_mm_fault", "up_write"})
 
     def unstarted(self, config):
         init = self.variant.params.get("vm_lock_seq_init", VM_LOCK_SEQ_INIT)
@@ -1349,15 +1392,16 @@ class VmaLocksModel(ProgramModel):
         threads = tuple(Thread(name, _program(t), t["kind"], work=t["work"])
                         for t in config["threads"] for name in thread_names(t))
         mm = Mm(rwsem.FREE, 0, tuple(range(len(vmas))))
-        return VmaState(threads, mm, vmas, rcu_init(len(threads)), Counters())
+        return VmaState(threads, mm, vmas, rcu_init(len(threads)), Counters(), config["handoff_after"],
+                        any(t["repeat"] == FOREVER for t in config["threads"]))
 
     def normalize(self, state, i):
         """Clear the ghost outside vma_start_read, so that it never tells two equal states apart."""
         state = super().normalize(state, i)
         t = state.threads[i]
         if t.ghost_writer_since_walk and not in_vma_start_read(t):
-            return set_local(state, i, ghost_writer_since_walk=False)
-        return state
+            state = set_local(state, i, ghost_writer_since_walk=False)
+        return forget_sections(state) if state.forever else state
 
     def acts_on(self, s, action):
         if action.actor not in {t.name for t in s.threads}:
@@ -1422,6 +1466,16 @@ class VmaLocksModel(ProgramModel):
         final = trace.states[-1]
         killed = ", ".join(f"{t.name} by {t.died}" for t in final.threads if t.died) or "none"
         return {**final.counters._asdict(), "killed": killed, **trace.stats}
+
+
+def forget_sections(s):
+    """A run that goes on forever counts no read-side sections nobody remembers: RCU's ghost numbers a
+    CPU's sections only so that a grace period's holdouts and a callback's readers can be found again,
+    so a count that none of them names starts again from zero (else the states would never repeat)."""
+    r = s.rcu
+    named = {c for c, _ in r.ghost_holdouts} | {c for cb in r.callbacks for c, _ in cb.ghost_readers}
+    section = tuple(n if c in named or r.nesting[c] else 0 for c, n in enumerate(r.ghost_section))
+    return s if section == r.ghost_section else s._replace(rcu=r._replace(ghost_section=section))
 
 
 def _sem_text(sem, names):

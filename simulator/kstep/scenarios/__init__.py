@@ -8,7 +8,7 @@ LECTURE = {
     "rcu": ["grace-period-basics", "synchronize-rcu-vs-reader", "call-rcu-callback"],
     # The notebook's order: the worked interleavings, then the patch thread's workloads at scale.
     "vma-locks": ["munmap-vs-fault", "recheck-race", "fork-vs-fault", "map-fixed-vs-munmap", "android-app-launch",
-                  "tcp-zerocopy-vs-madvise"],
+                  "tcp-zerocopy-vs-madvise", "rwsem-reader-steals", "rwsem-handoff", "rwsem-handoff-livelock"],
     "qspinlock": ["uncontended", "pending-path", "two-waiters", "three-waiters", "set-locked-contended",
                   "one-bit-pending", "nesting", "trylock-fallback", "powerpc-stealing", "fair-ticket", "fair-qspinlock",
                   "tas-starves"],

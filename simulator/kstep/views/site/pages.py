@@ -29,6 +29,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from ...engine import expect, parse_schedule, scenario
+from ...engine.liveness import describe, liveness
 from ...models import MODELS, make_model
 from .. import course
 from ..export import layout
@@ -179,6 +180,16 @@ def verdict_order(mech: str, variant: str) -> tuple:
                  if table.get(name, {}).get(variant, {}).get("verdict") == "violation")
 
 
+def livelock_scenarios(mech: str, variant: str) -> list:
+    """The bundled scenarios on which the committed verdict table says ``variant`` livelocks, when it
+    breaks no invariant on any of them."""
+    table = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"].get(mech, {})
+    rows = [(name, table.get(name, {}).get(variant, {})) for name in scenario.bundled(mech)]
+    if any(row.get("verdict") == "violation" for _, row in rows):
+        return []
+    return [name for name, row in rows if row.get("liveness") == "livelock"]
+
+
 class CounterexampleDirective(KstepDirective):
     required_arguments = 2
 
@@ -186,8 +197,11 @@ class CounterexampleDirective(KstepDirective):
         mech, variant = self.mechanism(), self.arguments[1]
         if variant not in MODELS[mech].variants:
             raise self.error(f"unknown variant {variant!r} of {mech}")
-        found, searched = course.counterexample(mech, variant, order=verdict_order(mech, variant))
         model = make_model(mech, variant)
+        livelocks = livelock_scenarios(mech, variant)
+        if livelocks:  # no invariant breaks (the table says so): the harm is a lasso
+            return self.livelock(mech, variant, model, livelocks[0])
+        found, searched = course.counterexample(mech, variant, order=verdict_order(mech, variant))
         sources = model.sources()
         out = paragraphs(model.variant.doc)
         steps = nodes.bullet_list()
@@ -214,6 +228,22 @@ class CounterexampleDirective(KstepDirective):
                               "and the banner at the end names it.")[0])
         out.append(self.animation(result.counterexample, model))
         out.append(command(f"kstep explore {mech} --scenario {found.scenario} --variant {variant} --html cex.html"))
+        return out
+
+    def livelock(self, mech, variant, model, name):
+        """A variant that breaks no invariant but livelocks: explore --liveness's lasso on the scenario."""
+        sc = scenario.load(mech, model.scenario_schema, name)
+        result = liveness(model, model.initial(sc.config), scenario=name, config=sc.config)
+        lasso = result.livelock
+        out = paragraphs(model.variant.doc)
+        out.append(labelled("What the explorer finds:",
+                            f"on scenario {name}, explore --liveness finds {describe(lasso.lasso)} "
+                            f"({result.states} states searched); no invariant breaks on any bundled scenario",
+                            classes=["kstep-violation"]))
+        out.append(paragraphs("The animation is the lasso: its last steps repeat forever, and nobody "
+                              "progresses in them.")[0])
+        out.append(self.animation(lasso, model))
+        out.append(command(f"kstep explore {mech} --scenario {name} --variant {variant} --liveness --html lasso.html"))
         return out
 
 

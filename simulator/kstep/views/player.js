@@ -448,15 +448,21 @@ function setup() {
 setup();
 
 // Interactive mode (interactive.js) puts the columns of the student's own run in place of the
-// recorded one's (frames, stores, strings, n) and calls the player with {kstep_live: k}: what is
-// on screen belongs to the old columns, so forget it, then show frame k of the new run.
-function show_live(k) {
+// recorded one's (frames, stores, strings, n) and calls the player with {kstep_live: k, fresh}.  A
+// session's stores and string table only grow, so a block on screen still holds the same rows after
+// a step of the same run and is not drawn again; only a fresh run (the first, another variant)
+// makes the player forget what is on screen and the code it built under the old labels' texts.
+function show_live(k, fresh) {
   pause();
   W.predicting.active = false;  // the questions are about the recorded run, not the student's own
-  st.shown.fill(-1);
-  st.code = -1;
-  st.code_html = {};
-  W.slider.setv({end: Math.max(n, 1), disabled: n === 0});
+  if (fresh) {
+    st.shown.fill(-1);
+    st.code = -1;
+    st.code_html = {};
+  }
+  if (W.slider.end !== Math.max(n, 1) || W.slider.disabled !== (n === 0)) {
+    W.slider.setv({end: Math.max(n, 1), disabled: n === 0});
+  }
   show(k);
 }
 
@@ -503,5 +509,5 @@ if (origin === W.toggle) {
     start_timer();
   }
 } else if (origin !== null && typeof origin === "object" && "kstep_live" in origin) {
-  show_live(origin.kstep_live);
+  show_live(origin.kstep_live, origin.fresh);
 }

@@ -463,7 +463,37 @@ function show_live(k, fresh) {
   if (W.slider.end !== Math.max(n, 1) || W.slider.disabled !== (n === 0)) {
     W.slider.setv({end: Math.max(n, 1), disabled: n === 0});
   }
+  fit_ranges();
   show(k);
+}
+
+// The ranges a view fits to the run (Player.fit in player.py, which computes the same for the recorded
+// run): each ends at max(least, scale * top + add), top the largest value of a column over the frames
+// of the run (each distinct block once), or without a source the number of frames.
+function fit_ranges() {
+  for (const f of P.fits) {
+    let top = n + 1;
+    if (f.source !== null) {
+      const values = P.sources.find((s) => s.name === f.source).store.data[f.column];
+      const a = P.frames.data[f.source + ".start"], b = P.frames.data[f.source + ".stop"];
+      const seen = new Set();
+      top = 0;
+      for (let k = 0; k <= n; k++) {
+        const block = a[k] * 4294967296 + b[k];
+        if (seen.has(block)) {
+          continue;
+        }
+        seen.add(block);
+        for (let j = a[k]; j < b[k]; j++) {
+          top = Math.max(top, values[j]);
+        }
+      }
+    }
+    const end = Math.max(f.least, f.scale * top + f.add);
+    if (f.range.end !== end) {
+      f.range.end = end;
+    }
+  }
 }
 
 const origin = cb_obj != null && cb_obj.origin != null ? cb_obj.origin : cb_obj;

@@ -94,6 +94,23 @@ def test_draws_are_one_damon_rand_per_region_in_list_order_and_one_per_split_poi
             assert t.k.rng == s.k.rng, a
 
 
+def test_sampled_past_counts_the_regions_that_sample_beyond_an_offset():
+    """Ten regions of exactly 5 GiB (notebook 03's Predict 1): damon_rand's u32 span keeps every first
+    sampling address in a region's first GiB, which ``sampled_past`` (a question's field) counts."""
+    gib, big = 1 << 30, 0x7F0000000000
+    vmas = (f"vmas=[{{start={0x10000000}, end={0x10800000}}}, {{start={big}, end={big + 50 * gib}}}, "
+            f"{{start={0x7FFC00000000}, end={0x7FFC00100000}}}]")
+    m, _, s0 = load(MECH, "hot-block", overrides=[vmas, "access=[]", "aggregations=1", "attrs.min_nr_regions=11"])
+    tr = simulate(m, s0, RoundRobin())
+    s = tr.states[tr.actions.index(Action("kdamond", dmodel.PREPARE)) + 1]
+    past = m.expect_functions()["sampled_past"]
+    inside = [r for r in s.regions if big <= r.start < big + 50 * gib]
+    assert [r.end - r.start for r in inside] == [5 * gib] * 10
+    assert past(s, big, big + 50 * gib, 0) == 10
+    assert past(s, big, big + 50 * gib, gib) == 0
+    assert past(s, big, big + 50 * gib, 1) == sum(r.sampling_addr > r.start for r in inside)
+
+
 def test_a_seed_gives_the_same_run_and_another_seed_another():
     _, one = run("hot-block")
     _, two = run("hot-block")

@@ -5,8 +5,9 @@ A student opens the munmap-vs-fault scenario's page (its recorded run is 6.12's)
 ``free-immediately`` kernel, picks the actor of every step, reads why the others cannot move, and
 races the munmap into the use-after-free; the player
 shows each of their steps (status line, board, timeline) exactly as the Python Session computes it.
-On a page of two players (a qspinlock one and a fork-batch one, as a chapter holds several), each
-player's boards, charts, code pane and call stack follow the student's own steps.  Pyodide
+On a page of three players (qspinlock, fork-batch and vma-locks, as a chapter holds several), each
+player's boards, charts, code pane and call stack follow the student's own steps, and a chart's axis
+holds the student's run when it counts higher than the recorded one.  Pyodide
 takes seconds to start: every wait is on a state of the page, with a generous limit, never a sleep.
 """
 
@@ -148,9 +149,9 @@ def test_from_file_the_page_plays_its_recorded_run_and_says_how_to_schedule_it(b
         p.close()
 
 
-# --- a page of two players: qspinlock and fork-batch ----------------------------------------------------------
+# --- a page of three players: qspinlock, fork-batch and vma-locks -----------------------------------------------
 
-LAB = (("qspinlock", "pending-path"), ("fork-batch", "batch-ends"))
+LAB = (("qspinlock", "pending-path"), ("fork-batch", "batch-ends"), ("vma-locks", "munmap-vs-fault"))
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>kstep lab</title>{bokeh}</head>
 <body>{divs}{scripts}<script src="_static/kstep/interactive.js" defer></script></body></html>"""
@@ -158,7 +159,7 @@ PAGE = """<!DOCTYPE html>
 
 @pytest.fixture(scope="module")
 def lab(browser, tmp_path_factory):
-    """The two players' page, served and opened once: one Pyodide serves both players (and both tests)."""
+    """The players' page, served and opened once: one Pyodide serves every player (and every test)."""
     folder = tmp_path_factory.mktemp("lab")
     parts = []
     for mech, name in LAB:
@@ -252,3 +253,20 @@ def test_a_fork_batch_step_redraws_both_page_tables_and_the_threads(lab):
                     assert p.shown(name)[col] == pytest.approx(want, abs=1e-5), f"step {k}: {name}.{col}"
         assert len(p.shown("timeline-actions")["x"]) == k
     assert p.shown("pt-parent-copying") != before or p.shown("pt-child-copies")["x"], "the copy moved"
+
+
+def test_a_run_that_counts_past_the_recorded_one_widens_the_counters_axis(lab):
+    """The recorded munmap-vs-fault run counts one event at most; a student who lets T1 and then T2
+    fault to the end counts two vma_lock_success: the axis grows to hold the bar (recorded: 1.15)."""
+    p = lab
+    panel, s = start(p, "vma-locks")
+    recorded = p.js("m('kstep-x-counters').end")
+    k = 0
+    for actor in ("T1", "T2"):
+        while any(c["actor"] == actor for c in s.view()["choices"]):
+            k += 1
+            take(p, panel, s, actor, k)
+    top = max(shown_frame(s, "counters", k)["value"])
+    assert top * 1.15 > recorded, "the student's run counts past the recorded one"
+    assert p.shown("counters")["value"] == shown_frame(s, "counters", k)["value"]
+    assert p.js("m('kstep-x-counters').end") == pytest.approx(top * 1.15)

@@ -58,12 +58,7 @@ def sentences(why: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.:;])\s+", plain(why)) if len(s) >= 40]
 
 
-NOT_MOVED = ("03-damon.ipynb",)  # still on answer()
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(
-    strict=True, reason="its answers are still closed <details> blocks, not questions")) if p.name in NOT_MOVED else p
-                                  for p in NOTEBOOKS], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_answers_are_only_given_through_predict_mode(path):
     """A cell hidden by metadata is no answer key: JupyterLab expands its output when Run All runs it
     and shows the output's first line while it is collapsed.  Every Predict is asked by a question
@@ -89,15 +84,6 @@ def test_answers_are_only_given_through_predict_mode(path):
     for qid, (_, why) in questions.items():
         given = [s for s in sentences(why) if s in text]
         assert given == [], f"{path.name}: the why of {qid} is in the notebook itself: {given}"
-
-
-def test_an_answer_block_is_closed_and_its_summary_gives_nothing_away():
-    from kstep.views.notebook import answer_html
-
-    html = answer_html("Answer 1", "T1 counts vma_lock_miss first <b>")
-    summary = html[:html.index("</summary>")]
-    assert html.startswith("<details") and " open" not in html[:html.index(">")]
-    assert "vma_lock_miss" not in summary and "T1 counts vma_lock_miss first &lt;b&gt;" in html
 
 
 @pytest.mark.slow

@@ -176,3 +176,23 @@ def test_dark_mode_darkens_the_page_and_its_plots(opened):
         p.page.emulate_media(color_scheme="light")
     assert light_plot == "none" and "invert" in dark_plot
     assert sum(map(int, dark_bg[4:-1].split(",")[:3])) < sum(map(int, light_bg[4:-1].split(",")[:3])) / 3
+
+
+def test_the_code_pane_keeps_one_height_whatever_it_shows(opened):
+    """An excerpt of a few lines or of hundreds, or a line of text at step 0: a pane that grew or shrank
+    made BokehJS lay out every plot of the page again, on every step of a student's own run."""
+    p, trace, model = opened
+    n = len(trace)
+    p.js("m('kstep-predict-on').active = false")
+    sources = model.sources()
+    firsts = {}
+    for k, a in enumerate(trace.actions, start=1):
+        firsts.setdefault(str(sources[a.label]), k)
+    heights = {}
+    for k in [0, *sorted(firsts.values())[:6]]:
+        at(p, k, n)
+        p.page.evaluate(PAINTED)
+        pane = p.root.locator(".kstep-code")
+        heights[k] = (pane.inner_text().partition("\n")[0], pane.bounding_box()["height"])
+    assert len({h for _, h in heights.values()}) == 1, heights
+    assert len({w for w, _ in heights.values()}) >= 4, "the pane showed several functions and step 0's text"

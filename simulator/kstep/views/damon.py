@@ -53,11 +53,11 @@ def strip_figure(player: Player, axis: AddressAxis) -> figure:
 
 
 def heatmap_figure(player: Player, axis: AddressAxis, chart: dict) -> figure:
-    n = len(player.trace.states)
     p = figure(name="kstep-plot-heatmap", title="nr_accesses of each aggregation interval (outlined: the true "
                                                 "hot blocks)", width=style.WIDTH, height=320,
-               x_range=Range1d(0, n, name="kstep-x-heatmap"), y_range=Range1d(-0.01, 1.01, name="kstep-y-heatmap"),
+               x_range=Range1d(0, 1, name="kstep-x-heatmap"), y_range=Range1d(-0.01, 1.01, name="kstep-y-heatmap"),
                tools="xpan,xwheel_zoom,reset", toolbar_location="right")
+    player.fit(p.x_range)  # every step of the run
     style.style_figure(p)
     p.quad(source=board_source(player, chart["heatmap-cells"]), left="left", right="right", bottom="bottom",
            top="top", fill_color="fill", line_color=style.DARK, line_width=0.5, name="kstep-plot-heatmap-cells")
@@ -71,15 +71,14 @@ def heatmap_figure(player: Player, axis: AddressAxis, chart: dict) -> figure:
 
 def nr_regions_figure(player: Player, x_range: Range1d, src: BoardSource) -> figure:
     attrs = player.trace.states[0].cfg.attrs
-    counts = src.over(player.trace)[0].columns["y"]
     bounds = ("the fewest and the most observed" if player.trace.scheduler == "observed"
               else "min_nr_regions and max_nr_regions")
     p = figure(name="kstep-plot-nr-regions", title=f"nr_regions (dashed: {bounds})",
-               width=style.WIDTH, height=200, x_range=x_range,
-               y_range=Range1d(0, max(attrs.max_nr_regions, *counts) * 1.1 + 1, name="kstep-y-nr-regions"),
+               width=style.WIDTH, height=200, x_range=x_range, y_range=Range1d(0, 1, name="kstep-y-nr-regions"),
                tools="", toolbar_location=None)
     style.style_figure(p)
     p.step("x", "y", source=board_source(player, src), mode="after", line_width=3, color=style.DARK, name="kstep-plot-nr-regions-line")
+    player.fit(p.y_range, src.name, "y", scale=1.1, add=1, least=attrs.max_nr_regions * 1.1 + 1)
     for what, v in (("min", attrs.min_nr_regions), ("max", attrs.max_nr_regions)):
         p.add_layout(Span(location=v, dimension="width", line_dash="dashed", line_color=style.DARK,
                           name=f"kstep-plot-nr-regions-{what}"))

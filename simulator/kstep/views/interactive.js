@@ -126,7 +126,8 @@
       const ex = c.board[src.name];
       frames[src.name + ".start"] = ex ? ex.start : new Array(n + 1).fill(0);
       frames[src.name + ".stop"] = ex ? ex.stop : new Array(n + 1).fill(0);
-      if (ex) {
+      if (ex && ctx.stores.get(src.name) !== ex.store) {  // patched() keeps a store that did not change
+        ctx.stores.set(src.name, ex.store);
         src.store.data = ex.store;
       }
     }
@@ -155,7 +156,8 @@
     if (head.text !== header) {
       head.text = header;
     }
-    await ctx.cb.execute({kstep_live: page.view.step});
+    await ctx.cb.execute({kstep_live: page.view.step, fresh: ctx.fresh});
+    ctx.fresh = false;
   }
 
   function banner_html(v) {
@@ -231,6 +233,7 @@
   async function move(ctx, what) {
     const S = ctx.session;
     const k = ctx.W.slider.value;
+    const t0 = performance.now();
     if (what.action !== undefined) {
       S.step(what.action, k < ctx.steps ? k : undefined).destroy();
     } else if (what.do === "back") {
@@ -239,9 +242,15 @@
       S.reset().destroy();
     }
     const page = page_of(ctx);
+    const t1 = performance.now();
     ctx.steps = page.view.step;
     await show_run(ctx, page);
+    const t2 = performance.now();
     render(ctx, page);
+    const profile = globalThis.kstep_live_profile;  // set by the benchmark to see where a click's time goes
+    if (profile) {
+      profile.push({python_ms: t1 - t0, player_ms: t2 - t1, panel_ms: performance.now() - t2});
+    }
   }
 
   // A plot drawn from a source the student's run does not rebuild would show the recorded run: hide it.
@@ -269,6 +278,8 @@
     ctx.session = py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant,
                                             JSON.stringify(get(live, "calls")));
     ctx.columns = {};  // a new session sends every column
+    ctx.stores = new Map();  // each source's store as the player has it
+    ctx.fresh = true;  // what the player shows belongs to another run
     const page = page_of(ctx);
     ctx.steps = 0;
     hide_recorded_charts(ctx, page);

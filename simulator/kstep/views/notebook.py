@@ -8,21 +8,16 @@ field for the prediction, and "Show me".  The answer and its why are revealed by
 (predict.js compares as the player does) once the student has answered or given up, so neither the
 notebook's source nor the output of Run All gives an answer away.  Every why must say the answer the
 run gives, so a model change that changes an answer stops the notebook instead of leaving its text wrong.
-
-``with answer("Answer 1"):`` is the older way, still used by the notebooks not yet moved to questions:
-what the block prints is shown as one closed ``<details>`` block whose summary says only which answer
-it is.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from functools import lru_cache
 from html import escape
 from importlib import resources
-from typing import Callable, Iterator
+from typing import Callable
 
 from ..engine import Model, Trace, questions, scenario
 from ..engine.scenario import QUESTION, Key, List, Str, Table
@@ -111,23 +106,3 @@ def asker(notebook: str) -> Callable[[Trace, Model, str], None]:
 
     return ask
 
-
-def answer_html(title: str, text: str, html: str = "") -> str:
-    """The closed block: ``title`` as its summary, ``text`` (what the cell printed) and ``html`` (the
-    tables it displayed) inside."""
-    printed = f"<pre>{escape(text)}</pre>" if text else ""
-    return (f'<details class="kstep-answer"><summary><b>{escape(title)}</b> (open it after you have predicted)'
-            f'</summary>{printed}{html}</details>')
-
-
-@contextlib.contextmanager
-def answer(title: str) -> Iterator[None]:
-    """Collect what the block prints and displays and show it as one closed answer block."""
-    from IPython.display import HTML, display
-    from IPython.utils.capture import capture_output
-
-    with capture_output(stdout=True, stderr=False, display=True) as cap:
-        yield
-    html = "".join(o.data["text/html"] if "text/html" in o.data else f"<pre>{escape(o.data.get('text/plain', ''))}</pre>"
-                   for o in cap.outputs)
-    display(HTML(answer_html(title, cap.stdout, html)))

@@ -448,16 +448,52 @@ function setup() {
 setup();
 
 // Interactive mode (interactive.js) puts the columns of the student's own run in place of the
-// recorded one's (frames, stores, strings, n) and calls the player with {kstep_live: k}: what is
-// on screen belongs to the old columns, so forget it, then show frame k of the new run.
-function show_live(k) {
+// recorded one's (frames, stores, strings, n) and calls the player with {kstep_live: k, fresh}.  A
+// session's stores and string table only grow, so a block on screen still holds the same rows after
+// a step of the same run and is not drawn again; only a fresh run (the first, another variant)
+// makes the player forget what is on screen and the code it built under the old labels' texts.
+function show_live(k, fresh) {
   pause();
   W.predicting.active = false;  // the questions are about the recorded run, not the student's own
-  st.shown.fill(-1);
-  st.code = -1;
-  st.code_html = {};
-  W.slider.setv({end: Math.max(n, 1), disabled: n === 0});
+  if (fresh) {
+    st.shown.fill(-1);
+    st.code = -1;
+    st.code_html = {};
+  }
+  if (W.slider.end !== Math.max(n, 1) || W.slider.disabled !== (n === 0)) {
+    W.slider.setv({end: Math.max(n, 1), disabled: n === 0});
+  }
+  fit_ranges();
   show(k);
+}
+
+// The ranges a view fits to the run (Player.fit in player.py, which computes the same for the recorded
+// run): each ends at max(least, scale * top + add), top the largest value of a column over the frames
+// of the run (each distinct block once), or without a source the number of frames.
+function fit_ranges() {
+  for (const f of P.fits) {
+    let top = n + 1;
+    if (f.source !== null) {
+      const values = P.sources.find((s) => s.name === f.source).store.data[f.column];
+      const a = P.frames.data[f.source + ".start"], b = P.frames.data[f.source + ".stop"];
+      const seen = new Set();
+      top = 0;
+      for (let k = 0; k <= n; k++) {
+        const block = a[k] * 4294967296 + b[k];
+        if (seen.has(block)) {
+          continue;
+        }
+        seen.add(block);
+        for (let j = a[k]; j < b[k]; j++) {
+          top = Math.max(top, values[j]);
+        }
+      }
+    }
+    const end = Math.max(f.least, f.scale * top + f.add);
+    if (f.range.end !== end) {
+      f.range.end = end;
+    }
+  }
 }
 
 const origin = cb_obj != null && cb_obj.origin != null ? cb_obj.origin : cb_obj;
@@ -503,5 +539,5 @@ if (origin === W.toggle) {
     start_timer();
   }
 } else if (origin !== null && typeof origin === "object" && "kstep_live" in origin) {
-  show_live(origin.kstep_live);
+  show_live(origin.kstep_live, origin.fresh);
 }

@@ -9,7 +9,8 @@ A mechanism view never writes JavaScript.  It creates a ``Player`` for a trace, 
 - static sources (plain ``ColumnDataSource``s drawn once, the same for every run of the scenario);
 - cursors (a ``Span`` or ``BoxAnnotation`` the player moves to the current step), curtains (a
   ``BoxAnnotation`` over every step after the current one, so a timeline shows only what has
-  happened so far) and x ranges that page along with the cursor (``follow``);
+  happened so far), x ranges that page along with the cursor (``follow``) and ranges whose end holds
+  the run (``fit``: a counter's axis reaches its largest value), refitted to a student's own run;
 
 and then calls ``layout(...)`` with its plots.  All playback (play/pause, speed, step, back,
 reset, the slider, the status line, the code pane and the end-of-run banner) is one CustomJS
@@ -89,6 +90,7 @@ class Player:
         self._sources: list[tuple[str, ColumnDataSource, ColumnDataSource]] = []
         self._cursors: list[dict] = []
         self._follow: list[dict] = []
+        self._fits: list[dict] = []
         # A stylesheet belongs to one Bokeh document, so every player makes its own.
         self.predictions = predict.predictions(trace, model)
         self.stylesheet = InlineStyleSheet(css=style.CSS, name="kstep-css")
@@ -148,6 +150,22 @@ class Player:
         x_range.start, x_range.end = self.page(0)
         x_range.bounds = (0, max(self.n + 1, 1))
         self._follow.append({"range": x_range, "window": self.window, "total": self.n + 1})
+
+    def fit(self, rng: Range1d, source: str | None = None, column: str = "", *, scale: float = 1.0, add: float = 0.0,
+            least: float = 0.0) -> None:
+        """End ``rng`` at ``max(least, scale * top + add)``: ``top`` is the largest value of ``column`` in
+        the frames of frame source ``source`` (registered before), or without a source the number of
+        frames.  player.js computes the same over a student's own run after each of their steps, so a
+        run longer or higher than the recorded one is not cut off."""
+        if source is None:
+            top = self.n + 1
+        else:
+            export = self.exports[source]
+            values = export["store"][column]
+            top = max((max(values[a:b], default=0) for a, b in set(zip(export["start"], export["stop"]))), default=0)
+        rng.end = max(least, scale * top + add)
+        self._fits.append({"range": rng, "source": source, "column": column, "scale": scale, "add": add,
+                           "least": least})
 
     @property
     def paged(self) -> bool:
@@ -305,6 +323,7 @@ class Player:
             ],
             "cursors": [{**c, "plot": plot_of.get(c["model"].id)} for c in self._cursors],
             "follow": self._follow,
+            "fits": self._fits,
         }
 
     # -- texts ---------------------------------------------------------------------------------

@@ -25,14 +25,13 @@ from .timeline import actor_marks, add_cursor, interval_lane, lanes_figure, mark
 def callbacks_figure(player: Player, x_range: Range1d, src: BoardSource) -> figure:
     """How many callbacks wait, step by step (rcu_board.rcu_charts), below the timeline it shares its x
     range with."""
-    top = max((max(r.columns["y"], default=0) for r in src.over(player.trace)), default=0)
     p = figure(name="kstep-plot-callbacks", title="callbacks queued (call_rcu) and not yet invoked",
-               width=style.WIDTH, height=150, x_range=x_range,
-               y_range=Range1d(0, max(1, top) + 0.5, name="kstep-y-callbacks"),
+               width=style.WIDTH, height=150, x_range=x_range, y_range=Range1d(0, 1, name="kstep-y-callbacks"),
                tools="", toolbar_location=None)
     style.style_figure(p)
     p.step("x", "y", source=board_source(player, src), mode="after", line_width=3, color=style.DARK,
            name="kstep-plot-callbacks-count")
+    player.fit(p.y_range, src.name, "y", add=0.5, least=1.5)
     p.yaxis.axis_label = "pending"
     p.yaxis.ticker = AdaptiveTicker(min_interval=1, num_minor_ticks=0)
     add_cursor(p, player)

@@ -188,7 +188,10 @@ CSS = f"""
 .kstep-banner.violation {{ background: {HARM}; }}
 .kstep-banner.finished, .kstep-banner.stopped {{ background: {DARK}; }}  /* ✓ and ■ say which */
 .kstep-banner .kstep-message {{ font-size: {TEXT_SIZE}; margin-top: 4px; }}
-.kstep-code {{ font-size: {SMALL_SIZE}; margin-top: 4px; }}
+/* The code pane keeps one height whatever it shows (an excerpt of 5 lines or 500, or a line of text): a
+   pane that grew or shrank made BokehJS lay out the whole page again, every plot with it, on each step. */
+.kstep-code {{ font-size: {SMALL_SIZE}; margin-top: 4px; height: 16em; display: flex; flex-direction: column; }}
+.kstep-code .kstep-source {{ flex: 1 1 0; min-height: 0; max-height: none; }}
 .kstep-code-empty {{ color: {DARK}; padding: 4px 10px; }}
 .kstep-code-where {{ font-family: {MONO}; color: {DARK}; padding: 2px 10px; }}
 .kstep-whole {{ font-family: {FONT}; }}

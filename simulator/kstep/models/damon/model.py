@@ -811,6 +811,9 @@ class DamonModel(ProgramModel):
             "region_at": region_at,
             "regions_in": lambda s, lo, hi: len(overlapping(s, lo, hi)),
             "seen": lambda s, lo, hi: max((r.last_nr_accesses for r in overlapping(s, lo, hi)), default=0),
+            # How many regions inside [lo, hi) draw their sampling address ``offset`` bytes or more past their start.
+            "sampled_past": lambda s, lo, hi, offset: sum(1 for r in s.regions if lo <= r.start and r.end <= hi
+                                                          and r.sampling_addr - r.start >= offset),
             "stat": lambda s, k: s.schemes[k].stat,
             "esz": lambda s, k: s.schemes[k].esz,
             "activated": lambda s, k: s.schemes[k].activated,

@@ -271,11 +271,7 @@ class ProgramModel(Model):
         if label != action.label:
             raise ValueError(f"{action} is not {t.name}'s next step ({label})")
         state = set_thread(state, i, with_frames(t, frames[1:]))
-        after = st.run(state, i, arg)
-        frames = after[0][i][1]
-        if frames and frames[0][0] in self.table.calls:
-            return self.normalize(after, i)
-        return after
+        return self.normalize(st.run(state, i, arg), i)
 
     def done(self, state: State, actor: str) -> bool:
         if actor in self._daemon_steps:

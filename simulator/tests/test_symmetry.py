@@ -15,11 +15,21 @@ def test_orbits_of_the_representatives_cover_the_unreduced_state_space_exactly(m
     m, _, s0 = load(mech, name, variant)
     everything = set(reachable(m, s0))
     codec = Codec(s0)
-    group = Symmetry(m, s0, codec.encode)
+    group = Symmetry(m, s0, codec)
+    codes = {codec.encode(s) for s in everything}
     reps = {group.canon(s) for s in everything}
     for s in everything:
-        assert group.orbit(s) <= everything  # every renaming of a reached state is reachable
+        assert group.orbit(s) <= codes  # every renaming of a reached state is reachable
     assert sum(len(group.orbit(codec.decode(r))) for r in reps) == len(everything)
+
+
+@pytest.mark.parametrize("name", ["three-waiters", "nesting"])
+def test_renaming_the_encoding_gives_the_encoding_of_the_renamed_state(name):
+    m, _, s0 = load("qspinlock", name)
+    codec = Codec(s0)
+    group = Symmetry(m, s0, codec)
+    for s in reachable(m, s0):  # canon renames component indices; permute renames the state itself
+        assert group.canon(s) == min(codec.encode(m.permute(s, p)) for p in group.perms(s))
 
 
 @pytest.mark.parametrize("mech,name,variant", QSPINLOCK)

@@ -1,7 +1,8 @@
 """The kstep engine: pure step models, schedulers, exhaustive exploration and traces."""
 
 from .explore import ExploreResult, explore
-from .model import ASSERTION, HARM, Action, Footprint, Invariant, Model, Source, Variant, Violation, to_jsonable
+from .model import (ASSERTION, HARM, Action, Footprint, Invariant, Model, Renamed, Source, Variant, Violation,
+                    to_jsonable)
 from .prng import SplitMix64
 from .program import (Call, Frame, Inline, Program, ProgramModel, Replacement, Step, push, set_thread,
                       thread_index)
@@ -11,7 +12,7 @@ from .trace import Trace
 
 __all__ = [
     "ASSERTION", "HARM", "Action", "Call", "ExploreResult", "Footprint", "Frame", "Inline", "Invariant", "Model", "Program",
-    "ProgramModel", "Random", "Replacement", "Replay", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step",
+    "ProgramModel", "Random", "Renamed", "Replacement", "Replay", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step",
     "Trace", "Variant", "Violation", "explore", "own_run", "parse_schedule", "push", "scheduler_for", "set_thread", "simulate",
     "thread_index",
     "to_jsonable",

@@ -47,10 +47,11 @@ class Codec:
         self.split = tuple(k for k, v in enumerate(fields) if _split(v))
         self.rest = tuple(k for k in range(len(fields)) if k not in self.split)
         self.tables = [Table() for _ in self.split] + [Table()]
-        self.encode = self._compile()
+        self.encode, self.indices = self._compile()  # indices: the component indices, not packed
 
     def _compile(self):
-        """``encode`` as straight-line code for this state type (the explorer calls it per step)."""
+        """``encode`` and ``indices`` as straight-line code for this state type (the explorer calls them
+        per step)."""
         env = {f"g{j}": t.__getitem__ for j, t in enumerate(self.tables)}
         env.update(WIDE=WIDE, array=array, tuple=tuple, type=type, TypeError=TypeError)
         get = "s" if self.type else "(s,)"
@@ -58,16 +59,24 @@ class Codec:
         parts = [f"len(f[{k}]), *map(g{j}, f[{k}])" for j, k in enumerate(self.split)]
         parts.append(f"g{len(self.split)}(({fields}))")
         checks = " and ".join(f"type(f[{k}]) is tuple" for k in self.split) or "True"
-        src = (f"def encode(s):\n"
-               f"    f = {get}\n"
-               f"    if not ({checks}):\n"
-               f"        raise TypeError('a state field that held a tuple of tuples now holds something else')\n"
-               f"    out = [{', '.join(parts)}]\n"
+        body = (f"    f = {get}\n"
+                f"    if not ({checks}):\n"
+                f"        raise TypeError('a state field that held a tuple of tuples now holds something else')\n"
+                f"    out = [{', '.join(parts)}]\n")
+        src = (f"def indices(s):\n{body}    return out\n"
+               f"def encode(s):\n{body}"
                f"    if max(out) < WIDE:\n"
                f"        return bytes(out)\n"
                f"    return bytes((WIDE,)) + array('I', out).tobytes()\n")
         exec(src, env)  # noqa: S102 -- generated from the field layout above, no outside input
-        return env["encode"]
+        return env["encode"], env["indices"]
+
+    @staticmethod
+    def pack(ints: list) -> bytes:
+        """The encoding whose component indices are ``ints`` (what ``encode`` returns for them)."""
+        if max(ints) < WIDE:
+            return bytes(ints)
+        return bytes((WIDE,)) + array("I", ints).tobytes()
 
     def decode(self, code: bytes) -> Any:
         ints = array("I", code[1:]) if code[0] == WIDE else code

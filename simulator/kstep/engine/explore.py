@@ -127,13 +127,13 @@ def search(
     """
     start = time.perf_counter()
     checks = Checks(model.invariants)
-    harm_steps = [inv.check for inv in checks.harm_steps]  # the hot loop calls these directly
-    harm_states = [inv.check for inv in checks.harm_states]
-    assert_steps = [inv.check for inv in checks.assert_steps]
-    assert_states = [inv.check for inv in checks.assert_states]
+    harm_steps = _either(checks.harm_steps, "s, a, t")  # the hot loop calls these directly
+    harm_states = _either(checks.harm_states, "t")
+    assert_steps = _either(checks.assert_steps, "s, a, t")
+    assert_states = _either(checks.assert_states, "t")
     codec = Codec(initial)
     encode = codec.encode
-    group = Symmetry(model, initial, encode) if symmetry else None
+    group = Symmetry(model, initial, codec) if symmetry else None
     if group:
         encode = group.canon
     reduction = Reduction(model, initial) if por else None
@@ -184,7 +184,7 @@ def search(
         return result((v, code0))
     if v:
         noted = (v, code0)
-        assert_steps = assert_states = []
+        assert_steps = assert_states = _never
     layer = [(initial, code0)]
     try:
         while layer:
@@ -209,15 +209,15 @@ def search(
                 for a, t in moves or ((a, model.step(s, a)) for a in enabled):
                     transitions += 1
                     if found is None:
-                        if any(f(s, a, t) for f in harm_steps):
+                        if harm_steps(s, a, t):
                             found = (checks.harm(s, a, t, depth + 1), _Tail(code, a, t))
                             continue
-                        if any(f(s, a, t) for f in assert_steps):
+                        if assert_steps(s, a, t):
                             v = (checks.assertion(s, a, t, depth + 1), _Tail(code, a, t))
                             if not harm_first:
                                 found = v
                                 continue
-                            noted, assert_steps, assert_states = v, [], []
+                            noted, assert_steps, assert_states = v, _never, _never
                     tcode = encode(t)
                     if tcode in parent:
                         continue
@@ -228,15 +228,15 @@ def search(
                     if visit:
                         visit(t)
                     if found is None:
-                        if any(f(t) for f in harm_states):
+                        if harm_states(t):
                             found = (checks.harm(s, a, t, depth + 1), tcode)
                             continue
-                        if any(f(t) for f in assert_states):
+                        if assert_states(t):
                             v = (checks.assertion(s, a, t, depth + 1), tcode)
                             if not harm_first:
                                 found = v
                                 continue
-                            noted, assert_steps, assert_states = v, [], []
+                            noted, assert_steps, assert_states = v, _never, _never
                     nxt_layer.append((t, tcode))
                 if bounded:
                     break
@@ -254,6 +254,20 @@ def search(
     except KeyboardInterrupt:
         return result(interrupted=True)
     return result(exhausted=not fingerprints)
+
+
+def _never(*args):
+    return None
+
+
+def _either(invariants, args: str):
+    """One function of ``args`` that returns the first violation message of ``invariants`` (None when
+    every one holds), as straight-line code: the search calls it for every step it takes."""
+    if not invariants:
+        return _never
+    env = {f"c{k}": inv.check for k, inv in enumerate(invariants)}
+    exec(f"def either({args}):\n    return {' or '.join(f'c{k}({args})' for k in range(len(invariants)))}\n", env)  # noqa: S102
+    return env["either"]
 
 
 class _Tail:

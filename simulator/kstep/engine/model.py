@@ -257,9 +257,15 @@ class Model(abc.ABC):
         """Per unit, a comparable key that renaming units leaves unchanged."""
         return ()
 
+    def renaming(self, state: State, perm: tuple) -> tuple:
+        """How renaming unit k perm[k] changes each field of ``state``: per field, None (unchanged)
+        or a ``Renamed``."""
+        raise NotImplementedError(f"{self.name} declares no symmetry")
+
     def permute(self, state: State, perm: tuple) -> State:
         """The state with unit k renamed perm[k] everywhere it is named."""
-        raise NotImplementedError(f"{self.name} declares no symmetry")
+        fields = [value if how is None else how.apply(value) for value, how in zip(state, self.renaming(state, perm))]
+        return tuple.__new__(type(state), fields)
 
     def blocked_on(self, state: State, actor: str) -> str:
         """What a blocked actor waits for, in a few words ("mmap_lock, held for write by W"), for a
@@ -277,6 +283,28 @@ class Model(abc.ABC):
     def answers(self, trace: Any) -> dict[str, Any]:
         """What ``-c`` reveals after a run: counters, who waited how long."""
         return dict(trace.stats)
+
+
+class Renamed(NamedTuple):
+    """How a renaming of units changes one state field.  A tuple field: ``element`` renames each
+    element (None: unchanged) and ``positions[k]`` is where element k goes (None: where it was).
+    Any other field: ``whole`` renames it.  The explorer renames a tuple field element by element,
+    each element once per renaming, so ``element`` must depend on the element alone."""
+
+    positions: Optional[tuple] = None
+    element: Optional[Callable[[Any], Any]] = None
+    whole: Optional[Callable[[Any], Any]] = None
+
+    def apply(self, value: Any) -> Any:
+        if self.whole is not None:
+            return self.whole(value)
+        items = value if self.element is None else map(self.element, value)
+        if self.positions is None:
+            return tuple(items)
+        out = [None] * len(value)
+        for k, x in zip(self.positions, items):
+            out[k] = x
+        return tuple(out)
 
 
 def to_jsonable(value: Any) -> Any:

@@ -265,11 +265,12 @@ class ProgramModel(Model):
         i = thread_index(state, action.actor)
         if st.optional:
             return st.run(state, i)
-        t = state.threads[i]
-        label, arg = t[1][0]
+        t = state[0][i]
+        frames = t[1]
+        label, arg = frames[0]
         if label != action.label:
             raise ValueError(f"{action} is not {t.name}'s next step ({label})")
-        state = set_thread(state, i, with_frames(t, t[1][1:]))
+        state = set_thread(state, i, with_frames(t, frames[1:]))
         return self.normalize(st.run(state, i, arg), i)
 
     def done(self, state: State, actor: str) -> bool:

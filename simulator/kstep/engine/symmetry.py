@@ -1,30 +1,36 @@
 """Symmetry reduction: interchangeable units (a CPU with all its contexts and per-CPU data) stored
 once per orbit.
 
-A model says which units are interchangeable (``Model.symmetric_units``), how to rename them in a
-state (``Model.permute``) and, per unit, a key that renaming leaves alone (``Model.unit_keys``).
+A model says which units are interchangeable (``Model.symmetric_units``), how a renaming changes
+each field of a state (``Model.renaming``) and, per unit, a key that renaming leaves alone
+(``Model.unit_keys``).
 The representative of a state's orbit is the permuted state with the smallest byte encoding among
 those whose units stand in key order (only units with equal keys are tried in every order), so the
 choice never depends on ``hash()``.  Every state of an orbit has the same representative: the
 states in key order are the same set whichever member of the orbit one starts from.
+
+The encoding of a renamed state is computed on the codec's component indices: a component (a
+context's record, an MCS node, the fields kept whole) is renamed once per renaming and interned,
+and from then on its renamed index is looked up, so a state is never rebuilt to be renamed.
 """
 
 from __future__ import annotations
 
 from itertools import groupby, permutations, product
-from typing import Callable
-
+from .codec import Codec
 from .model import Model, State
 
 
 class Symmetry:
-    def __init__(self, model: Model, initial: State, encode: Callable[[State], bytes]):
+    def __init__(self, model: Model, initial: State, codec: Codec):
         self.model = model
-        self.encode = encode
+        self.codec = codec
+        self.encode = codec.encode
         self.classes = tuple(c for c in model.symmetric_units(initial) if len(c) > 1)
         self.units = model.unit_count(initial)
         self.identity = tuple(range(self.units))
         self._perms: dict = {}  # unit keys -> the renamings that put them in order
+        self._plans: dict = {}  # (renaming, shape) -> rename(component indices)
 
     def __bool__(self) -> bool:
         return bool(self.classes)
@@ -53,16 +59,83 @@ class Symmetry:
 
     def canon(self, state: State) -> bytes:
         """The encoding of the orbit's representative."""
-        identity, encode, permute = self.identity, self.encode, self.model.permute
-        return min(encode(state if p == identity else permute(state, p)) for p in self.perms(state))
+        perms = self.perms(state)
+        if len(perms) == 1 and perms[0] == self.identity:
+            return self.encode(state)
+        return min(self._renamed(state, perms))
+
+    def _renamed(self, state: State, perms) -> list:
+        """The encodings of ``state`` renamed by each of ``perms``."""
+        ints = self.codec.indices(state)
+        shape = self._shape(ints)
+        pack, identity, plans = self.codec.pack, self.identity, self._plans
+        out = []
+        for p in perms:
+            if p == identity:
+                out.append(pack(ints))
+                continue
+            rename = plans.get((p, shape))
+            if rename is None:
+                rename = plans[p, shape] = self._plan(state, p, shape)
+            out.append(pack(rename(ints)))
+        return out
+
+    def _shape(self, ints: list) -> tuple:
+        """How many components each tuple field of the state encoded as ``ints`` has."""
+        out = []
+        k = 0
+        for _ in self.codec.split:
+            n = ints[k]
+            out.append(n)
+            k += 1 + n
+        return tuple(out)
+
+    def _plan(self, state: State, perm: tuple, shape: tuple):
+        """``rename(ints)``: the component indices of the renamed state whose indices are ``ints``, as
+        straight-line code for states of this shape; each component is renamed and interned the first
+        time it is met (``_Renamed``), then looked up."""
+        codec, how = self.codec, self.model.renaming(state, perm)
+        env, items = {}, []
+        k = 0
+        for j, (f, n) in enumerate(zip(codec.split, shape)):
+            r = how[f]
+            if r is not None and r.whole is not None:
+                raise ValueError(f"{self.model.name} renames the tuple field {state._fields[f]} whole")
+            env[f"t{j}"] = _Renamed(codec.tables[j], r and r.element)
+            positions = r.positions if r is not None and r.positions is not None else range(n)
+            source = [0] * n  # new position -> old position
+            for old in range(n):
+                source[positions[old]] = old
+            items += [str(n)] + [f"t{j}[ints[{k + 1 + old}]]" for old in source]
+            k += 1 + n
+        rest = [how[f] for f in codec.rest]
+        env["rest"] = _Renamed(codec.tables[-1], lambda fields: tuple(
+            v if r is None else r.apply(v) for v, r in zip(fields, rest)))
+        items.append(f"rest[ints[{k}]]")
+        exec(f"def rename(ints):\n    return [{', '.join(items)}]\n", env)  # noqa: S102 -- built from the plan above
+        return env["rename"]
 
     def orbit(self, state: State) -> set:
-        """Every state a renaming of the classes' units makes of ``state`` (for tests and counts)."""
-        out = set()
+        """The encodings of every state a renaming of the classes' units makes of ``state`` (for tests
+        and counts)."""
+        perms = []
         for choice in product(*(permutations(c) for c in self.classes)):
             perm = list(range(self.units))
             for cls, image in zip(self.classes, choice):
                 for old, new in zip(cls, image):
                     perm[old] = new
-            out.add(self.model.permute(state, tuple(perm)))
+            perms.append(tuple(perm))
+        return set(self._renamed(state, perms))
+
+
+class _Renamed(dict):
+    """Old component index -> the index of the renamed component, each computed when first asked."""
+
+    def __init__(self, table, rename):
+        super().__init__()
+        self.table, self.rename = table, rename
+
+    def __missing__(self, i):
+        value = self.table.values[i]
+        out = self[i] = self.table[value if self.rename is None else self.rename(value)]
         return out

@@ -41,8 +41,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..engine import (HARM, Footprint, Frame, Invariant, Program, ProgramModel, Replacement, Source, Variant, push,
-                      set_thread, thread_index)
+from ..engine import (HARM, Footprint, Frame, Invariant, Program, ProgramModel, Renamed, Replacement, Source, Variant,
+                      push, set_thread, thread_index)
 from ..engine.expect import ExpectError
 from ..engine.scenario import Int, Key, List, Str, Table, bad
 
@@ -208,7 +208,7 @@ def _set_field(s, k, value):
     return tuple.__new__(QState, s[:k] + (value,) + s[k + 1:])
 
 
-_WORDS, _NODES, _COUNT = (QState._fields.index(f) for f in ("words", "nodes", "count"))
+_WORDS, _NODES, _COUNT, _NEST = (QState._fields.index(f) for f in ("words", "nodes", "count", "nest"))
 _CTX_FIELDS = {f: k for k, f in enumerate(Ctx._fields)}
 
 
@@ -1430,8 +1430,8 @@ def initial_state(config, layout: str) -> QState:
 
 
 class _Renaming:
-    """One renaming of CPUs (new CPU perm[k] for CPU k) in the states of one run, part by part, each
-    part renamed once and remembered: every context's record, the nodes, the words and the ghosts."""
+    """One renaming of CPUs (new CPU perm[k] for CPU k) in the states of one run: how it changes each
+    field (``fields``, what ``Model.renaming`` returns), every context's record renamed once."""
 
     def __init__(self, s, perm, ctxs):
         ncpus = len(s.count)
@@ -1439,10 +1439,20 @@ class _Renaming:
         self.perm = perm
         self.where = tuple(ctxs[perm[t.cpu]][t.level] for t in s.threads)  # new index of each context
         self.node_of = tuple(perm[n // MAX_NODES] * MAX_NODES + n % MAX_NODES for n in range(last))
-        self.count_from = tuple(perm.index(cpu) for cpu in range(ncpus))  # old CPU of each new one
         self.ncpus, self.last = ncpus, last
         self.lay = LAYOUTS[s.pending_bits] if s.layout == QSPINLOCK else None
-        self._ctx, self._words, self._nodes, self._ghosts = {}, {}, {}, {}  # part -> renamed part
+        self._ctx = {}  # record -> renamed record
+        node = self.node
+        where = self.where
+        renamed = {
+            "threads": Renamed(self.where, self.ctx), "words": Renamed(element=self.word),
+            "nodes": Renamed(self.node_of, lambda x: x if x.next == NULL else Node(x.locked, node(x.next), x.lock)),
+            "count": Renamed(perm),
+            "ghost_queue": Renamed(element=lambda q: tuple(map(node, q))),
+            "ghost_order": Renamed(element=lambda o: tuple(where[i] for i in o)),
+            "ghost_handoffs": Renamed(whole=lambda h: frozenset(map(node, h))),
+            "ghost_links": Renamed(whole=lambda links: frozenset((node(a), node(b)) for a, b in links))}
+        self.fields = tuple(renamed.get(f) for f in QState._fields)
 
     def node(self, n):
         return self.node_of[n] if 0 <= n < self.last else n
@@ -1467,42 +1477,6 @@ class _Renaming:
                 frames = tuple(Frame(f[0], node(f[1])) if f[0] == "link_prev" else f for f in frames)
             out = self._ctx[t] = Ctx(name, frames, cpu, t.lock, self.word(t.val), t.idx, node(t.next), t.ticket,
                                      t.level, t.entered)
-        return out
-
-    def threads(self, threads):
-        out = [None] * len(threads)
-        ctx = self.ctx
-        for i, t in zip(self.where, threads):
-            out[i] = ctx(t)
-        return tuple(out)
-
-    def words(self, words):
-        out = self._words.get(words)
-        if out is None:
-            out = self._words[words] = tuple(map(self.word, words))
-        return out
-
-    def nodes(self, nodes):
-        out = self._nodes.get(nodes)
-        if out is None:
-            new = [None] * len(nodes)
-            for n, x in zip(self.node_of, nodes):
-                new[n] = x if x.next == NULL else Node(x.locked, self.node(x.next), x.lock)
-            out = self._nodes[nodes] = tuple(new)
-        return out
-
-    def count(self, count):
-        return tuple([count[k] for k in self.count_from])
-
-    def ghosts(self, ghosts):
-        out = self._ghosts.get(ghosts)
-        if out is None:
-            queue, order, handoffs, links = ghosts
-            node, where = self.node, self.where
-            out = self._ghosts[ghosts] = (tuple(tuple(map(node, q)) for q in queue),
-                                          tuple(tuple(where[i] for i in o) for o in order),
-                                          frozenset(map(node, handoffs)),
-                                          frozenset((node(a), node(b)) for a, b in links))
         return out
 
 
@@ -1548,7 +1522,7 @@ class QspinlockModel(ProgramModel):
 
     def step(self, state, action):
         after = super().step(state, action)
-        if state.nest:
+        if state[_NEST]:
             i = thread_index(after, action.actor)
             if after.threads[i].level and not after.threads[i].entered:
                 after = set_ctx(after, i, entered=True)
@@ -1637,18 +1611,15 @@ class QspinlockModel(ProgramModel):
             keys.append(key)
         return tuple(keys)
 
-    def permute(self, s, perm):
-        """The state with CPU k renamed perm[k]; each part of it is renamed once per renaming and then
-        looked up (``_Renaming``), since reachable states share almost all their parts."""
+    def renaming(self, s, perm):
+        """How renaming CPU k perm[k] changes each field (``_Renaming``, one per renaming of this run's
+        layout of contexts)."""
         shape = s.nest and tuple((t.cpu, t.level) for t in s.threads)  # no interrupts: context k is CPU k's task
         key = (perm, s.layout, s.pending_bits, len(s.count), shape)
         r = self._renamings.get(key)
         if r is None:
             r = self._renamings[key] = _Renaming(s, perm, self._contexts(s))
-        return tuple.__new__(QState, (
-            r.threads(s.threads), r.words(s.words), r.nodes(s.nodes), r.count(s.count), s.layout, s.pending_bits,
-            s.spins, s.nest, *r.ghosts((s.ghost_queue, s.ghost_order, s.ghost_handoffs, s.ghost_links)),
-            s.ticket_bits))
+        return r.fields
 
     def step_lock(self, state, i):
         """The lock whose word context ``i``'s next step reads or writes (the observation log's word)."""

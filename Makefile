@@ -66,8 +66,11 @@ course: setup
 # Grading at class scale (a batch of 100, a Gradescope zip installed from scratch) takes minutes:
 # it has a target of its own.
 # The qemu tests boot Debian's kernels: fetch them first (a no-op once they are in the cache).
-# The kernel lab's ports are built once before the workers start, so no two of them run make at once.
+# The kernel lab's ports are built once before the workers start, so no two of them run make at once;
+# so is the course site, on every core (the site tests then find it built and only check it).
 test: setup lab-kernels lab
+	@mkdir -p build
+	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course --jobs $(TEST_JOBS)
 	$(PYTEST) -n $(TEST_JOBS) --dist loadfile -m "not batch"
 
 test-fast: setup

@@ -198,3 +198,32 @@ def plays_steps_and_resets(p: Opened) -> int:
     p.wait("m('kstep-slider').value === 0")
     assert p.status() == status0
     return n
+
+
+def site_pages(site: Path, under: str = "") -> list[str]:
+    """The built site's pages (paths relative to it), those below folder ``under`` only if given."""
+    return sorted(str(p.relative_to(site)) for p in (site / under).rglob("*.html") if "_static" not in p.parts)
+
+
+def visit_pages(browser, origin: str, rels: list[str]) -> int:
+    """One visit per page: no page error, no console error or warning, no request leaving the
+    machine; on a page that embeds Bokeh documents, every one is built and every player works.
+    Returns how many players played."""
+    p = Opened(browser, f"{origin}/index.html", origin=origin)
+    players = 0
+    try:
+        for rel in rels:
+            p.goto(f"{origin}/{rel}")
+            p.open_collapsed()
+            embeds = p.page.locator("[data-root-id]").count()
+            assert p.documents() == embeds, rel
+            for doc in range(embeds):
+                p.use(doc)
+                if p.is_player():
+                    plays_steps_and_resets(p)
+                    players += 1
+            assert p.problems == [], rel
+            assert p.requests == [], f"{rel} requested from outside the machine"
+    finally:
+        p.close()
+    return players

@@ -1,10 +1,21 @@
-"""Fixtures shared by test modules: one headless Chromium for the whole session (browser.py)."""
+"""Fixtures shared by test modules: one headless Chromium for the whole session (browser.py), and
+the course site as ``make course`` builds it, served on 127.0.0.1 (test_site*.py)."""
 
+import fcntl
+import functools
 import os
+import subprocess
+import sys
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
 from browser import ARGS, CHROMIUM
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "build" / "course"
 
 
 @pytest.fixture(scope="session")
@@ -18,3 +29,36 @@ def browser():
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="session")
+def site() -> Path:
+    """The site as ``make course`` builds it, by the same command (Sphinx keeps to its own process).
+
+    ``make test`` builds it before the workers start, so here it is a build from warm caches that
+    takes seconds.  Workers that need it at once take turns (a file lock): the first builds, the
+    others find its caches."""
+    (ROOT / "build").mkdir(exist_ok=True)
+    with open(ROOT / "build" / "course.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        run = subprocess.run([sys.executable, "-m", "kstep.views.course", "--docs", str(ROOT / "docs"),
+                              "--out", str(SITE)], capture_output=True, text=True)
+    assert run.returncode == 0, f"make course failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    assert f"course: open {(SITE / 'index.html').as_uri()}" in run.stdout
+    return SITE
+
+
+@pytest.fixture(scope="session")
+def origin(site):
+    """The built site served on 127.0.0.1, quietly, on a free port."""
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join()

@@ -1,0 +1,19 @@
+"""The course site's animation pages in Chromium, offline: every generated scenario and broken-variant
+page loads clean and every player on it plays, steps and resets.  The rest of the site is
+test_site.py's; the two files let two test workers share the visits."""
+
+import pytest
+
+from browser import site_pages, visit_pages
+from kstep.engine import scenario
+from kstep.models import MODELS
+from kstep.views.site import pages
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_every_animation_page_loads_clean_and_its_players_play_step_and_reset(browser, site, origin):
+    rels = site_pages(site, "animations")
+    expected = sum(len(scenario.bundled(m)) + len(pages.broken_variants(m)) for m in MODELS)
+    assert len(rels) == expected  # one page per bundled scenario and per broken variant
+    assert visit_pages(browser, origin, rels) >= expected

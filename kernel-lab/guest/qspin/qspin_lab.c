@@ -62,6 +62,7 @@ static int hammer(void *unused)
 			cpu_relax();
 		spin_unlock(&lab_lock);
 		atomic_long_inc(&acquisitions);
+		cond_resched();	/* lets the watchdog's stopper run: a long wait is not a soft lockup */
 	}
 	while (!kthread_should_stop())
 		schedule_timeout_interruptible(1);
@@ -113,7 +114,8 @@ static int sampler(void *unused)
 	while ((n < samples || atomic_long_read(&acquisitions) < min_acquisitions || !seen_each_kind()) &&
 	       time_before(jiffies, deadline)) {
 		count(lock_word());
-		n++;
+		if (++n % 1024 == 0)
+			cond_resched();
 	}
 	samples = n;
 	atomic_set(&running, 0);

@@ -901,9 +901,7 @@ def model_and_scenario(args):
         model = make_model(args.mechanism, sc.variant)
     # Questions are written for the scenario's own variant: under another one, a question whose step
     # that variant lacks is one this run never gets to, not a mistake in the file.
-    own = model if (args.variant is None or args.variant == (sc.variant or model.default_variant)) \
-        else make_model(args.mechanism, sc.variant or None)
-    questions.validate(own, sc.questions)
+    questions.validate(make_model(args.mechanism, sc.variant or None), sc.questions)
     return model, sc
 
 

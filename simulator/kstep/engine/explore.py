@@ -134,8 +134,12 @@ def search(
     codec = Codec(initial)
     encode = codec.encode
     group = Symmetry(model, initial, codec) if symmetry else None
+    known = None  # under symmetry: the concrete encodings of states met whose orbit is stored
     if group:
         encode = group.canon
+        if not fingerprints:
+            known = set()
+            indices, pack, canon_of = codec.indices, codec.pack, group.canon_of
     reduction = Reduction(model, initial) if por else None
     ample = reduction.candidates if reduction else None
     if fingerprints:
@@ -218,13 +222,24 @@ def search(
                                 found = v
                                 continue
                             noted, assert_steps, assert_states = v, _never, _never
-                    tcode = encode(t)
+                    if known is None:
+                        tcode = encode(t)
+                    else:  # a state met before (most are: BFS meets each one from every parent) costs no renaming
+                        tints = indices(t)
+                        concrete = pack(tints)
+                        if concrete in known:
+                            continue
+                        tcode = canon_of(t, tints)
                     if tcode in parent:
+                        if known is not None:
+                            known.add(concrete)
                         continue
                     if len(parent) >= max_states:  # N stored: a state not stored ends the search, bounded
                         bounded = True
                         break
                     parent[tcode] = code
+                    if known is not None:
+                        known.add(concrete)
                     if visit:
                         visit(t)
                     if found is None:

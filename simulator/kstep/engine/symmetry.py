@@ -25,7 +25,6 @@ class Symmetry:
     def __init__(self, model: Model, initial: State, codec: Codec):
         self.model = model
         self.codec = codec
-        self.encode = codec.encode
         self.classes = tuple(c for c in model.symmetric_units(initial) if len(c) > 1)
         self.units = model.unit_count(initial)
         self.identity = tuple(range(self.units))
@@ -59,26 +58,29 @@ class Symmetry:
 
     def canon(self, state: State) -> bytes:
         """The encoding of the orbit's representative."""
-        perms = self.perms(state)
-        if len(perms) == 1 and perms[0] == self.identity:
-            return self.encode(state)
-        return min(self._renamed(state, perms))
+        return self.canon_of(state, self.codec.indices(state))
 
-    def _renamed(self, state: State, perms) -> list:
-        """The encodings of ``state`` renamed by each of ``perms``."""
-        ints = self.codec.indices(state)
+    def canon_of(self, state: State, ints: list) -> bytes:
+        """``canon(state)``, given the state's component indices ``ints`` (what the search keeps)."""
+        perms = self.perms(state)
+        if len(perms) == 1:  # the common case: the units' keys all differ, one renaming orders them
+            p = perms[0]
+            if p == self.identity:
+                return self.codec.pack(ints)
+            return self.codec.pack(self._rename(state, p, ints))
+        return min(self._renamed(state, perms, ints))
+
+    def _renamed(self, state: State, perms, ints: list) -> list:
+        """The encodings of ``state`` (component indices ``ints``) renamed by each of ``perms``."""
+        pack, identity = self.codec.pack, self.identity
+        return [pack(ints if p == identity else self._rename(state, p, ints)) for p in perms]
+
+    def _rename(self, state: State, perm: tuple, ints: list) -> list:
         shape = self._shape(ints)
-        pack, identity, plans = self.codec.pack, self.identity, self._plans
-        out = []
-        for p in perms:
-            if p == identity:
-                out.append(pack(ints))
-                continue
-            rename = plans.get((p, shape))
-            if rename is None:
-                rename = plans[p, shape] = self._plan(state, p, shape)
-            out.append(pack(rename(ints)))
-        return out
+        rename = self._plans.get((perm, shape))
+        if rename is None:
+            rename = self._plans[perm, shape] = self._plan(state, perm, shape)
+        return rename(ints)
 
     def _shape(self, ints: list) -> tuple:
         """How many components each tuple field of the state encoded as ``ints`` has."""
@@ -125,7 +127,7 @@ class Symmetry:
                 for old, new in zip(cls, image):
                     perm[old] = new
             perms.append(tuple(perm))
-        return set(self._renamed(state, perms))
+        return set(self._renamed(state, perms, self.codec.indices(state)))
 
 
 class _Renamed(dict):

@@ -94,6 +94,8 @@ class Footprint(NamedTuple):
 
 def overlap(xs: frozenset, ys: frozenset) -> bool:
     """Do two sets of locations share one (a whole field overlaps each of its elements)?"""
+    if not xs.isdisjoint(ys):  # the common case, decided without building the set of fields
+        return True
     fields = {y[0] for y in ys}
     return any(x in ys or (x[0],) in ys or (len(x) == 1 and x[0] in fields) for x in xs)
 

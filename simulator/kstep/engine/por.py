@@ -73,11 +73,18 @@ class Reduction:
                 invisible.append((actor, acts, fps))
         if not invisible:  # the common case: no future footprint is needed
             return []
-        futures = {actor: model.future_footprint(state, actor) for actor in model.actors(state)}
+        futures: dict = {}  # each computed when first needed: most actors fail on the first other one
         out = []
         for actor, acts, fps in invisible:
-            if all(f is not None and not any(fp.conflicts(f) for fp in fps)
-                   for other, f in futures.items() if other != actor):
+            for other in model.actors(state):
+                if other == actor:
+                    continue
+                f = futures.get(other, futures)
+                if f is futures:
+                    f = futures[other] = model.future_footprint(state, other)
+                if f is None or any(fp.conflicts(f) for fp in fps):
+                    break
+            else:
                 out.append(acts)
         out.sort(key=len)
         return out

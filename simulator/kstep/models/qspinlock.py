@@ -208,8 +208,10 @@ def _set_field(s, k, value):
     return tuple.__new__(QState, s[:k] + (value,) + s[k + 1:])
 
 
-_WORDS, _NODES, _COUNT, _NEST = (QState._fields.index(f) for f in ("words", "nodes", "count", "nest"))
+_WORDS, _NODES, _COUNT, _NEST, _QUEUE, _ORDER, _HANDOFFS, _LINKS = (QState._fields.index(f) for f in (
+    "words", "nodes", "count", "nest", "ghost_queue", "ghost_order", "ghost_handoffs", "ghost_links"))
 _CTX_FIELDS = {f: k for k, f in enumerate(Ctx._fields)}
+_NODE_FIELDS = {f: k for k, f in enumerate(Node._fields)}
 
 
 def set_word(s, lock, w):
@@ -219,7 +221,10 @@ def set_word(s, lock, w):
 
 def set_node(s, n, **changes):
     nodes = s.nodes
-    return _set_field(s, _NODES, nodes[:n] + (nodes[n]._replace(**changes),) + nodes[n + 1:])
+    x = list(nodes[n])
+    for name, value in changes.items():
+        x[_NODE_FIELDS[name]] = value
+    return _set_field(s, _NODES, nodes[:n] + (tuple.__new__(Node, x),) + nodes[n + 1:])
 
 
 def set_count(s, cpu, value):
@@ -245,21 +250,21 @@ def _set_at(tup, k, value):
 def ghost_enqueue(s, lock, node, i):
     """Context i queues on ``lock``: with its MCS node (qspinlock, powerpc) or a ticket (node NULL)."""
     if node != NULL:
-        s = s._replace(ghost_queue=_set_at(s.ghost_queue, lock, s.ghost_queue[lock] + (node,)))
-    return s._replace(ghost_order=_set_at(s.ghost_order, lock, s.ghost_order[lock] + (i,)))
+        s = _set_field(s, _QUEUE, _set_at(s.ghost_queue, lock, s.ghost_queue[lock] + (node,)))
+    return _set_field(s, _ORDER, _set_at(s.ghost_order, lock, s.ghost_order[lock] + (i,)))
 
 
 def ghost_dequeue(s, lock, node):
     """The node's owner is done with the MCS queue: it cleared the tail or handed the queue on."""
     q = s.ghost_queue[lock]
-    return s._replace(ghost_queue=_set_at(s.ghost_queue, lock, tuple(n for n in q if n != node)))
+    return _set_field(s, _QUEUE, _set_at(s.ghost_queue, lock, tuple(n for n in q if n != node)))
 
 
 def ghost_got_lock(s, lock, i):
     order = s.ghost_order[lock]
     if i not in order:
         return s
-    return s._replace(ghost_order=_set_at(s.ghost_order, lock, tuple(j for j in order if j != i)))
+    return _set_field(s, _ORDER, _set_at(s.ghost_order, lock, tuple(j for j in order if j != i)))
 
 
 # --- footprints: what each step reads and writes besides its own context (engine Footprint) --------------
@@ -545,7 +550,7 @@ def link_prev(s, i, prev):
     if not 0 <= prev < len(s.nodes):  # a corrupt tail: the store lands outside every qnode and is lost
         return s
     s = set_node(s, prev, next=me)
-    return s._replace(ghost_links=s.ghost_links | {(prev, me)})
+    return _set_field(s, _LINKS, s.ghost_links | {(prev, me)})
 
 
 @qspinlock.step("mcs_spin", "kernel/locking/mcs_spinlock.h:arch_mcs_spin_lock_contended",
@@ -554,9 +559,9 @@ def mcs_spin(s, i, arg):
     t = s.threads[i]
     me = own_node(t)
     nxt = s.nodes[me].next
-    s = s._replace(ghost_handoffs=s.ghost_handoffs - {me})
+    s = _set_field(s, _HANDOFFS, s.ghost_handoffs - {me})
     if nxt != NULL:
-        s = s._replace(ghost_links=s.ghost_links - {(me, nxt)})
+        s = _set_field(s, _LINKS, s.ghost_links - {(me, nxt)})
     return set_ctx(s, i, next=nxt)
 
 
@@ -624,7 +629,7 @@ def set_word_locked_val(s, i, arg):
 def wait_next(s, i, arg):
     me = own_node(s.threads[i])
     nxt = s.nodes[me].next
-    s = s._replace(ghost_links=s.ghost_links - {(me, nxt)})
+    s = _set_field(s, _LINKS, s.ghost_links - {(me, nxt)})
     return set_ctx(s, i, next=nxt)
 
 
@@ -638,7 +643,7 @@ def successor_linked(s, i, arg):
 def mcs_handoff(s, i, arg):
     t = s.threads[i]
     s = ghost_dequeue(set_node(s, t.next, locked=1), t.lock, own_node(t))
-    s = s._replace(ghost_handoffs=s.ghost_handoffs | {t.next})
+    s = _set_field(s, _HANDOFFS, s.ghost_handoffs | {t.next})
     return push(s, i, (Frame("release_node"),))
 
 
@@ -976,7 +981,7 @@ powerpc.step("link_prev", f"{PPC_LIB}:queued_spin_lock_mcs_queue",
               "while (!READ_ONCE(node->locked)) spin; then smp_rmb() as the acquire")
 def ppc_mcs_spin(s, i, arg):
     me = own_node(s.threads[i])
-    return s._replace(ghost_handoffs=s.ghost_handoffs - {me})
+    return _set_field(s, _HANDOFFS, s.ghost_handoffs - {me})
 
 
 powerpc.guard("mcs_spin")(handed_off)
@@ -1496,6 +1501,7 @@ class QspinlockModel(ProgramModel):
         self.program = PROGRAMS[self.layout]
         self.entry = ENTRY[self.layout]
         self._futures = {}  # (context index, its record) -> its future footprint
+        self._footprints = {}  # (label, context index, its record, nesting, nodes) -> the step's footprint
         self._renamings = {}  # (perm, the run's layout of contexts) -> its _Renaming
         super().__init__(variant)
 
@@ -1530,7 +1536,17 @@ class QspinlockModel(ProgramModel):
 
     def footprint(self, state, action):
         """A context that interrupts, or can be interrupted by, others on its CPU waits for (or
-        enters over) them: its steps read those contexts' records."""
+        enters over) them: its steps read those contexts' records.  Every footprint function reads
+        only the context's record (its lock, CPU, node, ``next`` and the head frame's argument), the
+        number of nodes and the nesting chains, so the footprint is kept per those."""
+        i = thread_index(state, action.actor)
+        key = (action.label, i, state.threads[i], state.nest, len(state.nodes))
+        fp = self._footprints.get(key)
+        if fp is None:
+            fp = self._footprints[key] = self._footprint(state, action)
+        return fp
+
+    def _footprint(self, state, action):
         fp = super().footprint(state, action)
         if fp is None or not state.nest:
             return fp

@@ -1501,7 +1501,7 @@ class QspinlockModel(ProgramModel):
         self.program = PROGRAMS[self.layout]
         self.entry = ENTRY[self.layout]
         self._futures = {}  # (context index, its record) -> its future footprint
-        self._footprints = {}  # (label, context index, its record, nesting, nodes) -> the step's footprint
+        self._footprints = {}  # (label, footprint function, context index, its record, nesting, nodes) -> footprint
         self._renamings = {}  # (perm, the run's layout of contexts) -> its _Renaming
         super().__init__(variant)
 
@@ -1538,9 +1538,10 @@ class QspinlockModel(ProgramModel):
         """A context that interrupts, or can be interrupted by, others on its CPU waits for (or
         enters over) them: its steps read those contexts' records.  Every footprint function reads
         only the context's record (its lock, CPU, node, ``next`` and the head frame's argument), the
-        number of nodes and the nesting chains, so the footprint is kept per those."""
+        number of nodes and the nesting chains, so the footprint is kept per those (and per the
+        step's footprint function, which a test may swap)."""
         i = thread_index(state, action.actor)
-        key = (action.label, i, state.threads[i], state.nest, len(state.nodes))
+        key = (action.label, self._steps[action.label].footprint, i, state.threads[i], state.nest, len(state.nodes))
         fp = self._footprints.get(key)
         if fp is None:
             fp = self._footprints[key] = self._footprint(state, action)

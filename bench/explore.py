@@ -7,7 +7,7 @@ kernel-lab/qspinlock/qspinlock.pml for the same configurations, without and with
 reduction.  A row whose search would exceed the budget is reported "not run (exceeds budget)"
 (the known sizes come from earlier measurements, see BUDGET), never dropped.
 
-Run alone with ``python bench/explore.py`` (writes bench/results/explore.json), or through
+Run alone with ``python bench/explore.py`` (writes bench/results/explore.json and explore.png), or through
 bench/run.py, which calls run(out_dir, say).
 """
 
@@ -152,7 +152,56 @@ def run(out_dir, say=print) -> dict:
         "met": against_targets(rows),
     }
     (Path(out_dir) / "explore.json").write_text(json.dumps(result, indent=1) + "\n")
+    draw(result, Path(out_dir) / "explore.png")
     return result
+
+
+COLOURS = ("#4C72B0", "#8FA9D6", "#55A868", "#C44E52", "#8172B2", "#DD8452")
+
+
+def draw(result: dict, path: Path) -> Path:
+    """CPU seconds and peak memory of every row, per configuration (log scales); a row with no
+    measurement says why in place of its bar; dashed: the targets."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    configs = list(rows)
+    names = list(rows[configs[0]])
+    width = 0.8 / len(names)
+    fig, axes = plt.subplots(1, 2, figsize=(15, 5.5))
+    for ax, key, label in ((axes[0], "cpu_seconds", "CPU seconds to the verdict"),
+                           (axes[1], "peak_mib", "peak memory (MiB)")):
+        for j, name in enumerate(names):
+            xs, ys = [], []
+            for g, config in enumerate(configs):
+                row = rows[config].get(name, {})
+                at = g + (j - (len(names) - 1) / 2) * width
+                if row.get(key):
+                    xs.append(at)
+                    ys.append(row[key])
+                else:
+                    ax.annotate(row.get("verdict", "-").split(":")[0], (at, 0.02), xycoords=("data", "axes fraction"),
+                                rotation=90, ha="center", va="bottom", fontsize=6)
+            ax.bar(xs, ys, width, label=name, color=COLOURS[j % len(COLOURS)])
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(configs)), [f"{c} (CPUs x acquisitions)" for c in configs], fontsize=8)
+        ax.set_ylabel(label)
+        targets = result["targets"]
+        for g, config in enumerate(configs):
+            target = targets.get(f"{config}_{'cpu_seconds' if key == 'cpu_seconds' else 'mib'}")
+            if target:
+                ax.hlines(target, g - 0.45, g + 0.45, colors="black", linestyles="dashed")
+    axes[0].legend(fontsize=7, loc="upper left")
+    load = result["machine"]["load_average_1min"]
+    fig.suptitle(f"kstep explore beside SPIN on qspinlock v6.12 (Python {result['machine']['python']}, "
+                 f"{result['machine']['cpus']} CPUs, 1-minute load {load} at the end; dashed: targets)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 if __name__ == "__main__":
@@ -160,4 +209,4 @@ if __name__ == "__main__":
     results.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(ROOT))
     run(results, say=lambda m: print(m, flush=True))
-    print(f"explore bench: wrote {results / 'explore.json'}")
+    print(f"explore bench: wrote {results / 'explore.json'} and {results / 'explore.png'}")

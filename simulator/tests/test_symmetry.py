@@ -49,6 +49,18 @@ def test_symmetry_keeps_every_verdict_and_counterexample_length(mech, name, vari
     assert cex.states[0] == s0 and reduced.violation.message
 
 
+def test_the_search_orders_the_units_of_each_concrete_state_once(monkeypatch):
+    """A successor met before as the same concrete state (most are: breadth-first search meets a
+    state once from each of its parents) is known by its encoding, not renamed again."""
+    m, _, s0 = load("qspinlock", "three-waiters")
+    ordered = []
+    perms = Symmetry.perms
+    monkeypatch.setattr(Symmetry, "perms", lambda self, s: ordered.append(s) or perms(self, s))
+    r = explore(m, s0, por=False)
+    assert r.clean and r.transitions > r.states
+    assert len(ordered) == len(set(ordered))
+
+
 def test_two_interchangeable_cpus_halve_the_stored_states():
     m, _, s0 = load("qspinlock", "set-locked-contended")  # C0 locks twice, C1 and C2 once
     assert [c for c in m.symmetric_units(s0) if len(c) > 1] == [(1, 2)]

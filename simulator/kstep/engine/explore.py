@@ -149,6 +149,8 @@ def search(
             return int.from_bytes(blake2b(exact(state), digest_size=8).digest(), "little")
 
     code0 = encode(initial)
+    if known is not None:
+        known.add(codec.encode(initial))
     parent: dict = {code0: None}  # encoded state -> its parent's encoding
     transitions = 0
     reduced = 0

@@ -59,17 +59,26 @@ class Reduction:
         """The ample sets C1 and C2 allow at ``state``, smallest first (C3 is the search's to check)."""
         by_actor: dict = {}
         for a in enabled:
-            by_actor.setdefault(a.actor, []).append(a)
-        if len(by_actor) < 2:
-            return []
-        model = self.model
-        invisible = []
+            acts = by_actor.get(a.actor)
+            if acts is None:
+                by_actor[a.actor] = [a]
+            else:
+                acts.append(a)
         labels = self.labels
+        if len(by_actor) < 2 or labels is None:  # None: every step is visible by its label alone
+            return []
+        model, visible = self.model, self.visible
+        invisible = []
         for actor, acts in by_actor.items():
-            if labels is None or any(a.label in labels for a in acts):  # visible by its label alone
-                continue
-            fps = [model.footprint(state, a) for a in acts]
-            if not any(fp is None or self.visible(a, fp) for a, fp in zip(acts, fps)):
+            fps = []
+            for a in acts:  # each step must be invisible: by its label, then by what it writes
+                if a.label in labels:
+                    break
+                fp = model.footprint(state, a)
+                if fp is None or visible(a, fp):
+                    break
+                fps.append(fp)
+            else:
                 invisible.append((actor, acts, fps))
         if not invisible:  # the common case: no future footprint is needed
             return []

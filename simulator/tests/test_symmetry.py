@@ -13,9 +13,12 @@ QSPINLOCK = [p for p in bundled_runs(small=1_000, every_variant=True) if p.value
 @pytest.mark.parametrize("mech,name,variant", QSPINLOCK)
 def test_orbits_of_the_representatives_cover_the_unreduced_state_space_exactly(mech, name, variant):
     m, _, s0 = load(mech, name, variant)
-    everything = set(reachable(m, s0))
     codec = Codec(s0)
     group = Symmetry(m, s0, codec)
+    if not group:  # no interchangeable units (powerpc's words name CPUs): each state is its own orbit
+        assert group.canon(s0) == codec.encode(s0)
+        return
+    everything = set(reachable(m, s0))
     codes = {codec.encode(s) for s in everything}
     reps = {group.canon(s) for s in everything}
     for s in everything:

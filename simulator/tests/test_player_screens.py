@@ -105,6 +105,38 @@ def test_the_page_fits_the_screen_without_scrolling_sideways(opened, screen):
         "width=device-width, initial-scale=1"
 
 
+# Every <style> of the page's Bokeh views watched: each time one is given text, whether it is the text it had.
+WATCH_STYLES = """() => {
+  const sets = globalThis.kstep_style_sets = [];
+  const seen = new MutationObserver((records) => {
+    for (const r of records) {
+      if (r.target.tagName === "STYLE") {
+        sets.push([...r.removedNodes].map((t) => t.textContent).join("") === r.target.textContent);
+      }
+    }
+  });
+  const roots = new Set([...Bokeh.index.query((v) => v.shadow_el != null)].map((v) => v.shadow_el));
+  for (const root of roots) {
+    seen.observe(root, {childList: true, subtree: true});
+  }
+  return roots.size;
+}"""
+
+
+def test_a_step_repaints_the_plots_without_setting_a_stylesheet_to_the_text_it_has(opened):
+    """BokehJS sets each renderer's position stylesheet on every paint; set to its own text, it still made
+    the browser recompute the page's styles at the next CSS value the paint read, some 25 times a step."""
+    p, trace, _ = opened
+    n = len(trace)
+    at(p, 0, n)
+    before = p.picture("kstep-plot-timeline")
+    assert p.page.evaluate(WATCH_STYLES) > 10
+    p.click("Step")
+    p.wait("m('kstep-slider').value === 1")
+    assert p.picture("kstep-plot-timeline") != before, "the step moved the timeline's cursor: the plot repainted"
+    assert p.page.evaluate("() => globalThis.kstep_style_sets.filter((same) => same).length") == 0
+
+
 def test_each_step_says_what_it_acts_on_and_the_functions_it_runs_in(opened):
     p, trace, model = opened
     n = len(trace)

@@ -433,12 +433,31 @@ function on_key(e) {
   }
 }
 
+// BokehJS sets the text of each renderer's position stylesheet on every paint of its plot, almost always
+// to the text it already has; each set makes the browser drop the page's styles, and the next CSS value
+// BokehJS reads while painting (a fill colour, an axis's text colour) recomputes them: some 25 times in
+// one step's paint, a third of it.  Once per page, a stylesheet's text is set only when it changes.
+function quiet_stylesheets() {
+  const sheet = Bokeh.require("core/dom").InlineStyleSheet.prototype;
+  if (sheet.kstep_quiet) {
+    return;
+  }
+  const update = sheet._update;
+  sheet._update = function (css) {
+    if (this.el.textContent !== css) {
+      update.call(this, css);
+    }
+  };
+  sheet.kstep_quiet = true;
+}
+
 // Once per player, at its first callback (the page's layout gives one): the keys and the state table.
 function setup() {
   if (st.ready) {
     return;
   }
   st.ready = true;
+  quiet_stylesheets();
   (globalThis.kstep_players = globalThis.kstep_players || []).push(P.root);
   document.addEventListener("keydown", on_key);
   watch_plots();

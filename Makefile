@@ -71,7 +71,7 @@ course: setup
 test: setup lab-kernels lab
 	@mkdir -p build
 	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course --jobs $(TEST_JOBS)
-	$(PYTEST) -n $(TEST_JOBS) --dist loadfile -m "not batch"
+	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not batch"
 
 test-fast: setup
 	$(PYTEST) -m "not slow and not qemu and not browser and not batch"

@@ -415,8 +415,11 @@ def cmd_list(args) -> int:
         if variant.broken:
             shown = [f"{'deadlocks' if inv == 'deadlock' else 'breaks ' + inv}: explore catches it on "
                      f"{', '.join(sorted(names))}" for inv, names in sorted(found.get(name, {}).items())]
-            print(wrap("; ".join(shown) if shown else "explore catches it on no bundled scenario", "      ",
-                       hyphens=False))
+            if not shown:  # a bug only a run that never ends shows breaks no invariant on the way
+                lasso = set(live.get(name, {})) - {"free"}
+                shown = ["explore catches it on no bundled scenario"
+                         + (": it breaks no invariant there, and explore --liveness shows its lasso" if lasso else "")]
+            print(wrap("; ".join(shown), "      ", hyphens=False))
         if name in live:
             print(wrap("explore --liveness: " + "; ".join(f"{verdict} on {', '.join(sorted(names))}"
                                                           for verdict, names in sorted(live[name].items())),

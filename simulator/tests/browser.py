@@ -165,7 +165,7 @@ class Opened:
             " const v = Bokeh.index.query_one((v) => v.model === m); const f = v.frame;"
             " const x = (s) => Math.min(Math.max(f.x_scale.compute(s), f.bbox.left), f.bbox.right);"
             " return [x(lo), f.bbox.top, x(hi), f.bbox.bottom]; }", [name, lo, hi])
-        self.page.wait_for_timeout(150)  # BokehJS paints on the next animation frame
+        self.page.evaluate(PAINTED)  # BokehJS paints on the next animation frame: wait for it, not for a time
         shot = Image.open(io.BytesIO(el.screenshot())).convert("RGB")
         x0, top, x1, bottom = (round(c) for c in box)
         # Two pixels in from each edge: the cursor's outline and anti-aliasing sit on the edges.

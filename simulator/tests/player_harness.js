@@ -48,9 +48,14 @@ const W = {
   state: model({html: ""}), predicting: model({active: false}), ask: model({text: ""}),
   guess: model({value: "", disabled: true}), reveal: model({disabled: true}), score: model({text: ""}),
 };
-// Nothing is painted here: the code pane's scroll to its marked line finds no view to scroll, and no
-// key is ever pressed.
-globalThis.Bokeh = {index: {query_one: () => null}};
+// Nothing is painted here: the code pane's scroll to its marked line finds no view to scroll, no key
+// is ever pressed, and BokehJS's stylesheets (which the player makes set only changed text) are one class.
+class InlineStyleSheet {
+  _update(css) {
+    this.el.textContent = css;
+  }
+}
+globalThis.Bokeh = {index: {query_one: () => null}, require: (name) => name === "core/dom" ? {InlineStyleSheet} : null};
 globalThis.document = {addEventListener: () => {}};
 const frames = {data: {}};
 for (const [col, c] of Object.entries(spec.frames)) {

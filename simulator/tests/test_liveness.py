@@ -232,6 +232,14 @@ def test_list_shows_the_liveness_verdicts(capsys):
     assert "explore --liveness: free on fair-qspinlock, fair-ticket, tas-starves" in out
 
 
+def test_list_says_why_explore_misses_a_variant_only_liveness_catches(capsys):
+    assert main(["list", "vma-locks"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    entry = out[out.index("handoff-stops-first (broken)"):]
+    assert entry.index("explore catches it on no bundled scenario: it breaks no invariant there, and explore "
+                       "--liveness shows its lasso") < entry.index("livelock on rwsem-handoff-livelock")
+
+
 @pytest.mark.parametrize("keys, says", [("steps = 5\ncycle_start = 5", "cycle_start: a lasso's cycle starts before"),
                                         ("cycle_start = 0", "(steps = 0)")])
 def test_a_lasso_starts_inside_the_declared_run(keys, says):

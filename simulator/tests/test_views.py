@@ -261,3 +261,19 @@ def test_damon_heatmap_has_a_cell_per_region_of_every_aggregation_coloured_by_wh
     assert len(reports) == trace.states[-1].k.aggregations
     assert cells["fill"] == [heat(r.nr_accesses, 20) for regions in reports for r in regions]
     assert any(f != heat(0, 20) for f in cells["fill"]), "hot-block's hot block is seen"
+
+
+def test_a_run_that_repeats_forever_shows_no_counts_it_did_not_keep():
+    """vma-locks keeps no count in the states of threads that repeat forever (else they would never
+    repeat): its answers say so and its page draws no counters panel, where both showed zeros for the
+    faults and lock takings the run did.  A run that ends keeps both."""
+    def counted(trace, model):
+        titles = [p.title.text for p in views.layout(trace, model).select({"type": Plot}) if p.title]
+        return any(t.startswith("counters so far") for t in titles), model.answers(trace)
+
+    forever = run("vma-locks", "rwsem-reader-steals")
+    assert forever[0].states[0].forever
+    panel, answers = counted(*forever)
+    assert not panel and "mmap_lock_faults" not in answers and answers["counters"].startswith("not kept")
+    panel, answers = counted(*run("vma-locks", "munmap-vs-fault"))
+    assert panel and answers["vma_lock_success"] >= 1

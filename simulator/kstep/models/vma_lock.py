@@ -1465,7 +1465,9 @@ class VmaLocksModel(ProgramModel):
     def answers(self, trace):
         final = trace.states[-1]
         killed = ", ".join(f"{t.name} by {t.died}" for t in final.threads if t.died) or "none"
-        return {**final.counters._asdict(), "killed": killed, **trace.stats}
+        counted = ({"counters": "not kept: a thread repeats forever, and a count would keep its states from ever "
+                                "repeating"} if final.forever else final.counters._asdict())
+        return {**counted, "killed": killed, **trace.stats}
 
 
 def forget_sections(s):

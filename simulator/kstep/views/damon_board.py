@@ -42,6 +42,8 @@ class AddressAxis:
         spans = covered(spans) or [(0, 1)]
         self.log = sum(b - a for a, b in spans) >= LOG_FROM
         self.spans, self.x0, self.widths = spans, [], widths(spans, 1 - GAP * (len(spans) - 1))
+        self.starts = [a for a, _ in spans]
+        self.known: dict[int, float] = {}  # x of each address asked: a run's regions share their edges
         x = 0.0
         for w in self.widths:
             self.x0.append(x)
@@ -55,9 +57,12 @@ class AddressAxis:
 
     def __call__(self, addr: int) -> float:
         """x of ``addr``; an address in a gap is drawn at the edge of the range before it."""
-        i = max(bisect_right([a for a, _ in self.spans], addr) - 1, 0)
-        a, b = self.spans[i]
-        return self.x0[i] + self.widths[i] * self.fraction(min(max(addr, a), b) - a, b - a)
+        x = self.known.get(addr)
+        if x is None:
+            i = max(bisect_right(self.starts, addr) - 1, 0)
+            a, b = self.spans[i]
+            x = self.known[addr] = self.x0[i] + self.widths[i] * self.fraction(min(max(addr, a), b) - a, b - a)
+        return x
 
     def offsets(self, size: int) -> list[int]:
         """Candidate tick offsets: powers of 16 pages on a log axis, multiples of a power of two
@@ -116,39 +121,35 @@ def heat(n: int, top: int) -> str:
     return HEAT[min(len(HEAT) - 1, (n * (len(HEAT) - 1) + top - 1) // top)] if n and top else HEAT[0]
 
 
-def origin(before: tuple, r) -> str:
-    """What made region r from the list before the step: a split, a merge, or neither."""
-    spans = {(p.start, p.end) for p in before}
+def origin(before: tuple, spans: set, r) -> str:
+    """What made region r from the list ``before`` the step (``spans``: their (start, end)): a split, a
+    merge, or neither."""
     if (r.start, r.end) in spans or not before:
         return ""
     inside = [p for p in before if r.start <= p.start and p.end <= r.end]
     return MERGE_LINE[1] if len(inside) > 1 else SPLIT_LINE[1]
 
 
+STRIP = ("left", "right", "bottom", "top", "fill", "line", "width")  # strip_rows' columns, in its rows' order
+
+
 def strip_rows(axis: AddressAxis, top: int, pair) -> dict:
     before, s, sample = pair
-    rows = {"left": [], "right": [], "top": [], "bottom": [], "fill": [], "line": [], "width": []}
-
-    def add(lo, hi, y0, y1, fill, line=style.DARK, width=1.0):
-        rows["left"].append(axis(lo))
-        rows["right"].append(axis(hi))
-        rows["bottom"].append(y0)
-        rows["top"].append(y1)
-        rows["fill"].append(fill)
-        rows["line"].append(line)
-        rows["width"].append(width)
-
+    rows = []  # one tuple per box, in STRIP's order: a run lays out thousands of frames of ~100 boxes
+    spans = set() if before is s.regions else {(p.start, p.end) for p in before}  # unchanged: nothing was made
     for r in s.regions:
-        made = origin(before, r)
-        add(r.start, r.end, 0.5, 1.0, heat(r.nr_accesses, top), made or style.DARK, 4.0 if made else 1.0)
-        add(r.start, r.end, 0.0, 0.5, heat(r.last_nr_accesses, top), made or style.DARK, 4.0 if made else 1.0)
+        made = origin(before, spans, r) if spans else ""
+        lo, hi = axis(r.start), axis(r.end)
+        line, width = (made, 4.0) if made else (style.DARK, 1.0)
+        rows.append((lo, hi, 0.5, 1.0, heat(r.nr_accesses, top), line, width))
+        rows.append((lo, hi, 0.0, 0.5, heat(r.last_nr_accesses, top), line, width))
     for lo, hi, _ in hot_ranges(s.cfg.workload, sample):
-        add(lo, hi, 1.15, 1.45, TRUTH[1], TRUTH[1])
+        rows.append((axis(lo), axis(hi), 1.15, 1.45, TRUTH[1], TRUTH[1], 1.0))
     for r in s.regions:
         if r.start <= r.sampling_addr < r.end and s.k.phase != INIT:
-            x = r.sampling_addr
-            add(x, x, -0.3, -0.05, style.INK, style.INK, 2.0)
-    return rows
+            x = axis(r.sampling_addr)
+            rows.append((x, x, -0.3, -0.05, style.INK, style.INK, 2.0))
+    return {c: list(v) for c, v in zip(STRIP, zip(*rows))} if rows else {c: [] for c in STRIP}
 
 
 def planned(s0) -> list:

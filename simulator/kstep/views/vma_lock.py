@@ -49,8 +49,11 @@ def vma_lock_view(trace, model):
     rcu_timeline(timeline, player, chart)
     actor_marks(timeline, player, [chart["timeline-actions"], chart["timeline-violation"]])
     pending = callbacks_figure(player, timeline.x_range, chart["callbacks-count"])
-    counters = counters_figure(player, "counters so far (the VMA_LOCK_* events of /proc/vmstat)",
-                               list(COUNTERS) + ["grace periods completed"], chart["counters"])
+    # A scenario whose threads repeat forever keeps no count in its states (they would never repeat),
+    # so it has no counters to draw.
+    counters = () if s0.forever else (counters_figure(
+        player, "counters so far (the VMA_LOCK_* events of /proc/vmstat)", list(COUNTERS) + ["grace periods completed"],
+        chart["counters"]),)
     key = (style.key_html("threads:", [(w, c) for w, c in PHASES[:-1]], outline=[QS_PENDING])
            + style.key_html("VMAs:", [VMA_IDLE, VMA_READ_LOCKED, VMA_WRITE_LOCKED, VMA_DETACHED, VMA_FREED, VMA_UAF],
                             outline=[VMA_STALE], marks=[("▼", style.INK, "a fault's address")])
@@ -59,5 +62,5 @@ def vma_lock_view(trace, model):
                             marks=[("▬", style.LOCKLESS, "read-side section (thin bar under a thread)")])
            + style.key_html("timeline:", [], marks=[("◆", style.INK, "quiescent state reported"),
                                                     ("▲", style.DARK, "took a step")]))
-    return player.layout(board, timeline, pending, counters, key=key)
+    return player.layout(board, timeline, pending, *counters, key=key)
 

@@ -105,3 +105,16 @@ def test_reduction_leaves_out_interleavings_and_the_shortest_counterexample_is_f
     r = explore(m, Apart(0, 0))
     assert [str(a) for a in r.counterexample.actions] == ["B:boom"]
     assert r.states == first.states + full.states
+
+
+def test_a_model_explored_on_another_scenario_first_gives_the_same_future_footprints():
+    """One model instance explores scenario after scenario (the course's counterexample search, the
+    notebooks): a context's future footprint reads the contexts nested with it, so the same record
+    in a run without that nesting must not answer for it."""
+    used, s0 = load("qspinlock", "three-waiters")[0], load("qspinlock", "three-waiters")[2]
+    for t in s0.threads:
+        used.future_footprint(s0, t.name)
+    fresh, _, nested = load("qspinlock", "nesting")
+    assert nested.nest and any(a == b for a, b in zip(s0.threads, nested.threads))  # a record both runs have
+    assert [used.future_footprint(nested, t.name) for t in nested.threads] == [
+        fresh.future_footprint(nested, t.name) for t in nested.threads]

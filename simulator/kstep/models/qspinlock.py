@@ -1500,7 +1500,7 @@ class QspinlockModel(ProgramModel):
         self.layout = chosen.params["program"]
         self.program = PROGRAMS[self.layout]
         self.entry = ENTRY[self.layout]
-        self._futures = {}  # (context index, its record) -> its future footprint
+        self._futures = {}  # (context index, its record, the run's nesting) -> its future footprint
         self._footprints = {}  # (label, footprint function, context index, its record, nesting, nodes) -> footprint
         self._renamings = {}  # (perm, the run's layout of contexts) -> its _Renaming
         super().__init__(variant)
@@ -1565,7 +1565,7 @@ class QspinlockModel(ProgramModel):
             return None
         i = thread_index(s, actor)
         t = s.threads[i]
-        key = (i, t)
+        key = (i, t, s.nest)  # the nesting too: one model explores runs that nest differently
         fp = self._futures.get(key)
         if fp is None:
             fp = self._futures[key] = self._future(s, i, t)

@@ -43,13 +43,17 @@ CLEAN, VIOLATION, USAGE, HANG, INCONCLUSIVE = 0, 1, 2, 3, 4
 VERDICTS = {CLEAN: "clean", VIOLATION: "violation", USAGE: "bad input", HANG: "hang",
             INCONCLUSIVE: "inconclusive"}
 
-# 10^7 acquisitions on each architecture: two CPUs, the default delays.  Waiters yield every 256
-# polls, as the tool does by itself when it has more CPUs than processors: the suite runs it beside
-# another test worker on two cores, and a waiter that spins out its time slice while the holder waits
-# for a processor costs time, not coverage (every path is still taken).  Measured at a load average
+# Every torture run of these checks has its waiters yield every 256 polls, as the tool does by itself
+# when it has more CPUs than processors: the checks share the machine (make test runs them beside
+# another test worker on two cores), and a waiter that spins out its time slice while the holder
+# waits for a processor costs time, not coverage.  Natively on x86_64, 200,000 ticket-lock
+# acquisitions by two CPUs take 0.12 s on an idle machine and took 75 s beside a busy worker.
+SPIN_YIELD = ["--spin-yield", "256"]
+
+# 10^7 acquisitions on each architecture: two CPUs, the default delays.  Measured at a load average
 # of 4 to 5, yielding / spinning: x86_64 11-13 s / 37-54 s natively, arm64 21 s / 46 s and ppc64le
 # 35 s / 52 s under qemu-user.
-LONG_RUN = ["--threads", "2", "--acquisitions", "5000000", "--spin-yield", "256"]
+LONG_RUN = ["--threads", "2", "--acquisitions", "5000000"]
 # Hunting races: three CPUs (pending-not-undone needs a third to queue between another's sample
 # of the word and its fetch_or), longer critical sections and delays before 1 in 8 lock steps.
 HUNT = ["--threads", "3", "--step-delay", "200", "--delay-in", "100"]
@@ -126,7 +130,8 @@ def run_tool(arch: str, name: str, args: list, timeout: float, cpu: Optional[str
 
 
 def torture(arch: str, args: list, timeout: float = 300, cpu: Optional[str] = None) -> Run:
-    return run_tool(arch, "qspinlock-torture", args, timeout, cpu)
+    # A check's own --spin-yield comes after SPIN_YIELD, and the last one given counts.
+    return run_tool(arch, "qspinlock-torture", SPIN_YIELD + args, timeout, cpu)
 
 
 def expect_clean(r: Run) -> str:

@@ -13,6 +13,7 @@ either writes damon.json and damon.png.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 from pathlib import Path
@@ -230,6 +231,8 @@ def draw(result: dict, path) -> Path:
 
 
 if __name__ == "__main__":
+    # No options: --help says what it measures, and anything else is refused before the measuring starts.
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     out = Path(__file__).resolve().parent / "results"
     out.mkdir(parents=True, exist_ok=True)
     run(out)

@@ -18,6 +18,7 @@ Run alone with ``python bench/damon_port.py``, or through bench/run.py, which ca
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import subprocess
@@ -102,6 +103,8 @@ def draw(result: dict, path) -> Path:
 
 
 if __name__ == "__main__":
+    # No options: --help says what it measures, and anything else is refused before the measuring starts.
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     results = ROOT / "bench" / "results"
     results.mkdir(parents=True, exist_ok=True)
     run(results, say=lambda m: print(m, flush=True))

@@ -13,6 +13,7 @@ bench/run.py, which calls run(out_dir, say).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -207,6 +208,8 @@ def draw(result: dict, path: Path) -> Path:
 
 
 if __name__ == "__main__":
+    # No options: --help says what it measures, and anything else is refused before the measuring starts.
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     results = ROOT / "bench" / "results"
     results.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(ROOT))

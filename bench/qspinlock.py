@@ -19,6 +19,7 @@ bench/run.py, which calls run(out_dir, say).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -184,6 +185,8 @@ def run(out_dir, say=print, duration: float = DURATION_S, repeats: int = REPEATS
 
 
 if __name__ == "__main__":
+    # No options: --help says what it measures, and anything else is refused before the measuring starts.
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     results = ROOT / "bench" / "results"
     results.mkdir(parents=True, exist_ok=True)
     run(results, say=lambda m: print(m, flush=True))

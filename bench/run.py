@@ -4,6 +4,7 @@ The engine benchmark pins itself to one CPU (its targets are per core); the play
 drives Debian's chromium with every CPU.
 """
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -41,4 +42,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    # No options: --help says what it measures, and anything else is refused before the measuring starts.
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     sys.exit(main())

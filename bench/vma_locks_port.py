@@ -27,6 +27,7 @@ run(out_dir, say).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -199,6 +200,8 @@ def draw(result: dict, path) -> Path:
 
 
 if __name__ == "__main__":
+    # No options: --help says what it measures, and anything else is refused before the measuring starts.
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     results = ROOT / "bench" / "results"
     results.mkdir(parents=True, exist_ok=True)
     r = run(results, say=lambda m: print(m, flush=True))

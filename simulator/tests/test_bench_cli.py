@@ -1,0 +1,27 @@
+"""Every benchmark that runs alone (``python bench/NAME.py``) answers --help and refuses an unknown
+option at once, with exit 2, instead of starting minutes of measuring."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+STANDALONE = sorted(p.name for p in BENCH.glob("*.py") if 'if __name__ == "__main__":' in p.read_text())
+
+
+def test_the_benchmarks_that_run_alone_are_found():
+    assert {"run.py", "explore.py", "player.py", "interactive.py"} <= set(STANDALONE)
+
+
+@pytest.mark.parametrize("name", STANDALONE)
+def test_help_and_an_unknown_option_are_answered_without_measuring(name):
+    def run(*args):
+        return subprocess.run([sys.executable, str(BENCH / name), *args], capture_output=True, text=True,
+                              timeout=120, cwd=BENCH.parent)  # a measuring run takes minutes: past this, it started one
+
+    shown = run("--help")
+    assert shown.returncode == 0 and shown.stdout.startswith("usage:"), shown.stderr
+    refused = run("--no-such-option")
+    assert refused.returncode == 2 and "--no-such-option" in refused.stderr.splitlines()[-1]

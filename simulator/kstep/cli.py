@@ -2,7 +2,7 @@
 
     kstep list [MECH] [--schema]
     kstep run MECH --scenario S [-s SEED | -P SCHEDULE | --round-robin] [-c] [--json F] [--html F]
-    kstep explore MECH --scenario S [--max-states N] [--no-symmetry] [--no-por] [--hash-compact]
+    kstep explore MECH --scenario S [--max-states N] [--no-symmetry] [--no-por] [--no-dead-vars] [--hash-compact]
                   [--states F [--columns A,B]] [--dot F] [--json F] [--html F]
     kstep explore MECH --scenario S --liveness [--max-states N] [--json F] [--html F]
     kstep show TRACE.json [--html F]
@@ -203,6 +203,9 @@ def build_parser() -> Parser:
                    help="store every state, not one per orbit of interchangeable CPUs")
     p.add_argument("--no-por", dest="por", action="store_false",
                    help="expand every enabled step, not only an ample set (partial-order reduction off)")
+    p.add_argument("--no-dead-vars", dest="dead_vars", action="store_false",
+                   help="store each state with every local's value, also those no step reads again "
+                        "(dead-variable reduction off)")
     p.add_argument("--hash-compact", action="store_true",
                    help="store a 64-bit hash per state (less memory); never says clean: exit 3 with the "
                         "probability that a state was left out")
@@ -500,13 +503,15 @@ def cmd_explore(args) -> int:
                 out.write(json.dumps(row, separators=(",", ":")) + "\n")
         result = explore(model, state, max_states=args.max_states, progress=progress_reporter(),
                          scenario=sc.name, config=sc.config, symmetry=args.symmetry, por=args.por,
-                         fingerprints=args.hash_compact, visit=visit)
+                         fingerprints=args.hash_compact, visit=visit, dead_vars=args.dead_vars)
     finally:
         if out is not None:
             out.close()
     units = [c for c in model.symmetric_units(state) if len(c) > 1] if args.symmetry else []
-    print(f"states: {result.states}" + (" (one per symmetry orbit; interchangeable units: "
-                                         f"{'; '.join(' '.join(map(str, c)) for c in units)})" if units else ""))
+    how = ([f"one per symmetry orbit; interchangeable units: {'; '.join(' '.join(map(str, c)) for c in units)}"]
+           if units else []) + ([f"dead locals forgotten: {', '.join(model.locals)}"]
+                                if args.dead_vars and model.locals else [])
+    print(f"states: {result.states}" + (f" ({'; '.join(how)})" if how else ""))
     if result.searches == 2:
         print("  (the states of two searches: the first, reduced or hash-compacted, found the violation; the "
               "second, exact and no deeper, the shortest counterexample)")
@@ -559,7 +564,8 @@ def cmd_explore(args) -> int:
 def explore_liveness(args) -> int:
     """explore --liveness: every actor's starvation, a livelock or a deadlock, each as a lasso trace."""
     given = [flag for flag, on in (("--states", args.states), ("--dot", args.dot), ("--no-symmetry", not args.symmetry),
-                                   ("--no-por", not args.por), ("--hash-compact", args.hash_compact)) if on]
+                                   ("--no-por", not args.por), ("--no-dead-vars", not args.dead_vars),
+                                   ("--hash-compact", args.hash_compact)) if on]
     if given:
         raise UserError(f"{given[0]}: not with --liveness (it stores every state, with no reduction)")
     model, sc = model_and_scenario(args)

@@ -59,7 +59,8 @@ def bundled_runs(small: int, every_variant: bool = False):
     """pytest params (mechanism, scenario, variant) of every bundled scenario under its default variant
     (or every variant), marked slow unless the committed verdicts show a search that exhausted the
     state space in at most ``small`` states, counted without symmetry (a stored state stands for at
-    most the symmetry group's order of them).  A scenario that says ``explorable = false`` (the table's "not
+    most the symmetry group's order of them; a rough count, since it also stands for every state
+    that differs from it only in dead locals).  A scenario that says ``explorable = false`` (the table's "not
     explored": written for its scripted run, with no end to its state space) is left out, since these
     tests search every run unreduced."""
     import json

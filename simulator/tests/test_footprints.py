@@ -1,25 +1,31 @@
-"""Footprints, checked on every reachable state of every bundled scenario: a step changes only what
-it declares, two steps whose footprints are apart commute and neither enables nor disables the
-other, a blocked thread stays blocked while others write nothing it reads, a state invariant's
-verdict changes only with the fields it declares it reads, a step the partial-order reduction
-counts as invisible changes no invariant's verdict, and an actor's future footprint covers its
-step and never grows.  Generic: a model plugs in by declaring
-footprints (an undeclared step may touch anything and is not checked)."""
+"""Footprints and live locals, checked on every reachable state of every bundled scenario: a step
+changes only what it declares, two steps whose footprints are apart commute and neither enables nor
+disables the other, a blocked thread stays blocked while others write nothing it reads, a state
+invariant's verdict changes only with the fields it declares it reads, a step the partial-order
+reduction counts as invisible changes no invariant's verdict, and an actor's future footprint covers
+its step and never grows.  And the dead-variable reduction's premise: the state with its dead locals
+forgotten (``Model.forget``) enables the same steps, leads to states equal to the state's own
+successors once forgotten, gives every invariant the same verdict, and forgetting commutes with
+renaming interchangeable CPUs.  Generic: a model plugs in by declaring footprints (an undeclared
+step may touch anything and is not checked) and locals."""
 
 import pytest
 from support import bundled_runs, load, reachable
 
 from kstep.engine import Action
+from kstep.engine.codec import Codec
 from kstep.engine.model import changed, covers
 from kstep.engine.por import Reduction
+from kstep.engine.symmetry import Symmetry
 from kstep.models import make_model
 
 
-def footprint_problems(m, s):
-    """Every way state ``s`` contradicts a declared footprint, as sentences."""
+def footprint_problems(m, s, group=None):
+    """Every way state ``s`` contradicts a declared footprint or live local, as sentences."""
     out = []
     enabled = m.actions(s)
     steps = {a: m.step(s, a) for a in enabled}
+    out += forget_problems(m, s, steps, group)
     fps = {a: m.footprint(s, a) for a in enabled}
     for a, t in steps.items():
         fp = fps[a]
@@ -55,6 +61,34 @@ def footprint_problems(m, s):
     return out + reduction_problems(m, s, steps, fps)
 
 
+def forget_problems(m, s, steps, group=None):
+    """Every way state ``s`` (whose steps lead to ``steps``) contradicts the model's declaration of
+    which locals are live, as sentences."""
+    u = m.forget(s)
+    if u == s:
+        return []
+    if m.actions(u) != list(steps):
+        return [f"forgetting dead locals changes the enabled steps: {list(steps)} vs {m.actions(u)}"]
+    out = []
+    if m.finished(u) != m.finished(s):
+        out.append("forgetting dead locals changes whether the run has finished")
+    for inv in m.state_invariants():
+        if bool(inv.check(s)) != bool(inv.check(u)):
+            out.append(f"forgetting dead locals changes {inv.name}'s verdict")
+    for a, t in steps.items():
+        tu = m.step(u, a)
+        if m.forget(t) != m.forget(tu):
+            out.append(f"{a} reads a local declared dead: once forgotten, its successors differ")
+        for inv in m.transition_invariants():
+            if bool(inv.check(s, a, t)) != bool(inv.check(u, a, tu)):
+                out.append(f"forgetting dead locals changes {inv.name}'s verdict on {a}")
+    if group:
+        perm = tuple(reversed(group.identity))
+        if m.forget(m.permute(s, perm)) != m.permute(u, perm):
+            out.append(f"forgetting dead locals does not commute with the renaming {perm}")
+    return out
+
+
 def reduction_problems(m, s, steps, fps):
     """What the partial-order reduction relies on and ``s`` contradicts: invisible steps change no
     invariant's verdict; an actor's future footprint covers each of its steps and never grows."""
@@ -85,18 +119,26 @@ def reduction_problems(m, s, steps, fps):
 
 
 def declares_footprints(mech):
-    """Does any step of the mechanism's model declare a footprint (the others have nothing to check)?"""
-    return any(st.footprint for st in getattr(make_model(mech), "_steps", {}).values())
+    """Does the mechanism's model declare a footprint or a local (the others have nothing to check)?"""
+    m = make_model(mech)
+    return bool(m.locals) or any(st.footprint for st in getattr(m, "_steps", {}).values())
 
 
 FOOTPRINTED = [p for p in bundled_runs(small=3_000, every_variant=True) if declares_footprints(p.values[0])]
 
 
+def whole_cpus(m, s0):
+    """The symmetry of a run whose CPUs are all interchangeable (the reversal renames every one), or None."""
+    group = Symmetry(m, s0, Codec(s0))
+    return group if group and [len(c) for c in group.classes] == [group.units] else None
+
+
 @pytest.mark.parametrize("mech,name,variant", FOOTPRINTED)
-def test_every_step_keeps_to_its_footprint(mech, name, variant):
+def test_every_step_keeps_to_its_footprint_and_live_locals(mech, name, variant):
     m, _, s0 = load(mech, name, variant)
+    group = whole_cpus(m, s0)
     for s in reachable(m, s0):
-        assert footprint_problems(m, s) == [], s
+        assert footprint_problems(m, s, group) == [], s
 
 
 def test_the_check_catches_an_undeclared_write_and_an_undeclared_read():
@@ -109,3 +151,13 @@ def test_the_check_catches_an_undeclared_write_and_an_undeclared_read():
     m, _, s0 = load("qspinlock", "two-waiters")
     m._steps["wait_locked_clear"] = m._steps["wait_locked_clear"]._replace(footprint=lambda s, i, arg: ((), ()))
     assert any("unblocks" in p or "commute" in p for s in states for p in footprint_problems(m, s))
+
+
+def test_the_check_catches_a_local_declared_dead_that_a_step_reads():
+    m, _, s0 = load("qspinlock", "two-waiters")
+    states = list(reachable(m, s0))
+    assert sum(m.forget(s) != s for s in states) > len(states) / 2  # most states hold a dead val
+    assert not any(footprint_problems(m, s) for s in states)
+    m._dead["claim_cmpxchg"] = ("val",)  # as if the queue head's cmpxchg did not compare the word with val
+    m._forget_plans.clear()
+    assert any("claim_cmpxchg reads a local declared dead" in p for s in states for p in footprint_problems(m, s))

@@ -103,6 +103,7 @@ def search(
     max_depth: Optional[int] = None,
     visit: Optional[Callable[[State], None]] = None,
     fingerprints: bool = False,
+    dead_vars: bool = True,
 ) -> ExploreResult:
     """One breadth-first search.
 
@@ -111,7 +112,10 @@ def search(
     and reported only if no harm is found.  Without it, the first violation of any kind stops it.
 
     With ``symmetry`` (and a model that declares interchangeable units) one state per orbit is
-    stored; ``states`` counts those, and the counterexample is replayed as a concrete run.
+    stored; ``states`` counts those, and the counterexample is replayed as a concrete run.  With
+    ``dead_vars`` a state is stored with its dead locals forgotten (``Model.forget``): states that
+    differ only in values no step will read again are stored once.  Either way the states expanded,
+    checked and visited are the concrete ones the steps reach; only what is stored is reduced.
 
     It stores at most ``max_states`` states; then it expands the states it stored without storing
     more, and stops as bounded at the first successor it has not stored (if none appears, the
@@ -131,6 +135,7 @@ def search(
     harm_states = _either(checks.harm_states, "t")
     assert_steps = _either(checks.assert_steps, "s, a, t")
     assert_states = _either(checks.assert_states, "t")
+    forget = model.forget if dead_vars and model.locals else None
     codec = Codec(initial)
     encode = codec.encode
     group = Symmetry(model, initial, codec) if symmetry else None
@@ -140,6 +145,12 @@ def search(
         if not fingerprints:
             known = set()
             indices, pack, canon_of = codec.indices, codec.pack, group.canon_of
+    if forget is not None:
+        stored = encode
+
+        def encode(state):
+            return stored(forget(state))
+
     reduction = Reduction(model, initial) if por else None
     ample = reduction.candidates if reduction else None
     if fingerprints:
@@ -150,7 +161,7 @@ def search(
 
     code0 = encode(initial)
     if known is not None:
-        known.add(codec.encode(initial))
+        known.add(codec.encode(forget(initial) if forget else initial))
     parent: dict = {code0: None}  # encoded state -> its parent's encoding
     transitions = 0
     reduced = 0
@@ -227,11 +238,12 @@ def search(
                     if known is None:
                         tcode = encode(t)
                     else:  # a state met before (most are: BFS meets each one from every parent) costs no renaming
-                        tints = indices(t)
+                        u = forget(t) if forget else t
+                        tints = indices(u)
                         concrete = pack(tints)
                         if concrete in known:
                             continue
-                        tcode = canon_of(t, tints)
+                        tcode = canon_of(u, tints)
                     if tcode in parent:
                         if known is not None:
                             known.add(concrete)

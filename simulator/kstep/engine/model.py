@@ -178,6 +178,7 @@ class Model(abc.ABC):
     default_variant: str = ""
     invariants: Sequence[Invariant] = ()
     scenario_schema: Any = None  # an engine.scenario.Table describing the mechanism's scenario files
+    locals: Mapping[str, Any] = {}  # local variables whose value ``forget`` may reset where it is dead, with that value
     progress_labels: frozenset = frozenset()  # the steps that are an actor's progress (liveness): e.g. entering a lock's critical section
 
     def __init__(self, variant: Optional[str] = None):
@@ -245,6 +246,12 @@ class Model(abc.ABC):
         """Everything ``actor`` may read and write from ``state`` on, over every step it may still
         take (an actor that has finished: nothing); None: anything."""
         return None
+
+    def forget(self, state: State) -> State:
+        """The state with the values no step will read again (dead locals) reset, so that the explorer
+        may store one state for all that differ only there; the state itself when the model declares
+        none."""
+        return state
 
     def symmetric_units(self, state: State) -> tuple:
         """Classes of interchangeable units (numbered 0 .. unit_count - 1) of the run that starts in

@@ -46,6 +46,10 @@ class Step(NamedTuple):
     ``footprint``, taking the same arguments as ``run``, returns ``(reads, writes)``: the locations
     (see ``Footprint``) the step and its guard read and write besides its own thread's record.
     None: undeclared, the step may touch anything.
+
+    ``live`` names the locals of its own thread (``ProgramModel.locals``) that this step, or a later
+    one of the thread, may read before writing them; every other local is dead while this step is
+    next, and the explorer forgets its value (``ProgramModel.forget``).
     """
 
     label: str
@@ -58,6 +62,7 @@ class Step(NamedTuple):
     optional: bool = False
     idle: bool = False
     footprint: Optional[Callable[..., tuple]] = None
+    live: tuple = ()
 
 
 class Replacement(NamedTuple):
@@ -97,13 +102,15 @@ class Program:
         self.calls: dict[str, Call] = {}
 
     def step(self, label: str, location: str | Source, what: str, *, daemon: bool = False, cost: Any = 1,
-             optional: bool = False, idle: bool = False, footprint: Optional[Callable[..., tuple]] = None):
+             optional: bool = False, idle: bool = False, footprint: Optional[Callable[..., tuple]] = None,
+             live: tuple = ()):
         """Register an atomic step; ``what`` says in one line what the code does there.
 
         ``location`` is the kernel's ``"path:function"``, or a ``Source.outside(...)`` for a step
         that is no kernel code.  ``optional``: every thread may take it besides its next frame (see
         the module docstring); ``idle`` (daemons): its run and guard also receive the bitmask of
-        idle threads; ``footprint``: what it reads and writes (see ``Step``).
+        idle threads; ``footprint``: what it reads and writes; ``live``: the thread's locals still to be
+        read (see ``Step``).
         """
         if optional and daemon or idle and not daemon:
             raise ValueError(f"step {label!r}: optional steps belong to threads, idle masks to daemons")
@@ -111,7 +118,8 @@ class Program:
         def register(run):
             self._fresh(label)
             source = location if isinstance(location, Source) else Source.parse(location)
-            self.steps[label] = Step(label, source, what, run, None, daemon, cost, optional, idle, footprint)
+            self.steps[label] = Step(label, source, what, run, None, daemon, cost, optional, idle, footprint,
+                                      tuple(live))
             return run
 
         return register
@@ -189,7 +197,10 @@ class ProgramModel(Model):
     NamedTuples whose first two fields are ``name`` and ``frames`` (the engine relies on these
     positions to update them without ``_replace``, which dominated exploration time).
 
-    Subclasses set ``program`` (a Program) and ``daemons`` (actor name -> its step labels).
+    Subclasses set ``program`` (a Program) and ``daemons`` (actor name -> its step labels), and may
+    name in ``locals`` the fields of a thread's record that are locals of the code it runs, each
+    with the value a dead one is forgotten to (``forget``; the steps that read them say so in
+    ``Step.live``).
     """
 
     program: Program
@@ -208,6 +219,13 @@ class ProgramModel(Model):
         if unguarded:
             raise ValueError(f"optional steps need a guard: {', '.join(unguarded)}")
         self._wants_idle = any(st.idle for steps in self._daemon_steps.values() for st in steps)
+        unknown = sorted({v for st in self._steps.values() for v in st.live} - set(self.locals))
+        if unknown:
+            raise ValueError(f"steps declare live locals the model does not have: {', '.join(unknown)}")
+        always = {v for st in self._optional for v in st.live}  # an optional step may run before any frame
+        self._dead = {label: tuple(v for v in self.locals if v not in always and v not in st.live)
+                      for label, st in self._steps.items()}
+        self._forget_plans: dict = {}  # (record type, head label) -> ((field index, dead value), ...)
 
     # -- contract -------------------------------------------------------------------------------
     def initial(self, config: Mapping[str, Any]) -> State:
@@ -305,6 +323,34 @@ class ProgramModel(Model):
             i = thread_index(state, action.actor)
             return c(state, i, state.threads[i].frames[0][1])
         return c
+
+    def forget(self, state: State) -> State:
+        """The state with every dead local reset to its dead value: a thread's local is dead when no
+        step of the thread reads it before writing it again from here on, as the steps' ``live``
+        declarations say (a finished thread's locals are all dead).  Two states that differ only in
+        dead locals have the same future, step for step and verdict for verdict, so the explorer
+        stores one of them (SPIN's dead-variable reduction); the test of the declarations checks that
+        on every reachable state of every bundled scenario."""
+        if not self.locals:
+            return state
+        threads = state[0]
+        out = None
+        plans = self._forget_plans
+        for k, t in enumerate(threads):
+            frames = t[1]
+            key = (type(t), frames[0][0] if frames else None)
+            plan = plans.get(key)
+            if plan is None:
+                dead = self._dead[key[1]] if frames else tuple(self.locals)
+                plan = plans[key] = tuple((t._fields.index(v), self.locals[v]) for v in dead)
+            for f, value in plan:
+                if t[f] != value:
+                    if out is None:
+                        out = list(threads)
+                    out[k] = t = tuple.__new__(type(t), t[:f] + (value,) + t[f + 1:])
+        if out is None:
+            return state
+        return tuple.__new__(type(state), (tuple(out),) + state[1:])
 
     # -- helpers for subclasses -------------------------------------------------------------------
     def normalize(self, state: State, i: int) -> State:

@@ -600,7 +600,7 @@ def only_locked_gone(s, i, arg):
 
 @qspinlock.step("claim_cmpxchg", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "the tail is ours: try_cmpxchg_relaxed(val -> _Q_LOCKED_VAL) clears it (n,0,0 -> 0,0,1); "
-                "on failure set_locked, no retry", footprint=fp_claim)
+                "on failure set_locked, no retry", footprint=fp_claim, live=("val",))
 def claim_cmpxchg(s, i, arg):
     t = s.threads[i]
     w = s.words[t.lock]
@@ -695,7 +695,8 @@ def pending_handed_over(s, i, arg):
 
 @qspinlock.step(PENDING_2014, "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "before patch 07/11, one try of the trylock-or-pending loop: atomic_cmpxchg(val -> new), "
-                "0,0,0 -> 0,0,1 takes the lock, 0,0,1 -> 0,1,1 sets pending; a changed word is read again", footprint=fp_word)
+                "0,0,0 -> 0,0,1 takes the lock, 0,0,1 -> 0,1,1 sets pending; a changed word is read again", footprint=fp_word,
+                live=("val",))
 def trylock_pending_cmpxchg(s, i, arg):
     t = s.threads[i]
     w = s.words[t.lock]
@@ -1494,6 +1495,9 @@ class QspinlockModel(ProgramModel):
     invariants = INVARIANTS
     scenario_schema = SCHEMA
     progress_labels = frozenset({"critical_section"})
+    # The slow path's `val` is read again only by the cmpxchg that compares the word with it (the
+    # steps that declare it live); everywhere else the next read of the word overwrites it first.
+    locals = {"val": 0}
 
     def __init__(self, variant=None):
         chosen = self.variants[variant or self.default_variant]

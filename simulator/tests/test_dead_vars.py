@@ -1,0 +1,45 @@
+"""Dead-variable reduction (``explore``'s ``dead_vars``, on by default): a state is stored with its
+dead locals forgotten, and that keeps every verdict, the length of every shortest counterexample and
+every value the reachable states' live parts take.  Its premise, that a state and the state with
+its dead locals forgotten have the same future, is checked on every reachable state of every bundled
+scenario by test_footprints."""
+
+import pytest
+from support import load, variants
+
+from kstep.cli import main
+from kstep.engine import explore
+
+EQUIVALENT = ([("two-waiters", v) for v in sum(variants("qspinlock"), [])] +
+              [(name, "v6.12") for name in ("three-waiters", "pending-path", "set-locked-contended")])
+
+
+@pytest.mark.parametrize("name,variant", EQUIVALENT)
+def test_the_reduction_keeps_verdicts_counterexamples_and_every_live_value(name, variant):
+    m, sc, s0 = load("qspinlock", name, variant)
+    full, fewer = [], []
+    a = explore(m, s0, symmetry=False, por=False, dead_vars=False, visit=full.append, scenario=sc.name, config=sc.config)
+    b = explore(m, s0, symmetry=False, por=False, visit=fewer.append, scenario=sc.name, config=sc.config)
+    assert b.verdict == a.verdict and b.states <= a.states
+    if a.violation is not None:
+        assert (b.violation.invariant, b.violation.kind, len(b.counterexample)) == \
+            (a.violation.invariant, a.violation.kind, len(a.counterexample))
+        for s, act, t in zip(b.counterexample.states, b.counterexample.actions, b.counterexample.states[1:]):
+            assert act in m.actions(s) and m.step(s, act) == t  # a concrete run, dead values and all
+    else:
+        assert {m.forget(s) for s in fewer} == {m.forget(s) for s in full}
+        assert set(fewer) <= set(full)  # what the search visits is reachable as it is, not forgotten
+
+
+def test_the_reduction_stores_fewer_states_and_the_flag_switches_it_off(capsys):
+    m, _, s0 = load("qspinlock", "three-waiters")
+    on, off = explore(m, s0), explore(m, s0, dead_vars=False)
+    assert on.clean and off.clean and on.states * 2 < off.states
+    counts = {}
+    for flags in ([], ["--no-dead-vars"]):
+        assert main(["explore", "qspinlock", "--scenario", "three-waiters", *flags]) == 0
+        out = capsys.readouterr().out
+        counts[bool(flags)] = int(out.split("states: ")[1].split()[0])
+        assert ("dead locals forgotten: val" in out) != bool(flags)
+    assert counts == {False: on.states, True: off.states}
+

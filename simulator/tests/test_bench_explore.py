@@ -20,7 +20,7 @@ def bench():
 
 def test_rows_over_budget_are_reported_not_run(bench, monkeypatch):
     monkeypatch.setattr(bench, "_python_search", lambda *a: pytest.fail("an over-budget search was run"))
-    assert bench.python_row(4, 2, (False, False)) == {"verdict": "not run (exceeds budget)"}
+    assert bench.python_row(4, 2, (False, False, False)) == {"verdict": "not run (exceeds budget)"}
     assert bench.spin_row(4, 2, False) == {"verdict": "not run (exceeds budget)"}
 
 
@@ -28,8 +28,8 @@ def test_a_wrong_unreduced_count_stops_the_bench(bench, monkeypatch):
     row = {"verdict": "clean", "states": 213_008, "cpu_seconds": 1.0, "peak_mib": 50.0}
     monkeypatch.setattr(bench, "_python_search", lambda *a: row)
     with pytest.raises(RuntimeError, match="213008 states, not 213009"):
-        bench.python_row(3, 2, (False, False))
-    assert bench.python_row(3, 2, (True, False)) == row  # a reduced search stores fewer, as it should
+        bench.python_row(3, 2, (False, False, False))
+    assert bench.python_row(3, 2, (True, False, False)) == row  # a reduced search stores fewer, as it should
 
 
 def test_targets_are_judged_from_the_fastest_row_with_a_verdict(bench):

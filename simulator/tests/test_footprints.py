@@ -5,27 +5,25 @@ invariant's verdict changes only with the fields it declares it reads, a step th
 reduction counts as invisible changes no invariant's verdict, and an actor's future footprint covers
 its step and never grows.  And the dead-variable reduction's premise: the state with its dead locals
 forgotten (``Model.forget``) enables the same steps, leads to states equal to the state's own
-successors once forgotten, gives every invariant the same verdict, and forgetting commutes with
-renaming interchangeable CPUs.  Generic: a model plugs in by declaring footprints (an undeclared
+successors once forgotten and gives every invariant the same verdict (test_dead_vars checks that
+forgetting commutes with renaming interchangeable CPUs).  Generic: a model plugs in by declaring footprints (an undeclared
 step may touch anything and is not checked) and locals."""
 
 import pytest
 from support import bundled_runs, load, reachable
 
 from kstep.engine import Action
-from kstep.engine.codec import Codec
 from kstep.engine.model import changed, covers
 from kstep.engine.por import Reduction
-from kstep.engine.symmetry import Symmetry
 from kstep.models import make_model
 
 
-def footprint_problems(m, s, group=None):
+def footprint_problems(m, s):
     """Every way state ``s`` contradicts a declared footprint or live local, as sentences."""
     out = []
     enabled = m.actions(s)
     steps = {a: m.step(s, a) for a in enabled}
-    out += forget_problems(m, s, steps, group)
+    out += forget_problems(m, s, steps)
     fps = {a: m.footprint(s, a) for a in enabled}
     for a, t in steps.items():
         fp = fps[a]
@@ -61,7 +59,7 @@ def footprint_problems(m, s, group=None):
     return out + reduction_problems(m, s, steps, fps)
 
 
-def forget_problems(m, s, steps, group=None):
+def forget_problems(m, s, steps):
     """Every way state ``s`` (whose steps lead to ``steps``) contradicts the model's declaration of
     which locals are live, as sentences."""
     u = m.forget(s)
@@ -82,10 +80,6 @@ def forget_problems(m, s, steps, group=None):
         for inv in m.transition_invariants():
             if bool(inv.check(s, a, t)) != bool(inv.check(u, a, tu)):
                 out.append(f"forgetting dead locals changes {inv.name}'s verdict on {a}")
-    if group:
-        perm = tuple(reversed(group.identity))
-        if m.forget(m.permute(s, perm)) != m.permute(u, perm):
-            out.append(f"forgetting dead locals does not commute with the renaming {perm}")
     return out
 
 
@@ -127,18 +121,11 @@ def declares_footprints(mech):
 FOOTPRINTED = [p for p in bundled_runs(small=3_000, every_variant=True) if declares_footprints(p.values[0])]
 
 
-def whole_cpus(m, s0):
-    """The symmetry of a run whose CPUs are all interchangeable (the reversal renames every one), or None."""
-    group = Symmetry(m, s0, Codec(s0))
-    return group if group and [len(c) for c in group.classes] == [group.units] else None
-
-
 @pytest.mark.parametrize("mech,name,variant", FOOTPRINTED)
 def test_every_step_keeps_to_its_footprint_and_live_locals(mech, name, variant):
     m, _, s0 = load(mech, name, variant)
-    group = whole_cpus(m, s0)
     for s in reachable(m, s0):
-        assert footprint_problems(m, s, group) == [], s
+        assert footprint_problems(m, s) == [], s
 
 
 def test_the_check_catches_an_undeclared_write_and_an_undeclared_read():

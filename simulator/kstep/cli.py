@@ -209,7 +209,8 @@ def build_parser() -> Parser:
     p.add_argument("--hash-compact", action="store_true",
                    help="store a 64-bit hash per state (less memory); never says clean: exit 3 with the "
                         "probability that a state was left out")
-    p.add_argument("--states", metavar="FILE", help="write each stored state as a JSON line")
+    p.add_argument("--states", metavar="FILE", help="write each stored state as a JSON line (under a reduction: the first "
+                                                   "concrete state reached of each)")
     p.add_argument("--columns", metavar="A,B", type=lambda text: [c for c in text.split(",") if c],
                    help="with --states: only these fields of each state")
     p.add_argument("--dot", metavar="FILE", help=f"write the whole state graph as Graphviz text (scenarios of "

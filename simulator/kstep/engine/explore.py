@@ -120,8 +120,8 @@ def search(
     It stores at most ``max_states`` states; then it expands the states it stored without storing
     more, and stops as bounded at the first successor it has not stored (if none appears, the
     search was exhausted after all).  ``max_depth`` expands no state deeper than that (deadlocks
-    there are still seen).  ``visit`` receives every state stored (under symmetry, the first one
-    of each orbit met), and progress ``(states, transitions, depth, frontier)`` about once every
+    there are still seen).  ``visit`` receives every state stored (under a reduction, the first
+    concrete state met of each one stored), and progress ``(states, transitions, depth, frontier)`` about once every
     ``progress_every`` seconds.  Ctrl-C stops it with what it found so far (``interrupted``).
 
     With ``fingerprints`` (SPIN's hash compaction) the visited set keeps a 64-bit hash of each

@@ -180,7 +180,7 @@ def draw(result: dict, path: Path) -> Path:
     configs = list(rows)
     names = list(rows[configs[0]])
     width = 0.8 / len(names)
-    fig, axes = plt.subplots(1, 2, figsize=(15, 5.5))
+    fig, axes = plt.subplots(1, 2, figsize=(15, 6.5))
     for ax, key, label in ((axes[0], "cpu_seconds", "CPU seconds to the verdict"),
                            (axes[1], "peak_mib", "peak memory (MiB)")):
         for j, name in enumerate(names):
@@ -203,11 +203,12 @@ def draw(result: dict, path: Path) -> Path:
             target = targets.get(f"{config}_{'cpu_seconds' if key == 'cpu_seconds' else 'mib'}")
             if target:
                 ax.hlines(target, g - 0.45, g + 0.45, colors="black", linestyles="dashed")
-    axes[0].legend(fontsize=7, loc="upper left")
+    handles, labels = axes[0].get_legend_handles_labels()  # below the plots: no bar is hidden behind it
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=5)
     load = result["machine"]["load_average_1min"]
     fig.suptitle(f"kstep explore beside SPIN on qspinlock v6.12 (Python {result['machine']['python']}, "
                  f"{result['machine']['cpus']} CPUs, 1-minute load {load} at the end; dashed: targets)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -6,8 +6,8 @@ reduction counts as invisible changes no invariant's verdict, and an actor's fut
 its step and never grows.  And the dead-variable reduction's premise: the state with its dead locals
 forgotten (``Model.forget``) enables the same steps, leads to states equal to the state's own
 successors once forgotten and gives every invariant the same verdict (test_dead_vars checks that
-forgetting commutes with renaming interchangeable CPUs).  Generic: a model plugs in by declaring footprints (an undeclared
-step may touch anything and is not checked) and locals."""
+forgetting commutes with renaming interchangeable CPUs).  Generic: a model plugs in by declaring
+footprints (an undeclared step may touch anything and is not checked) and locals."""
 
 import pytest
 from support import bundled_runs, load, reachable

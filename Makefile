@@ -13,7 +13,7 @@ TEST_JOBS ?= $(shell nproc)
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages course test test-fast test-browser-stress test-grade-batch notebook lab lab-kernels lab-guest bench verdicts clean distclean
+.PHONY: help setup system-packages linux-source course test test-fast test-browser-stress test-grade-batch notebook lab lab-kernels lab-guest bench verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
@@ -26,6 +26,8 @@ help:
 	@echo "                   emulated /autograder (several minutes; make test leaves these out)"
 	@echo "  notebook         start JupyterLab on notebooks/"
 	@echo "  lab              build the kernel lab's C ports for x86_64, arm64 and ppc64le (kernel-lab/build/)"
+	@echo "  linux-source     fetch Debian's linux-source-6.12 and unpack it into the user cache (once; the"
+	@echo "                   kernel lab and the tests that compare with the kernel read it there)"
 	@echo "  lab-kernels      fetch Debian's Linux 6.12 kernels for the real-kernel lab (kstep lab fetch; once)"
 	@echo "  lab-guest        boot each architecture's real kernel in QEMU with every probe (kstep lab run --arch all),"
 	@echo "                   then once more with 4 CPUs for the qspinlock with three lockers"
@@ -68,12 +70,12 @@ course: setup
 # The qemu tests boot Debian's kernels: fetch them first (a no-op once they are in the cache).
 # The kernel lab's ports are built once before the workers start, so no two of them run make at once;
 # so is the course site, on every core (the site tests then find it built and only check it).
-test: setup lab-kernels lab
+test: setup lab-kernels lab linux-source
 	@mkdir -p build
 	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course --jobs $(TEST_JOBS)
 	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not batch"
 
-test-fast: setup
+test-fast: setup linux-source
 	$(PYTEST) -m "not slow and not qemu and not browser and not batch"
 
 test-grade-batch: setup
@@ -92,6 +94,11 @@ notebook: setup
 # The C ports need only the system packages; make -C kernel-lab test runs the lab's checks alone.
 lab: system-packages
 	$(MAKE) -C kernel-lab
+
+# The pinned release, or the newest 6.12.y when Debian no longer has it (the checks that need the
+# pinned release exactly then fail on one named reason, "stale pin").
+linux-source: setup
+	$(VENV)/bin/python -m kstep.lab.source_index tree >/dev/null
 
 lab-kernels: setup
 	$(VENV)/bin/python -m kstep lab fetch

@@ -1,17 +1,9 @@
 """The code pane's excerpts: committed from Debian's linux-source-6.12, one per mirrored function."""
 
-import os
-from pathlib import Path
-
-import pytest
-
 from kstep.engine import Source
 from kstep.lab import excerpts, source_index
 from kstep.models import MODELS, make_model
 from kstep.views import code
-
-TREES = [Path(p) for p in (os.environ.get("KSTEP_LINUX_TREE", ""),) if p]
-TREES.append(source_index.tree_dir())
 
 
 def all_labels():
@@ -54,8 +46,5 @@ def test_an_anchored_step_marks_the_code_it_stands_for():
         "if (unlikely(down_read_trylock(&vma->vm_lock->lock) == 0))"]
 
 
-@pytest.mark.skipif(not any((t / "Makefile").is_file() for t in TREES),
-                    reason="no linux-source-6.12 tree here (python -m kstep.lab.source_index build extracts one)")
-def test_the_committed_excerpts_are_what_the_tree_has():
-    tree = next(t for t in TREES if (t / "Makefile").is_file())
-    assert excerpts.build(tree, excerpts.wanted()) == excerpts.load()
+def test_the_committed_excerpts_are_what_the_tree_has(linux_tree):
+    assert excerpts.build(linux_tree, excerpts.wanted()) == excerpts.load()

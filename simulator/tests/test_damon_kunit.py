@@ -4,10 +4,8 @@ the model's region operations, one test per KUnit case and named after it.
 The kernel builds those tests with DAMON_MIN_REGION redefined to 1; so are they run here.
 """
 
-import os
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -231,11 +229,9 @@ def test_every_kunit_case_is_reproduced_or_explained():
     assert all(len(why) > 40 for why in kunit.NOT_APPLICABLE.values())
 
 
-def test_the_list_matches_the_kernels_kunit_files():
+def test_the_list_matches_the_kernels_kunit_files(linux_tree):
     """The case names are read from Linux 6.12.117's own KUnit files."""
-    src = Path(os.environ.get("KSTEP_LINUX_SRC", "/work/src/linux-source-6.12")) / "mm/damon/tests"
-    if not src.is_dir():
-        pytest.skip("the Linux 6.12.117 source tree is not unpacked here")
+    src = linux_tree / "mm/damon/tests"
     for suite, header in (("damon", "core-kunit.h"), ("damon-operations", "vaddr-kunit.h")):
         cases = tuple(re.findall(r"KUNIT_CASE\((\w+)\)", (src / header).read_text()))
         assert cases == kunit.SUITES[suite]

@@ -1,6 +1,8 @@
 """The committed Linux 6.12 function index, its loader, and the parser that builds it."""
 
 import gzip
+import io
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -213,3 +215,80 @@ def test_host_mirrors_reads_both_source_formats(tmp_path):
     one_line.write_text("# comment\ndeb [arch=amd64] http://other.invalid/debian bookworm main\n")
     assert host_mirrors([one_line]) == ("http://other.invalid/debian", None)
     assert host_mirrors([Path(tmp_path / "missing")]) == (None, None)
+
+
+def _tar_xz(files: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:xz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def _fake_source_deb(path, version, sublevel):
+    """A linux-source .deb as Debian builds it (ar: control.tar.xz, data.tar.xz holding the tarball),
+    with a two-file tree of release 6.12.<sublevel>."""
+    tree = _tar_xz({
+        "linux-source-6.12/Makefile": f"VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = {sublevel}\n".encode(),
+        "linux-source-6.12/mm/memory.c": b"int do_fault(int x)\n{\n\treturn x;\n}\n",
+    })
+    members = {
+        "control.tar.xz": _tar_xz({"./control": f"Package: linux-source-6.12\nVersion: {version}\n".encode()}),
+        "data.tar.xz": _tar_xz({"./usr/src/linux-source-6.12.tar.xz": tree}),
+    }
+    with open(path, "wb") as f:
+        f.write(b"!<arch>\n")
+        for name, data in members.items():
+            f.write(f"{name + '/':<16}{0:<12}{0:<6}{0:<6}{100644:<8}{len(data):<10}`\n".encode())
+            f.write(data + b"\n" * (len(data) & 1))
+    return path
+
+
+def test_a_newer_release_is_unpacked_and_named_a_stale_pin(tmp_path, monkeypatch):
+    """Debian keeps only the newest 6.12.y: the tree falls back to it, and the checks that need the
+    pinned release exactly then fail on one named reason."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    newer = _fake_source_deb(tmp_path / "new.deb", "6.12.120-1~deb12u1", 120)
+    asked = []
+
+    class Apt:
+        def __init__(self, log):
+            pass
+
+        def download(self, package, version):
+            asked.append(version)
+            if version == source_index.VERSION:
+                raise source_index.DebianFetchError(f"look up {package}={version}: not in the archive")
+            return newer
+
+        def record(self, package):
+            return {"Version": "6.12.120-1~deb12u1"}
+
+    monkeypatch.setattr(source_index, "PrivateApt", Apt)
+    log = []
+    tree = source_index.fetch_tree(log.append)
+    assert asked == [source_index.VERSION, "6.12.120-1~deb12u1"]
+    assert any("no longer in Debian's archive" in line for line in log)
+    assert source_index.linux_tree() == tree
+    assert source_index.stale_pin(tree) == "stale pin: 6.12.117 -> 6.12.120"
+    assert source_index.index_tree(tree) == {"mm/memory.c": frozenset({"do_fault"})}
+
+
+def test_an_interrupted_unpack_is_never_taken_for_a_tree(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    deb = _fake_source_deb(tmp_path / "pinned.deb", source_index.VERSION, 117)
+
+    def interrupted(deb, tree, log):
+        (tree / "mm").mkdir(parents=True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(source_index, "extract_tree", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        source_index.unpack(deb, lambda line: None)
+    assert source_index.linux_tree() is None
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    tree = source_index.unpack(deb, lambda line: None)
+    assert source_index.linux_tree() == tree and source_index.stale_pin(tree) is None

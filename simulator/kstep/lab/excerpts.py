@@ -119,7 +119,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help=f"rewrite the committed {EXCERPTS_NAME}")
     b.add_argument("--tree", type=Path, default=None,
-                   help=f"an unpacked {PACKAGE} tree (default: the one source_index build extracts, {tree_dir()})")
+                   help=f"an unpacked {PACKAGE} tree (default: the one make linux-source unpacks, {tree_dir()})")
     args = parser.parse_args(argv)
     tree = args.tree or tree_dir()
     if not (tree / "Makefile").is_file():

@@ -6,9 +6,10 @@ index ``linux-6.12-functions.txt.gz``, which this module builds from Debian's
 ``linux-source-6.12`` package and loads.
 
 ``python -m kstep.lab.source_index build [--deb PATH]`` fetches the package through the
-private apt configuration of :mod:`kstep.lab.debian` (or takes ``--deb``), streams the
-tarball inside it, extracts only the parts of the tree listed in :data:`PARTS` into the
-user cache (they stay there for reading), and indexes, per ``.c``/``.h`` file:
+private apt configuration of :mod:`kstep.lab.debian` (or takes ``--deb``), unpacks the
+whole tree into the user cache once (``python -m kstep.lab.source_index tree``, which
+``make linux-source`` runs, does only that: the kernel lab and the tests read it there), and
+indexes, per ``.c``/``.h`` file of the parts listed in :data:`PARTS`:
 
 * function definitions (including ``static inline`` ones in headers), and
 * function-like macros (``#define name(``), because several kernel "functions" that a
@@ -62,9 +63,6 @@ PARTS = (
     "arch/powerpc/lib/",
     "arch/powerpc/include/asm/",
 )
-# Extracted beside the parts: the top Makefile carries the kernel release.
-EXTRA_FILES = ("Makefile",)
-
 # Sparse annotations and GCC attributes that may follow a function's parameter list
 # before its body ("void f(spinlock_t *l) __acquires(l) {"); the name comes before them.
 TRAILING_ATTRIBUTES = frozenset(
@@ -301,22 +299,15 @@ def deb_control(deb: Path) -> dict[str, str]:
     raise SourceIndexError(f"{deb} has no control file: not a Debian package")
 
 
-def _wanted(path: str) -> bool:
-    return path in EXTRA_FILES or any(
+def _indexed(path: str) -> bool:
+    return path.endswith((".c", ".h")) and any(
         path.startswith(part) if part.endswith("/") else path == part for part in PARTS
     )
 
 
-def _indexed(path: str) -> bool:
-    return path.endswith((".c", ".h")) and path not in EXTRA_FILES
-
-
-def extract_and_index(
-    deb: Path, tree: Path, log: Callable[[str], None]
-) -> dict[str, frozenset[str]]:
-    """Extract the wanted parts of the tarball in ``deb`` into ``tree`` and index them."""
-    index: dict[str, frozenset[str]] = {}
-    parts_seen: set[str] = set()
+def extract_tree(deb: Path, tree: Path, log: Callable[[str], None]) -> None:
+    """Extract the whole tarball in ``deb`` into ``tree``, saying which top folder it is in."""
+    seen: set[str] = set()
     with _deb_tar(deb, "data.tar") as outer:
         for member in outer:
             if member.name.lstrip("./") != TARBALL:
@@ -324,20 +315,28 @@ def extract_and_index(
             with tarfile.open(fileobj=outer.extractfile(member), mode="r|xz") as inner:
                 for m in inner:
                     rel = m.name.partition("/")[2]
-                    if not _wanted(rel):
+                    if not rel:
                         continue
-                    part = next((p for p in PARTS if rel.startswith(p)), rel)
-                    if part not in parts_seen:
-                        parts_seen.add(part)
-                        log(f"extracting {'and indexing ' if part in PARTS else ''}{part}")
+                    top, sub, _ = rel.partition("/")
+                    if sub and top not in seen:
+                        seen.add(top)
+                        log(f"extracting {top}")
                     m.name = rel
                     inner.extract(m, tree, filter="data")
-                    if m.isfile() and _indexed(rel):
-                        index[rel] = frozenset(
-                            definitions((tree / rel).read_text(errors="replace"))
-                        )
-            return index
+            return
     raise SourceIndexError(f"{deb} does not contain {TARBALL}")
+
+
+def index_tree(tree: Path) -> dict[str, frozenset[str]]:
+    """path → names defined there, for every C file of :data:`PARTS` in an unpacked tree."""
+    index: dict[str, frozenset[str]] = {}
+    for part in PARTS:
+        paths = sorted((tree / part).rglob("*")) if part.endswith("/") else [tree / part]
+        for path in paths:
+            rel = path.relative_to(tree).as_posix()
+            if path.is_file() and _indexed(rel):
+                index[rel] = frozenset(definitions(path.read_text(errors="replace")))
+    return index
 
 
 def kernel_release(makefile: Path) -> str:
@@ -374,29 +373,85 @@ def default_index_path() -> Path:
     return Path(__file__).with_name(INDEX_NAME)
 
 
-def build(deb: Path | None, out: Path, log: Callable[[str], None]) -> dict[str, str]:
-    """Build the index into ``out``; returns its header fields."""
-    started = time.monotonic()
-    if deb is None:
-        deb = PrivateApt(log=log).download(PACKAGE, VERSION)
+# A finished extraction carries this file, so an interrupted one is never taken for a tree.
+COMPLETE = ".kstep-complete"
+
+
+def unpack(deb: Path, log: Callable[[str], None]) -> Path:
+    """The whole tree of the linux-source ``deb``, extracted into the user cache once."""
     control = deb_control(deb)
     if control.get("Package") != PACKAGE:
         raise SourceIndexError(f"{deb} is {control.get('Package')}, not {PACKAGE}")
-    version = control["Version"]
-    tree = tree_dir(version)
+    tree = tree_dir(control["Version"])
+    if (tree / COMPLETE).is_file():
+        return tree
     work = tree.with_name(tree.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
-    log(f"reading {deb.name}; extracting into {tree}")
+    log(f"reading {deb.name}; extracting the whole tree into {tree} (about a minute)")
     try:
-        index = extract_and_index(deb, work, log)
+        extract_tree(deb, work, log)
+        (work / COMPLETE).write_text(f"{PACKAGE} {control['Version']}\n")
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
     shutil.rmtree(tree, ignore_errors=True)
     work.rename(tree)
+    return tree
+
+
+def pinned_release() -> str:
+    """The kernel release of the pinned package version (``6.12.117`` of ``6.12.117-1~deb12u1``)."""
+    return VERSION.split("-", 1)[0]
+
+
+def fetch_tree(log: Callable[[str], None]) -> Path:
+    """The pinned tree, fetched and unpacked if it is not in the cache yet.
+
+    Debian keeps only the newest version in each suite: when the pinned one is gone, the
+    newest 6.12.y there is unpacked instead and the log says so; :func:`stale_pin` then
+    names the difference for the checks that need the pinned release exactly.
+    """
+    if (tree_dir() / COMPLETE).is_file():
+        return tree_dir()
+    apt = PrivateApt(log=log)
+    try:
+        deb = apt.download(PACKAGE, VERSION)
+    except DebianFetchError as exc:
+        newest = apt.record(PACKAGE)["Version"]
+        if not newest.startswith(pinned_release().rsplit(".", 1)[0] + "."):
+            raise
+        log(f"{PACKAGE} {VERSION} is no longer in Debian's archive ({exc}); using {newest}")
+        deb = apt.download(PACKAGE, newest)
+    return unpack(deb, log)
+
+
+def linux_tree() -> Path | None:
+    """The unpacked tree in the user cache: the pinned one, else the newest 6.12.y there."""
+    if (tree_dir() / COMPLETE).is_file():
+        return tree_dir()
+    trees = sorted(
+        (t for t in tree_dir().parent.glob(f"{PACKAGE}_*") if (t / COMPLETE).is_file()),
+        key=lambda t: [int(n) for n in re.findall(r"\d+", kernel_release(t / "Makefile"))],
+    )
+    return trees[-1] if trees else None
+
+
+def stale_pin(tree: Path) -> str | None:
+    """``stale pin: 6.12.117 -> 6.12.N`` when ``tree`` is not the pinned release, else None."""
+    release = kernel_release(tree / "Makefile")
+    return None if release == pinned_release() else f"stale pin: {pinned_release()} -> {release}"
+
+
+def build(deb: Path | None, out: Path, log: Callable[[str], None]) -> dict[str, str]:
+    """Build the index into ``out`` from the tree of ``deb`` (default: the pinned package)."""
+    started = time.monotonic()
+    if deb is None:
+        deb = PrivateApt(log=log).download(PACKAGE, VERSION)
+    tree = unpack(deb, log)
+    index = index_tree(tree)
     header = {
         "package": PACKAGE,
-        "version": version,
+        "version": deb_control(deb)["Version"],
         "kernel": kernel_release(tree / "Makefile"),
         "sha256": sha256(deb),
     }
@@ -458,7 +513,10 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="python -m kstep.lab.source_index", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{build,check}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{tree,build,check}")
+    sub.add_parser(
+        "tree", help=f"fetch and unpack Debian's {PACKAGE} {VERSION} into the user cache (once); print its path"
+    )
     b = sub.add_parser("build", help=f"build {INDEX_NAME} from Debian's {PACKAGE} {VERSION}")
     b.add_argument("--deb", type=Path, help=f"use this {PACKAGE} .deb instead of downloading it")
     b.add_argument("--out", type=Path, default=default_index_path(), help="index file to write")
@@ -476,6 +534,19 @@ def main(argv: list[str] | None = None) -> int:
         for loc in missing:
             print(f"not in Linux {header()['kernel']}: {loc}")
         return 1 if missing else 0
+    if args.command == "tree":
+        try:
+            tree = fetch_tree(log)
+        except SourceIndexError as exc:
+            parser.error(str(exc))
+        except (DebianFetchError, OSError) as exc:
+            print(f"{parser.prog}: {exc}", file=sys.stderr)
+            return 1
+        stale = stale_pin(tree)
+        if stale:
+            log(f"{stale}: release-exact checks will fail until the pin moves")
+        print(tree)
+        return 0
     if args.deb is not None and not args.deb.is_file():
         parser.error(f"--deb {args.deb}: no such file")
     if not args.out.parent.is_dir():

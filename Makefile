@@ -6,20 +6,21 @@ INSTALLED := $(VENV)/.kstep-installed
 # Pyodide's core runtime (the npm package, pinned by package-lock.json): the course site serves it
 # from its own static folder for the pages' interactive mode.
 PYODIDE := node_modules/pyodide/.kstep-installed
-EXTRAS := notebook,test,bench,docs
+EXTRAS := notebook,test,lint,bench,docs
 PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 # make test's pytest workers: one per core by default (TEST_JOBS=1 runs the suite in one process).
 TEST_JOBS ?= $(shell nproc)
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages linux-source course test test-fast test-browser-stress test-grade-batch notebook lab lab-kernels lab-guest bench verdicts clean distclean
+.PHONY: help setup system-packages linux-source course lint test test-fast test-browser-stress test-grade-batch notebook lab lab-kernels lab-guest bench verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
 	@echo "  course           install what is needed, build the course site into build/course and print the page to open"
 	@echo "  test             install what is needed, run every test (slow, qemu and browser ones included)"
 	@echo "  test-fast        like test, without the slow, qemu and browser tests"
+	@echo "  lint             ruff's rules, and long lines and mypy errors no more than scripts/lint-ratchet.json"
 	@echo "  test-browser-stress  the player's play/pause browser tests 20 times under 2 busy loops per CPU"
 	@echo "                   (not part of test; about half an hour on a loaded 2-CPU machine)"
 	@echo "  test-grade-batch grade 100 submissions with hostile ones mixed in, and a Gradescope zip in an"
@@ -77,6 +78,9 @@ test: setup lab-kernels lab linux-source
 
 test-fast: setup linux-source
 	$(PYTEST) -m "not slow and not qemu and not browser and not batch"
+
+lint: setup
+	$(VENV)/bin/python scripts/lint
 
 test-grade-batch: setup
 	$(PYTEST) -m batch

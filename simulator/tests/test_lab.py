@@ -5,7 +5,6 @@ import json
 import os
 import stat
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ import pytest
 from kstep.cli import main
 from kstep.errors import UserError
 from kstep.lab import debian, guest, kernels, ktap, probes, vma_retries
-from kstep.lab.kernels import Package
 
 DATA = Path(__file__).parent / "data" / "lab"
 RECORDED = Path(__file__).resolve().parents[2] / "kernel-lab" / "guest" / "recorded"

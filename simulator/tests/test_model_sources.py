@@ -34,7 +34,7 @@ def test_every_label_exists_in_linux_6_12(mech):
 def test_every_source_fits_the_trace_format():
     """A trace records each step's source, and show refuses a trace whose sources break its schema."""
     schema = trace.schema()["properties"]["steps"]["items"]["properties"]["source"]
-    for mech, variant, label, source in all_locations():
+    for _mech, _variant, _label, source in all_locations():
         jsonschema.validate(str(source), schema)
 
 

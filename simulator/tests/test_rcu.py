@@ -9,7 +9,7 @@ from kstep.models import rcu
 from kstep.models.rcu import (RCU_GP_SEQ_INIT, ULONG_MAX, RcuModel, gp_seq_long, rcu_do_batch, rcu_seq_done,
                               rcu_seq_snap)
 
-from support import assert_breaker_catches, labels_of, load
+from support import assert_breaker_catches, load
 
 MECH = "rcu"
 SCENARIOS = scenario.bundled(MECH)

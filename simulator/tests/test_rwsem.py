@@ -173,7 +173,7 @@ def test_handoff_is_set_by_a_waiting_writer_and_then_only_the_first_waiter_gets_
     handoffs = [(a, t) for s, a, t, i in mmap_steps() if t.mm.mmap_lock.handoff and not s.mm.mmap_lock.handoff]
     assert handoffs and {a.label for a, t in handoffs} == {"rwsem_try_write_lock"}
     assert "HANDOFF" in make_model("vma-locks").summary(handoffs[0][1])["mmap_lock"]  # the step table shows it
-    for s, a, t, i in mmap_steps():
+    for s, a, t, _i in mmap_steps():
         sem, after = s.mm.mmap_lock, t.mm.mmap_lock
         if not sem.handoff:
             continue

@@ -265,7 +265,7 @@ COMMON = {
 }
 
 
-MAX_STEPS = 100_000  # a run that neither finishes nor deadlocks stops here (simulate's default)
+MAX_STEPS = 100_000  # a run of a scenario that declares no steps stops here (Scenario.max_steps)
 
 
 @dataclass

@@ -23,7 +23,6 @@ from typing import Optional
 from ..errors import UserError, shorten
 from .model import HARM, Action, Checks, Model, State, deadlock, without_cyclic_gc
 from .prng import SplitMix64
-from .scenario import MAX_STEPS
 from .trace import Trace
 
 _ENTRY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(:[A-Za-z_][A-Za-z0-9_]*)?(?:\*([0-9]+))?")

@@ -39,7 +39,7 @@ from ..engine.program import thread_index
 from ..engine.scenario import Invalid
 from ..errors import UserError
 from ..files import LOG_CAP, STDIN, open_input, text_lines
-from .check import END, MAGIC, STEP_VERDICT, VERSION, StepLines
+from .check import MAGIC, STEP_VERDICT, VERSION, StepLines
 from ..models import make_model
 from ..models.rcu import RCU_ACTOR
 from ..models.rwsem import NOBODY

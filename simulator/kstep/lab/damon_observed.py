@@ -209,7 +209,7 @@ def parse_damo_records(data, kind: str, where: str) -> Observation:
             aggr = _interval_us(iv.get("aggr_us", iv.get("aggr")), where)
             attrs = Attrs(sample, aggr, 1 << 32)
         snaps = []
-        for i, s in enumerate(rec["snapshots"]):
+        for s in rec["snapshots"]:
             regions = []
             for r in s["regions"]:
                 nr = r["nr_accesses"]["samples"] if isinstance(r.get("nr_accesses"), dict) else r.get("nr_accesses", 0)

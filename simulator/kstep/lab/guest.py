@@ -28,7 +28,7 @@ from pathlib import Path
 from kstep.errors import UserError
 from kstep.files import LAB_RESULT_CAP, read_text
 from kstep.lab import ktap
-from kstep.lab.kernels import ARCHES, Kernels, lab_dir
+from kstep.lab.kernels import Kernels, lab_dir
 
 GUEST = Path(__file__).resolve().parents[3] / "kernel-lab" / "guest"
 PROBES = ("vma", "fork", "damon", "qspin")

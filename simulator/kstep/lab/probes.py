@@ -474,7 +474,7 @@ def damon_rows(case: dict, result: dict) -> list[str]:
         regions = [len(a.regions) for a in got] or [0]
         rows.append(f"  {who}: {len(got)} aggregations, {min(regions)}-{max(regions)} regions, hot {hot_mean:.2f} "
                     f"vs rest {rest_mean:.4f} ({damon_hot_rest(hot_mean, rest_mean):.0f}x)")
-    rows.append(f"  the kernel's regions replayed as an observation trace: "
+    rows.append("  the kernel's regions replayed as an observation trace: "
                 + ("every aggregation keeps the region invariants" if trace.violation is None
                    else f"aggregation {trace.violation.step} breaks {trace.violation.title}"))
     rows.append("  comparable: the hot range standing out, and how many regions DAMON keeps; not the hot mean: the "

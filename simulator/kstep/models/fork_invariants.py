@@ -20,7 +20,7 @@ from typing import Optional
 from ..engine import HARM, Invariant, thread_index
 from . import vma_lock as vl
 from .fork_batch import (ANON, BATCH, COPIED, GUP_PIN_COUNTING_BIAS, MM_ANONPAGES, MM_FILEPAGES, MM_SHMEMPAGES,
-                         MM_SWAPENTS, SHARED, SHMEM, SWAP, ZERO)
+                         MM_SWAPENTS, SHARED, SHMEM, SWAP)
 from .pgtable import (ARM64, CONT_PTES, PFN_PTE_SHIFT, PTE_CONT, PTE_DIRTY, PTE_PRESENT, PTE_SOFT_DIRTY,
                       PTE_SPECIAL, PTE_SWP, PTE_SWP_EXCLUSIVE, PTE_UFFD_WP, PTE_WRITE, PTE_YOUNG, PTRS_PER_PTE)
 

@@ -133,7 +133,7 @@ class FrameColumns:
             for col, kind in self.kinds.items():
                 values, was = self._flat[col], self._store[1].get(col)
                 if kind == STR or self._whole[col]:
-                    store[col] = grown(was, values, lambda part: part if kind == STR else [int(v) for v in part])
+                    store[col] = grown(was, values, lambda part, kind=kind: part if kind == STR else [int(v) for v in part])
                 else:
                     code = "f" if self._f32[col] else "d"
                     store[col] = array(code, values) if was is None or was.typecode != code else \

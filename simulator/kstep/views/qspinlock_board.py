@@ -218,7 +218,7 @@ def field_label_rows(fields: list[Field], nlocks: int) -> Callable:
     """Under each field its value for the word, on two staggered lines so narrow fields never collide;
     a narrow field at either end of the word is aligned with that end, to stay on the board."""
     place = []
-    for j, f in enumerate(fields):
+    for _j, f in enumerate(fields):
         narrow = f.hi - f.lo < 4
         if narrow and f.lo == 0:
             place.append((round(bit_x(0) + CELL / 2, 4), "right"))
@@ -438,7 +438,7 @@ def queue_boxes(s) -> list[Box]:
         for i, t in enumerate(s.threads):
             if t.lock == lock and phase(s, i) in (HOLDS, RELEASES):
                 entries.append((f"holds {q.lock_name(lock)}: {t.name}", "", HOLDING[1]))
-        for i, t in enumerate(s.threads):
+        for t in s.threads:
             if t.lock == lock and t.frames and t.frames[0].label in q.PENDING_PATH and s.layout == q.QSPINLOCK:
                 undo = t.frames[0].label == "clear_pending"
                 entries.append((f"pending: {t.name}", "undoes it, then queues" if undo else "spins on the word",
@@ -456,7 +456,7 @@ def queue_boxes(s) -> list[Box]:
         if not entries:
             entries.append(("free, nobody waiting", "", style.EMPTY))
         y = queue_y(s.layout, lock)
-        for (x, _, w, h), (head, body, fill) in zip(in_a_row(len(entries), y=y, max_w=2.3), entries):
+        for (x, _, w, _h), (head, body, fill) in zip(in_a_row(len(entries), y=y, max_w=2.3), entries):
             out.append(Box(x, y, w, QUEUE_H, fill, head, body))
     return out
 

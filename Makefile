@@ -95,8 +95,9 @@ test-browser-stress: setup
 notebook: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
-# The C ports need only the system packages; make -C kernel-lab test runs the lab's checks alone.
-lab: system-packages
+# The C ports compile the kernel's own files from the linux-source tree; make -C kernel-lab test runs
+# the lab's checks alone.
+lab: linux-source
 	$(MAKE) -C kernel-lab
 
 # The pinned release, or the newest 6.12.y when Debian no longer has it (the checks that need the

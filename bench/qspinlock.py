@@ -67,14 +67,20 @@ def _lab(module: str):
 
 
 def build_times(say) -> dict:
-    """A clean build of each architecture in a scratch copy of kernel-lab (make -j2)."""
+    """A clean build of each architecture in a scratch copy of kernel-lab (make -j2), from the
+    linux-source tree that make linux-source unpacked."""
+    from kstep.lab import source_index
+
     out = {}
+    tree = source_index.linux_tree()
+    if tree is None:
+        raise SystemExit("bench: no linux-source-6.12 tree: run make linux-source")
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "kernel-lab"
         shutil.copytree(LAB, copy, ignore=shutil.ignore_patterns("build"))
         for arch in ARCHES:
             start = time.perf_counter()
-            subprocess.run(["make", "-C", str(copy), "-j2", f"ARCH={arch}"], check=True,
+            subprocess.run(["make", "-C", str(copy), "-j2", f"ARCH={arch}", f"LINUX={tree}"], check=True,
                            capture_output=True)
             out[arch] = round(time.perf_counter() - start, 2)
             say(f"qspinlock: clean build for {arch}: {out[arch]} s")

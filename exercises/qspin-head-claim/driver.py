@@ -35,7 +35,9 @@ def build(root: Path, arch: str) -> tuple[Path, str]:
     mine = []
     for bits, cpus in NR_CPUS.items():
         out = here / f"head_claim-{arch}-pb{bits}.o"
+        # the kernel's qspinlock.c and the headers it includes are in build/src (make lab made them)
         cmd = [CC[arch], *CFLAGS, f"-I{root}/include", f"-I{root}/arch/{arch}/include", f"-I{root}/common",
+               "-iquote", f"{root}/build/src/kernel/locking", f"-I{root}/build/src/include",
                "-DLAB_HOOKS=1", "-DLAB_VARIANT_ID=V6_12", "-DLAB_VARIANT_V6_12", f"-DLAB_PENDING_BITS={bits}",
                f"-DCONFIG_NR_CPUS={cpus}", f'-DLAB_HEAD_CLAIM="{here / "head_claim.c"}"',
                "-c", str(root / "qspinlock" / "lock_ops.c"), "-o", str(out)]

@@ -215,3 +215,33 @@ def autograder(root: Path, out: Path, tmp_path: Path) -> None:
                            "--config", str(root / "source" / "course.toml"), "--student", STUDENTS[1],
                            "--sandbox", "user"], env=env, capture_output=True, text=True)
     assert weak.returncode == 0 and "answer-ex (version 1): 4/4" in weak.stdout, weak.stdout + weak.stderr
+
+
+@pytest.mark.slow
+def test_a_c_exercise_zip_builds_the_lab_without_the_kernel_tree(tmp_path, capsys):
+    """A Gradescope image has no Debian archive to fetch linux-source from: the zip carries the
+    kernel files the lab compiles, and its kernel lab builds from them alone."""
+    exercises = tmp_path / "exercises"
+    shutil.copytree(ROOT / "exercises" / "qspin-head-claim", exercises / "qspin-head-claim",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    config = tmp_path / "course.toml"
+    config.write_text(f'name = "Test course"\nsecret = "{SECRET}"\nexercises = "exercises"\n')
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student\ns1234567\n")
+    out = release(tmp_path, config, roster, capsys)
+    unpacked = tmp_path / "autograder"
+    with zipfile.ZipFile(out / "gradescope" / "qspin-head-claim.zip") as z:
+        z.extractall(unpacked)
+        sources = {n for n in z.namelist() if n.startswith("kernel-lab/build/")}
+    assert "kernel-lab/build/src/kernel/locking/qspinlock.c" in sources
+    assert all(n.startswith("kernel-lab/build/src/") for n in sources)
+    patched = (unpacked / "kernel-lab/build/src/kernel/locking/qspinlock.c").read_text()
+    assert patched == (ROOT / "kernel-lab/build/src/kernel/locking/qspinlock.c").read_text()
+    built = subprocess.run(["make", "-s", "-C", str(unpacked / "kernel-lab"), "LINUX=", "ARCH=x86_64",
+                            "build/x86_64/qspinlock-torture"], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-2000:]
+    # and without them, the build says what is missing rather than compiling something else
+    shutil.rmtree(unpacked / "kernel-lab" / "build")
+    built = subprocess.run(["make", "-s", "-C", str(unpacked / "kernel-lab"), "LINUX=", "ARCH=x86_64",
+                            "build/x86_64/qspinlock-torture"], capture_output=True, text=True)
+    assert built.returncode != 0 and "run make linux-source" in built.stderr

@@ -14,10 +14,7 @@
 
 #include <linux/types.h>
 #include <linux/percpu.h>
-
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define __LITTLE_ENDIAN
-#endif
+#include <asm/byteorder.h>
 
 typedef struct qspinlock {
 	union {

@@ -45,6 +45,19 @@
 /* xchg of any size: the qspinlock's xchg_tail() exchanges the 16-bit tail. */
 #define xchg_relaxed(ptr, x)		__atomic_exchange_n((ptr), (x), __ATOMIC_RELAXED)
 
+/*
+ * Only the plain MCS lock's functions in kernel/locking/mcs_spinlock.h use these, and the
+ * qspinlock, which compiles that header, never calls them.  As there, a failed cmpxchg gives no
+ * ordering and cmpxchg returns the value it found.
+ */
+#define xchg(ptr, x)			__atomic_exchange_n((ptr), (x), __ATOMIC_SEQ_CST)
+#define cmpxchg_release(ptr, old, new)	({					\
+	__typeof__(*(ptr)) __old = (old);					\
+	__atomic_compare_exchange_n((ptr), &__old, (new), false,		\
+				    __ATOMIC_RELEASE, __ATOMIC_RELAXED);	\
+	__old;									\
+})
+
 #define atomic_cond_read_acquire(v, c)	smp_cond_load_acquire(&(v)->counter, (c))
 #define atomic_cond_read_relaxed(v, c)	smp_cond_load_relaxed(&(v)->counter, (c))
 

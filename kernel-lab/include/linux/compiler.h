@@ -17,6 +17,7 @@
 #define noinline		__attribute__((__noinline__))
 #define __pure			__attribute__((__pure__))
 #define __lockfunc
+#define __user			/* sparse's address-space mark; userspace has one space */
 
 /* The kernel's barrier(): the compiler may not move memory accesses across it. */
 #define barrier()		__asm__ __volatile__("" : : : "memory")

@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import zipfile
 from importlib import resources
 from pathlib import Path
@@ -37,6 +38,9 @@ MAX_ROSTER = 5000
 # What of the repository a Gradescope zip carries to install kstep and build the kernel lab.
 KSTEP_FILES = ("pyproject.toml", "README.md", "LICENSE")
 LAB_SKIP = ("build",)
+# The kernel's files the lab compiles (kernel-lab/Makefile's KERNEL_FILES), made from the instructor's
+# linux-source tree: the zip carries them, since the autograder has no Debian archive to fetch it.
+LAB_SOURCES = Path("build") / "src"
 
 
 def read_roster(path: Path) -> list[str]:
@@ -104,6 +108,15 @@ def release(course: Course, exercises: list[Exercise], roster: list[str], out: P
     return pinned
 
 
+def lab_sources(lab: Path) -> Path:
+    """kernel-lab/build/src, made (or brought up to date) from the linux-source tree."""
+    run = subprocess.run(["make", "-s", "-C", str(lab), "sources"], capture_output=True, text=True)
+    if run.returncode != 0:
+        last = (run.stderr.strip().splitlines() or ["make failed"])[-1]
+        raise UserError(f"kstep release: the kernel lab's kernel sources: {last}")
+    return lab / LAB_SOURCES
+
+
 def _add_tree(z: zipfile.ZipFile, src: Path, prefix: str, skip: tuple = ()) -> None:
     for path in sorted(src.rglob("*")):
         rel = path.relative_to(src)
@@ -137,4 +150,5 @@ def autograder_zip(course: Course, exercise: Exercise, pinned: dict, repo: Path,
         _add_tree(z, exercise.path, f"exercises/{exercise.id}")
         if exercise.kernel_lab:
             _add_tree(z, repo / "kernel-lab", "kernel-lab", LAB_SKIP)
+            _add_tree(z, lab_sources(repo / "kernel-lab"), f"kernel-lab/{LAB_SOURCES.as_posix()}")
     os.chmod(path, 0o600)  # it holds the course secret

@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kernel/locking/qspinlock.c includes <linux/hardirq.h> but uses nothing of it in the native slow
+ * path that the lab builds (only the paravirt one, which CONFIG_PARAVIRT_SPINLOCKS=n leaves out).
+ */
+#ifndef LAB_LINUX_HARDIRQ_H
+#define LAB_LINUX_HARDIRQ_H
+#endif /* LAB_LINUX_HARDIRQ_H */

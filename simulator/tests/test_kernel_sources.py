@@ -154,9 +154,9 @@ def unmarked_changes(patch_text, original, patched):
                 if kind == "+" and not (in_lab[new - 1] or is_comment[new - 1]):
                     added.append(text)
                 new += 1
-        if tokens(removed) != unhooked(tokens(added)):
-            problems.append(f"the hunk ending at line {new - 1} changes the kernel's code: {' '.join(tokens(removed))!r}"
-                            f" becomes {' '.join(unhooked(tokens(added)))!r}")
+        kernel, lab = " ".join(tokens(removed)), " ".join(unhooked(tokens(added)))
+        if kernel != lab:
+            problems.append(f"the hunk ending at line {new - 1} changes the kernel's code: {kernel!r} becomes {lab!r}")
     return problems
 
 
@@ -200,7 +200,8 @@ def mutated(linux_tree, patch, tmp_path, old, new):
     # ... or weakens it: the barrier that publishes an initialised node
     ("\n\tsmp_wmb();\n", "\n", "'smp_wmb ( ) ;' becomes ''"),
     # ... or keeps the hook but changes the statement it wraps
-    ("\t\tval = queued_fetch_set_pending_acquire(lock);", "\t\tval = atomic_fetch_or_relaxed(_Q_PENDING_VAL, &lock->val);",
+    ("\t\tval = queued_fetch_set_pending_acquire(lock);",
+     "\t\tval = atomic_fetch_or_relaxed(_Q_PENDING_VAL, &lock->val);",
      "becomes 'val = atomic_fetch_or_relaxed ( _Q_PENDING_VAL , & lock -> val ) ;'"),
 ])
 def test_a_patch_that_changes_the_kernels_code_is_refused(linux_tree, tmp_path, old, new, problem):

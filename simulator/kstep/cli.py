@@ -5,7 +5,7 @@
     kstep explore MECH --scenario S [--max-states N] [--no-symmetry] [--no-por] [--no-dead-vars] [--hash-compact]
                   [--states F [--columns A,B]] [--dot F] [--json F] [--html F]
     kstep explore MECH --scenario S --liveness [--max-states N] [--json F] [--html F]
-    kstep show TRACE.json [--html F]
+    kstep show TRACE.json [--html F] [--steps FILE.py]
     kstep check MECH LOG
     kstep grade EXERCISE SUBMISSION [--student ID] [--config COURSE.toml] [--out DIR] | --batch DIR
     kstep release --config COURSE.toml --roster CSV --out DIR

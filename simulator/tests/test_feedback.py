@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from kstep.cli import main
-from kstep.grading import exercise, harness
+from kstep.grading import exercise, feedback, harness
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISE = ROOT / "exercises" / "vma-start-read"
@@ -61,3 +61,20 @@ def test_the_public_counterexample_opens_in_kstep_show(tmp_path, capsys):
     assert main(["show", str(work / "counterexample.json")]) == 2  # without --steps: one line, no traceback
     err = capsys.readouterr().err
     assert "unknown variant 'v6.12+steps'" in err and err.count("\n") == 1, err
+
+
+def test_step_credit_shares_by_step_and_never_pays_in_full_for_a_wrong_whole():
+    kernel = {"verdict": "clean", "invariant": None, "states": 10}
+    broken = {"verdict": "violation", "invariant": "x", "message": "m", "states": 3, "interleaving": ["T:a"]}
+    steps = ("a", "b", "c", "d")
+
+    def asking(answers):
+        return lambda names: answers[None if names is None else names[0]]
+
+    assert feedback.step_credit(asking({None: kernel}), steps, kernel) == (1.0, "")
+    credit, why = feedback.step_credit(asking({None: broken, "a": kernel, "b": broken, "c": kernel,
+                                               "d": "your code exited with status 1"}), steps, kernel)
+    assert credit == 0.5 and why.splitlines()[0].startswith("2 of your 4 steps behave as Linux's")
+    assert "d: your code exited with status 1" in why and "b: your steps break the invariant x (m)" in why
+    credit, why = feedback.step_credit(asking({None: broken, **{s: kernel for s in steps}}), steps, kernel)
+    assert credit == 0.75 and why.startswith("each of your steps behaves as Linux's alone, but together")

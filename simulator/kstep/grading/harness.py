@@ -196,6 +196,7 @@ def _fill(scratch: Path, exercise: Exercise, variant: dict, files: dict) -> None
             shutil.copytree(src, scratch / name)
         elif src.is_file():
             shutil.copy(src, scratch / name)
+    exercise.write_checks(scratch / "tests")
     (scratch / "variant.toml").write_text(variant_toml(exercise, variant))
     for name, data in files.items():
         (scratch / name).write_bytes(data)
@@ -217,11 +218,11 @@ def _points(exercise: Exercise, name: str) -> float:
 
 def _public(exercise: Exercise, ctx: Context) -> list[TestResult]:
     out = []
-    for path in exercise.public_tests:
-        name = ctx.test = path.stem
+    for name in exercise.public_tests:
+        ctx.test = name
         points = _points(exercise, name)
         try:
-            r = ctx.run([sys.executable, "-m", "kstep.grading.ok", "--json", f"tests/{path.name}"])
+            r = ctx.run([sys.executable, "-m", "kstep.grading.ok", "--json", f"tests/{name}.py"])
         except Fail as f:
             out.append(TestResult(name, VISIBLE, 0, points, f.message))
             continue

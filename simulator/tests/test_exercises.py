@@ -119,7 +119,8 @@ def test_a_declared_check_is_written_as_a_public_test_and_a_wrong_kind_is_one_li
     assert ex.checks == {"answers-complete": "predict-well-formed"} and "answers-complete" in ex.public_tests
     ex.write_checks(tmp_path / "tests")
     test = ok.load_test(tmp_path / "tests" / "answers-complete.py")
-    assert test["name"] == "answers-complete" and "predict.well_formed('vma-locks')" in test["suites"][0]["cases"][0]["code"]
+    assert test["name"] == "answers-complete"
+    assert "predict.well_formed('vma-locks')" in test["suites"][0]["cases"][0]["code"]
     copy = tmp_path / "vma-predict"
     shutil.copytree(ex.path, copy)
     toml = (copy / "exercise.toml").read_text()

@@ -93,7 +93,8 @@ HOSTILE = {
     "fork-bomb": (FORK_BOMB, "kept starting processes up to the limit (a fork bomb?)"),
     "segfault": ("import ctypes\nctypes.string_at(0)\n", "was killed by signal SIGSEGV"),
     "abort": ("import os\nos.abort()\n", "was killed by signal SIGABRT"),
-    "huge-output": ("import os\nwhile True:\n    os.write(1, b'x' * 65536)\n", "wrote more output than allowed (an output flood)"),
+    "huge-output": ("import os\nwhile True:\n    os.write(1, b'x' * 65536)\n",
+                    "wrote more output than allowed (an output flood)"),
     "memory": ("x = bytearray(1 << 34)\n", "ran out of memory"),
     "exit-status": ("raise SystemExit(3)\n", "exited with status 3"),
 }
@@ -133,7 +134,8 @@ def test_a_hostile_submission_gets_zero_with_a_clear_message(ex, tmp_path, monke
     assert by_name(g)["public-answer"].score == 0 and by_name(g)["public-answer"].output
 
 
-@pytest.mark.parametrize("code", ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n"], ids=["sys.exit", "os._exit"])
+@pytest.mark.parametrize("code", ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n"],
+                         ids=["sys.exit", "os._exit"])
 def test_a_public_test_ended_by_the_submission_says_what_happened(ex, tmp_path, code):
     g = grade_code(ex, tmp_path, code)
     public = by_name(g)["public-answer"]
@@ -403,7 +405,8 @@ def test_a_batch_grades_every_entry_to_the_end_whatever_it_is(ex, tmp_path):
     scores = {p.name: json.loads((p / "results.json").read_text())["score"] for p in out.iterdir()}
     assert scores == {"alice": 4, "bob": 4, "first.last": 4, "zoe": 4, "carol": 0, "dave": 0, "erin": 0,
                       "frank": 0, "gina": 0}
-    for student, why in (("carol", "is a FIFO"), ("dave", "a symbolic link"), ("erin", "is a directory (a file was expected)"),
+    for student, why in (("carol", "is a FIFO"), ("dave", "a symbolic link"),
+                         ("erin", "is a directory (a file was expected)"),
                          ("frank", "damaged in the archive"), ("gina", "damaged in the archive")):
         problems = [line for line in (out / student / "summary.txt").read_text().splitlines()
                     if line.startswith("submission: ")]

@@ -158,7 +158,8 @@ def _from_zip(stream: io.BytesIO, archive: str, wanted: tuple, max_bytes: int) -
                     try:
                         data = _member(z, info, max_bytes)
                     except DAMAGED as e:
-                        problems.append(f"{name}: damaged in the archive ({shorten(str(e) or type(e).__name__, 120)}), refused")
+                        why = shorten(str(e) or type(e).__name__, 120)
+                        problems.append(f"{name}: damaged in the archive ({why}), refused")
                         continue
                     _keep(found, problems, parts[-1], data, name, max_bytes)
     except DAMAGED + (NotImplementedError,) as e:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from kstep.grading import batch, exercise, sandbox
+from kstep.grading import batch, exercise
 
 from test_grading import CANARIES, FORK_BOMB, GOOD, bomb, damaged_zip, sandbox_processes
 

@@ -19,7 +19,6 @@ this runs inside the sandbox, in the student's driver.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Callable, Optional
 
 from ..engine import Variant, explore

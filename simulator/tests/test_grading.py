@@ -136,11 +136,15 @@ def test_a_hostile_submission_gets_zero_with_a_clear_message(ex, tmp_path, monke
 
 @pytest.mark.parametrize("code", ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n"],
                          ids=["sys.exit", "os._exit"])
-def test_a_public_test_ended_by_the_submission_says_what_happened(ex, tmp_path, code):
+def test_a_test_ended_by_the_submission_says_what_happened(ex, tmp_path, code):
+    """sys.exit() inside a doctest is the doctest's failure (SystemExit: 0); os._exit(), or either
+    in the driver, ends the run with no result, and the message asks about them."""
     g = grade_code(ex, tmp_path, code)
-    public = by_name(g)["public-answer"]
-    assert public.score == 0
-    assert "sys.exit(0)" in public.output or "does it call sys.exit() or os._exit()?" in public.output, public.output
+    assert g.score == 0
+    for t in g.tests:
+        said = "SystemExit: 0" in t.output if "sys" in code and t.name == "public-answer" else \
+            t.output == "your code ended the run before it had a result: does it call sys.exit() or os._exit()?"
+        assert said, t
 
 
 def test_it_cannot_read_hidden_tests_or_solutions(ex, tmp_path):

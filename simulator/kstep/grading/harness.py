@@ -30,6 +30,7 @@ from .submission import take
 
 VISIBLE, HIDDEN = "visible", "after_published"  # Gradescope's visibility of public and hidden tests
 MAX_RESULT = 1 << 20  # bytes of JSON a driver may answer with
+EXITED = "ended the run before it had a result: does it call sys.exit() or os._exit()?"
 
 
 class Fail(Exception):
@@ -159,6 +160,8 @@ class Context:
             tail = r.stderr.decode(errors="replace").strip().splitlines()[-6:]
             raise Fail(f"your code {r.why}", "\n".join(tail))
         answer = _last_json(r.stdout)
+        if answer is None and not r.stdout.strip():
+            raise Fail(f"your code {EXITED}")
         if answer is None:
             raise Fail("the driver's answer is not JSON (does your code print to stdout?)")
         return answer
@@ -228,9 +231,7 @@ def _public(exercise: Exercise, ctx: Context) -> list[TestResult]:
             continue
         got = _last_json(r.stdout)
         if r.verdict not in ("ok", "failed") or not isinstance(got, dict):
-            why = r.why if r.verdict not in ("ok", "failed") else \
-                f"ended the test's process (exit status {r.status}) before the test had a result: " \
-                f"does it call sys.exit() or os._exit()?"
+            why = r.why if r.verdict not in ("ok", "failed") else EXITED
             tail = "\n".join(r.stderr.decode(errors="replace").strip().splitlines()[-6:])
             out.append(TestResult(name, VISIBLE, 0, points, f"your code {why}\n{tail}".strip()))
         else:

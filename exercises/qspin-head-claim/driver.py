@@ -7,20 +7,24 @@ Your file replaces the queue head's claim and hand-off in the lab's Linux 6.12 q
 v6.12 variant, both pending-bit layouts); everything else links from the lab's own build
 (make lab).  arm64 and ppc64le binaries run under qemu-user.  The answer is one JSON line: whether
 it built (and the compiler's complaints if not), the torture tool's exit status (0 clean,
-1 violation, 3 hang, 4 inconclusive) and its summary.
+1 violation, 3 hang, 4 inconclusive) or how it ended without one ("was killed by signal SIGSEGV",
+"wrote more output than allowed (an output flood)": its output is read up to OUTPUT bytes), and
+its summary.
 """
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from kstep.grading.sandbox import Limits, capture
 
 CC = {"x86_64": "gcc", "arm64": "aarch64-linux-gnu-gcc", "ppc64le": "powerpc64le-linux-gnu-gcc"}
 RUN = {"x86_64": [], "arm64": ["qemu-aarch64"], "ppc64le": ["qemu-ppc64le"]}
 NR_CPUS = {8: 64, 1: 16384}
 CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-sign-compare",
           "-fno-strict-aliasing", "-ftls-model=local-exec", "-pthread"]
+OUTPUT = 4 << 20  # bytes: the torture tool prints one summary line (its log goes to a file)
 
 
 def build(root: Path, arch: str) -> tuple[Path, str]:
@@ -41,14 +45,20 @@ def build(root: Path, arch: str) -> tuple[Path, str]:
                "-DLAB_HOOKS=1", "-DLAB_VARIANT_ID=V6_12", "-DLAB_VARIANT_V6_12", f"-DLAB_PENDING_BITS={bits}",
                f"-DCONFIG_NR_CPUS={cpus}", f'-DLAB_HEAD_CLAIM="{here / "head_claim.c"}"',
                "-c", str(root / "qspinlock" / "lock_ops.c"), "-o", str(out)]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode:
-            return None, r.stderr[-3000:]
+        r = capture(cmd, Limits(output=OUTPUT, wall=7200))
+        if r.verdict != "ok":
+            return None, complaints(r)
         mine.append(out)
     others = [o for o in objs if not o.name.startswith("qspinlock-V6_12-")]
-    r = subprocess.run([CC[arch], "-static", "-pthread", *map(str, others + mine), "-o", str(binary)],
-                       capture_output=True, text=True)
-    return (binary, "") if r.returncode == 0 else (None, r.stderr[-3000:])
+    r = capture([CC[arch], "-static", "-pthread", *map(str, others + mine), "-o", str(binary)],
+                Limits(output=OUTPUT, wall=7200))
+    return (binary, "") if r.verdict == "ok" else (None, complaints(r))
+
+
+def complaints(r) -> str:
+    """What a compiler or linker that failed said, and how it ended if it did not just exit."""
+    said = r.stderr.decode(errors="replace")[-3000:]
+    return said if r.verdict == "failed" else f"{said}\n(the compiler {r.why})".strip()
 
 
 def main():
@@ -63,13 +73,16 @@ def main():
         return
     cmd = RUN[arch] + [str(binary), "--variant", "v6.12", "--pending-bits", str(request.get("pending_bits", 8)),
                        *request.get("args", [])]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    lines = r.stdout.strip().splitlines()
+    # the sandbox's own wall-clock limit stops a program that hangs: this one only caps the output
+    r = capture(cmd, Limits(output=OUTPUT, wall=7200))
+    lines = r.stdout.decode(errors="replace").strip().splitlines()
     try:
         summary = json.loads(lines[-1]) if lines else None
     except json.JSONDecodeError:
         summary = None
-    print(json.dumps({"built": True, "status": r.returncode, "summary": summary, "stderr": r.stderr[-2000:]}))
+    ended = r.status if r.verdict in ("ok", "failed") else r.why
+    print(json.dumps({"built": True, "status": ended, "summary": summary,
+                      "stderr": r.stderr.decode(errors="replace")[-2000:]}))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
     kstep explore MECH --scenario S [--max-states N] [--no-symmetry] [--no-por] [--no-dead-vars] [--hash-compact]
                   [--states F [--columns A,B]] [--dot F] [--json F] [--html F]
     kstep explore MECH --scenario S --liveness [--max-states N] [--json F] [--html F]
-    kstep show TRACE.json [--html F]
+    kstep show TRACE.json [--html F] [--steps FILE.py]
     kstep check MECH LOG
     kstep grade EXERCISE SUBMISSION [--student ID] [--config COURSE.toml] [--out DIR] | --batch DIR
     kstep release --config COURSE.toml --roster CSV --out DIR
@@ -225,6 +225,8 @@ def build_parser() -> Parser:
                        allow_abbrev=False)
     p.add_argument("trace", metavar="TRACE.json", help="a trace written by run --json or explore --json")
     p.add_argument("--html", metavar="FILE", help="write the animation as a standalone, offline HTML page")
+    p.add_argument("--steps", metavar="FILE.py", help="a trace of an exercise's model with a student's steps "
+                                                     "(a grader's counterexample): replay it through FILE.py's")
     p.set_defaults(run=cmd_show)
 
     p = sub.add_parser("check", help="replay an observation log (kernel-lab C port) against the model",
@@ -613,7 +615,7 @@ def explore_liveness(args) -> int:
 
 def cmd_show(args) -> int:
     check_outputs(None, args.html, [args.trace])
-    trace, model = load_trace(args.trace)
+    trace, model = traces.load(args.trace, steps_model_for(args.steps)) if args.steps else load_trace(args.trace)
     print(f"{model.name} ({model.title}), variant {model.variant.name}")
     print(f"scenario {clean(trace.scenario) or '(unnamed)'}, scheduler: {scheduler_text(trace)}")
     print("(run again from its scheduler: every step, tick and state, the stats, the outcome and the "
@@ -938,6 +940,33 @@ def pick_scheduler(args, sc):
 
 def load_trace(path: str):
     return traces.load(path, make_model)
+
+
+def steps_model_for(path: str):
+    """make_model for a trace of a student's steps: a variant ``BASE+steps`` is BASE with the step
+    functions of the student's file ``path`` (imported from its own folder, as its driver does)."""
+    import importlib.util
+
+    from .grading.feedback import STUDENT, step_names, with_steps
+
+    def model_for(mechanism: str, variant: str):
+        if not variant.endswith(STUDENT):
+            return make_model(mechanism, variant)
+        base, cls = variant[:-len(STUDENT)], model_class(mechanism)
+        make_model(mechanism, base)  # an unknown base is the user's mistake, in one line
+        where = Path(path).resolve()
+        spec = importlib.util.spec_from_file_location(where.stem, where)
+        if spec is None or not where.is_file():
+            raise UserError(f"--steps {path}: not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(where.parent))
+        try:
+            spec.loader.exec_module(module)  # the user's own code, which they asked to run
+        except Exception as e:
+            raise UserError(f"--steps {path}: importing it failed: {type(e).__name__}: {shorten(str(e))}") from None
+        return with_steps(cls, base, step_names(cls, module))
+
+    return model_for
 
 
 def scenario_inputs(args) -> list[str]:

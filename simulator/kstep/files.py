@@ -74,11 +74,12 @@ class _Capped(io.RawIOBase):
 
 
 @contextmanager
-def open_input(path: str | Path, cap: int, what: str = "file") -> Iterator[BinaryIO]:
-    """A binary stream of the user's input ``path`` (``-``: standard input), refused unless it is
-    a regular file (or stdin) of at most ``cap`` bytes."""
-    where = "standard input" if str(path) == STDIN else str(path)
-    if str(path) == STDIN:
+def open_input(path: str | Path, cap: int, what: str = "file", stdin: bool = True) -> Iterator[BinaryIO]:
+    """A binary stream of the user's input ``path`` (``-``: standard input, unless ``stdin`` is
+    False), refused unless it is a regular file (or stdin) of at most ``cap`` bytes."""
+    from_stdin = stdin and str(path) == STDIN
+    where = "standard input" if from_stdin else str(path)
+    if from_stdin:
         raw = _Capped(sys.stdin.fileno(), where, cap, owned=False)
     else:
         try:
@@ -89,7 +90,7 @@ def open_input(path: str | Path, cap: int, what: str = "file") -> Iterator[Binar
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise UserError(f"{where}: cannot read: {kind_of(st.st_mode)} (a {what} must be a regular "
-                                f"file, or - for standard input)")
+                                f"file{', or - for standard input' if stdin else ''})")
             if st.st_size > cap:
                 raise UserError(f"{where}: {size_text(st.st_size)}, larger than {size_text(cap)}, the most "
                                 f"kstep reads from one {what}")

@@ -6,6 +6,7 @@ exercise, handed in by another student; a code exercise's hidden/hardcoded/ subm
 hidden points.  Grading needs the sandbox (bubblewrap, from scripts/setup-system).
 """
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -64,7 +65,7 @@ def test_exercise_is_well_formed(name):
     assert variants.size(ex.variants) >= variants.MIN_VARIANTS
     readme = (ex.path / "README.md").read_text()
     assert "## Learning goals" in readme and "## How it is graded" in readme
-    names = [p.stem for p in ex.public_tests] + [n for n, _ in harness.hidden_tests(ex)]
+    names = ex.public_tests + [n for n, _ in harness.hidden_tests(ex)]
     assert sorted(names) == sorted(ex.points), "every test has points and every points entry a test"
     assert ex.public_tests and len(names) > len(ex.public_tests)
     for f in ex.submission:
@@ -108,3 +109,21 @@ def test_solution_full_starter_less_hardcoded_fails_hidden(name, tmp_path):
                    if variants.for_student(ex, s, SECRET) != variants.for_student(ex, variants.EXAMPLE, SECRET))
     g = grade(ex, hardcoded if hardcoded.is_dir() else solution, student)
     assert hidden_score(g) < hidden_max(g), g.tests
+
+
+def test_a_declared_check_is_written_as_a_public_test_and_a_wrong_kind_is_one_line(tmp_path):
+    from kstep.errors import UserError
+    from kstep.grading import ok
+
+    ex = load("vma-predict")
+    assert ex.checks == {"answers-complete": "predict-well-formed"} and "answers-complete" in ex.public_tests
+    ex.write_checks(tmp_path / "tests")
+    test = ok.load_test(tmp_path / "tests" / "answers-complete.py")
+    assert test["name"] == "answers-complete"
+    assert "predict.well_formed('vma-locks')" in test["suites"][0]["cases"][0]["code"]
+    copy = tmp_path / "vma-predict"
+    shutil.copytree(ex.path, copy)
+    toml = (copy / "exercise.toml").read_text()
+    (copy / "exercise.toml").write_text(toml.replace('"predict-well-formed"', '"answers-right"'))
+    with pytest.raises(UserError, match="'answers-right' is not a kind of check"):
+        exercise.load(copy)

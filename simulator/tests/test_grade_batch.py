@@ -1,13 +1,20 @@
 """A class's worth of submissions, hostile ones mixed in: ``make test-grade-batch``.
 
 One hundred students hand in answer-ex (the grader's test exercise): most are right, some wrong,
-and the rest are the hostile cases of test_grading.py, as folders and as zip archives.  The batch
-must finish, write every result, score each as it deserves, leave nothing running, and a second
-run must skip them all.  Marked ``batch``: it takes minutes, so make test leaves it out.
+and the rest are every hostile case of test_grading.py, as folders, single ``<id>.py`` files and
+zip archives: code that loops, sleeps, forks, floods, crashes or exits, and entries that are no
+file to read (a FIFO, a link to /dev/zero, a folder where a file belongs, an oversized file, damaged
+deflate and LZMA streams, zip bombs).  The batch must finish, write every result, score each as it
+deserves, say why in one line, leave nothing running, and a second run must skip them all.  Marked
+``batch``: it takes minutes, so make test leaves it out (it runs one of each kind, test_grading.py).
 """
 
 import json
+import os
+import resource
 import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -15,7 +22,7 @@ import pytest
 
 from kstep.grading import batch, exercise
 
-from test_grading import CANARIES, FORK_BOMB, GOOD, sandbox_processes
+from test_grading import CANARIES, FORK_BOMB, GOOD, bomb, damaged_zip, sandbox_processes
 
 HERE = Path(__file__).resolve().parent
 HOSTILE = {
@@ -27,8 +34,31 @@ HOSTILE = {
     "fork-bomb": FORK_BOMB,
     "network": "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=3)\ndef answer():\n    return 42\n",
     "escape": "open('/tmp/kstep-batch-escaped', 'w').write('x')\ndef answer():\n    return 42\n",
+    "sys-exit": "import sys\nsys.exit(0)\n",
+    "os-exit": "import os\nos._exit(0)\n",
 }
 WRONG = "def answer():\n    return 41\n"
+# Entries that are no file to read, and the line that says so in the student's summary.
+SPECIAL = {"s090": "is a FIFO", "s091": "a symbolic link", "s092": "is a directory (a file was expected)",
+           "s093": "larger than", "s094": "damaged in the archive", "s095": "damaged in the archive",
+           "s096": "compressed with zip method 12", "s097": "larger than"}
+
+
+def special_entry(subs: Path, student: str) -> None:
+    if student == "s090":
+        os.mkfifo(subs / f"{student}.py")
+    elif student == "s091":
+        (subs / f"{student}.py").symlink_to("/dev/zero")
+    elif student == "s092":
+        (subs / f"{student}.py").mkdir()
+    elif student == "s093":
+        (subs / f"{student}.py").write_text("#" * (1 << 20))
+    elif student in ("s094", "s095"):
+        damaged_zip(subs / f"{student}.zip", zipfile.ZIP_DEFLATED if student == "s094" else zipfile.ZIP_LZMA)
+    elif student == "s096":
+        bomb(subs / f"{student}.zip", zipfile.ZIP_BZIP2, 1024)
+    else:
+        bomb(subs / f"{student}.zip", zipfile.ZIP_LZMA, 768)
 
 
 @pytest.mark.batch
@@ -42,6 +72,10 @@ def test_a_batch_of_one_hundred_finishes_and_loses_nothing(tmp_path):
     expected = {}
     for k in range(100):
         student = f"s{k:03d}"
+        expected[student] = 0
+        if student in SPECIAL:
+            special_entry(subs, student)
+            continue
         if k < len(HOSTILE):
             name = list(HOSTILE)[k]
             code, score = HOSTILE[name], 0
@@ -54,6 +88,8 @@ def test_a_batch_of_one_hundred_finishes_and_loses_nothing(tmp_path):
                 z.writestr("folder/sub.py", code)
                 if k == 12:
                     z.writestr("../../evil.py", "x")
+        elif k % 3 == 1:  # some as the single file <id>.py, which is the exercise's sub.py
+            (subs / f"{student}.py").write_text(code)
         else:
             (subs / student).mkdir()
             (subs / student / "sub.py").write_text(code)
@@ -68,8 +104,28 @@ def test_a_batch_of_one_hundred_finishes_and_loses_nothing(tmp_path):
         text = "".join((out / student / f).read_text() for f in ("results.json", "junit.xml", "summary.txt"))
         assert not any(c in text for c in CANARIES)
     assert got == expected
+    for student, why in SPECIAL.items():
+        problems = [line for line in (out / student / "summary.txt").read_text().splitlines()
+                    if line.startswith("submission: ")]
+        assert len(problems) == 1 and why in problems[0], (student, problems)
+    for name in ("sys-exit", "os-exit"):
+        public = json.loads((out / f"s{list(HOSTILE).index(name):03d}" / "results.json").read_text())["tests"][0]
+        assert "sys.exit(0)" in public["output"] or "sys.exit() or os._exit()" in public["output"], public
     assert "zip-slip" in (out / "s012" / "summary.txt").read_text()
     assert not Path("/tmp/kstep-batch-escaped").exists() and not (tmp_path.parent / "evil.py").exists()
     assert not sandbox_processes()
     assert batch.grade_batch(ex, subs, out, secret="batch-secret-0123456789", mode="bwrap", jobs=2,
                              read_only=()) == (0, 100)
+
+
+@pytest.mark.batch
+def test_a_zip_bomb_is_read_in_bounded_memory(tmp_path):
+    """A 1 GiB LZMA member (about 150 KB in the archive) read by the intake of a process that may
+    use 384 MiB: it is refused at its size cap, decompressed no further."""
+    path = bomb(tmp_path / "bomb.zip", zipfile.ZIP_LZMA, 1024)
+    probe = ("from kstep.grading import submission\n"
+             f"t = submission.take({str(path)!r}, ('sub.py',), 256 << 10)\nprint(t.problems)\n")
+    limit = 384 << 20
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=600,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)))
+    assert r.returncode == 0 and "sub.py: larger than 262144 bytes, refused" in r.stdout, r.stderr[-2000:]

@@ -8,6 +8,7 @@ temporary folder so that the test can prove the tree around the scratch folder i
 import hashlib
 import json
 import os
+import resource
 import shutil
 import socket
 import stat
@@ -82,21 +83,68 @@ def test_a_correct_submission_scores_full_marks(ex, tmp_path):
     assert g.score == g.max_score == 4
 
 
-@pytest.mark.parametrize("code, why, limits", [
-    ("while True:\n    pass\n", "ran out of CPU time", {"cpu": 1}),
-    ("import time\ntime.sleep(3600)\n", "ran past the wall-clock limit", {"wall": 3}),
-    ("import ctypes\nctypes.string_at(0)\n", "was killed by signal SIGSEGV", {}),
-    ("import os\nos.abort()\n", "was killed by signal SIGABRT", {}),
-    ("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n", "wrote more output than allowed", {}),
-    ("x = bytearray(1 << 34)\n", "ran out of memory", {}),
-    ("raise SystemExit(3)\n", "exited with status 3", {}),
-], ids=["endless-loop", "sleeps", "segfault", "abort", "huge-output", "memory", "exit-status"])
-def test_a_hostile_submission_gets_zero_with_a_clear_message(ex, tmp_path, code, why, limits):
-    g = grade_code(ex, tmp_path, code, **limits)
+# One of each hostile kind, against answer-ex with its limits scaled down as make test's budget wants
+# (test_grade_batch.py grades them all again in a batch of a hundred).
+SMALL = {"cpu": 2, "wall": 5}
+HOSTILE = {
+    # on a loaded machine 5 s of wall-clock time may pass before 2 s of CPU time do: either limit
+    "endless-loop": ("while True:\n    pass\n", ("ran out of CPU time", "ran past the wall-clock limit")),
+    "sleeps": ("import time\ntime.sleep(3600)\n", "ran past the wall-clock limit"),
+    "fork-bomb": (FORK_BOMB, "kept starting processes up to the limit (a fork bomb?)"),
+    "segfault": ("import ctypes\nctypes.string_at(0)\n", "was killed by signal SIGSEGV"),
+    "abort": ("import os\nos.abort()\n", "was killed by signal SIGABRT"),
+    "huge-output": ("import os\nwhile True:\n    os.write(1, b'x' * 65536)\n",
+                    "wrote more output than allowed (an output flood)"),
+    "memory": ("x = bytearray(1 << 34)\n", "ran out of memory"),
+    "exit-status": ("raise SystemExit(3)\n", "exited with status 3"),
+}
+LIMITED = ("endless-loop", "sleeps", "fork-bomb", "huge-output")  # these stop at a limit: run once, no more
+
+
+def counting_runs(monkeypatch) -> list:
+    """Every sandboxed run of the grading, as (argv, verdict)."""
+    runs, real = [], sandbox.run
+
+    def run(argv, *args, **kwargs):
+        r = real(argv, *args, **kwargs)
+        runs.append((argv, r.verdict))
+        return r
+
+    monkeypatch.setattr(sandbox, "run", run)
+    return runs
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE))
+def test_a_hostile_submission_gets_zero_with_a_clear_message(ex, tmp_path, monkeypatch, kind):
+    """Each test says why; a submission that hits a limit runs once, and every later test says it
+    was not run and why (a loop is not run again at its full limit, test after test)."""
+    code, whys = HOSTILE[kind]
+    whys = (whys,) if isinstance(whys, str) else whys
+    runs = counting_runs(monkeypatch)
+    g = grade_code(ex, tmp_path, code, **SMALL)
     assert g.score == 0
-    hidden = by_name(g)["answer"]
-    assert hidden.output.startswith(f"your code {why}"), hidden.output
+    messages = [t.output for t in g.tests]
+    said = tuple(f"{start}your code {why}" for why in whys for start in ("", "not run: "))
+    assert all(m.startswith(said) for m in messages[1:]), messages
+    if kind in LIMITED:
+        assert len(runs) == 1 and runs[0][1] in sandbox.LIMITS, runs
+        assert messages[0].startswith(said[::2])
+        assert messages[1] == f"not run: your code {sandbox.Result(0, None, b'', b'', runs[0][1], 0).why} in test " \
+                              f"public-answer, and a submission that hits a limit is not run again"
     assert by_name(g)["public-answer"].score == 0 and by_name(g)["public-answer"].output
+
+
+@pytest.mark.parametrize("code", ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n"],
+                         ids=["sys.exit", "os._exit"])
+def test_a_test_ended_by_the_submission_says_what_happened(ex, tmp_path, code):
+    """sys.exit() inside a doctest is the doctest's failure (SystemExit: 0); os._exit(), or either
+    in the driver, ends the run with no result, and the message asks about them."""
+    g = grade_code(ex, tmp_path, code)
+    assert g.score == 0
+    for t in g.tests:
+        said = "SystemExit: 0" in t.output if "sys" in code and t.name == "public-answer" else \
+            t.output == "your code ended the run before it had a result: does it call sys.exit() or os._exit()?"
+        assert said, t
 
 
 def test_it_cannot_read_hidden_tests_or_solutions(ex, tmp_path):
@@ -213,6 +261,92 @@ def test_a_damaged_or_oversized_submission_is_refused_with_a_line(ex, tmp_path):
     assert "larger than 1000 bytes" in submission.take(big.parent, ("sub.py",), 1000).problems[0]
 
 
+def damaged_zip(path: Path, method: int) -> Path:
+    """A zip archive whose sub.py is compressed with ``method`` and then damaged in its compressed
+    data (the headers and the central directory stay whole, so only reading the member finds it)."""
+    code = "".join(f"def f{k}():\n    return {k * 7919}\n" for k in range(300))
+    with zipfile.ZipFile(path, "w", compression=method) as z:
+        z.writestr("sub.py", code)
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo("sub.py")
+    start = info.header_offset + 30 + len("sub.py") + 12  # into the compressed stream
+    for k in range(start, start + 40):
+        data[k] ^= 0x5A
+    path.write_bytes(data)
+    return path
+
+
+def bomb(path: Path, method: int, mib: int) -> Path:
+    """sub.py of ``mib`` MiB of zeros, compressed with ``method``: a few kilobytes (a few hundred
+    bytes for bzip2) that would fill memory if a member were read whole before its size is checked."""
+    with zipfile.ZipFile(path, "w", compression=method) as z, z.open("sub.py", "w", force_zip64=True) as f:
+        for _ in range(mib):
+            f.write(bytes(1 << 20))
+    return path
+
+
+def special(tmp_path: Path, kind: str) -> Path:
+    """A submission that is no file to read: the intake must refuse it in one line, at once."""
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "sub.py")
+        return tmp_path / "sub.py"
+    if kind == "dev-zero":
+        return Path("/dev/zero")
+    if kind == "fifo-in-folder":
+        (tmp_path / "work").mkdir()
+        os.mkfifo(tmp_path / "work" / "sub.py")
+        return tmp_path / "work"
+    if kind == "folder-as-file":
+        (tmp_path / "work" / "sub.py").mkdir(parents=True)
+        return tmp_path / "work"
+    if kind == "oversized":
+        (tmp_path / "sub.py").write_text("#" * (300 << 10))
+        return tmp_path / "sub.py"
+    if kind == "deflate-damaged":
+        return damaged_zip(tmp_path / "s.zip", zipfile.ZIP_DEFLATED)
+    if kind == "lzma-damaged":
+        return damaged_zip(tmp_path / "s.zip", zipfile.ZIP_LZMA)
+    if kind == "lzma-bomb":  # small here: test_grade_batch.py reads a large one under a memory limit
+        return bomb(tmp_path / "s.zip", zipfile.ZIP_LZMA, 8)
+    return bomb(tmp_path / "s.zip", zipfile.ZIP_BZIP2, 8)
+
+
+SPECIAL = {"fifo": "is a FIFO", "dev-zero": "is a character device", "fifo-in-folder": "is a FIFO",
+           "folder-as-file": "is a directory (a file was expected)", "oversized": "larger than",
+           "deflate-damaged": "damaged in the archive", "lzma-damaged": "damaged in the archive",
+           "lzma-bomb": "larger than 262144 bytes", "bzip2-bomb": "compressed with zip method 12"}
+
+
+@pytest.mark.parametrize("kind", list(SPECIAL))
+def test_a_submission_that_is_no_file_to_read_scores_zero_with_one_line(ex, tmp_path, kind):
+    """A FIFO or /dev/zero would block or fill memory; a damaged stream would raise from zlib or
+    lzma; a bomb would expand before any cap.  Each is refused by the intake, in one line that
+    every test repeats, and nothing of the submission runs.  The intake itself is timed out by a
+    child process here, so a broken intake fails this test instead of hanging the suite."""
+    path = special(tmp_path, kind)
+    probe = ("import resource, sys\nresource.setrlimit(resource.RLIMIT_DATA, (1 << 30, 1 << 30))\n"
+             "from kstep.grading import submission\n"
+             f"t = submission.take({str(path)!r}, ('sub.py',), 256 << 10)\nprint(len(t.files), repr(t.problems))\n")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("0 ["), r.stderr[-2000:]
+    g = harness.grade(ex, path, student="s1", secret="x" * 16)
+    assert g.score == 0 and len(g.problems) == 1 and "\n" not in g.problems[0]
+    assert SPECIAL[kind] in g.problems[0], g.problems
+    for t in g.tests:
+        assert t.output.startswith("sub.py is missing from the submission (") and SPECIAL[kind] in t.output, t
+
+
+def test_grade_cli_takes_a_fifo_and_dev_zero_as_a_zero_with_its_reason(ex, tmp_path):
+    os.mkfifo(tmp_path / "sub.py")
+    for path, why in ((tmp_path / "sub.py", "is a FIFO"), (Path("/dev/zero"), "is a character device")):
+        r = subprocess.run([sys.executable, "-m", "kstep", "grade", str(ex.path), str(path)], capture_output=True,
+                           text=True, timeout=300, preexec_fn=lambda: resource.setrlimit(
+                               resource.RLIMIT_DATA, (2 << 30, 2 << 30)))
+        assert r.returncode == 0 and r.stderr == "", r.stderr[-2000:]
+        assert "answer-ex (version 1): 0/4" in r.stdout and f"submission: {path}: cannot read: {why}" in r.stdout
+
+
 def test_reports_are_gradescope_json_junit_and_a_summary(ex, tmp_path):
     g = grade_code(ex, tmp_path, "def answer():\n    return 41\n")
     out = tmp_path / "out"
@@ -253,6 +387,52 @@ def test_a_batch_survives_a_fork_bomb_and_a_rerun_skips_what_is_done(ex, tmp_pat
     shutil.rmtree(out / "carol")
     assert batch.grade_batch(ex, subs, out, secret="x" * 16, mode="bwrap", jobs=2, read_only=()) == (1, 2)
     assert sorted(p.name for p in out.iterdir()) == ["alice", "bomb", "carol"]
+
+
+def test_a_batch_grades_every_entry_to_the_end_whatever_it_is(ex, tmp_path):
+    """Single files named ``<id>.py`` are graded as the exercise's sub.py; a FIFO, a link to
+    /dev/zero, a folder where a file belongs and damaged archives score 0, each with its line, and
+    the students after them are graded."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    write_batch(subs, {"alice": GOOD})
+    out.mkdir()
+    (subs / "bob.py").write_text(GOOD)
+    (subs / "first.last.py").write_text(GOOD)
+    os.mkfifo(subs / "carol.py")
+    (subs / "dave.py").symlink_to("/dev/zero")
+    (subs / "erin.py").mkdir()
+    damaged_zip(subs / "frank.zip", zipfile.ZIP_DEFLATED)
+    damaged_zip(subs / "gina.zip", zipfile.ZIP_LZMA)
+    (subs / "zoe.py").write_text(GOOD)
+    graded, _ = batch.grade_batch(ex, subs, out, secret="x" * 16, mode="bwrap", jobs=1, read_only=())
+    assert graded == 9
+    scores = {p.name: json.loads((p / "results.json").read_text())["score"] for p in out.iterdir()}
+    assert scores == {"alice": 4, "bob": 4, "first.last": 4, "zoe": 4, "carol": 0, "dave": 0, "erin": 0,
+                      "frank": 0, "gina": 0}
+    for student, why in (("carol", "is a FIFO"), ("dave", "a symbolic link"),
+                         ("erin", "is a directory (a file was expected)"),
+                         ("frank", "damaged in the archive"), ("gina", "damaged in the archive")):
+        problems = [line for line in (out / student / "summary.txt").read_text().splitlines()
+                    if line.startswith("submission: ")]
+        assert len(problems) == 1 and why in problems[0], (student, problems)
+
+
+@pytest.mark.parametrize("program, why", [
+    ("int main(void) { return *(volatile int *)0; }", "was killed by signal SIGSEGV"),
+    ('#include <stdio.h>\nint main(void) { for (long i = 0; i < (1L << 30) / 64; i++)\n'
+     '  fputs("0123456789012345678901234567890123456789012345678901234567890123", stdout); }',
+     "wrote more output than allowed (an output flood)"),
+], ids=["segfault", "output-flood"])
+def test_a_driver_names_how_a_c_program_ended(tmp_path, program, why):
+    """What a C exercise's driver (qspin-head-claim) runs the student's program with: a segfault is
+    named SIGSEGV, not a status of -11, and a 1 GiB flood is stopped at the cap and called one,
+    not left to fill the driver's memory."""
+    if shutil.which("gcc") is None:
+        pytest.skip("no gcc")
+    (tmp_path / "p.c").write_text(program + "\n")
+    subprocess.run(["gcc", "-O1", "-o", str(tmp_path / "p"), str(tmp_path / "p.c")], check=True)
+    r = sandbox.capture([str(tmp_path / "p")], sandbox.Limits(output=4 << 20, wall=600))
+    assert r.why == why and len(r.stdout) <= 4 << 20, (r.why, r.status, r.stderr[-500:])
 
 
 def test_a_result_appears_whole_or_not_at_all(ex, tmp_path, monkeypatch):

@@ -206,6 +206,16 @@ def autograder(root: Path, out: Path, tmp_path: Path) -> None:
     assert results["score"] == 4 and len(results["tests"]) == 3, results
     ex = exercise.load(tmp_path / "exercises" / "answer-ex")
     assert f"offset={variants.for_student(ex, STUDENTS[1], SECRET)['offset']}" in r.stdout
+    # A submission folder holding a FIFO where sub.py belongs (Gradescope grades a folder): a zero
+    # with the reason, at once, and results.json written
+    (root / "submission" / "sub.py").unlink()
+    os.mkfifo(root / "submission" / "sub.py")
+    r = subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
+                       timeout=600)
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert r.returncode == 0 and results["score"] == 0, results
+    assert "sub.py: cannot read: is a FIFO" in results["output"], results
+    (root / "submission" / "sub.py").unlink()
     # The weaker mode, for a container without user namespaces: the submission, as uid 61000,
     # cannot read /autograder/source, closed by setup.sh.
     (root / "submission" / "sub.py").write_text(

@@ -22,7 +22,8 @@ def _race(ctx, arch, pending_bits, acquisitions, extra=()):
         raise Fail(f"head_claim.c does not build for {arch}", str((answer or {}).get("errors", ""))[-2000:])
     status = answer.get("status")
     if status != 0:
-        why = STATUS.get(status, f"the torture tool exited with status {status}")
+        why = STATUS.get(status, f"the torture tool {status}" if isinstance(status, str)
+                         else f"the torture tool exited with status {status}")
         raise Fail(f"{arch}, _Q_PENDING_BITS {pending_bits}, seed {ctx.variant['seed']}, 3 CPUs: {why}",
                    str(answer.get("stderr", ""))[-1500:])
 

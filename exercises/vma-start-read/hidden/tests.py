@@ -4,22 +4,16 @@ CANARY-KSTEP-HIDDEN-vma-start-read: this line must never reach a student's outpu
 """
 
 import functools
-import importlib.util
 import json
 from pathlib import Path
 
 from kstep.engine import scenario
+from kstep.grading.feedback import step_credit, verdict
 from kstep.grading.harness import Fail
 from kstep.models.vma_lock import VmaLocksModel
 
 HERE = Path(__file__).resolve().parent.parent
-
-
-def _driver():
-    spec = importlib.util.spec_from_file_location("vma_start_read_driver", HERE / "driver.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+STEPS = ("vma_start_read", "vma_start_read_recheck")
 
 
 @functools.lru_cache(maxsize=64)
@@ -28,22 +22,25 @@ def _kernel(scenario_name, base, overrides):
     sc = scenario.load("vma-locks", VmaLocksModel.scenario_schema,
                        str(HERE / scenario_name) if scenario_name.endswith(".toml") else scenario_name,
                        list(json.loads(overrides)))
-    return _driver().verdict(VmaLocksModel(base), sc.config, 200_000)
+    return verdict(VmaLocksModel(base), sc.config, 200_000)
 
 
 def _compare(ctx, scenario_name, base, overrides=()):
-    request = {"scenario": scenario_name, "base": base, "set": list(overrides)}
-    mine = ctx.driver(request)
+    """Full credit when the student's steps explore as Linux's; else a share per step that does,
+    judged alone with Linux's other step (feedback.step_credit)."""
     kernel = _kernel(scenario_name, base, json.dumps(list(overrides)))
-    if not isinstance(mine, dict) or mine.get("verdict") != kernel["verdict"] \
-            or mine.get("invariant") != kernel["invariant"] or mine.get("states") != kernel["states"]:
+
+    def ask(steps):
+        try:
+            return ctx.driver({"scenario": scenario_name, "base": base, "set": list(overrides),
+                               **({"steps": steps} if steps else {})})
+        except Fail as f:  # the code crashed or hit a limit: that choice of steps earns nothing
+            return f.message
+
+    credit, why = step_credit(ask, STEPS, kernel)
+    if credit < 1:
         where = f"{scenario_name} ({base}{', ' + ', '.join(overrides) if overrides else ''})"
-        if isinstance(mine, dict) and mine.get("verdict") == "violation":
-            raise Fail(f"{where}: with your steps the model breaks {mine.get('invariant')}, Linux's does not; "
-                       f"the shortest interleaving:", " ".join(str(a) for a in mine.get("interleaving", [])))
-        got = f"{mine.get('verdict')}, {mine.get('states')} states" if isinstance(mine, dict) else repr(mine)
-        raise Fail(f"{where}: your steps give {got}; Linux's give {kernel['verdict']}, {kernel['states']} states "
-                   f"(a different set of reachable states: some check or some next step differs)")
+        raise Fail(f"{where}: {why.splitlines()[0]}", "\n".join(why.splitlines()[1:]), credit=credit)
 
 
 def test_races_of_your_variant(ctx):

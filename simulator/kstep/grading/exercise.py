@@ -6,6 +6,7 @@
       README.md        the learning goals and the task (goes into every student bundle)
       solution/        the files a student hands in, solved, with the answers between markers
       tests/           public tests (Otter-Grader's OK format), run by students and by the grader
+                       (and [checks] in exercise.toml: public tests of a kind kstep writes, checks.py)
       hidden/tests.py  hidden tests: ``test_<name>(ctx)`` functions, run by the grader only
       driver.py        (optional) how the submission's code is run (public: students use it too)
       data/            (optional) public inputs: scenario files with questions, ...
@@ -23,7 +24,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..engine.scenario import Bool, Int, Invalid, Key, List, Str, Table
-from ..errors import UserError
+from ..errors import UserError, shorten
+from . import checks as declared
 
 KINDS = ("predict", "python", "c", "find-bug", "measure")
 PUBLIC = ("README.md", "driver.py", "tests", "data")  # what a student bundle holds besides the starter
@@ -55,8 +57,9 @@ SCHEMA = Table({
     "wall": Key(Int(1, 7200, "seconds after which a sandboxed run is stopped whatever it does (a backstop)")),
     "kernel_lab": Key(Bool(doc="its sandboxed runs read the kernel lab (sources and build)"), False),
 })
-# and two open tables, whose keys are the exercise's own: [points] (test name = points) and
-# [variants] (parameter = a list of values, or {from, to}).
+# and three open tables, whose keys are the exercise's own: [points] (test name = points),
+# [variants] (parameter = a list of values, or {from, to}) and [checks] (test name = a kind of
+# checks.KINDS: a public test kstep writes).
 
 
 class Exercise(NamedTuple):
@@ -75,11 +78,20 @@ class Exercise(NamedTuple):
     kernel_lab: bool
     points: dict  # test name -> points
     variants: dict  # parameter -> tuple of values
+    checks: dict  # test name -> a kind of checks.KINDS
 
     @property
-    def public_tests(self) -> list[Path]:
+    def public_tests(self) -> list[str]:
+        """The names of the public tests: the files of tests/ and the declared checks."""
         folder = self.path / "tests"
-        return sorted(folder.glob("*.py")) if folder.is_dir() else []
+        return sorted([p.stem for p in folder.glob("*.py")] if folder.is_dir() else []) + list(self.checks)
+
+    def write_checks(self, tests: Path) -> None:
+        """Write the declared checks as OK-format files into ``tests`` (created if missing)."""
+        if self.checks:
+            tests.mkdir(exist_ok=True)
+        for name, kind in self.checks.items():
+            (tests / f"{name}.py").write_text(declared.ok_test(name, kind, self.mechanism, self.points.get(name, 0)))
 
     def solution(self, name: str) -> str:
         return (self.path / "solution" / name).read_text()
@@ -106,7 +118,8 @@ def load(path: str | Path) -> Exercise:
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{where}: not valid TOML: {e}") from None
     try:
-        raw_points, raw_variants = data.pop("points", None), data.pop("variants", None)
+        raw_points, raw_variants, raw_checks = data.pop("points", None), data.pop("variants", None), \
+            data.pop("checks", {})
         checked = SCHEMA.check(data, "")
         _files(checked["submission"] + checked["optional"], "submission")
         clash = set(checked["submission"] + checked["optional"]) & {*PUBLIC, "variant.toml", "manifest.json"}
@@ -114,13 +127,15 @@ def load(path: str | Path) -> Exercise:
             raise Invalid(f"submission: {sorted(clash)[0]} is a name the bundle already uses")
         points = _points(raw_points)
         variants = _variants(raw_variants)
+        checks = _checks(raw_checks, path / "tests")
     except Invalid as e:
         raise UserError(f"{where}: {e}") from None
     if checked["id"] != path.resolve().name:
         raise UserError(f"{where}: id {checked['id']!r} is not the folder's name {path.resolve().name!r}")
     return Exercise(path.resolve(), checked["id"], checked["title"], checked["mechanism"], checked["kind"],
                     checked["version"], checked["submission"], checked["optional"], checked["max_bytes"],
-                    checked["cpu"], checked["memory"], checked["wall"], checked["kernel_lab"], points, variants)
+                    checked["cpu"], checked["memory"], checked["wall"], checked["kernel_lab"], points, variants,
+                    checks)
 
 
 def _points(raw: Any) -> dict:
@@ -130,6 +145,20 @@ def _points(raw: Any) -> dict:
         if not _TEST.fullmatch(name):
             raise Invalid(f"points.{name}: not a test name (lower-case letters, digits, '-')")
         Int(0, 1000).check(p, f"points.{name}")
+    return dict(raw)
+
+
+def _checks(raw: Any, tests: Path) -> dict:
+    if not isinstance(raw, dict):
+        raise Invalid("checks: expected a table of test name = kind")
+    for name, kind in raw.items():
+        if not _TEST.fullmatch(name):
+            raise Invalid(f"checks.{name}: not a test name (lower-case letters, digits, '-')")
+        if kind not in declared.KINDS:
+            raise Invalid(f"checks.{name}: {shorten(repr(kind))} is not a kind of check "
+                          f"({', '.join(declared.KINDS)})")
+        if (tests / f"{name}.py").exists():
+            raise Invalid(f"checks.{name}: tests/{name}.py is a test of that name already")
     return dict(raw)
 
 

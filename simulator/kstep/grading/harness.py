@@ -30,6 +30,7 @@ from .submission import take
 
 VISIBLE, HIDDEN = "visible", "after_published"  # Gradescope's visibility of public and hidden tests
 MAX_RESULT = 1 << 20  # bytes of JSON a driver may answer with
+EXITED = "ended the run before it had a result: does it call sys.exit() or os._exit()?"
 
 
 class Fail(Exception):
@@ -81,12 +82,15 @@ class Context:
         self._files, self._problems = files, problems
         self.scratch, self._mode, self._uid, self.read_only = scratch, mode, uid, read_only
         self._driven: dict = {}
+        self.test = ""  # the test now running (harness), named when a limit stops the submission
+        self.stopped: Optional[str] = None  # why the submission is not run again, once a run hit a limit
         # An exercise built against the kernel lab finds it where the sandbox shows it read-only.
         self._env = {"KSTEP_KERNEL_LAB": str(read_only[0])} if exercise.kernel_lab and read_only else {}
 
     def file(self, name: str) -> bytes:
         if name not in self._files:
-            refused = [p for p in self._problems if name in p]
+            # a refusal of the whole submission (a FIFO, /dev/zero) names no file: it is the reason
+            refused = [p for p in self._problems if name in p] or (self._problems if not self._files else [])
             raise Fail(f"{name} is missing from the submission" + (f" ({refused[0]})" if refused else ""))
         return self._files[name]
 
@@ -108,13 +112,23 @@ class Context:
             raise Fail(f"{name}: nested too deeply to read") from None
 
     def run(self, argv: list, stdin: bytes = b"") -> sandbox.Result:
-        """Run a command on the submission in the sandbox, under the exercise's limits."""
+        """Run a command on the submission in the sandbox, under the exercise's limits.
+
+        Once a run has hit a limit, the submission is not run again: every later run fails at once
+        with that reason (a loop or a fork bomb would hit it again, test after test, at full cost).
+        """
         for name in self.exercise.submission:
             self.file(name)  # a missing file fails here, saying why the intake refused it
+        if self.stopped:
+            raise Fail(self.stopped)
         ex = self.exercise
         limits = sandbox.Limits(cpu=ex.cpu, memory=ex.memory, wall=ex.wall)
-        return sandbox.run(argv, self.scratch, limits, stdin=stdin, read_only=self.read_only,
-                           mode=self._mode, uid=self._uid, env=self._env)
+        r = sandbox.run(argv, self.scratch, limits, stdin=stdin, read_only=self.read_only,
+                        mode=self._mode, uid=self._uid, env=self._env)
+        if r.verdict in sandbox.LIMITS:
+            self.stopped = (f"not run: your code {r.why} in test {self.test}, and a submission that hits "
+                            f"a limit is not run again")
+        return r
 
     def output(self, name: str, max_bytes: int = 16 << 20) -> bytes:
         """A file the submission's run left in the scratch folder, read as data: never through a
@@ -146,17 +160,22 @@ class Context:
             tail = r.stderr.decode(errors="replace").strip().splitlines()[-6:]
             raise Fail(f"your code {r.why}", "\n".join(tail))
         answer = _last_json(r.stdout)
+        if answer is None and not r.stdout.strip():
+            raise Fail(f"your code {EXITED}")
         if answer is None:
             raise Fail("the driver's answer is not JSON (does your code print to stdout?)")
         return answer
 
 
 def grade(exercise: Exercise, submission: Path, *, student: str = variants.EXAMPLE, secret: str = "",
-          mode: str = "bwrap", read_only: tuple = (), workdir: Optional[Path] = None) -> Grade:
+          mode: str = "bwrap", read_only: tuple = (), workdir: Optional[Path] = None,
+          as_name: Optional[str] = None) -> Grade:
+    """``as_name``: a submission that is one file is taken as this file of the exercise (a batch's
+    ``<id>.py``)."""
     start = time.monotonic()
     variant = variants.for_student(exercise, student, secret)
     wanted = exercise.submission + exercise.optional
-    taken = take(submission, wanted, exercise.max_bytes)
+    taken = take(submission, wanted, exercise.max_bytes, as_name)
     scratch = Path(tempfile.mkdtemp(prefix="kstep-grade-", dir=workdir))
     try:
         _fill(scratch, exercise, variant, taken.files)
@@ -180,6 +199,7 @@ def _fill(scratch: Path, exercise: Exercise, variant: dict, files: dict) -> None
             shutil.copytree(src, scratch / name)
         elif src.is_file():
             shutil.copy(src, scratch / name)
+    exercise.write_checks(scratch / "tests")
     (scratch / "variant.toml").write_text(variant_toml(exercise, variant))
     for name, data in files.items():
         (scratch / name).write_bytes(data)
@@ -201,19 +221,17 @@ def _points(exercise: Exercise, name: str) -> float:
 
 def _public(exercise: Exercise, ctx: Context) -> list[TestResult]:
     out = []
-    for path in exercise.public_tests:
-        name = path.stem
-        try:
-            for f in exercise.submission:
-                ctx.file(f)
-        except Fail as f:
-            out.append(TestResult(name, VISIBLE, 0, _points(exercise, name), f.message))
-            continue
-        r = ctx.run([sys.executable, "-m", "kstep.grading.ok", "--json", f"tests/{path.name}"])
-        got = _last_json(r.stdout)
+    for name in exercise.public_tests:
+        ctx.test = name
         points = _points(exercise, name)
+        try:
+            r = ctx.run([sys.executable, "-m", "kstep.grading.ok", "--json", f"tests/{name}.py"])
+        except Fail as f:
+            out.append(TestResult(name, VISIBLE, 0, points, f.message))
+            continue
+        got = _last_json(r.stdout)
         if r.verdict not in ("ok", "failed") or not isinstance(got, dict):
-            why = r.why if r.verdict not in ("ok", "failed") else "did not finish the test"
+            why = r.why if r.verdict not in ("ok", "failed") else EXITED
             tail = "\n".join(r.stderr.decode(errors="replace").strip().splitlines()[-6:])
             out.append(TestResult(name, VISIBLE, 0, points, f"your code {why}\n{tail}".strip()))
         else:
@@ -245,6 +263,7 @@ def hidden_tests(exercise: Exercise) -> list:
 def _hidden(exercise: Exercise, ctx: Context) -> list[TestResult]:
     out = []
     for name, fn in hidden_tests(exercise):
+        ctx.test = name
         points = _points(exercise, name)
         try:
             fn(ctx)

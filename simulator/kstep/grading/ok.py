@@ -64,6 +64,8 @@ def main(argv: list[str]) -> int:
         test = load_test(path)
         try:
             passed, output = run_test(test)
+        except SystemExit as e:  # sys.exit() in the student's code, called from the setup
+            passed, output = False, f"your code called sys.exit({e.code!r}) during the test"
         except Exception as e:  # a crash in setup is the test's failure, reported like any other
             passed, output = False, f"{type(e).__name__}: {e}"
         all_passed &= passed

@@ -75,6 +75,7 @@ def bundle(exercise: Exercise, variant: dict, out: Path, pinned: dict) -> None:
             shutil.copytree(src, out / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif src.is_file():
             shutil.copy(src, out / name)
+    exercise.write_checks(out / "tests")
     for name in exercise.submission:
         (out / name).write_text(exercise.starter(name))
     (out / "variant.toml").write_text(variant_toml(exercise, variant))

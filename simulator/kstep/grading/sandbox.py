@@ -71,6 +71,10 @@ class Limits(NamedTuple):
     file_size: int = 64  # MiB: the largest file it may write (RLIMIT_FSIZE)
 
 
+# The verdicts of a run stopped by a limit: a submission that hits one is not run again (harness.py).
+LIMITS = ("cpu-time", "memory", "wall-time", "nproc", "output")
+
+
 class Result(NamedTuple):
     status: Optional[int]  # exit status, or None when a signal ended it
     signal: Optional[int]
@@ -91,7 +95,7 @@ class Result(NamedTuple):
             "memory": "ran out of memory",
             "wall-time": "ran past the wall-clock limit (sleeping or blocked?)",
             "nproc": "kept starting processes up to the limit (a fork bomb?) until the wall-clock limit",
-            "output": "wrote more output than allowed",
+            "output": "wrote more output than allowed (an output flood)",
         }[self.verdict]
 
 
@@ -186,7 +190,10 @@ def command(argv: Sequence[str], scratch: Path, binds: Sequence[tuple], mode: st
     cmd: list[str] = []
     if uid is not None:
         cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
-    env = {"PATH": PATH, "HOME": str(scratch), "TMPDIR": str(scratch), "LC_ALL": "C.UTF-8", **env}
+    # PYTHONPATH: the child imports the kstep the grader runs (bound read-only below), whatever
+    # package the interpreter's own site-packages would name.
+    env = {"PATH": PATH, "HOME": str(scratch), "TMPDIR": str(scratch), "LC_ALL": "C.UTF-8",
+           "PYTHONPATH": str(Path(kstep.__file__).resolve().parent.parent), **env}
     if mode == "user":
         return cmd + ["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv]
     cmd += ["bwrap", "--unshare-all", "--die-with-parent", "--new-session",
@@ -220,17 +227,20 @@ def _staged(dirs: Sequence[Path], stage: Path) -> tuple[list[str], list[Path]]:
     return prefix + ["--"], points
 
 
-def _limit(limits: Limits):
-    """The rlimits, set in the child before setpriv and bwrap run (their children inherit them)."""
+def _limit(limits: Limits, confine: bool):
+    """The rlimits, set in the child before setpriv and bwrap run (their children inherit them);
+    without ``confine``, only the process group that lets the whole run be killed at once."""
 
     def apply():
+        os.setpgrp()
+        if not confine:
+            return
         mib = 1 << 20
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu, limits.cpu + 1))
         resource.setrlimit(resource.RLIMIT_DATA, (limits.memory * mib, limits.memory * mib))
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.nproc, limits.nproc))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size * mib, limits.file_size * mib))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        os.setpgrp()
 
     return apply
 
@@ -271,12 +281,21 @@ def run(argv: Sequence[str], scratch: Path, limits: Limits = Limits(), *, stdin:
         stage.rmdir()
 
 
-def _supervise(cmd: list[str], cwd: Optional[Path], limits: Limits, stdin: bytes, uid: Optional[int]) -> Result:
+def capture(argv: Sequence[str], limits: Limits, stdin: bytes = b"") -> Result:
+    """Run argv here, as it is, reading at most ``limits.output`` bytes of its output and waiting
+    at most ``limits.wall`` seconds; no rlimit is set.  An exercise's driver, already inside the
+    sandbox, runs the student's program with this: an output flood then stops the program and is
+    named one (it does not fill the driver's memory), and a crash names its signal (SIGSEGV)."""
+    return _supervise(list(argv), None, limits, stdin, None, confine=False)
+
+
+def _supervise(cmd: list[str], cwd: Optional[Path], limits: Limits, stdin: bytes, uid: Optional[int],
+               confine: bool = True) -> Result:
     """Run cmd to its end under the limits; as root (``uid`` given), then make sure nothing of the
     sandbox's uid is left running, whatever the submission started."""
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=cwd, preexec_fn=_limit(limits))
+                            cwd=cwd, preexec_fn=_limit(limits, confine))
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     out = {out_fd: bytearray(), err_fd: bytearray()}
     try:

@@ -624,6 +624,7 @@ def cmd_show(args) -> int:
     print()
     print_answers(model, trace)
     if trace.cycle_start is not None:
+        assert trace.lasso is not None  # a trace with a cycle records its lasso
         print(f"  lasso: {describe(trace.lasso)}; steps {trace.cycle_start + 1}..{len(trace)} repeat forever "
               f"(judged again on this run: the cycle closes, is fair, and shows it)")
     write_outputs(model, trace, None, args.html)
@@ -956,7 +957,7 @@ def steps_model_for(path: str):
         make_model(mechanism, base)  # an unknown base is the user's mistake, in one line
         where = Path(path).resolve()
         spec = importlib.util.spec_from_file_location(where.stem, where)
-        if spec is None or not where.is_file():
+        if spec is None or spec.loader is None or not where.is_file():
             raise UserError(f"--steps {path}: not a Python file")
         module = importlib.util.module_from_spec(spec)
         sys.path.insert(0, str(where.parent))

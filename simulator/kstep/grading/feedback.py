@@ -27,13 +27,13 @@ from ..engine.model import Model
 STUDENT = "+steps"  # a variant name's suffix: the base kernel's, with a student's steps in place
 
 
-def step_names(model_cls: type, module: object) -> dict:
+def step_names(model_cls: type[Model], module: object) -> dict:
     """The functions of ``module`` named after a step label of ``model_cls`` (the ones it replaces)."""
     labels = set(model_cls(None).sources())
     return {name: fn for name, fn in vars(module).items() if name in labels and callable(fn)}
 
 
-def with_steps(model_cls: type, base: str, steps: dict) -> Model:
+def with_steps(model_cls: type[Model], base: str, steps: dict) -> Model:
     """``model_cls``'s variant ``base`` with ``steps`` (label -> step function) in place of its own."""
     kernel = model_cls.variants[base]
     name = base + STUDENT
@@ -47,13 +47,13 @@ def verdict(model: Model, config: dict, max_states: int, trace: Optional[str] = 
     """Explore every interleaving: the verdict, the broken invariant and its message, the number of
     states, and the shortest interleaving to the violation (written to ``trace`` when given)."""
     result = explore(model, model.initial(config), max_states=max_states, config=config, scenario=scenario)
-    v = result.violation
-    if v and trace:
-        result.counterexample.write(model, trace)
+    v, cex = result.violation, result.counterexample
+    if cex is not None and trace:
+        cex.write(model, trace)
     return {"verdict": "violation" if v else "clean" if result.exhausted else "bounded",
             "invariant": v.invariant if v else None, "message": v.message if v else None,
             "states": result.states,
-            "interleaving": [str(a) for a in result.counterexample.actions] if v else []}
+            "interleaving": [str(a) for a in cex.actions] if cex is not None else []}
 
 
 def differs(mine: object, kernel: dict, trace: Optional[str] = None, steps: str = "") -> Optional[str]:

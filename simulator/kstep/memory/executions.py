@@ -352,7 +352,7 @@ def value_domains(litmus: Litmus) -> dict[str, set]:
                     f"{litmus.name}: location {loc} may hold more than {MAX_VALUES} "
                     "values; kstep refuses tests that large"
                 )
-        if not grown or rounds > longest:
+        if not grown or rounds >= longest:
             return domains
 
 

@@ -273,7 +273,7 @@ class _Parser:
             self.next()
             value = self.expr()
             self.expect(";")
-            return [("assign", text, value)]
+            return [("assign", text, value, line)]
         value = self.expr()
         self.expect(";")
         return [("do", value)]
@@ -403,7 +403,7 @@ def _resolve(stmts: tuple, params: frozenset[str], regs: set[str]) -> tuple:
             out.append(("decl", s[1], value))
         elif tag == "assign":
             if s[1] not in regs:
-                raise UserError(f"assignment to {s[1]}, which is not a declared register")
+                raise UserError(f"line {s[3]}: assignment to {s[1]}, which is not a declared register")
             out.append(("assign", s[1], expr(s[2])))
         elif tag == "store":
             out.append(("store", expr(s[1]), expr(s[2]), s[3]))

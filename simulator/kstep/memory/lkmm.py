@@ -15,7 +15,6 @@ from pathlib import Path
 from kstep.memory import cat
 from kstep.memory import relations as rel
 from kstep.memory.executions import Candidate, LOCK_KINDS, coherence_orders, cobase, initial_co0
-from kstep.memory.kernel_tree import LKMM_DIR, memory_model_tree
 
 NAME = "lkmm"
 # Tags of linux-kernel.bell's enums; herd names each tag's event set by capitalising it.
@@ -26,8 +25,15 @@ TAGS = ("once", "release", "acquire", "noreturn", "wmb", "rmb", "mb", "barrier",
 
 @functools.cache
 def statements(root: Path | None = None) -> tuple:
-    """bell then cat statements of the tree at ``root`` (default: the fetched 6.12 tree)."""
-    model = (root or memory_model_tree()) / LKMM_DIR
+    """bell then cat statements of the tree at ``root`` (default: the fetched 6.12 tree).
+
+    The fetching lives in the lab (it needs apt); in the browser the caller passes ``root``.
+    """
+    if root is None:
+        from kstep.memory.kernel_tree import memory_model_tree
+
+        root = memory_model_tree()
+    model = root / "tools" / "memory-model"
     return tuple(cat.load(model / "linux-kernel.bell") + cat.load(model / "linux-kernel.cat"))
 
 

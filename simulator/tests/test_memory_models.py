@@ -167,3 +167,15 @@ def test_the_models_import_only_the_standard_library(tree):
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout == "Sometimes Sometimes Never\n", out.stderr[-3000:]
+
+
+def test_a_value_written_only_under_a_branch_is_still_read(tree):
+    # P0 writes y only when it read x=1, which P1 writes: y's 1 is two rounds away. The weak
+    # candidate must exist for the LKMM's Never to mean that the model forbids it.
+    path = tree / "tools/memory-model/litmus-tests/LB+fencembonceonce+ctrlonceonce.litmus"
+    test = parse(path.read_text(), path.name)
+    assert executions.value_domains(test) == {"x": {0, 1}, "y": {0, 1}}
+    reads = {
+        tuple(e.value for e in c.events if e.kind == "R") for c in executions.candidates(test)
+    }
+    assert (1, 1) in reads

@@ -322,38 +322,49 @@ def thread_paths(litmus: Litmus, tid: int, domains: dict[str, set]) -> list[Path
     return paths
 
 
+def _write_sites(node) -> int:
+    """How many writes a thread body can make at most: its write statements and calls.
+
+    Litmus bodies have no loops, so each runs at most once.
+    """
+    if not isinstance(node, tuple) or not node:
+        return 0
+    if not isinstance(node[0], str):  # a statement list
+        return sum(_write_sites(part) for part in node)
+    here = int(node[0] == "store" or (
+        node[0] == "call" and node[1] not in LOADS and node[1] not in FENCES
+        and not node[1].startswith("spin_")
+    ))
+    return here + sum(_write_sites(part) for part in node[1:])
+
+
 def value_domains(litmus: Litmus) -> dict[str, set]:
     """Per location, every value a read of it may return.
 
     A value reaches a read through a chain of writes, each reading the one before (an
-    increment of an increment ...), and no chain is longer than the writes of one
-    execution; so the rounds stop there even where the values would grow for ever.
+    increment of an increment ...), and no chain is longer than the write sites of the
+    whole test; so the rounds stop there even where the values would grow for ever.
     """
     domains = {loc: {litmus.init.get(loc, 0)} for loc in litmus.shared()}
-    rounds = 0
-    while True:
-        found: dict[str, set] = {loc: set() for loc in domains}
-        longest = 0
-        for tid in range(len(litmus.threads)):
-            paths = thread_paths(litmus, tid, domains)
-            longest += max((sum(e[0] == "W" for e in p.events) for p in paths), default=0)
-            for path in paths:
-                for kind, loc, value, *_ in path.events:
-                    if kind == "W":
-                        found[loc].add(value)
-        rounds += 1
-        grown = False
-        for loc, values in found.items():
-            if not values <= domains[loc]:
-                domains[loc] |= values
-                grown = True
+    longest = sum(_write_sites(t.body) for t in litmus.threads)
+    for _ in range(longest):  # round k finds the values at the end of chains of k writes
+        found = [
+            (loc, value)
+            for tid in range(len(litmus.threads))
+            for path in thread_paths(litmus, tid, domains)
+            for kind, loc, value, *_ in path.events
+            if kind == "W" and value not in domains[loc]
+        ]
+        if not found:
+            break
+        for loc, value in found:
+            domains[loc].add(value)
             if len(domains[loc]) > MAX_VALUES:
                 raise UserError(
                     f"{litmus.name}: location {loc} may hold more than {MAX_VALUES} "
                     "values; kstep refuses tests that large"
                 )
-        if not grown or rounds >= longest:
-            return domains
+    return domains
 
 
 @dataclass

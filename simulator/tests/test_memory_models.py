@@ -14,9 +14,9 @@ import textwrap
 import tomllib
 
 import pytest
-
 from kstep.errors import UserError
 from kstep.memory import executions, lkmm, sc, tso
+from kstep.memory.generate import generate, render
 from kstep.memory.kernel_tree import kernel_litmus_tests, memory_model_tree
 from kstep.memory.litmus import parse
 from kstep.memory.verdict import check
@@ -179,3 +179,53 @@ def test_a_value_written_only_under_a_branch_is_still_read(tree):
         tuple(e.value for e in c.events if e.kind == "R") for c in executions.candidates(test)
     }
     assert (1, 1) in reads
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_on_random_tests_sc_within_tso_within_lkmm_and_renaming_changes_nothing(seed):
+    """sc allows no final state x86-TSO forbids, and TSO none the LKMM forbids (the LKMM is meant
+    to be no stronger than the hardware; these tests have no plain accesses, so no data race);
+    each verdict stays the same with the threads reversed and the locations renamed."""
+    g = generate(seed, max_events=8)
+    test = parse(render(g))
+    renamed = parse(render(g, tuple(reversed(range(len(g.threads)))), ("w", "z", "x", "y")))
+    verdicts = {m.NAME: check(test, m) for m in (sc, tso, lkmm)}
+    assert set(verdicts["sc"].states) <= set(verdicts["tso"].states) <= set(verdicts["lkmm"].states)
+    for model in (sc, tso, lkmm):
+        again = check(renamed, model)
+        assert (again.result, len(again.states)) == (verdicts[model.NAME].result, len(verdicts[model.NAME].states))
+
+
+RMW_RESULTS = [  # (call, initial value, value returned, final value): the kernel's atomic_t API
+    ("atomic_add_return(2, v)", 1, 3, 3),
+    ("atomic_fetch_add(3, v)", 1, 1, 4),
+    ("atomic_fetch_sub_release(1, v)", 3, 3, 2),
+    ("atomic_inc_return_acquire(v)", 3, 4, 4),
+    ("atomic_dec_and_test(v)", 1, 1, 0),
+    ("atomic_sub_and_test(3, v)", 4, 0, 1),
+    ("atomic_add_negative(-2, v)", 1, 1, -1),
+    ("xchg(v, 7)", 5, 5, 7),
+    ("cmpxchg(v, 0, 9)", 5, 5, 5),
+    ("cmpxchg_acquire(v, 5, 9)", 5, 5, 9),
+    ("atomic_add_unless(v, 1, 6)", 6, 0, 6),
+    ("atomic_add_unless(v, 1, 6)", 1, 1, 2),
+]
+
+
+@pytest.mark.parametrize("call, initial, returned, final", RMW_RESULTS)
+def test_each_rmw_returns_and_leaves_what_the_kernel_api_says(call, initial, returned, final):
+    test = parse(
+        f"C rmw\n{{ atomic_t v = ATOMIC_INIT({initial}); }}\n"
+        f"P0(atomic_t *v) {{ int a; a = {call}; }}\nexists (0:a={returned} /\\ v={final})\n"
+    )
+    assert check(test, sc).result == "Always"
+
+
+def test_a_thread_with_too_many_runs_is_refused():
+    reads = " ".join(f"r{i} = READ_ONCE(*x);" for i in range(13))
+    decls = " ".join(f"int r{i};" for i in range(13))
+    test = parse(
+        f"C runs\n{{}}\nP0(int *x) {{ {decls} {reads} }}\nP1(int *x) {{ WRITE_ONCE(*x, 1); }}\nexists (x=1)\n"
+    )
+    with pytest.raises(UserError, match=f"more than {executions.MAX_PATHS} runs"):
+        check(test, sc)

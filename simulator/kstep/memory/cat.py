@@ -112,13 +112,6 @@ class Func:
     env: dict
 
 
-class Forbidden(Exception):
-    """A check failed: the execution is not allowed (the check's name says which axiom)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
 # ---------------------------------------------------------------------------------------
 # Parsing
 
@@ -328,8 +321,8 @@ class Interpreter:
         self.base = base
         self.cos = cos  # callable(env) -> iterable of co relations
 
-    # results: list of (env, flags) for every allowed branch; forbidden ones are counted
     def run(self, stmts: list[tuple]):
+        """(final bindings, raised flags) of every branch that passes all the checks."""
         env = dict(self.base)
         yield from self._run(stmts, 0, env, frozenset())
 

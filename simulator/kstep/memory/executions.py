@@ -31,8 +31,8 @@ This is the part herd7's C front end plays for the LKMM, written down here:
   are cut before any model runs.
 
 Limits: a test with more than :data:`MAX_EVENTS` events in one candidate, more than
-:data:`MAX_VALUES` values per location or more than :data:`MAX_CANDIDATES` rf choices is
-refused with a UserError that says so.
+:data:`MAX_VALUES` values per location, more than :data:`MAX_PATHS` runs of one thread or
+more than :data:`MAX_CANDIDATES` rf choices is refused with a UserError that says so.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from kstep.memory.litmus import Litmus
 MAX_EVENTS = 40
 MAX_VALUES = 16
 MAX_CANDIDATES = 200_000
+MAX_PATHS = 4096  # runs of one thread (one per choice of its reads' values)
 
 FENCES = {
     "smp_mb": "mb", "smp_rmb": "rmb", "smp_wmb": "wmb", "barrier": "barrier",
@@ -230,11 +231,8 @@ class _Run:
         for suffix, o in (("_relaxed", "once"), ("_acquire", "acquire"), ("_release", "release")):
             if name.endswith(suffix):
                 base, order = name[: -len(suffix)], o
-        if base.startswith("atomic_"):
-            base = base[len("atomic_"):]
-        if base in ("xchg", "cmpxchg"):
-            addr, operands = args[0], args[1:]
-        elif base == "add_unless":
+        base = base.removeprefix("atomic_")
+        if base in ("xchg", "cmpxchg") or base == "add_unless":
             addr, operands = args[0], args[1:]
         elif base in ("inc", "dec", "inc_return", "dec_return", "fetch_inc", "fetch_dec",
                       "inc_and_test", "dec_and_test"):
@@ -272,12 +270,11 @@ class _Run:
             self.emit("F", None, None, {"mb"}, primitive=name, line=line)
         if base == "add_unless":
             return 1, frozenset({r})
-        returned = new if base.endswith("_return") or base.endswith("_test") or base == "add_negative" else value
         if base.endswith("and_test"):
-            returned = int(new == 0)
-        elif base == "add_negative":
-            returned = int(isinstance(new, int) and new < 0)
-        return returned, frozenset({r})
+            return int(new == 0), frozenset({r})
+        if base == "add_negative":
+            return int(isinstance(new, int) and new < 0), frozenset({r})
+        return (new if base.endswith("_return") else value), frozenset({r})
 
 
 class _Dead(Exception):
@@ -311,6 +308,11 @@ def thread_paths(litmus: Litmus, tid: int, domains: dict[str, set]) -> list[Path
         try:
             run.block(body)
         except _Need as need:
+            if len(paths) + len(stack) > MAX_PATHS:
+                raise UserError(
+                    f"{litmus.name}: thread P{tid} has more than {MAX_PATHS} runs (one per "
+                    "value each of its reads may return); kstep refuses tests that large"
+                ) from None
             options = sorted(domains.get(need.loc, {0, 1}) if isinstance(need.loc, str) else (0, 1), key=repr)
             stack.extend(choices + [v] for v in reversed(options))
             continue

@@ -29,7 +29,7 @@ address of a shared location), ``("load", addr, line)`` (a plain ``*addr`` read)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kstep.errors import UserError, shorten
 
@@ -85,7 +85,6 @@ class Litmus:
     condition: tuple
     filter: tuple | None
     locations: tuple[str, ...]
-    locks: frozenset[str] = field(default_factory=frozenset)
 
     def shared(self) -> tuple[str, ...]:
         """Every shared location: the initialised ones and every thread parameter, sorted."""
@@ -158,18 +157,16 @@ class _Parser:
         return got
 
     # -- initial state
-    def init_block(self) -> tuple[dict, dict, set]:
+    def init_block(self) -> tuple[dict, dict]:
         init: dict[str, object] = {}
         regs: dict[tuple[int, str], object] = {}
-        locks: set[str] = set()
         self.expect("{")
         while not self.accept("}"):
             if self.accept(";"):
                 continue
             line = self.line()
-            typ = None
             while self.peek()[1] in TYPES:
-                typ = self.next()[1]
+                self.next()
             while self.accept("*"):
                 pass
             if self.peek()[0] == "num" and self.peek(1)[1] == ":":
@@ -185,10 +182,8 @@ class _Parser:
                 value = self.init_value()
             if name in init:
                 raise UserError(f"line {line}: {name} is initialised twice")
-            if typ == "spinlock_t":
-                locks.add(name)
             init[name] = value
-        return init, regs, locks
+        return init, regs
 
     def init_value(self) -> object:
         kind, text, line = self.next()
@@ -434,7 +429,7 @@ def parse(text: str, source: str = "litmus test") -> Litmus:
     result = _RESULT.search(header)
     try:
         p = _Parser(_tokens("\n".join(lines[brace:]), brace + 1))
-        init, reg_init, locks = p.init_block()
+        init, reg_init = p.init_block()
         threads: list[Thread] = []
         while re.fullmatch(r"P\d+", p.peek()[1]):
             threads.append(p.thread())
@@ -445,7 +440,7 @@ def parse(text: str, source: str = "litmus test") -> Litmus:
                 raise UserError(f"line {t.line}: thread P{t.index} where P{want} was expected")
         quantifier, condition, filt, locations = None, None, None, []
         while p.peek()[0] != "end":
-            kind, word, line = p.next()
+            _, word, line = p.next()
             if word == "locations":
                 p.expect("[")
                 while not p.accept("]"):
@@ -481,5 +476,4 @@ def parse(text: str, source: str = "litmus test") -> Litmus:
         condition=condition,
         filter=filt,
         locations=tuple(locations),
-        locks=frozenset(locks),
     )

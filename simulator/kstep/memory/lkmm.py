@@ -14,7 +14,13 @@ from pathlib import Path
 
 from kstep.memory import cat
 from kstep.memory import relations as rel
-from kstep.memory.executions import Candidate, LOCK_KINDS, coherence_orders, cobase, initial_co0
+from kstep.memory.executions import (
+    LOCK_KINDS,
+    Candidate,
+    cobase,
+    coherence_orders,
+    initial_co0,
+)
 
 NAME = "lkmm"
 # Tags of linux-kernel.bell's enums; herd names each tag's event set by capitalising it.

@@ -229,3 +229,30 @@ def test_a_thread_with_too_many_runs_is_refused():
     )
     with pytest.raises(UserError, match=f"more than {executions.MAX_PATHS} runs"):
         check(test, sc)
+
+
+DEPENDENCIES = {
+    # explanation.txt, "dependency relations" and ppo's rwdep: a data dependency orders a
+    # read before a write, so S with smp_wmb() and a data dependency is forbidden
+    "S+wmb+data": """\
+        C S+wmb+data
+        {}
+        P0(int *x, int *y) { WRITE_ONCE(*x, 2); smp_wmb(); WRITE_ONCE(*y, 1); }
+        P1(int *x, int *y) { int r0; r0 = READ_ONCE(*y); WRITE_ONCE(*x, r0); }
+        exists (x=2 /\\ 1:r0=1)
+        """,
+    # linux-kernel.bell's carry-dep: data ; rfi through the plain *z, then the plain read's
+    # control dependency, order READ_ONCE(*x) before WRITE_ONCE(*y) (as in dep+plain.litmus)
+    "LB+data-plain-ctrl+mb": """\
+        C LB+data-plain-ctrl+mb
+        {}
+        P0(int *x, int *y, int *z) { int r0; r0 = READ_ONCE(*x); *z = r0; if (*z) WRITE_ONCE(*y, 1); }
+        P1(int *x, int *y) { int r1; r1 = READ_ONCE(*y); smp_mb(); WRITE_ONCE(*x, 1); }
+        exists (0:r0=1 /\\ 1:r1=1)
+        """,
+}
+
+
+@pytest.mark.parametrize("name", DEPENDENCIES)
+def test_dependencies_order_under_the_lkmm_also_through_plain_accesses(name):
+    assert check(parse(textwrap.dedent(DEPENDENCIES[name])), lkmm).result == "Never"

@@ -272,3 +272,13 @@ DEPENDENCIES = {
 @pytest.mark.parametrize("name", DEPENDENCIES)
 def test_dependencies_order_under_the_lkmm_also_through_plain_accesses(name):
     assert check(parse(textwrap.dedent(DEPENDENCIES[name])), lkmm).result == "Never"
+
+
+def test_too_many_combinations_of_thread_runs_are_refused_before_any_is_built():
+    # four threads of eight two-valued reads: 256 runs each, 256**4 combinations
+    decls = " ".join(f"int r{i};" for i in range(8))
+    reads = " ".join(f"r{i} = READ_ONCE(*x);" for i in range(8))
+    threads = "\n".join(f"P{t}(int *x) {{ {decls} {reads} }}" for t in range(4))
+    test = parse(f"C wide\n{{ int x = 0; }}\n{threads}\nP4(int *x) {{ WRITE_ONCE(*x, 1); }}\nexists (x=1)\n")
+    with pytest.raises(UserError, match=f"combinations of the threads' runs; kstep refuses more than {executions.MAX_CANDIDATES}"):
+        check(test, lkmm)

@@ -32,7 +32,8 @@ This is the part herd7's C front end plays for the LKMM, written down here:
 
 Limits: a test with more than :data:`MAX_EVENTS` events in one candidate, more than
 :data:`MAX_VALUES` values per location, more than :data:`MAX_PATHS` runs of one thread or
-more than :data:`MAX_CANDIDATES` rf choices is refused with a UserError that says so.
+more than :data:`MAX_CANDIDATES` combinations of runs or rf choices is refused with a
+UserError that says so.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from kstep.memory.litmus import Litmus
 
 MAX_EVENTS = 40
 MAX_VALUES = 16
-MAX_CANDIDATES = 200_000
+MAX_CANDIDATES = 100_000  # thread-run combinations, and (combination, rf) pairs in all
 MAX_PATHS = 4096  # runs of one thread (one per choice of its reads' values)
 
 FENCES = {
@@ -397,6 +398,14 @@ def candidates(litmus: Litmus):
     """Every combination of one path per thread, as a :class:`Candidate`."""
     domains = value_domains(litmus)
     per_thread = [thread_paths(litmus, t, domains) for t in range(len(litmus.threads))]
+    combinations = 1
+    for paths in per_thread:
+        combinations *= len(paths)
+    if combinations > MAX_CANDIDATES:
+        raise UserError(
+            f"{litmus.name}: {combinations} combinations of the threads' runs; "
+            f"kstep refuses more than {MAX_CANDIDATES}"
+        )
     shared = litmus.shared()
     for combo in itertools.product(*per_thread):
         events: list[Event] = [
@@ -526,3 +535,17 @@ def initial_co0(c: Candidate, writes: int) -> tuple[int, ...]:
     """Initial writes before every other write of their location (stdlib.cat's co0, IW part)."""
     iw = c.set_of(lambda e: e.thread < 0)
     return rel.inter(c.loc, rel.cartesian(c.n, iw, writes & ~iw))
+
+
+def with_reads_from(litmus: Litmus):
+    """Every (candidate, rf) of the test, refusing the test once there are too many."""
+    seen = 0
+    for c in candidates(litmus):
+        for rf in reads_from(c):
+            seen += 1
+            if seen > MAX_CANDIDATES:
+                raise UserError(
+                    f"{litmus.name}: more than {MAX_CANDIDATES} candidate executions; "
+                    "kstep refuses tests that large"
+                )
+            yield c, rf

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kstep.memory import relations as rel
-from kstep.memory.executions import Candidate, Event, candidates, reads_from
+from kstep.memory.executions import Candidate, Event, with_reads_from
 from kstep.memory.litmus import Litmus
 
 
@@ -97,31 +97,30 @@ def check(litmus: Litmus, model) -> Verdict:
     places = observed(litmus)
     verdict = Verdict(model.NAME, "DEADLOCK")
     flags: set[str] = set()
-    for c in candidates(litmus):
+    for c, rf0 in with_reads_from(litmus):
         regs = {}
         for tid, path in enumerate(c.paths):
             regs.update(((tid, k), v) for k, v in path.regs)
-        for rf0 in reads_from(c):
-            for co, rf, fr, exec_flags in model.executions(c, rf0):
-                memory = final_memory(c, co)
-                if litmus.filter is not None and not _holds(litmus.filter, regs, memory):
-                    continue
-                flags |= exec_flags
-                if _holds(litmus.condition, regs, memory):
-                    verdict.positive += 1
-                else:
-                    verdict.negative += 1
-                state = tuple(
-                    (f"{p[1]}:{p[2]}" if p[0] == "reg" else p[1],
-                     regs.get((p[1], p[2]), 0) if p[0] == "reg" else memory.get(p[1]))
-                    for p in places
+        for co, rf, fr, exec_flags in model.executions(c, rf0):
+            memory = final_memory(c, co)
+            if litmus.filter is not None and not _holds(litmus.filter, regs, memory):
+                continue
+            flags |= exec_flags
+            if _holds(litmus.condition, regs, memory):
+                verdict.positive += 1
+            else:
+                verdict.negative += 1
+            state = tuple(
+                (f"{p[1]}:{p[2]}" if p[0] == "reg" else p[1],
+                 regs.get((p[1], p[2]), 0) if p[0] == "reg" else memory.get(p[1]))
+                for p in places
+            )
+            if state not in verdict.states:
+                verdict.states[state] = Execution(
+                    c.events, tuple(rel.pairs(c.po)), tuple(rel.pairs(rf)), tuple(rel.pairs(co)),
+                    tuple(rel.pairs(fr)), tuple(e.id for e in c.events if e.kind == "F"),
+                    tuple(sorted(exec_flags)),
                 )
-                if state not in verdict.states:
-                    verdict.states[state] = Execution(
-                        c.events, tuple(rel.pairs(c.po)), tuple(rel.pairs(rf)), tuple(rel.pairs(co)),
-                        tuple(rel.pairs(fr)), tuple(e.id for e in c.events if e.kind == "F"),
-                        tuple(sorted(exec_flags)),
-                    )
     verdict.flags = frozenset(flags)
     pos, neg = verdict.positive, verdict.negative
     if pos + neg:

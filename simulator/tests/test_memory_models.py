@@ -15,7 +15,7 @@ import tomllib
 
 import pytest
 from kstep.errors import UserError
-from kstep.memory import arm64, executions, lkmm, sc, tso
+from kstep.memory import arm64, executions, lkmm, power, sc, tso
 from kstep.memory.generate import generate, render
 from kstep.memory.kernel_tree import kernel_litmus_tests, memory_model_tree
 from kstep.memory.litmus import parse
@@ -85,9 +85,9 @@ def test_every_final_state_has_one_witness_execution_to_draw():
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s["name"])
-def test_sc_tso_and_arm64_give_the_published_outcome_of_each_classic_shape(shape):
+def test_each_hardware_model_gives_the_published_outcome_of_each_classic_shape(shape):
     test = parse(shape["litmus"], shape["name"])
-    for model in (sc, tso, arm64):
+    for model in (sc, tso, arm64, power):
         verdict = check(test, model)
         got = "forbidden" if verdict.result == "Never" else "allowed"
         assert got == shape[model.NAME], (model.NAME, verdict.result)
@@ -101,7 +101,7 @@ def test_sc_allows_no_final_state_that_tso_forbids(shape):
 
 def test_the_hardware_models_refuse_locks_and_rcu_naming_the_primitive(tree):
     path = tree / "tools/memory-model/litmus-tests/MP+polocks.litmus"
-    for model in (sc, tso, arm64):
+    for model in (sc, tso, arm64, power):
         with pytest.raises(UserError, match=r"line 19: spin_lock\(\) is LKMM-only"):
             check(parse(path.read_text(), path.name), model)
 
@@ -194,17 +194,17 @@ def _release_then_acquire(test) -> bool:
 @pytest.mark.parametrize("seed", range(100))
 def test_on_random_tests_the_models_nest_and_renaming_changes_nothing(seed):
     """sc allows no final state x86-TSO forbids; TSO none arm64 forbids unless a release precedes
-    an acquire; neither x86 nor arm64 one the LKMM forbids (the LKMM is meant to be no stronger
+    an acquire; no hardware model one the LKMM forbids (the LKMM is meant to be no stronger
     than the hardware; these tests have no plain accesses, so no data race). Each verdict stays
     the same with the threads reversed and the locations renamed."""
     g = generate(seed, max_events=8)
     test = parse(render(g))
     renamed = parse(render(g, tuple(reversed(range(len(g.threads)))), ("w", "z", "x", "y")))
-    models = (sc, tso, arm64, lkmm)
+    models = (sc, tso, arm64, power, lkmm)
     states = {m.NAME: check(test, m) for m in models}
     allowed = {name: set(v.states) for name, v in states.items()}
     assert allowed["sc"] <= allowed["tso"] <= allowed["lkmm"]
-    assert allowed["arm64"] <= allowed["lkmm"]
+    assert allowed["arm64"] <= allowed["lkmm"] and allowed["sc"] <= allowed["power"] <= allowed["lkmm"]
     if not _release_then_acquire(test):
         assert allowed["tso"] <= allowed["arm64"]
     for model in models:

@@ -1,7 +1,7 @@
 """Memory models and the kernel's C litmus tests (issue 24, section 1).
 
 ``litmus`` parses a test, ``executions`` plays herd7's C front end (events, dependencies,
-candidate rf and co), and each model module (``sc``, ``tso``, ``arm64``, ``lkmm``) says which
+candidate rf and co), and each model module (``sc``, ``tso``, ``arm64``, ``power``, ``lkmm``) says which
 candidates it allows; ``verdict.check(test, model)`` gathers the final states, the
 Always/Sometimes/Never/DEADLOCK verdict and one witness execution per state. The LKMM is
 not re-implemented: ``cat`` interprets the kernel's own linux-kernel.bell, linux-kernel.cat

@@ -165,7 +165,7 @@ def test_the_models_import_only_the_standard_library(tree):
         test = parse((root / "tools/memory-model/litmus-tests/SB+poonceonces.litmus").read_text())
         print(check(test, lkmm).result, check(test, tso).result, check(test, sc).result)
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0 and out.stdout == "Sometimes Sometimes Never\n", out.stderr[-3000:]
 
 

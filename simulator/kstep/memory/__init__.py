@@ -1,0 +1,10 @@
+"""Memory models and the kernel's C litmus tests (issue 24, section 1).
+
+``litmus`` parses a test, ``executions`` plays herd7's C front end (events, dependencies,
+candidate rf and co), and each model module (``sc``, ``tso``, ``arm64``, ``power``, ``lkmm``) says which
+candidates it allows; ``verdict.check(test, model)`` gathers the final states, the
+Always/Sometimes/Never/DEADLOCK verdict and one witness execution per state. The LKMM is
+not re-implemented: ``cat`` interprets the kernel's own linux-kernel.bell, linux-kernel.cat
+and lock.cat, which ``kernel_tree`` extracts from the pinned linux-source-6.12 package into
+the user cache. Everything but ``kernel_tree`` imports only the standard library.
+"""

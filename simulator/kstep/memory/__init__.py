@@ -5,6 +5,7 @@ candidate rf and co), and each model module (``sc``, ``tso``, ``arm64``, ``power
 candidates it allows; ``verdict.check(test, model)`` gathers the final states, the
 Always/Sometimes/Never/DEADLOCK verdict and one witness execution per state. The LKMM is
 not re-implemented: ``cat`` interprets the kernel's own linux-kernel.bell, linux-kernel.cat
-and lock.cat, which ``kernel_tree`` extracts from the pinned linux-source-6.12 package into
-the user cache. Everything but ``kernel_tree`` imports only the standard library.
+and lock.cat, read from the linux-source-6.12 tree that ``make linux-source`` unpacks into the
+user cache (``kernel_tree`` finds it). Everything but ``kernel_tree`` imports only the standard
+library.
 """

@@ -100,7 +100,7 @@ class Path:
 class _Need(Exception):
     """A read needs one more value choice (raised to the path enumerator)."""
 
-    def __init__(self, loc: str) -> None:
+    def __init__(self, loc: str | tuple[str, str]) -> None:
         self.loc = loc
 
 
@@ -130,7 +130,7 @@ class _Run:
         self.ctrl.update((d, i) for d in self.guard)
         return i
 
-    def choose(self, loc: str):
+    def choose(self, loc: str | tuple[str, str]):
         if self.next == len(self.choices):
             raise _Need(loc)
         value = self.choices[self.next]
@@ -143,7 +143,7 @@ class _Run:
             raise _Dead()
         return loc
 
-    def read(self, addr, tags, primitive, line, rmw=False) -> tuple[int, object, int]:
+    def read(self, addr, tags, primitive, line, rmw=False) -> tuple[int, object, str]:
         loc = self.location(addr, line)
         value = self.choose(loc)
         i = self.emit("R", loc, value, tags, addr[1], rmw=rmw, primitive=primitive, line=line)
@@ -302,7 +302,8 @@ def _binary(op: str, a, b):
 def thread_paths(litmus: Litmus, tid: int, domains: dict[str, set]) -> list[Path]:
     """Every run of thread ``tid`` when each read may return any value of its domain."""
     body = litmus.threads[tid].body
-    paths, stack = [], [[]]
+    paths: list[Path] = []
+    stack: list[list] = [[]]
     while stack:
         choices = stack.pop()
         run = _Run(litmus, tid, choices)
@@ -412,13 +413,17 @@ def candidates(litmus: Litmus):
             Event(i, -1, "W", loc, litmus.init.get(loc, 0), frozenset(), primitive="init")
             for i, loc in enumerate(shared)
         ]
-        po, addr, data, ctrl, rmw = [], [], [], [], []
+        po: list[tuple[int, int]] = []
+        addr: list[tuple[int, int]] = []
+        data: list[tuple[int, int]] = []
+        ctrl: list[tuple[int, int]] = []
+        rmw: list[tuple[int, int]] = []
         for tid, path in enumerate(combo):
             base = len(events)
             for k, (kind, loc, value, tags, star, primitive, line) in enumerate(path.events):
                 events.append(Event(base + k, tid, kind, loc, value, tags, star, primitive, line))
-            ids = range(base, len(events))
-            po += [(a, b) for a in ids for b in ids if a < b]
+            own = range(base, len(events))
+            po += [(a, b) for a in own for b in own if a < b]
             for src, dst in ((path.addr, addr), (path.data, data), (path.ctrl, ctrl)):
                 dst += [(base + a, base + b) for a, b in src]
             rmw += [(base + a, base + b) for a, b in path.rmw]

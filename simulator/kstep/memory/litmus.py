@@ -389,7 +389,7 @@ def _resolve(stmts: tuple, params: frozenset[str], regs: set[str]) -> tuple:
             return ("not", expr(e[1]))
         return e
 
-    out = []
+    out: list[tuple] = []
     for s in stmts:
         tag = s[0]
         if tag == "decl":
@@ -455,8 +455,9 @@ def parse(text: str, source: str = "litmus test") -> Litmus:
                 quantifier = "~exists" if word == "~" else word
                 condition = p.condition()
             else:
-                raise UserError(f"line {line}: unsupported clause {word!r} (exists, ~exists, forall, filter, locations)")
-        if quantifier is None:
+                raise UserError(f"line {line}: unsupported clause {word!r} "
+                                "(exists, ~exists, forall, filter, locations)")
+        if quantifier is None or condition is None:
             raise UserError(f"line {p.line()}: no final condition (exists, ~exists or forall)")
         threads = [
             Thread(t.index, t.params, _resolve(t.body, frozenset(t.params), set()), t.line) for t in threads

@@ -31,14 +31,14 @@ TAGS = ("once", "release", "acquire", "noreturn", "wmb", "rmb", "mb", "barrier",
 
 @functools.cache
 def statements(root: Path | None = None) -> tuple:
-    """bell then cat statements of the tree at ``root`` (default: the fetched 6.12 tree).
+    """bell then cat statements of the tree at ``root`` (default: the unpacked 6.12 tree).
 
-    The fetching lives in the lab (it needs apt); in the browser the caller passes ``root``.
+    Finding the tree is the lab's business; in the browser the caller passes ``root``.
     """
     if root is None:
-        from kstep.memory.kernel_tree import memory_model_tree
+        from kstep.memory.kernel_tree import kernel_root
 
-        root = memory_model_tree()
+        root = kernel_root()
     model = root / "tools" / "memory-model"
     return tuple(cat.load(model / "linux-kernel.bell") + cat.load(model / "linux-kernel.cat"))
 

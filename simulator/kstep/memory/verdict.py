@@ -98,7 +98,7 @@ def check(litmus: Litmus, model) -> Verdict:
     verdict = Verdict(model.NAME, "DEADLOCK")
     flags: set[str] = set()
     for c, rf0 in with_reads_from(litmus):
-        regs = {}
+        regs: dict[tuple[int, str], int] = {}
         for tid, path in enumerate(c.paths):
             regs.update(((tid, k), v) for k, v in path.regs)
         for co, rf, fr, exec_flags in model.executions(c, rf0):

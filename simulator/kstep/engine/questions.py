@@ -153,14 +153,16 @@ def answers(model: Model, questions: tuple, trace: Any) -> list[Answer]:
         if k is None:
             out.append(Answer(q, None, None))
             continue
-        state = trace.states[k]
-        action: Optional[Action] = trace.actions[k - 1] if k else None
-        try:
-            value = _value(model, q, state, action)
-        except ExpectError as err:
-            raise UserError(f"question {q.id}: {err}") from None
-        out.append(Answer(q, k, value))
+        out.append(Answer(q, k, value_at(model, q, trace.states[k], trace.actions[k - 1] if k else None)))
     return out
+
+
+def value_at(model: Model, q: Question, state: Any, action: Optional[Action]) -> Any:
+    """The question's answer in ``state``, reached by ``action`` (None: the initial state)."""
+    try:
+        return _value(model, q, state, action)
+    except ExpectError as err:
+        raise UserError(f"question {q.id}: {err}") from None
 
 
 def _value(model: Model, q: Question, state: Any, action: Optional[Action]) -> Any:

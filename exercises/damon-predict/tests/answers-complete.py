@@ -8,7 +8,7 @@ test = {
         "cases": [{
             "code": ">>> # every question of your run has an answer of the right form (not: the right answer)\n"
                     ">>> from kstep.grading import predict\n"
-                    ">>> predict.well_formed('damon')\n"
+                    ">>> predict.well_formed('damon', decided=False)\n"
                     "[]",
             "hidden": False, "locked": False,
         }],

@@ -1,0 +1,74 @@
+"""The CLI's question table answers nothing before the reveal: ``kstep run`` without ``-c``.
+
+Every scenario with questions (bundled, and every predict exercise's data) is run as a student
+runs it; each question's answer is computed from the same run (its trace, written by ``--json``)
+and searched for in what the student sees before ``-c``: the scenario's text, which tells the
+outcome, is not there; no step from the first one a question is about shows what it did; no state
+after the initial one shows a value.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kstep.cli import main
+from kstep.engine import questions, scenario, trace as traces
+from kstep.grading import exercise, variants
+from kstep.models import MODELS, make_model
+
+ROOT = Path(__file__).resolve().parents[2]
+ROW = re.compile(r"^ *(\d+) +\d+ +\S+ +(\S+) +(.*)$")  # step, tick, actor: label, the rest
+
+
+def asked_scenarios():
+    """(mechanism, scenario argument, extra arguments) of every scenario file that asks questions."""
+    for mech in MODELS:
+        for name in scenario.bundled(mech):
+            sc = scenario.load(mech, make_model(mech).scenario_schema, name)
+            if sc.questions:
+                yield pytest.param(mech, name, [], id=f"{mech}/{name}")
+    for path in sorted((ROOT / "exercises").glob("*-predict")):
+        ex = exercise.load(path)
+        seeds = {}  # each scenario file once, with the first seed a variant gives it
+        for v in variants.all_variants(ex.variants):
+            seeds.setdefault(v["scenario"], v["seed"])
+        for data, seed in seeds.items():
+            yield pytest.param(ex.mechanism, str(path / data), ["-s", str(seed)], id=f"{ex.id}/{Path(data).stem}")
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("mech, name, extra", list(asked_scenarios()))
+def test_nothing_before_the_reveal_answers_a_question(mech, name, extra, tmp_path, capsys):
+    out_json = tmp_path / "run.json"
+    main(["run", mech, "--scenario", name, *extra, "--json", str(out_json)])
+    seen = capsys.readouterr().out
+    run, model = traces.load(out_json, make_model)
+    sc = scenario.load(mech, model.scenario_schema, name)
+    answered = [a for a in questions.answers(model, sc.questions, run) if a.step]  # step 0: the initial state, given
+    assert answered, "no question of this run to check"
+    before = seen[:seen.index("Questions:")]
+
+    # The scenario's own text narrates the run ("counts a miss"): not before the reveal.
+    for text in (sc.description, sc.look_for):
+        assert words(text)[:60] not in words(before)
+
+    rows = {int(m.group(1)): m.groups()[1:] for m in map(ROW.match, before.splitlines()) if m}
+    assert sorted(rows) == list(range(1, len(run.actions) + 1))  # every step (row 0, the given state, has no tick)
+    for k in range(1, len(run.actions) + 1):  # no state after the initial one shows a value
+        label, rest = rows[k]
+        assert set(rest.split()[1 if label != "?" else 0:]) <= {"?"}, (k, rest)
+    for a in answered:
+        about_all = a.question.at.where == "end" or a.question.at.nth < 0
+        first_hidden = 1 if about_all else a.step  # the step into the state asked about, and every later one
+        for k in range(first_hidden, len(run.actions) + 1):
+            assert rows[k][0] == "?" and set(rows[k][1].split()) == {"?"}, (a.question.id, k, rows[k])
+
+    # The reveal shows it all: the answers, and every step's label.
+    main(["run", mech, "--scenario", name, *extra, "-c"])
+    revealed = capsys.readouterr().out
+    assert all(f"answer: {questions.text(a.value)}" in revealed for a in answered)
+    assert run.actions[-1].label in revealed

@@ -36,11 +36,13 @@ def decided(model: Model, q: Question, trace: Any) -> int:
     k = anchored(q.at, trace)
     last = len(trace.states) - 1
     hi = last if k is None or q.at.where == "end" or q.at.nth < 0 else min(last, k + (q.at.where == "before"))
-    lo = 0
     checks = Checks([i for i in model.invariants if i.kind == HARM])
+    if len(_from_start(model, checks, q, trace)) == 1:  # first: else every probe near the start searches it all again
+        return 0
+    lo = 1
     while lo < hi:  # invariant: decided at hi; not decided before lo
         mid = (lo + hi) // 2
-        if len(_from_start(model, checks, q, trace) if mid == 0 else answers_from(model, checks, q, trace, mid)) == 1:
+        if len(answers_from(model, checks, q, trace, mid)) == 1:
             hi = mid
         else:
             lo = mid + 1

@@ -4,9 +4,11 @@ Every scenario with questions (bundled, and every predict exercise's data) is ru
 runs it; each question's answer is computed from the same run (its trace, written by ``--json``)
 and searched for in what the student sees before ``-c``: the scenario's text, which tells the
 outcome, is not there; no step from the first one a question is about shows what it did; no state
-after the initial one shows a value.
+after the initial one shows a value.  On the site, a page whose player asks the scenario's
+questions keeps the scenario's text, which tells the answers, folded below the player.
 """
 
+import html
 import re
 from pathlib import Path
 
@@ -15,6 +17,8 @@ import pytest
 from kstep.cli import main
 from kstep.engine import questions, scenario, trace as traces
 from kstep.grading import exercise, variants
+from kstep.errors import UserError
+from kstep.views import course, notebook, predict
 from kstep.models import MODELS, make_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,3 +76,56 @@ def test_nothing_before_the_reveal_answers_a_question(mech, name, extra, tmp_pat
     revealed = capsys.readouterr().out
     assert all(f"answer: {questions.text(a.value)}" in revealed for a in answered)
     assert run.actions[-1].label in revealed
+
+
+def visible_before_the_fold_text(text: str) -> str:
+    """A page's text up to its folded "how this run goes" (scripts, styles and tags dropped)."""
+    text = text.split('<details class="kstep-told">')[0]
+    text = re.sub(r"<(script|style)\b.*?</\1>", " ", text, flags=re.S)
+    return words(html.unescape(re.sub(r"<[^>]+>", " ", text)))
+
+
+def visible_before_the_fold(page: Path) -> str:
+    return visible_before_the_fold_text(page.read_text())
+
+
+def test_a_page_whose_player_asks_keeps_the_scenarios_text_folded_below_it(site):
+    """The scenario's text and checked claims tell how the run goes, so on a page whose player asks the
+    scenario's questions they come after the player, in a closed <details>; the tour's too."""
+    pages = []
+    for mech in MODELS:
+        for name in scenario.bundled(mech):
+            model, sc, run = course.scripted_run(mech, name)
+            if predict.scenario_questions(run, model):
+                pages.append((site / "animations" / mech / f"{name}.html", sc))
+                if (mech, name) == ("vma-locks", "munmap-vs-fault"):
+                    pages.append((site / "tour.html", sc))
+    assert len(pages) >= 8
+    for page, sc in pages:
+        source = page.read_text()
+        assert source.count('<details class="kstep-told">') == 1, page
+        before = visible_before_the_fold(page)
+        for text in (sc.description, sc.look_for, *(e.claim for e in sc.expect)):
+            assert words(text)[:60] not in before, (page.name, text[:60])
+
+
+def test_a_notebooks_predictions_are_not_answered_above_them_or_outside_their_blocks(site):
+    """Notebook 01 asks how many misses T1 counts: the scenario's text, which narrates them, comes only
+    after it; and no notebook page shows a question's why (its answer) outside a script."""
+    page = site / "notebooks" / "01-per-vma-locks-and-rcu.html"
+    before = page.read_text().split(notebook.BLOCK)[0]
+    _, sc, _ = course.scripted_run("vma-locks", "munmap-vs-fault")
+    assert words(sc.description)[:60] not in visible_before_the_fold_text(before)
+    for nb in sorted((site / "notebooks").glob("0*.html")):
+        if not notebook_questions_of(nb.stem):
+            continue
+        shown = visible_before_the_fold_text(nb.read_text())
+        for q, why in notebook_questions_of(nb.stem).values():
+            assert words(why)[:60] not in shown, (nb.name, q.id)
+
+
+def notebook_questions_of(stem: str) -> dict:
+    try:
+        return notebook.notebook_questions(stem)
+    except UserError:  # a notebook that asks nothing
+        return {}

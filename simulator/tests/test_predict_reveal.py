@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from browser import Opened
 
 from kstep.cli import main
 from kstep.engine import questions, scenario, trace as traces
@@ -129,3 +130,18 @@ def notebook_questions_of(stem: str) -> dict:
         return notebook.notebook_questions(stem)
     except UserError:  # a notebook that asks nothing
         return {}
+
+
+@pytest.mark.browser
+def test_the_folded_text_is_not_on_screen_until_opened(browser, site):
+    """In a browser the closed <details> shows its summary only; a click on it shows the text."""
+    _, sc, _ = course.scripted_run("vma-locks", "munmap-vs-fault")
+    first = sc.description.split()[:6]
+    for page in (site / "animations" / "vma-locks" / "munmap-vs-fault.html", site / "tour.html"):
+        opened = Opened(browser, page, predict=True)
+        told = opened.page.locator("details.kstep-told")
+        text = told.locator("p", has_text=" ".join(first)).first
+        assert told.locator("summary").is_visible() and not text.is_visible(), page.name
+        told.locator("summary").click()
+        assert text.is_visible(), page.name
+        opened.context.close()

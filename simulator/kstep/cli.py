@@ -450,13 +450,21 @@ def cmd_run(args) -> int:
     else:
         trace = simulate(model, model.initial(sc.config), scheduler, max_steps=args.steps or sc.max_steps,
                          scenario=sc.name, config=sc.config)
+    # Asked and not revealed, a scenario's text (it tells the outcome) and what the steps from the
+    # first one asked about did would answer its questions: only who ran is shown there.
+    shown = None if args.compute else questions.steps_shown(questions.answers(model, sc.questions, trace))
     print(f"{model.name} ({model.title}), variant {model.variant.name}")
-    print(f"scenario {clean(sc.name)}:")
-    print(wrap(sc.description, "  "))
-    print(f"look for:\n{wrap(sc.look_for, '  ')}")
+    if shown is None:
+        print(f"scenario {clean(sc.name)}:")
+        print(wrap(sc.description, "  "))
+        print(f"look for:\n{wrap(sc.look_for, '  ')}")
+    else:
+        print(f"scenario {clean(sc.name)}: its description tells the outcome, so -c shows it with the answers")
     print(f"scheduler: {clean(how)}\n")
-    print_table(model, trace, reveal=args.compute)
+    print_table(model, trace, reveal=args.compute, labels=shown)
     print()
+    if shown is not None and shown < len(trace):
+        print(f"Steps {shown + 1}..{len(trace)} show only who ran: what they did is for you to predict.\n")
     if sc.questions:
         print_questions(model, sc, trace, reveal=args.compute)
     if args.compute:
@@ -464,7 +472,8 @@ def cmd_run(args) -> int:
         if how.startswith("the scenario's own") and sc.expect:
             print_claims(model, sc, trace)
     else:
-        print("Work out the ? columns and how the run ends, then rerun with -c for the answers.")
+        print("Work out the ? columns and how the run ends, then rerun with -c for the answers "
+              "(ungraded practice: it prints them).")
     write_outputs(model, trace, args.json, args.html, about=sc)
     return OK if trace.violation is None else VIOLATION
 
@@ -1019,8 +1028,9 @@ def progress_reporter():
 # --- formatting -----------------------------------------------------------------------------------------
 
 
-def print_table(model, trace, *, reveal: bool) -> None:
-    """The OSTEP step table: the initial state is given, later states are '?' unless revealed."""
+def print_table(model, trace, *, reveal: bool, labels: Optional[int] = None) -> None:
+    """The OSTEP step table: the initial state is given, later states are '?' unless revealed; steps
+    past the first ``labels`` (None: every step) show who ran but not what they did ('?')."""
     sources = model.sources()
     summaries = [model.summary(s) for s in trace.states]
     columns: list[str] = []
@@ -1030,7 +1040,8 @@ def print_table(model, trace, *, reveal: bool) -> None:
     rows = [["0", "", "", "(initial)", ""] + [str(summaries[0].get(c, "")) for c in columns]]
     for k, (action, tick) in enumerate(zip(trace.actions, trace.ticks), start=1):
         state_cells = [str(summaries[k].get(c, "")) if reveal else "?" for c in columns]
-        rows.append([str(k), str(tick), action.actor, action.label, str(sources[action.label])] + state_cells)
+        what = [action.label, str(sources[action.label])] if labels is None or k <= labels else ["?", "?"]
+        rows.append([str(k), str(tick), action.actor] + what + state_cells)
     rows = [[clean(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     right = {0, 1}  # numbers

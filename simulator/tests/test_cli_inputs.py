@@ -313,7 +313,7 @@ def test_student_ids_and_exercise_names_are_matched_whole(tmp_path):
     shutil.copytree(ROOT / "exercises" / "rcu-predict", ex)
     toml = (ex / "exercise.toml").read_text()
     for before, after, says in [('["answers.toml"]', '["answers.toml\\n"]', "is not a plain file name"),
-                                ("answers = 9", '"answers\\n" = 9', "not a test name")]:
+                                ("decided = 9", '"decided\\n" = 9', "not a test name")]:
         (ex / "exercise.toml").write_text(toml.replace(before, after))
         with pytest.raises(UserError, match=says):
             exercise.load(ex)

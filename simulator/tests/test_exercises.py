@@ -88,7 +88,7 @@ def test_predict_variants_ask_different_questions_and_solutions_are_current(name
         assert all(a.step is not None for a in got), (v, [a.question.id for a in got if a.step is None])
         distinct.add((v["scenario"],) + tuple(questions.text(a.value) for a in got))
     assert len(distinct) >= variants.MIN_VARIANTS
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "exercise-solutions"), "--check"],
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "exercise-solutions"), "--check", name],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
 

@@ -7,4 +7,4 @@ from kstep.grading import predict
 
 
 def test_answers(ctx):
-    predict.check(ctx, "damon")
+    predict.check_values(ctx, "damon")

@@ -1,4 +1,4 @@
-"""Hidden test of qspin-predict: each answer against the one computed from the student's run.
+"""Hidden test of qspin-predict: for each question, the step of the student's run that decided its answer.
 
 CANARY-KSTEP-HIDDEN-qspin-predict: this line must never reach a student's output.
 """
@@ -6,5 +6,5 @@ CANARY-KSTEP-HIDDEN-qspin-predict: this line must never reach a student's output
 from kstep.grading import predict
 
 
-def test_answers(ctx):
+def test_decided(ctx):
     predict.check(ctx, "qspinlock")

@@ -34,9 +34,11 @@ model's own helpers), parsed with it and evaluated by it:
 
 Questions are validated when the scenario is loaded (``kstep.engine.scenario`` calls ``parse``),
 their labels against the model by ``validate``; each mistake is one line and exit status 2 at the
-command line.  ``kstep run MECH --scenario S`` prints the questions with ``?``; ``-c`` prints the
-answers this run gives.  A question whose anchor step does not happen in a run (another seed,
-another schedule) has no answer in that run and says so.
+command line.  ``kstep run MECH --scenario S`` prints the questions with ``?`` (and, from the first
+step a question is about, only who ran: ``steps_shown``); ``-c`` prints the answers this run gives
+(practice: graded predict exercises grade what it does not print, kstep.grading.decided).  A
+question whose anchor step does not happen in a run (another seed, another schedule) has no answer
+in that run and says so.
 """
 
 from __future__ import annotations
@@ -153,14 +155,27 @@ def answers(model: Model, questions: tuple, trace: Any) -> list[Answer]:
         if k is None:
             out.append(Answer(q, None, None))
             continue
-        state = trace.states[k]
-        action: Optional[Action] = trace.actions[k - 1] if k else None
-        try:
-            value = _value(model, q, state, action)
-        except ExpectError as err:
-            raise UserError(f"question {q.id}: {err}") from None
-        out.append(Answer(q, k, value))
+        out.append(Answer(q, k, value_at(model, q, trace.states[k], trace.actions[k - 1] if k else None)))
     return out
+
+
+def steps_shown(answers: list[Answer]) -> Optional[int]:
+    """How many leading steps of a run may show what they did (their labels) while its questions
+    are open: those before the first step into a state a question asks about.  A question about the
+    end of the run, or its last X, may depend on every step (count the misses), so none then; no
+    question to answer (none reached, or only the initial state, which is given): None, every step.
+    Past these steps a step table shows only who ran (the schedule, the puzzle's input)."""
+    shown = [0 if a.question.at.where == "end" or a.question.at.nth < 0 else a.step - 1
+             for a in answers if a.step]
+    return min(shown) if shown else None
+
+
+def value_at(model: Model, q: Question, state: Any, action: Optional[Action]) -> Any:
+    """The question's answer in ``state``, reached by ``action`` (None: the initial state)."""
+    try:
+        return _value(model, q, state, action)
+    except ExpectError as err:
+        raise UserError(f"question {q.id}: {err}") from None
 
 
 def _value(model: Model, q: Question, state: Any, action: Optional[Action]) -> Any:

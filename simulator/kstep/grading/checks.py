@@ -14,19 +14,24 @@ from __future__ import annotations
 
 import pprint
 
-# kind -> (what it checks, in a comment the student reads; the grading module whose well_formed runs it)
+# kind -> (what it checks, in a comment the student reads; the grading module whose well_formed runs it;
+# that call's further arguments)
 KINDS = {
-    "predict-well-formed": ("every question of your run has an answer of the right form (not: the right answer)",
-                            "predict"),
+    "predict-well-formed": ("every question of your run has an answer and a deciding step of the right form "
+                            "(not: the right ones)", "predict", ""),
+    # damon- and fork-predict run one actor, whose answers are settled before its first step: they grade
+    # the values, and a deciding step is not asked for (docs/instructor/grading.md)
+    "predict-values-well-formed": ("every question of your run has an answer of the right form (not: the right "
+                                   "answer)", "predict", ", decided=False"),
     "find-bug-well-formed": ("a line as path:NUMBER, and a schedule naming your scenario's actors (not: the "
-                             "right ones)", "findbug"),
+                             "right ones)", "findbug", ""),
 }
 
 
 def ok_test(name: str, kind: str, mechanism: str, points: int) -> str:
     """The OK-format test file of a declared check."""
-    what, module = KINDS[kind]
-    code = f">>> # {what}\n>>> from kstep.grading import {module}\n>>> {module}.well_formed({mechanism!r})\n[]"
+    what, module, more = KINDS[kind]
+    code = f">>> # {what}\n>>> from kstep.grading import {module}\n>>> {module}.well_formed({mechanism!r}{more})\n[]"
     test = {"name": name, "points": points,
             "suites": [{"type": "doctest", "scored": True, "setup": "", "teardown": "",
                         "cases": [{"code": code, "hidden": False, "locked": False}]}]}

@@ -4,12 +4,18 @@ A predict exercise's variant is a scenario file of its ``data/`` folder, which c
 ``[[questions]]``, and a seed.  The student runs ``kstep run MECH --scenario data/S.toml -s SEED``,
 sees the step table and the questions with ``?``, and hands in ``answers.toml``::
 
-    [answers]
+    [answers]            # practice, not graded: `kstep run ... -c` prints these
     seq-after-epoch = 1
     holders = ["T1"]
 
-Grading computes every answer from the same run (nobody writes answers down) and gives credit per
-question answered right.
+    [decided]            # graded: the step after which no schedule could change the answer
+    seq-after-epoch = 14
+    holders = 9
+
+The answers themselves are what ``-c`` prints, so grading them would grade copying.  What is graded
+is what no kstep command prints: for each question anchored to a step, which step of the run
+decided its answer (kstep.grading.decided).  Grading computes every answer and every deciding step
+from the same run (nobody writes them down) and gives credit per question.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 
 from ..engine import Random, questions, scenario, simulate
 from ..models import make_model
+from . import decided
 from .harness import Fail
 
 
@@ -39,9 +46,22 @@ def answers(mechanism: str, exercise_path: Path, variant: dict) -> list[question
     return questions.answers(m, sc.questions, trace)
 
 
-def solution_toml(computed: list[questions.Answer]) -> str:
-    """An answers.toml holding the computed answers (what a solution hands in)."""
-    return "\n".join(["[answers]"] + [f"{a.question.id} = {_toml(a.value)}" for a in computed]) + "\n"
+def graded(qs) -> list:
+    """The questions whose deciding step is graded: those anchored to a step of the run (a question
+    about the start or the end of a run asks about every step at once)."""
+    return [q for q in qs if q.at.label]
+
+
+def deciding_steps(mechanism: str, exercise_path: Path, variant: dict) -> dict[str, int]:
+    """Each graded question's deciding step in the variant's run (every one is reached: test_exercises)."""
+    m, sc, trace = run(mechanism, exercise_path, variant["scenario"], variant["seed"])
+    return {q.id: decided.decided(m, q, trace) for q in graded(sc.questions)}
+
+
+def solution_toml(computed: list[questions.Answer], steps: dict[str, int]) -> str:
+    """An answers.toml holding the computed answers and deciding steps (what a solution hands in)."""
+    return "\n".join(["[answers]"] + [f"{a.question.id} = {_toml(a.value)}" for a in computed] +
+                     ["", "[decided]"] + [f"{qid} = {step}" for qid, step in steps.items()]) + "\n"
 
 
 def _toml(value: Any) -> str:
@@ -55,7 +75,23 @@ def _toml(value: Any) -> str:
 
 
 def check(ctx, mechanism: str) -> None:
-    """The hidden test: credit for each question of the student's run answered right."""
+    """The hidden test: credit for each graded question whose deciding step the student named."""
+    given = ctx.toml("answers.toml").get("decided")
+    if not isinstance(given, dict):
+        raise Fail("answers.toml has no [decided] table")
+    steps = deciding_steps(mechanism, ctx.exercise.path, ctx.variant)
+    wrong = [qid for qid, step in steps.items()
+             if not (isinstance(given.get(qid), int) and not isinstance(given.get(qid), bool) and given[qid] == step)]
+    if wrong:
+        right = len(steps) - len(wrong)
+        raise Fail(f"{right} of {len(steps)} deciding steps are right; not right: {', '.join(wrong)}",
+                   credit=right / len(steps))
+
+
+def check_values(ctx, mechanism: str) -> None:
+    """The hidden test of a predict exercise whose runs have one schedule only (damon-predict,
+    fork-predict: every step is decided from the start): credit for each answer right.  ``-c``
+    prints these answers, so this grades reading, not predicting (docs/instructor/grading.md)."""
     given = ctx.toml("answers.toml").get("answers")
     if not isinstance(given, dict):
         raise Fail("answers.toml has no [answers] table")
@@ -67,20 +103,28 @@ def check(ctx, mechanism: str) -> None:
                    credit=right / len(computed))
 
 
-def well_formed(mechanism: str, folder: Path = Path(".")) -> list[str]:
+def well_formed(mechanism: str, folder: Path = Path("."), decided: bool = True) -> list[str]:
     """What is wrong with the form of answers.toml (a missing id, a choice not offered, a number
-    given as text), without revealing a single answer: the public test of predict exercises."""
+    given as text, a missing deciding step when ``decided`` steps are graded), without revealing a
+    single answer: the public test of predict exercises."""
     import tomllib
 
     variant = tomllib.loads((folder / "variant.toml").read_text())
     m = make_model(mechanism)
     sc = scenario.load(mechanism, m.scenario_schema, str(folder / variant["scenario"]))
     try:
-        given = tomllib.loads((folder / "answers.toml").read_text()).get("answers", {})
+        doc = tomllib.loads((folder / "answers.toml").read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         return [f"answers.toml: {e}"]
+    given, steps = doc.get("answers", {}), doc.get("decided", {})
+    if not isinstance(given, dict) or not isinstance(steps, dict):
+        return ["answers.toml: [answers] and [decided] must be tables"]
     names = {t["name"] for t in sc.config["threads"]} if "threads" in sc.config else set()
     out = []
+    for q in graded(sc.questions) if decided else ():
+        v = steps.get(q.id)
+        if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+            out.append(f"{q.id}: no deciding step in [decided] (a step number of the table, 0 for the start)")
     for q in sc.questions:
         if q.id not in given:
             out.append(f"{q.id}: no answer")

@@ -5,7 +5,8 @@ into the source folder at each build, never committed, only rewritten when its t
 A page is a title and one directive; the directive runs the library when Sphinx reads the page:
 
 - ``kstep-scenario MECH NAME``: the description, what to look for, the animation of its scripted
-  run, the claims of its text checked against that run, and the command that prints it;
+  run, the claims of its text checked against that run, and the command that prints it; when the
+  player asks the scenario's questions, the text (which answers them) comes after it, folded;
 - ``kstep-counterexample MECH VARIANT``: what the variant breaks and the shortest run in which the
   explorer catches it;
 - ``kstep-animations MECH`` (on a chapter): the list of those pages in lecture order, with each
@@ -31,7 +32,7 @@ from sphinx.util.docutils import SphinxDirective
 from ...engine import expect, parse_schedule, scenario
 from ...engine.liveness import describe, liveness
 from ...models import MODELS, make_model
-from .. import course
+from .. import course, predict
 from ..export import layout
 from ..live import enable
 
@@ -141,8 +142,8 @@ class ScenarioDirective(KstepDirective):
     def run(self):
         mech, name = self.mechanism(), self.arguments[1]
         model, sc, trace = course.scripted_run(mech, name)
-        out = paragraphs(sc.description)
-        out.append(labelled("What to look for:", sc.look_for, classes=["kstep-look-for"]))
+        intro = paragraphs(sc.description) + [labelled("What to look for:", sc.look_for, classes=["kstep-look-for"])]
+        checked = []
         facts = nodes.paragraph("", f"{len(trace)} steps under ")
         if sc.schedule:
             facts += [nodes.Text("its scripted schedule "), nodes.literal(sc.schedule, sc.schedule),
@@ -155,20 +156,25 @@ class ScenarioDirective(KstepDirective):
             facts += nodes.Text("; its runs never end, and this one stops there")
         # How the run ends is for the student to predict: the banner at its last step says it.
         facts += nodes.Text("; the banner at its last step says how it ends.")
-        out.append(facts)
-        out.append(self.animation(trace, model))
         if sc.expect:
             failed = {e.claim: why for e, why in expect.check(model, trace, sc.expect)}
             for claim, why in failed.items():
                 logger.warning(f"{mech}/{name}: claim {claim!r} does not hold on its run: {why}",
                                location=(self.env.docname, self.lineno))
-            out.append(nodes.paragraph("", "Each of these sentences is checked against the run above:"))
+            checked.append(nodes.paragraph("", "Each of these sentences is checked against the run above:"))
             claims = nodes.bullet_list()
             for e in sc.expect:
                 claims += nodes.list_item("", nodes.paragraph("", f"{'✗' if e.claim in failed else '✓'} {e.claim}"))
-            out.append(claims)
+            checked.append(claims)
+        if not predict.scenario_questions(trace, model):
+            out = intro + [facts, self.animation(trace, model)] + checked
+        else:  # the scenario's text tells the answers: it waits, folded, below the player that asks
+            out = [facts, self.animation(trace, model),
+                   nodes.raw("", '<details class="kstep-told"><summary>How this run goes (it answers the '
+                                 'questions the player asks: open it once you have answered)</summary>', format="html"),
+                   *intro, *checked, nodes.raw("", "</details>", format="html")]
         out.append(nodes.paragraph("", "The same run as a step table, with ? for you to work out (-c shows "
-                                       "the answers):"))
+                                       "the answers: practice, it prints them):"))
         out.append(command(f"kstep run {mech} --scenario {name}" + ("" if sc.schedule else f" -s {course.SEED}")))
         return out
 

@@ -1,7 +1,7 @@
-"""The player on every screen (issue 12, item 5) and the context of a step on screen (item 4), in a real
+"""The player on every screen (issue 12, item 5; issue 21, section 2) and the context of a step on screen (item 4), in a real
 browser: one page, opened once for the module, resized and driven from the keyboard.
 
-Screenshots at the three widths are written to build/screenshots/ (make's output folder, never
+Screenshots at the four widths are written to build/screenshots/ (make's output folder, never
 committed) for a person to look at; what the tests assert is read from the page itself.
 """
 
@@ -13,13 +13,12 @@ from browser import PAINTED, Opened
 from kstep import views
 from kstep.engine import Scripted, scenario, simulate
 from kstep.models import make_model
-from kstep.views import code, predict
+from kstep.views import code, predict, style
 
 pytestmark = pytest.mark.browser
 
-# A 390-pixel phone, JupyterLab's notebook column beside its file browser on a 1280-pixel laptop, and
-# a 1024-pixel projector.
-WIDTHS = {"phone": 390, "notebook-column": 860, "projector": 1024}
+# A 390-pixel phone, a JupyterLab pane, a laptop and a 1920-pixel projector (issue 21, section 2).
+WIDTHS = {"phone": 390, "jupyterlab-pane": 800, "laptop": 1366, "projector": 1920}
 SHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 
 
@@ -31,7 +30,7 @@ def opened(browser, tmp_path_factory):
     trace = simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
     path = tmp_path_factory.mktemp("screens") / "vma.html"
     views.save_html(trace, model, path, about=sc)
-    p = Opened(browser, path, viewport=(WIDTHS["projector"], 900), predict=True)
+    p = Opened(browser, path, viewport=(1024, 900), predict=True)
     yield p, trace, model
     p.check_clean()
     p.close()
@@ -84,25 +83,86 @@ def test_predict_mode_asks_before_each_marked_step_then_reveals_and_keeps_score(
     p.wait(f"m('kstep-slider').value === {n}")
 
 
+# The player's parts a student reads or works (the board is the view's first panel, kstep-panel-0).
+PARTS = ["kstep-reset", "kstep-back", "kstep-play", "kstep-step", "kstep-speed", "kstep-slider", "kstep-projector",
+         "kstep-status-pane", "kstep-code-pane", "kstep-panel-0", "kstep-key"]
+# Per part: its box on the page, the width and height of what it holds (scrollWidth, scrollHeight) and of
+# the box it shows (clientWidth, clientHeight), and whether it is shown at all.
+BOXES = """(names) => Object.fromEntries(names.map((name) => {
+  const m = Bokeh.documents[0].get_model_by_name(name);
+  const el = Bokeh.index.query_one((v) => v.model === m).el;
+  const r = el.getBoundingClientRect();
+  return [name, {box: [r.left, r.top, r.right, r.bottom], content: [el.scrollWidth, el.scrollHeight],
+                 client: [el.clientWidth, el.clientHeight], shown: r.width > 0 && r.height > 0}];
+}))"""
+
+
+def boxes(p):
+    p.page.evaluate(PAINTED)
+    return p.page.evaluate(BOXES, PARTS)
+
+
+def overlap(a, b) -> float:
+    """The area two boxes share, less a pixel of rounding each way."""
+    w = min(a[2], b[2]) - max(a[0], b[0]) - 1
+    h = min(a[3], b[3]) - max(a[1], b[1]) - 1
+    return max(w, 0) * max(h, 0)
+
+
 @pytest.mark.parametrize("screen", list(WIDTHS))
-def test_the_page_fits_the_screen_without_scrolling_sideways(opened, screen):
+def test_the_player_fits_the_screen_and_no_part_overflows_or_overlaps_another(opened, screen):
     p, trace, _ = opened
-    p.page.set_viewport_size({"width": WIDTHS[screen], "height": 900})
+    width = WIDTHS[screen]
+    p.page.set_viewport_size({"width": width, "height": 900})
     at(p, 5, len(trace))  # a step with a long status line, a call stack and code
-    assert overflow(p) == 0, f"{screen}: the page is wider than {WIDTHS[screen]} px"
-    # The board keeps its colour key beside it where there is room, and under it where there is not.
-    board, key = (p.page.evaluate(
-        "(name) => { const m = Bokeh.documents[0].get_model_by_name(name);"
-        " const r = Bokeh.index.query_one((v) => v.model === m).el.getBoundingClientRect();"
-        " return [r.left, r.top, r.right, r.bottom]; }", name) for name in ("kstep-plot-state", "kstep-key"))
-    if WIDTHS[screen] >= 1000:
-        assert key[0] >= board[2] and key[1] < board[3], "the key must sit beside the board"
+    assert overflow(p) == 0, f"{screen}: the page is wider than {width} px"
+    parts = boxes(p)
+    for name, part in parts.items():
+        left, _, right, _ = part["box"]
+        assert part["shown"] and left >= 0 and right <= width + 0.5, f"{screen}: {name} leaves the screen: {part}"
+        if name != "kstep-panel-0":
+            assert part["content"][0] <= part["client"][0] + 1, f"{screen}: {name}'s content is wider than it"
+    for a in PARTS:
+        for b in PARTS[PARTS.index(a) + 1:]:
+            assert overlap(parts[a]["box"], parts[b]["box"]) == 0, f"{screen}: {a} and {b} overlap"
+    board, code = parts["kstep-panel-0"], parts["kstep-code-pane"]
+    if width >= style.SIDE_BY_SIDE:
+        assert code["box"][0] >= board["box"][2] and code["box"][1] < board["box"][3], "side by side"
     else:
-        assert key[1] >= board[3], "on a narrow screen the key goes under the board"
+        assert code["box"][1] >= board["box"][3], "on a narrow screen the code pane goes under the board"
+    # The board keeps the width it is legible at: on a phone it scrolls sideways in its own box, from
+    # anywhere else it is whole.
+    wider = board["content"][0] > board["client"][0] + 1
+    assert wider == (width < 640 + 16), f"{screen}: the board scrolls sideways: {board}"
     SHOTS.mkdir(parents=True, exist_ok=True)
-    p.page.screenshot(path=str(SHOTS / f"vma-munmap-vs-fault-{screen}-{WIDTHS[screen]}px.png"), full_page=True)
+    p.page.screenshot(path=str(SHOTS / f"vma-munmap-vs-fault-{screen}-{width}px.png"), full_page=True)
     assert p.page.evaluate("() => document.querySelector('meta[name=viewport]').content") == \
         "width=device-width, initial-scale=1"
+
+
+def test_projector_mode_shows_the_board_and_the_code_in_large_type_on_one_screen(opened):
+    p, trace, _ = opened
+    n = len(trace)
+    p.page.set_viewport_size({"width": WIDTHS["projector"], "height": 1080})
+    at(p, 5, n)
+    hidden = ["kstep-header", "kstep-predict", "kstep-key", "kstep-panel-1", "kstep-panel-2"]
+    visible = "(names) => names.map((name) => Bokeh.documents[0].get_model_by_name(name).visible)"
+    before = p.page.evaluate(visible, hidden)
+    status = p.root.locator(".kstep-status")
+    small = status.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)")
+    p.click("projector mode")
+    p.wait("m('kstep-projector').active && !m('kstep-key').visible")
+    assert p.page.evaluate(visible, hidden) == [False] * len(hidden)
+    assert status.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)") >= 1.5 * small
+    p.page.evaluate("() => window.scrollTo(0, 0)")
+    parts = boxes(p)
+    top = parts["kstep-reset"]["box"][1]
+    bottom = max(parts["kstep-panel-0"]["box"][3], parts["kstep-code-pane"]["box"][3])
+    assert bottom - top <= 1080, "controls, status, board and code fit one projector screen"
+    p.click("projector mode")
+    p.wait("!m('kstep-projector').active && m('kstep-key').visible")
+    assert p.page.evaluate(visible, hidden) == before
+    assert status.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)") == small
 
 
 # Every <style> of the page's Bokeh views watched: each time one is given text, whether it is the text it had.

@@ -476,6 +476,22 @@ function setup() {
 
 setup();
 
+// Projector mode (player.py's layout names its parts): large type in the status and code panes, and the
+// rest hidden but the controls, the board and the end banner; turned off, each part is shown as it was.
+function projector(on) {
+  if (on) {
+    st.before_projector = P.projector.hide.map((m) => m.visible);
+    for (const m of P.projector.hide) {
+      m.visible = false;
+    }
+  } else if (st.before_projector !== undefined) {
+    P.projector.hide.forEach((m, i) => { m.visible = st.before_projector[i]; });
+  }
+  for (const m of P.projector.large) {
+    m.css_classes = on ? ["kstep-projector"] : [];
+  }
+}
+
 // Interactive mode (interactive.js) puts the columns of the student's own run in place of the
 // recorded one's (frames, stores, strings, n) and calls the player with {kstep_live: k, fresh}.  A
 // session's stores and string table only grow, so a block on screen still holds the same rows after
@@ -563,6 +579,8 @@ if (origin === W.toggle) {
   if (st.asking !== null) {
     answered(null);
   }
+} else if (origin === W.projector) {
+  projector(W.projector.active);
 } else if (origin === W.speed) {
   if (st.timer !== null) {
     start_timer();

@@ -94,18 +94,28 @@ MONO = "'DejaVu Sans Mono', Menlo, Consolas, monospace"
 TITLE_SIZE = "18pt"
 TEXT_SIZE = "13pt"
 SMALL_SIZE = "11pt"
-WIDTH = 1200  # the widest a player grows: a 1280-pixel-wide projector with margins; it shrinks to a phone's
+PROJECTOR_SIZE = "20pt"  # projector mode's status line and code pane
+PROJECTOR_CODE_SIZE = "16pt"
+WIDTH = 1200  # the width a plot is designed at: a 1280-pixel-wide projector with margins
+MAX_WIDTH = 1880  # the widest a player grows (a 1920-pixel projector); it shrinks to a phone's
 # Lines the status keeps room for (step, what the kernel does, the call stack, one wrapped): while playing,
 # a status that grew or shrank by a line re-laid out the whole page on every frame.
 STATUS_LINES = 4
-KEY_WIDTH = 300  # the colour key beside the first panel; below NARROW it goes under the panel
-NARROW = 900
-# A row of controls wraps on a narrow screen; a panel and its key share a row, and below NARROW each
-# takes the whole width (the key goes under the panel).
+# From this window width up the board and the code pane share a row (3 : 2), below it the code pane goes
+# under the board: a board is drawn for WIDTH and stays legible down to MIN_PLOT_WIDTH, and a line of
+# kernel code needs some 420 pixels.
+SIDE_BY_SIDE = 1100
+# A row of controls wraps on a narrow screen.
 WRAP = ":host { flex-wrap: wrap; gap: 4px 8px; }"
-BESIDE = f"""
-:host {{ flex-wrap: wrap; gap: 4px 8px; }}
-@media (max-width: {NARROW}px) {{ * {{ flex: 1 1 100% !important; max-width: 100%; }} }}
+# The stage: the board (a Bokeh column) and the code pane (a Pane).  Bokeh gives each child an inline
+# flex of its own, hence !important.
+STAGE = f"""
+:host {{ flex-wrap: wrap; gap: 8px 16px; align-items: flex-start; }}
+.bk-Column, .bk-Pane {{ flex: 1 1 100% !important; max-width: 100%; min-width: 0; }}
+@media (min-width: {SIDE_BY_SIDE}px) {{
+  .bk-Column {{ flex: 3 1 0 !important; }}
+  .bk-Pane {{ flex: 2 1 0 !important; }}
+}}
 """
 # Canvas plots have no CSS colours: in dark mode they are shown inverted, with hues turned back, so each
 # colour keeps its meaning on a dark page.
@@ -191,6 +201,7 @@ CSS = f"""
 /* The code pane keeps one height whatever it shows (an excerpt of 5 lines or 500, or a line of text): a
    pane that grew or shrank made BokehJS lay out the whole page again, every plot with it, on each step. */
 .kstep-code {{ font-size: {SMALL_SIZE}; margin-top: 4px; height: 16em; display: flex; flex-direction: column; }}
+@media (min-width: {SIDE_BY_SIDE}px) {{ .kstep-code {{ height: 30em; }} }}  /* beside the board: as tall */
 .kstep-code .kstep-source {{ flex: 1 1 0; min-height: 0; max-height: none; }}
 .kstep-code-empty {{ color: {DARK}; padding: 4px 10px; }}
 .kstep-code-where {{ font-family: {MONO}; color: {DARK}; padding: 2px 10px; }}
@@ -203,12 +214,15 @@ CSS = f"""
 .kstep-marked {{ background: {tint(STEP, 0.14)}; border-left: 4px solid {STEP}; }}
 .bk-btn .kstep-when-playing, .bk-btn.bk-active .kstep-when-paused {{ display: none; }}
 .bk-btn.bk-active .kstep-when-playing {{ display: inline; }}
-.kstep-key {{ font-size: {SMALL_SIZE}; line-height: 2; }}
+.kstep-key {{ font-size: {SMALL_SIZE}; line-height: 2; columns: 22em; column-gap: 2em; }}
 .kstep-chip {{ margin-right: 1.2em; display: inline-block; max-width: 100%; line-height: 1.5; }}
 .kstep-ask {{ font-size: {TEXT_SIZE}; padding: 4px 10px; border-left: 6px solid {DARK}; }}  /* ✓ and ✗ say how it went */
 .kstep-hint {{ color: {DARK}; font-size: {SMALL_SIZE}; }}
 .kstep-score {{ font-size: {SMALL_SIZE}; padding-top: 1.6em; }}
 .kstep-state caption {{ text-align: left; }}
+/* Projector mode (player.js gives the status and code panes this class): type read from the back row. */
+:host(.kstep-projector) .kstep-status {{ font-size: {PROJECTOR_SIZE}; }}
+:host(.kstep-projector) .kstep-code, :host(.kstep-projector) .kstep-source {{ font-size: {PROJECTOR_CODE_SIZE}; }}
 @media (prefers-color-scheme: dark) {{
   :host {{ color: #DDDDDD; }}
   .kstep-status {{ background: #222428; }}

@@ -1,5 +1,6 @@
-"""The player on every screen (issue 12, item 5; issue 21, section 2) and the context of a step on screen (item 4), in a real
-browser: one page, opened once for the module, resized and driven from the keyboard.
+"""The player on every screen (issue 12, item 5; issue 21, section 2), the context of a step on screen (issue 12,
+item 4) and the player from a keyboard and a screen reader (issue 21, section 3), in a real browser: one page,
+opened once for the module, resized and driven from the keyboard.
 
 Screenshots at the four widths are written to build/screenshots/ (make's output folder, never
 committed) for a person to look at; what the tests assert is read from the page itself.
@@ -270,7 +271,7 @@ def test_the_state_is_a_text_table_for_a_screen_reader(opened):
     p, trace, _ = opened
     n = len(trace)
     at(p, n, n)
-    region = p.root.locator("[aria-live=polite]")
+    region = p.root.locator("[role=region][aria-label='current state']")
     table = region.locator("table.kstep-state")
     last = trace.actions[-1]
     table.locator("caption", has_text=f"step {n} of {n}: {last.actor} took {last.label}").wait_for()
@@ -320,3 +321,91 @@ def test_the_code_pane_keeps_one_height_whatever_it_shows(opened):
         heights[k] = (pane.inner_text().partition("\n")[0], pane.bounding_box()["height"])
     assert len({h for _, h in heights.values()}) == 1, heights
     assert len({w for w, _ in heights.values()}) >= 4, "the pane showed several functions and step 0's text"
+
+
+# The element the keyboard is on, inside the shadow roots BokehJS draws its widgets in.
+FOCUSED = """() => {
+  let el = document.activeElement;
+  while (el !== null && el.shadowRoot != null && el.shadowRoot.activeElement != null) {
+    el = el.shadowRoot.activeElement;
+  }
+  let host = el, name = null;
+  while (host !== null && name === null) {
+    const view = Bokeh.index.query_one((v) => v.el === host);
+    name = view === null ? null : view.model.name;
+    host = host.parentNode instanceof ShadowRoot ? host.parentNode.host : host.parentElement;
+  }
+  const css = getComputedStyle(el);
+  return {name: name, tag: el.tagName, ring: css.outlineStyle === "none" ? 0 : parseFloat(css.outlineWidth)};
+}"""
+CONTROLS = {"kstep-reset", "kstep-back", "kstep-play", "kstep-step", "kstep-speed", "kstep-slider", "kstep-projector",
+            "kstep-predict-on"}
+
+
+def test_every_control_is_reached_by_tab_with_a_visible_ring_and_works_from_the_keyboard(opened):
+    p, trace, _ = opened
+    n = len(trace)
+    p.page.set_viewport_size({"width": WIDTHS["laptop"], "height": 900})
+    p.js("m('kstep-predict-on').active = false")
+    at(p, 0, n)
+    p.page.evaluate("() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }")
+    rings = {}
+    for _ in range(40):
+        p.page.keyboard.press("Tab")
+        now = p.page.evaluate(FOCUSED)
+        if now["name"] in CONTROLS:
+            rings.setdefault(now["name"], now["ring"])
+    assert set(rings) == CONTROLS
+    assert all(ring >= 2 for ring in rings.values()), rings
+    # Operated from the keyboard: Enter on Step, the arrow keys on the slider's handle.
+    p.root.locator("button.bk-btn", has_text="Step").focus()
+    p.page.keyboard.press("Enter")
+    p.wait("m('kstep-slider').value === 1")
+    p.root.locator(".noUi-handle").focus()
+    p.page.keyboard.press("ArrowRight")
+    p.wait("m('kstep-slider').value === 2")
+    assert p.page.evaluate(FOCUSED)["name"] == "kstep-slider", "the focus stays on the slider"
+
+
+def luminance(rgb: str) -> float:
+    channels = [int(c) / 255 for c in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3]]
+    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_the_play_button_and_the_slider_can_be_read(opened):
+    p, _, _ = opened
+    colours = p.toggle().evaluate("(el) => [getComputedStyle(el).color, getComputedStyle(el).backgroundColor]")
+    light, dark = sorted(map(luminance, colours), reverse=True)
+    assert (light + 0.05) / (dark + 0.05) >= 4.5, colours
+    assert p.root.locator(".noUi-handle").get_attribute("aria-label") == "step of the run"
+
+
+# What the live region says, one entry each time BokehJS gives it new text.
+WATCH_SAID = """(() => { const said = globalThis.kstep_said = [];
+  m('kstep-said').properties.html.change.connect(() => said.push([].concat(m('kstep-said').html).join(''))); })()"""
+
+
+def test_a_step_the_player_stops_on_is_said_once_and_playing_says_only_where_it_stopped(opened):
+    p, trace, _ = opened
+    n = len(trace)
+    p.js("m('kstep-predict-on').active = false")
+    at(p, 0, n)
+    live = p.root.locator("[aria-live=polite]")
+    assert live.count() == 1 and live.get_attribute("aria-atomic") == "true"
+    p.js(WATCH_SAID)
+    p.click("Step")
+    p.wait("m('kstep-slider').value === 1")
+    p.page.evaluate(PAINTED)
+    first = trace.actions[0]
+    said = p.js("globalThis.kstep_said")
+    assert len(said) == 1 and said[0].startswith(f"step 1 of {n}: {first.actor} took {first.label}"), said
+    shown = live.evaluate("(el) => [...el.shadowRoot.children].filter((c) => c.tagName !== 'STYLE')"
+                          ".map((c) => c.textContent).join('')")
+    assert shown == said[0]
+    p.speed("1000 steps/s")
+    p.click("Play")
+    p.wait(f"m('kstep-slider').value === {n} && !m('kstep-play').active")
+    p.page.evaluate(PAINTED)
+    said = p.js("globalThis.kstep_said")
+    assert len(said) == 2 and said[1].startswith(f"step {n} of {n}:"), said

@@ -230,14 +230,20 @@ function follow(k) {
   }
 }
 
-// The current state as text, for a screen reader (an aria-live region): the status line and every
-// box of the boards (their "head" and "body" columns), refreshed when the player stops on a step.
-function state_html(k) {
-  const l = k === 0 ? -1 : P.frames.data.label[k];
-  const on = k === 0 ? "" : frame_text("on", k);
-  const caption = k === 0 ? "step 0 of " + n + ": the initial state" :
-    "step " + k + " of " + n + ": " + P.actors[P.frames.data.actor[k]] + " took " + P.labels[l] +
+// For a screen reader: the step in one sentence, said once by a live region each time the player stops on
+// a step, and the current state as a table (the status line and every box of the boards, their "head"
+// and "body" columns) to read on demand.
+function said_text(k) {
+  if (k === 0) {
+    return "step 0 of " + n + ": the initial state";
+  }
+  const l = P.frames.data.label[k];
+  const on = frame_text("on", k);
+  return "step " + k + " of " + n + ": " + P.actors[P.frames.data.actor[k]] + " took " + P.labels[l] +
     (on ? " on " + on : "") + ". " + P.what[l];
+}
+
+function state_html(k) {
   const rows = [];
   for (const src of P.sources) {
     const d = src.source.data;
@@ -249,10 +255,11 @@ function state_html(k) {
         esc(String(d.body[j]).split("\n").join("; ")) + "</td></tr>");
     }
   }
-  return '<table class="kstep-state"><caption>' + esc(caption) + "</caption>" + rows.join("") + "</table>";
+  return '<table class="kstep-state"><caption>' + esc(said_text(k)) + "</caption>" + rows.join("") + "</table>";
 }
 
-// After the frame is painted, once per burst of steps: a jump or a step must not wait for the text.
+// After the frame is painted, once per burst of steps: a jump or a step must not wait for the text, and a
+// screen reader hears only the step the player stopped on.
 function show_state() {
   if (st.state_due) {
     return;
@@ -261,7 +268,22 @@ function show_state() {
   requestAnimationFrame(() => {
     st.state_due = false;
     W.state.html = state_html(st.frame);
+    const said = esc(said_text(st.frame));
+    if (W.said.html !== said) {
+      W.said.html = said;
+    }
   });
+}
+
+// The slider's handle is the control a screen reader lands on: it gets a name (Bokeh's title is a
+// separate label), at setup and again after a student's run changed the slider's end (BokehJS then draws
+// the slider anew).
+function name_slider() {
+  const view = Bokeh.index.query_one((v) => v.model === W.slider);
+  const handle = view === null ? null : view.shadow_el.querySelector(".noUi-handle");
+  if (handle !== null) {
+    handle.setAttribute("aria-label", "step of the run");
+  }
 }
 
 function show(k) {
@@ -471,6 +493,7 @@ function setup() {
   (globalThis.kstep_players = globalThis.kstep_players || []).push(P.root);
   document.addEventListener("keydown", on_key);
   watch_plots();
+  name_slider();
   show_state();
 }
 
@@ -507,6 +530,7 @@ function show_live(k, fresh) {
   }
   if (W.slider.end !== Math.max(n, 1) || W.slider.disabled !== (n === 0)) {
     W.slider.setv({end: Math.max(n, 1), disabled: n === 0});
+    requestAnimationFrame(name_slider);
   }
   fit_ranges();
   show(k);

@@ -188,10 +188,13 @@ class Player:
         status = Pane(elements=[widgets["status"]], stylesheets=[self.stylesheet], name="kstep-status-pane",
                       styles={"width": "100%", "min-height": f"{style.STATUS_LINES * 1.5 + 1.6}em"})
         source = Pane(elements=[widgets["code"]], stylesheets=[self.stylesheet], name="kstep-code-pane")
-        # What a screen reader reads when the player stops on a step: the status and the boards as text.
+        # For a screen reader: each step the player stops on, said once in a sentence (a live region), and
+        # the status and the boards as a text table to read on demand.
+        said = Pane(elements=[widgets["said"]], stylesheets=[self.stylesheet], name="kstep-said-pane",
+                    styles=style.SCREEN_READER_ONLY,
+                    html_attributes={"aria-live": "polite", "aria-atomic": "true", "role": "status"})
         state = Pane(elements=[widgets["state"]], stylesheets=[self.stylesheet], name="kstep-state-pane",
-                     styles=style.SCREEN_READER_ONLY,
-                     html_attributes={"aria-live": "polite", "role": "region", "aria-label": "current state"})
+                     styles=style.SCREEN_READER_ONLY, html_attributes={"role": "region", "aria-label": "current state"})
         plots = [m for p in panels for m in p.select({"type": Plot})]
         for plot in plots:
             plot.sizing_mode = "stretch_width"
@@ -207,7 +210,7 @@ class Player:
                      name="kstep-predict", sizing_mode="stretch_width", visible=bool(self.predictions))
         header = self._div("header", self.header_html())
         keys = [self._div("key", key)] if key else []
-        parts = [header, controls, ask, status, widgets["banner"], stage, state, *keys, *panels[1:]]
+        parts = [header, controls, ask, status, widgets["banner"], stage, said, state, *keys, *panels[1:]]
         lay = column(*parts, name=name, sizing_mode="stretch_width", styles={"max-width": f"{style.MAX_WIDTH}px"})
         # Projector mode: large type, and of the page only what a lecture hall reads from afar.
         projector = {"hide": [header, ask, *keys, *panels[1:]], "large": [status, source]}
@@ -251,19 +254,22 @@ class Player:
             "projector": Toggle(label="projector mode", name="kstep-projector", height=40, width=150,
                                 stylesheets=[self.stylesheet]),
             "speed": Select(title="speed", name="kstep-speed", width=130, value=str(default),
+                            stylesheets=[self.stylesheet],
                             options=[(str(s), f"{s} step{'s' if s > 1 else ''}/s") for s in SPEEDS]),
             # show_value=False: redrawing the slider's title on every frame costs more than the frame
             # itself, and the status line below says which step this is.
             "slider": Slider(start=0, end=max(n, 1), value=0, step=1, title="step", show_value=False,
-                             name="kstep-slider", sizing_mode="stretch_width", min_width=200, disabled=n == 0),
+                             name="kstep-slider", sizing_mode="stretch_width", min_width=200, disabled=n == 0,
+                             stylesheets=[self.stylesheet]),
             "status": HTML(html=self.status0(), name="kstep-status"),
             "code": HTML(html=CODE0, name="kstep-code"),
             "state": HTML(html="", name="kstep-state"),
+            "said": HTML(html="", name="kstep-said"),
             "predicting": Toggle(label="predict mode", active=bool(self.predictions), name="kstep-predict-on",
                                  height=40, width=130, stylesheets=[self.stylesheet]),
             "ask": self._div("ask", self.ask_html()),
             "guess": TextInput(name="kstep-guess", title="your prediction (Enter to check)", width=260,
-                               disabled=True),
+                               disabled=True, stylesheets=[self.stylesheet]),
             "reveal": Button(label="Show me", name="kstep-reveal", height=40, width=110, disabled=True,
                              stylesheets=[self.stylesheet]),
             "score": self._div("score", "", sizing_mode=None, width=220),

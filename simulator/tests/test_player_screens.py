@@ -127,14 +127,16 @@ def test_the_player_fits_the_screen_and_no_part_overflows_or_overlaps_another(op
         for b in PARTS[PARTS.index(a) + 1:]:
             assert overlap(parts[a]["box"], parts[b]["box"]) == 0, f"{screen}: {a} and {b} overlap"
     board, code = parts["kstep-panel-0"], parts["kstep-code-pane"]
-    if width >= style.SIDE_BY_SIDE:
+    stage = p.page.evaluate(BOXES, ["kstep-stage"])["kstep-stage"]["box"]
+    assert (stage[2] - stage[0] >= style.SIDE_BY_SIDE) == (width >= 1366), f"{screen}: the stage is {stage}"
+    if stage[2] - stage[0] >= style.SIDE_BY_SIDE:
         assert code["box"][0] >= board["box"][2] and code["box"][1] < board["box"][3], "side by side"
     else:
         assert code["box"][1] >= board["box"][3], "on a narrow screen the code pane goes under the board"
     # The board keeps the width it is legible at: on a phone it scrolls sideways in its own box, from
     # anywhere else it is whole.
     wider = board["content"][0] > board["client"][0] + 1
-    assert wider == (width < 640 + 16), f"{screen}: the board scrolls sideways: {board}"
+    assert wider == (width < style.MIN_PLOT_WIDTH + 16), f"{screen}: the board scrolls sideways: {board}"
     SHOTS.mkdir(parents=True, exist_ok=True)
     p.page.screenshot(path=str(SHOTS / f"vma-munmap-vs-fault-{screen}-{width}px.png"), full_page=True)
     assert p.page.evaluate("() => document.querySelector('meta[name=viewport]').content") == \

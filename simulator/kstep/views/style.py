@@ -105,18 +105,19 @@ MAX_WIDTH = 1880  # the widest a player grows (a 1920-pixel projector); it shrin
 # Lines the status keeps room for (step, what the kernel does, the call stack, one wrapped): while playing,
 # a status that grew or shrank by a line re-laid out the whole page on every frame.
 STATUS_LINES = 4
-# From this window width up the board and the code pane share a row (3 : 2), below it the code pane goes
-# under the board: a board is drawn for WIDTH and stays legible down to MIN_PLOT_WIDTH, and a line of
-# kernel code needs some 420 pixels.
-SIDE_BY_SIDE = 1100
+# From this width of the player up the board and the code pane share a row (3 : 2), below it the code pane
+# goes under the board: a board is drawn for WIDTH and stays legible down to MIN_PLOT_WIDTH, and a line of
+# kernel code needs some 420 pixels.  The player's width, not the window's: on the course site a sidebar
+# takes part of the window, in JupyterLab a file browser.
+SIDE_BY_SIDE = 1060
 # A row of controls wraps on a narrow screen.
 WRAP = ":host { flex-wrap: wrap; gap: 4px 8px; }"
-# The stage: the board (a Bokeh column) and the code pane (a Pane).  Bokeh gives each child an inline
-# flex of its own, hence !important.
+# The stage: the board (a Bokeh column) and the code pane (a Pane), the container whose width decides.
+# Bokeh gives each child an inline flex of its own, hence !important.
 STAGE = f"""
-:host {{ flex-wrap: wrap; gap: 8px 16px; align-items: flex-start; }}
+:host {{ flex-wrap: wrap; gap: 8px 16px; align-items: flex-start; container: kstep-stage / inline-size; }}
 .bk-Column, .bk-Pane {{ flex: 1 1 100% !important; max-width: 100%; min-width: 0; }}
-@media (min-width: {SIDE_BY_SIDE}px) {{
+@container kstep-stage (min-width: {SIDE_BY_SIDE}px) {{
   .bk-Column {{ flex: 3 1 0 !important; }}
   .bk-Pane {{ flex: 2 1 0 !important; }}
 }}
@@ -205,7 +206,7 @@ CSS = f"""
 /* The code pane keeps one height whatever it shows (an excerpt of 5 lines or 500, or a line of text): a
    pane that grew or shrank made BokehJS lay out the whole page again, every plot with it, on each step. */
 .kstep-code {{ font-size: {SMALL_SIZE}; margin-top: 4px; height: 16em; display: flex; flex-direction: column; }}
-@media (min-width: {SIDE_BY_SIDE}px) {{ .kstep-code {{ height: 30em; }} }}  /* beside the board: as tall */
+@container kstep-stage (min-width: {SIDE_BY_SIDE}px) {{ .kstep-code {{ height: 30em; }} }}  /* beside the board */
 .kstep-code .kstep-source {{ flex: 1 1 0; min-height: 0; max-height: none; }}
 .kstep-code-empty {{ color: {DARK}; padding: 4px 10px; }}
 .kstep-code-where {{ font-family: {MONO}; color: {DARK}; padding: 2px 10px; }}

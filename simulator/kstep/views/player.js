@@ -117,7 +117,8 @@ function code_html(k) {
   return st.code_html[l];
 }
 
-// The pane's HTML for label l, built once per label: an excerpt runs to hundreds of lines.
+// The pane's HTML for label l, built once per label: an excerpt runs to hundreds of lines (it scrolls, so
+// the keyboard can reach it: tabindex).
 function excerpt_html(l) {
   const c = P.code[l];
   if (c === null) {  // a step outside the kernel: there is no kernel code to show
@@ -131,7 +132,7 @@ function excerpt_html(l) {
     (ex.first + i) + "</span>" + esc(line) + "</span>");
   const note = c.marked.length ? "" : ' <span class="kstep-whole">(the whole function is this one step)</span>';
   return '<div class="kstep-code"><div class="kstep-code-where">' + esc(ex.where) + " in Linux " + esc(P.release) +
-    note + '</div><pre class="kstep-source">' + rows.join("") + "</pre></div>";
+    note + '</div><pre class="kstep-source" tabindex="0">' + rows.join("") + "</pre></div>";
 }
 
 function show_code(k) {

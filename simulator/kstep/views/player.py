@@ -194,7 +194,7 @@ class Player:
                     styles=style.SCREEN_READER_ONLY,
                     html_attributes={"aria-live": "polite", "aria-atomic": "true", "role": "status"})
         state = Pane(elements=[widgets["state"]], stylesheets=[self.stylesheet], name="kstep-state-pane",
-                     styles=style.SCREEN_READER_ONLY, html_attributes={"role": "region", "aria-label": "current state"})
+                     styles=style.SCREEN_READER_ONLY)
         plots = [m for p in panels for m in p.select({"type": Plot})]
         for plot in plots:
             plot.sizing_mode = "stretch_width"
@@ -358,8 +358,10 @@ class Player:
         for c in changes:
             source = "".join(f'<span class="kstep-line"><span class="kstep-lineno">{n}</span>{escape(line)}</span>'
                              for n, line in c["lines"])
-            left = (f'<code>{escape(c["where"])}</code>' + (f'<pre class="kstep-source">{source}</pre>' if source else
-                                                             " (too long to show here: the code pane shows it)"))
+            # tabindex: an excerpt that scrolls is reached by the keyboard to be scrolled
+            shown = (f'<pre class="kstep-source" tabindex="0">{source}</pre>' if source else
+                     " (too long to show here: the code pane shows it)")
+            left = f'<code>{escape(c["where"])}</code>' + shown
             rows.append(f'<tr><td>{left}</td><td><code>{escape(c["label"])}</code> {escape(c["instead"])}</td></tr>')
         if not rows:
             return ""

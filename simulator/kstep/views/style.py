@@ -106,17 +106,19 @@ MAX_WIDTH = 1880  # the widest a player grows (a 1920-pixel projector); it shrin
 # Lines the status keeps room for (step, what the kernel does, the call stack, one wrapped): while playing,
 # a status that grew or shrank by a line re-laid out the whole page on every frame.
 STATUS_LINES = 4
-# From this width of the player up the board and the code pane share a row (3 : 2), below it the code pane
-# goes under the board: a board is drawn for WIDTH and stays legible down to MIN_PLOT_WIDTH, and a line of
-# kernel code needs some 420 pixels.  The player's width, not the window's: on the course site a sidebar
-# takes part of the window, in JupyterLab a file browser.
-SIDE_BY_SIDE = 1060
+# From this width of the player up the board and the code pane share a row, the board 3/5 of it, so that the
+# board keeps MIN_PLOT_WIDTH (a board is drawn for WIDTH and stays legible down to it) and a line of kernel
+# code its 420 pixels; below it the code pane goes under the board.  The player's width, not the window's:
+# on the course site the sidebars take part of the window, in JupyterLab a file browser.
+STAGE_GAP = 16
+MIN_PLOT_WIDTH = 640  # of a plot designed WIDTH wide: narrower, a board's row titles run into its boxes
+SIDE_BY_SIDE = MIN_PLOT_WIDTH * 5 // 3 + STAGE_GAP + 1
 # A row of controls wraps on a narrow screen.
 WRAP = ":host { flex-wrap: wrap; gap: 4px 8px; }"
 # The stage: the board (a Bokeh column) and the code pane (a Pane), the container whose width decides.
 # Bokeh gives each child an inline flex of its own, hence !important.
 STAGE = f"""
-:host {{ flex-wrap: wrap; gap: 8px 16px; align-items: flex-start; container: kstep-stage / inline-size; }}
+:host {{ flex-wrap: wrap; gap: 8px {STAGE_GAP}px; align-items: flex-start; container: kstep-stage / inline-size; }}
 .bk-Column, .bk-Pane {{ flex: 1 1 100% !important; max-width: 100%; min-width: 0; }}
 @container kstep-stage (min-width: {SIDE_BY_SIDE}px) {{
   .bk-Column {{ flex: 3 1 0 !important; }}
@@ -131,7 +133,6 @@ STAGE = f"""
 PLOT_INVERT = "invert(0.88) hue-rotate(180deg)"
 DARK_PLOT = (":host { filter: var(--kstep-plot-filter, none); }\n"
              f"@media (prefers-color-scheme: dark) {{ :host {{ filter: var(--kstep-plot-filter, {PLOT_INVERT}); }} }}")
-MIN_PLOT_WIDTH = 640  # of a plot designed WIDTH wide: narrower, a board's row titles run into its boxes
 SCROLL_SIDEWAYS = {"overflow-x": "auto", "max-width": "100%"}
 SCREEN_READER_ONLY = {"height": "1px", "overflow": "hidden", "clip-path": "inset(50%)", "white-space": "nowrap"}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import PAINTED, Opened
+from browser import PAINTED, Opened, misfits, player_parts
 from kstep import views
 from kstep.engine import Scripted, scenario, simulate
 from kstep.models import make_model
@@ -84,32 +84,6 @@ def test_predict_mode_asks_before_each_marked_step_then_reveals_and_keeps_score(
     p.wait(f"m('kstep-slider').value === {n}")
 
 
-# The player's parts a student reads or works (the board is the view's first panel, kstep-panel-0).
-PARTS = ["kstep-reset", "kstep-back", "kstep-play", "kstep-step", "kstep-speed", "kstep-slider", "kstep-projector",
-         "kstep-status-pane", "kstep-code-pane", "kstep-panel-0", "kstep-key"]
-# Per part: its box on the page, the width and height of what it holds (scrollWidth, scrollHeight) and of
-# the box it shows (clientWidth, clientHeight), and whether it is shown at all.
-BOXES = """(names) => Object.fromEntries(names.map((name) => {
-  const m = Bokeh.documents[0].get_model_by_name(name);
-  const el = Bokeh.index.query_one((v) => v.model === m).el;
-  const r = el.getBoundingClientRect();
-  return [name, {box: [r.left, r.top, r.right, r.bottom], content: [el.scrollWidth, el.scrollHeight],
-                 client: [el.clientWidth, el.clientHeight], shown: r.width > 0 && r.height > 0}];
-}))"""
-
-
-def boxes(p):
-    p.page.evaluate(PAINTED)
-    return p.page.evaluate(BOXES, PARTS)
-
-
-def overlap(a, b) -> float:
-    """The area two boxes share, less a pixel of rounding each way."""
-    w = min(a[2], b[2]) - max(a[0], b[0]) - 1
-    h = min(a[3], b[3]) - max(a[1], b[1]) - 1
-    return max(w, 0) * max(h, 0)
-
-
 @pytest.mark.parametrize("screen", list(WIDTHS))
 def test_the_player_fits_the_screen_and_no_part_overflows_or_overlaps_another(opened, screen):
     p, trace, _ = opened
@@ -117,17 +91,10 @@ def test_the_player_fits_the_screen_and_no_part_overflows_or_overlaps_another(op
     p.page.set_viewport_size({"width": width, "height": 900})
     at(p, 5, len(trace))  # a step with a long status line, a call stack and code
     assert overflow(p) == 0, f"{screen}: the page is wider than {width} px"
-    parts = boxes(p)
-    for name, part in parts.items():
-        left, _, right, _ = part["box"]
-        assert part["shown"] and left >= 0 and right <= width + 0.5, f"{screen}: {name} leaves the screen: {part}"
-        if name != "kstep-panel-0":
-            assert part["content"][0] <= part["client"][0] + 1, f"{screen}: {name}'s content is wider than it"
-    for a in PARTS:
-        for b in PARTS[PARTS.index(a) + 1:]:
-            assert overlap(parts[a]["box"], parts[b]["box"]) == 0, f"{screen}: {a} and {b} overlap"
+    parts = player_parts(p)
+    assert misfits(parts, width) == []
     board, code = parts["kstep-panel-0"], parts["kstep-code-pane"]
-    stage = p.page.evaluate(BOXES, ["kstep-stage"])["kstep-stage"]["box"]
+    stage = parts["kstep-stage"]["box"]
     assert (stage[2] - stage[0] >= style.SIDE_BY_SIDE) == (width >= 1366), f"{screen}: the stage is {stage}"
     if stage[2] - stage[0] >= style.SIDE_BY_SIDE:
         assert code["box"][0] >= board["box"][2] and code["box"][1] < board["box"][3], "side by side"
@@ -158,7 +125,7 @@ def test_projector_mode_shows_the_board_and_the_code_in_large_type_on_one_screen
     assert p.page.evaluate(visible, hidden) == [False] * len(hidden)
     assert status.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)") >= 1.5 * small
     p.page.evaluate("() => window.scrollTo(0, 0)")
-    parts = boxes(p)
+    parts = player_parts(p)
     top = parts["kstep-reset"]["box"][1]
     bottom = max(parts["kstep-panel-0"]["box"][3], parts["kstep-code-pane"]["box"][3])
     assert bottom - top <= 1080, "controls, status, board and code fit one projector screen"
@@ -273,8 +240,7 @@ def test_the_state_is_a_text_table_for_a_screen_reader(opened):
     p, trace, _ = opened
     n = len(trace)
     at(p, n, n)
-    region = p.root.locator("[role=region][aria-label='current state']")
-    table = region.locator("table.kstep-state")
+    table = p.root.locator("table.kstep-state")
     last = trace.actions[-1]
     table.locator("caption", has_text=f"step {n} of {n}: {last.actor} took {last.label}").wait_for()
     heads = table.locator("th").all_inner_texts()

@@ -35,6 +35,7 @@ autodoc_typehints = "none"
 html_theme = "sphinx_book_theme"
 html_title = "kstep"
 html_static_path = ["_static"]
+templates_path = ["_templates"]  # search-button-field.html: the theme's search button, named by its text
 html_css_files = ["kstep.css"]
 html_copy_source = True  # the notebooks' download button offers the .ipynb from _sources
 # Result summaries are fetch()ed from _sources, which a browser refuses from file://.

@@ -180,6 +180,55 @@ class Opened:
         self.context.close()
 
 
+PHONE = 500  # a window narrower than this is a phone's
+# The player's parts a student reads or works (the board is the view's first panel, kstep-panel-0).
+PARTS = ["kstep-reset", "kstep-back", "kstep-play", "kstep-step", "kstep-speed", "kstep-slider", "kstep-projector",
+         "kstep-status-pane", "kstep-code-pane", "kstep-panel-0", "kstep-key"]
+# Per part (and the stage holding the board and the code pane): its box on the page, the width and height of
+# what it holds (scrollWidth, scrollHeight) and of the box it shows (clientWidth, clientHeight), and whether it
+# is shown at all.
+BOXES = """([doc, names]) => Object.fromEntries(names.map((name) => {
+  const m = Bokeh.documents[doc].get_model_by_name(name);
+  const el = Bokeh.index.query_one((v) => v.model === m).el;
+  const r = el.getBoundingClientRect();
+  return [name, {box: [r.left, r.top, r.right, r.bottom], content: [el.scrollWidth, el.scrollHeight],
+                 client: [el.clientWidth, el.clientHeight], shown: r.width > 0 && r.height > 0}];
+}))"""
+
+
+def player_parts(p: Opened) -> dict:
+    """Where the parts of the player in use are, once painted (see BOXES)."""
+    p.page.evaluate(PAINTED)
+    return p.page.evaluate(BOXES, [p.doc, [*PARTS, "kstep-stage"]])
+
+
+def misfits(parts: dict, width: int) -> list[str]:
+    """What does not fit a window ``width`` pixels wide: a part that leaves it or is not shown, a part whose
+    content is wider than it (only on a phone, where a board keeps the width it is legible at, may the
+    board scroll sideways in its own box), two parts that overlap."""
+    out = []
+    for name in PARTS:
+        part = parts[name]
+        left, _, right, _ = part["box"]
+        if not part["shown"] or left < 0 or right > width + 0.5:
+            out.append(f"{name} leaves the window: {part}")
+        phone_board = name == "kstep-panel-0" and width < PHONE
+        if not phone_board and part["content"][0] > part["client"][0] + 1:
+            out.append(f"{name}'s content is wider than it: {part}")
+    for i, a in enumerate(PARTS):
+        for b in PARTS[i + 1:]:
+            if overlap(parts[a]["box"], parts[b]["box"]) > 0:
+                out.append(f"{a} and {b} overlap: {parts[a]['box']}, {parts[b]['box']}")
+    return out
+
+
+def overlap(a, b) -> float:
+    """The area two boxes share, less a pixel of rounding each way."""
+    w = min(a[2], b[2]) - max(a[0], b[0]) - 1
+    h = min(a[3], b[3]) - max(a[1], b[1]) - 1
+    return max(w, 0) * max(h, 0)
+
+
 def plays_steps_and_resets(p: Opened) -> int:
     """Drive the player in use: Step, Back, Play to the end at full speed, Reset.  Returns its length."""
     n = p.js("m('kstep-slider').end")

@@ -45,7 +45,7 @@ const W = {
   slider: model({value: 0}), toggle: fixed_label(model({active: false})),
   step: model({}), back: model({}), reset: model({}), speed: model({value: "2"}),
   status: model({html: spec.status0}), banner: model({visible: false}), code: model({html: spec.code0}),
-  state: model({html: ""}), predicting: model({active: false}), ask: model({text: ""}),
+  state: model({html: ""}), said: model({html: ""}), projector: model({active: false}), predicting: model({active: false}), ask: model({text: ""}),
   guess: model({value: "", disabled: true}), reveal: model({disabled: true}), score: model({text: ""}),
 };
 // Nothing is painted here: the code pane's scroll to its marked line finds no view to scroll, no key

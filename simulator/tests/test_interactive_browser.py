@@ -71,6 +71,10 @@ def origin(site):
         yield url
 
 
+# A pick rebuilds the panel: the focus goes back to one of its buttons, never to the top of the page.
+FOCUS_STAYS = "() => document.activeElement !== null && document.activeElement.matches('.kstep-live button')"
+
+
 def html(text):
     """``text`` as the page writes it into HTML (interactive.js's and player.js's esc)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
@@ -94,6 +98,7 @@ def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(bro
         for k, actor in enumerate(UAF_SCHEDULE, start=1):
             p.page.click(f'.kstep-live button[data-action^="{actor}:"]')
             panel_at(p, "live", k)
+            assert p.page.evaluate(FOCUS_STAYS), f"step {k}: the focus left the panel's buttons"
             view = expected.step(actor)
             assert f"step {k} / {k}" in p.status() and view["label"] in p.status()
             assert html(view["what"]) in p.status(), f"step {k}: the step's text under free-immediately"

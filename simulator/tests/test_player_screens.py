@@ -1,7 +1,8 @@
-"""The player on every screen (issue 12, item 5) and the context of a step on screen (item 4), in a real
-browser: one page, opened once for the module, resized and driven from the keyboard.
+"""The player on every screen (issue 12, item 5; issue 21, section 2), the context of a step on screen (issue 12,
+item 4) and the player from a keyboard and a screen reader (issue 21, section 3), in a real browser: one page,
+opened once for the module, resized and driven from the keyboard.
 
-Screenshots at the three widths are written to build/screenshots/ (make's output folder, never
+Screenshots at the four widths are written to build/screenshots/ (make's output folder, never
 committed) for a person to look at; what the tests assert is read from the page itself.
 """
 
@@ -9,17 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from browser import PAINTED, Opened
+from browser import PAINTED, Opened, misfits, player_parts
 from kstep import views
 from kstep.engine import Scripted, scenario, simulate
 from kstep.models import make_model
-from kstep.views import code, predict
+from kstep.views import code, predict, style
 
 pytestmark = pytest.mark.browser
 
-# A 390-pixel phone, JupyterLab's notebook column beside its file browser on a 1280-pixel laptop, and
-# a 1024-pixel projector.
-WIDTHS = {"phone": 390, "notebook-column": 860, "projector": 1024}
+# A 390-pixel phone, a JupyterLab pane, a laptop and a 1920-pixel projector (issue 21, section 2).
+WIDTHS = {"phone": 390, "jupyterlab-pane": 800, "laptop": 1366, "projector": 1920}
 SHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 
 
@@ -31,7 +31,7 @@ def opened(browser, tmp_path_factory):
     trace = simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
     path = tmp_path_factory.mktemp("screens") / "vma.html"
     views.save_html(trace, model, path, about=sc)
-    p = Opened(browser, path, viewport=(WIDTHS["projector"], 900), predict=True)
+    p = Opened(browser, path, viewport=(1024, 900), predict=True)
     yield p, trace, model
     p.check_clean()
     p.close()
@@ -85,24 +85,54 @@ def test_predict_mode_asks_before_each_marked_step_then_reveals_and_keeps_score(
 
 
 @pytest.mark.parametrize("screen", list(WIDTHS))
-def test_the_page_fits_the_screen_without_scrolling_sideways(opened, screen):
+def test_the_player_fits_the_screen_and_no_part_overflows_or_overlaps_another(opened, screen):
     p, trace, _ = opened
-    p.page.set_viewport_size({"width": WIDTHS[screen], "height": 900})
+    width = WIDTHS[screen]
+    p.page.set_viewport_size({"width": width, "height": 900})
     at(p, 5, len(trace))  # a step with a long status line, a call stack and code
-    assert overflow(p) == 0, f"{screen}: the page is wider than {WIDTHS[screen]} px"
-    # The board keeps its colour key beside it where there is room, and under it where there is not.
-    board, key = (p.page.evaluate(
-        "(name) => { const m = Bokeh.documents[0].get_model_by_name(name);"
-        " const r = Bokeh.index.query_one((v) => v.model === m).el.getBoundingClientRect();"
-        " return [r.left, r.top, r.right, r.bottom]; }", name) for name in ("kstep-plot-state", "kstep-key"))
-    if WIDTHS[screen] >= 1000:
-        assert key[0] >= board[2] and key[1] < board[3], "the key must sit beside the board"
+    assert overflow(p) == 0, f"{screen}: the page is wider than {width} px"
+    parts = player_parts(p)
+    assert misfits(parts, width) == []
+    board, code = parts["kstep-panel-0"], parts["kstep-code-pane"]
+    stage = parts["kstep-stage"]["box"]
+    assert (stage[2] - stage[0] >= style.SIDE_BY_SIDE) == (width >= 1366), f"{screen}: the stage is {stage}"
+    if stage[2] - stage[0] >= style.SIDE_BY_SIDE:
+        assert code["box"][0] >= board["box"][2] and code["box"][1] < board["box"][3], "side by side"
     else:
-        assert key[1] >= board[3], "on a narrow screen the key goes under the board"
+        assert code["box"][1] >= board["box"][3], "on a narrow screen the code pane goes under the board"
+    # The board keeps the width it is legible at: on a phone it scrolls sideways in its own box, from
+    # anywhere else it is whole.
+    wider = board["content"][0] > board["client"][0] + 1
+    assert wider == (width < style.MIN_PLOT_WIDTH + 16), f"{screen}: the board scrolls sideways: {board}"
     SHOTS.mkdir(parents=True, exist_ok=True)
-    p.page.screenshot(path=str(SHOTS / f"vma-munmap-vs-fault-{screen}-{WIDTHS[screen]}px.png"), full_page=True)
+    p.page.screenshot(path=str(SHOTS / f"vma-munmap-vs-fault-{screen}-{width}px.png"), full_page=True)
     assert p.page.evaluate("() => document.querySelector('meta[name=viewport]').content") == \
         "width=device-width, initial-scale=1"
+
+
+def test_projector_mode_shows_the_board_and_the_code_in_large_type_on_one_screen(opened):
+    p, trace, _ = opened
+    n = len(trace)
+    p.page.set_viewport_size({"width": WIDTHS["projector"], "height": 1080})
+    at(p, 5, n)
+    hidden = ["kstep-header", "kstep-predict", "kstep-key", "kstep-panel-1", "kstep-panel-2"]
+    visible = "(names) => names.map((name) => Bokeh.documents[0].get_model_by_name(name).visible)"
+    before = p.page.evaluate(visible, hidden)
+    status = p.root.locator(".kstep-status")
+    small = status.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)")
+    p.click("projector mode")
+    p.wait("m('kstep-projector').active && !m('kstep-key').visible")
+    assert p.page.evaluate(visible, hidden) == [False] * len(hidden)
+    assert status.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)") >= 1.5 * small
+    p.page.evaluate("() => window.scrollTo(0, 0)")
+    parts = player_parts(p)
+    top = parts["kstep-reset"]["box"][1]
+    bottom = max(parts["kstep-panel-0"]["box"][3], parts["kstep-code-pane"]["box"][3])
+    assert bottom - top <= 1080, "controls, status, board and code fit one projector screen"
+    p.click("projector mode")
+    p.wait("!m('kstep-projector').active && m('kstep-key').visible")
+    assert p.page.evaluate(visible, hidden) == before
+    assert status.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)") == small
 
 
 # Every <style> of the page's Bokeh views watched: each time one is given text, whether it is the text it had.
@@ -210,8 +240,7 @@ def test_the_state_is_a_text_table_for_a_screen_reader(opened):
     p, trace, _ = opened
     n = len(trace)
     at(p, n, n)
-    region = p.root.locator("[aria-live=polite]")
-    table = region.locator("table.kstep-state")
+    table = p.root.locator("table.kstep-state")
     last = trace.actions[-1]
     table.locator("caption", has_text=f"step {n} of {n}: {last.actor} took {last.label}").wait_for()
     heads = table.locator("th").all_inner_texts()
@@ -260,3 +289,91 @@ def test_the_code_pane_keeps_one_height_whatever_it_shows(opened):
         heights[k] = (pane.inner_text().partition("\n")[0], pane.bounding_box()["height"])
     assert len({h for _, h in heights.values()}) == 1, heights
     assert len({w for w, _ in heights.values()}) >= 4, "the pane showed several functions and step 0's text"
+
+
+# The element the keyboard is on, inside the shadow roots BokehJS draws its widgets in.
+FOCUSED = """() => {
+  let el = document.activeElement;
+  while (el !== null && el.shadowRoot != null && el.shadowRoot.activeElement != null) {
+    el = el.shadowRoot.activeElement;
+  }
+  let host = el, name = null;
+  while (host !== null && name === null) {
+    const view = Bokeh.index.query_one((v) => v.el === host);
+    name = view === null ? null : view.model.name;
+    host = host.parentNode instanceof ShadowRoot ? host.parentNode.host : host.parentElement;
+  }
+  const css = getComputedStyle(el);
+  return {name: name, tag: el.tagName, ring: css.outlineStyle === "none" ? 0 : parseFloat(css.outlineWidth)};
+}"""
+CONTROLS = {"kstep-reset", "kstep-back", "kstep-play", "kstep-step", "kstep-speed", "kstep-slider", "kstep-projector",
+            "kstep-predict-on"}
+
+
+def test_every_control_is_reached_by_tab_with_a_visible_ring_and_works_from_the_keyboard(opened):
+    p, trace, _ = opened
+    n = len(trace)
+    p.page.set_viewport_size({"width": WIDTHS["laptop"], "height": 900})
+    p.js("m('kstep-predict-on').active = false")
+    at(p, 0, n)
+    p.page.evaluate("() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }")
+    rings = {}
+    for _ in range(40):
+        p.page.keyboard.press("Tab")
+        now = p.page.evaluate(FOCUSED)
+        if now["name"] in CONTROLS:
+            rings.setdefault(now["name"], now["ring"])
+    assert set(rings) == CONTROLS
+    assert all(ring >= 2 for ring in rings.values()), rings
+    # Operated from the keyboard: Enter on Step, the arrow keys on the slider's handle.
+    p.root.locator("button.bk-btn", has_text="Step").focus()
+    p.page.keyboard.press("Enter")
+    p.wait("m('kstep-slider').value === 1")
+    p.root.locator(".noUi-handle").focus()
+    p.page.keyboard.press("ArrowRight")
+    p.wait("m('kstep-slider').value === 2")
+    assert p.page.evaluate(FOCUSED)["name"] == "kstep-slider", "the focus stays on the slider"
+
+
+def luminance(rgb: str) -> float:
+    channels = [int(c) / 255 for c in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3]]
+    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_the_play_button_and_the_slider_can_be_read(opened):
+    p, _, _ = opened
+    colours = p.toggle().evaluate("(el) => [getComputedStyle(el).color, getComputedStyle(el).backgroundColor]")
+    light, dark = sorted(map(luminance, colours), reverse=True)
+    assert (light + 0.05) / (dark + 0.05) >= 4.5, colours
+    assert p.root.locator(".noUi-handle").get_attribute("aria-label") == "step of the run"
+
+
+# What the live region says, one entry each time BokehJS gives it new text.
+WATCH_SAID = """(() => { const said = globalThis.kstep_said = [];
+  m('kstep-said').properties.html.change.connect(() => said.push([].concat(m('kstep-said').html).join(''))); })()"""
+
+
+def test_a_step_the_player_stops_on_is_said_once_and_playing_says_only_where_it_stopped(opened):
+    p, trace, _ = opened
+    n = len(trace)
+    p.js("m('kstep-predict-on').active = false")
+    at(p, 0, n)
+    live = p.root.locator("[aria-live=polite]")
+    assert live.count() == 1 and live.get_attribute("aria-atomic") == "true"
+    p.js(WATCH_SAID)
+    p.click("Step")
+    p.wait("m('kstep-slider').value === 1")
+    p.page.evaluate(PAINTED)
+    first = trace.actions[0]
+    said = p.js("globalThis.kstep_said")
+    assert len(said) == 1 and said[0].startswith(f"step 1 of {n}: {first.actor} took {first.label}"), said
+    shown = live.evaluate("(el) => [...el.shadowRoot.children].filter((c) => c.tagName !== 'STYLE')"
+                          ".map((c) => c.textContent).join('')")
+    assert shown == said[0]
+    p.speed("1000 steps/s")
+    p.click("Play")
+    p.wait(f"m('kstep-slider').value === {n} && !m('kstep-play').active")
+    p.page.evaluate(PAINTED)
+    said = p.js("globalThis.kstep_said")
+    assert len(said) == 2 and said[1].startswith(f"step {n} of {n}:"), said

@@ -128,7 +128,8 @@ def harness_input(lay, actions):
             return {"dtype": str(values.dtype), "values": values.tolist()}
         return {"dtype": "str", "values": list(values)}
 
-    plain = {k: v for k, v in spec.items() if k not in ("widgets", "frames", "sources", "cursors", "follow", "fits", "root")}
+    models = ("widgets", "frames", "sources", "cursors", "follow", "fits", "root", "projector")
+    plain = {k: v for k, v in spec.items() if k not in models}
     plain["frames"] = {c: col(v) for c, v in spec["frames"].data.items()}
     plain["sources"] = [{"name": s["name"], "cols": s["cols"], "store": {c: col(v) for c, v in s["store"].data.items()}}
                         for s in spec["sources"]]

@@ -317,7 +317,8 @@
       if (e.target.dataset.do === "variant") {
         ctx.variant = e.target.value;
         if (ctx.session !== undefined) {
-          start(ctx).catch(failed);
+          const was = focused(ctx);
+          start(ctx).then(() => refocus(ctx, was)).catch(failed);
         }
       }
     });
@@ -326,6 +327,7 @@
       if (b === null || b.disabled) {
         return;
       }
+      const was = focused(ctx);
       let run;
       if (b.dataset.do === "start") {
         run = start(ctx);
@@ -335,8 +337,33 @@
         ctx.el.dataset.state = "busy";
         run = move(ctx, b.dataset.action !== undefined ? {action: b.dataset.action} : {do: b.dataset.do});
       }
-      run.catch(failed);
+      run.then(() => refocus(ctx, was)).catch(failed);
     });
+  }
+
+  // A pick rebuilds the panel and the control it was made with, which sent the focus to the top of the
+  // page: after each, the focus goes back to that control (the choice at the same place, the same button
+  // or field), or to the first choice when it is gone.
+  function focused(ctx) {
+    const el = document.activeElement;
+    if (el === null || !ctx.el.contains(el)) {
+      return null;
+    }
+    return el.dataset.action !== undefined ? {choice: [...ctx.el.querySelectorAll("button[data-action]")].indexOf(el)}
+      : {do: el.dataset.do};
+  }
+
+  function refocus(ctx, was) {
+    if (was === null) {
+      return;
+    }
+    const choices = ctx.el.querySelectorAll("button[data-action]");
+    const same = was.choice !== undefined ? choices[Math.min(was.choice, choices.length - 1)]
+      : ctx.el.querySelector('[data-do="' + was.do + '"]');
+    const to = same != null && !same.disabled ? same : choices[0] || ctx.el.querySelector('[data-do="reset"]');
+    if (to != null) {
+      to.focus();
+    }
   }
 
   function when_ready(then) {

@@ -117,7 +117,8 @@ function code_html(k) {
   return st.code_html[l];
 }
 
-// The pane's HTML for label l, built once per label: an excerpt runs to hundreds of lines.
+// The pane's HTML for label l, built once per label: an excerpt runs to hundreds of lines (it scrolls, so
+// the keyboard can reach it: tabindex).
 function excerpt_html(l) {
   const c = P.code[l];
   if (c === null) {  // a step outside the kernel: there is no kernel code to show
@@ -131,7 +132,7 @@ function excerpt_html(l) {
     (ex.first + i) + "</span>" + esc(line) + "</span>");
   const note = c.marked.length ? "" : ' <span class="kstep-whole">(the whole function is this one step)</span>';
   return '<div class="kstep-code"><div class="kstep-code-where">' + esc(ex.where) + " in Linux " + esc(P.release) +
-    note + '</div><pre class="kstep-source">' + rows.join("") + "</pre></div>";
+    note + '</div><pre class="kstep-source" tabindex="0">' + rows.join("") + "</pre></div>";
 }
 
 function show_code(k) {
@@ -230,14 +231,20 @@ function follow(k) {
   }
 }
 
-// The current state as text, for a screen reader (an aria-live region): the status line and every
-// box of the boards (their "head" and "body" columns), refreshed when the player stops on a step.
-function state_html(k) {
-  const l = k === 0 ? -1 : P.frames.data.label[k];
-  const on = k === 0 ? "" : frame_text("on", k);
-  const caption = k === 0 ? "step 0 of " + n + ": the initial state" :
-    "step " + k + " of " + n + ": " + P.actors[P.frames.data.actor[k]] + " took " + P.labels[l] +
+// For a screen reader: the step in one sentence, said once by a live region each time the player stops on
+// a step, and the current state as a table (the status line and every box of the boards, their "head"
+// and "body" columns) to read on demand.
+function said_text(k) {
+  if (k === 0) {
+    return "step 0 of " + n + ": the initial state";
+  }
+  const l = P.frames.data.label[k];
+  const on = frame_text("on", k);
+  return "step " + k + " of " + n + ": " + P.actors[P.frames.data.actor[k]] + " took " + P.labels[l] +
     (on ? " on " + on : "") + ". " + P.what[l];
+}
+
+function state_html(k) {
   const rows = [];
   for (const src of P.sources) {
     const d = src.source.data;
@@ -249,10 +256,11 @@ function state_html(k) {
         esc(String(d.body[j]).split("\n").join("; ")) + "</td></tr>");
     }
   }
-  return '<table class="kstep-state"><caption>' + esc(caption) + "</caption>" + rows.join("") + "</table>";
+  return '<table class="kstep-state"><caption>' + esc(said_text(k)) + "</caption>" + rows.join("") + "</table>";
 }
 
-// After the frame is painted, once per burst of steps: a jump or a step must not wait for the text.
+// After the frame is painted, once per burst of steps: a jump or a step must not wait for the text, and a
+// screen reader hears only the step the player stopped on.
 function show_state() {
   if (st.state_due) {
     return;
@@ -261,7 +269,22 @@ function show_state() {
   requestAnimationFrame(() => {
     st.state_due = false;
     W.state.html = state_html(st.frame);
+    const said = esc(said_text(st.frame));
+    if (W.said.html !== said) {
+      W.said.html = said;
+    }
   });
+}
+
+// The slider's handle is the control a screen reader lands on: it gets a name (Bokeh's title is a
+// separate label), at setup and again after a student's run changed the slider's end (BokehJS then draws
+// the slider anew).
+function name_slider() {
+  const view = Bokeh.index.query_one((v) => v.model === W.slider);
+  const handle = view === null ? null : view.shadow_el.querySelector(".noUi-handle");
+  if (handle !== null) {
+    handle.setAttribute("aria-label", "step of the run");
+  }
 }
 
 function show(k) {
@@ -471,10 +494,27 @@ function setup() {
   (globalThis.kstep_players = globalThis.kstep_players || []).push(P.root);
   document.addEventListener("keydown", on_key);
   watch_plots();
+  name_slider();
   show_state();
 }
 
 setup();
+
+// Projector mode (player.py's layout names its parts): large type in the status and code panes, and the
+// rest hidden but the controls, the board and the end banner; turned off, each part is shown as it was.
+function projector(on) {
+  if (on) {
+    st.before_projector = P.projector.hide.map((m) => m.visible);
+    for (const m of P.projector.hide) {
+      m.visible = false;
+    }
+  } else if (st.before_projector !== undefined) {
+    P.projector.hide.forEach((m, i) => { m.visible = st.before_projector[i]; });
+  }
+  for (const m of P.projector.large) {
+    m.css_classes = on ? ["kstep-projector"] : [];
+  }
+}
 
 // Interactive mode (interactive.js) puts the columns of the student's own run in place of the
 // recorded one's (frames, stores, strings, n) and calls the player with {kstep_live: k, fresh}.  A
@@ -491,6 +531,7 @@ function show_live(k, fresh) {
   }
   if (W.slider.end !== Math.max(n, 1) || W.slider.disabled !== (n === 0)) {
     W.slider.setv({end: Math.max(n, 1), disabled: n === 0});
+    requestAnimationFrame(name_slider);
   }
   fit_ranges();
   show(k);
@@ -563,6 +604,8 @@ if (origin === W.toggle) {
   if (st.asking !== null) {
     answered(null);
   }
+} else if (origin === W.projector) {
+  projector(W.projector.active);
 } else if (origin === W.speed) {
   if (st.timer !== null) {
     start_timer();

@@ -95,7 +95,7 @@ class Player:
         self.predictions = predict.predictions(trace, model)
         self.stylesheet = InlineStyleSheet(css=style.CSS, name="kstep-css")
         self.wrap = InlineStyleSheet(css=style.WRAP, name="kstep-css-wrap")
-        self.beside = InlineStyleSheet(css=style.BESIDE, name="kstep-css-beside")
+        self.stage = InlineStyleSheet(css=style.STAGE, name="kstep-css-stage")
         self.dark_plot = InlineStyleSheet(css=style.DARK_PLOT, name="kstep-css-dark-plot")
 
     # -- what a view registers ------------------------------------------------------------------
@@ -174,24 +174,27 @@ class Player:
 
     # -- the page ------------------------------------------------------------------------------
     def layout(self, *panels, key: str = "", name: str = "kstep-layout"):
-        """The header, controls, status line and end banner above the view's panels, the colour key
-        beside the first panel; everything as wide as the page, up to ``style.WIDTH``, down to a phone."""
+        """The header, controls, status line and end banner above the stage (the view's first panel, its
+        board, and the code pane: side by side where there is room, stacked where not), the colour key
+        and the other panels under it; everything as wide as the page, up to ``style.MAX_WIDTH``."""
         widgets = self._widgets()
         if key:
             key += self.every_panel_key()
         controls = row(widgets["reset"], widgets["back"], widgets["toggle"], widgets["step"], widgets["speed"],
-                       widgets["slider"], name="kstep-controls", sizing_mode="stretch_width",
+                       widgets["slider"], widgets["projector"], name="kstep-controls", sizing_mode="stretch_width",
                        stylesheets=[self.wrap])
         # The status line changes on every frame: a Pane's HTML node updates in place, while a Div
         # re-lays out the whole page each time its text changes (about 4 ms a frame).
         status = Pane(elements=[widgets["status"]], stylesheets=[self.stylesheet], name="kstep-status-pane",
                       styles={"width": "100%", "min-height": f"{style.STATUS_LINES * 1.5 + 1.6}em"})
-        source = Pane(elements=[widgets["code"]], stylesheets=[self.stylesheet], name="kstep-code-pane",
-                      styles={"width": "100%"})
-        # What a screen reader reads when the player stops on a step: the status and the boards as text.
+        source = Pane(elements=[widgets["code"]], stylesheets=[self.stylesheet], name="kstep-code-pane")
+        # For a screen reader: each step the player stops on, said once in a sentence (a live region), and
+        # the status and the boards as a text table to read on demand.
+        said = Pane(elements=[widgets["said"]], stylesheets=[self.stylesheet], name="kstep-said-pane",
+                    styles=style.SCREEN_READER_ONLY,
+                    html_attributes={"aria-live": "polite", "aria-atomic": "true", "role": "status"})
         state = Pane(elements=[widgets["state"]], stylesheets=[self.stylesheet], name="kstep-state-pane",
-                     styles=style.SCREEN_READER_ONLY,
-                     html_attributes={"aria-live": "polite", "role": "region", "aria-label": "current state"})
+                     styles=style.SCREEN_READER_ONLY)
         plots = [m for p in panels for m in p.select({"type": Plot})]
         for plot in plots:
             plot.sizing_mode = "stretch_width"
@@ -200,21 +203,19 @@ class Player:
         # On a screen narrower than a plot's minimum, the plot scrolls sideways in its own box, not the page.
         panels = tuple(column(p, sizing_mode="stretch_width", styles=style.SCROLL_SIDEWAYS, name=f"kstep-panel-{k}")
                        for k, p in enumerate(panels))
-        first = panels[0] if panels else None
-        if key and first is not None:
-            first = row(first, self._div("key", key, sizing_mode=None, width=style.KEY_WIDTH, width_policy="fixed",
-                                          height_policy="auto"),
-                        name="kstep-board-and-key", sizing_mode="stretch_width", stylesheets=[self.beside])
+        stage = row(*panels[:1], source, name="kstep-stage", sizing_mode="stretch_width", stylesheets=[self.stage])
         # Predict mode: a question, where the answer goes, a button to give up, the score so far.
         ask = column(widgets["ask"], row(widgets["predicting"], widgets["guess"], widgets["reveal"], widgets["score"],
                                          sizing_mode="stretch_width", stylesheets=[self.wrap]),
                      name="kstep-predict", sizing_mode="stretch_width", visible=bool(self.predictions))
-        parts = [self._div("header", self.header_html()), controls, ask, status, source, state, widgets["banner"],
-                 *([first] if first is not None else []), *panels[1:]]
-        if key and first is None:
-            parts.append(self._div("key", key))
-        lay = column(*parts, name=name, sizing_mode="stretch_width", styles={"max-width": f"{style.WIDTH}px"})
-        callback = CustomJS(args={"kstep": self._spec(widgets, lay)}, code=player_js(), name="kstep-player")
+        header = self._div("header", self.header_html())
+        keys = [self._div("key", key)] if key else []
+        parts = [header, controls, ask, status, widgets["banner"], stage, said, state, *keys, *panels[1:]]
+        lay = column(*parts, name=name, sizing_mode="stretch_width", styles={"max-width": f"{style.MAX_WIDTH}px"})
+        # Projector mode: large type, and of the page only what a lecture hall reads from afar.
+        projector = {"hide": [header, ask, *keys, *panels[1:]], "large": [status, source]}
+        callback = CustomJS(args={"kstep": {**self._spec(widgets, lay), "projector": projector}}, code=player_js(),
+                            name="kstep-player")
         widgets["toggle"].js_on_change("active", callback)
         widgets["slider"].js_on_change("value", callback)
         widgets["speed"].js_on_change("value", callback)
@@ -222,6 +223,7 @@ class Player:
             widgets[b].js_on_event("button_click", callback)
         widgets["guess"].js_on_change("value", callback)
         widgets["predicting"].js_on_change("active", callback)
+        widgets["projector"].js_on_change("active", callback)
         # A plot's inner width is known only once the page is laid out, which makes its first value the
         # player's load event: the player installs its keys (arrows step, space plays) and state table.
         if plots:
@@ -249,20 +251,25 @@ class Player:
             "back": Button(label="◀ Back", name="kstep-back", **btn),
             "toggle": Toggle(label=HTML(html=TOGGLE_LABEL), name="kstep-play", button_type="success", **btn),
             "step": Button(label="Step ▶", name="kstep-step", **btn),
+            "projector": Toggle(label="projector mode", name="kstep-projector", height=40, width=150,
+                                stylesheets=[self.stylesheet]),
             "speed": Select(title="speed", name="kstep-speed", width=130, value=str(default),
+                            stylesheets=[self.stylesheet],
                             options=[(str(s), f"{s} step{'s' if s > 1 else ''}/s") for s in SPEEDS]),
             # show_value=False: redrawing the slider's title on every frame costs more than the frame
             # itself, and the status line below says which step this is.
             "slider": Slider(start=0, end=max(n, 1), value=0, step=1, title="step", show_value=False,
-                             name="kstep-slider", sizing_mode="stretch_width", min_width=200, disabled=n == 0),
+                             name="kstep-slider", sizing_mode="stretch_width", min_width=200, disabled=n == 0,
+                             stylesheets=[self.stylesheet]),
             "status": HTML(html=self.status0(), name="kstep-status"),
             "code": HTML(html=CODE0, name="kstep-code"),
             "state": HTML(html="", name="kstep-state"),
+            "said": HTML(html="", name="kstep-said"),
             "predicting": Toggle(label="predict mode", active=bool(self.predictions), name="kstep-predict-on",
                                  height=40, width=130, stylesheets=[self.stylesheet]),
             "ask": self._div("ask", self.ask_html()),
             "guess": TextInput(name="kstep-guess", title="your prediction (Enter to check)", width=260,
-                               disabled=True),
+                               disabled=True, stylesheets=[self.stylesheet]),
             "reveal": Button(label="Show me", name="kstep-reveal", height=40, width=110, disabled=True,
                              stylesheets=[self.stylesheet]),
             "score": self._div("score", "", sizing_mode=None, width=220),
@@ -351,8 +358,10 @@ class Player:
         for c in changes:
             source = "".join(f'<span class="kstep-line"><span class="kstep-lineno">{n}</span>{escape(line)}</span>'
                              for n, line in c["lines"])
-            left = (f'<code>{escape(c["where"])}</code>' + (f'<pre class="kstep-source">{source}</pre>' if source else
-                                                             " (too long to show here: the code pane shows it)"))
+            # tabindex: an excerpt that scrolls is reached by the keyboard to be scrolled
+            shown = (f'<pre class="kstep-source" tabindex="0">{source}</pre>' if source else
+                     " (too long to show here: the code pane shows it)")
+            left = f'<code>{escape(c["where"])}</code>' + shown
             rows.append(f'<tr><td>{left}</td><td><code>{escape(c["label"])}</code> {escape(c["instead"])}</td></tr>')
         if not rows:
             return ""

@@ -25,6 +25,11 @@ DARK = "#555555"
 INK = "#222222"
 WHITE = "#FFFFFF"
 NONE = "#FFFFFF00"  # a transparent fill
+# The play button: Okabe-Ito's green darkened until white on it reads at 5.3:1 (Bokeh's own is 2.5:1), and
+# darker still under the pointer and while playing.
+PLAY = "#007A5A"
+PLAY_DOWN = "#00614A"
+HARM_TEXT = "#B5400E"  # vermillion darkened for text and under white text: 5.7:1 on white (vermillion: 3.9:1)
 
 _TINTS: dict[str, str] = {}  # a tint -> the colour it lightens
 
@@ -94,23 +99,40 @@ MONO = "'DejaVu Sans Mono', Menlo, Consolas, monospace"
 TITLE_SIZE = "18pt"
 TEXT_SIZE = "13pt"
 SMALL_SIZE = "11pt"
-WIDTH = 1200  # the widest a player grows: a 1280-pixel-wide projector with margins; it shrinks to a phone's
+PROJECTOR_SIZE = "20pt"  # projector mode's status line and code pane
+PROJECTOR_CODE_SIZE = "16pt"
+WIDTH = 1200  # the width a plot is designed at: a 1280-pixel-wide projector with margins
+MAX_WIDTH = 1880  # the widest a player grows (a 1920-pixel projector); it shrinks to a phone's
 # Lines the status keeps room for (step, what the kernel does, the call stack, one wrapped): while playing,
 # a status that grew or shrank by a line re-laid out the whole page on every frame.
 STATUS_LINES = 4
-KEY_WIDTH = 300  # the colour key beside the first panel; below NARROW it goes under the panel
-NARROW = 900
-# A row of controls wraps on a narrow screen; a panel and its key share a row, and below NARROW each
-# takes the whole width (the key goes under the panel).
+# From this width of the player up the board and the code pane share a row, the board 3/5 of it, so that the
+# board keeps MIN_PLOT_WIDTH (a board is drawn for WIDTH and stays legible down to it) and a line of kernel
+# code its 420 pixels; below it the code pane goes under the board.  The player's width, not the window's:
+# on the course site the sidebars take part of the window, in JupyterLab a file browser.
+STAGE_GAP = 16
+MIN_PLOT_WIDTH = 640  # of a plot designed WIDTH wide: narrower, a board's row titles run into its boxes
+SIDE_BY_SIDE = MIN_PLOT_WIDTH * 5 // 3 + STAGE_GAP + 1
+# A row of controls wraps on a narrow screen.
 WRAP = ":host { flex-wrap: wrap; gap: 4px 8px; }"
-BESIDE = f"""
-:host {{ flex-wrap: wrap; gap: 4px 8px; }}
-@media (max-width: {NARROW}px) {{ * {{ flex: 1 1 100% !important; max-width: 100%; }} }}
+# The stage: the board (a Bokeh column) and the code pane (a Pane), the container whose width decides.
+# Bokeh gives each child an inline flex of its own, hence !important.
+STAGE = f"""
+:host {{ flex-wrap: wrap; gap: 8px {STAGE_GAP}px; align-items: flex-start; container: kstep-stage / inline-size; }}
+.bk-Column, .bk-Pane {{ flex: 1 1 100% !important; max-width: 100%; min-width: 0; }}
+@container kstep-stage (min-width: {SIDE_BY_SIDE}px) {{
+  .bk-Column {{ flex: 3 1 0 !important; }}
+  .bk-Pane {{ flex: 2 1 0 !important; }}
+}}
 """
 # Canvas plots have no CSS colours: in dark mode they are shown inverted, with hues turned back, so each
 # colour keeps its meaning on a dark page.
-DARK_PLOT = "@media (prefers-color-scheme: dark) { :host { filter: invert(0.88) hue-rotate(180deg); } }"
-MIN_PLOT_WIDTH = 640  # of a plot designed WIDTH wide: narrower, a board's row titles run into its boxes
+# The page's theme decides, where it has one: the course site's kstep.css sets --kstep-plot-filter (and
+# --kstep-scheme, see CSS) from the theme's light/dark switch; a standalone page or a notebook follows the
+# system's setting.
+PLOT_INVERT = "invert(0.88) hue-rotate(180deg)"
+DARK_PLOT = (":host { filter: var(--kstep-plot-filter, none); }\n"
+             f"@media (prefers-color-scheme: dark) {{ :host {{ filter: var(--kstep-plot-filter, {PLOT_INVERT}); }} }}")
 SCROLL_SIDEWAYS = {"overflow-x": "auto", "max-width": "100%"}
 SCREEN_READER_ONLY = {"height": "1px", "overflow": "hidden", "clip-path": "inset(50%)", "white-space": "nowrap"}
 
@@ -166,59 +188,71 @@ def key_html(title: str, items: Sequence[tuple[str, str]], *, outline: Sequence[
     return f'<div class="kstep-key"><b>{escape(title)}</b> {" ".join(chips)}</div>'  # spaces: lines break between chips
 
 
+def light_dark(light: str, dark: str) -> str:
+    """A colour for a light page and one for a dark page (CSS light-dark(): the page's colour scheme picks)."""
+    return f"light-dark({light}, {dark})"
+
+
+MUTED = light_dark(DARK, "#AAAAAA")  # secondary text: 6.9:1 on the status line's grey, light or dark
+# Text, code and panes on a light page and on a dark one.  The colour scheme is the page theme's where the
+# page says it (--kstep-scheme, set by the course site's kstep.css from its light/dark switch), else the
+# system's: a player that followed the system on a site themed the other way wrote light text on white.
 CSS = f"""
-:host {{ font-family: {FONT}; color: {INK}; overflow-wrap: anywhere; }}
+:host {{ font-family: {FONT}; color: {light_dark(INK, "#DDDDDD")}; overflow-wrap: anywhere;
+         color-scheme: var(--kstep-scheme, light dark); }}
 .kstep-header {{ font-size: {TITLE_SIZE}; }}
-.kstep-header .kstep-sub {{ font-size: {TEXT_SIZE}; color: {DARK}; margin-top: 4px; }}
-.kstep-header .kstep-broken {{ color: {HARM}; font-weight: bold; }}
-.kstep-status {{ font-size: {TEXT_SIZE}; line-height: 1.5; padding: 6px 10px; background: #F6F6F6;
-                 border-left: 6px solid {STEP}; min-height: {STATUS_LINES * 1.5}em; }}
+.kstep-header .kstep-sub {{ font-size: {TEXT_SIZE}; color: {MUTED}; margin-top: 4px; }}
+.kstep-header .kstep-broken {{ color: {light_dark(HARM_TEXT, "#FF9A66")}; font-weight: bold; }}
+.kstep-status {{ font-size: {TEXT_SIZE}; line-height: 1.5; padding: 6px 10px;
+                 background: {light_dark("#F6F6F6", "#222428")}; border-left: 6px solid {STEP}; min-height: {STATUS_LINES * 1.5}em; }}
 .kstep-stepno {{ font-weight: bold; margin-right: 0.6em; }}
-.kstep-label, code {{ font-family: {MONO}; background: #E8EEF4; padding: 0 4px; border-radius: 3px; }}
-.kstep-where {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {STEP}; margin-left: 0.6em; }}
-.kstep-what {{ color: {DARK}; }}
+.kstep-label, code {{ font-family: {MONO}; background: {light_dark("#E8EEF4", "#2A3440")}; padding: 0 4px;
+                      border-radius: 3px; }}
+.kstep-where, .kstep-key a {{ color: {light_dark(STEP, tint(STEP, 0.55))}; }}
+.kstep-where {{ font-family: {MONO}; font-size: {SMALL_SIZE}; margin-left: 0.6em; }}
+.kstep-what {{ color: {MUTED}; }}
 .kstep-change {{ font-size: {SMALL_SIZE}; border-collapse: collapse; margin-top: 6px; width: 100%;
                  table-layout: fixed; }}
-.kstep-change th, .kstep-change td {{ border: 1px solid {LIGHT}; padding: 4px 8px; vertical-align: top;
-                                      text-align: left; overflow-wrap: anywhere; }}
+.kstep-change th, .kstep-change td {{ border: 1px solid {light_dark(LIGHT, "#333333")}; padding: 4px 8px;
+                                      vertical-align: top; text-align: left; overflow-wrap: anywhere; }}
 .kstep-change .kstep-source {{ max-height: 12em; }}
 .kstep-on {{ font-weight: bold; margin-left: 0.3em; }}
-.kstep-stack {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {DARK}; overflow-wrap: anywhere; }}
+.kstep-stack {{ font-family: {MONO}; font-size: {SMALL_SIZE}; color: {MUTED}; overflow-wrap: anywhere; }}
 .kstep-banner {{ font-size: {TITLE_SIZE}; padding: 10px 14px; border-radius: 4px; color: {WHITE}; }}
-.kstep-banner.violation {{ background: {HARM}; }}
+.kstep-banner.violation {{ background: {HARM_TEXT}; }}
 .kstep-banner.finished, .kstep-banner.stopped {{ background: {DARK}; }}  /* ✓ and ■ say which */
 .kstep-banner .kstep-message {{ font-size: {TEXT_SIZE}; margin-top: 4px; }}
 /* The code pane keeps one height whatever it shows (an excerpt of 5 lines or 500, or a line of text): a
    pane that grew or shrank made BokehJS lay out the whole page again, every plot with it, on each step. */
 .kstep-code {{ font-size: {SMALL_SIZE}; margin-top: 4px; height: 16em; display: flex; flex-direction: column; }}
+@container kstep-stage (min-width: {SIDE_BY_SIDE}px) {{ .kstep-code {{ height: 30em; }} }}  /* beside the board */
 .kstep-code .kstep-source {{ flex: 1 1 0; min-height: 0; max-height: none; }}
-.kstep-code-empty {{ color: {DARK}; padding: 4px 10px; }}
-.kstep-code-where {{ font-family: {MONO}; color: {DARK}; padding: 2px 10px; }}
+.kstep-code-empty {{ color: {MUTED}; padding: 4px 10px; }}
+.kstep-code-where {{ font-family: {MONO}; color: {MUTED}; padding: 2px 10px; }}
 .kstep-whole {{ font-family: {FONT}; }}
 .kstep-source {{ font-family: {MONO}; font-size: {SMALL_SIZE}; line-height: 1.35; max-height: 14em; overflow: auto;
-                 margin: 0; padding: 4px 0; background: #FBFBF8; border: 1px solid {LIGHT}; }}
+                 margin: 0; padding: 4px 0; background: {light_dark("#FBFBF8", "#1A1A18")};
+                 border: 1px solid {light_dark(LIGHT, "#333333")}; }}
 .kstep-line {{ display: block; white-space: pre; padding-right: 8px; }}
-.kstep-lineno {{ display: inline-block; width: 4.5em; padding-right: 1em; text-align: right; color: {DARK_GREY};
-                 user-select: none; }}
-.kstep-marked {{ background: {tint(STEP, 0.14)}; border-left: 4px solid {STEP}; }}
+.kstep-lineno {{ display: inline-block; width: 4.5em; padding-right: 1em; text-align: right;
+                 color: {light_dark("#5E5E5E", "#9A9A9A")}; user-select: none; }}
+.kstep-marked {{ background: {light_dark(tint(STEP, 0.14), "#17324A")}; border-left: 4px solid {STEP}; }}
+.bk-btn-success {{ background: {PLAY}; border-color: {PLAY_DOWN}; color: {WHITE}; }}
+.bk-btn-success:hover, .bk-btn-success.bk-active {{ background: {PLAY_DOWN}; border-color: {PLAY_DOWN}; }}
+/* Every control shows where the keyboard is, on a light page and on a dark one. */
+.bk-btn:focus-visible, select:focus-visible, input:focus-visible, .noUi-handle:focus-visible {{
+  outline: 3px solid {STEP} !important; outline-offset: 2px; box-shadow: 0 0 0 5px {WHITE} !important; }}
 .bk-btn .kstep-when-playing, .bk-btn.bk-active .kstep-when-paused {{ display: none; }}
 .bk-btn.bk-active .kstep-when-playing {{ display: inline; }}
-.kstep-key {{ font-size: {SMALL_SIZE}; line-height: 2; }}
+.kstep-key {{ font-size: {SMALL_SIZE}; line-height: 2; columns: 22em; column-gap: 2em; }}
 .kstep-chip {{ margin-right: 1.2em; display: inline-block; max-width: 100%; line-height: 1.5; }}
 .kstep-ask {{ font-size: {TEXT_SIZE}; padding: 4px 10px; border-left: 6px solid {DARK}; }}  /* ✓ and ✗ say how it went */
-.kstep-hint {{ color: {DARK}; font-size: {SMALL_SIZE}; }}
+.kstep-hint {{ color: {MUTED}; font-size: {SMALL_SIZE}; }}
 .kstep-score {{ font-size: {SMALL_SIZE}; padding-top: 1.6em; }}
 .kstep-state caption {{ text-align: left; }}
-@media (prefers-color-scheme: dark) {{
-  :host {{ color: #DDDDDD; }}
-  .kstep-status {{ background: #222428; }}
-  .kstep-label, code {{ background: #2A3440; }}
-  .kstep-what, .kstep-code-empty, .kstep-code-where, .kstep-header .kstep-sub, .kstep-stack {{ color: #AAAAAA; }}
-  .kstep-where, .kstep-key a {{ color: {tint(STEP, 0.55)}; }}
-  .kstep-source {{ background: #1A1A18; border-color: #333333; }}
-  .kstep-marked {{ background: #17324A; }}
-  .kstep-change th, .kstep-change td {{ border-color: #333333; }}
-}}
+/* Projector mode (player.js gives the status and code panes this class): type read from the back row. */
+:host(.kstep-projector) .kstep-status {{ font-size: {PROJECTOR_SIZE}; }}
+:host(.kstep-projector) .kstep-code, :host(.kstep-projector) .kstep-source {{ font-size: {PROJECTOR_CODE_SIZE}; }}
 .kstep-swatch {{ display: inline-block; width: 1.4em; height: 0.9em; vertical-align: middle;
                  margin-right: 0.4em; border: 1px solid {DARK}; }}
 """

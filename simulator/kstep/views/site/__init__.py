@@ -1,7 +1,8 @@
 """kstep's Sphinx extension for the course site (``extensions = [..., "kstep.views.site"]`` in docs/conf.py).
 
 ``pages`` generates a page per scenario and per broken variant and provides the directives that
-fill pages from the library; ``outputs`` makes executed notebooks fit a static, offline site.
+fill pages from the library; ``outputs`` makes executed notebooks fit a static, offline site; ``theme``
+names the theme's controls for a screen reader.
 The config value ``kstep_digest`` (a digest of the kstep package) makes Sphinx read every page
 again when a model, view or scenario changes, since any page may show what they compute.
 """
@@ -9,7 +10,7 @@ again when a model, view or scenario changes, since any page may show what they 
 from __future__ import annotations
 
 from .. import course
-from . import outputs, pages
+from . import outputs, pages, theme
 
 
 def setup(app):
@@ -17,6 +18,7 @@ def setup(app):
     app.connect("builder-inited", pages.write_pages)
     app.connect("doctree-read", outputs.clean_outputs)
     app.connect("html-page-context", outputs.add_bokehjs)
+    app.connect("html-page-context", theme.name_toggles, priority=900)  # after the theme's own
     app.connect("build-finished", outputs.copy_static)
     for name, directive in pages.DIRECTIVES.items():
         app.add_directive(name, directive)

@@ -204,7 +204,8 @@ CSS = f"""
 .kstep-header .kstep-sub {{ font-size: {TEXT_SIZE}; color: {MUTED}; margin-top: 4px; }}
 .kstep-header .kstep-broken {{ color: {light_dark(HARM_TEXT, "#FF9A66")}; font-weight: bold; }}
 .kstep-status {{ font-size: {TEXT_SIZE}; line-height: 1.5; padding: 6px 10px;
-                 background: {light_dark("#F6F6F6", "#222428")}; border-left: 6px solid {STEP}; min-height: {STATUS_LINES * 1.5}em; }}
+                 background: {light_dark("#F6F6F6", "#222428")}; border-left: 6px solid {STEP};
+                 min-height: {STATUS_LINES * 1.5}em; }}
 .kstep-stepno {{ font-weight: bold; margin-right: 0.6em; }}
 .kstep-label, code {{ font-family: {MONO}; background: {light_dark("#E8EEF4", "#2A3440")}; padding: 0 4px;
                       border-radius: 3px; }}
@@ -246,7 +247,8 @@ CSS = f"""
 .bk-btn.bk-active .kstep-when-playing {{ display: inline; }}
 .kstep-key {{ font-size: {SMALL_SIZE}; line-height: 2; columns: 22em; column-gap: 2em; }}
 .kstep-chip {{ margin-right: 1.2em; display: inline-block; max-width: 100%; line-height: 1.5; }}
-.kstep-ask {{ font-size: {TEXT_SIZE}; padding: 4px 10px; border-left: 6px solid {DARK}; }}  /* ✓ and ✗ say how it went */
+/* ✓ and ✗ say how it went */
+.kstep-ask {{ font-size: {TEXT_SIZE}; padding: 4px 10px; border-left: 6px solid {DARK}; }}
 .kstep-hint {{ color: {MUTED}; font-size: {SMALL_SIZE}; }}
 .kstep-score {{ font-size: {SMALL_SIZE}; padding-top: 1.6em; }}
 .kstep-state caption {{ text-align: left; }}

@@ -15,6 +15,7 @@ import zipfile
 import pytest
 
 from kstep.engine import Scripted, scenario, simulate
+from kstep.errors import UserError
 from kstep.models import make_model
 from kstep.views import columns as fc
 from kstep.views import live
@@ -127,6 +128,24 @@ def test_back_undoes_a_step_and_choosing_at_an_earlier_step_branches_there():
     branched = s.step("T2", at=1)  # from step 1: T2 moves instead of what followed
     assert branched["step"] == 2 and s.schedule() == "T1:rcu_read_lock T2:rcu_read_lock"
     assert s.reset() == views[0]
+
+
+def test_an_earlier_step_offers_its_own_choices_and_an_out_of_range_step_is_refused_in_one_line():
+    """With the player's slider back at step k, the panel shows view(k): step k's choices, waiting
+    threads and verdict as they were when the run stood there, only the run's length differs."""
+    s = Session("vma-locks", "munmap-vs-fault", "free-immediately")
+    views = [s.view()] + [s.step(a) for a in UAF_SCHEDULE]
+    n = len(UAF_SCHEDULE)
+    assert views[-1]["choices"] == [] and views[-1]["outcome"] == "violation"
+    for k, then in enumerate(views):
+        assert s.view(k) == {**then, "steps": n}, f"step {k}"
+    assert s.view() == views[-1] and json.loads(s.view_json(2)) == s.view(2)
+    for bad in (-1, n + 1):
+        with pytest.raises(UserError, match=f"step {bad} is not in the run"):
+            s.view(bad)
+        with pytest.raises(UserError, match=f"step {bad} is not in the run"):
+            s.step("T1", at=bad)
+    assert len(s.actions) == n
 
 
 def test_the_columns_decode_to_the_board_of_every_step_and_the_schedule_replays_the_run():

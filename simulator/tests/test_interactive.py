@@ -4,11 +4,14 @@ drives it there)."""
 
 import io
 import json
+import os
 import random
 import re
 import subprocess
 import sys
 import textwrap
+import time
+import urllib.error
 import urllib.request
 import zipfile
 
@@ -247,6 +250,17 @@ def test_serve_serves_the_folder_on_the_loopback_address_with_the_webassembly_ty
             assert r.headers["Content-Type"] == "application/wasm" and r.read() == b"\0asm"
         with urllib.request.urlopen(url + "b.mjs", timeout=30) as r:
             assert r.headers["Content-Type"] == "text/javascript"
+        # The browser may keep every file for the site's next page, and asks whether it changed: an
+        # unchanged one costs a 304 and no bytes, a rebuilt one is sent again.
+        with urllib.request.urlopen(url + "a.wasm", timeout=30) as r:
+            assert r.headers["Cache-Control"] == "no-cache"
+            stamp = r.headers["Last-Modified"]
+        asks = urllib.request.Request(url + "a.wasm", headers={"If-Modified-Since": stamp})
+        with pytest.raises(urllib.error.HTTPError, match="304"):
+            urllib.request.urlopen(asks, timeout=30)
+        os.utime(tmp_path / "a.wasm", (time.time() + 5, time.time() + 5))
+        with urllib.request.urlopen(asks, timeout=30) as r:
+            assert r.status == 200 and r.read() == b"\0asm"
     finally:
         proc.terminate()
         proc.wait(timeout=30)

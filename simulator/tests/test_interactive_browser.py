@@ -137,6 +137,91 @@ def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(bro
         p.close()
 
 
+def offered(p):
+    """The actions the panel offers now, as its buttons carry them."""
+    return p.page.eval_on_selector_all(".kstep-live button[data-action]", "(bs) => bs.map((b) => b.dataset.action)")
+
+
+def slide_to(p, k):
+    """Drag the player's slider to step k (as a student does); the panel follows it."""
+    p.js(f"m('kstep-slider').value = {k}")
+    panel_at(p, "live", k)
+
+
+def test_scrubbing_back_and_picking_another_thread_branches_the_run_as_the_model_does(browser, origin):
+    """Four times: go on a few steps, slide back to an earlier step, and pick a thread other than the one
+    that ran there.  The panel offers the choices of the step shown (the model's, computed here in
+    Python), the pick branches the run there, and the run the page ends with is the model's own."""
+    p = Opened(browser, origin + "/index.html", origin=origin)
+    try:
+        panel_at(p, "ready")
+        p.page.click('.kstep-live button[data-do="start"]')
+        panel_at(p, "live", 0)
+        expected = Session("vma-locks", "munmap-vs-fault")
+        for forward, back in ((6, 2), (5, 4), (4, 1), (6, 5)):
+            for _ in range(forward):
+                k = len(expected.actions)
+                choices = [c["action"] for c in expected.view()["choices"]]
+                assert offered(p) == choices, f"step {k}: the choices of the step shown"
+                action = choices[k % len(choices)]
+                p.page.click(f'.kstep-live button[data-action="{action}"]')
+                expected.step(action)
+                panel_at(p, "live", k + 1)
+            took = str(expected.actions[back])
+            slide_to(p, back)
+            choices = [c["action"] for c in expected.view(back)["choices"]]
+            assert offered(p) == choices, f"back at step {back}: the choices of step {back}, not of the run's end"
+            assert f"back at step {back} of your {len(expected.actions)}" in p.page.inner_text(".kstep-live")
+            other = next(c for c in choices if c != took)
+            p.page.click(f'.kstep-live button[data-action="{other}"]')
+            expected.step(other, at=back)
+            panel_at(p, "live", back + 1)
+            assert p.page.inner_text(".kstep-live-schedule") == expected.schedule()
+            assert f"step {back + 1} / {back + 1}" in p.status(), "the later steps are gone from the player"
+        for _ in range(8):
+            k = len(expected.actions)
+            action = expected.view()["choices"][0]["action"]
+            p.page.click(f'.kstep-live button[data-action="{action}"]')
+            expected.step(action)
+            panel_at(p, "live", k + 1)
+        assert p.page.locator(".kstep-live[data-error]").count() == 0
+        # The page's run is the model's: its schedule replays, in this Python, to the states the session holds.
+        model = make_model("vma-locks")
+        s0 = model.initial(scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault").config)
+        schedule = p.page.inner_text(".kstep-live-schedule")
+        replay = simulate(model, s0, Scripted(schedule), max_steps=len(schedule.split()))
+        assert replay.states == expected.states and len(expected.states) > 10
+        for name, rows in expected.view()["board"].items():
+            col = "head" if "head" in rows else "text"
+            assert p.shown(name)[col] == rows[col], name
+        p.check_clean()
+    finally:
+        p.close()
+
+
+def test_a_refused_choice_says_why_in_one_line_and_the_panel_stays_usable(browser, origin):
+    """A choice the model refuses (here a forged button) is a Python exception in the page: the panel
+    keeps its choices and says why in one line, with no traceback, and the next pick works."""
+    p = Opened(browser, origin + "/index.html", origin=origin)
+    try:
+        panel_at(p, "ready")
+        p.page.click('.kstep-live button[data-do="start"]')
+        panel_at(p, "live", 0)
+        p.page.eval_on_selector(".kstep-live button[data-action]", "(b) => { b.dataset.action = 'W:vm_area_free'; }")
+        p.page.click('.kstep-live button[data-action="W:vm_area_free"]')
+        p.page.wait_for_selector(".kstep-live[data-error]", timeout=STEP_MS)
+        error = p.page.inner_text(".kstep-live-error")
+        assert error.startswith("W:vm_area_free is not an enabled action here (enabled: ") and "\n" not in error
+        assert "Traceback" not in p.page.inner_text(".kstep-live")
+        assert p.page.get_attribute(".kstep-live", "data-state") == "live"
+        p.page.click('.kstep-live button[data-action^="T1:"]')
+        panel_at(p, "live", 1)
+        assert p.page.locator(".kstep-live[data-error]").count() == 0
+        p.check_clean()
+    finally:
+        p.close()
+
+
 def test_from_file_the_page_plays_its_recorded_run_and_says_how_to_schedule_it(browser, site):
     p = Opened(browser, site / "index.html")
     try:

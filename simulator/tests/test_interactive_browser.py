@@ -148,78 +148,118 @@ def slide_to(p, k):
     panel_at(p, "live", k)
 
 
-def test_scrubbing_back_and_picking_another_thread_branches_the_run_as_the_model_does(browser, origin):
+# Every state the panel's progress bar shows, as the page loads (before any script of the page runs).
+WATCH_PROGRESS = """
+window.kstep_progress = [];
+new MutationObserver(() => {
+  const bar = document.querySelector(".kstep-live-progress");
+  const seen = window.kstep_progress, last = seen[seen.length - 1];
+  const now = bar === null ? null : [Number(bar.getAttribute("aria-valuenow")), bar.textContent];
+  if (now !== null && (last === undefined || last[1] !== now[1])) { seen.push(now); }
+}).observe(document, {childList: true, subtree: true});
+"""
+
+
+@pytest.fixture(scope="module")
+def opened(browser, origin):
+    """munmap-vs-fault's page, opened once for the tests that follow it (one Pyodide start)."""
+    p = Opened(browser, origin + "/index.html", origin=origin, init=WATCH_PROGRESS)
+    try:
+        yield p
+        p.check_clean()
+    finally:
+        p.close()
+
+
+def test_python_loads_as_the_page_opens_and_the_panel_shows_how_far(opened):
+    """Nobody clicks: Pyodide and kstep load at once, and the bar goes through the download (in MB) and the
+    stages of starting, never backwards, and is gone when they are loaded."""
+    p = opened
+    p.page.wait_for_selector('.kstep-live[data-loaded="yes"]', timeout=BOOT_MS)
+    assert p.page.locator(".kstep-live-progress").count() == 0
+    seen = p.page.evaluate("window.kstep_progress")
+    pcts = [pct for pct, _ in seen]
+    assert pcts == sorted(pcts) and 0 <= pcts[0] < 50 <= pcts[-1] <= 100, seen
+    texts = " | ".join(text for _, text in seen)
+    for stage in ("downloading Python and kstep (", " MB)", "starting Python", "importing kstep's model"):
+        assert stage in texts, f"no {stage!r} in {texts}"
+    assert all(text.startswith("Loading Python and kstep: ") for _, text in seen)
+    assert p.page.get_attribute(".kstep-live", "data-state") == "ready"  # still offering: nothing was clicked
+
+
+def offered(p):
+    """The actions the panel offers now, as its buttons carry them."""
+    return p.page.eval_on_selector_all(".kstep-live button[data-action]", "(bs) => bs.map((b) => b.dataset.action)")
+
+
+def slide_to(p, k):
+    """Drag the player's slider to step k (as a student does); the panel follows it."""
+    p.js(f"m('kstep-slider').value = {k}")
+    panel_at(p, "live", k)
+
+
+def test_scrubbing_back_and_picking_another_thread_branches_the_run_as_the_model_does(opened):
     """Four times: go on a few steps, slide back to an earlier step, and pick a thread other than the one
     that ran there.  The panel offers the choices of the step shown (the model's, computed here in
     Python), the pick branches the run there, and the run the page ends with is the model's own."""
-    p = Opened(browser, origin + "/index.html", origin=origin)
-    try:
-        panel_at(p, "ready")
-        p.page.click('.kstep-live button[data-do="start"]')
-        panel_at(p, "live", 0)
-        expected = Session("vma-locks", "munmap-vs-fault")
-        for forward, back in ((6, 2), (5, 4), (4, 1), (6, 5)):
-            for _ in range(forward):
-                k = len(expected.actions)
-                choices = [c["action"] for c in expected.view()["choices"]]
-                assert offered(p) == choices, f"step {k}: the choices of the step shown"
-                action = choices[k % len(choices)]
-                p.page.click(f'.kstep-live button[data-action="{action}"]')
-                expected.step(action)
-                panel_at(p, "live", k + 1)
-            took = str(expected.actions[back])
-            slide_to(p, back)
-            choices = [c["action"] for c in expected.view(back)["choices"]]
-            assert offered(p) == choices, f"back at step {back}: the choices of step {back}, not of the run's end"
-            assert f"back at step {back} of your {len(expected.actions)}" in p.page.inner_text(".kstep-live")
-            other = next(c for c in choices if c != took)
-            p.page.click(f'.kstep-live button[data-action="{other}"]')
-            expected.step(other, at=back)
-            panel_at(p, "live", back + 1)
-            assert p.page.inner_text(".kstep-live-schedule") == expected.schedule()
-            assert f"step {back + 1} / {back + 1}" in p.status(), "the later steps are gone from the player"
-        for _ in range(8):
+    p = opened
+    p.page.click('.kstep-live button[data-do="start"]')
+    panel_at(p, "live", 0)
+    expected = Session("vma-locks", "munmap-vs-fault")
+    for forward, back in ((6, 2), (5, 4), (4, 1), (6, 5)):
+        for _ in range(forward):
             k = len(expected.actions)
-            action = expected.view()["choices"][0]["action"]
+            choices = [c["action"] for c in expected.view()["choices"]]
+            assert offered(p) == choices, f"step {k}: the choices of the step shown"
+            action = choices[k % len(choices)]
             p.page.click(f'.kstep-live button[data-action="{action}"]')
             expected.step(action)
             panel_at(p, "live", k + 1)
-        assert p.page.locator(".kstep-live[data-error]").count() == 0
-        # The page's run is the model's: its schedule replays, in this Python, to the states the session holds.
-        model = make_model("vma-locks")
-        s0 = model.initial(scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault").config)
-        schedule = p.page.inner_text(".kstep-live-schedule")
-        replay = simulate(model, s0, Scripted(schedule), max_steps=len(schedule.split()))
-        assert replay.states == expected.states and len(expected.states) > 10
-        for name, rows in expected.view()["board"].items():
-            col = "head" if "head" in rows else "text"
-            assert p.shown(name)[col] == rows[col], name
-        p.check_clean()
-    finally:
-        p.close()
+        took = str(expected.actions[back])
+        slide_to(p, back)
+        choices = [c["action"] for c in expected.view(back)["choices"]]
+        assert offered(p) == choices, f"back at step {back}: the choices of step {back}, not of the run's end"
+        assert f"back at step {back} of your {len(expected.actions)}" in p.page.inner_text(".kstep-live")
+        other = next(c for c in choices if c != took)
+        p.page.click(f'.kstep-live button[data-action="{other}"]')
+        expected.step(other, at=back)
+        panel_at(p, "live", back + 1)
+        assert p.page.inner_text(".kstep-live-schedule") == expected.schedule()
+        assert f"step {back + 1} / {back + 1}" in p.status(), "the later steps are gone from the player"
+    for _ in range(8):
+        k = len(expected.actions)
+        action = expected.view()["choices"][0]["action"]
+        p.page.click(f'.kstep-live button[data-action="{action}"]')
+        expected.step(action)
+        panel_at(p, "live", k + 1)
+    assert p.page.locator(".kstep-live[data-error]").count() == 0
+    # The page's run is the model's: its schedule replays, in this Python, to the states the session holds.
+    model = make_model("vma-locks")
+    s0 = model.initial(scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault").config)
+    schedule = p.page.inner_text(".kstep-live-schedule")
+    replay = simulate(model, s0, Scripted(schedule), max_steps=len(schedule.split()))
+    assert replay.states == expected.states and len(expected.states) > 10
+    for name, rows in expected.view()["board"].items():
+        col = "head" if "head" in rows else "text"
+        assert p.shown(name)[col] == rows[col], name
 
 
-def test_a_refused_choice_says_why_in_one_line_and_the_panel_stays_usable(browser, origin):
+def test_a_refused_choice_says_why_in_one_line_and_the_panel_stays_usable(opened):
     """A choice the model refuses (here a forged button) is a Python exception in the page: the panel
     keeps its choices and says why in one line, with no traceback, and the next pick works."""
-    p = Opened(browser, origin + "/index.html", origin=origin)
-    try:
-        panel_at(p, "ready")
-        p.page.click('.kstep-live button[data-do="start"]')
-        panel_at(p, "live", 0)
-        p.page.eval_on_selector(".kstep-live button[data-action]", "(b) => { b.dataset.action = 'W:vm_area_free'; }")
-        p.page.click('.kstep-live button[data-action="W:vm_area_free"]')
-        p.page.wait_for_selector(".kstep-live[data-error]", timeout=STEP_MS)
-        error = p.page.inner_text(".kstep-live-error")
-        assert error.startswith("W:vm_area_free is not an enabled action here (enabled: ") and "\n" not in error
-        assert "Traceback" not in p.page.inner_text(".kstep-live")
-        assert p.page.get_attribute(".kstep-live", "data-state") == "live"
-        p.page.click('.kstep-live button[data-action^="T1:"]')
-        panel_at(p, "live", 1)
-        assert p.page.locator(".kstep-live[data-error]").count() == 0
-        p.check_clean()
-    finally:
-        p.close()
+    p = opened
+    p.page.click('.kstep-live button[data-do="reset"]')
+    panel_at(p, "live", 0)
+    p.page.eval_on_selector(".kstep-live button[data-action]", "(b) => { b.dataset.action = 'W:vm_area_free'; }")
+    p.page.click('.kstep-live button[data-action="W:vm_area_free"]')
+    p.page.wait_for_selector(".kstep-live[data-error]", timeout=STEP_MS)
+    error = p.page.inner_text(".kstep-live-error")
+    assert error.startswith("W:vm_area_free is not an enabled action here (enabled: ") and "\n" not in error
+    assert "Traceback" not in p.page.inner_text(".kstep-live")
+    assert p.page.get_attribute(".kstep-live", "data-state") == "live"
+    p.page.click('.kstep-live button[data-action^="T1:"]')
+    panel_at(p, "live", 1)
+    assert p.page.locator(".kstep-live[data-error]").count() == 0
 
 
 def test_from_file_the_page_plays_its_recorded_run_and_says_how_to_schedule_it(browser, site):

@@ -137,8 +137,11 @@
       loading.pct + '"></progress><span>' + what + "</span></div>";
   }
 
+  // The next stage begins: the panel says so, and the browser gets to show it before the stage's work
+  // (unpacking and importing kstep take the page's thread).
   function stage(name) {
     progressed(STAGES[name][0], STAGES[name][1]);
+    return new Promise((done) => setTimeout(done, 0));
   }
 
   // Every download at once, counting bytes as they come; kstep.zip's bytes are kept for unpacking.
@@ -183,7 +186,7 @@
       loading.pct = 0;
       pyodide = (async () => {
         const zip = await download();
-        stage("python");
+        await stage("python");
         await new Promise((done, fail) => {
           const s = document.createElement("script");
           s.src = STATIC + "pyodide/pyodide.js";
@@ -192,7 +195,7 @@
           document.head.appendChild(s);
         });
         const py = await loadPyodide({indexURL: STATIC + "pyodide/"});
-        stage("kstep");
+        await stage("kstep");
         py.unpackArchive(zip, "zip", {extractDir: "/kstep"});
         py.runPython("import sys; sys.path.insert(0, '/kstep')\nfrom kstep.views.interactive import Session");
         loading.state = "yes";

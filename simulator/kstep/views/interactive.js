@@ -10,12 +10,12 @@
 // interactive.py's `patched` does) and the player shows them through its own code path: the columns go
 // where the recorded run's were, and the player is called with {kstep_live: k} (player.js, show_live).
 //
-// Pyodide and kstep start loading as soon as the page has built its players, with a progress bar (bytes
-// while downloading, then the stages of starting), so that a student who presses "Schedule it yourself"
-// rarely waits.  The files come from this site with the browser's HTTP cache (kstep serve has it revalidate
-// them), so another page of the site loads them from the cache, and the browser keeps the WebAssembly it
-// compiled.  The panel follows the player's slider: the choices it offers are those of the step shown, and
-// picking one there branches the run.  No error replaces the panel: it says what went wrong in one line.
+// Pyodide and kstep start loading as soon as the page opens, with a progress bar (bytes while downloading,
+// then the stages of starting), so that a student who presses "Schedule it yourself" waits less, and sees
+// for what.  The files come from this site through the browser's HTTP cache (kstep serve has it revalidate
+// them), so the next page of the site does not download them again.  The panel follows the player's slider:
+// the choices it offers are those of the step shown, and picking one there branches the run.  No error
+// replaces the panel: it says what went wrong in one line.
 //
 // The panel's data-state attribute says where it is: file, ready (offered), busy, live (data-step: the step
 // shown); data-loaded says how the loading goes: loading, yes or failed; data-error holds the last error.
@@ -45,11 +45,12 @@
   // the bytes; Pyodide's own requests for them then come from the browser's cache.
   const DOWNLOADS = ["pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip", "pyodide/pyodide.asm.mjs",
                      "kstep/kstep.zip"];
-  const DOWNLOAD_SHARE = 50;
-  // The stages after the download, with the percentage reached when each begins.
+  const DOWNLOAD_SHARE = 20;
+  // The stages after the download, with the percentage reached when each begins: starting Python (compiling
+  // 9.6 MB of WebAssembly, unpacking its standard library) takes most of the time (bench/interactive.py).
   const STAGES = {python: [DOWNLOAD_SHARE, "starting Python (compiling its WebAssembly)"],
-                  kstep: [85, "importing kstep's model"], done: [100, "ready"]};
-  const loading = {pct: 0, text: "waiting for the page", state: "loading", panels: []};
+                  kstep: [90, "importing kstep's model"], done: [100, "ready"]};
+  const loading = {pct: 0, text: "starting", state: "loading", panels: []};
 
   function get(obj, key) {
     return obj instanceof Map ? obj.get(key) : obj[key];
@@ -508,11 +509,10 @@
   const css = document.createElement("style");
   css.textContent = STYLE;
   document.head.appendChild(css);
-  when_ready(() => {
-    const live = players();
-    live.forEach(setup);
-    if (live.length && location.protocol !== "file:") {
-      boot().catch(() => {});  // the panels show the failure; Start tries again
-    }
-  });
+  // A page loads this file only when a player on it can be scheduled by hand (site/outputs.py): start
+  // loading at once, while BokehJS builds the players, rather than after.
+  if (location.protocol !== "file:") {
+    boot().catch(() => {});  // the panels show the failure; Start tries again
+  }
+  when_ready(() => players().forEach(setup));
 })();

@@ -50,7 +50,8 @@
   // 9.6 MB of WebAssembly, unpacking its standard library) takes most of the time (bench/interactive.py).
   const STAGES = {python: [DOWNLOAD_SHARE, "starting Python (compiling its WebAssembly)"],
                   kstep: [90, "importing kstep's model"], done: [100, "ready"]};
-  const loading = {pct: 0, text: "starting", state: "loading", panels: []};
+  // How the load goes, for every panel of the page; ``since``: when the page started it (ms).
+  const loading = {pct: 0, text: "starting", state: "loading", panels: [], since: performance.now()};
 
   function get(obj, key) {
     return obj instanceof Map ? obj.get(key) : obj[key];
@@ -132,7 +133,8 @@
       return "";
     }
     const what = loading.state === "failed" ? "could not load Python: " + esc(loading.text) :
-      "Loading Python and kstep: " + loading.pct + "% &middot; " + esc(loading.text);
+      "Loading Python and kstep: " + loading.pct + "% &middot; " + esc(loading.text) + " &middot; " +
+      Math.round((performance.now() - loading.since) / 1000) + " s";
     return '<div class="kstep-live-progress" role="progressbar" aria-label="Loading Python and kstep" ' +
       'aria-valuemin="0" aria-valuemax="100" aria-valuenow="' + loading.pct + '"><progress max="100" value="' +
       loading.pct + '"></progress><span>' + what + "</span></div>";
@@ -185,6 +187,9 @@
     if (pyodide === null) {
       loading.state = "loading";
       loading.pct = 0;
+      loading.since = performance.now();
+      // Starting Python takes seconds with the bar still: the seconds counted say the page is not stuck.
+      const ticking = setInterval(() => progressed(loading.pct, loading.text), 1000);
       pyodide = (async () => {
         const zip = await download();
         await stage("python");
@@ -208,6 +213,7 @@
         loading.state = "failed";
         progressed(loading.pct, one_line(err));
       }).finally(() => {
+        clearInterval(ticking);
         for (const ctx of loading.panels) {
           ctx.el.dataset.loaded = loading.state;
         }
@@ -333,7 +339,7 @@
       parts.push('<div class="kstep-live-waiting">done: ' + v.done.map((a) => esc(a) +
         (v.ended[a] ? " (" + esc(v.ended[a]) + ")" : "")).join(", ") + "</div>");
     }
-    parts.push('<div><button data-do="back"' + (v.step ? "" : " disabled") + '>◀ Undo my last step</button>' +
+    parts.push('<div><button data-do="back"' + (v.steps ? "" : " disabled") + '>◀ Undo my last step</button>' +
       '<button data-do="reset">|◀ Start again</button><button data-do="recorded">Play the recorded run</button>' +
       "</div>");
     parts.push('<div class="kstep-live-waiting">Your schedule: <code class="kstep-live-schedule">' +

@@ -3,7 +3,9 @@
 Pyodide cannot start from file:// (a browser fetches neither its WebAssembly nor its modules from
 there), so a course site opened as files plays its recorded runs only; served, a student schedules
 the threads by hand.  The server answers on the loopback address only and serves the folder's files
-as they are, with the types WebAssembly and ES modules need.
+as they are, with the types WebAssembly and ES modules need, and lets the browser cache them as long
+as they have not changed (its Last-Modified and If-Modified-Since), so that Pyodide, loaded on one
+page, loads from the browser's cache on the next.
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ TYPES = {".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/ja
 
 class Handler(SimpleHTTPRequestHandler):
     extensions_map = {**SimpleHTTPRequestHandler.extensions_map, **TYPES}
+
+    def end_headers(self):
+        # The browser keeps every file (the 13 MB of Pyodide above all) for the site's other pages, and asks
+        # each time whether it changed: a rebuilt site is never shown stale, an unchanged file costs a 304.
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
 
     def log_message(self, format, *args):  # one line per request would bury the address printed at start
         pass

@@ -37,14 +37,17 @@ class Opened:
     """
 
     def __init__(self, browser, where: Path | str, *, origin: Optional[str] = None, doc: int = 0,
-                 viewport=(1280, 1000), predict: bool = False):
+                 viewport=(1280, 1000), predict: bool = False, init: Optional[str] = None):
         """``predict``: leave the players' predict mode on (else it is turned off, so that a test moves
-        freely over a run whose scenario asks questions)."""
+        freely over a run whose scenario asks questions).  ``init``: a script every page runs before its
+        own (to watch it from the start)."""
         self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
         self.origin = origin
         self.requests: list[str] = []
         self.problems: list[str] = []
         self.context.route(re.compile(r"^https?://"), self._route)
+        if init is not None:
+            self.context.add_init_script(init)
         self.page = self.context.new_page()
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         self.page.on("console", self._console)

@@ -4,17 +4,21 @@ drives it there)."""
 
 import io
 import json
+import os
 import random
 import re
 import subprocess
 import sys
 import textwrap
+import time
+import urllib.error
 import urllib.request
 import zipfile
 
 import pytest
 
 from kstep.engine import Scripted, scenario, simulate
+from kstep.errors import UserError
 from kstep.models import make_model
 from kstep.views import columns as fc
 from kstep.views import live
@@ -129,6 +133,24 @@ def test_back_undoes_a_step_and_choosing_at_an_earlier_step_branches_there():
     assert s.reset() == views[0]
 
 
+def test_an_earlier_step_offers_its_own_choices_and_an_out_of_range_step_is_refused_in_one_line():
+    """With the player's slider back at step k, the panel shows view(k): step k's choices, waiting
+    threads and verdict as they were when the run stood there, only the run's length differs."""
+    s = Session("vma-locks", "munmap-vs-fault", "free-immediately")
+    views = [s.view()] + [s.step(a) for a in UAF_SCHEDULE]
+    n = len(UAF_SCHEDULE)
+    assert views[-1]["choices"] == [] and views[-1]["outcome"] == "violation"
+    for k, then in enumerate(views):
+        assert s.view(k) == {**then, "steps": n}, f"step {k}"
+    assert s.view() == views[-1] and json.loads(s.view_json(2)) == s.view(2)
+    for bad in (-1, n + 1):
+        with pytest.raises(UserError, match=f"step {bad} is not in the run"):
+            s.view(bad)
+        with pytest.raises(UserError, match=f"step {bad} is not in the run"):
+            s.step("T1", at=bad)
+    assert len(s.actions) == n
+
+
 def test_the_columns_decode_to_the_board_of_every_step_and_the_schedule_replays_the_run():
     s = Session("vma-locks", "munmap-vs-fault", "free-immediately")
     for actor in UAF_SCHEDULE:
@@ -228,6 +250,17 @@ def test_serve_serves_the_folder_on_the_loopback_address_with_the_webassembly_ty
             assert r.headers["Content-Type"] == "application/wasm" and r.read() == b"\0asm"
         with urllib.request.urlopen(url + "b.mjs", timeout=30) as r:
             assert r.headers["Content-Type"] == "text/javascript"
+        # The browser may keep every file for the site's next page, and asks whether it changed: an
+        # unchanged one costs a 304 and no bytes, a rebuilt one is sent again.
+        with urllib.request.urlopen(url + "a.wasm", timeout=30) as r:
+            assert r.headers["Cache-Control"] == "no-cache"
+            stamp = r.headers["Last-Modified"]
+        asks = urllib.request.Request(url + "a.wasm", headers={"If-Modified-Since": stamp})
+        with pytest.raises(urllib.error.HTTPError, match="304"):
+            urllib.request.urlopen(asks, timeout=30)
+        os.utime(tmp_path / "a.wasm", (time.time() + 5, time.time() + 5))
+        with urllib.request.urlopen(asks, timeout=30) as r:
+            assert r.status == 200 and r.read() == b"\0asm"
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -1,10 +1,13 @@
 """Interactive scheduling in a real browser: Chromium, a page served by ``kstep serve`` on 127.0.0.1,
 kstep's Python running in Pyodide from the page's own static folder, and nothing else reachable.
 
-A student opens the munmap-vs-fault scenario's page (its recorded run is 6.12's), picks the
-``free-immediately`` kernel, picks the actor of every step, reads why the others cannot move, and
-races the munmap into the use-after-free; the player
-shows each of their steps (status line, board, timeline) exactly as the Python Session computes it.
+A student opens the munmap-vs-fault scenario's page (its recorded run is 6.12's) and watches Python
+and kstep load with a progress bar before clicking anything; picks the ``free-immediately`` kernel,
+picks the actor of every step, reads why the others cannot move, and races the munmap into the
+use-after-free; the player shows each of their steps (status line, board, timeline) exactly as the
+Python Session computes it.  Sliding back to an earlier step offers that step's choices, and a pick
+there branches the run as the model does; a refused pick is one line, and the panel stays usable.
+These tests share the page (one Pyodide start), in this order.
 On a page of three players (qspinlock, fork-batch and vma-locks, as a chapter holds several), each
 player's boards, charts, code pane and call stack follow the student's own steps, and a chart's axis
 holds the student's run when it counts higher than the recorded one.  Pyodide
@@ -85,61 +88,178 @@ def panel_at(p, state, step=None):
     p.page.wait_for_selector(where, timeout=BOOT_MS if state == "live" and step == 0 else STEP_MS)
 
 
-def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(browser, origin):
-    p = Opened(browser, origin + "/index.html", origin=origin)
+# Every state the panel's progress bar shows, as the page loads (before any script of the page runs).
+WATCH_PROGRESS = """
+window.kstep_progress = [];
+new MutationObserver(() => {
+  const bar = document.querySelector(".kstep-live-progress");
+  const seen = window.kstep_progress, last = seen[seen.length - 1];
+  const now = bar === null ? null : [Number(bar.getAttribute("aria-valuenow")), bar.textContent];
+  if (now !== null && (last === undefined || last[1] !== now[1])) { seen.push(now); }
+}).observe(document, {childList: true, subtree: true});
+"""
+
+
+@pytest.fixture(scope="module")
+def opened(browser, origin):
+    """munmap-vs-fault's page, opened once for the tests that follow it (one Pyodide start)."""
+    p = Opened(browser, origin + "/index.html", origin=origin, init=WATCH_PROGRESS)
     try:
-        panel_at(p, "ready")
-        p.page.select_option('.kstep-live select[data-do="variant"]', "free-immediately")
-        p.page.click('.kstep-live button[data-do="start"]')
-        panel_at(p, "live", 0)
-        assert p.js("m('kstep-plot-timeline').visible") and p.shown("timeline-actions")["x"] == []  # none yet
-        assert "broken variant free-immediately" in p.js("m('kstep-header').text")
-        expected = Session("vma-locks", "munmap-vs-fault", "free-immediately")
-        for k, actor in enumerate(UAF_SCHEDULE, start=1):
-            p.page.click(f'.kstep-live button[data-action^="{actor}:"]')
-            panel_at(p, "live", k)
-            assert p.page.evaluate(FOCUS_STAYS), f"step {k}: the focus left the panel's buttons"
-            view = expected.step(actor)
-            assert f"step {k} / {k}" in p.status() and view["label"] in p.status()
-            assert html(view["what"]) in p.status(), f"step {k}: the step's text under free-immediately"
-            for name, rows in view["board"].items():
-                col = "head" if "head" in rows else "text"
-                assert p.shown(name)[col] == rows[col], f"step {k}: {name}"
-            assert len(p.shown("timeline-actions")["x"]) == k, f"step {k}: a mark for each of the student's steps"
-        found = p.page.locator('.kstep-live [data-found="no-use-after-free"]')
-        assert "You found it" in found.inner_text() and "freed" in found.inner_text()
-        assert p.page.locator(".kstep-live button[data-action]").count() == 0  # the run is over
-        assert "no-use-after-free" in p.js("m('kstep-banner').text") and p.js("m('kstep-banner').visible")
-
-        p.page.click('.kstep-live button[data-do="back"]')  # step back: the free happened, the read not yet
-        panel_at(p, "live", 11)
-        assert p.page.locator(".kstep-live [data-found]").count() == 0
-
-        # Branch: slide back to step 2 and let T1 take VMA B's read lock before W unmaps it.
-        p.js("m('kstep-slider').value = 2")
-        p.wait("m('kstep-slider').value === 2")
-        for k, actor in enumerate(BRANCH, start=3):
-            p.page.click(f'.kstep-live button[data-action^="{actor}:"]')
-            panel_at(p, "live", k)
-        waiting = p.page.inner_text('.kstep-live li[data-actor="W"]')  # W cannot move, and the page says why
-        assert "W cannot run: blocked at rwsem_try_write_lock: waits for VMA 1's lock (held for read by T1)" \
-            in waiting
-        assert p.page.locator('.kstep-live button[data-action^="W:"]').count() == 0
-        assert p.page.inner_text(".kstep-live-schedule").startswith("T1:rcu_read_lock T1:mas_walk T1:vma_start_read")
-
-        p.page.select_option('.kstep-live select[data-do="variant"]', "v6.12")  # another kernel: a new run
-        panel_at(p, "live", 0)
-        assert p.page.locator('.kstep-live select[data-do="variant"]').input_value() == "v6.12"
-        assert "step 0 / 0" in p.status()
-        # The scenario's own schedule on 6.12 ends with T1 killed by SIGSEGV: the page says how it died.
-        for k, action in enumerate(scripted_run().actions, start=1):
-            p.page.click(f'.kstep-live button[data-action="{action}"]')
-            panel_at(p, "live", k)
-        assert "T1 was killed by SIGSEGV" in p.js("m('kstep-banner').text") and p.js("m('kstep-banner').visible")
-        assert "T1 (killed by SIGSEGV)" in p.page.inner_text(".kstep-live")
+        yield p
         p.check_clean()
     finally:
         p.close()
+
+
+def test_python_loads_as_the_page_opens_and_the_panel_shows_how_far(opened):
+    """Nobody clicks: Pyodide and kstep load at once, and the bar goes through the download (in MB) and the
+    stages of starting, never backwards, and is gone when they are loaded."""
+    p = opened
+    p.page.wait_for_selector('.kstep-live[data-loaded="yes"]', timeout=BOOT_MS)
+    assert p.page.locator(".kstep-live-progress").count() == 0
+    seen = p.page.evaluate("window.kstep_progress")
+    pcts = [pct for pct, _ in seen]
+    assert pcts == sorted(pcts) and 0 <= pcts[0] < 20 <= pcts[-1] <= 100, seen
+    texts = " | ".join(text for _, text in seen)
+    for stage in ("downloading Python and kstep (", " MB)", "starting Python", "importing kstep's model"):
+        assert stage in texts, f"no {stage!r} in {texts}"
+    assert all(text.startswith("Loading Python and kstep: ") for _, text in seen)
+    assert p.page.get_attribute(".kstep-live", "data-state") == "ready"  # still offering: nothing was clicked
+
+
+def offered(p):
+    """The actions the panel offers now, as its buttons carry them."""
+    return p.page.eval_on_selector_all(".kstep-live button[data-action]", "(bs) => bs.map((b) => b.dataset.action)")
+
+
+def slide_to(p, k):
+    """Drag the player's slider to step k (as a student does); the panel follows it."""
+    p.js(f"m('kstep-slider').value = {k}")
+    panel_at(p, "live", k)
+
+
+def new_run(p, variant):
+    """A new run of the page's scenario under ``variant``, at step 0, whatever the panel showed."""
+    p.page.select_option('.kstep-live select[data-do="variant"]', variant)  # under another kernel: a new run
+    if p.page.locator('.kstep-live button[data-do="start"]').count():
+        p.page.click('.kstep-live button[data-do="start"]')
+    else:
+        p.page.click('.kstep-live button[data-do="reset"]')  # the same kernel: start again
+    panel_at(p, "live", 0)
+
+
+def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(opened):
+    p = opened
+    panel_at(p, "ready")
+    new_run(p, "free-immediately")
+    assert p.js("m('kstep-plot-timeline').visible") and p.shown("timeline-actions")["x"] == []  # none yet
+    assert "broken variant free-immediately" in p.js("m('kstep-header').text")
+    expected = Session("vma-locks", "munmap-vs-fault", "free-immediately")
+    for k, actor in enumerate(UAF_SCHEDULE, start=1):
+        p.page.click(f'.kstep-live button[data-action^="{actor}:"]')
+        panel_at(p, "live", k)
+        assert p.page.evaluate(FOCUS_STAYS), f"step {k}: the focus left the panel's buttons"
+        view = expected.step(actor)
+        assert f"step {k} / {k}" in p.status() and view["label"] in p.status()
+        assert html(view["what"]) in p.status(), f"step {k}: the step's text under free-immediately"
+        for name, rows in view["board"].items():
+            col = "head" if "head" in rows else "text"
+            assert p.shown(name)[col] == rows[col], f"step {k}: {name}"
+        assert len(p.shown("timeline-actions")["x"]) == k, f"step {k}: a mark for each of the student's steps"
+    found = p.page.locator('.kstep-live [data-found="no-use-after-free"]')
+    assert "You found it" in found.inner_text() and "freed" in found.inner_text()
+    assert p.page.locator(".kstep-live button[data-action]").count() == 0  # the run is over
+    assert "no-use-after-free" in p.js("m('kstep-banner').text") and p.js("m('kstep-banner').visible")
+
+    p.page.click('.kstep-live button[data-do="back"]')  # step back: the free happened, the read not yet
+    panel_at(p, "live", 11)
+    assert p.page.locator(".kstep-live [data-found]").count() == 0
+
+    # Branch: slide back to step 2 and let T1 take VMA B's read lock before W unmaps it.
+    slide_to(p, 2)
+    for k, actor in enumerate(BRANCH, start=3):
+        p.page.click(f'.kstep-live button[data-action^="{actor}:"]')
+        panel_at(p, "live", k)
+    waiting = p.page.inner_text('.kstep-live li[data-actor="W"]')  # W cannot move, and the page says why
+    assert "W cannot run: blocked at rwsem_try_write_lock: waits for VMA 1's lock (held for read by T1)" \
+        in waiting
+    assert p.page.locator('.kstep-live button[data-action^="W:"]').count() == 0
+    assert p.page.inner_text(".kstep-live-schedule").startswith("T1:rcu_read_lock T1:mas_walk T1:vma_start_read")
+
+    p.page.select_option('.kstep-live select[data-do="variant"]', "v6.12")  # another kernel: a new run
+    panel_at(p, "live", 0)
+    assert p.page.locator('.kstep-live select[data-do="variant"]').input_value() == "v6.12"
+    assert "step 0 / 0" in p.status()
+    # The scenario's own schedule on 6.12 ends with T1 killed by SIGSEGV: the page says how it died.
+    for k, action in enumerate(scripted_run().actions, start=1):
+        p.page.click(f'.kstep-live button[data-action="{action}"]')
+        panel_at(p, "live", k)
+    assert "T1 was killed by SIGSEGV" in p.js("m('kstep-banner').text") and p.js("m('kstep-banner').visible")
+    assert "T1 (killed by SIGSEGV)" in p.page.inner_text(".kstep-live")
+    p.check_clean()
+
+
+def test_scrubbing_back_and_picking_another_thread_branches_the_run_as_the_model_does(opened):
+    """Four times: go on a few steps, slide back to an earlier step, and pick a thread other than the one
+    that ran there.  The panel offers the choices of the step shown (the model's, computed here in
+    Python), the pick branches the run there, and the run the page ends with is the model's own."""
+    p = opened
+    new_run(p, "v6.12")
+    expected = Session("vma-locks", "munmap-vs-fault")
+    for forward, back in ((6, 2), (5, 4), (4, 1), (6, 5)):
+        for _ in range(forward):
+            k = len(expected.actions)
+            choices = [c["action"] for c in expected.view()["choices"]]
+            assert offered(p) == choices, f"step {k}: the choices of the step shown"
+            action = choices[k % len(choices)]
+            p.page.click(f'.kstep-live button[data-action="{action}"]')
+            expected.step(action)
+            panel_at(p, "live", k + 1)
+        took = str(expected.actions[back])
+        slide_to(p, back)
+        choices = [c["action"] for c in expected.view(back)["choices"]]
+        assert offered(p) == choices, f"back at step {back}: the choices of step {back}, not of the run's end"
+        assert f"back at step {back} of your {len(expected.actions)}" in p.page.inner_text(".kstep-live")
+        other = next(c for c in choices if c != took)
+        p.page.click(f'.kstep-live button[data-action="{other}"]')
+        expected.step(other, at=back)
+        panel_at(p, "live", back + 1)
+        assert p.page.inner_text(".kstep-live-schedule") == expected.schedule()
+        assert f"step {back + 1} / {back + 1}" in p.status(), "the later steps are gone from the player"
+    for _ in range(8):
+        k = len(expected.actions)
+        action = expected.view()["choices"][0]["action"]
+        p.page.click(f'.kstep-live button[data-action="{action}"]')
+        expected.step(action)
+        panel_at(p, "live", k + 1)
+    assert p.page.locator(".kstep-live[data-error]").count() == 0
+    # The page's run is the model's: its schedule replays, in this Python, to the states the session holds.
+    model = make_model("vma-locks")
+    s0 = model.initial(scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault").config)
+    schedule = p.page.inner_text(".kstep-live-schedule")
+    replay = simulate(model, s0, Scripted(schedule), max_steps=len(schedule.split()))
+    assert replay.states == expected.states and len(expected.states) > 10
+    for name, rows in expected.view()["board"].items():
+        col = "head" if "head" in rows else "text"
+        assert p.shown(name)[col] == rows[col], name
+
+
+def test_a_refused_choice_says_why_in_one_line_and_the_panel_stays_usable(opened):
+    """A choice the model refuses (here a forged button) is a Python exception in the page: the panel
+    keeps its choices and says why in one line, with no traceback, and the next pick works."""
+    p = opened
+    p.page.click('.kstep-live button[data-do="reset"]')
+    panel_at(p, "live", 0)
+    p.page.eval_on_selector(".kstep-live button[data-action]", "(b) => { b.dataset.action = 'W:vm_area_free'; }")
+    p.page.click('.kstep-live button[data-action="W:vm_area_free"]')
+    p.page.wait_for_selector(".kstep-live[data-error]", timeout=STEP_MS)
+    error = p.page.inner_text(".kstep-live-error")
+    assert error.startswith("W:vm_area_free is not an enabled action here (enabled: ") and "\n" not in error
+    assert "Traceback" not in p.page.inner_text(".kstep-live")
+    assert p.page.get_attribute(".kstep-live", "data-state") == "live"
+    p.page.click('.kstep-live button[data-action^="T1:"]')
+    panel_at(p, "live", 1)
+    assert p.page.locator(".kstep-live[data-error]").count() == 0
 
 
 def test_from_file_the_page_plays_its_recorded_run_and_says_how_to_schedule_it(browser, site):

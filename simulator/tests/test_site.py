@@ -137,6 +137,18 @@ def test_chapters_come_in_lecture_order_and_reach_every_scenario_and_notebook(si
             assert html.escape(meta["title"], quote=False) in text, f"{mech}: exercise {folder.name} is not listed"
 
 
+def test_each_chapter_opens_with_its_main_scenarios_player_above_its_first_section(site):
+    """A chapter's first player (a Bokeh embed, schedulable by hand) comes before its first section
+    heading: the student sees the mechanism at work before the text, not two screens down."""
+    for mech in MODELS:
+        text = (site / "chapters" / f"{mech}.html").read_text()
+        player = text.find('class="kstep-animation"')
+        heading = re.search(r'<h2>[^<]*<a class="headerlink"', text)  # the chapter's, not the theme's "Contents"
+        assert player >= 0, f"{mech}: the chapter has no player"
+        assert heading is not None and player < heading.start(), f"{mech}: its first player is below its first section"
+        assert '"live"' in text[player:heading.start()], f"{mech}: the chapter's player cannot be scheduled by hand"
+
+
 def test_the_real_kernel_lab_notebook_is_on_the_site_with_the_models_beside(site):
     assert 'href="notebooks/05-real-kernel-lab.html"' in (site / "kernel-lab.html").read_text()
     page = html.unescape((site / "notebooks" / "05-real-kernel-lab.html").read_text())

@@ -117,6 +117,18 @@ def test_a_page_without_bokeh_output_loads_no_bokehjs():
     assert not doc.get(pages.BOKEH)
 
 
+def test_every_chapter_names_a_main_scenario_of_its_own_to_open_with():
+    """The source side of test_site.py's check on the built chapters: each chapter's kstep-player comes
+    before its first section and names one of its mechanism's bundled scenarios."""
+    for mech in MODELS:
+        lines = (DOCS / "chapters" / f"{mech}.md").read_text().splitlines()
+        player = next(k for k, line in enumerate(lines) if line.startswith("```{kstep-player}"))
+        section = next(k for k, line in enumerate(lines) if line.startswith("## "))
+        assert player < section, mech
+        _, shown, name = lines[player].split()
+        assert shown == mech and name in scenario.bundled(mech), lines[player]
+
+
 def test_every_chapters_players_can_be_scheduled_by_hand_and_ask_their_scenarios_questions():
     """A chapter's animations are its scenarios' pages: each player there offers interactive scheduling
     (its live mark, and interactive.js on the page) and, where the scenario has [[questions]], predict

@@ -8,8 +8,17 @@
 // move, Python sends the view and what changed in the columns of the run so far (Session.page_json:
 // its boards, charts, call stacks and objects; the page keeps the columns and patches them, as
 // interactive.py's `patched` does) and the player shows them through its own code path: the columns go
-// where the recorded run's were, and the player is called with {kstep_live: k} (player.js, show_live).  The panel's data-state attribute
-// says where it is: file, loading, ready, live or error.
+// where the recorded run's were, and the player is called with {kstep_live: k} (player.js, show_live).
+//
+// Pyodide and kstep start loading as soon as the page opens, with a progress bar (bytes while downloading,
+// then the stages of starting), so that a student who presses "Schedule it yourself" waits less, and sees
+// for what.  The files come from this site through the browser's HTTP cache (kstep serve has it revalidate
+// them), so the next page of the site does not download them again.  The panel follows the player's slider:
+// the choices it offers are those of the step shown, and picking one there branches the run.  No error
+// replaces the panel: it says what went wrong in one line.
+//
+// The panel's data-state attribute says where it is: file, ready (offered), busy, live (data-step: the step
+// shown); data-loaded says how the loading goes: loading, yes or failed; data-error holds the last error.
 (function () {
   "use strict";
   const SCRIPT = document.currentScript;
@@ -25,10 +34,24 @@
 .kstep-live .kstep-live-ok { background: #E8F6F0; padding: 6px 10px; }
 .kstep-live code { font-family: 'DejaVu Sans Mono', monospace; }
 .kstep-live-state th { text-align: left; padding-right: 1em; font-weight: normal; color: #555; }
-.kstep-live-state code { font-size: 10pt; white-space: pre-wrap; }`;
+.kstep-live-state code { font-size: 10pt; white-space: pre-wrap; }
+.kstep-live .kstep-live-progress { display: flex; align-items: center; gap: 8px; margin: 4px 0; color: #333; }
+.kstep-live .kstep-live-progress progress { width: 240px; height: 14px; }
+.kstep-live .kstep-live-error { color: #A1320B; font-weight: bold; margin: 4px 0; }`;
   const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
   const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ESC[c]);
   let pyodide = null;  // one interpreter for every player of the page
+  // What the page downloads before Python starts, with its share of the progress bar: fetched here to count
+  // the bytes; Pyodide's own requests for them then come from the browser's cache.
+  const DOWNLOADS = ["pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip", "pyodide/pyodide.asm.mjs",
+                     "kstep/kstep.zip"];
+  const DOWNLOAD_SHARE = 20;
+  // The stages after the download, with the percentage reached when each begins: starting Python (compiling
+  // 9.6 MB of WebAssembly, unpacking its standard library) takes most of the time (bench/interactive.py).
+  const STAGES = {python: [DOWNLOAD_SHARE, "starting Python (compiling its WebAssembly)"],
+                  kstep: [90, "importing kstep's model"], done: [100, "ready"]};
+  // How the load goes, for every panel of the page; ``since``: when the page started it (ms).
+  const loading = {pct: 0, text: "starting", state: "loading", panels: [], since: performance.now()};
 
   function get(obj, key) {
     return obj instanceof Map ? obj.get(key) : obj[key];
@@ -94,9 +117,82 @@
     return page;
   }
 
-  async function boot() {
+  function progressed(pct, text) {
+    loading.pct = Math.max(loading.pct, Math.round(pct));
+    loading.text = text;
+    for (const ctx of loading.panels) {
+      const bar = ctx.el.querySelector(".kstep-live-progress");
+      if (bar !== null) {
+        bar.outerHTML = progress_html();
+      }
+    }
+  }
+
+  function progress_html() {
+    if (loading.state === "yes") {
+      return "";
+    }
+    const what = loading.state === "failed" ? "could not load Python: " + esc(loading.text) :
+      "Loading Python and kstep: " + loading.pct + "% &middot; " + esc(loading.text) + " &middot; " +
+      Math.round((performance.now() - loading.since) / 1000) + " s";
+    return '<div class="kstep-live-progress" role="progressbar" aria-label="Loading Python and kstep" ' +
+      'aria-valuemin="0" aria-valuemax="100" aria-valuenow="' + loading.pct + '"><progress max="100" value="' +
+      loading.pct + '"></progress><span>' + what + "</span></div>";
+  }
+
+  // The next stage begins: the panel says so, and the browser gets to show it before the stage's work
+  // (unpacking and importing kstep take the page's thread).
+  function stage(name) {
+    progressed(STAGES[name][0], STAGES[name][1]);
+    return new Promise((done) => setTimeout(done, 0));
+  }
+
+  // Every download at once, counting bytes as they come; kstep.zip's bytes are kept for unpacking.
+  async function download() {
+    const sizes = DOWNLOADS.map(() => 0), got = DOWNLOADS.map(() => 0);
+    const mb = (n) => (n / 1e6).toFixed(1);
+    const say = () => {
+      const total = sizes.reduce((a, b) => a + b, 0), done = got.reduce((a, b) => a + b, 0);
+      progressed(total ? DOWNLOAD_SHARE * done / total : 0,
+                 "downloading Python and kstep (" + mb(done) + " of " + mb(total) + " MB)");
+    };
+    const bodies = await Promise.all(DOWNLOADS.map(async (name, i) => {
+      const r = await fetch(STATIC + name);
+      if (!r.ok) {
+        throw new Error("could not load " + name + " (HTTP " + r.status + ")");
+      }
+      sizes[i] = Number(r.headers.get("Content-Length")) || 0;
+      const parts = [];
+      const reader = r.body.getReader();
+      for (;;) {
+        const {done, value} = await reader.read();
+        if (done) {
+          break;
+        }
+        got[i] += value.length;
+        sizes[i] = Math.max(sizes[i], got[i]);
+        if (name.startsWith("kstep/")) {
+          parts.push(value);
+        }
+        say();
+      }
+      return parts;
+    }));
+    return new Blob(bodies[DOWNLOADS.indexOf("kstep/kstep.zip")]).arrayBuffer();
+  }
+
+  // Pyodide with kstep imported: one promise for the page, started when the page opens; a failed load
+  // may be tried again (the Start button does).
+  function boot() {
     if (pyodide === null) {
+      loading.state = "loading";
+      loading.pct = 0;
+      loading.since = performance.now();
+      // Starting Python takes seconds with the bar still: the seconds counted say the page is not stuck.
+      const ticking = setInterval(() => progressed(loading.pct, loading.text), 1000);
       pyodide = (async () => {
+        const zip = await download();
+        await stage("python");
         await new Promise((done, fail) => {
           const s = document.createElement("script");
           s.src = STATIC + "pyodide/pyodide.js";
@@ -105,16 +201,34 @@
           document.head.appendChild(s);
         });
         const py = await loadPyodide({indexURL: STATIC + "pyodide/"});
-        const zip = await fetch(STATIC + "kstep/kstep.zip");
-        if (!zip.ok) {
-          throw new Error("could not load kstep.zip (" + zip.status + ")");
-        }
-        py.unpackArchive(await zip.arrayBuffer(), "zip", {extractDir: "/kstep"});
+        await stage("kstep");
+        py.unpackArchive(zip, "zip", {extractDir: "/kstep"});
         py.runPython("import sys; sys.path.insert(0, '/kstep')\nfrom kstep.views.interactive import Session");
+        loading.state = "yes";
+        stage("done");
         return py;
       })();
+      pyodide.catch((err) => {
+        pyodide = null;
+        loading.state = "failed";
+        progressed(loading.pct, one_line(err));
+      }).finally(() => {
+        clearInterval(ticking);
+        for (const ctx of loading.panels) {
+          ctx.el.dataset.loaded = loading.state;
+        }
+      });
     }
     return pyodide;
+  }
+
+  // An error as one line: a Python exception's last line (kstep's own UserError without its name), else
+  // the JavaScript error's message.
+  function one_line(err) {
+    const text = String(err !== null && typeof err === "object" && "message" in err ? err.message : err);
+    const last = text.split("\n").map((l) => l.trim()).filter((l) => l !== "").pop() || "unknown error";
+    return err !== null && typeof err === "object" && err.type === "UserError" ?
+      last.replace(/^[\w.]*UserError: /, "") : last;
   }
 
   // The run so far into the player: its columns where the recorded run's were, then frame k.
@@ -187,10 +301,20 @@
       "</option>").join("") + "</select></label> ";
   }
 
-  function render(ctx, page) {
-    const v = page.view;
-    const parts = ["<div>" + variant_select(ctx) + '<b>You schedule.</b> Step ' + v.step + (v.actor === null ? "" : ": " + esc(v.actor) +
-      " &rarr; <code>" + esc(v.label) + "</code>") + "</div>"];
+  function error_html(ctx) {
+    return ctx.error === null ? "" : '<p class="kstep-live-error" role="alert">' + esc(ctx.error) + "</p>";
+  }
+
+  // The panel for ctx.view, the step the player shows: its choices branch the run there.
+  function render(ctx) {
+    const v = ctx.view;
+    const parts = [error_html(ctx), "<div>" + variant_select(ctx) + '<b>You schedule.</b> Step ' + v.step +
+      (v.actor === null ? "" : ": " + esc(v.actor) + " &rarr; <code>" + esc(v.label) + "</code>") + "</div>"];
+    if (v.step < v.steps) {
+      parts.push('<p class="kstep-live-branch">You are back at step ' + v.step + " of your " + v.steps +
+        ": choosing who runs next branches your run here and drops steps " + (v.step + 1) + " to " + v.steps +
+        ".</p>");
+    }
     if (v.violation !== null && v.violation.kind === "harm") {
       parts.push('<p class="kstep-live-found" data-found="' + esc(v.violation.invariant) + '">★ You found it: ' +
         esc(v.violation.title) + " at step " + v.violation.step + ". " + esc(v.violation.message) +
@@ -215,7 +339,7 @@
       parts.push('<div class="kstep-live-waiting">done: ' + v.done.map((a) => esc(a) +
         (v.ended[a] ? " (" + esc(v.ended[a]) + ")" : "")).join(", ") + "</div>");
     }
-    parts.push('<div><button data-do="back"' + (v.step ? "" : " disabled") + '>◀ Undo my last step</button>' +
+    parts.push('<div><button data-do="back"' + (v.steps ? "" : " disabled") + '>◀ Undo my last step</button>' +
       '<button data-do="reset">|◀ Start again</button><button data-do="recorded">Play the recorded run</button>' +
       "</div>");
     parts.push('<div class="kstep-live-waiting">Your schedule: <code class="kstep-live-schedule">' +
@@ -230,12 +354,52 @@
     ctx.el.dataset.state = "live";
   }
 
+  // The slider moved (the student dragged it, stepped back, or the player plays): offer the choices of the
+  // step it shows now.
+  function follow(ctx) {
+    if (ctx.view === undefined || ctx.busy) {
+      return;
+    }
+    const k = ctx.W.slider.value;  // the player's own change callback may not have run yet: not its frame
+    if (k !== ctx.view.step && k >= 0 && k <= ctx.view.steps) {
+      guarded(ctx, async () => {
+        ctx.view = JSON.parse(ctx.session.view_json(k));
+      });
+    }
+  }
+
+  // Run ``what`` (a move of the session); whatever it throws, the panel stays, with the error in one line.
+  async function guarded(ctx, what) {
+    ctx.busy = true;
+    ctx.error = null;
+    try {
+      await what();
+    } catch (err) {
+      if (!(err !== null && typeof err === "object" && err.type === "UserError")) {
+        console.error(err);  // not the student's doing: a bug, with its traceback for the console
+      }
+      ctx.error = (err !== null && typeof err === "object" && err.type === "UserError" ? "" :
+        "Something went wrong (the browser console has the details): ") + one_line(err);
+      ctx.el.dataset.error = ctx.error;
+    } finally {
+      ctx.busy = false;
+      if (ctx.view !== undefined) {
+        render(ctx);
+      } else {
+        offer(ctx);
+      }
+    }
+    if (ctx.error === null) {
+      delete ctx.el.dataset.error;
+    }
+  }
+
   async function move(ctx, what) {
     const S = ctx.session;
-    const k = ctx.W.slider.value;
+    const k = ctx.view.step;  // the step the player shows: a choice there branches the run
     const t0 = performance.now();
     if (what.action !== undefined) {
-      S.step(what.action, k < ctx.steps ? k : undefined).destroy();
+      S.step(what.action, k < ctx.view.steps ? k : undefined).destroy();
     } else if (what.do === "back") {
       S.back().destroy();
     } else if (what.do === "reset") {
@@ -243,10 +407,10 @@
     }
     const page = page_of(ctx);
     const t1 = performance.now();
-    ctx.steps = page.view.step;
+    ctx.view = page.view;
     await show_run(ctx, page);
     const t2 = performance.now();
-    render(ctx, page);
+    render(ctx);
     const profile = globalThis.kstep_live_profile;  // set by the benchmark to see where a click's time goes
     if (profile) {
       profile.push({python_ms: t1 - t0, player_ms: t2 - t1, panel_ms: performance.now() - t2});
@@ -268,30 +432,29 @@
   }
 
   async function start(ctx) {
-    ctx.el.dataset.state = "loading";
-    ctx.el.innerHTML = "Loading the model (Python in your browser)…";
+    ctx.el.dataset.state = "busy";
     const py = await boot();
     const live = ctx.P.live;
+    const session = py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant,
+                                              JSON.stringify(get(live, "calls")));
     if (ctx.session !== undefined) {
       ctx.session.destroy();
     }
-    ctx.session = py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant,
-                                            JSON.stringify(get(live, "calls")));
+    ctx.session = session;
     ctx.columns = {};  // a new session sends every column
     ctx.stores = new Map();  // each source's store as the player has it
     ctx.fresh = true;  // what the player shows belongs to another run
     const page = page_of(ctx);
-    ctx.steps = 0;
+    ctx.view = page.view;
     hide_recorded_charts(ctx, page);
     await show_run(ctx, page);
-    render(ctx, page);
   }
 
   function offer(ctx) {
     ctx.el.dataset.state = "ready";
-    ctx.el.innerHTML = "<b>Schedule it yourself:</b> choose which thread takes each next atomic step, step back, " +
-      "try another order, and see whether you can break an invariant. " + variant_select(ctx) +
-      '<button data-do="start">Schedule it yourself</button>';
+    ctx.el.innerHTML = error_html(ctx) + "<b>Schedule it yourself:</b> choose which thread takes each next " +
+      "atomic step, step back, try another order, and see whether you can break an invariant. " +
+      variant_select(ctx) + '<button data-do="start">Schedule it yourself</button>' + progress_html();
   }
 
   function setup(ctx) {
@@ -307,37 +470,36 @@
         "Opened as a file, the page plays its recorded run.";
       return;
     }
+    ctx.error = null;
+    ctx.busy = false;
+    loading.panels.push(ctx);
+    ctx.el.dataset.loaded = loading.state;
     offer(ctx);
-    const failed = (err) => {
-      ctx.el.dataset.state = "error";
-      ctx.el.textContent = "Interactive scheduling failed: " + err;
-      console.error(err);
-    };
+    ctx.W.slider.connect(ctx.W.slider.properties.value.change, () => follow(ctx));
     ctx.el.addEventListener("change", (e) => {  // another kernel: a run under it starts (or the choice waits)
       if (e.target.dataset.do === "variant") {
         ctx.variant = e.target.value;
-        if (ctx.session !== undefined) {
+        if (ctx.session !== undefined && !ctx.busy) {
           const was = focused(ctx);
-          start(ctx).then(() => refocus(ctx, was)).catch(failed);
+          guarded(ctx, () => start(ctx)).then(() => refocus(ctx, was));
         }
       }
     });
     ctx.el.addEventListener("click", (e) => {
       const b = e.target.closest("button");
-      if (b === null || b.disabled) {
+      if (b === null || b.disabled || ctx.busy) {
         return;
       }
-      const was = focused(ctx);
-      let run;
+      const was = focused(ctx);  // after a pick the focus stays on the panel, not the top of the page
       if (b.dataset.do === "start") {
-        run = start(ctx);
+        guarded(ctx, () => start(ctx)).then(() => refocus(ctx, was));
       } else if (b.dataset.do === "recorded") {
-        run = Promise.resolve(location.reload());
+        location.reload();
       } else {
         ctx.el.dataset.state = "busy";
-        run = move(ctx, b.dataset.action !== undefined ? {action: b.dataset.action} : {do: b.dataset.do});
+        guarded(ctx, () => move(ctx, b.dataset.action !== undefined ? {action: b.dataset.action} : {do: b.dataset.do}))
+          .then(() => refocus(ctx, was));
       }
-      run.then(() => refocus(ctx, was)).catch(failed);
     });
   }
 
@@ -381,5 +543,10 @@
   const css = document.createElement("style");
   css.textContent = STYLE;
   document.head.appendChild(css);
+  // A page loads this file only when a player on it can be scheduled by hand (site/outputs.py): start
+  // loading at once, while BokehJS builds the players, rather than after.
+  if (location.protocol !== "file:") {
+    boot().catch(() => {});  // the panels show the failure; Start tries again
+  }
   when_ready(() => players().forEach(setup));
 })();

@@ -89,7 +89,9 @@ class Session:
     def step(self, action: str, at: Optional[int] = None) -> dict:
         """Take ``action`` ("ACTOR:label", or just "ACTOR" for its one enabled action) and show it;
         ``at`` (a step of the run so far) first drops every step after it: the run branches there."""
-        if at is not None and 0 <= at < len(self.actions):
+        if at is not None and not 0 <= at <= len(self.actions):
+            raise UserError(f"step {at} is not in the run (it has steps 0 to {len(self.actions)})")
+        if at is not None and at < len(self.actions):
             self._enabled_match(action, at)  # a choice that is not there leaves the run as it was
             self._keep(at)
         state = self.states[-1]
@@ -138,50 +140,61 @@ class Session:
             raise UserError(f"{text} is not an enabled action here (enabled: {', '.join(map(str, enabled)) or 'none'})")
         return match[0]
 
-    def over(self) -> bool:
-        v = self.violations[-1]
+    def over(self, k: int = -1) -> bool:
+        """The run has done harm by step k (default: its last): no step can follow."""
+        v = self.violations[k]
         return v is not None and v.kind == HARM
 
     # -- what the page shows ------------------------------------------------------------------
-    def view(self) -> dict:
-        """The current step: who did what, the choices for the next one, the verdict and the board."""
-        k, state = len(self.actions), self.states[-1]
+    def view(self, k: Optional[int] = None) -> dict:
+        """Step ``k`` of the run so far (default: its last): who did what, the choices there (taking one
+        from an earlier step branches the run there), the verdict and the board."""
+        k = len(self.actions) if k is None else k
+        if not 0 <= k <= len(self.actions):
+            raise UserError(f"step {k} is not in the run (it has steps 0 to {len(self.actions)})")
+        state = self.states[k]
         if self._view[0] is state and self._view[1] == k:  # asked again for the same step (page_json)
             return self._view[2]
         self._view = (state, k, self._view_of(k, state))
         return self._view[2]
 
+    def view_json(self, k: int) -> str:
+        """``view(k)`` as JSON text: what the panel shows when the player's slider is at step k."""
+        return json.dumps(self.view(k))
+
     def _view_of(self, k: int, state) -> dict:
-        last = self.actions[-1] if self.actions else None
-        v = self.violations[-1]
-        enabled = [] if self.over() else self.model.actions(state)
+        last = self.actions[k - 1] if k else None
+        v = self.violations[k]
+        enabled = [] if self.over(k) else self.model.actions(state)
         movers = {a.actor for a in enabled}
         return {
             "step": k,
+            "steps": len(self.actions),
             "actor": last.actor if last else None,
             "label": last.label if last else None,
             "where": str(self.sources[last.label]) if last else None,
             "what": self._what(last.label) if last else None,
             "choices": [{"action": str(a), "actor": a.actor, "label": a.label, "where": str(self.sources[a.label]),
                          "what": self._what(a.label)} for a in enabled],
-            "waiting": [{"actor": actor, "why": self.why(state, actor)} for actor in self.model.actors(state)
+            "waiting": [{"actor": actor, "why": self.why(state, actor, k)} for actor in self.model.actors(state)
                         if actor not in movers and not self.model.done(state, actor)],
             "done": [actor for actor in self.model.actors(state) if self.model.done(state, actor)],
             # How an actor ended that did not run to its end ("killed by SIGSEGV"), as the player's banner says.
             "ended": {actor: how for actor in self.model.actors(state)
                       if self.model.done(state, actor) and (how := self._how_ended(state, actor))},
-            "violation": None if v is None else {**v._asdict(), "title": v.title, "new": self._new_violation()},
-            "outcome": self.outcome(),
-            "schedule": self.schedule(),
+            "violation": None if v is None else {**v._asdict(), "title": v.title, "new": self._new_violation(k)},
+            "outcome": self.outcome(k),
+            "schedule": self.schedule(k),
             "board": self.rows(k, self.board),
             # Without a board here, the state as the step table shows it (short columns), else whole.
             "state": None if self.board else {k: str(v) for k, v in
                                               (self.model.summary(state) or self.model.describe(state)).items()},
         }
 
-    def why(self, state, actor: str) -> str:
-        """Why an unfinished actor has no enabled action: its next step, and the lock it waits on."""
-        if self.over():
+    def why(self, state, actor: str, k: int = -1) -> str:
+        """Why an unfinished actor has no enabled action in ``state`` (step k of the run): its next
+        step, and the lock it waits on."""
+        if self.over(k):
             return "the run is over"
         t = next((t for t in getattr(state, "threads", ()) if t.name == actor), None)
         if t is None or not t.frames:  # a daemon (the RCU kthread, a kdamond) with nothing to do
@@ -200,20 +213,22 @@ class Session:
         what = getattr(self.model, "what", None)
         return what(label) if what else ""
 
-    def _new_violation(self) -> bool:
-        """True when the last step is the one that broke the invariant (the moment to celebrate)."""
-        v = self.violations[-1]
-        return v is not None and (len(self.violations) < 2 or self.violations[-2] != v)
+    def _new_violation(self, k: int) -> bool:
+        """True when step k is the one that broke the invariant (the moment to celebrate)."""
+        v = self.violations[k]
+        return v is not None and (k == 0 or self.violations[k - 1] != v)
 
-    def outcome(self) -> str:
-        v = self.violations[-1]
+    def outcome(self, k: int = -1) -> str:
+        """How the run stands at step k (default: its last)."""
+        v = self.violations[k]
         if v is not None and v.kind == HARM:
             return "deadlock" if v.invariant == "deadlock" else "violation"
-        return "finished" if self.model.finished(self.states[-1]) else "running"
+        return "finished" if self.model.finished(self.states[k]) else "running"
 
-    def schedule(self) -> str:
-        """The run so far as a scripted schedule: ``kstep simulate ... -P`` replays it."""
-        return " ".join(map(str, self.actions))
+    def schedule(self, k: Optional[int] = None) -> str:
+        """The run's first k steps (default: all) as a scripted schedule: ``kstep simulate ... -P``
+        replays it."""
+        return " ".join(map(str, self.actions[:k]))
 
     def rows(self, k: int, sources: Optional[list[BoardSource]] = None) -> dict[str, dict]:
         """The rows of the boards and charts (or of ``sources``) at frame k of the run so far."""

@@ -9,6 +9,8 @@ A page is a title and one directive; the directive runs the library when Sphinx 
   player asks the scenario's questions, the text (which answers them) comes after it, folded;
 - ``kstep-counterexample MECH VARIANT``: what the variant breaks and the shortest run in which the
   explorer catches it;
+- ``kstep-player MECH NAME`` (at the top of a chapter): the player of its main scenario's run, with a
+  link to the scenario's page;
 - ``kstep-animations MECH`` (on a chapter): the list of those pages in lecture order, with each
   description; its hidden toctree makes the theme's previous/next links follow that order;
 - ``kstep-exercises MECH`` (on a chapter): the graded exercises found under ``exercises/``;
@@ -253,6 +255,23 @@ class CounterexampleDirective(KstepDirective):
         return out
 
 
+class PlayerDirective(KstepDirective):
+    """A chapter opens with its mechanism at work: the main scenario's player, before any text."""
+    required_arguments = 2
+
+    def run(self):
+        mech, name = self.mechanism(), self.arguments[1]
+        if name not in scenario.bundled(mech):
+            raise self.error(f"unknown scenario {name!r} of {mech} (choose from: {', '.join(scenario.bundled(mech))})")
+        model, _, trace = course.scripted_run(mech, name)
+        caption = nodes.paragraph(classes=["kstep-chapter-player"])
+        caption += nodes.Text("The chapter's main scenario, ")
+        caption += doc_link(page_docname(mech, name), name)
+        caption += nodes.Text(", step by step: press Play, or step through it; served over HTTP, the panel above the "
+                              "player lets you schedule the threads yourself.  Its page says what to look for.")
+        return [caption, self.animation(trace, model)]
+
+
 class AnimationsDirective(KstepDirective):
     required_arguments = 1
 
@@ -356,6 +375,7 @@ def grid(rows: list[list[str]], classes=()) -> nodes.table:
 DIRECTIVES = {
     "kstep-scenario": ScenarioDirective,
     "kstep-counterexample": CounterexampleDirective,
+    "kstep-player": PlayerDirective,
     "kstep-animations": AnimationsDirective,
     "kstep-exercises": ExercisesDirective,
     "kstep-variants": VariantsDirective,

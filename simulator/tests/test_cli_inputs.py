@@ -446,3 +446,35 @@ def test_lab_show_plot_is_a_png_or_one_line(capsys, tmp_path):
     (tmp_path / "f.svg").write_text("mine")
     bad_input(capsys, "lab", "show", result, "--plot", tmp_path / "f.svg", says="name a FILE.png")
     assert (tmp_path / "f.svg").read_text() == "mine"
+
+
+def test_json_true_is_not_a_recorded_one(capsys, tmp_path):
+    """bool is an int in Python, so ``True == 1``; a trace that says ``true`` where the run has 1 is tampered."""
+    good = tmp_path / "good.json"
+    assert kstep(capsys, "run", *RCU, "--json", good)[0] == 0
+    doc = json.loads(good.read_text())
+    ones = [p for p in json_paths(doc) if type(value_at(doc, p)) is int and value_at(doc, p) in (0, 1)]
+    assert len(ones) > 20
+    for path in ones[:: len(ones) // 20]:  # twenty places spread over the header and the steps
+        tampered = json.loads(good.read_text())
+        value_at(tampered, path[:-1])[path[-1]] = bool(value_at(tampered, path))
+        (tmp_path / "t.json").write_text(json.dumps(tampered))
+        bad_input(capsys, "show", tmp_path / "t.json")
+
+
+def json_paths(value, path=()):
+    if isinstance(value, dict):
+        value = value.items()
+    elif isinstance(value, list):
+        value = enumerate(value)
+    else:
+        yield path
+        return
+    for k, v in value:
+        yield from json_paths(v, path + (k,))
+
+
+def value_at(doc, path):
+    for k in path:
+        doc = doc[k]
+    return doc

@@ -378,7 +378,7 @@ def expressions(draw, functions):
 
 
 @pytest.mark.parametrize("mechanism", sorted(MODELS))
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=20)
 @given(data=st.data())
 def test_expect_and_question_expressions_hold_or_are_rejected_in_one_line(capsys, tmp_path_factory, mechanism,
                                                                            data):
@@ -411,7 +411,7 @@ def json_paths(value, path=()):
             yield from json_paths(v, path + (k,))
 
 
-@settings(FUZZ, max_examples=150)
+@settings(FUZZ, max_examples=100)
 @given(data=st.data())
 def test_damo_records_with_hostile_values_are_checked_or_refused_in_one_line(capsys, tmp_path_factory, data):
     doc = json.loads(DAMO.read_text())

@@ -42,6 +42,7 @@ import sys
 import textwrap
 import time
 import traceback
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -54,7 +55,7 @@ from .engine import expect, questions
 from .engine import scenario as scenarios
 from .engine import trace as traces
 from .errors import UserError, shorten
-from .files import SMALL_CAP, STDIN, check_output, read_text, same_file
+from .files import SMALL_CAP, STDIN, check_output, read_text, replacing, same_file, write_text
 from .models import MODELS, make_model, model_class
 
 OK, VIOLATION, BAD_INPUT, BOUNDED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
@@ -83,6 +84,7 @@ MAX_JOBS = 64  # sandboxed graders at once: far more than the cores of any machi
 MAX_SMP = 64  # lab run --smp: virtual CPUs of one TCG guest, far more than the probes use
 MAX_GUEST_SECONDS = 86_400  # lab run --timeout: a day
 WIDTH = 96  # where descriptions wrap
+MAX_MESSAGE = 600  # characters of a bad-input line: whatever the input held, the reason stays one readable line
 
 # Characters that would break a one-line message or a table row: C0/C1 controls, the Unicode line
 # and paragraph separators, and lone surrogates (a filename that was not UTF-8).
@@ -99,7 +101,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
             return status
         except UserError as e:
-            say(f"kstep: {clean(str(e))}")
+            say(f"kstep: {shorten(clean(str(e)), MAX_MESSAGE)}")
             return BAD_INPUT
         except KeyboardInterrupt:
             say("kstep: interrupted")
@@ -500,25 +502,22 @@ def cmd_explore(args) -> int:
         if graph is None:
             raise UserError(f"--dot: scenario {clean(sc.name)} has more than {DOT_LIMIT:,} reachable states; "
                             f"--dot draws up to {DOT_LIMIT:,}")
-        Path(args.dot).write_text(dot(model, *graph), encoding="utf-8")
+        write_text(args.dot, dot(model, *graph))
     checks = [inv.name for inv in model.invariants] + ["deadlock"]
     print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}")
     print(f"checks: {', '.join(checks)}")
-    out = open(args.states, "w", encoding="utf-8") if args.states is not None else None
-    try:
+    # the rows go to a temporary file that replaces --states only once the search is over
+    with replacing(args.states) if args.states is not None else nullcontext() as write:
         visit = None
-        if out is not None:
+        if write is not None:
             def visit(s):
                 row = model.describe(s)
                 if args.columns is not None:
                     row = {c: row[c] for c in args.columns}
-                out.write(json.dumps(row, separators=(",", ":")) + "\n")
+                write(json.dumps(row, separators=(",", ":")) + "\n")
         result = explore(model, state, max_states=args.max_states, progress=progress_reporter(),
                          scenario=sc.name, config=sc.config, symmetry=args.symmetry, por=args.por,
                          fingerprints=args.hash_compact, visit=visit, dead_vars=args.dead_vars)
-    finally:
-        if out is not None:
-            out.close()
     units = [c for c in model.symmetric_units(state) if len(c) > 1] if args.symmetry else []
     how = ([f"one per symmetry orbit; interchangeable units: {'; '.join(' '.join(map(str, c)) for c in units)}"]
            if units else []) + ([f"dead locals forgotten: {', '.join(model.locals)}"]
@@ -789,17 +788,19 @@ def cmd_lab_show(args) -> int:
     from .lab import guest
 
     result = guest.load_result(Path(args.result))
-    plot = Path(args.plot) if args.plot else None
-    if plot is not None and (plot.is_dir() or not plot.parent.is_dir()):
-        raise UserError(f"--plot {args.plot}: not a file in an existing folder")
+    if args.plot is not None:
+        if not args.plot.lower().endswith(".png"):
+            raise UserError(f"--plot {args.plot}: the figure is a PNG image; name a FILE.png")
+        check_output(args.plot, "--plot", [args.result])
     print(f"{result['arch']}: {result['kernel']['release']} ({result['kernel']['package_version']}), "
           f"smp {result['smp']}, {result['date']}, boot {result['boot_seconds']} s")
     ok = print_lab_result(result)
-    if plot is not None:
+    if args.plot is not None:
         from .lab import plots
 
-        plots.save(result, plot)
-        print(f"wrote figure {plot}")
+        with replacing(args.plot) as write:
+            write(plots.png(result))
+        print(f"wrote figure {clean(args.plot)}")
     return OK if ok else VIOLATION
 
 

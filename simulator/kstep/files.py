@@ -21,7 +21,7 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 from .errors import UserError
 
@@ -192,10 +192,18 @@ def write_text(path: str | Path, text: str) -> None:
 
 
 def write_chunks(path: str | Path, chunks: Iterable[str]) -> None:
+    with replacing(path) as write:
+        for chunk in chunks:
+            write(chunk)
+
+
+@contextmanager
+def replacing(path: str | Path) -> Iterator[Callable[[str | bytes], None]]:
     """Write a user-named output: replace it if present, never create missing directories.
 
-    The chunks go, as UTF-8, to a temporary file in the target's directory that replaces the
-    target only once every chunk is written; on any failure or interrupt the temporary file goes.
+    What the body passes to the function it is given (text goes as UTF-8) goes to a temporary file in the
+    target's directory that replaces the target only once the body has finished; on any failure
+    (a full disk included) or interrupt the temporary file goes and the old target stays.
     """
     target = Path(os.path.realpath(path))  # a symlink's target is replaced, not the link
     if not target.parent.is_dir():
@@ -210,17 +218,21 @@ def write_chunks(path: str | Path, chunks: Iterable[str]) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as e:
         raise UserError(f"{path}: cannot write: {e.strerror}") from None
+    f = open(fd, "wb")
     try:
-        with open(fd, "wb") as f:
-            for chunk in chunks:
-                _write(f, chunk.encode("utf-8"), path)
-            _write(f, b"", path, flush=True)
+        yield lambda data: _write(f, data if isinstance(data, bytes) else data.encode("utf-8"), path)
+        _write(f, b"", path, flush=True)
         try:
+            f.close()
             os.chmod(tmp, mode)
             os.replace(tmp, target)
         except OSError as e:
             raise UserError(f"{path}: cannot write: {e.strerror}") from None
     except BaseException:
+        try:
+            f.close()
+        except OSError:  # the bytes it still buffers cannot be written either (a full disk): they go
+            pass
         try:
             os.unlink(tmp)
         except FileNotFoundError:

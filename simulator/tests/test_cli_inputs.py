@@ -400,3 +400,81 @@ def test_an_interrupted_write_leaves_the_old_file_and_no_temporary(capsys, tmp_p
     rc, _, err = kstep(capsys, "run", *RCU, "--json", target)
     assert rc == 130 and err == "kstep: interrupted\n"
     assert target.read_text() == "mine" and sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A folder on a small tmpfs of its own, holding the user's old outputs, then filled to the last byte."""
+    folder = tmp_path / "full"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "kstep-full", str(folder)],
+                      stderr=subprocess.DEVNULL).returncode:
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    try:
+        for name in ("t.json", "states.jsonl"):
+            (folder / name).write_text("mine")
+        fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:  # ENOSPC: the disk is full
+            pass
+        finally:
+            os.close(fd)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.mark.parametrize("argv", [["run", *RCU, "--json", "{}/t.json"],
+                                  ["explore", *RCU, "--max-states", "500", "--states", "{}/states.jsonl"]])
+def test_a_full_disk_is_one_line_and_keeps_the_old_file(capsys, full_disk, argv):
+    line = bad_input(capsys, *[a.format(full_disk) for a in argv])
+    assert "No space left on device" in line
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler", "states.jsonl", "t.json"]
+    assert (full_disk / "t.json").read_text() == (full_disk / "states.jsonl").read_text() == "mine"
+
+
+def test_an_error_line_is_capped_whatever_the_input(capsys, tmp_path):
+    long_path = "/".join(["x" * 200] * 20)  # 4 KB of path the user typed: the reason must not drown in it
+    line = bad_input(capsys, "show", long_path)
+    assert len(line) <= len("kstep: ") + cli.MAX_MESSAGE and line.endswith("...")
+
+
+def test_lab_show_plot_is_a_png_or_one_line(capsys, tmp_path):
+    [result] = (ROOT / "kernel-lab" / "guest" / "recorded").glob("arm64-2*.json")
+    (tmp_path / "f.svg").write_text("mine")
+    bad_input(capsys, "lab", "show", result, "--plot", tmp_path / "f.svg", says="name a FILE.png")
+    assert (tmp_path / "f.svg").read_text() == "mine"
+
+
+def test_json_true_is_not_a_recorded_one(capsys, tmp_path):
+    """bool is an int in Python, so ``True == 1``; a trace that says ``true`` where the run has 1 is tampered."""
+    good = tmp_path / "good.json"
+    assert kstep(capsys, "run", *RCU, "--json", good)[0] == 0
+    doc = json.loads(good.read_text())
+    ones = [p for p in json_paths(doc) if type(value_at(doc, p)) is int and value_at(doc, p) in (0, 1)]
+    assert len(ones) > 20
+    for path in ones[:: len(ones) // 20]:  # twenty places spread over the header and the steps
+        tampered = json.loads(good.read_text())
+        value_at(tampered, path[:-1])[path[-1]] = bool(value_at(tampered, path))
+        (tmp_path / "t.json").write_text(json.dumps(tampered))
+        bad_input(capsys, "show", tmp_path / "t.json")
+
+
+def json_paths(value, path=()):
+    if isinstance(value, dict):
+        value = value.items()
+    elif isinstance(value, list):
+        value = enumerate(value)
+    else:
+        yield path
+        return
+    for k, v in value:
+        yield from json_paths(v, path + (k,))
+
+
+def value_at(doc, path):
+    for k in path:
+        doc = doc[k]
+    return doc

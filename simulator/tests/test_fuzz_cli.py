@@ -3,7 +3,9 @@ what is wrong in one line with exit status 2 -- never a traceback.
 
 (a) scenario files generated from each mechanism's own scenario schema, then mutated (wrong types,
     out-of-range values, unknown keys, missing keys, a bad --set, garbage text);
-(b) argument lists drawn from a vocabulary of real options, values and garbage.
+(b) argument lists drawn from a vocabulary of real options, values and garbage;
+(c) [[expect]] and [[questions]] expressions with operands and arguments of every type;
+(d) damo record files with one value replaced by a hostile one.
 """
 
 import copy
@@ -11,6 +13,7 @@ import importlib.util
 import json
 import string
 import tomllib
+from pathlib import Path
 from importlib import resources
 
 import pytest
@@ -341,3 +344,85 @@ def test_argument_lists_run_or_are_rejected_in_one_line(capsys, monkeypatch, fil
     command = argv[0] if argv and argv[0] in SUCCESS else None
     event(f"{command}: exit {rc}")
     assert_done_or_one_line(rc, out, err, command)
+
+
+# --- (c) the expressions of [[expect]] and [[questions]] ------------------------------------------------
+
+def scheduled_scenario(mechanism):
+    """A bundled scenario of the mechanism with its own schedule: run -c checks its [[expect]] claims."""
+    folder = resources.files("kstep.scenarios").joinpath(mechanism)
+    for name in scenarios.bundled(mechanism):
+        text = folder.joinpath(f"{name}.toml").read_text()
+        if "schedule" in tomllib.loads(text):
+            return text
+    raise AssertionError(f"{mechanism}: no bundled scenario has a schedule")
+
+
+ARGUMENTS = st.sampled_from(["'x'", "'A'", "'R'", "'parent'", "'child'", "0", "1", "-1", "99999", "9" * 40,
+                             "True", "thread('R')", "'cpu0/idx0'"])
+
+
+@st.composite
+def expressions(draw, functions):
+    """Expressions of the expectation language, well formed, with operands of any type: each either has a
+    value or is a scenario mistake said in one line (a model function given the wrong number of arguments,
+    or a value it cannot read; '-' of a string; 'in' of a number)."""
+    leaf = ARGUMENTS | st.sampled_from([f"{f}({', '.join(draw(st.lists(ARGUMENTS, max_size=3)))})"
+                                        for f in sorted(functions)])
+    tree = st.recursive(leaf, lambda inner: st.one_of(
+        st.tuples(st.sampled_from(["-", "not "]), inner).map("".join),
+        st.tuples(inner, st.sampled_from([" + ", " - ", " < ", " == ", " in ", " and "]), inner).map("".join),
+        inner.map(lambda e: f"({e})[0]"), inner.map(lambda e: f"({e}).name"), inner.map(lambda e: f"len({e})")),
+        max_leaves=4)
+    return draw(tree)
+
+
+@pytest.mark.parametrize("mechanism", sorted(MODELS))
+@settings(FUZZ, max_examples=20)
+@given(data=st.data())
+def test_expect_and_question_expressions_hold_or_are_rejected_in_one_line(capsys, tmp_path_factory, mechanism,
+                                                                           data):
+    from kstep.models import make_model
+
+    expr = data.draw(expressions(make_model(mechanism).expect_functions()), label="expression")
+    table = data.draw(st.sampled_from([f'[[expect]]\nclaim = "c"\nsometime = "{expr}"\n',
+                                       f'[[questions]]\nid = "q"\nat = "end"\nask = "a?"\nkind = "value"\n'
+                                       f'field = "{expr}"\n']), label="table")
+    path = tmp_path_factory.getbasetemp() / f"expr-{mechanism}.toml"
+    path.write_text(scheduled_scenario(mechanism) + "\n" + table)
+    rc, out, err = run_cli(capsys, ["run", mechanism, "--scenario", str(path), "-c"])
+    assert_done_or_one_line(rc, out, err, "run")
+
+
+# --- (d) damo record files --------------------------------------------------------------------------------
+
+DAMO = Path(__file__).parent / "data" / "damon" / "hot-block.damo.json"
+HOSTILE_VALUES = st.sampled_from(["1.2.3", "\u00b2", "\u0661\u0662", "9" * 400, int("9" * 400), -1, True, 1.5, "x",
+                                  "1e400", "inf", "nan", "", None, [], {}, "regions", [1], 2**64, "5 ms", "5 parsecs"])
+
+
+def json_paths(value, path=()):
+    yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from json_paths(v, path + (k,))
+    elif isinstance(value, list):
+        for k, v in enumerate(value[:2]):
+            yield from json_paths(v, path + (k,))
+
+
+@settings(FUZZ, max_examples=100)
+@given(data=st.data())
+def test_damo_records_with_hostile_values_are_checked_or_refused_in_one_line(capsys, tmp_path_factory, data):
+    doc = json.loads(DAMO.read_text())
+    where = data.draw(st.sampled_from([p for p in json_paths(doc) if p]), label="where")
+    value = data.draw(HOSTILE_VALUES, label="value")
+    node = doc
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    path = tmp_path_factory.getbasetemp() / "hostile.damo.json"
+    path.write_text(json.dumps(doc))
+    rc, out, err = run_cli(capsys, ["check", "damon", str(path)])
+    assert "Traceback" not in err
+    assert rc in (0, 1) or (rc == 2 and len(err.splitlines()) == 1 and err.startswith("kstep: ")), (rc, err[-500:])

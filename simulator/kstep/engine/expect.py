@@ -20,6 +20,7 @@ offers through ``Model.expect_functions()``.  Nothing else is evaluated.
 from __future__ import annotations
 
 import ast
+import inspect
 from typing import Any, Callable, NamedTuple, Optional
 
 from ..errors import UserError
@@ -124,7 +125,7 @@ class _Frame:
             return all(values) if isinstance(node.op, ast.And) else any(values)
         if isinstance(node, ast.UnaryOp):
             v = self.eval(node.operand)
-            return (not v) if isinstance(node.op, ast.Not) else -v
+            return (not v) if isinstance(node.op, ast.Not) else _typed(node, lambda a: -a, v)
         if isinstance(node, ast.BinOp):
             return _typed(node, _ARITH[type(node.op)], self.eval(node.left), self.eval(node.right))
         if isinstance(node, ast.Compare):
@@ -171,7 +172,25 @@ class _Frame:
         if fn is None:
             known = ", ".join(sorted((*_BUILTINS, *self.functions)))
             raise ExpectError(f"unknown function {name!r} (known: {known})")
-        return fn(self.state, *args)
+        return _model_call(name, fn, self.state, args)
+
+
+def _model_call(name: str, fn: Callable, state: State, args: list) -> Any:
+    """A model's function, given the scenario's arguments: the wrong number of them, or values outside
+    what the function reads (a string where it indexes, an address past the page tables), is a
+    mistake in the scenario file, said in one line."""
+    params = list(inspect.signature(fn).parameters)[1:]  # the first is the state, never the scenario's
+    if len(args) != len(params):
+        wanted = (f"{len(params)} argument{'s' if len(params) > 1 else ''} ({', '.join(params)})" if params
+                  else "no arguments")
+        raise ExpectError(f"{name}() takes {wanted}, not {len(args)}")
+    try:
+        return fn(state, *args)
+    except ExpectError:  # the model's own explanation (a ValueError too): already one line
+        raise
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError) as e:
+        shown = ", ".join(repr(a) for a in args)
+        raise ExpectError(f"{name}({shown}): not a value it reads ({type(e).__name__}: {e})") from None
 
 
 def _typed(node: Any, fn: Callable, *args: Any) -> Any:
@@ -180,7 +199,8 @@ def _typed(node: Any, fn: Callable, *args: Any) -> Any:
         return fn(*args)
     except TypeError:
         where = node if isinstance(node, str) else ast.unparse(node)
-        raise ExpectError(f"{where}: operands of the wrong type ({', '.join(type(a).__name__ for a in args)})") from None
+        types = ", ".join(type(a).__name__ for a in args)
+        raise ExpectError(f"{where}: operands of the wrong type ({types})") from None
 
 
 def _field(value: Any, name: str, where: str) -> Any:

@@ -291,9 +291,9 @@ def rerun(header: dict, model_for: Callable[[str, str], Model], where: str) -> t
     except Invalid as e:
         raise UserError(f"{where}: not a kstep trace: {e}") from None
     state = model.initial(header["config"])
-    if list(model.actors(state)) != header["actors"]:
+    if not same(header["actors"], list(model.actors(state))):
         raise UserError(f"{where}: the actors {header['actors']} are not the config's {list(model.actors(state))}")
-    if model.describe(state) != header["initial"]:
+    if not same(header["initial"], model.describe(state)):
         raise UserError(f"{where}: the initial state does not match the scenario's config")
     params = header["scheduler"]
     try:
@@ -306,6 +306,12 @@ def rerun(header: dict, model_for: Callable[[str, str], Model], where: str) -> t
     except UserError as e:  # a script that names a finished or blocked actor
         raise UserError(f"{where}: the scheduler cannot run: {e}") from None
     return trace, model
+
+
+def same(recorded: Any, computed: Any) -> bool:
+    """The file's value is the run's, as JSON writes it: ``true`` is not ``1`` nor ``1.0`` (Python's
+    ``==`` says they are: bool is an int), and a list stands for a tuple."""
+    return json.dumps(recorded, sort_keys=True) == json.dumps(computed, sort_keys=True)
 
 
 def compare_steps(trace: Trace, model: Model, steps: Iterator[Any], where: str) -> None:
@@ -323,10 +329,10 @@ def compare_steps(trace: Trace, model: Model, steps: Iterator[Any], where: str) 
         a, tick = trace.actions[k - 1], trace.ticks[k - 1]
         for name, recorded, computed in (("actor", rec["actor"], a.actor), ("label", rec["label"], a.label),
                                          ("tick", rec["tick"], tick), ("source", rec["source"], str(sources[a.label]))):
-            if type(recorded) is not type(computed) or recorded != computed:
+            if not same(recorded, computed):
                 raise UserError(f"{where}: step {k}: {name} is {shorten(repr(recorded))}, the scheduler's run has "
                                 f"{computed!r}")
-        if rec["state"] != model.describe(trace.states[k]):
+        if not same(rec["state"], model.describe(trace.states[k])):
             raise UserError(f"{where}: step {k} ({a}): records a state the model does not "
                             f"reach")
         n = k
@@ -339,7 +345,7 @@ def compare_verdict(trace: Trace, header: dict, where: str) -> None:
     """The scheduler's stats, the outcome and the violation: recomputed, never taken from the file."""
     violation = None if trace.violation is None else trace.violation._asdict()
     for name, computed in (("stats", trace.stats), ("outcome", trace.outcome), ("violation", violation)):
-        if header[name] != computed:
+        if not same(header[name], computed):
             raise UserError(f"{where}: {name} is {shorten(json.dumps(header[name]))}, but the run ends with "
                             f"{shorten(json.dumps(computed))} (at step {len(trace)})")
 
@@ -354,7 +360,7 @@ def compare_lasso(trace: Trace, model: Model, header: dict, where: str) -> None:
         computed = judge(model, trace, header["cycle_start"])
     except UserError as e:
         raise UserError(f"{where}: cycle_start {header['cycle_start']}: {e}") from None
-    if header["lasso"] != computed:
+    if not same(header["lasso"], computed):
         raise UserError(f"{where}: lasso is {shorten(json.dumps(header['lasso']))}, but its cycle shows "
                         f"{shorten(json.dumps(computed))}")
     trace.cycle_start, trace.lasso = header["cycle_start"], computed

@@ -40,12 +40,13 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from fractions import Fraction
 from pathlib import Path
 from typing import NamedTuple, Optional
 
 from ..engine import Action, Trace
 from ..engine.model import Checks
-from ..errors import UserError
+from ..errors import UserError, shorten
 from ..files import RECORD_CAP, open_input, size_text
 from ..models.damon.core import Attrs, Region
 from ..models.damon.model import INVARIANTS, KDAMOND, RESET, Config, DamonModel, DamonState, Kdamond
@@ -58,7 +59,9 @@ FIELDS = re.compile(r"target_id=(\d+) nr_regions=(\d+) (\d+)-(\d+): (\d+) (\d+)$
 # The region rules an observation can be held to: a real kernel's lists cannot be compared with a
 # simulated run's steps, nor with monitored ranges nobody recorded.
 CHECKED = ("regions-cover-monitored-ranges", "age-grows-at-most-one", "nr-accesses-within-samples")
-UNITS_US = {"us": 1, "ms": 1000, "s": 1_000_000, "m": 60_000_000, "h": 3_600_000_000, "ns": 0.001}
+UNITS_US: dict[str, int | Fraction] = {"us": 1, "ms": 1000, "s": 1_000_000, "m": 60_000_000, "h": 3_600_000_000,
+                                        "ns": Fraction(1, 1000)}
+ULONG = 1 << 64  # addresses, counts and times in damo's records are the kernel's unsigned longs
 
 
 class Snapshot(NamedTuple):
@@ -114,7 +117,8 @@ def aggregations_of(target: int, lines: list, where: str) -> tuple[list, list]:
     if lead:
         notes.append(f"skipped the first {lead} damon_aggregated lines of target {target}: the end of an "
                      f"aggregation whose start the trace missed (line {lines[lead].n} starts a whole one)")
-    snaps, k = [], lead
+    snaps: list[Snapshot] = []
+    k = lead
     while k < len(lines):
         nr = lines[k].nr
         group = lines[k:k + nr]
@@ -167,33 +171,44 @@ def parse_tracepoint_text(text: str, where: str) -> Observation:
 
 
 def _number(v, what: str, where: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, str)):
-        raise UserError(f"{where}: {what} is not a number: {v!r}")
-    if isinstance(v, int):
-        return v
-    s = v.strip().replace(",", "")
-    if s.isdigit():
-        return int(s)
-    raise UserError(f"{where}: {what} is not a number: {v!r}")
+    """A count or an address: a JSON integer, or decimal text that may be ``,``-grouped."""
+    if isinstance(v, str) and re.fullmatch(r"\s*[0-9][0-9,]*\s*", v, re.ASCII):
+        v = int(v.strip().replace(",", ""))
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < ULONG:
+        raise UserError(f"{where}: {what} is not a number from 0 to 2**64-1: {shorten(repr(v), 60)}")
+    return v
+
+
+def _quantity(v, unit: str, what: str, where: str) -> Fraction:
+    """A JSON integer in ``unit``, or text such as ``5 ms`` or ``1.5``: ASCII digits, at most one point."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        n = Fraction(v)
+    else:
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*(ns|us|ms|s|m|h)?\s*", v if isinstance(v, str) else "", re.ASCII)
+        if m is None:
+            raise UserError(f"{where}: {what} is not a time: {shorten(repr(v), 60)}")
+        n = Fraction(m[1]) * UNITS_US[m[2] or unit] / UNITS_US[unit]
+    if not 0 <= n < ULONG:
+        raise UserError(f"{where}: {what} is not a time from 0 to 2**64-1 {unit}: {shorten(repr(v), 60)}")
+    return n
 
 
 def _interval_us(v, where: str) -> int:
     """damo writes an interval as a plain number of microseconds (raw) or as text such as '5 ms'."""
-    if isinstance(v, int) and not isinstance(v, bool):
-        return v
-    m = re.fullmatch(r"\s*([\d.]+)\s*(ns|us|ms|s|m|h)?\s*", str(v))
-    if m is None or not float(m[1]):
-        raise UserError(f"{where}: an interval is not a positive time: {v!r}")
-    return round(float(m[1]) * UNITS_US[m[2] or "us"])
+    us = round(_quantity(v, "us", "an interval", where))
+    if not us:
+        raise UserError(f"{where}: an interval is not a positive time: {shorten(repr(v), 60)}")
+    return us
 
 
 def _time_ns(v, where: str) -> int:
-    if isinstance(v, int) and not isinstance(v, bool):
-        return v
-    m = re.fullmatch(r"\s*([\d.]+)\s*(ns|us|ms|s|m|h)?\s*", str(v))
-    if m is None:
-        raise UserError(f"{where}: a snapshot time is not a time: {v!r}")
-    return round(float(m[1]) * UNITS_US[m[2] or "ns"] * 1000) if m[2] else int(float(m[1]))
+    return round(_quantity(v, "ns", "a snapshot time", where))
+
+
+def _list_of_tables(v, what: str, where: str) -> list:
+    if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+        raise UserError(f"{where}: not a damo record file: {what} is not a list of tables")
+    return v
 
 
 def parse_damo_records(data, kind: str, where: str) -> Observation:
@@ -209,9 +224,9 @@ def parse_damo_records(data, kind: str, where: str) -> Observation:
             aggr = _interval_us(iv.get("aggr_us", iv.get("aggr")), where)
             attrs = Attrs(sample, aggr, 1 << 32)
         snaps = []
-        for s in rec["snapshots"]:
+        for s in _list_of_tables(rec["snapshots"], "snapshots", where):
             regions = []
-            for r in s["regions"]:
+            for r in _list_of_tables(s["regions"], "regions", where):
                 nr = r["nr_accesses"]["samples"] if isinstance(r.get("nr_accesses"), dict) else r.get("nr_accesses", 0)
                 age = r["age"]["aggr_intervals"] if isinstance(r.get("age"), dict) else r.get("age", 0)
                 nr = _number(nr, "nr_accesses", where)

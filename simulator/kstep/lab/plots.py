@@ -5,7 +5,8 @@ Every number drawn comes from :mod:`kstep.lab.probes`, which also prints and che
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
+
 
 from kstep.lab import probes
 
@@ -126,5 +127,8 @@ def result_figure(result: dict):
     return fig
 
 
-def save(result: dict, path: Path) -> None:
-    result_figure(result).savefig(path, dpi=100)
+def png(result: dict) -> bytes:
+    """The result's figures as a PNG image (the caller writes it where the user asked)."""
+    image = io.BytesIO()
+    result_figure(result).savefig(image, format="png", dpi=100)
+    return image.getvalue()

@@ -1,0 +1,57 @@
+"""The README's "What exists" table, its exercise count and its chapter order, held to the tree: each
+cell is computed here from what the repository holds (models, scenarios, chapters, notebooks, ports,
+probes, exercises), so a README that promises or forgets something fails."""
+
+import re
+import tomllib
+
+from kstep.engine import scenario as scenarios
+from kstep.lab.probes import PROBES
+from kstep.models import MODELS
+from test_cli import ROOT
+
+README = (ROOT / "README.md").read_text()
+
+
+def readme_table() -> list[list[str]]:
+    section = README.split("## What exists", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("|")]
+    return [[cell.strip().strip("`") for cell in row] for row in rows[2:]]  # no header, no rule
+
+
+def chapter_order() -> list[str]:
+    return re.findall(r"^chapters/([\w-]+)$", (ROOT / "docs" / "index.md").read_text(), re.M)
+
+
+def exercises() -> dict[str, str]:
+    return {p.parent.name: tomllib.loads(p.read_text())["mechanism"]
+            for p in (ROOT / "exercises").glob("*/exercise.toml")}
+
+
+def row_from_tree(mech: str) -> list[str]:
+    chapter = ROOT / "docs" / "chapters" / f"{mech}.md"
+    notebooks = [p for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if f'\\"{mech}\\"' in p.read_text()]
+    port = ROOT / "kernel-lab" / mech
+    probes = [p for p in PROBES if mech.startswith(p)]  # a probe is named by its mechanism's first word
+    return [mech, str(chapter.relative_to(ROOT)) if chapter.exists() else "none",
+            str(len(scenarios.bundled(mech))), str(sum(v.broken for v in MODELS[mech].variants.values())),
+            ", ".join(str(p.relative_to(ROOT)) for p in notebooks) or "none",
+            f"{port.relative_to(ROOT)}/" if port.is_dir() else "none", ", ".join(probes) or "none",
+            str(sum(m == mech for m in exercises().values()))]
+
+
+def test_the_what_exists_table_is_the_tree_in_chapter_order():
+    table = readme_table()
+    assert [row[0] for row in table] == chapter_order(), "rows: one per chapter, in the site's order"
+    assert sorted(chapter_order()) == sorted(MODELS), "a chapter per mechanism"
+    assert table == [row_from_tree(row[0]) for row in table]
+
+
+def test_the_readme_counts_the_exercises_there_are():
+    counts = re.findall(r"`exercises/` holds (\d+) graded exercises", README)
+    assert counts == [str(len(exercises()))]
+    assert sum(int(row[-1]) for row in readme_table()) == len(exercises())
+
+
+def test_the_readme_says_nothing_is_planned():
+    assert "planned" not in README.lower()

@@ -496,7 +496,8 @@ QSPIN_MAX_STATES = 2_000_000
 def word_universe(cpus: int) -> frozenset[int]:
     """Every (tail, pending, locked) word of ``cpus`` CPUs taking one lock in task context: the tail
     names a CPU with node index 0 (a CPU nests a node only when an interrupt takes another lock)."""
-    from kstep.models.qspinlock import _Q_LOCKED_VAL, _Q_PENDING_VAL, LAYOUTS, encode_tail
+    from kstep.models.qspinlock.qspinlock import encode_tail
+    from kstep.models.qspinlock.qspinlock_types import _Q_LOCKED_VAL, _Q_PENDING_VAL, LAYOUTS
 
     tails = [0] + [encode_tail(LAYOUTS[8], cpu, 0) for cpu in range(cpus)]
     return frozenset(t | p | lk for t in tails for p in (0, _Q_PENDING_VAL) for lk in (0, _Q_LOCKED_VAL))

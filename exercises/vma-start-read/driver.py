@@ -13,7 +13,8 @@ import json
 import sys
 
 from kstep.engine import Variant, explore, scenario
-from kstep.models.vma_lock import VmaLocksModel, recheck_skipped
+from kstep.models.vma_locks import VmaLocksModel
+from kstep.models.vma_locks.broken import recheck_skipped
 
 
 def lock_held(s, i):

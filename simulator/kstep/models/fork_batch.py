@@ -45,7 +45,7 @@ The PTE format (x86-64, arm64 with contiguous PTEs, or generic) is a scenario pa
 landed together in 6.9): every folded block is unfolded in the parent and folded again in the
 child.
 
-The concurrency around the copy is vma-locks' (``models/vma_lock.py``): this model runs that
+The concurrency around the copy is vma-locks' (``models/vma_locks/``): this model runs that
 model's program, fork's ``sys_fork`` -> ``dup_mmap`` and its page faults, with ``copy_page_range``
 filled in, so a scenario can show that a fault in the parent cannot race with the copy.  The one
 real race is GUP-fast pinning a page while fork shares it: ``write_protect_seq`` makes GUP-fast
@@ -72,8 +72,13 @@ from ..engine import Frame, Program, Variant, push, set_thread
 from ..engine.expect import ExpectError
 from ..engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from . import pgtable as pt
-from . import rwsem
-from . import vma_lock as vl
+from .vma_locks import broken as vl_broken
+from .vma_locks import fork as vl_fork
+from .vma_locks import memory as vl_memory
+from .vma_locks import mmap_lock as vl_mmap_lock
+from .vma_locks import model as vl_model
+from .vma_locks import rwsem
+from .vma_locks import state as vl
 from .pgtable import (ARM64, BATCHES, FORMATS, HAS_SOFT_DIRTY, HAS_UFFD_WP, LOADS, PTE_DIRTY, PTE_PRESENT,
                       PTE_SOFT_DIRTY, PTE_SPECIAL, PTE_SWP_EXCLUSIVE, PTE_UFFD_WP, PTE_WRITE, PTE_YOUNG,
                       PTRS_PER_PTE, REFS, RMAP, X86_64, Ops)
@@ -311,7 +316,7 @@ def child_pte_template(s) -> tuple[int, bool]:
 def build(strategy: str) -> Program:
     """The program of one copying strategy, on vma-locks' program."""
     program = Program()
-    program.include(vl.program, without=("copy_page_range", "dup_mmap", "handle_mm_fault", "do_anonymous_page"))
+    program.include(vl_model.program, without=("copy_page_range", "dup_mmap", "handle_mm_fault", "do_anonymous_page"))
     add_dup_mmap(program)
     add_faults(program)
     add_copy(program, strategy)
@@ -322,7 +327,7 @@ def build(strategy: str) -> Program:
 def add_dup_mmap(program: Program) -> None:
     @program.call("dup_mmap", "kernel/fork.c:dup_mmap")
     def dup_mmap(s, i, arg):
-        return vl.dup_mmap(s, i, arg) + (Frame("flush_tlb_mm"),)
+        return vl_fork.dup_mmap(s, i, arg) + (Frame("flush_tlb_mm"),)
 
     @program.step("flush_tlb_mm", "arch/x86/include/asm/tlbflush.h:flush_tlb_mm",
                   "dup_mmap ends with flush_tlb_mm(oldmm): one flush of the parent's TLB entries, so no "
@@ -362,17 +367,17 @@ def add_faults(program: Program) -> None:
     """vma-locks' fault steps, and a page really mapped in the parent's page table when they map one."""
 
     def mapping(label, run):
-        st = vl.program.steps[label]
+        st = vl_model.program.steps[label]
 
         def mapped(s, i, mode):
-            done = vl.anon_vma_present(s, i, mode)
+            done = vl_memory.anon_vma_present(s, i, mode)
             s = run(s, i, mode)
             return map_zeroed_page(s, s.threads[i].addr) if done else s
 
         program.step(label, str(st.source), st.what, cost=st.cost)(mapped)
 
-    mapping("handle_mm_fault", vl.handle_mm_fault)
-    mapping("do_anonymous_page", vl.do_anonymous_page)
+    mapping("handle_mm_fault", vl_memory.handle_mm_fault)
+    mapping("do_anonymous_page", vl_memory.do_anonymous_page)
 
 
 def map_zeroed_page(s, addr: int):
@@ -815,7 +820,7 @@ def add_gup(program: Program) -> None:
                   "the slow path: mmap_read_lock, sleeping behind a fork that holds mmap_lock for write")
     def get_user_pages_locked(s, i, arg):
         s = push(s, i, (Frame("__get_user_pages"), Frame("mmap_read_unlock")))
-        return vl.down_read(s, i, vl.MM)
+        return vl_mmap_lock.down_read(s, i, vl.MM)
 
     @program.step("__get_user_pages", "mm/gup.c:__get_user_pages",
                   "follow the PTE under mmap_lock; FOLL_WRITE on a PTE that is not writable faults first "
@@ -895,7 +900,7 @@ def wrprotect_unfolding_every_block(s, i, arg):
 def dup_mmap_without_vma_locks(s, i, arg):
     """Broken (fixed by fb49c455323f, vma-locks' variant): dup_mmap copies the parent's VMAs without
     write-locking them, so a fault under a VMA lock can change a page table fork is copying."""
-    return vl.dup_mmap_without_vma_locks(s, i, arg) + (Frame("flush_tlb_mm"),)
+    return vl_broken.dup_mmap_without_vma_locks(s, i, arg) + (Frame("flush_tlb_mm"),)
 
 
 PROGRAMS = {name: build(name) for name in STRATEGIES}
@@ -1214,7 +1219,7 @@ def _program(t):
 from .fork_invariants import INVARIANTS  # noqa: E402  (the checks read this module's state and constants)
 
 
-class ForkBatchModel(vl.VmaLocksModel):
+class ForkBatchModel(vl_model.VmaLocksModel):
     """vma-locks' model with fork's page-table copy filled in, and vma-locks' checks among its own."""
 
     name = "fork-batch"
@@ -1233,7 +1238,7 @@ class ForkBatchModel(vl.VmaLocksModel):
 
     def summary(self, s):
         c = s.copy
-        out = {"mmap_lock": vl._sem_text(s.mm.mmap_lock, [t.name for t in s.threads]),
+        out = {"mmap_lock": vl_model.sem_text(s.mm.mmap_lock, [t.name for t in s.threads]),
                "write_protect_seq": str(s.write_protect_seq)}
         if c.vma >= 0:
             out["copying"] = f"vma{c.vma} page {c.addr}" + (f" batch {c.nr}" if c.nr else "")

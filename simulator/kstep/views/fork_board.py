@@ -5,7 +5,7 @@ mode computes them for a student's own run."""
 
 from __future__ import annotations
 
-from ..models import rwsem
+from ..models.vma_locks import rwsem
 from ..models.fork_batch import folio_index
 from ..models.pgtable import CONT_PTES, Ops, pte_cont, pte_pfn, pte_present, pte_special, pte_write
 from . import charts, style

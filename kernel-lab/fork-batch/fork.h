@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The structures fork's page-table copy reads and writes, as simulator/kstep/models/fork_batch.py
+ * The structures fork's page-table copy reads and writes, as simulator/kstep/models/fork_batch/
  * keeps them: one mm with the parent's and the child's PTE arrays over page numbers, its VMAs,
  * and the folios the PTEs map, in PFN order; and the other threads of the parent (page faults,
  * GUP-fast pins) with the locks they meet: mmap_lock, each VMA's lock and write_protect_seq.

@@ -211,7 +211,7 @@ FORK_MAX_NR_CLAMP = 29  # 6.12.29 clamps folio_pte_batch()'s max_nr to the folio
 def fork_variant(abi: str) -> str:
     """The fork-batch variant of a kernel ABI such as ``6.12.95+deb12``: 6.12.117's ``folio-batch`` from
     6.12.29 on, ``v6.12.0-batch`` before."""
-    from kstep.models.fork_batch import FOLIO_BATCH, V6_12_0_BATCH
+    from kstep.models.fork_batch.state import FOLIO_BATCH, V6_12_0_BATCH
 
     m = re.match(r"6\.12\.(\d+)", abi)
     return V6_12_0_BATCH if m and int(m[1]) < FORK_MAX_NR_CLAMP else FOLIO_BATCH

@@ -4,7 +4,6 @@ changes, and variants.py names them.
 
 from __future__ import annotations
 
-
 from ...engine import Frame, push
 from .mmap_lock import down_read, rwsem_try_write_lock
 from .mprotect import mprotect_fixup, mprotect_newflags

@@ -6,7 +6,6 @@ the VMA write lock, fork copies only unused VMAs, the tree does not overlap; and
 
 from __future__ import annotations
 
-
 from ...engine import HARM, Invariant, thread_index
 from ..rcu import RCU_ACTOR, rcu_invariants
 from .rwsem import NOBODY

@@ -5,7 +5,6 @@ RCU.
 
 from __future__ import annotations
 
-
 from ...engine import Frame, Inline, Replacement, Variant
 from ..rcu import rcu_broken
 from .broken import (detached_ignored, dup_mmap_without_vma_locks, mmap_region_without_unmap,

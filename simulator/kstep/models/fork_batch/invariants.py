@@ -17,14 +17,14 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Optional
 
-from ..engine import HARM, Invariant, thread_index
-from .fork_batch import (ANON, BATCH, COPIED, GUP_PIN_COUNTING_BIAS, MM_ANONPAGES, MM_FILEPAGES, MM_SHMEMPAGES,
-                         MM_SWAPENTS, SHARED, SHMEM, SWAP)
-from .rcu import RCU_ACTOR
-from .vma_locks.invariants import INVARIANTS as VMA_LOCKS_INVARIANTS
-from .vma_locks.state import LIVE
-from .pgtable import (ARM64, CONT_PTES, PFN_PTE_SHIFT, PTE_CONT, PTE_DIRTY, PTE_PRESENT, PTE_SOFT_DIRTY,
-                      PTE_SPECIAL, PTE_SWP, PTE_SWP_EXCLUSIVE, PTE_UFFD_WP, PTE_WRITE, PTE_YOUNG, PTRS_PER_PTE)
+from ...engine import HARM, Invariant, thread_index
+from .state import (ANON, BATCH, COPIED, GUP_PIN_COUNTING_BIAS, MM_ANONPAGES, MM_FILEPAGES, MM_SHMEMPAGES, MM_SWAPENTS,
+                    SHARED, SHMEM, SWAP)
+from ..rcu import RCU_ACTOR
+from ..vma_locks.invariants import INVARIANTS as VMA_LOCKS_INVARIANTS
+from ..vma_locks.state import LIVE
+from .pgtable import (ARM64, CONT_PTES, PFN_PTE_SHIFT, PTE_CONT, PTE_DIRTY, PTE_PRESENT, PTE_SOFT_DIRTY, PTE_SPECIAL,
+                      PTE_SWP, PTE_SWP_EXCLUSIVE, PTE_UFFD_WP, PTE_WRITE, PTE_YOUNG, PTRS_PER_PTE)
 
 def pfn(pte: int) -> int:
     return pte >> PFN_PTE_SHIFT

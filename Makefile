@@ -10,6 +10,8 @@ EXTRAS := notebook,test,lint,bench,docs
 PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
 # make test's pytest workers: one per core by default (TEST_JOBS=1 runs the suite in one process).
 TEST_JOBS ?= $(shell nproc)
+# Sphinx reads the course's pages, and MyST-NB executes its notebooks, on this many processes.
+COURSE_JOBS ?= $(shell nproc)
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
@@ -64,7 +66,7 @@ $(PYODIDE): package.json package-lock.json | system-packages
 # The site goes to build/course, its caches (doctrees, executed notebooks) to build/course-cache.
 course: setup
 	@mkdir -p build
-	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course
+	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course --jobs $(COURSE_JOBS)
 
 # Grading at class scale (a batch of 100, a Gradescope zip installed from scratch) takes minutes:
 # it has a target of its own.

@@ -16,7 +16,8 @@ import sys
 
 from kstep.engine import scenario
 from kstep.grading.feedback import verdict, with_steps
-from kstep.models.vma_lock import VmaLocksModel, recheck_skipped
+from kstep.models.vma_locks import VmaLocksModel
+from kstep.models.vma_locks.broken import recheck_skipped
 
 STEPS = ("vma_start_read", "vma_start_read_recheck")
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A page fault in the parent while it forks, on vma-locks' fault path as simulator/kstep/models/
- * vma_lock.py has it: arch/x86/mm/fault.c:do_user_addr_fault tries mm/memory.c:lock_vma_under_rcu
+ * vma_locks/ has it: arch/x86/mm/fault.c:do_user_addr_fault tries mm/memory.c:lock_vma_under_rcu
  * (mas_walk, include/linux/mm.h:vma_start_read's lockless check, down_read_trylock and the
  * recheck) and falls back to lock_mm_and_find_vma under mmap_lock; handle_mm_fault maps a zeroed
  * page at the hole (do_anonymous_page).  dup_mmap write-locks each VMA before copying it, so the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The structures fork's page-table copy reads and writes, as simulator/kstep/models/fork_batch.py
+ * The structures fork's page-table copy reads and writes, as simulator/kstep/models/fork_batch/
  * keeps them: one mm with the parent's and the child's PTE arrays over page numbers, its VMAs,
  * and the folios the PTEs map, in PFN order; and the other threads of the parent (page faults,
  * GUP-fast pins) with the locks they meet: mmap_lock, each VMA's lock and write_protect_seq.
@@ -36,7 +36,7 @@ struct folio {
 #define MAX_THREADS	6
 #define MM_LOCK		(-1)	/* a lock step's argument: mmap_lock; else the VMA's index */
 
-/* What sem->count, sem->owner and sem->wait_list say, as models/rwsem.py's Rwsem (zeroed: free). */
+/* What sem->count, sem->owner and sem->wait_list say, as models/vma_locks/rwsem.py's Rwsem (zeroed: free). */
 struct rwsem {
 	int owner;		/* 1 + the thread holding it for write; 0: none */
 	unsigned readers;	/* bit i: thread i holds it for read */
@@ -120,7 +120,7 @@ bool folio_span(void *mm, uint64_t pfn, uint64_t *first, long *nr_pages);
 void dup_mmap(struct mm *mm);
 long folio_nr_pages(const struct folio *f);
 
-/* rwsem.c: models/rwsem.py's functions */
+/* rwsem.c: models/vma_locks/rwsem.py's functions */
 bool rwsem_read_trylock_ok(const struct rwsem *sem);
 void rwsem_add_reader(struct rwsem *sem, int i);
 bool rwsem_holds_read(const struct rwsem *sem, int i);

@@ -8,7 +8,7 @@
  * layout from it with kstep's SplitMix64, making kstep.lab.fork_batch.random_layout's draws in the
  * same order, so the seed alone gives both languages the same page tables.
  *
- * The parent's page tables are built from the scenario as simulator/kstep/models/fork_batch.py's
+ * The parent's page tables are built from the scenario as simulator/kstep/models/fork_batch/scenario.py's
  * initial_state builds them (folios aligned to their size from PFN 1024, each [[maps]] entry one
  * set_ptes, then its toggles); dup_mmap then copies them and the program prints every step it
  * took, every copy, the counters, the child's rss, both page tables, the folios' counts and what
@@ -364,7 +364,7 @@ static pte_t base_bits(const struct map *m)
 	return bits;
 }
 
-/* Each thread with its program, as models/fork_batch.py's _program gives it. */
+/* Each thread with its program, as models/fork_batch/scenario.py's _program gives it. */
 static void build_threads(struct mm *mm, const struct scenario *sc)
 {
 	mm->nr_threads = sc->nr_threads;
@@ -393,7 +393,7 @@ static void build_threads(struct mm *mm, const struct scenario *sc)
 	}
 }
 
-/* models/fork_batch.py's initial_state, in the same order. */
+/* models/fork_batch/scenario.py's initial_state, in the same order. */
 static void build(struct mm *mm, const struct scenario *sc)
 {
 	struct ops setup = { 0 };

@@ -3,7 +3,7 @@
  * fork()'s page-table copy in the shape of Linux 6.12's kernel/fork.c:dup_mmap,
  * mm/memory.c:copy_page_range, copy_pte_range, copy_nonpresent_pte, copy_present_ptes,
  * __copy_present_ptes, copy_present_page and mm/internal.h:folio_pte_batch, over the synthetic
- * page tables of fork.h, for the copying strategies of simulator/kstep/models/fork_batch.py.
+ * page tables of fork.h, for the copying strategies of simulator/kstep/models/fork_batch/.
  *
  * Every step of the model's program starts with STEP(mm, label) (fork.h), under the model's label.
  *

@@ -2,7 +2,7 @@
 /*
  * The arch helpers of fork's copy for x86-64 (include/linux/pgtable.h's generic loops, x86's
  * try_cmpxchg ptep_set_wrprotect), arm64 with contiguous PTEs (arch/arm64/mm/contpte.c) and the
- * generic format (Book3S-64 radix's ptep_set_wrprotect), as models/pgtable.py counts them.
+ * generic format (Book3S-64 radix's ptep_set_wrprotect), as models/fork_batch/pgtable.py counts them.
  */
 #include "pgtable.h"
 

@@ -2,7 +2,7 @@
 /*
  * The PTE layout and the arch helpers fork's copy calls (ptep_get, pte_batch_hint, wrprotect_ptes,
  * set_ptes and arm64's contpte_convert), in kstep's own layout for three formats, counting what
- * each does to page-table memory exactly as simulator/kstep/models/pgtable.py does.  The PTE bits
+ * each does to page-table memory exactly as simulator/kstep/models/fork_batch/pgtable.py does.  The PTE bits
  * sit below PFN_PTE_SHIFT, the same for all formats, so the C and Python page tables compare
  * entry for entry; the formats differ in what their helpers do, not in where their bits are.
  */
@@ -34,7 +34,7 @@ typedef uint64_t pte_t;
 
 enum pte_format { FMT_X86_64, FMT_ARM64, FMT_GENERIC };
 
-/* What the copy counts, in the order of models/pgtable.py's Ops. */
+/* What the copy counts, in the order of models/fork_batch/pgtable.py's Ops. */
 struct ops {
 	long loads, stores, atomics, tlb_flushes, folds, unfolds, refs, rmap, batches;
 };

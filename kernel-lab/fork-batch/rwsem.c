@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The rw_semaphore rules of Linux 6.12 (kernel/locking/rwsem.c) as simulator/kstep/models/rwsem.py
+ * The rw_semaphore rules of Linux 6.12 (kernel/locking/rwsem.c) as simulator/kstep/models/vma_locks/rwsem.py
  * states them, function for function, for mmap_lock and the VMA locks the fork, its faults and
  * GUP-fast meet: readers fail the fast path while a writer holds the lock or anyone waits, steal
  * it in the slowpath when no writer or reader holds it, and are granted it all at once by

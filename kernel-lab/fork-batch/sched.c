@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The other threads' frames, and the reader side of the locks they share with fork as
- * simulator/kstep/models/vma_lock.py steps through it: down_read's fast path or
+ * simulator/kstep/models/vma_locks/ steps through it: down_read's fast path or
  * rwsem_down_read_slowpath (a queued reader runs again once granted), up_read and the rwsem_wake
  * that follows it when the last holder leaves with waiters queued.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The qspinlock variants: ID (the LAB_VARIANT_<ID> macro qspinlock.c tests), the name tools and
- * logs use (the Python model's variant of the same name, simulator/kstep/models/qspinlock.py),
+ * logs use (the Python model's variant of the same name, simulator/kstep/models/qspinlock/variants.py),
  * whether it is deliberately broken, and what it is.  The Makefile reads the IDs from
  * here and builds one object per variant and pending-bit layout.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The rw_semaphore rules of Linux 6.12 (kernel/locking/rwsem.c) as the model keeps them
- * (simulator/kstep/models/rwsem.py): reader stealing in rwsem_down_read_slowpath, the writer's
+ * (simulator/kstep/models/vma_locks/rwsem.py): reader stealing in rwsem_down_read_slowpath, the writer's
  * optimistic spin taking a free lock ahead of queued waiters, RWSEM_FLAG_HANDOFF reserving it for
  * the first waiter, and rwsem_mark_wake granting every queued reader at once.
  *

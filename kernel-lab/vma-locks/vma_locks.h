@@ -2,7 +2,7 @@
 /*
  * Per-VMA locks of Linux 6.12 in userspace: the data the ported paths share.
  *
- * The port follows simulator/kstep/models/vma_lock.py step for step: every function below that
+ * The port follows simulator/kstep/models/vma_locks/ step for step: every function below that
  * the model has as a step runs as one atomic step (step_begin() .. step_end(), under the harness's
  * step mutex) and logs that step's label, so a run's log is a schedule the model can replay.  The
  * mm is a small address space of page numbers, as in the model; VMAs are named by the order in
@@ -119,7 +119,7 @@ struct vma_counters {
 };
 extern struct vma_counters counters[MAX_THREADS];
 
-/* Step labels: the model's (simulator/kstep/models/vma_lock.py and rcu.py). */
+/* Step labels: the model's (simulator/kstep/models/vma_locks/ and rcu.py). */
 #define LABELS(X)							\
 	X(down_write) X(rwsem_optimistic_spin) X(rwsem_down_write_slowpath)	\
 	X(rwsem_try_write_lock) X(up_write) X(rwsem_down_read_slowpath)	\

@@ -13,7 +13,7 @@ from kstep.engine import Random, simulate
 from kstep.engine.model import Checks
 from kstep.lab.check import check_file, end_line, header_line, log_lines
 from kstep.models import make_model
-from kstep.models.qspinlock import VARIANTS
+from kstep.models.qspinlock.variants import VARIANTS
 
 CORRECT = [n for n, v in VARIANTS.items() if not v.broken]
 

@@ -16,7 +16,8 @@ from kstep.engine import Random, simulate
 from kstep.lab.check import END, END_VERDICT, STEP_VERDICT
 from kstep.lab.check_vma import check_file, header_line, log_lines
 from kstep.models import make_model
-from kstep.models.vma_lock import SCHEMA, VARIANTS
+from kstep.models.vma_locks.scenario import SCHEMA
+from kstep.models.vma_locks.variants import VARIANTS
 
 LAB = Path(__file__).resolve().parents[2] / "kernel-lab"
 # The broken variants the C port has.  handoff-stops-first is the model's alone: its harm is a livelock

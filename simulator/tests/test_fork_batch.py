@@ -10,8 +10,16 @@ from support import assert_breaker_catches, load, variants
 
 from kstep.engine import Random, Variant, explore, scenario, simulate
 from kstep.errors import UserError
-from kstep.models import MODELS, fork_batch as fb, fork_invariants, pgtable as pt, vma_lock as vl
-from kstep.models.pgtable import CONT_PTES
+from kstep.models import MODELS
+from kstep.models.fork_batch import invariants as fork_invariants
+from kstep.models.fork_batch import model as fb_model
+from kstep.models.fork_batch import pgtable as pt
+from kstep.models.fork_batch import scenario as fb_scenario
+from kstep.models.fork_batch import state as fb
+from kstep.models.fork_batch import variants as fb_variants
+from kstep.models.fork_batch.pgtable import CONT_PTES
+from kstep.models.vma_locks import invariants as vl_invariants
+from kstep.models.vma_locks import model as vl
 
 MECH = "fork-batch"
 CORRECT, BROKEN = variants(MECH)
@@ -41,7 +49,7 @@ def one_folio(fmt, order, pages=None, at=0):
 def map_entry(at, folio, **bits):
     entry = {"at": at, "folio": folio, "first": 0, "pages": 0, "write": True, "dirty": True, "young": True,
              "soft_dirty": False, "uffd_wp": False, "exclusive": True,
-             **{f"toggle_{b}": [] for b in fb.TOGGLES}}
+             **{f"toggle_{b}": [] for b in fb_scenario.TOGGLES}}
     entry.update(bits)
     return entry
 
@@ -101,7 +109,7 @@ def test_explore_reports_the_harm_a_broken_variant_does(variant, name, harm):
 
 def wrong_pfn(s, i, arg):
     addr, nr, pte = arg
-    return fb.PROGRAMS[fb.FOLIO_BATCH].steps["set_ptes"].run(s, i, (addr, nr, pt.pte_advance_pfn(pte, 1)))
+    return fb_model.PROGRAMS[fb.FOLIO_BATCH].steps["set_ptes"].run(s, i, (addr, nr, pt.pte_advance_pfn(pte, 1)))
 
 
 def swap_skipped(s, i, arg):
@@ -110,27 +118,28 @@ def swap_skipped(s, i, arg):
 
 def cont_on_every_chunk(s, i, arg):
     addr, nr, pte = arg
-    s = fb.PROGRAMS[fb.FOLIO_BATCH].steps["set_ptes"].run(s, i, arg)
+    s = fb_model.PROGRAMS[fb.FOLIO_BATCH].steps["set_ptes"].run(s, i, arg)
     return s._replace(child=tuple(p | pt.PTE_CONT if addr <= k < addr + nr else p for k, p in enumerate(s.child)))
 
 
 def exclusive_kept(s, i, arg):
     excl = [f.exclusive for f in s.folios]
-    s = fb.PROGRAMS[fb.FOLIO_BATCH].steps["folio_try_dup_anon_rmap_ptes"].run(s, i, arg)
+    s = fb_model.PROGRAMS[fb.FOLIO_BATCH].steps["folio_try_dup_anon_rmap_ptes"].run(s, i, arg)
     return s._replace(folios=tuple(f._replace(exclusive=e) for f, e in zip(s.folios, excl)))
 
 
 def rss_dropped(s, i, eagain):
-    return fb.PROGRAMS[fb.FOLIO_BATCH].steps["add_mm_rss_vec"].run(fb.set_copy(s, rss=(0, 0, 0, 0)), i, eagain)
+    return fb_model.PROGRAMS[fb.FOLIO_BATCH].steps["add_mm_rss_vec"].run(fb.set_copy(s, rss=(0, 0, 0, 0)), i, eagain)
 
 
 def dirty_compared(s, i, arg):
     """folio_pte_batch without FPB_IGNORE_DIRTY in a shared mapping: batches stop short."""
-    return fb.PROGRAMS[fb.FOLIO_BATCH].steps["folio_pte_batch"].run(fb.set_copy(s, flags=s.copy.flags & ~1), i, arg)
+    run = fb_model.PROGRAMS[fb.FOLIO_BATCH].steps["folio_pte_batch"].run
+    return run(fb.set_copy(s, flags=s.copy.flags & ~1), i, arg)
 
 
-class Mutants(fb.ForkBatchModel):
-    variants = {**fb.VARIANTS, **{name: Variant.bug(name, name, params={"program": fb.FOLIO_BATCH}, **repl) for name, repl in {
+class Mutants(fb_model.ForkBatchModel):
+    variants = {**fb_variants.VARIANTS, **{name: Variant.bug(name, name, params={"program": fb.FOLIO_BATCH}, **repl) for name, repl in {
         "wrong-pfn": {"set_ptes": wrong_pfn}, "swap-skipped": {"copy_nonpresent_pte": swap_skipped},
         "cont-on-every-chunk": {"set_ptes": cont_on_every_chunk},
         "exclusive-kept": {"folio_try_dup_anon_rmap_ptes": exclusive_kept},
@@ -150,7 +159,7 @@ def test_every_invariant_can_fail(mutant, invariant, name):
     sc = scenario.load(MECH, Mutants.scenario_schema, name)
     for variant, broken in ((mutant, True), (None, False)):
         m = Mutants(variant)
-        m.invariants = [inv for inv in fb.ForkBatchModel.invariants if inv.name == invariant]
+        m.invariants = [inv for inv in fb_model.ForkBatchModel.invariants if inv.name == invariant]
         r = explore(m, m.initial(sc.config), harm_first=False)
         assert (r.violation is not None and r.violation.invariant == invariant) if broken else r.clean, r.violation
 
@@ -158,23 +167,23 @@ def test_every_invariant_can_fail(mutant, invariant, name):
 def test_every_invariant_of_the_model_is_shown_failing():
     shown = {p[1] for p in test_each_broken_variant_breaks_its_invariant.pytestmark[0].args[1]}
     shown |= {p[1] for p in test_every_invariant_can_fail.pytestmark[0].args[1]}
-    own = {inv.name for inv in fork_invariants.INVARIANTS} - {inv.name for inv in vl.INVARIANTS}
+    own = {inv.name for inv in fork_invariants.INVARIANTS} - {inv.name for inv in vl_invariants.INVARIANTS}
     assert own <= shown, own - shown
 
 
 def test_the_invariants_never_call_the_copying_code():
-    """fork_invariants.py takes only constants (and the zero-argument Folio layout) from the model and the
-    PTE layer: its batch lengths, templates and contiguous blocks are its own computation."""
+    """fork_batch/invariants.py takes only constants (and the zero-argument Folio layout) from the model's
+    state and the PTE layer: its batch lengths, templates and contiguous blocks are its own computation."""
     tree = ast.parse(Path(fork_invariants.__file__).read_text())
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in ("fork_batch", "pgtable"):
+        if isinstance(node, ast.ImportFrom) and node.module in ("state", "pgtable"):
             assert all(alias.name.isupper() for alias in node.names), [a.name for a in node.names]
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            assert node.value.id not in ("fb", "pt", "fork_batch", "pgtable"), ast.unparse(node)
+            assert node.value.id not in ("fb", "pt", "state", "pgtable"), ast.unparse(node)
 
 
 def test_fork_batch_runs_vma_locks_program_with_the_copy_filled_in():
-    ours = fb.PROGRAMS[fb.FOLIO_BATCH]
+    ours = fb_model.PROGRAMS[fb.FOLIO_BATCH]
     replaced = {"copy_page_range", "dup_mmap", "handle_mm_fault", "do_anonymous_page"}
     for label, st in vl.program.steps.items():
         if label not in replaced:

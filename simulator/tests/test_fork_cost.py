@@ -3,8 +3,8 @@
 import pytest
 
 from kstep import fork_cost as fc
-from kstep.models.fork_batch import FOLIO_BATCH, NO_HINT, PER_PTE
-from kstep.models.pgtable import ARM64, X86_64, Ops
+from kstep.models.fork_batch.pgtable import ARM64, X86_64, Ops
+from kstep.models.fork_batch.state import FOLIO_BATCH, NO_HINT, PER_PTE
 
 
 def test_a_fork_costs_its_fixed_part_plus_the_same_for_every_pte_table():

@@ -227,7 +227,7 @@ def test_a_step_sends_what_it_changes_not_the_whole_run_again():
 def test_the_package_zip_holds_what_the_session_imports_and_nothing_that_needs_bokeh():
     names = set(zipfile.ZipFile(io.BytesIO(live.package_zip())).namelist())
     assert {"kstep/views/interactive.py", "kstep/views/vma_board.py", "kstep/views/columns.py",
-            "kstep/models/vma_lock.py", "kstep/scenarios/vma-locks/munmap-vs-fault.toml"} <= names
+            "kstep/models/vma_locks/model.py", "kstep/scenarios/vma-locks/munmap-vs-fault.toml"} <= names
     assert not {"kstep/views/player.py", "kstep/views/board.py", "kstep/views/vma_lock.py"} & names
 
 

@@ -14,7 +14,7 @@ import pytest
 from kstep.engine import Random, scenario, simulate
 from kstep.lab import fork_batch as lab
 from kstep.models import MODELS, make_model
-from kstep.models.pgtable import FORMATS
+from kstep.models.fork_batch.pgtable import FORMATS
 from test_kernel_lab import LAB, labcheck, port_run
 
 pytestmark = pytest.mark.qemu

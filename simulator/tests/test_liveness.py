@@ -253,7 +253,7 @@ def test_powerpc_starves_a_queue_head_that_never_reads_the_lock_held():
     (iters++ after yield_head_to_locked_owner); a trylock_clean_tail that loses to a stealer goes
     back to `again` uncounted.  So stealing is bounded only for a head that ever reads the lock
     held: in the lasso C0 reads it free every time, C1 steals it first, and must-queue never comes."""
-    from kstep.models.qspinlock import PPC_LOCKED_VAL, PPC_MUST_Q_VAL
+    from kstep.models.qspinlock.powerpc import PPC_LOCKED_VAL, PPC_MUST_Q_VAL
 
     m, config, s0 = forever("powerpc")
     r = liveness(m, s0, config=config)

@@ -5,8 +5,13 @@ import pytest
 from kstep.engine import Invariant, Random, Scripted, explore, scenario, simulate, thread_index
 from kstep.errors import UserError
 from kstep.models import make_model
-from kstep.models import qspinlock as q
-from kstep.models.qspinlock import LAYOUTS, VARIANTS, QspinlockModel
+from kstep.models.qspinlock import QspinlockModel
+from kstep.models.qspinlock import powerpc as qppc
+from kstep.models.qspinlock import qspinlock as qgen
+from kstep.models.qspinlock import qspinlock_types as qtypes
+from kstep.models.qspinlock import state as q
+from kstep.models.qspinlock.qspinlock_types import LAYOUTS
+from kstep.models.qspinlock.variants import VARIANTS
 
 from support import assert_breaker_catches, labels_of, load, variants
 
@@ -51,28 +56,28 @@ def test_word_constants_match_qspinlock_types_h(bits, expected):
     lay = LAYOUTS[bits]
     assert (lay.PENDING_MASK, lay.TAIL_IDX_OFFSET, lay.TAIL_IDX_MASK, lay.TAIL_CPU_OFFSET, lay.TAIL_CPU_BITS,
             lay.TAIL_CPU_MASK, lay.TAIL_OFFSET, lay.TAIL_MASK, lay.LOCKED_PENDING_MASK) == expected
-    assert (q._Q_LOCKED_OFFSET, q._Q_LOCKED_BITS, q._Q_LOCKED_MASK) == (0, 8, 0xff)
-    assert (q._Q_LOCKED_VAL, q._Q_PENDING_VAL, q._Q_PENDING_OFFSET) == (1, 0x100, 8)
+    assert (qtypes._Q_LOCKED_OFFSET, qtypes._Q_LOCKED_BITS, qtypes._Q_LOCKED_MASK) == (0, 8, 0xff)
+    assert (qtypes._Q_LOCKED_VAL, qtypes._Q_PENDING_VAL, qtypes._Q_PENDING_OFFSET) == (1, 0x100, 8)
 
 
 def test_tail_encoding_examples():
-    assert q.encode_tail(LAYOUTS[8], 0, 0) == 0x00040000
-    assert q.encode_tail(LAYOUTS[8], 5, 2) == 0x001a0000
-    assert q.encode_tail(LAYOUTS[1], 5, 2) == (6 << 11) | (2 << 9) == 0x00003400
+    assert qgen.encode_tail(LAYOUTS[8], 0, 0) == 0x00040000
+    assert qgen.encode_tail(LAYOUTS[8], 5, 2) == 0x001a0000
+    assert qgen.encode_tail(LAYOUTS[1], 5, 2) == (6 << 11) | (2 << 9) == 0x00003400
     for bits in (8, 1):
         for cpu in (0, 1, 7, 4095):
             for idx in range(q.MAX_NODES):
-                assert q.decode_tail(LAYOUTS[bits], q.encode_tail(LAYOUTS[bits], cpu, idx)) == (cpu, idx)
+                assert qgen.decode_tail(LAYOUTS[bits], qgen.encode_tail(LAYOUTS[bits], cpu, idx)) == (cpu, idx)
 
 
 def test_pending_bits_follow_nr_cpus():
-    assert [q.pending_bits_for(n) for n in (2, 8192, 16383, 16384, 1 << 20)] == [8, 8, 8, 1, 1]
+    assert [qtypes.pending_bits_for(n) for n in (2, 8192, 16383, 16384, 1 << 20)] == [8, 8, 8, 1, 1]
 
 
 def test_powerpc_word_constants_match_its_qspinlock_types_h():
-    assert (q.PPC_LOCKED_VAL, q.PPC_OWNER_CPU_MASK, q.PPC_SLEEPY_VAL, q.PPC_MUST_Q_VAL, q.PPC_TAIL_CPU_MASK) == (
-        0x1, 0x7ffe, 0x8000, 0x10000, 0xfffe0000)
-    assert q.ppc_encode_locked_val(3) == 0x7 and q.ppc_encode_tail_cpu(2) == 0x00060000
+    assert (qppc.PPC_LOCKED_VAL, qppc.PPC_OWNER_CPU_MASK, qppc.PPC_SLEEPY_VAL, qppc.PPC_MUST_Q_VAL,
+            qppc.PPC_TAIL_CPU_MASK) == (0x1, 0x7ffe, 0x8000, 0x10000, 0xfffe0000)
+    assert qppc.ppc_encode_locked_val(3) == 0x7 and qppc.ppc_encode_tail_cpu(2) == 0x00060000
 
 
 # The shared contract with the kernel-lab C port: every label it logs, with the 6.12 function it names.
@@ -169,7 +174,7 @@ def test_a_successor_links_spins_on_its_node_and_is_handed_the_queue():
     assert tr.states[k].nodes[q.node_id(2, 0)].next == q.node_id(3, 0)
     assert tr.states[k + 1].nodes[q.node_id(3, 0)].locked == 1
     # set_locked is the byte store: the tail (C3's) stays
-    assert word_after(tr, "C2", "set_locked") == q.encode_tail(LAYOUTS[8], 3, 0) | 1
+    assert word_after(tr, "C2", "set_locked") == qgen.encode_tail(LAYOUTS[8], 3, 0) | 1
 
 
 def test_one_bit_layout_uses_its_own_xchg_tail_and_atomics():
@@ -211,7 +216,7 @@ def test_the_nested_nmi_finds_no_node_left_and_spins_with_trylock():
                                               "queued_spin_unlock"]
     assert not any(st.words[4] & LAYOUTS[8].TAIL_MASK for st in tr.states)  # never queued on lock E
     # while it spins, every node of C0 is in use by a context queued below it
-    assert {q.decode_tail(LAYOUTS[8], s.words[lock] & LAYOUTS[8].TAIL_MASK) for lock in range(4)} == {
+    assert {qgen.decode_tail(LAYOUTS[8], s.words[lock] & LAYOUTS[8].TAIL_MASK) for lock in range(4)} == {
         (0, 0), (0, 1), (0, 2), (0, 3)}
     assert tr.outcome == "finished" and tr.states[-1].count == (0, 0, 0)
 
@@ -262,7 +267,7 @@ def test_set_locked_is_reached_in_the_contended_scenario():
     tr = simulate(m, s0, Scripted(sc.schedule))
     k = next(k for k, a in enumerate(tr.actions) if str(a) == "C2:set_locked")
     before = tr.states[k].words[0]
-    assert before & LAYOUTS[8].TAIL_MASK == q.encode_tail(LAYOUTS[8], 0, 0)  # the tail is C0's, not C2's
+    assert before & LAYOUTS[8].TAIL_MASK == qgen.encode_tail(LAYOUTS[8], 0, 0)  # the tail is C0's, not C2's
     assert m.answers(tr)["head claims: set_locked"] == 1 and m.answers(tr)["head claims: cmpxchg"] == 1
 
 
@@ -292,7 +297,7 @@ def test_before_set_locked_claims_every_time_with_cmpxchg():
     c2 = labels_of(tr, "C2")
     assert c2[5:9] == ["wait_head", "claim_cmpxchg", "wait_next", "mcs_handoff"]
     # contended claim before 07/11: cmpxchg(val, val | _Q_LOCKED_VAL) keeps the successor's tail
-    assert word_after(tr, "C2", "claim_cmpxchg") == q.encode_tail(LAYOUTS[8], 3, 0) | 1
+    assert word_after(tr, "C2", "claim_cmpxchg") == qgen.encode_tail(LAYOUTS[8], 3, 0) | 1
 
 
 def test_before_set_locked_takes_the_pending_path_of_its_own_time():
@@ -370,15 +375,15 @@ def test_powerpc_steals_sets_must_queue_and_clears_it_on_taking_the_lock():
         for key in totals:
             totals[key] += m.answers(tr)[key]
         for a, before, after in zip(tr.actions, tr.states, tr.states[1:]):
-            if a.label == "trylock_clean_tail" and not before.words[0] & q.PPC_LOCKED_VAL:
-                assert not after.words[0] & q.PPC_MUST_Q_VAL
-                assert after.words[0] & q.PPC_OWNER_CPU_MASK == int(a.actor[1:]) << 1
+            if a.label == "trylock_clean_tail" and not before.words[0] & qppc.PPC_LOCKED_VAL:
+                assert not after.words[0] & qppc.PPC_MUST_Q_VAL
+                assert after.words[0] & qppc.PPC_OWNER_CPU_MASK == int(a.actor[1:]) << 1
     assert all(totals.values()), totals
 
 
 def test_powerpc_stealer_queues_when_must_queue_is_set():
     m, sc, s0 = load(MECH, "powerpc-stealing", "powerpc")
-    s = s0._replace(words=(q.PPC_MUST_Q_VAL | q.ppc_encode_tail_cpu(1) | q.ppc_encode_locked_val(2),))
+    s = s0._replace(words=(qppc.PPC_MUST_Q_VAL | qppc.ppc_encode_tail_cpu(1) | qppc.ppc_encode_locked_val(2),))
     s = m.step(s, m.actions(s)[0])  # C0's fast path fails: must-queue stops the trylock
     assert s.threads[0].frames[0].label == "try_to_steal_lock"
     s = m.step(s, m.actions(s)[0])

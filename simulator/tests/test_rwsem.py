@@ -1,4 +1,4 @@
-"""Linux 6.12's rw_semaphore rules (models/rwsem.py) as the per-VMA lock model runs them.
+"""Linux 6.12's rw_semaphore rules (models/vma_locks/rwsem.py) as the per-VMA lock model runs them.
 
 Each rule is checked twice: on the pure value, case by case against kernel/locking/rwsem.c, and on
 every reachable transition of a small vma-locks scenario, where it has to happen (or never happen)
@@ -11,8 +11,9 @@ import pytest
 from kstep.cli import main
 from kstep.engine import scenario
 from kstep.engine.liveness import liveness
-from kstep.models import make_model, rwsem
-from kstep.models.rwsem import FREE, NOBODY, READ, WRITE, Rwsem
+from kstep.models import make_model
+from kstep.models.vma_locks import rwsem
+from kstep.models.vma_locks.rwsem import FREE, NOBODY, READ, WRITE, Rwsem
 
 # Two faults at an unmapped address (each takes mmap_lock for read, then gets a SIGSEGV) and two
 # writers whose mprotect takes mmap_lock for write: every queue shape mmap_lock can have.

@@ -113,7 +113,7 @@ def test_rcu_view_outlines_the_cpu_whose_quiescent_state_is_pending():
 
 
 def test_vma_view_colours_a_vma_write_locked_exactly_during_the_write_epoch():
-    from kstep.models.vma_lock import is_write_locked
+    from kstep.models.vma_locks.state import is_write_locked
 
     trace, model = run("vma-locks", "recheck-race")
     frames = Frames(views.layout(trace, model))
@@ -208,7 +208,7 @@ def test_vma_thread_phases_follow_the_locks_they_hold():
 
 
 def check_phases(trace, model):
-    from kstep.models.vma_lock import vma_read_locked
+    from kstep.models.vma_locks.invariants import vma_read_locked
     from kstep.views.vma_board import EPOCH, LOOKUP, VMA_READ, WAIT_MM, WAIT_VMA, phase
 
     seen = set()

@@ -3,7 +3,7 @@
 from kstep import views
 from kstep.engine import Random, scenario, simulate
 from kstep.models import make_model
-from kstep.models.pgtable import CONT_PTES
+from kstep.models.fork_batch.pgtable import CONT_PTES
 from kstep.views import style
 from kstep.views.player import Frames
 

@@ -9,7 +9,12 @@ from bokeh.models import BoxAnnotation, ColumnDataSource, CustomJS, GlyphRendere
 from kstep import views
 from kstep.engine import Random, explore, own_run, scenario, simulate
 from kstep.models import make_model
-from kstep.models import qspinlock as q
+from kstep.models.qspinlock import powerpc as qppc
+from kstep.models.qspinlock import qspinlock as qgen
+from kstep.models.qspinlock import qspinlock_types as qtypes
+from kstep.models.qspinlock import spinlock_types as ttypes
+from kstep.models.qspinlock import state as q
+from kstep.models.qspinlock import variants as qvar
 from kstep.views import qspinlock as qv
 from kstep.views import qspinlock_board as qb
 from kstep.views import style
@@ -116,18 +121,18 @@ def test_the_field_strips_cover_the_layouts_masks():
         return ((1 << (f.hi - f.lo + 1)) - 1) << f.lo
 
     for bits in (8, 1):
-        lay = q.LAYOUTS[bits]
+        lay = qtypes.LAYOUTS[bits]
         fields = {f.name: mask(f) for f in qb.word_fields(q.QSPINLOCK, bits)}
         assert fields["tail cpu (+1)"] == lay.TAIL_CPU_MASK and fields["tail idx"] == lay.TAIL_IDX_MASK
-        assert fields["pending"] == q._Q_PENDING_VAL and fields["locked byte"] == q._Q_LOCKED_MASK
+        assert fields["pending"] == qtypes._Q_PENDING_VAL and fields["locked byte"] == qtypes._Q_LOCKED_MASK
         assert fields.get("not used", 0) | fields["pending"] == lay.PENDING_MASK
-        assert sum(fields.values()) == q.U32
+        assert sum(fields.values()) == qtypes.U32
     ppc = {f.name: mask(f) for f in qb.word_fields(q.POWERPC, 8)}
-    assert ppc["tail cpu (+1)"] == q.PPC_TAIL_CPU_MASK and ppc["owner cpu"] == q.PPC_OWNER_CPU_MASK
-    assert ppc["must-queue"] == q.PPC_MUST_Q_VAL and ppc["locked"] == q.PPC_LOCKED_VAL
-    assert sum(ppc.values()) == q.U32
+    assert ppc["tail cpu (+1)"] == qppc.PPC_TAIL_CPU_MASK and ppc["owner cpu"] == qppc.PPC_OWNER_CPU_MASK
+    assert ppc["must-queue"] == qppc.PPC_MUST_Q_VAL and ppc["locked"] == qppc.PPC_LOCKED_VAL
+    assert sum(ppc.values()) == qtypes.U32
     ticket = {f.name: mask(f) for f in qb.word_fields(q.TICKET, 8)}
-    assert ticket == {"next ticket": q.U16 << q.TICKET_SHIFT, "owner (now serving)": q.U16}
+    assert ticket == {"next ticket": qtypes.U16 << ttypes.TICKET_SHIFT, "owner (now serving)": qtypes.U16}
 
 
 def test_nodes_are_drawn_four_per_cpu_with_their_fields_and_users(drawn):
@@ -191,20 +196,20 @@ def test_the_tail_mark_follows_the_word_not_the_queue():
     queue behind a tail that is gone, and no box says tail."""
     trace, model = run("three-waiters")
     frames = Frames(views.layout(trace, model))
-    lay = q.LAYOUTS[8]
+    lay = qtypes.LAYOUTS[8]
     seen = 0
     for k, s in enumerate(trace.states):
         heads = frames(k)["queue"]["head"]
         marked = [h.split(". ")[1].removesuffix(" ← tail") for h in heads if h.endswith("← tail")]
         tail = s.words[0] & lay.TAIL_MASK
-        named = [t.name for t in s.threads if 0 <= t.idx < q.MAX_NODES and q.encode_tail(lay, t.cpu, t.idx) == tail]
+        named = [t.name for t in s.threads if 0 <= t.idx < q.MAX_NODES and qgen.encode_tail(lay, t.cpu, t.idx) == tail]
         assert marked == named, f"frame {k}"
         seen += bool(named)
     assert seen, "three-waiters queues C2 and then C3 as the tail"
     cex, bug = counterexample("clear-tail-always", "three-waiters")
     final = Frames(views.layout(cex, bug))(len(cex))["queue"]["head"]
     assert final == ["holds A: C2", "pending: C3"]
-    assert cex.states[-1].words[0] == q._Q_LOCKED_VAL
+    assert cex.states[-1].words[0] == qtypes._Q_LOCKED_VAL
 
 
 def test_a_node_two_contexts_use_is_outlined_in_red():
@@ -215,7 +220,7 @@ def test_a_node_two_contexts_use_is_outlined_in_red():
     assert [h for h, line in zip(nodes["head"], nodes["line"]) if line == style.VERMILLION] == ["cpu0/idx0"]
 
 
-@pytest.mark.parametrize("variant", [v for v, var in q.VARIANTS.items()])
+@pytest.mark.parametrize("variant", [v for v, var in qvar.VARIANTS.items()])
 def test_every_step_label_has_a_phase(variant):
     model = make_model(MECH, variant)
     assert set(model.sources()) <= set(qb.PHASE_OF[model.layout])
@@ -232,7 +237,8 @@ def test_phases_agree_with_the_word_and_one_head_spins_per_lock():
                     holding = [i for i in on if ph[i] in (qb.HOLDS, qb.RELEASES)]
                     assert len(holding) <= 1, f"{name} {variant} frame {k}"
                     if holding and s.layout == q.QSPINLOCK:
-                        assert w & q._Q_LOCKED_MASK, f"{name} {variant} frame {k}: a holder, and the word is not locked"
+                        assert w & qtypes._Q_LOCKED_MASK, (
+                            f"{name} {variant} frame {k}: a holder, and the word is not locked")
                     if s.layout != q.TICKET:
                         heads = [i for i in on if ph[i] == qb.QUEUE_HEAD]
                         assert len(heads) <= 1, f"{name} {variant} frame {k}: two queue heads"

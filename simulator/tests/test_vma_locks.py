@@ -8,8 +8,11 @@ import pytest
 from kstep.engine import Frame, RoundRobin, Scripted, Variant, explore, push, scenario, simulate
 from kstep.engine import trace as tracemod
 from kstep.engine.liveness import liveness
-from kstep.models import make_model, rwsem
-from kstep.models.vma_lock import UINT_MAX, VARIANTS, VmaLocksModel, is_write_locked, vma_read_locked
+from kstep.models import make_model
+from kstep.models.vma_locks import VmaLocksModel, rwsem
+from kstep.models.vma_locks.invariants import vma_read_locked
+from kstep.models.vma_locks.state import UINT_MAX, is_write_locked
+from kstep.models.vma_locks.variants import VARIANTS
 
 from support import assert_breaker_catches, labels_of, load, variants
 

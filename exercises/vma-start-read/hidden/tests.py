@@ -10,7 +10,7 @@ from pathlib import Path
 from kstep.engine import scenario
 from kstep.grading.feedback import step_credit, verdict
 from kstep.grading.harness import Fail
-from kstep.models.vma_lock import VmaLocksModel
+from kstep.models.vma_locks import VmaLocksModel
 
 HERE = Path(__file__).resolve().parent.parent
 STEPS = ("vma_start_read", "vma_start_read_recheck")

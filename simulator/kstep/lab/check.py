@@ -45,7 +45,8 @@ from ..engine.model import first_violation, without_cyclic_gc
 from ..errors import UserError, shorten
 from ..files import LOG_CAP, STDIN, open_input, text_lines
 from ..models import make_model, model_class
-from ..models.qspinlock import HEAD_SPINS_6_12, LOCK_NAMES, MAX_NODES, NULL, STEAL_SPINS_6_12
+from ..models.qspinlock.powerpc import HEAD_SPINS_6_12, STEAL_SPINS_6_12
+from ..models.qspinlock.state import LOCK_NAMES, MAX_NODES, NULL
 
 MAGIC = "# kstep-log"
 VERSION = 2  # 2: MCS fields on every line, the end marker, node_count_inc, trylock_pending_cmpxchg

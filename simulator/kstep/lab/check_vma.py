@@ -42,8 +42,9 @@ from ..files import LOG_CAP, STDIN, open_input, text_lines
 from .check import MAGIC, STEP_VERDICT, VERSION, StepLines
 from ..models import make_model
 from ..models.rcu import RCU_ACTOR
-from ..models.rwsem import NOBODY
-from ..models.vma_lock import FREED, SCHEMA
+from ..models.vma_locks.rwsem import NOBODY
+from ..models.vma_locks.scenario import SCHEMA
+from ..models.vma_locks.state import FREED
 
 MECH = "vma-locks"
 _NUMBER = re.compile(r"0|[1-9][0-9]*")

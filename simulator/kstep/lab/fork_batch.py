@@ -20,8 +20,8 @@ from ..engine.schedule import Scripted
 from ..engine.prng import SplitMix64
 from ..errors import UserError
 from ..models import make_model
-from ..models.fork_batch import MAX_MAPS, SCHEMA, SWAP_MAP, TOGGLES, ZERO_MAP
-from ..models.pgtable import FORMATS, HAS_SOFT_DIRTY
+from ..models.fork_batch.pgtable import FORMATS, HAS_SOFT_DIRTY
+from ..models.fork_batch.scenario import MAX_MAPS, SCHEMA, SWAP_MAP, TOGGLES, ZERO_MAP
 
 VMA_KEYS = ("start", "end", "kind", "prot", "anon_vma", "soft_dirty", "uffd_wp")
 FOLIO_KEYS = ("order", "kind", "pinned")

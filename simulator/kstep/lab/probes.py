@@ -211,7 +211,7 @@ FORK_MAX_NR_CLAMP = 29  # 6.12.29 clamps folio_pte_batch()'s max_nr to the folio
 def fork_variant(abi: str) -> str:
     """The fork-batch variant of a kernel ABI such as ``6.12.95+deb12``: 6.12.117's ``folio-batch`` from
     6.12.29 on, ``v6.12.0-batch`` before."""
-    from kstep.models.fork_batch import FOLIO_BATCH, V6_12_0_BATCH
+    from kstep.models.fork_batch.state import FOLIO_BATCH, V6_12_0_BATCH
 
     m = re.match(r"6\.12\.(\d+)", abi)
     return V6_12_0_BATCH if m and int(m[1]) < FORK_MAX_NR_CLAMP else FOLIO_BATCH
@@ -496,7 +496,8 @@ QSPIN_MAX_STATES = 2_000_000
 def word_universe(cpus: int) -> frozenset[int]:
     """Every (tail, pending, locked) word of ``cpus`` CPUs taking one lock in task context: the tail
     names a CPU with node index 0 (a CPU nests a node only when an interrupt takes another lock)."""
-    from kstep.models.qspinlock import _Q_LOCKED_VAL, _Q_PENDING_VAL, LAYOUTS, encode_tail
+    from kstep.models.qspinlock.qspinlock import encode_tail
+    from kstep.models.qspinlock.qspinlock_types import _Q_LOCKED_VAL, _Q_PENDING_VAL, LAYOUTS
 
     tails = [0] + [encode_tail(LAYOUTS[8], cpu, 0) for cpu in range(cpus)]
     return frozenset(t | p | lk for t in tails for p in (0, _Q_PENDING_VAL) for lk in (0, _Q_LOCKED_VAL))

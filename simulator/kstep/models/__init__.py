@@ -5,7 +5,7 @@ from .damon import DamonModel
 from .fork_batch import ForkBatchModel
 from .qspinlock import QspinlockModel
 from .rcu import RcuModel
-from .vma_lock import VmaLocksModel
+from .vma_locks import VmaLocksModel
 
 MODELS = {m.name: m for m in (VmaLocksModel, RcuModel, QspinlockModel, ForkBatchModel, DamonModel)}
 

@@ -14,7 +14,7 @@ from bokeh.layouts import row
 from bokeh.models import Range1d
 from bokeh.plotting import figure
 
-from ..models.pgtable import Ops
+from ..models.fork_batch.pgtable import Ops
 from . import style
 from .board import board_figure, board_source, draw_boxes
 from .counters import counters_figure
@@ -70,7 +70,7 @@ def fork_batch_view(trace, model):
     chart = {c.name: c for c in chart_sources(s0, model)}
     phase_bars(timeline, player, chart["timeline-phases"], [c for _, c in PHASES])
     actor_marks(timeline, player, [chart["timeline-actions"], chart["timeline-violation"]])
-    counters = counters_figure(player, "what the copy has done so far (models/pgtable.py's Ops)",
+    counters = counters_figure(player, "what the copy has done so far (models/fork_batch/pgtable.py's Ops)",
                                list(Ops._fields), chart["counters"])
     # Neighbouring folios alternate the two shades: each chip lists the folios of its shade.
     folios = [("; ".join(f"PFN {f.pfn} (order {f.order}, {f.kind})" for f in s0.folios[j::len(style.FOLIO)]), colour)

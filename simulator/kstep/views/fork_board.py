@@ -5,9 +5,9 @@ mode computes them for a student's own run."""
 
 from __future__ import annotations
 
-from ..models import rwsem
-from ..models.fork_batch import folio_index
-from ..models.pgtable import CONT_PTES, Ops, pte_cont, pte_pfn, pte_present, pte_special, pte_write
+from ..models.vma_locks import rwsem
+from ..models.fork_batch.pgtable import CONT_PTES, Ops, pte_cont, pte_pfn, pte_present, pte_special, pte_write
+from ..models.fork_batch.state import folio_index
 from . import charts, style
 from .boxes import BoardSource, Box, columns, in_a_row
 from .phases import DONE, PHASES, phases
@@ -144,7 +144,7 @@ def board_sources(s0, model) -> list[BoardSource]:
 
 def chart_sources(s0, model) -> list[BoardSource]:
     """Each thread's lane (can take a step, blocked), who took each step, and what the copy has done so
-    far (models/pgtable.py's Ops)."""
+    far (models/fork_batch/pgtable.py's Ops)."""
     n = len(s0.threads)
     return [
         charts.phase_bars("timeline-phases", lambda s: phases(model, s)[:n], skip=(DONE,)),

@@ -1,7 +1,7 @@
 """The qspinlock view: the lock word bit by bit, the CPUs, their MCS nodes and the queue.
 
 What a student should see: the whole lock is one 32-bit word, (tail, pending, locked) in the
-source's comments, and every step of ``models/qspinlock.py`` changes a few of its bits (the
+source's comments, and every step of ``models/qspinlock/`` changes a few of its bits (the
 unlock only the locked byte, ``xchg_tail`` only the tail); the first contender spins on the word
 with the pending bit, everyone after it queues on an MCS node of its own CPU and spins on that
 node's ``locked`` flag, so only the queue head (and the pending owner) ever spin on the word; and
@@ -18,7 +18,7 @@ from __future__ import annotations
 from bokeh.core.properties import value
 from bokeh.plotting import figure
 
-from ..models import qspinlock as q
+from ..models.qspinlock import state as q
 from . import style
 from .board import board_figure, board_source, draw_boxes
 from .counters import counters_figure

@@ -8,7 +8,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Callable, NamedTuple
 
-from ..models import qspinlock as q
+from ..models.qspinlock import invariants as qinv
+from ..models.qspinlock import powerpc as qppc
+from ..models.qspinlock import qspinlock as qgen
+from ..models.qspinlock import qspinlock_types as qtypes
+from ..models.qspinlock import spinlock_types as ttypes
+from ..models.qspinlock import state as q
 from . import charts, style
 from .boxes import LEFT, RIGHT, BoardSource, Box, columns, in_a_row
 
@@ -100,41 +105,41 @@ def _value(mask: int) -> Callable[[int], int]:
 def word_fields(layout: str, pending_bits: int) -> list[Field]:
     """The fields of the word, from bit 31 down, with the constants of the layout's own header."""
     if layout == q.QSPINLOCK:
-        lay = q.LAYOUTS[pending_bits]
+        lay = qtypes.LAYOUTS[pending_bits]
         cpu, idx = _value(lay.TAIL_CPU_MASK), _value(lay.TAIL_IDX_MASK)
-        pend, locked = _value(lay.PENDING_MASK), _value(q._Q_LOCKED_MASK)
+        pend, locked = _value(lay.PENDING_MASK), _value(qtypes._Q_LOCKED_MASK)
         fields = [
             Field("tail cpu (+1)", *_bits(lay.TAIL_CPU_MASK), style.WAITS,
                   lambda w: f"tail cpu = {cpu(w)}" + (f": CPU {cpu(w) - 1}" if cpu(w) else ": no queue")),
             Field("tail idx", *_bits(lay.TAIL_IDX_MASK), style.WAITS_2, lambda w: f"tail idx = {idx(w)}"),
         ]
-        pending_bit = _bits(q._Q_PENDING_VAL)[0]
+        pending_bit = _bits(qtypes._Q_PENDING_VAL)[0]
         if lay.PENDING_BITS > 1:  # bits 9-15 of the pending byte: only bit 8 is ever set
             fields.append(Field("not used", pending_bit + 1, _bits(lay.PENDING_MASK)[1], UNUSED[1],
                                 lambda w: "not used"))
         fields += [
             Field("pending", pending_bit, pending_bit, style.IN_PROGRESS,
                   lambda w: f"pending = {pend(w)}"),
-            Field("locked byte", *_bits(q._Q_LOCKED_MASK), style.HOLDS, lambda w: f"locked = {locked(w)}"),
+            Field("locked byte", *_bits(qtypes._Q_LOCKED_MASK), style.HOLDS, lambda w: f"locked = {locked(w)}"),
         ]
         return fields
     if layout == q.POWERPC:
-        tail, owner = _value(q.PPC_TAIL_CPU_MASK), _value(q.PPC_OWNER_CPU_MASK)
+        tail, owner = _value(qppc.PPC_TAIL_CPU_MASK), _value(qppc.PPC_OWNER_CPU_MASK)
         return [
-            Field("tail cpu (+1)", *_bits(q.PPC_TAIL_CPU_MASK), style.WAITS,
+            Field("tail cpu (+1)", *_bits(qppc.PPC_TAIL_CPU_MASK), style.WAITS,
                   lambda w: f"tail cpu = {tail(w)}" + (f": CPU {tail(w) - 1}" if tail(w) else ": no queue")),
-            Field("must-queue", *_bits(q.PPC_MUST_Q_VAL), style.WAITS_2,
-                  lambda w: f"must-q = {int(bool(w & q.PPC_MUST_Q_VAL))}"),
-            Field("sleepy (paravirt only)", *_bits(q.PPC_SLEEPY_VAL), UNUSED[1],
-                  lambda w: f"sleepy = {int(bool(w & q.PPC_SLEEPY_VAL))}"),
-            Field("owner cpu", *_bits(q.PPC_OWNER_CPU_MASK), style.HOLDS_2,
+            Field("must-queue", *_bits(qppc.PPC_MUST_Q_VAL), style.WAITS_2,
+                  lambda w: f"must-q = {int(bool(w & qppc.PPC_MUST_Q_VAL))}"),
+            Field("sleepy (paravirt only)", *_bits(qppc.PPC_SLEEPY_VAL), UNUSED[1],
+                  lambda w: f"sleepy = {int(bool(w & qppc.PPC_SLEEPY_VAL))}"),
+            Field("owner cpu", *_bits(qppc.PPC_OWNER_CPU_MASK), style.HOLDS_2,
                   lambda w: f"owner cpu = {owner(w)}"),
-            Field("locked", *_bits(q.PPC_LOCKED_VAL), style.HOLDS,
-                  lambda w: f"locked = {int(bool(w & q.PPC_LOCKED_VAL))}"),
+            Field("locked", *_bits(qppc.PPC_LOCKED_VAL), style.HOLDS,
+                  lambda w: f"locked = {int(bool(w & qppc.PPC_LOCKED_VAL))}"),
         ]
     return [
-        Field("next ticket", q.TICKET_SHIFT, 31, style.WAITS, lambda w: f"next = {w >> q.TICKET_SHIFT}"),
-        Field("owner (now serving)", 0, q.TICKET_SHIFT - 1, style.HOLDS, lambda w: f"owner = {w & q.U16}"),
+        Field("next ticket", ttypes.TICKET_SHIFT, 31, style.WAITS, lambda w: f"next = {w >> ttypes.TICKET_SHIFT}"),
+        Field("owner (now serving)", 0, ttypes.TICKET_SHIFT - 1, style.HOLDS, lambda w: f"owner = {w & qtypes.U16}"),
     ]
 
 
@@ -153,26 +158,26 @@ def triple(s, w: int) -> str:
     model's step table writes it; powerpc's (tail, must-queue, locked by) and the ticket lock's
     (next, owner) the same way."""
     if s.layout == q.QSPINLOCK:
-        lay = q.LAYOUTS[s.pending_bits]
+        lay = qtypes.LAYOUTS[s.pending_bits]
         tail = w & lay.TAIL_MASK
-        t = "0" if not tail else "cpu{}/idx{}".format(*q.decode_tail(lay, tail))
-        return f"({t},{(w & lay.PENDING_MASK) >> q._Q_PENDING_OFFSET},{w & q._Q_LOCKED_MASK})"
+        t = "0" if not tail else "cpu{}/idx{}".format(*qgen.decode_tail(lay, tail))
+        return f"({t},{(w & lay.PENDING_MASK) >> qtypes._Q_PENDING_OFFSET},{w & qtypes._Q_LOCKED_MASK})"
     if s.layout == q.POWERPC:
-        t = f"cpu{q.ppc_decode_tail_cpu(w)}" if w & q.PPC_TAIL_CPU_MASK else "0"
-        owner = (w & q.PPC_OWNER_CPU_MASK) >> q.PPC_OWNER_CPU_OFFSET
-        locked = f"cpu{owner}" if w & q.PPC_LOCKED_VAL else "0"
-        return f"({t},{int(bool(w & q.PPC_MUST_Q_VAL))},{locked})"
-    return f"({w >> q.TICKET_SHIFT},{w & q.U16})"
+        t = f"cpu{qppc.ppc_decode_tail_cpu(w)}" if w & qppc.PPC_TAIL_CPU_MASK else "0"
+        owner = (w & qppc.PPC_OWNER_CPU_MASK) >> qppc.PPC_OWNER_CPU_OFFSET
+        locked = f"cpu{owner}" if w & qppc.PPC_LOCKED_VAL else "0"
+        return f"({t},{int(bool(w & qppc.PPC_MUST_Q_VAL))},{locked})"
+    return f"({w >> ttypes.TICKET_SHIFT},{w & qtypes.U16})"
 
 
 def tail_text(s, w: int) -> str:
     """Who the tail names, or "" for no tail (the timeline's tail labels)."""
     if s.layout == q.QSPINLOCK:
-        lay = q.LAYOUTS[s.pending_bits]
-        return "cpu{}/idx{}".format(*q.decode_tail(lay, w & lay.TAIL_MASK)) if w & lay.TAIL_MASK else ""
+        lay = qtypes.LAYOUTS[s.pending_bits]
+        return "cpu{}/idx{}".format(*qgen.decode_tail(lay, w & lay.TAIL_MASK)) if w & lay.TAIL_MASK else ""
     if s.layout == q.POWERPC:
-        return f"cpu{q.ppc_decode_tail_cpu(w)}" if w & q.PPC_TAIL_CPU_MASK else ""
-    return f"next {w >> q.TICKET_SHIFT}"
+        return f"cpu{qppc.ppc_decode_tail_cpu(w)}" if w & qppc.PPC_TAIL_CPU_MASK else ""
+    return f"next {w >> ttypes.TICKET_SHIFT}"
 
 
 # Geometry of the word board, in board units (the bits fill LEFT..RIGHT).
@@ -421,10 +426,10 @@ def is_tail(s, lock: int, t) -> bool:
     """Whether the word's tail names context ``t``'s node (powerpc: its CPU)."""
     w = s.words[lock]
     if s.layout == q.QSPINLOCK:
-        lay = q.LAYOUTS[s.pending_bits]
-        return 0 <= t.idx < q.MAX_NODES and w & lay.TAIL_MASK == q.encode_tail(lay, t.cpu, t.idx)
+        lay = qtypes.LAYOUTS[s.pending_bits]
+        return 0 <= t.idx < q.MAX_NODES and w & lay.TAIL_MASK == qgen.encode_tail(lay, t.cpu, t.idx)
     if s.layout == q.POWERPC:
-        return t.idx >= 0 and bool(w & q.PPC_TAIL_CPU_MASK) and q.ppc_decode_tail_cpu(w) == t.cpu
+        return t.idx >= 0 and bool(w & qppc.PPC_TAIL_CPU_MASK) and qppc.ppc_decode_tail_cpu(w) == t.cpu
     return False
 
 
@@ -439,7 +444,7 @@ def queue_boxes(s) -> list[Box]:
             if t.lock == lock and phase(s, i) in (HOLDS, RELEASES):
                 entries.append((f"holds {q.lock_name(lock)}: {t.name}", "", HOLDING[1]))
         for t in s.threads:
-            if t.lock == lock and t.frames and t.frames[0].label in q.PENDING_PATH and s.layout == q.QSPINLOCK:
+            if t.lock == lock and t.frames and t.frames[0].label in qinv.PENDING_PATH and s.layout == q.QSPINLOCK:
                 undo = t.frames[0].label == "clear_pending"
                 entries.append((f"pending: {t.name}", "undoes it, then queues" if undo else "spins on the word",
                                 PENDING[1]))
@@ -522,18 +527,18 @@ def board_sources(s0) -> list[BoardSource]:
 # Per layout, a lock's lane holds thin bars, top to bottom as in the source's triple: (name, the bits it
 # shows, colour, how far down its lane).  The ticket lock has one bar, held.
 LOCK_BARS = {
-    q.QSPINLOCK: lambda s0: [("tail", q.LAYOUTS[s0.pending_bits].TAIL_MASK, style.WAITS, -0.24),
-                             ("pending", q.LAYOUTS[s0.pending_bits].PENDING_MASK, style.IN_PROGRESS, 0.0),
-                             ("locked", q._Q_LOCKED_MASK, style.HOLDS, 0.24)],
-    q.POWERPC: lambda s0: [("tail", q.PPC_TAIL_CPU_MASK, style.WAITS, -0.24),
-                           ("mustq", q.PPC_MUST_Q_VAL, style.WAITS_2, 0.0),
-                           ("locked", q.PPC_LOCKED_VAL, style.HOLDS, 0.24)],
+    q.QSPINLOCK: lambda s0: [("tail", qtypes.LAYOUTS[s0.pending_bits].TAIL_MASK, style.WAITS, -0.24),
+                             ("pending", qtypes.LAYOUTS[s0.pending_bits].PENDING_MASK, style.IN_PROGRESS, 0.0),
+                             ("locked", qtypes._Q_LOCKED_MASK, style.HOLDS, 0.24)],
+    q.POWERPC: lambda s0: [("tail", qppc.PPC_TAIL_CPU_MASK, style.WAITS, -0.24),
+                           ("mustq", qppc.PPC_MUST_Q_VAL, style.WAITS_2, 0.0),
+                           ("locked", qppc.PPC_LOCKED_VAL, style.HOLDS, 0.24)],
     q.TICKET: lambda s0: [],
 }
 
 
 def ticket_held(w: int) -> bool:
-    return (w >> q.TICKET_SHIFT) != (w & q.U16)
+    return (w >> ttypes.TICKET_SHIFT) != (w & qtypes.U16)
 
 
 def lock_lanes(s0, first_lane: int) -> list[BoardSource]:

@@ -3,8 +3,9 @@ mm and RCU, the VMAs in and off the maple tree, the callback queue and each faul
 
 from __future__ import annotations
 
-from ..models import rwsem
-from ..models.vma_lock import FREED, LIVE, MM, RCU_PENDING, is_write_locked, vma_read_locked
+from ..models.vma_locks import rwsem
+from ..models.vma_locks.invariants import vma_read_locked
+from ..models.vma_locks.state import FREED, LIVE, MM, RCU_PENDING, is_write_locked
 from ..models.rcu import RCU_ACTOR
 from . import charts, style
 from .boxes import LEFT, BoardSource, Box, columns, in_a_row

@@ -1,4 +1,4 @@
-"""The per-VMA lock view: the address space, mm, threads and RCU of ``models/vma_lock.py``.
+"""The per-VMA lock view: the address space, mm, threads and RCU of ``models/vma_locks/``.
 
 What a student should see: a fault looks its VMA up under RCU and read-locks only that VMA, so a
 writer holding mmap_lock for write elsewhere does not stop it; a VMA is write-locked exactly while

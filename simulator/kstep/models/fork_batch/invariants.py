@@ -17,12 +17,14 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Optional
 
-from ..engine import HARM, Invariant, thread_index
-from . import vma_lock as vl
-from .fork_batch import (ANON, BATCH, COPIED, GUP_PIN_COUNTING_BIAS, MM_ANONPAGES, MM_FILEPAGES, MM_SHMEMPAGES,
-                         MM_SWAPENTS, SHARED, SHMEM, SWAP)
-from .pgtable import (ARM64, CONT_PTES, PFN_PTE_SHIFT, PTE_CONT, PTE_DIRTY, PTE_PRESENT, PTE_SOFT_DIRTY,
-                      PTE_SPECIAL, PTE_SWP, PTE_SWP_EXCLUSIVE, PTE_UFFD_WP, PTE_WRITE, PTE_YOUNG, PTRS_PER_PTE)
+from ...engine import HARM, Invariant, thread_index
+from .state import (ANON, BATCH, COPIED, GUP_PIN_COUNTING_BIAS, MM_ANONPAGES, MM_FILEPAGES, MM_SHMEMPAGES, MM_SWAPENTS,
+                    SHARED, SHMEM, SWAP)
+from ..rcu import RCU_ACTOR
+from ..vma_locks.invariants import INVARIANTS as VMA_LOCKS_INVARIANTS
+from ..vma_locks.state import LIVE
+from .pgtable import (ARM64, CONT_PTES, PFN_PTE_SHIFT, PTE_CONT, PTE_DIRTY, PTE_PRESENT, PTE_SOFT_DIRTY, PTE_SPECIAL,
+                      PTE_SWP, PTE_SWP_EXCLUSIVE, PTE_UFFD_WP, PTE_WRITE, PTE_YOUNG, PTRS_PER_PTE)
 
 def pfn(pte: int) -> int:
     return pte >> PFN_PTE_SHIFT
@@ -47,7 +49,7 @@ def changed(before: tuple, after: tuple) -> list:
 
 def vma_of(s, a: int) -> int:
     for v, vma in enumerate(s.vmas):
-        if vma.start <= a < vma.end and vma.status == vl.LIVE and not vma.detached:
+        if vma.start <= a < vma.end and vma.status == LIVE and not vma.detached:
             return v
     return -1
 
@@ -347,7 +349,7 @@ def pinned_anon_exclusive(s, a, t):
 
 def copy_sees_stable_page_tables(s, a, t):
     v = s.copy.vma
-    if v < 0 or t.parent is s.parent or a.actor == vl.RCU_ACTOR:
+    if v < 0 or t.parent is s.parent or a.actor == RCU_ACTOR:
         return None
     if s.threads[thread_index(s, a.actor)].kind == "fork":
         return None
@@ -397,5 +399,5 @@ INVARIANTS = [
     Invariant("pinned-anon-exclusive",
               "a pinned anonymous page stays PageAnonExclusive (sanity_check_pinned_pages)", pinned_anon_exclusive,
               transition=True),
-    *vl.INVARIANTS,
+    *VMA_LOCKS_INVARIANTS,
 ]

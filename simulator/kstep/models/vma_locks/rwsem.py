@@ -2,7 +2,7 @@
 
 Both ``mm->mmap_lock`` and each VMA's ``vm_lock->lock`` are rw_semaphores.  The value below holds
 what ``sem->count``, ``sem->owner`` and ``sem->wait_list`` say, and each function mirrors one piece
-of rwsem.c; the steps that call them live in ``models/vma_lock.py``.
+of rwsem.c; the steps that call them live in mmap_lock.py.
 
 - ``down_read_trylock`` (and the fast path of ``down_read``) fails while a writer holds the lock
   or anyone is queued (``RWSEM_READ_FAILED_MASK`` includes ``RWSEM_FLAG_WAITERS`` and

@@ -1,0 +1,200 @@
+"""The per-VMA lock model: ``VmaLocksModel`` joins the programs of this package's kernel files and
+the RCU steps of models/rcu.py, with the invariants, variants and scenarios, and says what the step
+table and ``-c`` show of its state.
+
+Per-VMA locks as in Linux 6.12 (Suren Baghdasaryan's series, mainline since 6.4).
+
+Each module of the package mirrors one kernel file, and reads beside it: memory.py
+(mm/memory.c: ``lock_vma_under_rcu``, the fault path), mm.py (include/linux/mm.h:
+``vma_start_read`` and the other per-VMA helpers), mmap_lock.py (include/linux/mmap_lock.h, and the
+kernel/locking/rwsem.c steps whose rules are rwsem.py's), fault.py (arch/x86/mm/fault.c), rmap.py
+(mm/rmap.c), and the writers' mmap.py, vma.py, mprotect.py and fork.py (mm/mmap.c, mm/vma.c,
+mm/mprotect.c, kernel/fork.c).
+
+Two sequence numbers do the locking.  A writer holding ``mmap_lock`` for write marks a VMA
+write-locked by copying ``mm->mm_lock_seq`` into ``vma->vm_lock_seq`` (``vma_start_write``); there is
+no per-VMA unlock: ``vma_end_write_all`` bumps ``mm_lock_seq`` once and every VMA locked in that
+write epoch is unlocked at the same instant.  A page fault looks the VMA up in the maple tree
+under RCU and read-locks only that VMA: it gives up (and falls back to ``mmap_lock``) if the two
+numbers are equal, takes the VMA's rwsem with a trylock, and checks the numbers again under the
+rwsem with acquire ordering.  A VMA that munmap removed is freed with ``call_rcu``, so a fault that
+found it in the tree can still read its lock and ``detached`` flag safely.
+
+Writers run mmap (always ``MAP_FIXED``), munmap, mprotect and fork as 6.12's mm/mmap.c, mm/vma.c,
+mm/mprotect.c and kernel/fork.c do: a partial unmap splits first (``__split_vma``), mmap gathers and
+detaches what it maps over in the same write epoch, mprotect walks every VMA of its range and tries
+``vma_merge_existing_range`` before it splits.  Which VMAs a writer write-locks and frees follows
+from 6.12's merge rules, so vm_flags (the protection and ``VM_ACCOUNT``) and the anon_vma each VMA
+points to are part of the state.
+
+Simplifications, each deliberate: addresses are page numbers; every VMA is private anonymous
+memory mapped at its own address, so ``vm_pgoff == vm_start`` and neighbours are always
+pgoff-contiguous; faults are write faults in ``do_anonymous_page`` (no page tables are modelled);
+no VMA has fork children, so an anon_vma chain is singular exactly when the VMA has an anon_vma;
+after a ``vma_lock_miss`` the retried walk looks up the faulting address (6.12 walks for the old
+VMA's start, a benign quirk); kernel-mode faults and the arch access checks are left out; RCU is
+the non-preemptible flavour of ``models/rcu.py`` with thread i running on CPU i.  A SIGSEGV ends
+the faulting thread; in Linux its default action ends the whole thread group (``do_group_exit``
+sends SIGKILL to the others), which the model leaves out so that the other threads still show
+what happens to the address space.
+"""
+
+from __future__ import annotations
+
+from ...engine import Program, ProgramModel, thread_index
+from ..rcu import RCU_ACTOR, RCU_GP_KTHREAD, add_rcu, rcu_expect_functions, rcu_init
+from . import fault, fork, memory, mm, mmap, mmap_lock, mprotect, rmap, rwsem, scenario, vma
+from .fork import free_vma_rcu_cb
+from .invariants import INVARIANTS, tree_non_overlapping
+from .rwsem import NOBODY
+from .scenario import FOREVER, SCHEMA, thread_names, thread_program
+from .state import (LIVE, MM, NO_ANON_VMA, VM_LOCK_SEQ_INIT, Counters, Mm, Thread, Vma, VmaState, accountable,
+                    in_vma_start_read, is_write_locked, lock_of, set_local)
+from .variants import VARIANTS
+
+# One table of every step and call: the lock's, the fault path's, the writers', a thread's loop
+# (scenario.py) and RCU's.
+program = Program()
+for part in (mmap_lock, memory, mm, fault, rmap, mmap, vma, mprotect, fork, scenario):
+    program.include(part.program)
+add_rcu(program, free_vma_rcu_cb)
+
+
+def rwsem_name(lock) -> str:
+    """An rw_semaphore as the player names it: mmap_lock, or a VMA's lock by the VMA's id."""
+    return "mmap_lock" if lock == MM else f"VMA {lock}'s lock"
+
+
+# What a step acts on (the player names it, so two down_write steps on different locks differ): the
+# rwsem its frame names (MM or a VMA's id), mmap_lock itself, the VMA or the address in its frame, or the
+# VMA the fault found (its local ``vma``).
+ON_LOCK = frozenset({"down_write", "rwsem_optimistic_spin", "rwsem_down_write_slowpath", "rwsem_try_write_lock",
+                     "up_write", "rwsem_down_read_slowpath", "rwsem_wake", "downgrade_write", "up_read"})
+ON_MMAP_LOCK = frozenset({"mm_lock_seqcount_begin", "vma_end_write_all", "mmap_read_unlock",
+                          "get_mmap_lock_carefully"})
+ON_VMA = frozenset({"vma_write_seq", "vma_mark_detached", "vm_area_free", "__vm_area_free"})
+ON_ADDRESS = frozenset({"mas_walk", "vma_lock_miss", "find_vma", "vma_lock_retry"})
+ON_FOUND_VMA = frozenset({"vma_start_read", "down_read_trylock", "vma_start_read_recheck", "check_detached",
+                          "check_range"})
+
+
+class VmaLocksModel(ProgramModel):
+    name = "vma-locks"
+    title = "Per-VMA locks: page faults under RCU and one VMA's read lock"
+    program = program
+    daemons = {RCU_ACTOR: RCU_GP_KTHREAD}
+    default_variant = "v6.12"
+    variants = VARIANTS
+    invariants = INVARIANTS
+    scenario_schema = SCHEMA
+    # Progress (liveness): a fault handles its page; a writer releases a rwsem it held for write.
+    progress_labels = frozenset({"handle_mm_fault", "up_write"})
+
+    def unstarted(self, config):
+        init = self.variant.params.get("vm_lock_seq_init", VM_LOCK_SEQ_INIT)
+        # Each VMA was mmapped on its own, so each one with an anon_vma has its own (named after it).
+        vmas = tuple(Vma(v["start"], v["end"], init, False, rwsem.FREE, v["prot"],
+                         k if v["anon_vma"] else NO_ANON_VMA, LIVE, accountable(v["prot"]))
+                     for k, v in enumerate(sorted(config["vmas"], key=lambda v: v["start"])))
+        threads = tuple(Thread(name, thread_program(t), t["kind"], work=t["work"])
+                        for t in config["threads"] for name in thread_names(t))
+        mm = Mm(rwsem.FREE, 0, tuple(range(len(vmas))))
+        return VmaState(threads, mm, vmas, rcu_init(len(threads)), Counters(), config["handoff_after"],
+                        any(t["repeat"] == FOREVER for t in config["threads"]))
+
+    def normalize(self, state, i):
+        """Clear the ghost outside vma_start_read, so that it never tells two equal states apart."""
+        state = super().normalize(state, i)
+        t = state.threads[i]
+        if t.ghost_writer_since_walk and not in_vma_start_read(t):
+            state = set_local(state, i, ghost_writer_since_walk=False)
+        return forget_sections(state) if state.forever else state
+
+    def acts_on(self, s, action):
+        if action.actor not in {t.name for t in s.threads}:
+            return ""
+        t = s.threads[thread_index(s, action.actor)]
+        arg = t.frames[0].arg if t.frames and t.frames[0].label == action.label else None
+        if action.label in ON_LOCK:
+            return rwsem_name(arg)
+        if action.label in ON_MMAP_LOCK:
+            return "mmap_lock"
+        if action.label in ON_VMA:
+            return f"VMA {arg}"
+        if action.label in ON_ADDRESS:
+            return f"address {arg}"
+        if action.label in ON_FOUND_VMA and t.vma >= 0:
+            return f"VMA {t.vma}"
+        return ""
+
+    def how_ended(self, s, actor):
+        dead = [t.died for t in s.threads if t.name == actor and t.died]
+        return f"killed by {dead[0]}" if dead else ""
+
+    def blocked_on(self, s, actor):
+        """A thread queued on an rwsem (its next step's guard waits for a grant or a free lock)."""
+        if actor in self.daemons:  # the RCU kthread is idle, never blocked
+            return ""
+        t = s.threads[thread_index(s, actor)]
+        if not t.frames or t.frames[0].label not in ("rwsem_try_write_lock", "rwsem_down_read_slowpath"):
+            return ""
+        lock = t.frames[0].arg
+        sem, names = lock_of(s, lock), [u.name for u in s.threads]
+        held = ([f"held for write by {names[sem.owner]}"] if sem.owner != NOBODY else []) + \
+            ([f"held for read by {', '.join(names[r] for r in sem.readers)}"] if sem.readers else [])
+        return f"{rwsem_name(lock)} ({'; '.join(held) or 'free, granted in queue order'})"
+
+    def summary(self, s):
+        names = [t.name for t in s.threads]
+        out = {"mm_lock_seq": str(s.mm.mm_lock_seq), "mmap_lock": sem_text(s.mm.mmap_lock, names)}
+        for v in s.mm.tree:
+            vma = s.vmas[v]
+            parts = [f"[{vma.start},{vma.end}) {vma.prot}"]
+            if vma.vm_lock_seq is not None:
+                parts.append(f"seq={vma.vm_lock_seq}" + (" W" if is_write_locked(s, v) else ""))
+            held = sem_text(vma.lock, names)
+            out[f"vma{v}"] = " ".join(parts + ([held] if held != "-" else []))
+        dead = [f"{t.name} ({t.died})" for t in s.threads if t.died]
+        if dead:
+            out["killed"] = ", ".join(dead)
+        return out
+
+    def expect_functions(self):
+        """RCU's helpers, plus mmap_writer() (the name of the thread holding mmap_lock for write, or
+        "") and tree_overlaps() (two VMAs in the maple tree share an address)."""
+        def mmap_writer(s):
+            owner = s.mm.mmap_lock.owner
+            return s.threads[owner].name if owner != NOBODY else ""
+
+        return {**rcu_expect_functions(), "mmap_writer": mmap_writer,
+                "tree_overlaps": lambda s: tree_non_overlapping(s) is not None}
+
+    def answers(self, trace):
+        final = trace.states[-1]
+        killed = ", ".join(f"{t.name} by {t.died}" for t in final.threads if t.died) or "none"
+        counted = ({"counters": "not kept: a thread repeats forever, and a count would keep its states from ever "
+                                "repeating"} if final.forever else final.counters._asdict())
+        return {**counted, "killed": killed, **trace.stats}
+
+
+def forget_sections(s):
+    """A run that goes on forever counts no read-side sections nobody remembers: RCU's ghost numbers a
+    CPU's sections only so that a grace period's holdouts and a callback's readers can be found again,
+    so a count that none of them names starts again from zero (else the states would never repeat)."""
+    r = s.rcu
+    named = {c for c, _ in r.ghost_holdouts} | {c for cb in r.callbacks for c, _ in cb.ghost_readers}
+    section = tuple(n if c in named or r.nesting[c] else 0 for c, n in enumerate(r.ghost_section))
+    return s if section == r.ghost_section else s._replace(rcu=r._replace(ghost_section=section))
+
+
+def sem_text(sem, names):
+    parts = []
+    if sem.owner != NOBODY:
+        parts.append("W:" + names[sem.owner])
+    if sem.readers:
+        parts.append("R:" + ",".join(names[r] for r in sem.readers))
+    if sem.waiters:
+        parts.append("wait:" + ",".join(f"{names[w]}({k})" for w, k in sem.waiters))
+    if sem.handoff:
+        parts.append("HANDOFF")
+    return " ".join(parts) or "-"

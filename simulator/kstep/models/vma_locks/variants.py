@@ -1,0 +1,79 @@
+"""The variants of the per-VMA lock model: the 6.12 releases and configurations (``v6.12``,
+``seqcount`` of 6.12.88 and later, ``no-per-vma-lock``), and the broken twins of broken.py and of
+RCU.
+"""
+
+from __future__ import annotations
+
+from ...engine import Frame, Inline, Replacement, Variant
+from ..rcu import rcu_broken
+from .broken import (detached_ignored, dup_mmap_without_vma_locks, mmap_region_without_unmap,
+                     mprotect_fixup_without_vma_lock, recheck_skipped, try_write_lock_handoff_stops_first,
+                     vma_end_read_without_rcu, vma_start_write_without_rwsem, vmf_anon_prepare_blocking)
+from .fork import free_vma_rcu_cb, vm_area_alloc_with, vm_area_free_now
+from .mm import lock_vma_under_rcu_stub
+from .mmap_lock import mmap_write_lock_seqcount
+from .state import UINT_MAX
+
+
+VARIANTS = {
+    "v6.12": Variant(
+        "v6.12", "Linux 6.12.0: mm_lock_seq is bumped once per write epoch (vma_end_write_all)"),
+    "seqcount": Variant(
+        "seqcount", "Linux 6.12.88 and later: mm_lock_seq is a seqcount, odd while mmap_lock is "
+        "write-held; fresh VMAs start at vm_lock_seq = UINT_MAX",
+        replaces={"mmap_write_lock": mmap_write_lock_seqcount,
+                  "vm_area_alloc": Replacement(vm_area_alloc_with(UINT_MAX), what=(
+                      "allocate a VMA: attached, a fresh rwsem, vm_lock_seq = UINT_MAX (6.12.88 and "
+                      "later)"))},
+        params={"vm_lock_seq_init": UINT_MAX}),
+    "no-per-vma-lock": Variant(
+        "no-per-vma-lock", "Linux 6.12 with CONFIG_PER_VMA_LOCK=n (the only way before 6.4): "
+        "lock_vma_under_rcu returns NULL, so every user fault takes mmap_lock for read "
+        "(lock_mm_and_find_vma); vma_start_write, vma_end_write_all and vma_mark_detached are empty, "
+        "VMAs have no vm_lock_seq and vm_area_free frees at once",
+        replaces={"lock_vma_under_rcu": lock_vma_under_rcu_stub, "vma_start_write": lambda s, i, v: (),
+                  "vma_end_write_all": Inline(lambda s, i, arg: ()),
+                  "vma_mark_detached": Inline(lambda s, i, v: ()),
+                  "vm_area_free": Inline(lambda s, i, v: (Frame("__vm_area_free", v),)),
+                  "vm_area_alloc": Replacement(vm_area_alloc_with(None), what=(
+                      "allocate a VMA and vma_init it: no range or flags yet; with CONFIG_PER_VMA_LOCK=n "
+                      "it has no VMA lock and no vm_lock_seq; nobody else can reach it"))},
+        params={"vm_lock_seq_init": None}),
+    "no-recheck": Variant.bug(
+        "no-recheck", "vma_start_read trusts its lockless check and skips the recheck under the rwsem",
+        vma_start_read_recheck=recheck_skipped),
+    "free-immediately": Variant.bug(
+        "free-immediately", "vm_area_free frees the VMA at once instead of after an RCU grace period",
+        vm_area_free=vm_area_free_now),
+    "no-detached-check": Variant.bug(
+        "no-detached-check", "lock_vma_under_rcu does not check whether the VMA was detached",
+        check_detached=detached_ignored),
+    "end-read-outside-rcu": Variant.bug(
+        "end-read-outside-rcu", "vma_end_read releases the rwsem without holding rcu_read_lock",
+        vma_end_read=vma_end_read_without_rcu),
+    "no-seq-bump": Variant.bug(
+        "no-seq-bump", "the writer forgets to bump mm_lock_seq when its write epoch ends",
+        vma_end_write_all=lambda s, i, arg: s),
+    "write-lock-without-rwsem": Variant.bug(
+        "write-lock-without-rwsem", "vma_start_write stores vm_lock_seq without taking the VMA's rwsem, "
+        "so it does not wait for readers", vma_start_write=vma_start_write_without_rwsem),
+    "anon-prepare-blocks": Variant.bug(
+        "anon-prepare-blocks", "vmf_anon_prepare sleeps on mmap_lock while holding the VMA read lock "
+        "(a trylock is the rule)", __vmf_anon_prepare=vmf_anon_prepare_blocking),
+    "mprotect-without-vma-lock": Variant.bug(
+        "mprotect-without-vma-lock", "mprotect changes a VMA's vm_flags without vma_start_write "
+        "(the shape of the 6.4 mempolicy and dup_anon_vma bugs)", mprotect_fixup=mprotect_fixup_without_vma_lock),
+    "map-fixed-without-unmap": Variant.bug(
+        "map-fixed-without-unmap", "__mmap_region stores the new VMA without first gathering and "
+        "unmapping the VMAs mapped in its range", __mmap_region=mmap_region_without_unmap),
+    "fork-without-vma-locks": Variant.bug(
+        "fork-without-vma-locks", "dup_mmap copies the parent's VMAs without write-locking them "
+        "(the memory corruption fixed by fb49c455323f)", dup_mmap=dup_mmap_without_vma_locks),
+    "handoff-stops-first": Variant.bug(
+        "handoff-stops-first", "rwsem_try_write_lock honours RWSEM_FLAG_HANDOFF against the first waiter "
+        "instead of the others (kernel/locking/rwsem.c:620, `waiter != first` made `waiter == first`): the "
+        "writer that set HANDOFF can never take the free lock and retries without sleeping, while HANDOFF "
+        "keeps every other locker queued", rwsem_try_write_lock=try_write_lock_handoff_stops_first),
+    **rcu_broken(free_vma_rcu_cb),
+}

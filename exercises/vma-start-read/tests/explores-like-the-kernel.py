@@ -7,10 +7,8 @@ test = {
         "type": "doctest", "scored": True, "teardown": "",
         "setup": "from driver import student_model\n"
                  "from kstep.engine import scenario\n"
-                 "from kstep.grading.feedback import explain
-"
-                 "from kstep.models.vma_locks import VmaLocksModel
-"
+                 "from kstep.grading.feedback import explain\n"
+                 "from kstep.models.vma_locks import VmaLocksModel\n"
                  "sc = scenario.load('vma-locks', VmaLocksModel.scenario_schema, 'data/race.toml')\n",
         "cases": [{
             "code": ">>> # every interleaving of data/race.toml: the same verdict and the same states as Linux 6.12\n"

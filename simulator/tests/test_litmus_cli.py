@@ -1,0 +1,30 @@
+"""`kstep litmus`: SB's weak outcome per model, and one line with exit 2 for bad input."""
+import subprocess
+import sys
+
+SB = """C SB
+{}
+P0(int *x, int *y) { int r0; WRITE_ONCE(*x, 1); r0 = READ_ONCE(*y); }
+P1(int *x, int *y) { int r0; WRITE_ONCE(*y, 1); r0 = READ_ONCE(*x); }
+exists (0:r0=0 /\\ 1:r0=0)
+"""
+
+
+def kstep(*args, stdin=""):
+    return subprocess.run([sys.executable, "-m", "kstep", "litmus", *args], input=stdin,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_sb_weak_outcome_allowed_everywhere_but_sc():
+    for model, verdict in (("sc", "Never"), ("tso", "Sometimes"), ("arm64", "Sometimes"),
+                           ("power", "Sometimes"), ("lkmm", "Sometimes")):
+        out = kstep("-", "--model", model, stdin=SB)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines()[0] == f"{model}: {verdict}"
+        assert ("(('0:r0', 0), ('1:r0', 0))" in out.stdout) == (model != "sc")
+
+
+def test_bad_input_is_one_line_and_exit_2():
+    out = kstep("-", stdin="P0(")
+    assert out.returncode == 2
+    assert len(out.stderr.splitlines()) == 1 and "Traceback" not in out.stderr

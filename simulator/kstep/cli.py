@@ -826,8 +826,15 @@ def cmd_litmus(args) -> int:
     test = parse(read_text(args.test, 1 << 20, "litmus test"), clean(args.test))
     models = (sc, tso, arm64, power, lkmm) if args.model == "all" else \
         ({"sc": sc, "tso": tso, "arm64": arm64, "power": power, "lkmm": lkmm}[args.model],)
-    for model in models:
-        v = check(test, model)
+    verdicts = [check(test, model) for model in models]
+    if args.model == "all":
+        outcomes = sorted({state for v in verdicts for state in v.states})
+        print("outcome".ljust(40) + "".join(m.NAME.ljust(10) for m in models))
+        for state in outcomes:
+            cells = ("allowed" if state in v.states else "forbidden" for v in verdicts)
+            print(" ".join(f"{k}={val}" for k, val in state).ljust(40) + "".join(c.ljust(10) for c in cells))
+        print()
+    for model, v in zip(models, verdicts):
         expected = f" (header Result: {test.expected})" if model is lkmm and test.expected else ""
         flags = f" flags: {', '.join(sorted(v.flags))}" if v.flags else ""
         print(f"{model.NAME}: {v.result}{expected}{flags}")

@@ -28,3 +28,12 @@ def test_bad_input_is_one_line_and_exit_2():
     out = kstep("-", stdin="P0(")
     assert out.returncode == 2
     assert len(out.stderr.splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_all_prints_one_row_per_outcome_one_column_per_model():
+    out = kstep("-", "--model", "all", stdin=SB)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["outcome", "sc", "tso", "arm64", "power", "lkmm"]
+    assert lines[1].split() == ["0:r0=0", "1:r0=0", "forbidden", "allowed", "allowed", "allowed", "allowed"]
+    assert len([line for line in lines[1:5] if line.split()[-1] == "allowed"]) == 4

@@ -37,3 +37,13 @@ def test_all_prints_one_row_per_outcome_one_column_per_model():
     assert lines[0].split() == ["outcome", "sc", "tso", "arm64", "power", "lkmm"]
     assert lines[1].split() == ["0:r0=0", "1:r0=0", "forbidden", "allowed", "allowed", "allowed", "allowed"]
     assert len([line for line in lines[1:5] if line.split()[-1] == "allowed"]) == 4
+
+
+def test_kernel_test_shows_its_result_beside_the_lkmm_verdict():
+    from kstep.memory import kernel_tree
+
+    root = kernel_tree.kernel_root()
+    path = next(p for p in kernel_tree.kernel_litmus_tests(root) if p.name == "SB+fencembonceonces.litmus")
+    out = kstep(str(path))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == "lkmm: Never (header Result: Never)"

@@ -47,3 +47,16 @@ def test_kernel_test_shows_its_result_beside_the_lkmm_verdict():
     out = kstep(str(path))
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == "lkmm: Never (header Result: Never)"
+
+
+def test_printed_witnesses_are_the_ones_check_found_for_each_state():
+    from kstep.memory import tso
+    from kstep.memory.litmus import parse
+    from kstep.memory.verdict import check
+
+    verdict = check(parse(SB, "SB"), tso)
+    lines = kstep("-", "--model", "tso", stdin=SB).stdout.splitlines()[1:]
+    printed = dict(zip(lines[0::2], lines[1::2]))
+    assert len(printed) == len(verdict.states) == 4
+    for state, w in verdict.states.items():
+        assert printed[f"  {state}"] == f"    rf {list(w.rf)} co {list(w.co)} fr {list(w.fr)}"

@@ -245,6 +245,12 @@ def build_parser() -> Parser:
     p.add_argument("--html", metavar="FILE", help="damon: write the observed aggregations as an offline animation")
     p.set_defaults(run=cmd_check)
 
+    p = sub.add_parser("litmus", help="which final states of a C litmus test each memory model allows",
+                       allow_abbrev=False)
+    p.add_argument("test", metavar="FILE", help="a C litmus test ('-': standard input)")
+    p.add_argument("--model", choices=("sc", "tso", "arm64", "power", "lkmm", "all"), default="lkmm")
+    p.set_defaults(run=cmd_litmus)
+
     p = sub.add_parser("grade", help="grade a submission (or --batch many) in the sandbox", allow_abbrev=False,
                        description="Grade SUBMISSION (a folder, zip or file) for EXERCISE: public tests and the "
                                    "submission's code in a sandbox, hidden tests outside it.  Writes results.json "
@@ -819,6 +825,33 @@ def sandbox_modes() -> tuple:
     from .grading.sandbox import MODES
 
     return MODES
+
+
+def cmd_litmus(args) -> int:
+    from .files import read_text
+    from .memory import arm64, lkmm, power, sc, tso
+    from .memory.litmus import parse
+    from .memory.verdict import check
+
+    test = parse(read_text(args.test, 1 << 20, "litmus test"), clean(args.test))
+    models = (sc, tso, arm64, power, lkmm) if args.model == "all" else \
+        ({"sc": sc, "tso": tso, "arm64": arm64, "power": power, "lkmm": lkmm}[args.model],)
+    verdicts = [check(test, model) for model in models]
+    if args.model == "all":
+        outcomes = sorted({state for v in verdicts for state in v.states})
+        print("outcome".ljust(40) + "".join(m.NAME.ljust(10) for m in models))
+        for state in outcomes:
+            cells = ("allowed" if state in v.states else "forbidden" for v in verdicts)
+            print(" ".join(f"{k}={val}" for k, val in state).ljust(40) + "".join(c.ljust(10) for c in cells))
+        print()
+    for model, v in zip(models, verdicts):
+        expected = f" (header Result: {test.expected})" if model is lkmm and test.expected else ""
+        flags = f" flags: {', '.join(sorted(v.flags))}" if v.flags else ""
+        print(f"{model.NAME}: {v.result}{expected}{flags}")
+        for state, witness in v.states.items():
+            print(f"  {state}")
+            print(f"    rf {list(witness.rf)} co {list(witness.co)} fr {list(witness.fr)}")
+    return 0
 
 
 def cmd_grade(args) -> int:

@@ -1,0 +1,62 @@
+"""`kstep litmus`: SB's weak outcome per model, and one line with exit 2 for bad input."""
+import subprocess
+import sys
+
+SB = """C SB
+{}
+P0(int *x, int *y) { int r0; WRITE_ONCE(*x, 1); r0 = READ_ONCE(*y); }
+P1(int *x, int *y) { int r0; WRITE_ONCE(*y, 1); r0 = READ_ONCE(*x); }
+exists (0:r0=0 /\\ 1:r0=0)
+"""
+
+
+def kstep(*args, stdin=""):
+    return subprocess.run([sys.executable, "-m", "kstep", "litmus", *args], input=stdin,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_sb_weak_outcome_allowed_everywhere_but_sc():
+    for model, verdict in (("sc", "Never"), ("tso", "Sometimes"), ("arm64", "Sometimes"),
+                           ("power", "Sometimes"), ("lkmm", "Sometimes")):
+        out = kstep("-", "--model", model, stdin=SB)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines()[0] == f"{model}: {verdict}"
+        assert ("(('0:r0', 0), ('1:r0', 0))" in out.stdout) == (model != "sc")
+
+
+def test_bad_input_is_one_line_and_exit_2():
+    out = kstep("-", stdin="P0(")
+    assert out.returncode == 2
+    assert len(out.stderr.splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_all_prints_one_row_per_outcome_one_column_per_model():
+    out = kstep("-", "--model", "all", stdin=SB)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["outcome", "sc", "tso", "arm64", "power", "lkmm"]
+    assert lines[1].split() == ["0:r0=0", "1:r0=0", "forbidden", "allowed", "allowed", "allowed", "allowed"]
+    assert len([line for line in lines[1:5] if line.split()[-1] == "allowed"]) == 4
+
+
+def test_kernel_test_shows_its_result_beside_the_lkmm_verdict():
+    from kstep.memory import kernel_tree
+
+    root = kernel_tree.kernel_root()
+    path = next(p for p in kernel_tree.kernel_litmus_tests(root) if p.name == "SB+fencembonceonces.litmus")
+    out = kstep(str(path))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == "lkmm: Never (header Result: Never)"
+
+
+def test_printed_witnesses_are_the_ones_check_found_for_each_state():
+    from kstep.memory import tso
+    from kstep.memory.litmus import parse
+    from kstep.memory.verdict import check
+
+    verdict = check(parse(SB, "SB"), tso)
+    lines = kstep("-", "--model", "tso", stdin=SB).stdout.splitlines()[1:]
+    printed = dict(zip(lines[0::2], lines[1::2]))
+    assert len(printed) == len(verdict.states) == 4
+    for state, w in verdict.states.items():
+        assert printed[f"  {state}"] == f"    rf {list(w.rf)} co {list(w.co)} fr {list(w.fr)}"

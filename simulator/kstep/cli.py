@@ -849,9 +849,41 @@ def cmd_litmus(args) -> int:
         flags = f" flags: {', '.join(sorted(v.flags))}" if v.flags else ""
         print(f"{model.NAME}: {v.result}{expected}{flags}")
         for state, witness in v.states.items():
-            print(f"  {state}")
-            print(f"    rf {list(witness.rf)} co {list(witness.co)} fr {list(witness.fr)}")
+            print(f"  {litmus_state(state)}")
+            for line in litmus_witness(witness):
+                print(f"    {line}")
     return 0
+
+
+def litmus_state(state) -> str:
+    """A final state as the litmus format writes it: ``0:r0=0 1:r0=1 x=2``."""
+    return " ".join(f"{k}={val}" for k, val in state)
+
+
+def event_names(witness) -> dict:
+    """An event's name in a printed witness: ``init x`` for an initial write, else a letter (a, b, ...,
+    then a1, b1, ...) in the order of the events, thread by thread."""
+    names, k = {}, 0
+    for e in witness.events:
+        if e.thread < 0:
+            names[e.id] = f"init {e.loc}"
+        else:
+            names[e.id] = chr(ord("a") + k % 26) + (str(k // 26) if k >= 26 else "")
+            k += 1
+    return names
+
+
+def litmus_witness(witness) -> list[str]:
+    """One execution that reaches a state: each thread's events in program order, then its rf, co and
+    fr edges between them (rf: which write each read reads; co: the order of writes to a location;
+    fr: a read before a write that overwrites what it read)."""
+    names = event_names(witness)
+    threads = sorted({e.thread for e in witness.events if e.thread >= 0})
+    lines = [f"P{t}: " + "; ".join(f"{names[e.id]} {e.label()}" for e in witness.events if e.thread == t)
+             for t in threads]
+    edges = "   ".join(f"{rel}: " + (", ".join(f"{names[a]}->{names[b]}" for a, b in pairs) or "-")
+                       for rel, pairs in (("rf", witness.rf), ("co", witness.co), ("fr", witness.fr)))
+    return lines + [edges]
 
 
 def cmd_grade(args) -> int:

@@ -21,7 +21,7 @@ def test_sb_weak_outcome_allowed_everywhere_but_sc():
         out = kstep("-", "--model", model, stdin=SB)
         assert out.returncode == 0, out.stderr
         assert out.stdout.splitlines()[0] == f"{model}: {verdict}"
-        assert ("(('0:r0', 0), ('1:r0', 0))" in out.stdout) == (model != "sc")
+        assert ("\n  0:r0=0 1:r0=0\n" in out.stdout) == (model != "sc")
 
 
 def test_bad_input_is_one_line_and_exit_2():
@@ -56,7 +56,20 @@ def test_printed_witnesses_are_the_ones_check_found_for_each_state():
 
     verdict = check(parse(SB, "SB"), tso)
     lines = kstep("-", "--model", "tso", stdin=SB).stdout.splitlines()[1:]
-    printed = dict(zip(lines[0::2], lines[1::2]))
+    printed = {lines[k].strip(): lines[k + 1:k + 4] for k in range(0, len(lines), 4)}  # state, P0, P1, edges
     assert len(printed) == len(verdict.states) == 4
     for state, w in verdict.states.items():
-        assert printed[f"  {state}"] == f"    rf {list(w.rf)} co {list(w.co)} fr {list(w.fr)}"
+        p0, p1, edges = printed[" ".join(f"{k}={v}" for k, v in state)]
+        # the events, named in order (initial writes by their location), read back from the text
+        names = {}
+        for line in (p0, p1):
+            for event in line.strip().split(": ", 1)[1].split("; "):
+                names[event.split(" ", 1)[0]] = event.split(" ", 1)[1]
+        ids = {e.id: (f"init {e.loc}" if e.thread < 0 else None) for e in w.events}
+        own = [e for e in w.events if e.thread >= 0]
+        ids.update({e.id: name for e, name in zip(own, names)})
+        assert [names[ids[e.id]] for e in own] == [e.label() for e in own]
+        rels = dict(part.split(": ") for part in edges.strip().split("   "))
+        for rel, pairs in (("rf", w.rf), ("co", w.co), ("fr", w.fr)):
+            shown = set(rels[rel].split(", ")) - {"-"}
+            assert shown == {f"{ids[a]}->{ids[b]}" for a, b in pairs}, rel

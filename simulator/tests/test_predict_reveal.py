@@ -90,6 +90,7 @@ def visible_before_the_fold(page: Path) -> str:
     return visible_before_the_fold_text(page.read_text())
 
 
+@pytest.mark.slow  # the built site
 def test_a_page_whose_player_asks_keeps_the_scenarios_text_folded_below_it(site):
     """The scenario's text and checked claims tell how the run goes, so on a page whose player asks the
     scenario's questions they come after the player, in a closed <details>; the tour's too."""
@@ -110,6 +111,7 @@ def test_a_page_whose_player_asks_keeps_the_scenarios_text_folded_below_it(site)
             assert words(text)[:60] not in before, (page.name, text[:60])
 
 
+@pytest.mark.slow  # the built site
 def test_a_notebooks_predictions_are_not_answered_above_them_or_outside_their_blocks(site):
     """Notebook 01 asks how many misses T1 counts: the scenario's text, which narrates them, comes only
     after it; and no notebook page shows a question's why (its answer) outside a script."""

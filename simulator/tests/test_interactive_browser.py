@@ -105,6 +105,7 @@ def opened(browser, origin):
     """munmap-vs-fault's page, opened once for the tests that follow it (one Pyodide start)."""
     p = Opened(browser, origin + "/index.html", origin=origin, init=WATCH_PROGRESS)
     try:
+        p.page.locator(".kstep-live").first.scroll_into_view_if_needed()  # the student scrolls to it
         yield p
         p.check_clean()
     finally:
@@ -112,7 +113,8 @@ def opened(browser, origin):
 
 
 def test_python_loads_as_the_page_opens_and_the_panel_shows_how_far(opened):
-    """Nobody clicks: Pyodide and kstep load at once, and the bar goes through the download (in MB) and the
+    """Nobody clicks: Pyodide and kstep load once the panel is on screen, and the bar goes
+    through the download (in MB) and the
     stages of starting, never backwards, and is gone when they are loaded."""
     p = opened
     p.page.wait_for_selector('.kstep-live[data-loaded="yes"]', timeout=BOOT_MS)

@@ -79,7 +79,7 @@ test: setup lab-kernels lab linux-source
 	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not batch"
 
 test-fast: setup linux-source
-	$(PYTEST) -n $(TEST_JOBS) --dist loadfile -m "not slow and not qemu and not browser and not batch"
+	$(PYTEST) -m "not slow and not qemu and not browser and not batch"
 
 lint: setup
 	$(VENV)/bin/python scripts/lint

@@ -113,9 +113,8 @@ def opened(browser, origin):
 
 
 def test_python_loads_as_the_page_opens_and_the_panel_shows_how_far(opened):
-    """Nobody clicks: Pyodide and kstep load once the panel is on screen, and the bar goes
-    through the download (in MB) and the
-    stages of starting, never backwards, and is gone when they are loaded."""
+    """Nobody clicks: Pyodide and kstep load once the panel is on screen, and the bar goes through
+    the download (in MB) and the stages of starting, never backwards, and is gone when they are loaded."""
     p = opened
     p.page.wait_for_selector('.kstep-live[data-loaded="yes"]', timeout=BOOT_MS)
     assert p.page.locator(".kstep-live-progress").count() == 0

@@ -82,3 +82,9 @@ def test_cli_runs_a_bundled_test_by_name():
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == "arm64: Sometimes"
     assert "\n  1:r1=locked1 locked1=0\n" in out.stdout
+
+
+def test_cli_lists_the_bundled_tests():
+    out = subprocess.run([sys.executable, "-m", "kstep", "litmus", "--list"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.split() == bundled.names()

@@ -220,7 +220,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "-r") && i + 1 < argc) {
 			runs = count_arg("-r", argv[++i], 100000000);
 		} else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
-			size = count_arg("-s", argv[++i], 1000000);
+			size = count_arg("-s", argv[++i], 100000);	/* <= 200 MB of instances */
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "usage: %s [-r RUNS] [-s SIZE] [NAME...]\n", argv[0]);
 			return 2;

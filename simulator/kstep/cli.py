@@ -831,11 +831,9 @@ def sandbox_modes() -> tuple:
 
 def cmd_litmus(args) -> int:
     from .files import read_text
-    from .memory import arm64, lkmm, power, sc, tso
+    from .memory import arm64, bundled, lkmm, power, sc, tso
     from .memory.litmus import parse
     from .memory.verdict import check
-
-    from .memory import bundled
 
     if args.list:
         print("\n".join(bundled.names()))

@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import (  # noqa: E402
-    damon, damon_port, engine, explore, fork_batch, interactive, player, plot, qspinlock, traces, vma_locks,
-    vma_locks_port,
+    damon, damon_port, engine, explore, fork_batch, interactive, klitmus, player, plot, qspinlock, traces,
+    vma_locks, vma_locks_port,
 )
 
 
@@ -34,6 +34,7 @@ def main() -> int:
     results["traces"] = traces.run(out, say)
     results["damon"] = damon.run(out, say)
     damon_port.run(out, say)
+    klitmus.run(out, say)
     port_png = vma_locks_port.draw(vma_locks_port.run(out, say), out / "vma-locks-port.png")
     png = plot.draw(results, out / "bench.png")
     print(f"bench: wrote {', '.join(sorted(p.name for p in out.glob('*.json')))}, {png.name} and {port_png.name} "

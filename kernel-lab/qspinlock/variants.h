@@ -20,6 +20,8 @@ X(PENDING_NOT_UNDONE, "pending-not-undone", 1,				\
 X(HEAD_IGNORES_PENDING, "head-ignores-pending", 1,			\
   "BUG: the head waits for the owner but not for pending to clear")	\
 X(LINK_BEFORE_INIT, "link-before-init", 1,				\
-  "BUG: the node is published and linked before it is initialised")
+  "BUG: the node is published and linked before it is initialised")	\
+X(NO_WMB_BEFORE_XCHG_TAIL, "no-wmb-before-xchg-tail", 1,		\
+  "BUG on arm64/POWER: no smp_wmb() between the node's initialisation and xchg_tail()")
 
 #endif

@@ -247,8 +247,10 @@ def build_parser() -> Parser:
 
     p = sub.add_parser("litmus", help="which final states of a C litmus test each memory model allows",
                        allow_abbrev=False)
-    p.add_argument("test", metavar="FILE", help="a C litmus test ('-': standard input)")
+    p.add_argument("test", metavar="FILE", help="a C litmus test ('-': standard input), or the name of a bundled "
+                                                "one (a mechanism's barrier; --list names them)", nargs="?")
     p.add_argument("--model", choices=("sc", "tso", "arm64", "power", "lkmm", "all"), default="lkmm")
+    p.add_argument("--list", action="store_true", help="list the bundled litmus tests of the mechanisms")
     p.set_defaults(run=cmd_litmus)
 
     p = sub.add_parser("grade", help="grade a submission (or --batch many) in the sandbox", allow_abbrev=False,
@@ -829,16 +831,26 @@ def sandbox_modes() -> tuple:
 
 def cmd_litmus(args) -> int:
     from .files import read_text
-    from .memory import arm64, lkmm, power, sc, tso
+    from .memory import arm64, bundled, lkmm, power, sc, tso
     from .memory.litmus import parse
     from .memory.verdict import check
 
-    test = parse(read_text(args.test, 1 << 20, "litmus test"), clean(args.test))
+    if args.list:
+        print("\n".join(bundled.names()))
+        return 0
+    if args.test is None:
+        raise UserError("litmus needs a FILE, a bundled test's name or --list")
+    source = args.test
+    if source != "-" and not Path(source).exists() and source in bundled.names():
+        source = bundled.path(source)
+    test = parse(read_text(source, 1 << 20, "litmus test"), clean(args.test))
     models = (sc, tso, arm64, power, lkmm) if args.model == "all" else \
         ({"sc": sc, "tso": tso, "arm64": arm64, "power": power, "lkmm": lkmm}[args.model],)
     verdicts = [check(test, model) for model in models]
     if args.model == "all":
-        outcomes = sorted({state for v in verdicts for state in v.states})
+        # A value is a number or a location's name (a pointer): numbers first, so no int meets a str.
+        outcomes = sorted({state for v in verdicts for state in v.states},
+                          key=lambda state: [(k, isinstance(val, str), val) for k, val in state])
         print("outcome".ljust(40) + "".join(m.NAME.ljust(10) for m in models))
         for state in outcomes:
             cells = ("allowed" if state in v.states else "forbidden" for v in verdicts)

@@ -19,6 +19,16 @@
 #define smp_store_release(p, v)		__smp_store_release(p, v)
 #define smp_load_acquire(p)		__smp_load_acquire(p)
 
+/* include/asm-generic/barrier.h:130-135, :163-168: a full barrier unless the architecture says less. */
+#ifndef __smp_mb__before_atomic
+#define __smp_mb__before_atomic()	__smp_mb()
+#endif
+#ifndef __smp_mb__after_atomic
+#define __smp_mb__after_atomic()	__smp_mb()
+#endif
+#define smp_mb__before_atomic()		__smp_mb__before_atomic()
+#define smp_mb__after_atomic()		__smp_mb__after_atomic()
+
 #ifndef smp_acquire__after_ctrl_dep
 #define smp_acquire__after_ctrl_dep()	smp_rmb()
 #endif

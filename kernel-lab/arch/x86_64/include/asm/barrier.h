@@ -12,6 +12,15 @@
 #define __smp_rmb()	barrier()
 #define __smp_wmb()	barrier()
 
+/*
+ * Nothing around atomics (arch/x86/include/asm/barrier.h:75-76): every locked RmW is a full
+ * barrier.  The kernel's locked instructions carry a "memory" clobber; the lab's __atomic RmW
+ * builtins do not stop the compiler from moving relaxed accesses across them, so here the
+ * macros keep the compiler's order, which is all the kernel relies on them for.
+ */
+#define __smp_mb__before_atomic()	barrier()
+#define __smp_mb__after_atomic()	barrier()
+
 #define __smp_store_release(p, v)					\
 do {									\
 	barrier();							\

@@ -229,6 +229,46 @@ def definitions(text: str) -> set[str]:
     return scanner.names
 
 
+def definition_lines(text: str, name: str) -> tuple[int, int] | None:
+    """First and last line (1-based) of the top-level definition of function ``name`` in ``text``.
+
+    The span runs from the declaration's first token to the body's closing brace, which is what
+    the kernel lab extracts of a function it compiles (``kernel-lab/scripts/kernel-functions``).
+    Preprocessor lines count as blank here, so a function whose braces differ between ``#if``
+    branches is not found (None), as is one that is only declared.
+    """
+    def blank(m: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    lines = _LEXICAL.sub(blank, text).split("\n")
+    depth, decl_line, found = 0, None, None
+    decl: list[str] = []
+    continued = False
+    for n, line in enumerate(lines, 1):
+        directive = continued or line.lstrip().startswith("#")
+        continued = directive and line.rstrip().endswith("\\")
+        if directive:
+            continue
+        for tok in _TOKEN.findall(line):
+            if tok == "{":
+                if depth == 0 and decl_line is not None and _declared_name(decl) == name:
+                    found = decl_line
+                depth += 1
+            elif tok == "}":
+                depth = max(depth - 1, 0)
+                if depth == 0:
+                    if found is not None:
+                        return found, n
+                    decl, decl_line = [], None
+            elif depth == 0:
+                if tok == ";":
+                    decl, decl_line = [], None
+                else:
+                    decl.append(tok)
+                    decl_line = n if decl_line is None else decl_line
+    return None
+
+
 # ---------------------------------------------------------------------------------------
 # Reading the .deb
 

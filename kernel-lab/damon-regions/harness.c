@@ -73,9 +73,10 @@ static int words(const char *key, unsigned long *out, int n, char *name)
 static struct damon_region *nth(struct damon_target *t, unsigned long i)
 {
 	struct damon_region *r;
+	unsigned long k = 0;
 
 	damon_for_each_region(r, t)
-		if (!i--)
+		if (k++ == i)
 			return r;
 	bad("there is no region %lu", i);
 }
@@ -178,6 +179,10 @@ int main(void)
 		words("regions", v, 1, NULL);
 		for (i = v[0]; i; i--) {
 			words("region", v, 6, NULL);
+			if (v[0] >= v[1] || (t->nr_regions && v[0] < damon_last_region(t)->ar.end))
+				bad("a region must be non-empty and start at or after the end of the one before");
+			if ((v[2] | v[3] | v[4] | v[5]) > UINT_MAX)
+				bad("nr_accesses, nr_accesses_bp, age and last_nr_accesses are unsigned ints");
 			r = damon_new_region(v[0], v[1]);
 			r->nr_accesses = v[2];
 			r->nr_accesses_bp = v[3];

@@ -135,21 +135,24 @@ def differences(arch: str, cases: list[Case], binary: str = "damon-regions") -> 
 # --- cases from the bundled scenarios --------------------------------------------------------------------
 
 
-def scenario_cases() -> list[Case]:
+def scenario_cases(sample: int | None = None, seed: int = 0) -> list[Case]:
     """Each region operation the model's run of every bundled damon scenario makes, on the state it
-    makes it on."""
+    makes it on, each distinct input once; with ``sample``, at most that many per scenario and
+    operation, drawn with ``seed``."""
     from kstep.engine import scenario
     from kstep.lab.damon import simulated
     from kstep.models import MODELS
     from kstep.models.damon import model as dmodel
 
-    cases = []
+    out: list[Case] = []
+    rnd = random.Random(seed)
     for name in scenario.bundled("damon"):
+        cases: list[Case] = []
         sc = scenario.load("damon", MODELS["damon"].scenario_schema, name)
         trace = simulated(sc.config, sc.schedule)
         cfg = trace.states[0].cfg
-        if cfg.min_region != PAGE:
-            continue
+        if cfg.min_region != PAGE:  # the harness is the kernel's build, DAMON_MIN_REGION = PAGE_SIZE
+            raise ValueError(f"{name}: min_region {cfg.min_region}; damon-regions is built with {PAGE}")
         a = cfg.attrs
         for step, (action, pre, post) in enumerate(zip(trace.actions, trace.states, trace.states[1:])):
             where = f"{name} step {step + 1}"
@@ -165,9 +168,9 @@ def scenario_cases() -> list[Case]:
                 if subs:
                     cases.append(Case("split_regions_of", (subs[0],), pre.regions, a, pre.k.rng.state, where))
             elif label == dmodel.CHECK:
-                for i, (r, r2) in enumerate(zip(pre.regions, post.regions)):
+                for r, r2 in zip(pre.regions, post.regions):  # the function reads and writes r alone
                     accessed = int(r2.nr_accesses != r.nr_accesses)
-                    cases.append(Case("update_access_rate", (i, accessed), pre.regions, a, origin=where))
+                    cases.append(Case("update_access_rate", (0, accessed), (r,), a, origin=where))
             elif label in (dmodel.UPDATE, dmodel.INIT):
                 vmas = tuple(x for v in pre.vmas for x in (v.start, v.end))
                 cases.append(Case("three_regions", vmas, origin=where))
@@ -181,7 +184,11 @@ def scenario_cases() -> list[Case]:
                 sz = max(sum(e - s for s, e in ranges) // (a.min_nr_regions or 1), PAGE)
                 for s, e in ranges:
                     cases.append(Case("evenly_split", (0, (e - s) // sz), (core.Region(s, e),), a, origin=where))
-    return cases
+        for op in OPERATIONS:
+            of_op = [c for c in cases if c.op == op]
+            out += of_op if sample is None or len(of_op) <= sample else rnd.sample(of_op, sample)
+    unique = {c._replace(origin=""): c for c in reversed(out)}  # the same input once, named where first met
+    return list(reversed(unique.values()))
 
 
 # --- drawn cases ---------------------------------------------------------------------------------------

@@ -135,6 +135,18 @@ def differences(arch: str, cases: list[Case], binary: str = "damon-regions") -> 
 # --- cases from the bundled scenarios --------------------------------------------------------------------
 
 
+def nr_subregions(regions: tuple, attrs: core.Attrs, last_nr_regions: int) -> int | None:
+    """What the model's kdamond_split_regions() passes damon_split_regions_of(), or None: no split."""
+    subs = []
+
+    def record(rs, nr_subs, rng, min_region):
+        subs.append(nr_subs)
+        return rs, rng
+
+    core.kdamond_split_regions(regions, attrs, last_nr_regions, Rng(0), PAGE, split_of=record)
+    return subs[0] if subs else None
+
+
 def scenario_cases(sample: int | None = None, seed: int = 0) -> list[Case]:
     """Each region operation the model's run of every bundled damon scenario makes, on the state it
     makes it on, each distinct input once; with ``sample``, at most that many per scenario and
@@ -162,11 +174,9 @@ def scenario_cases(sample: int | None = None, seed: int = 0) -> list[Case]:
                 cases.append(Case("kdamond_merge_regions", (thres, pre.k.sz_limit), pre.regions, a, origin=where))
                 cases.append(Case("merge_regions_of", (thres, pre.k.sz_limit, 1), pre.regions, a, origin=where))
             elif label == dmodel.SPLIT:
-                subs = []
-                core.kdamond_split_regions(pre.regions, a, pre.k.last_nr_regions, pre.k.rng, cfg.min_region,
-                                           split_of=lambda rs, n, rng, m: (subs.append(n), (rs, rng))[1])
+                subs = nr_subregions(pre.regions, a, pre.k.last_nr_regions)
                 if subs:
-                    cases.append(Case("split_regions_of", (subs[0],), pre.regions, a, pre.k.rng.state, where))
+                    cases.append(Case("split_regions_of", (subs,), pre.regions, a, pre.k.rng.state, where))
             elif label == dmodel.CHECK:
                 for r, r2 in zip(pre.regions, post.regions):  # the function reads and writes r alone
                     accessed = int(r2.nr_accesses != r.nr_accesses)

@@ -1,4 +1,5 @@
-"""The kernel lab compiles DAMON's own region functions, and they end where the model's do.
+"""The kernel lab compiles DAMON's region functions and folio_pte_batch() from the tree, and they end
+where the model's do.
 
 kernel-lab/scripts/kernel-functions copies mm/damon/core.c's and vaddr.c's region functions whole
 from the fetched tree into build/src/damon-regions.c; damon-regions/ adds only stand-ins (types,
@@ -7,7 +8,9 @@ byte for byte and a changed copy is named; and kernel-lab/tests/regioncheck.py's
 kernel's function and the model's on one input, the whole state after compared) holds on a seeded
 sample of every bundled scenario's operations and of drawn cases, on every architecture, and fails
 for a build with `<` for `<=` in the merge threshold. ``make -C kernel-lab identity`` runs the
-1,000-per-function version.
+1,000-per-function version. Likewise kernel-lab/tests/ptebatchcheck.py: mm/internal.h's
+folio_pte_batch() over x86-64's own PTE helpers against every call the fork model makes on x86-64
+layouts (bundled and drawn), and a build whose __pte_batch_clear_ignored() keeps the accessed bit.
 """
 
 import random
@@ -23,6 +26,7 @@ from kstep.lab.source_index import definition_lines
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "kernel-lab"
 sys.path.insert(0, str(LAB / "tests"))
+import ptebatchcheck  # noqa: E402
 import regioncheck  # noqa: E402
 
 ARCHES = [pytest.param("x86_64"), pytest.param("arm64", marks=pytest.mark.qemu),
@@ -37,10 +41,19 @@ PER_FUNCTION = 40  # drawn cases per function and architecture in make test
 PER_SCENARIO = 25  # cases per bundled scenario and operation
 
 
+PTE_BATCH_COPIED = ["__pte_needs_invert", "protnone_mask", "native_make_pte", "native_pte_val", "pte_flags",
+                    "pte_dirty", "pte_shstk", "pte_young", "pte_write", "pte_pfn", "pte_set_flags", "pte_clear_flags",
+                    "mksaveddirty_shift", "pte_mksaveddirty", "pte_wrprotect", "pte_mkclean", "pte_mkold",
+                    "pte_clear_soft_dirty", "pte_same", "pte_advance_pfn", "pte_batch_hint", "ptep_get",
+                    "__pte_batch_clear_ignored", "folio_pte_batch"]
+LAYOUTS = 25  # drawn x86-64 fork layouts in make test
+
+
 @pytest.fixture(scope="module")
 def built(linux_tree):
     arches = [p.values[0] for p in ARCHES]
     targets = [f"build/{a}/damon-regions{m}" for a in arches for m in ("", "-merge-lt")]
+    targets += [f"build/x86_64/fork-pte-batch{m}" for m in ("", "-keeps-young")]
     p = subprocess.run(["make", "-s", "-C", str(LAB), "-j2", f"LINUX={linux_tree}", *targets],
                        capture_output=True, text=True)
     assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
@@ -63,17 +76,21 @@ def copies_differing(generated: Path, tree: Path) -> list[str]:
     return out
 
 
-def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree):
-    generated = LAB / "build" / "src" / "damon-regions.c"
+@pytest.mark.parametrize(("name", "copied"), [("damon-regions", COPIED), ("fork-pte-batch", PTE_BATCH_COPIED)])
+def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree, name, copied):
+    generated = LAB / "build" / "src" / f"{name}.c"
     names = [re.search(r"(\w+)\(", generated.read_text()[m.end():].split("{")[0]).group(1)
              for m in LINE.finditer(generated.read_text())]
-    assert names == COPIED
+    assert names == copied
     assert copies_differing(generated, linux_tree) == []
 
 
-def test_a_changed_copy_is_named(built, linux_tree):
-    mutant = LAB / "build" / "src" / "damon-regions-merge-lt" / "damon-regions.c"
-    assert copies_differing(mutant, linux_tree) == ["mm/damon/core.c:1801: damon_merge_regions_of"]
+@pytest.mark.parametrize(("mutant", "named"), [
+    ("damon-regions-merge-lt/damon-regions.c", "mm/damon/core.c:1801: damon_merge_regions_of"),
+    ("fork-pte-batch-keeps-young/fork-pte-batch.c", "mm/internal.h:168: __pte_batch_clear_ignored"),
+])
+def test_a_changed_copy_is_named(built, linux_tree, mutant, named):
+    assert copies_differing(LAB / "build" / "src" / mutant, linux_tree) == [named]
 
 
 def drawn_seed() -> int:
@@ -100,6 +117,22 @@ def test_a_build_with_a_changed_merge_threshold_is_caught(built, scenario_cases)
     bad = regioncheck.differences("x86_64", scenario_cases + regioncheck.drawn_cases(drawn_seed(), PER_FUNCTION),
                                   "damon-regions-merge-lt")
     assert bad and {m.split()[1] for m in bad} <= {"merge_regions_of", "kdamond_merge_regions"}
+
+
+@pytest.fixture(scope="module")
+def pte_batch_calls():
+    first = random.randrange(1 << 32)
+    print(f"x86-64 layouts drawn from seed {first} on (ptebatchcheck.py --first-seed {first} repeats them)")
+    return ptebatchcheck.scenario_calls() + ptebatchcheck.drawn_calls(first, LAYOUTS)
+
+
+def test_the_kernels_folio_pte_batch_batches_as_the_models_does(built, pte_batch_calls):
+    bad = ptebatchcheck.differences(pte_batch_calls)
+    assert not bad, f"{len(bad)} of {len(pte_batch_calls)} calls differ; the first:\n{bad[0]}"
+
+
+def test_a_folio_pte_batch_that_compares_the_accessed_bit_is_caught(built, pte_batch_calls):
+    assert ptebatchcheck.differences(pte_batch_calls, "fork-pte-batch-keeps-young")
 
 
 @pytest.mark.xfail(strict=True, reason="issue 23 §3: the model's damon_merge_two_regions() does not wrap "

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What x86-64's PTE helpers and mm/internal.h's folio_pte_batch() need beyond their own text, in the
+ * What x86-64's PTE helpers, mm/internal.h's folio_pte_batch() and mm/memory.c's __copy_present_ptes()
+ * need beyond their own text, in the
  * manner of tools/testing/vma/vma_internal.h. The functions themselves are the tree's (build/src/
  * fork-pte-batch.c); here are the types, the x86-64 PTE bit numbers of
  * arch/x86/include/asm/pgtable_types.h (macros, which scripts/kernel-functions does not copy), a folio
@@ -64,6 +65,25 @@ struct folio {
 };
 #define folio_pfn(folio)	((folio)->pfn)
 #define folio_nr_pages(folio)	((folio)->nr_pages)
+
+/* __copy_present_ptes(): a VMA's flags (include/linux/mm.h) and the PTE stores it makes */
+typedef unsigned long vm_flags_t;
+#define PAGE_SIZE		(1UL << PAGE_SHIFT)
+#define _PAGE_UFFD_WP		(1ULL << 10)	/* _PAGE_BIT_SOFTW2 */
+#define VM_SHARED		0x00000008
+#define VM_MAYWRITE		0x00000020
+#define VM_UFFD_WP		0x00001000
+struct mm_struct;
+struct vm_area_struct {
+	struct mm_struct *vm_mm;
+	vm_flags_t vm_flags;
+};
+#define WRITE_ONCE(x, val)	(*(volatile typeof(x) *)&(x) = (val))
+#define try_cmpxchg(ptr, oldp, new)	\
+	__atomic_compare_exchange_n((ptr), (oldp), (new), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
+#define set_pte(ptep, pte)	native_set_pte(ptep, pte)	/* pgtable.h without CONFIG_PARAVIRT_XXL */
+#define pte_next_pfn(pte)	pte_advance_pfn(pte, 1)
+#define page_table_check_ptes_set(mm, ptep, pte, nr)	do { } while (0)	/* CONFIG_PAGE_TABLE_CHECK=n */
 
 /* CONFIG_DEBUG_VM=n: the checks compile to nothing (include/linux/mmdebug.h) */
 #define VM_WARN_ON_FOLIO(cond, folio)	((void)0)

@@ -1,4 +1,5 @@
-"""Identity of the kernel's folio_pte_batch() over x86-64's own PTE helpers and the fork model's.
+"""Identity of the kernel's folio_pte_batch() and __copy_present_ptes() over x86-64's own PTE helpers
+and the fork model's.
 
 kernel-lab/build/x86_64/fork-pte-batch runs mm/internal.h's folio_pte_batch() and
 __pte_batch_clear_ignored() with arch/x86/include/asm/pgtable.h's helpers, all copied from the tree
@@ -6,9 +7,11 @@ by scripts/kernel-functions. This module takes every folio_pte_batch() call the 
 (simulator/kstep/models/fork_batch/, strategy folio-batch, x86-64 format) makes in the bundled
 scenarios and in layouts drawn from seeds, with the page table, folio and flags it made it on,
 turns the model's PTE words into x86-64's (the model keeps its own bit layout: pgtable.py), and
-compares the batch length and any_writable the kernel's function returns with the model's.
+compares the batch length and any_writable the kernel's function returns with the model's. Likewise
+every __copy_present_ptes() call: the parent's and the child's entries of the batch after it (read
+back in the model's bits: x86-64 keeps a write-protected PTE's dirty bit as SavedDirty, bit 58).
 
-    python kernel-lab/tests/ptebatchcheck.py [--seeds N] [--first-seed S]
+    python kernel-lab/tests/ptebatchcheck.py [--layouts N] [--first-seed S]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import NamedTuple
 
 from kstep.models.fork_batch import pgtable as pt
 from kstep.models.fork_batch.internal import fpb_flags
+from kstep.models.fork_batch.state import SHARED
 
 LAB = Path(__file__).resolve().parents[1]
 # the model's bits -> x86-64's (arch/x86/include/asm/pgtable_types.h): present 0, RW 1, accessed 5,
@@ -28,6 +32,9 @@ LAB = Path(__file__).resolve().parents[1]
 X86_BITS = {pt.PTE_PRESENT: 1 << 0, pt.PTE_WRITE: 1 << 1, pt.PTE_YOUNG: 1 << 5, pt.PTE_DIRTY: 1 << 6,
             pt.PTE_SPECIAL: 1 << 9, pt.PTE_UFFD_WP: 1 << 10, pt.PTE_SOFT_DIRTY: 1 << 11}
 LOW_BITS = (1 << pt.PFN_PTE_SHIFT) - 1
+SAVED_DIRTY = 1 << 58
+PFN_MASK = ((1 << 52) - 1) & ~LOW_BITS
+VM_SHARED, VM_MAYWRITE, VM_UFFD_WP = 0x8, 0x20, 0x1000
 
 
 class Call(NamedTuple):
@@ -51,6 +58,71 @@ def x86(word: int) -> int:
             out |= x86_bit
     if word & LOW_BITS & ~sum(X86_BITS):
         raise ValueError(f"PTE {word:#x} has a bit x86-64 does not have")
+    return out
+
+
+def from_x86(word: int) -> int:
+    """An x86-64 PTE word read back in the model's bits (dirty: Dirty or SavedDirty)."""
+    out = word & PFN_MASK
+    for bit, x86_bit in X86_BITS.items():
+        if word & x86_bit:
+            out |= bit
+    return out | pt.PTE_DIRTY if word & SAVED_DIRTY else out
+
+
+class Copy(NamedTuple):
+    parent: tuple  # the model's words of the batch, before
+    template: int
+    src_flags: int
+    dst_flags: int
+    after: tuple  # (parent, child) words after, the model's
+    origin: str
+
+
+def copies(trace, origin: str) -> list[Copy]:
+    """Every __copy_present_ptes() call of a fork model run: the batch before, and both tables after.
+    The model's call has no step of its own: it starts at the first of its steps (wrprotect_ptes, when
+    it write-protects the parent, then set_ptes) and ends after set_ptes."""
+    out = []
+    labels = [getattr(a, "label", "") for a in trace.actions]
+    for step, (label, pre) in enumerate(zip(labels, trace.states)):
+        if label not in ("wrprotect_ptes", "set_ptes") or step and labels[step - 1] == "wrprotect_ptes":
+            continue
+        k = step
+        while labels[k] != "set_ptes":
+            k += 1
+        post, c = trace.states[k + 1], pre.copy
+        nr = 0
+        while c.addr + nr < len(post.child) and post.child[c.addr + nr] != pre.child[c.addr + nr]:
+            nr += 1
+        vm = pre.vm[c.vma]
+        src = VM_MAYWRITE | (VM_SHARED if vm.kind == SHARED else 0)
+        out.append(Copy(tuple(pre.parent[c.addr:c.addr + nr]), c.pte, src, VM_UFFD_WP if vm.uffd_wp else 0,
+                        (tuple(post.parent[c.addr:c.addr + nr]), tuple(post.child[c.addr:c.addr + nr])),
+                        f"{origin} step {step}"))
+    return out
+
+
+def copy_text(copy: Copy) -> str:
+    words = " ".join(str(x86(w)) for w in copy.parent)
+    return (f"case\nvma {copy.src_flags} {copy.dst_flags}\nptes {len(copy.parent)} {words}\n"
+            f"copy {x86(copy.template)}\nend\n")
+
+
+def copy_differences(all_copies: list[Copy], binary: str = "fork-pte-batch") -> list[str]:
+    path = LAB / "build" / "x86_64" / binary
+    p = subprocess.run([str(path)], input="".join(map(copy_text, all_copies)), capture_output=True, text=True,
+                       timeout=600)
+    if p.returncode or p.stderr:
+        raise RuntimeError(f"{binary} exited {p.returncode}: {p.stderr.strip()}")
+    out = []
+    for copy, line in zip(all_copies, p.stdout.splitlines(), strict=True):
+        words = [int(w) for w in line.split()[1:] if w != "child"]
+        n = len(copy.parent)
+        got = (tuple(map(from_x86, words[:n])), tuple(map(from_x86, words[n:])))
+        if got != copy.after:
+            out.append(f"{copy.origin}: kernel parent/child {[hex(w) for w in got[0] + got[1]]}, model "
+                       f"{[hex(w) for w in copy.after[0] + copy.after[1]]}\ninput:\n{copy_text(copy)}")
     return out
 
 
@@ -92,7 +164,8 @@ def differences(all_calls: list[Call], binary: str = "fork-pte-batch") -> list[s
     return out
 
 
-def scenario_calls() -> list[Call]:
+def scenario_runs() -> list[tuple]:
+    """(trace, name) of the fork model's run of every bundled x86-64 scenario."""
     from kstep.engine import scenario
     from kstep.lab.fork_batch import simulated
     from kstep.models import MODELS
@@ -101,20 +174,19 @@ def scenario_calls() -> list[Call]:
     for name in scenario.bundled("fork-batch"):
         sc = scenario.load("fork-batch", MODELS["fork-batch"].scenario_schema, name)
         if sc.config["format"] == pt.X86_64:
-            out += calls(simulated(sc.config, "folio-batch", sc.schedule), name)
+            out.append((simulated(sc.config, "folio-batch", sc.schedule), name))
     return out
 
 
-def drawn_calls(first_seed: int, layouts: int) -> list[Call]:
-    """The calls of the first ``layouts`` x86-64 layouts random_layout() draws from seeds first_seed on."""
+def drawn_runs(first_seed: int, layouts: int) -> list[tuple]:
+    """(trace, origin) of the first ``layouts`` x86-64 layouts random_layout() draws from seeds first_seed on."""
     from kstep.lab.fork_batch import random_layout, simulated
 
-    out, seed, taken = [], first_seed, 0
-    while taken < layouts:
+    out, seed = [], first_seed
+    while len(out) < layouts:
         config = random_layout(seed)
         if config["format"] == pt.X86_64:
-            out += calls(simulated(config, "folio-batch"), f"layout seed {seed}")
-            taken += 1
+            out.append((simulated(config, "folio-batch"), f"layout seed {seed}"))
         seed += 1
     return out
 
@@ -124,9 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layouts", type=int, default=200, metavar="N", help="x86-64 layouts drawn (default 200)")
     parser.add_argument("--first-seed", type=int, default=0, metavar="S")
     args = parser.parse_args(argv)
-    all_calls = scenario_calls() + drawn_calls(args.first_seed, args.layouts)
-    bad = differences(all_calls)
-    print(f"{len(all_calls) - len(bad)} of {len(all_calls)} folio_pte_batch() calls identical")
+    runs = scenario_runs() + drawn_runs(args.first_seed, args.layouts)
+    all_calls = [c for trace, origin in runs for c in calls(trace, origin)]
+    all_copies = [c for trace, origin in runs for c in copies(trace, origin)]
+    bad = differences(all_calls) + copy_differences(all_copies)
+    print(f"{len(all_calls)} folio_pte_batch() and {len(all_copies)} __copy_present_ptes() calls, "
+          f"{len(bad)} differing")
     for message in bad[:3]:
         print(message)
     return 1 if bad else 0

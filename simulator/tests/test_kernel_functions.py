@@ -45,7 +45,9 @@ PTE_BATCH_COPIED = ["__pte_needs_invert", "protnone_mask", "native_make_pte", "n
                     "pte_dirty", "pte_shstk", "pte_young", "pte_write", "pte_pfn", "pte_set_flags", "pte_clear_flags",
                     "mksaveddirty_shift", "pte_mksaveddirty", "pte_wrprotect", "pte_mkclean", "pte_mkold",
                     "pte_clear_soft_dirty", "pte_same", "pte_advance_pfn", "pte_batch_hint", "ptep_get",
-                    "__pte_batch_clear_ignored", "folio_pte_batch"]
+                    "__pte_batch_clear_ignored", "folio_pte_batch", "native_set_pte", "ptep_set_wrprotect",
+                    "pte_clear_uffd_wp", "set_ptes", "wrprotect_ptes", "is_cow_mapping", "userfaultfd_wp",
+                    "__copy_present_ptes"]
 LAYOUTS = 25  # drawn x86-64 fork layouts in make test
 
 
@@ -86,11 +88,12 @@ def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree, n
 
 
 @pytest.mark.parametrize(("mutant", "named"), [
-    ("damon-regions-merge-lt/damon-regions.c", "mm/damon/core.c:1801: damon_merge_regions_of"),
-    ("fork-pte-batch-keeps-young/fork-pte-batch.c", "mm/internal.h:168: __pte_batch_clear_ignored"),
+    ("damon-regions-merge-lt/damon-regions.c", ["mm/damon/core.c:1801: damon_merge_regions_of"]),
+    ("fork-pte-batch-keeps-young/fork-pte-batch.c",
+     ["mm/internal.h:168: __pte_batch_clear_ignored", "mm/memory.c:950: __copy_present_ptes"]),
 ])
 def test_a_changed_copy_is_named(built, linux_tree, mutant, named):
-    assert copies_differing(LAB / "build" / "src" / mutant, linux_tree) == [named]
+    assert copies_differing(LAB / "build" / "src" / mutant, linux_tree) == named
 
 
 def drawn_seed() -> int:
@@ -120,19 +123,25 @@ def test_a_build_with_a_changed_merge_threshold_is_caught(built, scenario_cases)
 
 
 @pytest.fixture(scope="module")
-def pte_batch_calls():
+def fork_runs():
     first = random.randrange(1 << 32)
     print(f"x86-64 layouts drawn from seed {first} on (ptebatchcheck.py --first-seed {first} repeats them)")
-    return ptebatchcheck.scenario_calls() + ptebatchcheck.drawn_calls(first, LAYOUTS)
+    runs = ptebatchcheck.scenario_runs() + ptebatchcheck.drawn_runs(first, LAYOUTS)
+    return ([c for trace, origin in runs for c in ptebatchcheck.calls(trace, origin)],
+            [c for trace, origin in runs for c in ptebatchcheck.copies(trace, origin)])
 
 
-def test_the_kernels_folio_pte_batch_batches_as_the_models_does(built, pte_batch_calls):
-    bad = ptebatchcheck.differences(pte_batch_calls)
-    assert not bad, f"{len(bad)} of {len(pte_batch_calls)} calls differ; the first:\n{bad[0]}"
+def test_the_kernels_folio_pte_batch_and_copy_do_what_the_models_do(built, fork_runs):
+    calls, copies = fork_runs
+    assert calls and copies and any(c.src_flags & ptebatchcheck.VM_SHARED for c in copies)
+    bad = ptebatchcheck.differences(calls) + ptebatchcheck.copy_differences(copies)
+    assert not bad, f"{len(bad)} of {len(calls) + len(copies)} calls differ; the first:\n{bad[0]}"
 
 
-def test_a_folio_pte_batch_that_compares_the_accessed_bit_is_caught(built, pte_batch_calls):
-    assert ptebatchcheck.differences(pte_batch_calls, "fork-pte-batch-keeps-young")
+def test_a_build_that_keeps_the_accessed_bit_is_caught(built, fork_runs):
+    calls, copies = fork_runs
+    assert ptebatchcheck.differences(calls, "fork-pte-batch-keeps-young")
+    assert ptebatchcheck.copy_differences(copies, "fork-pte-batch-keeps-young")
 
 
 @pytest.mark.xfail(strict=True, reason="issue 23 §3: the model's damon_merge_two_regions() does not wrap "

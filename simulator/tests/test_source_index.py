@@ -184,6 +184,23 @@ def test_parser_finds_definitions_and_function_like_macros():
     }
 
 
+def test_definition_lines_span_a_function_from_its_declaration_to_its_closing_brace():
+    lines = C_SAMPLE.split("\n")
+
+    def line_of(prefix):
+        return next(n for n, text in enumerate(lines, 1) if text.startswith(prefix))
+
+    spin = line_of("static inline void do_raw_spin_lock")
+    assert source_index.definition_lines(C_SAMPLE, "do_raw_spin_lock") == (spin, spin + 3)
+    ctor = line_of("static void (*get_ctor")
+    assert source_index.definition_lines(C_SAMPLE, "get_ctor") == (ctor, ctor + 3)
+    last = line_of("int after_all_that")
+    assert source_index.definition_lines(C_SAMPLE, "after_all_that") == (last, last)
+    # macros, a commented-out body, a struct, and a definition split over #ifdef branches have no span
+    for name in ("rcu_dereference", "multi_line", "commented_out", "vma_lock", "vma_start_read", "nowhere"):
+        assert source_index.definition_lines(C_SAMPLE, name) is None, name
+
+
 def test_private_apt_configuration_stays_off_the_host(tmp_path):
     apt = PrivateApt(
         root=tmp_path, architectures=["amd64", "arm64"], mirror="http://mirror.invalid/debian"

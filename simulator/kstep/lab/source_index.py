@@ -229,6 +229,62 @@ def definitions(text: str) -> set[str]:
     return scanner.names
 
 
+def definition_lines(text: str, name: str) -> tuple[int, int] | None:
+    """First and last line (1-based) of the top-level definition of function ``name`` in ``text``.
+
+    The span runs from the declaration's first token to the body's closing brace, which is what
+    the kernel lab extracts of a function it compiles (``kernel-lab/scripts/kernel-functions``).
+    A definition with a conditional directive inside it (``#ifdef`` branches that each open the
+    function) has no span of its own (None), as has a function that is only declared; branches
+    are tracked as :class:`_Scanner` tracks them, so the definitions after it are still found.
+    """
+    def blank(m: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    lines = _LEXICAL.sub(blank, text).split("\n")
+    depth, decl_line, found = 0, None, None
+    decl: list[str] = []
+    conditionals: list[tuple[int, int | None]] = []  # as in _Scanner.directive
+    poisoned, continued = False, False
+    for n, line in enumerate(lines, 1):
+        directive = continued or line.lstrip().startswith("#")
+        continued = directive and line.rstrip().endswith("\\")
+        if directive:
+            keyword = _DIRECTIVE.match(line)
+            kind = keyword.group(1) if keyword else ""
+            if kind in ("if", "ifdef", "ifndef"):
+                conditionals.append((depth, None))
+            elif kind in ("elif", "else", "elifdef", "elifndef", "endif") and conditionals:
+                start, first_end = conditionals[-1]
+                first_end = depth if first_end is None else first_end
+                if kind == "endif":
+                    conditionals.pop()
+                    depth = first_end
+                else:
+                    conditionals[-1] = (start, first_end)
+                    depth = start
+            poisoned = poisoned or (depth > 0 and kind in ("if", "ifdef", "ifndef", "elif", "else", "endif"))
+            continue
+        for tok in _TOKEN.findall(line):
+            if tok == "{":
+                if depth == 0 and decl_line is not None and _declared_name(decl) == name:
+                    found, poisoned = decl_line, False
+                depth += 1
+            elif tok == "}":
+                depth = max(depth - 1, 0)
+                if depth == 0:
+                    if found is not None and not poisoned:
+                        return found, n
+                    decl, decl_line, found, poisoned = [], None, None, False
+            elif depth == 0:
+                if tok == ";":
+                    decl, decl_line = [], None
+                else:
+                    decl.append(tok)
+                    decl_line = n if decl_line is None else decl_line
+    return None
+
+
 # ---------------------------------------------------------------------------------------
 # Reading the .deb
 

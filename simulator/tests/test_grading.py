@@ -103,7 +103,8 @@ HOSTILE = {
     "memory": ("x = bytearray(1 << 34)\n", "ran out of memory"),
     "exit-status": ("raise SystemExit(3)\n", "exited with status 3"),
 }
-LIMITED = ("endless-loop", "sleeps", "fork-bomb", "spinning-bomb", "huge-output")  # these stop at a limit: run once, no more
+# these stop at a limit: run once, no more
+LIMITED = ("endless-loop", "sleeps", "fork-bomb", "spinning-bomb", "huge-output")
 
 
 def counting_runs(monkeypatch) -> list:

@@ -64,7 +64,8 @@ def test_exercise_is_well_formed(name):
     ex = load(name)
     assert variants.size(ex.variants) >= variants.MIN_VARIANTS
     readme = (ex.path / "README.md").read_text()
-    assert "## Learning goals" in readme and "## How it is graded" in readme
+    assert "## Learning goals" in readme
+    assert ("## Practice, not graded" if ex.practice else "## How it is graded") in readme
     names = ex.public_tests + [n for n, _ in harness.hidden_tests(ex)]
     assert sorted(names) == sorted(ex.points), "every test has points and every points entry a test"
     assert ex.public_tests and len(names) > len(ex.public_tests)

@@ -327,7 +327,9 @@ class ExercisesDirective(KstepDirective):
             para = nodes.paragraph()
             para += nodes.strong("", meta.get("title", folder.name))
             details = [f"exercises/{folder.name}/"]
-            if isinstance(meta.get("points"), dict):
+            if meta.get("practice"):  # released without an autograder (kstep.grading.release)
+                details.insert(0, "practice, not graded")
+            elif isinstance(meta.get("points"), dict):
                 details.insert(0, f"{sum(meta['points'].values())} points")
             if meta.get("kind"):
                 details.insert(0, meta["kind"])

@@ -4,9 +4,12 @@ follows is searched for again rather than shown."""
 
 import json
 
+import pytest
+
 from kstep.views import course
 
 
+@pytest.mark.slow  # a search of every broken variant: about ten seconds of CPU
 def test_the_recorded_counterexamples_are_what_a_search_finds_now():
     """Stale records would show a run the models no longer take first: rerun scripts/verdicts
     --counterexamples (make verdicts) after a model change."""

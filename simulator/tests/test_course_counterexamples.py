@@ -22,7 +22,7 @@ def test_each_record_runs_again_to_its_violation_and_a_broken_one_is_searched_ag
         for variant, row in rows.items():
             found = course.recorded(mech, variant)
             assert found is not None, (mech, variant)
-            assert found.counterexample.violation.invariant == row["invariant"]
+            assert found.violation == found.counterexample.violation and found.violation.invariant == row["invariant"]
             assert " ".join(map(str, found.counterexample.actions)) == row["schedule"]
     mech, variant = "fork-batch", "fork-without-vma-locks"
     row = doc["counterexamples"][mech][variant]

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
 from ..engine import explore, own_run, scenario
+from ..engine.model import Violation
 from ..engine.runs import SEED
 from ..engine.schedule import Replay, simulate
 from ..engine.trace import Trace
@@ -51,7 +52,8 @@ class Found(NamedTuple):
     model: object
     scenario: str
     states: int  # how many states the search that found it stored
-    counterexample: Trace  # its violation is the counterexample's last step
+    counterexample: Trace
+    violation: Violation  # what its last step breaks
 
 
 def verdicts(mech: str) -> dict:
@@ -102,7 +104,7 @@ def recorded(mech: str, variant: str) -> Optional[Found]:
         return None
     if trace.violation is None or len(trace) != steps or trace.violation.invariant != row["invariant"]:
         return None
-    return Found(model, row["scenario"], row["states"], trace)
+    return Found(model, row["scenario"], row["states"], trace, trace.violation)
 
 
 def search(mech: str, variant: str, *, order: tuple = (), max_states: int = MAX_STATES,
@@ -114,15 +116,15 @@ def search(mech: str, variant: str, *, order: tuple = (), max_states: int = MAX_
     """
     model = make_model(mech, variant)
     names = scenario.bundled(mech)
-    searched = []
+    searched: list[str] = []
     for name in [n for n in order if n in names] + [n for n in names if n not in order]:
         sc = scenario.load(mech, model.scenario_schema, name)
         result = explore(model, model.initial(sc.config), max_states=max_states, scenario=sc.name,
                          config=sc.config)
-        if result.counterexample is not None:
+        if result.counterexample is not None and result.violation is not None:
             say(f"course: {mech} --variant {variant} on {name}: {result.violation.title} "
                 f"in {len(result.counterexample)} steps ({result.seconds:.1f} s)")
-            return Found(model, name, result.states, result.counterexample), searched
+            return Found(model, name, result.states, result.counterexample, result.violation), searched
         searched.append(f"{name} ({'all' if result.exhausted else f'the first {result.states}'} states)")
     say(f"course: {mech} --variant {variant}: no counterexample on any bundled scenario")
     return None, searched
@@ -140,7 +142,7 @@ def searched_records(say: Callable[[str], None] = lambda line: None) -> dict:
             if found is not None:
                 out.setdefault(mech, {})[variant] = {
                     "scenario": found.scenario, "states": found.states,
-                    "invariant": found.counterexample.violation.invariant,
+                    "invariant": found.violation.invariant,
                     "schedule": Replay.of(found.counterexample.actions).text}
     return {"counterexamples": out}
 

@@ -210,7 +210,7 @@ class CounterexampleDirective(KstepDirective):
             out.append(nodes.paragraph("", "The explorer finds no counterexample on the bundled scenarios: "
                                            + "; ".join(searched) + "."))
             return out
-        v = found.counterexample.violation
+        v = found.violation
         out.append(labelled("What the explorer finds:",
                             f"on scenario {found.scenario}, {v.title} after {len(found.counterexample)} steps "
                             f"({found.states} states searched): {v.message}", classes=["kstep-violation"]))

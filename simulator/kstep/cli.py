@@ -942,6 +942,8 @@ def cmd_grade(args) -> int:
     if out is not None:
         report.write(g, out)
     print(report.summary(g), end="")
+    if ex.practice:
+        print(f"{ex.id} is practice, not for a grade: {ex.practice}")
     return OK
 
 
@@ -973,6 +975,9 @@ def cmd_release(args) -> int:
     print(f"released {', '.join(pinned['exercises'])} to {len(roster)} students in {args.out}")
     print("  students/<id>/<exercise>/   one bundle per student (no solutions, no hidden tests)")
     print("  gradescope/<exercise>.zip   autograders (they hold the course secret: upload, do not share)")
+    for e in chosen:
+        if e.practice:
+            print(f"  {e.id}: practice only, no autograder ({e.practice})")
     return OK
 
 

@@ -6,9 +6,10 @@ exercise, handed in by another student; a code exercise's hidden/hardcoded/ subm
 hidden points.  Grading needs the sandbox (bubblewrap, from scripts/setup-system).
 """
 
+import importlib.machinery
+import importlib.util
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,16 @@ MECHANISMS = ("rcu", "vma-locks", "qspinlock", "fork-batch")
 
 def load(name):
     return exercise.load(ROOT / "exercises" / name)
+
+
+@pytest.fixture(scope="module")
+def solutions():
+    """scripts/exercise-solutions, imported: run in this process, it shares the deciding steps'
+    search from a scenario's start (kstep.grading.decided, the costly part) with the gradings here."""
+    loader = importlib.machinery.SourceFileLoader("exercise_solutions", str(ROOT / "scripts" / "exercise-solutions"))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
 
 
 def lab(ex):
@@ -64,7 +75,8 @@ def test_exercise_is_well_formed(name):
     ex = load(name)
     assert variants.size(ex.variants) >= variants.MIN_VARIANTS
     readme = (ex.path / "README.md").read_text()
-    assert "## Learning goals" in readme and "## How it is graded" in readme
+    assert "## Learning goals" in readme
+    assert ("## Practice, not graded" if ex.practice else "## How it is graded") in readme
     names = ex.public_tests + [n for n, _ in harness.hidden_tests(ex)]
     assert sorted(names) == sorted(ex.points), "every test has points and every points entry a test"
     assert ex.public_tests and len(names) > len(ex.public_tests)
@@ -78,7 +90,7 @@ def test_exercise_is_well_formed(name):
 
 
 @pytest.mark.parametrize("name", [n for n in EXERCISES if load(n).kind == "predict"])
-def test_predict_variants_ask_different_questions_and_solutions_are_current(name):
+def test_predict_variants_ask_different_questions_and_solutions_are_current(name, solutions, capsys):
     """Every variant's run reaches every question, at least K variants differ in their answers, and
     the committed solution is what kstep computes for the example (not written by hand)."""
     ex = load(name)
@@ -88,9 +100,7 @@ def test_predict_variants_ask_different_questions_and_solutions_are_current(name
         assert all(a.step is not None for a in got), (v, [a.question.id for a in got if a.step is None])
         distinct.add((v["scenario"],) + tuple(questions.text(a.value) for a in got))
     assert len(distinct) >= variants.MIN_VARIANTS
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "exercise-solutions"), "--check", name],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout
+    assert solutions.main(["--check", name]) == 0, capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", graded(EXERCISES))

@@ -28,6 +28,10 @@ HERE = Path(__file__).resolve().parent
 CANARIES = ("CANARY-KSTEP-HIDDEN", "CANARY-KSTEP-SOLUTION")
 GOOD = "def answer():\n    return 42\n"
 FORK_BOMB = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+# A bomb whose children sleep while its first process spins: the CPU-time limit ends it, not the
+# wall clock, and it must still be reported as the fork bomb it is.
+SPINNING_BOMB = ("import os, time\nfor _ in range(100):\n    try:\n        if os.fork() == 0:\n"
+                 "            time.sleep(3600)\n    except OSError:\n        break\nwhile True:\n    pass\n")
 
 
 @pytest.fixture
@@ -91,6 +95,7 @@ HOSTILE = {
     "endless-loop": ("while True:\n    pass\n", ("ran out of CPU time", "ran past the wall-clock limit")),
     "sleeps": ("import time\ntime.sleep(3600)\n", "ran past the wall-clock limit"),
     "fork-bomb": (FORK_BOMB, "kept starting processes up to the limit (a fork bomb?)"),
+    "spinning-bomb": (SPINNING_BOMB, "kept starting processes up to the limit (a fork bomb?)"),
     "segfault": ("import ctypes\nctypes.string_at(0)\n", "was killed by signal SIGSEGV"),
     "abort": ("import os\nos.abort()\n", "was killed by signal SIGABRT"),
     "huge-output": ("import os\nwhile True:\n    os.write(1, b'x' * 65536)\n",
@@ -98,16 +103,17 @@ HOSTILE = {
     "memory": ("x = bytearray(1 << 34)\n", "ran out of memory"),
     "exit-status": ("raise SystemExit(3)\n", "exited with status 3"),
 }
-LIMITED = ("endless-loop", "sleeps", "fork-bomb", "huge-output")  # these stop at a limit: run once, no more
+# these stop at a limit: run once, no more
+LIMITED = ("endless-loop", "sleeps", "fork-bomb", "spinning-bomb", "huge-output")
 
 
 def counting_runs(monkeypatch) -> list:
-    """Every sandboxed run of the grading, as (argv, verdict)."""
+    """Every sandboxed run of the grading, as (argv, result)."""
     runs, real = [], sandbox.run
 
     def run(argv, *args, **kwargs):
         r = real(argv, *args, **kwargs)
-        runs.append((argv, r.verdict))
+        runs.append((argv, r))
         return r
 
     monkeypatch.setattr(sandbox, "run", run)
@@ -127,9 +133,9 @@ def test_a_hostile_submission_gets_zero_with_a_clear_message(ex, tmp_path, monke
     said = tuple(f"{start}your code {why}" for why in whys for start in ("", "not run: "))
     assert all(m.startswith(said) for m in messages[1:]), messages
     if kind in LIMITED:
-        assert len(runs) == 1 and runs[0][1] in sandbox.LIMITS, runs
+        assert len(runs) == 1 and runs[0][1].verdict in sandbox.LIMITS, runs
         assert messages[0].startswith(said[::2])
-        assert messages[1] == f"not run: your code {sandbox.Result(0, None, b'', b'', runs[0][1], 0).why} in test " \
+        assert messages[1] == f"not run: your code {runs[0][1].why} in test " \
                               f"public-answer, and a submission that hits a limit is not run again"
     assert by_name(g)["public-answer"].score == 0 and by_name(g)["public-answer"].output
 

@@ -271,10 +271,10 @@ def test_powerpc_starves_a_queue_head_that_never_reads_the_lock_held():
 def test_a_livelocking_variants_page_shows_its_lasso():
     """The site's page of a broken variant that breaks no invariant anywhere shows the livelock the
     verdict table records (and explores nothing for a counterexample that cannot exist)."""
-    from kstep.views.site import pages
+    from kstep.views import course
 
-    assert pages.livelock_scenarios("vma-locks", "handoff-stops-first") == ["rwsem-handoff-livelock"]
-    assert pages.livelock_scenarios("vma-locks", "no-recheck") == []  # it breaks an invariant: that is its page
+    assert course.livelock_scenarios("vma-locks", "handoff-stops-first") == ["rwsem-handoff-livelock"]
+    assert course.livelock_scenarios("vma-locks", "no-recheck") == []  # it breaks an invariant: that is its page
     m = make_model("vma-locks", "handoff-stops-first")
     sc = scenario.load("vma-locks", m.scenario_schema, "rwsem-handoff-livelock")
     lasso = liveness(m, m.initial(sc.config), scenario=sc.name, config=sc.config).livelock

@@ -6,22 +6,17 @@ continuations of the student's run, answered by kstep.engine.questions), and a r
 commands print does not earn full marks, while the computed deciding steps do.
 """
 
-import csv
-import re
-import shlex
-import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import readme_bundle
 
-from kstep.cli import main
 from kstep.engine import Random, questions, simulate
 from kstep.grading import decided, exercise, predict, variants
 
 ROOT = Path(__file__).resolve().parents[2]
 QSPIN = ROOT / "exercises" / "qspin-predict"
-SECRET = "predict-decided-test-secret"
 CONTINUATIONS = 100
 
 
@@ -69,63 +64,11 @@ def test_the_deciding_step_is_where_the_answer_stops_depending_on_the_schedule(s
             assert another_answer(model, trace, k - 1, a.question, want), (a.question.id, k)
 
 
-def readme_commands(readme: str) -> list[list[str]]:
-    """The shell commands of a README's ``sh`` blocks, comments dropped."""
-    blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
-    return [shlex.split(line, comments=True) for b in blocks for line in b.splitlines() if line.strip()]
-
-
-def printed_answers(out: str) -> dict[str, tuple[str, list[int]]]:
-    """What ``kstep run -c`` prints per question: its answer's text and every step number it names."""
-    got = {}
-    for qid, body in re.findall(r"\[([a-z0-9-]+)\](.*?)(?=\n  \[|\n\n)", out, re.S):
-        m = re.search(r"answer: (.*?)  \(state after step (\d+)\)", body)
-        got[qid] = (m.group(1), [int(m.group(2))])
-    return got
-
-
-def toml_value(q, text: str) -> str:
-    if q.kind == "thread":
-        names = [] if text == "none" else text.split(", ")
-        return "[" + ", ".join(f'"{n}"' for n in names) + "]"
-    return text if re.fullmatch(r"-?[0-9]+|true|false", text) else f'"{text}"'
-
-
-def grade(config: Path, student: str, folder: Path, capsys) -> tuple[float, float]:
-    assert main(["grade", "qspin-predict", str(folder / "answers.toml"), "--config", str(config),
-                 "--student", student]) == 0
-    out = capsys.readouterr().out
-    score, most = re.search(r"qspin-predict \(version \d+\): ([0-9.]+)/([0-9.]+)", out).groups()
-    return float(score), float(most)
-
-
 def test_following_the_readme_with_every_command_it_suggests_cannot_earn_full_marks(tmp_path, capsys, monkeypatch):
-    exercises = tmp_path / "exercises"
-    exercises.mkdir()
-    (exercises / "qspin-predict").symlink_to(QSPIN)
-    config = tmp_path / "course.toml"
-    config.write_text(f'name = "Predict course"\nsecret = "{SECRET}"\nexercises = "exercises"\n')
-    roster = tmp_path / "roster.csv"
-    with open(roster, "w", newline="") as f:
-        csv.writer(f).writerows([["student"], ["carol@uni.example"]])
-    assert main(["release", "--config", str(config), "--roster", str(roster), "--out", str(tmp_path / "out")]) == 0
-    capsys.readouterr()
-    bundle = tmp_path / "out" / "students" / "carol@uni.example" / "qspin-predict"
-    variant = tomllib.loads((bundle / "variant.toml").read_text())
-
-    # The README's command, for this student's scenario and seed, then again with -c as it suggests.
-    (command,) = readme_commands((bundle / "README.md").read_text())
-    assert command[:2] == ["kstep", "run"] and "-c" not in command
-    argv = command[1:]
-    argv[argv.index("--scenario") + 1] = variant["scenario"]
-    argv[argv.index("-s") + 1] = str(variant["seed"])
-    with monkeypatch.context() as m:  # run where the student runs it: in the bundle
-        m.chdir(bundle)
-        main(argv)
-        asked = capsys.readouterr().out
-        main(argv + ["-c"])
-        revealed = capsys.readouterr().out
-    printed = printed_answers(revealed)
+    r = readme_bundle.release(tmp_path, QSPIN, capsys)
+    asked, revealed = readme_bundle.run_readme(r, capsys, monkeypatch)
+    printed = readme_bundle.printed_answers(revealed)
+    variant = r.variant
     ex = exercise.load(QSPIN)
     model, sc, trace = predict.run("qspinlock", QSPIN, variant["scenario"], variant["seed"])
     graded = predict.graded(sc.questions)
@@ -135,15 +78,17 @@ def test_following_the_readme_with_every_command_it_suggests_cannot_earn_full_ma
     # names for the question, or 0 ("no schedule changes it").
     best = 0.0
     for pick in ("printed", "zero"):
-        lines = ["[answers]"] + [f"{q.id} = {toml_value(q, printed[q.id][0])}" for q in sc.questions]
+        lines = ["[answers]"] + [f"{q.id} = {readme_bundle.toml_value(q, printed[q.id][0])}" for q in sc.questions]
         lines += ["[decided]"] + [f"{q.id} = {printed[q.id][1][0] if pick == 'printed' else 0}" for q in graded]
-        (bundle / "answers.toml").write_text("\n".join(lines) + "\n")
-        score, most = grade(config, "carol@uni.example", bundle, capsys)
+        (r.bundle / "answers.toml").write_text("\n".join(lines) + "\n")
+        status, said = readme_bundle.grade(r, "qspin-predict", capsys)
+        score, most = readme_bundle.score(said, "qspin-predict")
         best = max(best, score)
     assert best < most, "what kstep prints earned full marks"
 
     # The deciding steps kstep computes for this student's run earn them: the bar is reachable.
     steps = predict.deciding_steps(ex.mechanism, QSPIN, variant)
-    (bundle / "answers.toml").write_text(predict.solution_toml(questions.answers(model, sc.questions, trace), steps))
-    assert grade(config, "carol@uni.example", bundle, capsys) == (most, most)
-    assert variant == variants.for_student(ex, "carol@uni.example", SECRET)
+    (r.bundle / "answers.toml").write_text(predict.solution_toml(questions.answers(model, sc.questions, trace), steps))
+    status, said = readme_bundle.grade(r, "qspin-predict", capsys)
+    assert status == 0 and readme_bundle.score(said, "qspin-predict") == (most, most)
+    assert variant == variants.for_student(ex, readme_bundle.STUDENT, readme_bundle.SECRET)

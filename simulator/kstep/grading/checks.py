@@ -19,8 +19,8 @@ import pprint
 KINDS = {
     "predict-well-formed": ("every question of your run has an answer and a deciding step of the right form "
                             "(not: the right ones)", "predict", ""),
-    # damon- and fork-predict run one actor, whose answers are settled before its first step: they grade
-    # the values, and a deciding step is not asked for (docs/instructor/grading.md)
+    # damon- and fork-predict run one actor, whose answers are settled before its first step: no
+    # deciding step is asked for, and they are practice (docs/instructor/grading.md)
     "predict-values-well-formed": ("every question of your run has an answer of the right form (not: the right "
                                    "answer)", "predict", ", decided=False"),
     "find-bug-well-formed": ("a line as path:NUMBER, and a schedule naming your scenario's actors (not: the "

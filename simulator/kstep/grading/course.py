@@ -69,7 +69,8 @@ def kstep_fingerprint() -> str:
 def manifest(course_name: str, exercises: list[Exercise]) -> dict:
     return {"format": "kstep-release", "version": 1, "course": course_name,
             "kstep": {"version": kstep.__version__, "fingerprint": kstep_fingerprint()},
-            "exercises": {e.id: {"version": e.version, "fingerprint": e.fingerprint()} for e in exercises}}
+            "exercises": {e.id: {"version": e.version, "fingerprint": e.fingerprint(), "graded": not e.practice}
+                          for e in exercises}}
 
 
 def check_manifest(path: str | Path, exercise: Exercise) -> None:
@@ -86,6 +87,9 @@ def check_manifest(path: str | Path, exercise: Exercise) -> None:
                         f"({kstep.__version__}) differs: grade with the kstep the release was made with")
     if exercise.id not in pinned:
         raise UserError(f"{path}: exercise {exercise.id} was not part of this release")
+    if pinned[exercise.id].get("graded") is False:
+        raise UserError(f"{path}: exercise {exercise.id} was released for practice, not for a grade: "
+                        f"{exercise.practice or 'see its exercise.toml'}")
     if pinned[exercise.id].get("fingerprint") != exercise.fingerprint():
         raise UserError(f"{path}: exercise {exercise.id} has changed since the release "
                         f"(released version {pinned[exercise.id].get('version')}, now {exercise.version})")

@@ -56,6 +56,8 @@ SCHEMA = Table({
     "memory": Key(Int(16, 8192, "MiB of memory one sandboxed run may use")),
     "wall": Key(Int(1, 7200, "seconds after which a sandboxed run is stopped whatever it does (a backstop)")),
     "kernel_lab": Key(Bool(doc="its sandboxed runs read the kernel lab (sources and build)"), False),
+    "practice": Key(Str(doc="why it is released for practice only, never for a grade (empty: it is graded)",
+                        max_len=500), ""),
 })
 # and three open tables, whose keys are the exercise's own: [points] (test name = points),
 # [variants] (parameter = a list of values, or {from, to}) and [checks] (test name = a kind of
@@ -76,6 +78,7 @@ class Exercise(NamedTuple):
     memory: int
     wall: int
     kernel_lab: bool
+    practice: str  # why a release gives it to students without an autograder ("" for a graded exercise)
     points: dict  # test name -> points
     variants: dict  # parameter -> tuple of values
     checks: dict  # test name -> a kind of checks.KINDS
@@ -134,8 +137,8 @@ def load(path: str | Path) -> Exercise:
         raise UserError(f"{where}: id {checked['id']!r} is not the folder's name {path.resolve().name!r}")
     return Exercise(path.resolve(), checked["id"], checked["title"], checked["mechanism"], checked["kind"],
                     checked["version"], checked["submission"], checked["optional"], checked["max_bytes"],
-                    checked["cpu"], checked["memory"], checked["wall"], checked["kernel_lab"], points, variants,
-                    checks)
+                    checked["cpu"], checked["memory"], checked["wall"], checked["kernel_lab"], checked["practice"],
+                    points, variants, checks)
 
 
 def _points(raw: Any) -> dict:

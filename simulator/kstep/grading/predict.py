@@ -89,9 +89,10 @@ def check(ctx, mechanism: str) -> None:
 
 
 def check_values(ctx, mechanism: str) -> None:
-    """The hidden test of a predict exercise whose runs have one schedule only (damon-predict,
-    fork-predict: every step is decided from the start): credit for each answer right.  ``-c``
-    prints these answers, so this grades reading, not predicting (docs/instructor/grading.md)."""
+    """The hidden test of a practice predict exercise, whose runs have one schedule only
+    (damon-predict, fork-predict: every step is decided from the start): credit for each answer
+    right.  ``-c`` prints these answers, so a release never makes it a grade (exercise.toml's
+    ``practice``); ``kstep grade`` runs it to check a lab session's answers."""
     given = ctx.toml("answers.toml").get("answers")
     if not isinstance(given, dict):
         raise Fail("answers.toml has no [answers] table")

@@ -7,7 +7,10 @@
                                             manifest.json, kstep's source, the exercise (hidden tests
                                             included), the kernel lab for C exercises
 
-A bundle holds no solution and no hidden test, and no other student's variant.  The roster is a
+A bundle holds no solution and no hidden test, and no other student's variant.  An exercise that
+exercise.toml marks ``practice`` (its answers are what ``kstep run -c`` prints, so a grade would
+measure copying) gets its bundles but no autograder zip, and the manifest records it as not graded:
+grading against the release refuses it.  The roster is a
 CSV file with a ``student`` column (the ids grading will be given: Gradescope's email or student
 id, as ``id_field`` of course.toml says).
 """
@@ -105,7 +108,8 @@ def release(course: Course, exercises: list[Exercise], roster: list[str], out: P
             bundle(e, variants.for_student(e, student, course.secret), out / "students" / student / e.id, pinned)
     (out / "gradescope").mkdir()
     for e in exercises:
-        autograder_zip(course, e, pinned, repo, out / "gradescope" / f"{e.id}.zip")
+        if not e.practice:
+            autograder_zip(course, e, pinned, repo, out / "gradescope" / f"{e.id}.zip")
     return pinned
 
 

@@ -73,6 +73,10 @@ class Limits(NamedTuple):
 
 # The verdicts of a run stopped by a limit: a submission that hits one is not run again (harness.py).
 LIMITS = ("cpu-time", "memory", "wall-time", "nproc", "output")
+# How often a run's tasks are counted: a fork bomb stays at the process limit once it gets there, so
+# a count now and then sees it, however loaded the machine (the count after the run does not: by
+# then the kernel is already tearing the sandbox's PID namespace down).
+CROWD_EVERY = 0.25
 
 
 class Result(NamedTuple):
@@ -81,12 +85,15 @@ class Result(NamedTuple):
     stdout: bytes
     stderr: bytes
     verdict: str  # "ok" (exited 0), "failed" (exited non-zero), "crashed", "cpu-time", "memory", "wall-time",
-    # "nproc" (stopped at the wall-clock limit with the process limit reached), "output"
+    # "nproc" (it reached the process limit, and a limit or a signal ended it), "output"
     seconds: float
+    ended: str = ""  # for "nproc": what ended the run ("cpu-time", "wall-time", "crashed")
 
     @property
     def why(self) -> str:
         """One line saying how the run ended, for a student's feedback."""
+        if self.verdict == "nproc":
+            return f"kept starting processes up to the limit (a fork bomb?) until {_ENDED[self.ended]} ended it"
         return {
             "ok": "exited normally",
             "failed": f"exited with status {self.status}",
@@ -94,9 +101,12 @@ class Result(NamedTuple):
             "cpu-time": "ran out of CPU time (an endless loop?)",
             "memory": "ran out of memory",
             "wall-time": "ran past the wall-clock limit (sleeping or blocked?)",
-            "nproc": "kept starting processes up to the limit (a fork bomb?) until the wall-clock limit",
             "output": "wrote more output than allowed (an output flood)",
         }[self.verdict]
+
+
+# What ended a run that reached the process limit: a fork bomb ends at whichever comes first.
+_ENDED = {"cpu-time": "the CPU-time limit", "wall-time": "the wall-clock limit", "crashed": "a signal"}
 
 
 def signal_name(sig: Optional[int]) -> str:
@@ -306,7 +316,10 @@ def _supervise(cmd: list[str], cwd: Optional[Path], limits: Limits, stdin: bytes
         pass
     verdict = None
     open_fds = list(out)
+    crowd, counted = 0, 0.0  # the most tasks the sandbox's uid had at once, and when it was last counted
     while open_fds:
+        if uid is not None and time.monotonic() - counted >= CROWD_EVERY:
+            crowd, counted = max(crowd, _tasks(uid)), time.monotonic()
         left = limits.wall - (time.monotonic() - start)
         if left <= 0:
             verdict = "wall-time"
@@ -329,9 +342,7 @@ def _supervise(cmd: list[str], cwd: Optional[Path], limits: Limits, stdin: bytes
         _kill(proc)
         returncode, cpu = _reap(proc, None)
     if uid is not None:
-        crowd = _sweep(uid)
-        if verdict == "wall-time" and crowd >= limits.nproc // 2:
-            verdict = "nproc"
+        crowd = max(crowd, _sweep(uid))
     for stream in (proc.stdout, proc.stderr):
         stream.close()
     stdout, stderr = bytes(out[out_fd]), bytes(out[err_fd])
@@ -339,6 +350,8 @@ def _supervise(cmd: list[str], cwd: Optional[Path], limits: Limits, stdin: bytes
     status, sig = _status(returncode)
     if verdict is None:
         verdict = _verdict(status, sig, stderr, cpu >= limits.cpu)
+    if crowd >= limits.nproc and verdict in _ENDED:  # the process limit is the story, whatever ended it
+        return Result(status, sig, stdout, stderr, "nproc", time.monotonic() - start, ended=verdict)
     return Result(status, sig, stdout, stderr, verdict, time.monotonic() - start)
 
 
@@ -355,17 +368,25 @@ def _reap(proc: subprocess.Popen, deadline: Optional[float]) -> tuple[Optional[i
         time.sleep(0.02)
 
 
-def _live(uid: int) -> list[int]:
-    """The processes of ``uid`` that are not zombies."""
-    out = []
+def _processes(uid: int) -> Iterator[tuple[int, dict]]:
+    """(pid, the fields of /proc/PID/status) of every process of ``uid``, zombies included."""
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
             fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
         except OSError:
             continue  # it ended while we looked
-        if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
-            out.append(int(status.parent.name))
-    return out
+        if int(fields["Uid"].split()[0]) == uid:
+            yield int(status.parent.name), fields
+
+
+def _live(uid: int) -> list[int]:
+    """The processes of ``uid`` that are not zombies."""
+    return [pid for pid, fields in _processes(uid) if not fields["State"].strip().startswith("Z")]
+
+
+def _tasks(uid: int) -> int:
+    """How many tasks ``uid`` has, as RLIMIT_NPROC counts them: every thread, zombies until reaped."""
+    return sum(int(fields.get("Threads", "1")) for _, fields in _processes(uid))
 
 
 def _sweep(uid: int) -> int:

@@ -2,7 +2,10 @@
 
 The site is Sphinx with MyST-NB and sphinx-book-theme over ``docs/``.  Its extension,
 ``kstep.views.site``, adds one page per bundled scenario and per broken variant, built from the
-runs this module computes (:func:`scripted_run`, :func:`counterexample`).  Notebooks are executed
+runs this module computes (:func:`scripted_run`, :func:`counterexample`).  A broken variant's
+counterexample is the one ``make verdicts`` recorded (``counterexamples.json``), run again through
+the model, so a first build searches nothing; a record the model no longer follows to its violation
+is searched for again (test_course_counterexamples keeps the records current).  Notebooks are executed
 at build time; any warning, and any cell that raises, fails the build.  BokehJS is served from the
 site's own ``_static`` folder, so the folder works offline from ``file://`` or any local server.
 
@@ -15,19 +18,23 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import shutil
 import sys
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
 from ..engine import explore, own_run, scenario
+from ..engine.model import Violation
 from ..engine.runs import SEED
-from ..engine.explore import ExploreResult
+from ..engine.schedule import Replay, simulate
+from ..engine.trace import Trace
 from ..errors import UserError
-from ..models import make_model
+from ..models import MODELS, make_model
 
 MAX_STATES = 300_000  # per exploration: every shipped bug is found far below this on its scenario
 PACKAGE = Path(__file__).resolve().parents[1]
+RECORDED = PACKAGE / "counterexamples.json"  # written by make verdicts (scripts/verdicts)
 DIGESTED = (".py", ".toml", ".js", ".json", ".gz")  # what a page of the site can depend on
 
 
@@ -44,11 +51,64 @@ def scripted_run(mech: str, name: str):
 class Found(NamedTuple):
     model: object
     scenario: str
-    result: ExploreResult
+    states: int  # how many states the search that found it stored
+    counterexample: Trace
+    violation: Violation  # what its last step breaks
 
 
-def counterexample(mech: str, variant: str, *, order: tuple = (), max_states: int = MAX_STATES,
+def verdicts(mech: str) -> dict:
+    """The committed verdict table's rows of ``mech`` (scenario -> variant -> row)."""
+    return json.loads((PACKAGE / "verdicts.json").read_text())["verdicts"].get(mech, {})
+
+
+def verdict_order(mech: str, variant: str) -> tuple:
+    """The bundled scenarios on which the committed verdict table says ``variant`` breaks something."""
+    table = verdicts(mech)
+    return tuple(name for name in scenario.bundled(mech)
+                 if table.get(name, {}).get(variant, {}).get("verdict") == "violation")
+
+
+def livelock_scenarios(mech: str, variant: str) -> list:
+    """The bundled scenarios on which the committed verdict table says ``variant`` livelocks, when it
+    breaks no invariant on any of them."""
+    table = verdicts(mech)
+    rows = [(name, table.get(name, {}).get(variant, {})) for name in scenario.bundled(mech)]
+    if any(row.get("verdict") == "violation" for _, row in rows):
+        return []
+    return [name for name, row in rows if row.get("liveness") == "livelock"]
+
+
+def counterexample(mech: str, variant: str, *,
                    say: Callable[[str], None] = lambda line: None) -> tuple[Optional[Found], list[str]]:
+    """The broken ``variant``'s shortest counterexample on the bundled scenarios: the recorded one
+    when it still runs to its violation, else :func:`search`'s, trying first the scenarios the
+    verdict table says it breaks."""
+    found = recorded(mech, variant)
+    return (found, []) if found is not None else search(mech, variant, order=verdict_order(mech, variant), say=say)
+
+
+def recorded(mech: str, variant: str) -> Optional[Found]:
+    """The counterexample ``make verdicts`` recorded for ``variant``, made again by ``simulate``
+    through its exact actions (so every step and check is the model's own); None when there is no
+    record or the model does not reach the recorded violation in the recorded steps."""
+    row = json.loads(RECORDED.read_text())["counterexamples"].get(mech, {}).get(variant)
+    if row is None:
+        return None
+    model = make_model(mech, variant)
+    sc = scenario.load(mech, model.scenario_schema, row["scenario"])
+    steps = len(row["schedule"].split())
+    try:
+        trace = simulate(model, model.initial(sc.config), Replay(row["schedule"]), max_steps=steps,
+                         scenario=sc.name, config=sc.config)
+    except UserError:  # an action the model no longer enables there
+        return None
+    if trace.violation is None or len(trace) != steps or trace.violation.invariant != row["invariant"]:
+        return None
+    return Found(model, row["scenario"], row["states"], trace, trace.violation)
+
+
+def search(mech: str, variant: str, *, order: tuple = (), max_states: int = MAX_STATES,
+           say: Callable[[str], None] = lambda line: None) -> tuple[Optional[Found], list[str]]:
     """Explore the broken ``variant`` on the bundled scenarios until one breaks an invariant.
 
     ``order`` names scenarios to try first (the committed verdict table's); the rest follow in
@@ -56,18 +116,35 @@ def counterexample(mech: str, variant: str, *, order: tuple = (), max_states: in
     """
     model = make_model(mech, variant)
     names = scenario.bundled(mech)
-    searched = []
+    searched: list[str] = []
     for name in [n for n in order if n in names] + [n for n in names if n not in order]:
         sc = scenario.load(mech, model.scenario_schema, name)
         result = explore(model, model.initial(sc.config), max_states=max_states, scenario=sc.name,
                          config=sc.config)
-        if result.counterexample is not None:
+        if result.counterexample is not None and result.violation is not None:
             say(f"course: {mech} --variant {variant} on {name}: {result.violation.title} "
                 f"in {len(result.counterexample)} steps ({result.seconds:.1f} s)")
-            return Found(model, name, result), searched
+            return Found(model, name, result.states, result.counterexample, result.violation), searched
         searched.append(f"{name} ({'all' if result.exhausted else f'the first {result.states}'} states)")
     say(f"course: {mech} --variant {variant}: no counterexample on any bundled scenario")
     return None, searched
+
+
+def searched_records(say: Callable[[str], None] = lambda line: None) -> dict:
+    """counterexamples.json as a search of every broken variant writes it now (a variant the table
+    says livelocks has a lasso, not a counterexample, and no record)."""
+    out: dict = {}
+    for mech in sorted(MODELS):
+        for variant in (n for n, v in MODELS[mech].variants.items() if v.broken):
+            if livelock_scenarios(mech, variant):
+                continue
+            found, _ = search(mech, variant, order=verdict_order(mech, variant), say=say)
+            if found is not None:
+                out.setdefault(mech, {})[variant] = {
+                    "scenario": found.scenario, "states": found.states,
+                    "invariant": found.violation.invariant,
+                    "schedule": Replay.of(found.counterexample.actions).text}
+    return {"counterexamples": out}
 
 
 def source_digest() -> str:

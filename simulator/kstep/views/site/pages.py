@@ -181,23 +181,6 @@ class ScenarioDirective(KstepDirective):
         return out
 
 
-def verdict_order(mech: str, variant: str) -> tuple:
-    """The bundled scenarios on which the committed verdict table says ``variant`` breaks something."""
-    table = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"].get(mech, {})
-    return tuple(name for name in scenario.bundled(mech)
-                 if table.get(name, {}).get(variant, {}).get("verdict") == "violation")
-
-
-def livelock_scenarios(mech: str, variant: str) -> list:
-    """The bundled scenarios on which the committed verdict table says ``variant`` livelocks, when it
-    breaks no invariant on any of them."""
-    table = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"].get(mech, {})
-    rows = [(name, table.get(name, {}).get(variant, {})) for name in scenario.bundled(mech)]
-    if any(row.get("verdict") == "violation" for _, row in rows):
-        return []
-    return [name for name, row in rows if row.get("liveness") == "livelock"]
-
-
 class CounterexampleDirective(KstepDirective):
     required_arguments = 2
 
@@ -206,10 +189,10 @@ class CounterexampleDirective(KstepDirective):
         if variant not in MODELS[mech].variants:
             raise self.error(f"unknown variant {variant!r} of {mech}")
         model = make_model(mech, variant)
-        livelocks = livelock_scenarios(mech, variant)
+        livelocks = course.livelock_scenarios(mech, variant)
         if livelocks:  # no invariant breaks (the table says so): the harm is a lasso
             return self.livelock(mech, variant, model, livelocks[0])
-        found, searched = course.counterexample(mech, variant, order=verdict_order(mech, variant))
+        found, searched = course.counterexample(mech, variant)
         sources = model.sources()
         out = paragraphs(model.variant.doc)
         steps = nodes.bullet_list()
@@ -227,14 +210,13 @@ class CounterexampleDirective(KstepDirective):
             out.append(nodes.paragraph("", "The explorer finds no counterexample on the bundled scenarios: "
                                            + "; ".join(searched) + "."))
             return out
-        result = found.result
-        v = result.violation
+        v = found.violation
         out.append(labelled("What the explorer finds:",
-                            f"on scenario {found.scenario}, {v.title} after {len(result.counterexample)} steps "
-                            f"({result.states} states searched): {v.message}", classes=["kstep-violation"]))
+                            f"on scenario {found.scenario}, {v.title} after {len(found.counterexample)} steps "
+                            f"({found.states} states searched): {v.message}", classes=["kstep-violation"]))
         out.append(paragraphs("The animation is the shortest run that does it; its last step breaks the check, "
                               "and the banner at the end names it.")[0])
-        out.append(self.animation(result.counterexample, model))
+        out.append(self.animation(found.counterexample, model))
         out.append(command(f"kstep explore {mech} --scenario {found.scenario} --variant {variant} --html cex.html"))
         return out
 
@@ -327,7 +309,9 @@ class ExercisesDirective(KstepDirective):
             para = nodes.paragraph()
             para += nodes.strong("", meta.get("title", folder.name))
             details = [f"exercises/{folder.name}/"]
-            if isinstance(meta.get("points"), dict):
+            if meta.get("practice"):  # released without an autograder (kstep.grading.release)
+                details.insert(0, "practice, not graded")
+            elif isinstance(meta.get("points"), dict):
                 details.insert(0, f"{sum(meta['points'].values())} points")
             if meta.get("kind"):
                 details.insert(0, meta["kind"])

@@ -93,11 +93,17 @@ def wanted() -> list[tuple[str, str]]:
     return sorted(out)
 
 
-def build(tree: Path, functions: Iterable[tuple[str, str]]) -> dict:
-    return {
-        "package": PACKAGE, "version": VERSION, "release": kernel_release(tree / "Makefile"),
-        "excerpts": {f"{path}:{function}": excerpt(tree, path, function) for path, function in functions},
-    }
+def build(tree: Path, functions: Iterable[tuple[str, str]], optional: Iterable[tuple[str, str]] = ()) -> dict:
+    """The excerpts of ``functions`` (each must be in the tree) and of those ``optional`` ones the tree has:
+    the litmus primitives' candidate definitions (kstep.memory.primitives), of which an architecture
+    defines some and leaves the others to asm-generic."""
+    excerpts = {f"{path}:{function}": excerpt(tree, path, function) for path, function in functions}
+    for path, function in optional:
+        try:
+            excerpts[f"{path}:{function}"] = excerpt(tree, path, function)
+        except (LookupError, OSError):
+            continue
+    return {"package": PACKAGE, "version": VERSION, "release": kernel_release(tree / "Makefile"), "excerpts": excerpts}
 
 
 def write(data: dict, path: Path) -> None:
@@ -127,7 +133,9 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"or give --tree)", file=sys.stderr)
         return 2
     try:
-        data = build(tree, wanted())
+        from kstep.memory.primitives import every_candidate
+
+        data = build(tree, wanted(), every_candidate())
     except (LookupError, OSError) as e:
         print(f"kstep.lab.excerpts: {e}", file=sys.stderr)
         return 2

@@ -41,7 +41,7 @@ FULL = frozenset({"mb", "before-atomic", "after-atomic"})  # dmb ish
 
 
 def _static(c: Candidate):
-    """The parts of ob fixed by the program: dob without rfi, aob's rmw, and bob."""
+    """The parts of ob fixed by the program, named: dob without rfi, aob's rmw, and bob."""
     n = c.n
     po = c.po
     reads = c.set_of(lambda e: e.kind == "R")
@@ -72,7 +72,8 @@ def _static(c: Candidate):
                   rel.identity(n, writes))
     bob = rel.union(bob, rel.union(wmb, rel.seq(po, rel.identity(n, release))))
     memory = reads | writes
-    return rel.inter(rel.union(rel.union(dob, c.rmw), bob), rel.cartesian(n, memory, memory)), acquire, release
+    mm = rel.cartesian(n, memory, memory)
+    return (("dob", rel.inter(dob, mm)), ("aob", rel.inter(c.rmw, mm)), ("bob", rel.inter(bob, mm))), acquire, release
 
 
 def axioms(c: Candidate, rf):
@@ -94,7 +95,7 @@ def axioms(c: Candidate, rf):
         yield atomic(c, co, fr)
         yield sc_per_location(c, rf, co, fr)
         yield Axiom("external", "acyclic", (
-            ("dob | aob | bob", fixed), ("dob | aob (rfi)", by_rfi), ("rfe", rfe), ("coe", rel.inter(co, c.ext)),
+            *fixed, ("dob | aob (rfi)", by_rfi), ("rfe", rfe), ("coe", rel.inter(co, c.ext)),
             ("fre", rel.inter(fr, c.ext)), ("bob (po;[L];coi)", rel.seq(before_release, rel.inter(co, internal)))))
 
     return of

@@ -5,7 +5,8 @@ Each hardware model (``sc``, ``tso``, ``arm64``, ``power``) lists its axioms for
 An axiom keeps its relation in named parts (``po``, ``rfe``, ``bob`` ...), so the cycle that breaks
 it (:func:`cycle`) names the relation each of its edges comes from: what the player highlights.
 
-``acyclic``: the union of the parts has no cycle. ``irreflexive``: the sequence ``p1;p2;...`` of
+``acyclic``: the union of the parts has no cycle; ``empty``: it relates nothing (its pairs are what
+breaks it). ``irreflexive``: the sequence ``p1;p2;...`` of
 the parts relates no event to itself (herd's ``irreflexive``; RMW atomicity's
 ``empty rmw & (fre;coe)`` is written ``irreflexive rmw^-1;fre;coe``, the same condition).
 """
@@ -19,18 +20,20 @@ from kstep.memory import relations as rel
 
 class Axiom(NamedTuple):
     name: str  # as the model's source names it ("external", "propagation", ...)
-    check: str  # "acyclic" or "irreflexive"
+    check: str  # "acyclic", "irreflexive" or "empty"
     parts: tuple  # ((name, relation), ...)
 
     def relation(self):
         rels = [r for _, r in self.parts]
         out = rels[0]
         for r in rels[1:]:
-            out = rel.union(out, r) if self.check == "acyclic" else rel.seq(out, r)
+            out = rel.seq(out, r) if self.check == "irreflexive" else rel.union(out, r)
         return out
 
     def holds(self) -> bool:
         r = self.relation()
+        if self.check == "empty":
+            return rel.is_empty(r)
         return rel.acyclic(r) if self.check == "acyclic" else rel.irreflexive(r)
 
 
@@ -44,7 +47,10 @@ def first_broken(axioms: Iterable[Axiom]) -> Optional[Axiom]:
 
 
 def cycle(axiom: Axiom) -> list[tuple[int, int, str]]:
-    """A shortest cycle that breaks ``axiom``: its edges (from, to, the part it comes from)."""
+    """A shortest cycle that breaks ``axiom``: its edges (from, to, the part it comes from); for an
+    ``empty`` axiom, the pairs it relates."""
+    if axiom.check == "empty":
+        return [(a, b, name) for name, r in axiom.parts for a, b in rel.pairs(r)]
     if axiom.check == "acyclic":
         union = axiom.relation()
         best = None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kstep.memory import cat
 from kstep.memory import relations as rel
+from kstep.memory.axioms import Axiom
 from kstep.memory.executions import (
     LOCK_KINDS,
     Candidate,
@@ -23,6 +24,9 @@ from kstep.memory.executions import (
 )
 
 NAME = "lkmm"
+ORDER = "happens-before"
+# Relations of linux-kernel.cat an edge of a broken axiom is named after, the first that holds it.
+EDGE_NAMES = ("rfe", "coe", "fre", "po-loc", "rf", "co", "fr", "ppo", "prop", "rb", "hb", "pb")
 # Tags of linux-kernel.bell's enums; herd names each tag's event set by capitalising it.
 TAGS = ("once", "release", "acquire", "noreturn", "wmb", "rmb", "mb", "barrier", "rcu-lock",
         "rcu-unlock", "sync-rcu", "before-atomic", "after-atomic", "after-spinlock",
@@ -90,3 +94,25 @@ def executions(c: Candidate, rf, root: Path | None = None):
     interp = cat.Interpreter(c.n, env, cos)
     for final, flags in interp.run(list(statements(root))):
         yield final["co"], final["rf"], final["fr"], flags
+
+
+def order(c: Candidate, rf, co, root: Path | None = None):
+    """linux-kernel.cat's hb of the allowed execution (co), the order the player reveals events in."""
+    for final, _ in cat.Interpreter(c.n, base_env(c, rf), lambda current: [co]).run(list(statements(root))):
+        return final["hb"]
+    return None
+
+
+def broken(c: Candidate, rf, co, root: Path | None = None) -> Axiom | None:
+    """The check of linux-kernel.cat (or lock.cat) that forbids the execution with this rf and co, as
+    an Axiom whose parts name each edge after the first of EDGE_NAMES holding it; None if allowed."""
+    interp = cat.Interpreter(c.n, base_env(c, rf), lambda current: [co])
+    interp.rejected = []
+    if any(True for _ in interp.run(list(statements(root)))) or not interp.rejected:
+        return None
+    name, check, value, env = interp.rejected[0]
+    r = interp.as_rel(value) if not isinstance(value, int) else rel.identity(c.n, value)
+    parts = [(edge, rel.inter(r, env[edge])) for edge in EDGE_NAMES if isinstance(env.get(edge), tuple)]
+    if check != "acyclic":
+        return Axiom(name, check, ((name, r),))
+    return Axiom(name, check, (*[p for p in parts if any(p[1])], (name, r)))

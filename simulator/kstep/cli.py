@@ -860,24 +860,13 @@ def litmus_state(state) -> str:
     return " ".join(f"{k}={val}" for k, val in state)
 
 
-def event_names(witness) -> dict:
-    """An event's name in a printed witness: ``init x`` for an initial write, else a letter (a, b, ...,
-    then a1, b1, ...) in the order of the events, thread by thread."""
-    names, k = {}, 0
-    for e in witness.events:
-        if e.thread < 0:
-            names[e.id] = f"init {e.loc}"
-        else:
-            names[e.id] = chr(ord("a") + k % 26) + (str(k // 26) if k >= 26 else "")
-            k += 1
-    return names
-
-
 def litmus_witness(witness) -> list[str]:
     """One execution that reaches a state: each thread's events in program order, then its rf, co and
     fr edges between them (rf: which write each read reads; co: the order of writes to a location;
     fr: a read before a write that overwrites what it read)."""
-    names = event_names(witness)
+    from .memory.stepping import event_names
+
+    names = event_names(witness.events)
     threads = sorted({e.thread for e in witness.events if e.thread >= 0})
     lines = [f"P{t}: " + "; ".join(f"{names[e.id]} {e.label()}" for e in witness.events if e.thread == t)
              for t in threads]

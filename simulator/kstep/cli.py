@@ -7,6 +7,7 @@
     kstep explore MECH --scenario S --liveness [--max-states N] [--json F] [--html F]
     kstep show TRACE.json [--html F] [--steps FILE.py]
     kstep check MECH LOG
+    kstep litmus FILE.litmus [--model sc|tso|arm64|power|lkmm|all] [--html F [-s SEED]]
     kstep grade EXERCISE SUBMISSION [--student ID] [--config COURSE.toml] [--out DIR] | --batch DIR
     kstep release --config COURSE.toml --roster CSV --out DIR
     kstep lab fetch [--refresh] | doctor | run --arch A [--smp N] [PROBE...] | show RESULT.json
@@ -249,6 +250,11 @@ def build_parser() -> Parser:
                        allow_abbrev=False)
     p.add_argument("test", metavar="FILE", help="a C litmus test ('-': standard input)")
     p.add_argument("--model", choices=("sc", "tso", "arm64", "power", "lkmm", "all"), default="lkmm")
+    p.add_argument("--html", metavar="FILE", help="write one execution, stepped in the player, as a standalone offline "
+                                                "page: tso runs the store buffers, the other models reveal an execution "
+                                                "reaching the exists clause (or the cycle that forbids it)")
+    p.add_argument("-s", "--seed", type=int, metavar="N", help="--html: the random scheduler's seed (default: for tso "
+                                                              "the first seed that reaches the exists clause, else 1)")
     p.set_defaults(run=cmd_litmus)
 
     p = sub.add_parser("grade", help="grade a submission (or --batch many) in the sandbox", allow_abbrev=False,
@@ -833,6 +839,13 @@ def cmd_litmus(args) -> int:
     from .memory.litmus import parse
     from .memory.verdict import check
 
+    if args.html is not None and args.model == "all":
+        raise UserError("--html draws one model's execution: name it with --model sc|tso|arm64|power|lkmm")
+    if args.seed is not None and args.html is None:
+        raise UserError("--seed chooses the run --html draws: give --html too")
+    if args.seed is not None and not 0 <= args.seed < 1 << 64:
+        raise UserError(f"--seed {args.seed}: a seed is between 0 and 2**64 - 1")
+    check_outputs(None, args.html, [args.test])
     test = parse(read_text(args.test, 1 << 20, "litmus test"), clean(args.test))
     models = (sc, tso, arm64, power, lkmm) if args.model == "all" else \
         ({"sc": sc, "tso": tso, "arm64": arm64, "power": power, "lkmm": lkmm}[args.model],)
@@ -852,6 +865,14 @@ def cmd_litmus(args) -> int:
             print(f"  {litmus_state(state)}")
             for line in litmus_witness(witness):
                 print(f"    {line}")
+    if args.html is not None:
+        from .lab.excerpts import load
+        from .memory.stepping import stepped
+        from .views import save_html
+
+        model, trace = stepped(test, args.model, load()["excerpts"], args.seed)
+        save_html(trace, model, args.html)
+        print(f"wrote {len(trace.actions)} steps (seed {trace.seed}) to {clean(args.html)}")
     return 0
 
 

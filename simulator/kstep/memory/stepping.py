@@ -23,7 +23,9 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from kstep.engine.model import Action, Model, Source, Variant
+from kstep.engine.model import Action, Invariant, Model, Source, Variant
+from kstep.engine.schedule import Random, simulate
+from kstep.engine.trace import Trace
 from kstep.errors import UserError
 from kstep.memory import axioms as ax
 from kstep.memory import relations as rel
@@ -335,6 +337,9 @@ class Reveal(Model):
         self._sources = {self.label(e): defs[step_label(e.primitive)] for e in execution.events if e.id in self.stepped}
         self._sources.update({"edges": EDGES, "check": MODEL_CHECK})
         self.cpus = tuple(f"P{t}" for t in range(len(litmus.threads)))
+        if execution.broken is not None:  # the player's end banner names the axiom and shows the cycle
+            self.invariants = (Invariant(execution.broken.name, f"the {module.NAME} model's axiom {execution.broken.name}",
+                                         lambda s: self.verdict() if s.judged else None),)
 
     def label(self, e: Event) -> str:
         return f"{self.names[e.id]} {step_label(e.primitive)}"
@@ -408,3 +413,31 @@ class Reveal(Model):
         cycle = ax.cycle(self.x.broken)
         path = " ".join(f"{self.names[a]} -{r}->" for a, _, r in cycle) + (f" {self.names[cycle[0][0]]}" if cycle else "")
         return f"forbidden by {self.x.broken.name} ({self.x.broken.check}): {path}; {state} cannot happen"
+
+
+MODELS = ("sc", "tso", "arm64", "power", "lkmm")
+SEEDS = 64  # seeds tried for an x86-TSO run that reaches the exists clause
+
+
+def stepped(litmus: Litmus, model: str, excerpts: dict, seed: Optional[int] = None, lkmm_root=None) -> tuple[Model, Trace]:
+    """The model that steps ``litmus`` under ``model`` and its run with the random scheduler's ``seed``.
+
+    Without a seed, x86-TSO takes the first seed from 1 up (at most SEEDS) whose run ends in the
+    exists clause when one does (the weak outcome is the one worth watching), else seed 1; the other
+    models reveal the execution :func:`choose_execution` picks, in seed 1's order."""
+    if model == "tso":
+        machine: Model = TsoMachine(litmus, excerpts)
+    else:
+        from importlib import import_module
+
+        module = import_module(f"kstep.memory.{model}")
+        machine = Reveal(litmus, module, choose_execution(litmus, module, lkmm_root), excerpts)
+    tries = [seed] if seed is not None else range(1, SEEDS + 1) if model == "tso" else [1]
+    trace = None
+    for k in tries:
+        trace = simulate(machine, machine.initial(), Random(k))
+        if model != "tso" or machine.exists_holds(trace.states[-1]):
+            break
+    if seed is None and model == "tso" and not machine.exists_holds(trace.states[-1]):
+        trace = simulate(machine, machine.initial(), Random(1))
+    return machine, trace

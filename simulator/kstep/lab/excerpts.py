@@ -106,6 +106,13 @@ def build(tree: Path, functions: Iterable[tuple[str, str]], optional: Iterable[t
     return {"package": PACKAGE, "version": VERSION, "release": kernel_release(tree / "Makefile"), "excerpts": excerpts}
 
 
+def build_all(tree: Path) -> dict:
+    """What the committed file holds: every model's functions and the litmus primitives' definitions."""
+    from kstep.memory.primitives import every_candidate
+
+    return build(tree, wanted(), every_candidate())
+
+
 def write(data: dict, path: Path) -> None:
     raw = json.dumps(data, indent=0, sort_keys=True).encode() + b"\n"
     path.write_bytes(gzip.compress(raw, mtime=0))
@@ -133,9 +140,7 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"or give --tree)", file=sys.stderr)
         return 2
     try:
-        from kstep.memory.primitives import every_candidate
-
-        data = build(tree, wanted(), every_candidate())
+        data = build_all(tree)
     except (LookupError, OSError) as e:
         print(f"kstep.lab.excerpts: {e}", file=sys.stderr)
         return 2

@@ -29,7 +29,7 @@ from kstep.engine.trace import Trace
 from kstep.errors import UserError
 from kstep.memory import axioms as ax
 from kstep.memory import relations as rel
-from kstep.memory.executions import Event, thread_paths, value_domains, with_reads_from
+from kstep.memory.executions import FENCES, Event, thread_paths, value_domains, with_reads_from
 from kstep.memory.litmus import Litmus
 from kstep.memory.primitives import definition
 from kstep.memory.sc import coherence, from_reads
@@ -140,8 +140,8 @@ class TsoMachine(Model):
         return out
 
     def can_issue(self, s: Tso, t: int, path, i: int) -> bool:
-        kind, _, _, tags, rmw, *_ = path.events[i]
-        locked = rmw or (kind == "F" and tags & FULL)
+        kind, _, _, tags, *_ = path.events[i]
+        locked = is_rmw(path.events[i]) or (kind == "F" and tags & FULL)
         return not (locked and s.buffers[t])  # mfence and lock-prefixed instructions drain the buffer first
 
     def load(self, s: Tso, t: int, loc: str):
@@ -159,6 +159,8 @@ class TsoMachine(Model):
             return s._replace(buffers=_put(s.buffers, t, rest), memory=_put(s.memory, self.locs.index(loc), (value, writer)),
                               drained=s.drained + (writer,))
         path, i = self.next_event(s, t)
+        if is_rmw(path.events[i]):
+            return self.locked_rmw(s, t, path, i)
         kind, loc, value, tags, rmw, *_ = path.events[i]
         me = (t, i)
         if kind == "F":
@@ -166,17 +168,30 @@ class TsoMachine(Model):
         if kind == "W":
             return s._replace(pc=_put(s.pc, t, i + 1), buffers=_put(s.buffers, t, s.buffers[t] + ((loc, value, me),)))
         got, writer, where = self.load(s, t, loc)
-        s = s._replace(pc=_put(s.pc, t, i + 1), values=_put(s.values, t, s.values[t] + (got,)),
-                       reads=s.reads + ((me, writer, where),))
-        pair = next((w for r, w in path.rmw if r == i), None)
-        if pair is None:
-            return s
-        # A locked RMW: its write goes straight to memory in the same step, nothing between the two.
-        path = next(p for p in self.runs(s, t) if len(p.events) > i + 1)
-        new = path.events[pair][2]
-        w = (t, pair)
-        return s._replace(pc=_put(s.pc, t, pair + 1), memory=_put(s.memory, self.locs.index(loc), (new, w)),
-                          drained=s.drained + (w,))
+        return s._replace(pc=_put(s.pc, t, i + 1), values=_put(s.values, t, s.values[t] + (got,)),
+                          reads=s.reads + ((me, writer, where),))
+
+    def locked_rmw(self, s: Tso, t: int, path, i: int) -> Tso:
+        """One lock-prefixed instruction (xchg, lock cmpxchg, lock xadd ...), fenced or not, failing or not:
+        with the store buffer empty it reads memory and writes memory in one step. Which events the call
+        has depends on what it reads (a failed cmpxchg has no write and no F[mb]: herd-representation.txt),
+        so the run is chosen by the value read."""
+        j = i + (path.events[i][0] == "F")
+        loc = path.events[j][1]
+        got, writer, _ = self.load(s, t, loc)
+        s = s._replace(values=_put(s.values, t, s.values[t] + (got,)))
+        run = next(p for p in self.runs(s, t) if len(p.events) > i)
+        fenced = run.events[i][0] == "F"
+        r = i + fenced
+        s = s._replace(reads=s.reads + (((t, r), writer, "memory"),))
+        end = r + 1
+        pair = next((w for rd, w in run.rmw if rd == r), None)
+        if pair is not None:  # its write goes straight to memory, nothing between it and the read
+            s = s._replace(memory=_put(s.memory, self.locs.index(loc), (run.events[pair][2], (t, pair))),
+                           drained=s.drained + ((t, pair),))
+            end = pair + 1
+        # A fully ordered RMW that wrote is F[mb] R* W* F[mb]: its last fence too (x86's lock prefix is both).
+        return s._replace(pc=_put(s.pc, t, end + fenced))
 
     def done(self, s: Tso, actor: str) -> bool:
         t = self.cpus.index(actor)
@@ -189,15 +204,18 @@ class TsoMachine(Model):
             loc, value, _ = s.buffers[t][0]
             return f"{loc} = {value}: P{t}'s store buffer to memory"
         path, i = self.next_event(s, t)
-        kind, loc, value, tags, rmw, *_ = path.events[i]
+        kind, loc, value, tags, *_ = path.events[i]
+        if is_rmw(path.events[i]):
+            loc = path.events[i + (kind == "F")][1]
+            got, _, _ = self.load(s, t, loc)
+            return f"{loc}: a locked instruction with the store buffer empty: reads {got} from memory, writes memory"
         if kind == "W":
             return f"{loc} = {value} into P{t}'s store buffer"
         if kind == "F":
-            return ("a full fence: P{}'s store buffer is empty, so it passes".format(t) if tags & FULL
+            return (f"a full fence: P{t}'s store buffer is empty, so it passes" if tags & FULL
                     else "a compiler barrier on x86: nothing to wait for")
         got, _, where = self.load(s, t, loc)
-        locked = " (locked: the buffer is empty, the write goes straight to memory)" if rmw else ""
-        return f"{loc}: reads {got} from {'its own store buffer' if where == 'buffer' else 'memory'}{locked}"
+        return f"{loc}: reads {got} from {'its own store buffer' if where == 'buffer' else 'memory'}"
 
     # -- the final state, as kstep litmus prints it
     def outcome(self, s: Tso) -> Optional[tuple]:
@@ -215,6 +233,12 @@ class TsoMachine(Model):
             regs.update(((t, k), v) for k, v in self.runs(s, t)[0].regs)
         memory = {loc: s.memory[j][0] for j, loc in enumerate(self.locs)}
         return holds(self.litmus.condition, regs, memory)
+
+
+def is_rmw(event: tuple) -> bool:
+    """An event of an atomic RMW call: its R* or W*, or an F[mb] the call itself brings (not a fence macro)."""
+    kind, _, _, _, rmw, primitive, _ = event
+    return rmw or (kind == "F" and primitive not in FENCES and primitive != "smp_store_mb")
 
 
 def _put(tup: tuple, i: int, value) -> tuple:

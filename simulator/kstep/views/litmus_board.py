@@ -34,7 +34,7 @@ class Geometry:
     def __init__(self, threads: int, depth: int, locs: tuple, tso: bool):
         self.threads, self.depth, self.locs, self.tso = threads, depth, locs, tso
         self.cw = (RIGHT - LEFT) / threads
-        self.w = min(2.5, self.cw * 0.6)
+        self.w = min(2.5, self.cw * 0.72)
         self.buffer_y = -(depth + 1) * ROW - 0.2
         self.memory_y = self.buffer_y - 1.1
         self.verdict_y = (self.memory_y if tso else -(depth + 1) * ROW) - 1.1
@@ -90,6 +90,14 @@ def event_box(g: Geometry, pos: tuple[float, float], kind: str, head: str, body:
               waiting: bool = False, next_up: bool = False) -> Box:
     fill = (WAITING if waiting else DONE if seen else UNSEEN)[1]
     return Box(pos[0], pos[1], g.w, H, fill, head, body, line=style.INK, width=3.0 if next_up else 1.0)
+
+
+def short(e, value_known: bool) -> str:
+    """An event as its box heads it (the primitive, under it, says acquire, release or ONCE):
+    ``W x=1``, ``R* y=?`` before a read is revealed, ``F wmb``."""
+    if e.kind == "F":
+        return "F " + " ".join(sorted(e.tags))
+    return f"{e.kind}{'*' if e.rmw else ''} {e.loc}={e.value if value_known else '?'}"
 
 
 def verdict_box(g: Geometry, text: str, harm: bool) -> Box:
@@ -183,8 +191,8 @@ def reveal_sources(model) -> list[BoardSource]:
                 out.append(Box(*g.init(e.loc), g.w, H, style.FREE, f"{e.loc} = {e.value}", "initial value"))
                 continue
             seen = e.id in s.events
-            text = e.label() if seen or e.kind != "R" else f"R {e.loc}=?"
-            out.append(event_box(g, pos(e.id), e.kind, f"{names[e.id]}: {text}", e.primitive, seen))
+            out.append(event_box(g, pos(e.id), e.kind, f"{names[e.id]}: {short(e, seen or e.kind != 'R')}",
+                                 e.primitive, seen))
         if s.judged:
             out.append(verdict_box(g, model.verdict(), x.broken is not None))
         return columns(out)

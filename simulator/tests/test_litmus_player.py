@@ -112,6 +112,22 @@ def test_mp_with_fences_under_arm64_ends_in_the_cycle_of_the_axiom_it_breaks():
     assert stepped(shape("MP"), "arm64", EXCERPTS)[1].violation is None
 
 
+def test_every_kernel_litmus_test_steps_under_the_lkmm_and_a_never_ends_on_the_check_that_forbids_it(linux_tree):
+    from kstep.memory.kernel_tree import kernel_litmus_tests
+
+    named = set()
+    for path in kernel_litmus_tests(linux_tree):
+        test = parse(path.read_text(), path.name)
+        model, trace = stepped(test, "lkmm", EXCERPTS, lkmm_root=linux_tree)
+        assert trace.states[-1].judged, path.name
+        if test.expected == "Never":
+            assert trace.violation is not None and trace.violation.step == len(trace.actions), path.name
+            named.add(trace.violation.invariant)
+        elif test.expected in ("Sometimes", "Always"):
+            assert trace.violation is None, path.name
+    assert {"happens-before", "propagation", "rcu"} <= named
+
+
 def test_the_board_draws_the_cycle_only_once_the_axioms_are_checked():
     from kstep.views.export import layout
     from kstep.views.player import Frames

@@ -96,10 +96,12 @@ def executions(c: Candidate, rf, root: Path | None = None):
         yield final["co"], final["rf"], final["fr"], flags
 
 
-def order(c: Candidate, rf, co, root: Path | None = None):
-    """linux-kernel.cat's hb of the allowed execution (co), the order the player reveals events in."""
-    for final, _ in cat.Interpreter(c.n, base_env(c, rf), lambda current: [co]).run(list(statements(root))):
-        return final["hb"]
+def order(c: Candidate, rf0, rf, co, root: Path | None = None):
+    """linux-kernel.cat's hb of the allowed execution with this co and rf (``rf0``: the ordinary reads'
+    part; lock.cat adds the lock events'), the order the player reveals events in."""
+    for final, _ in cat.Interpreter(c.n, base_env(c, rf0), lambda current: [co]).run(list(statements(root))):
+        if final["rf"] == rf:
+            return final["hb"]
     return None
 
 

@@ -29,7 +29,8 @@ from kstep.engine.trace import Trace
 from kstep.errors import UserError
 from kstep.memory import axioms as ax
 from kstep.memory import relations as rel
-from kstep.memory.executions import FENCES, Event, thread_paths, value_domains, with_reads_from
+from kstep.memory.executions import FENCES, LOCK_KINDS, Event, thread_paths, value_domains, with_reads_from
+from kstep.memory.hardware import LKMM_ONLY_FENCES
 from kstep.memory.litmus import Litmus
 from kstep.memory.primitives import definition
 from kstep.memory.sc import coherence, from_reads
@@ -93,11 +94,12 @@ class TsoMachine(Model):
         self.paths = tuple(tuple(thread_paths(litmus, t, domains)) for t in range(len(litmus.threads)))
         self.locs = litmus.shared()
         self.cpus = tuple(f"P{t}" for t in range(len(litmus.threads)))
-        for t, paths in enumerate(self.paths):
+        for paths in self.paths:
             for path in paths:
-                for kind, _, _, tags, *_ in path.events:
-                    if kind not in ("R", "W", "F"):
-                        raise UserError(f"{litmus.name}: P{t} takes a lock; locks and RCU are LKMM-only")
+                for kind, _, _, tags, _, primitive, line in path.events:
+                    if kind in LOCK_KINDS or tags & LKMM_ONLY_FENCES:
+                        raise UserError(f"{litmus.name}: line {line}: {primitive}() is LKMM-only; the tso model "
+                                        "takes ONCE accesses, acquire/release, fences and atomics")
         prims = {e[5] for paths in self.paths for p in paths for e in p.events}
         self._sources = {**primitive_sources("tso", prims, excerpts), "drain": STORE_BUFFER}
 
@@ -140,9 +142,17 @@ class TsoMachine(Model):
         return out
 
     def can_issue(self, s: Tso, t: int, path, i: int) -> bool:
-        kind, _, _, tags, *_ = path.events[i]
+        kind, loc, _, tags, *_ = path.events[i]
         locked = is_rmw(path.events[i]) or (kind == "F" and tags & FULL)
-        return not (locked and s.buffers[t])  # mfence and lock-prefixed instructions drain the buffer first
+        if locked and s.buffers[t]:  # mfence and lock-prefixed instructions drain the buffer first
+            return False
+        if kind == "R" or is_rmw(path.events[i]):
+            # A value no run of the thread goes on from (it would dereference what is no location) is a
+            # run herd discards, and so does kstep: that read waits for another value.
+            loc = path.events[i + (kind == "F")][1]
+            got = self.load(s, t, loc)[0]
+            return bool(self.runs(s._replace(values=_put(s.values, t, s.values[t] + (got,))), t))
+        return True
 
     def load(self, s: Tso, t: int, loc: str):
         """What a load of ``loc`` by CPU t returns: its own newest buffered store (store forwarding), else memory."""
@@ -228,6 +238,8 @@ class TsoMachine(Model):
         return outcome_state(self.litmus, regs, memory)
 
     def exists_holds(self, s: Tso) -> bool:
+        if not self.finished(s):
+            return False
         regs = {}
         for t in range(len(self.cpus)):
             regs.update(((t, k), v) for k, v in self.runs(s, t)[0].regs)
@@ -280,13 +292,13 @@ def choose_execution(litmus: Litmus, module, lkmm_root=None) -> Execution:
     fallback = forbidden = None
     for c, rf in with_reads_from(litmus):
         regs = {(t, k): v for t, path in enumerate(c.paths) for k, v in path.regs}
-        for co, _, fr, _ in module.executions(c, rf) if module.NAME != "lkmm" else module.executions(c, rf, lkmm_root):
+        for co, full_rf, fr, _ in module.executions(c, rf) if module.NAME != "lkmm" else module.executions(c, rf, lkmm_root):
             memory = final_memory(c, co)
             if litmus.filter is not None and not holds(litmus.filter, regs, memory):
                 continue
             wanted = holds(litmus.condition, regs, memory)
             if wanted or fallback is None:
-                found = _execution(litmus, module, c, rf, co, fr, None, regs, memory, wanted, lkmm_root)
+                found = _execution(litmus, module, c, rf, full_rf, co, fr, None, regs, memory, wanted, lkmm_root)
                 if wanted:
                     return found
                 fallback = found
@@ -310,18 +322,20 @@ def _forbidden(litmus, module, c, rf, regs, lkmm_root) -> Optional[Execution]:
         broken = (module.broken(c, rf, co, lkmm_root) if module.NAME == "lkmm"
                   else ax.first_broken(module.axioms(c, rf)(co, fr)))
         if broken is not None:
-            return _execution(litmus, module, c, rf, co, fr, broken, regs, memory, True, lkmm_root)
+            return _execution(litmus, module, c, rf, rf, co, fr, broken, regs, memory, True, lkmm_root)
     return None
 
 
-def _execution(litmus, module, c, rf, co, fr, broken, regs, memory, wanted, lkmm_root) -> Execution:
+def _execution(litmus, module, c, rf0, rf, co, fr, broken, regs, memory, wanted, lkmm_root) -> Execution:
+    """``rf0``: the ordinary reads' rf of the candidate; ``rf``: all of it (the LKMM's lock.cat adds the lock
+    events')."""
     if broken is not None:  # a forbidden execution has no order of the model: program order, reads after their writes
         order = rel.union(c.po, rf)
     elif module.NAME == "lkmm":
-        order = module.order(c, rf, co, lkmm_root)
+        order = module.order(c, rf0, rf, co, lkmm_root)
     else:
         order = next(a for a in module.axioms(c, rf)(co, fr) if a.name == module.ORDER).relation()
-    if not rel.acyclic(order):
+    if order is None or not rel.acyclic(order):
         order = c.po
     order, fenced = with_fences(c, order)
     return Execution(c.events, c.po, rf, co, fr, order, fenced, broken, outcome_state(litmus, regs, memory), wanted)

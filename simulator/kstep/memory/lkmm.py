@@ -108,13 +108,29 @@ def order(c: Candidate, rf0, rf, co, root: Path | None = None):
 def broken(c: Candidate, rf, co, root: Path | None = None) -> Axiom | None:
     """The check of linux-kernel.cat (or lock.cat) that forbids the execution with this rf and co, as
     an Axiom whose parts name each edge after the first of EDGE_NAMES holding it; None if allowed."""
-    interp = cat.Interpreter(c.n, base_env(c, rf), lambda current: [co])
+    return next((axiom for axiom, _ in rejections(c, rf, root, [co])), None)
+
+
+def rejections(c: Candidate, rf, root: Path | None = None, cos=None):
+    """(Axiom, bindings) of every branch of the model's run over (c, rf) that a check stops (its co among
+    ``cos``, else among cos-opt's), unless another branch with the same co (lock.cat forks over the lock
+    events' rf) passes every check; a branch stopped before cos-opt binds co counts only if none passes."""
+    env = base_env(c, rf)
+
+    def orders(current: dict):
+        if cos is not None:
+            return cos
+        return coherence_orders(c, current["W"], cobase(c, current["rf"], current["W"], current["co0"]))
+
+    interp = cat.Interpreter(c.n, env, orders)
     interp.rejected = []
-    if any(True for _ in interp.run(list(statements(root)))) or not interp.rejected:
-        return None
-    name, check, value, env = interp.rejected[0]
-    r = interp.as_rel(value) if not isinstance(value, int) else rel.identity(c.n, value)
-    parts = [(edge, rel.inter(r, env[edge])) for edge in EDGE_NAMES if isinstance(env.get(edge), tuple)]
-    if check != "acyclic":
-        return Axiom(name, check, ((name, r),))
-    return Axiom(name, check, (*[p for p in parts if any(p[1])], (name, r)))
+    passed = [final["co"] for final, _ in interp.run(list(statements(root)))]
+    for name, check, value, bindings in interp.rejected:
+        if bindings.get("co") in passed or (passed and "co" not in bindings):
+            continue
+        r = interp.as_rel(value) if not isinstance(value, int) else rel.identity(c.n, value)
+        if check != "acyclic":
+            yield Axiom(name, check, ((name, r),)), bindings
+            continue
+        parts = [(edge, rel.inter(r, bindings[edge])) for edge in EDGE_NAMES if isinstance(bindings.get(edge), tuple)]
+        yield Axiom(name, check, (*[p for p in parts if any(p[1])], (name, r))), bindings

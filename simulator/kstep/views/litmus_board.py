@@ -11,6 +11,8 @@ that forbids the execution, in the colour of harm, each edge named after the rel
 from __future__ import annotations
 
 from . import style
+from kstep.memory.stepping import FULL
+
 from .boxes import LEFT, RIGHT, BoardSource, Box, columns
 
 EDGE_COLUMNS = {"x0": float, "y0": float, "x1": float, "y1": float, "color": str, "width": float, "text": str,
@@ -145,8 +147,15 @@ def tso_sources(model) -> list[BoardSource]:
     def edges(s):
         out = []
         for t in range(len(model.cpus)):
-            n = len(model.runs(s, t)[0].events)
-            out += [edge(g, g.event(t, i), g.event(t, i + 1), "po") for i in range(n - 1)]
+            events = model.runs(s, t)[0].events
+            out += [edge(g, g.event(t, i), g.event(t, i + 1), "po") for i in range(len(events) - 1)]
+            # smp_mb() orders the accesses around it (the store before it drained first): once it has run
+            for f, (kind, _, _, tags, _, prim, _) in enumerate(events[:s.pc[t]]):
+                if kind == "F" and tags & FULL:
+                    before = [i for i in range(f) if events[i][0] in "RW"]
+                    after = [i for i in range(f + 1, len(events)) if events[i][0] in "RW"]
+                    if before and after:
+                        out.append(edge(g, g.event(t, before[-1]), g.event(t, after[0]), "fence", prim, slot=1))
         for me, writer, where in s.reads:
             loc = model.runs(s, me[0])[0].events[me[1]][1]
             out.append(edge(g, pos(s, writer, loc), g.event(*me), "rf",

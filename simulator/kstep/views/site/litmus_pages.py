@@ -58,7 +58,7 @@ class LitmusDirective(KstepDirective):
         if name not in table:
             raise self.error(f"unknown litmus shape {name!r} (choose from: {', '.join(table)})")
         test = parse(table[name]["litmus"], name)
-        out = [nodes.literal_block(table[name]["litmus"].strip(), table[name]["litmus"].strip(), language="c")]
+        out = [nodes.literal_block(table[name]["litmus"].strip(), table[name]["litmus"].strip(), language="text")]
         verdicts = nodes.bullet_list()
         for module in MODULES:
             v = check(test, module)

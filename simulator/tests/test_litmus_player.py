@@ -177,10 +177,14 @@ def kstep(*args, stdin=""):
     (["--model", "tso", "--html", "{out}", "-s", "-1"], "a seed is between"),
     (["--model", "tso", "--html", "{missing}"], "does not exist"),
 ])
-def test_bad_html_options_are_one_line_and_exit_2(tmp_path, args, says):
+def test_bad_html_options_are_one_line_and_exit_2(tmp_path, capsys, args, says):
+    from kstep.cli import main
+
+    (tmp_path / "SB.litmus").write_text(SHAPES["SB"])
     args = [a.format(out=tmp_path / "a.html", missing=tmp_path / "no" / "a.html") for a in args]
-    out = kstep("-", *args, stdin=SHAPES["SB"])
-    assert out.returncode == 2 and len(out.stderr.splitlines()) == 1 and says in out.stderr, out.stderr
+    assert main(["litmus", str(tmp_path / "SB.litmus"), *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and says in err, err
     assert not (tmp_path / "a.html").exists()
 
 

@@ -250,9 +250,10 @@ def build_parser() -> Parser:
                        allow_abbrev=False)
     p.add_argument("test", metavar="FILE", help="a C litmus test ('-': standard input)")
     p.add_argument("--model", choices=("sc", "tso", "arm64", "power", "lkmm", "all"), default="lkmm")
-    p.add_argument("--html", metavar="FILE", help="write one execution, stepped in the player, as a standalone offline "
-                                                "page: tso runs the store buffers, the other models reveal an execution "
-                                                "reaching the exists clause (or the cycle that forbids it)")
+    p.add_argument("--html", metavar="FILE", help="write one execution, stepped in the player, as a standalone "
+                                                "offline page: tso runs the store buffers, the other models "
+                                                "reveal an execution reaching the exists clause (or the cycle "
+                                                "that forbids it)")
     p.add_argument("-s", "--seed", type=int, metavar="N", help="--html: the random scheduler's seed (default: for tso "
                                                               "the first seed that reaches the exists clause, else 1)")
     p.set_defaults(run=cmd_litmus)
@@ -870,8 +871,8 @@ def cmd_litmus(args) -> int:
         from .memory.stepping import stepped
         from .views import save_html
 
-        model, trace = stepped(test, args.model, load()["excerpts"], args.seed)
-        save_html(trace, model, args.html)
+        machine, trace = stepped(test, args.model, load()["excerpts"], args.seed)
+        save_html(trace, machine, args.html)
         print(f"wrote {len(trace.actions)} steps (seed {trace.seed}) to {clean(args.html)}")
     return 0
 

@@ -70,7 +70,7 @@ def cycle(axiom: Axiom) -> list[tuple[int, int, str]]:
 
 def _shortest_path(r, src: int, dst: int) -> Optional[list[int]]:
     """Events of a shortest path of at least one edge from src to dst (breadth first)."""
-    parent = {}
+    parent: dict[int, int] = {}
     frontier = [src]
     seen = 0
     while frontier:

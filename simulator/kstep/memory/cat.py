@@ -320,7 +320,7 @@ class Interpreter:
         self.universe = (1 << n) - 1
         self.base = base
         self.cos = cos  # callable(env) -> iterable of co relations
-        self.rejected = None  # a list: each branch a check stops gets (name, check, value, bindings) there
+        self.rejected: list | None = None  # a list: each branch a check stops gets (name, check, value, bindings) there
 
     def run(self, stmts: list[tuple]):
         """(final bindings, raised flags) of every branch that passes all the checks."""

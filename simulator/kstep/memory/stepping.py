@@ -168,7 +168,8 @@ class TsoMachine(Model):
         t = self.cpus.index(a.actor)
         if a.label == "drain":
             (loc, value, writer), rest = s.buffers[t][0], s.buffers[t][1:]
-            return s._replace(buffers=_put(s.buffers, t, rest), memory=_put(s.memory, self.locs.index(loc), (value, writer)),
+            return s._replace(buffers=_put(s.buffers, t, rest),
+                              memory=_put(s.memory, self.locs.index(loc), (value, writer)),
                               drained=s.drained + (writer,))
         path, i = self.next_event(s, t)
         if is_rmw(path.events[i]):
@@ -233,7 +234,7 @@ class TsoMachine(Model):
     def outcome(self, s: Tso) -> Optional[tuple]:
         if not self.finished(s):
             return None
-        regs = {}
+        regs: dict = {}
         for t in range(len(self.cpus)):
             regs.update(((t, k), v) for k, v in self.runs(s, t)[0].regs)
         memory = {loc: s.memory[j][0] for j, loc in enumerate(self.locs)}
@@ -242,7 +243,7 @@ class TsoMachine(Model):
     def exists_holds(self, s: Tso) -> bool:
         if not self.finished(s):
             return False
-        regs = {}
+        regs: dict = {}
         for t in range(len(self.cpus)):
             regs.update(((t, k), v) for k, v in self.runs(s, t)[0].regs)
         memory = {loc: s.memory[j][0] for j, loc in enumerate(self.locs)}
@@ -294,7 +295,8 @@ def choose_execution(litmus: Litmus, module, lkmm_root=None) -> Execution:
     fallback = forbidden = None
     for c, rf in with_reads_from(litmus):
         regs = {(t, k): v for t, path in enumerate(c.paths) for k, v in path.regs}
-        for co, full_rf, fr, _ in module.executions(c, rf) if module.NAME != "lkmm" else module.executions(c, rf, lkmm_root):
+        allowed = module.executions(c, rf) if module.NAME != "lkmm" else module.executions(c, rf, lkmm_root)
+        for co, full_rf, fr, _ in allowed:
             memory = final_memory(c, co)
             if litmus.filter is not None and not holds(litmus.filter, regs, memory):
                 continue
@@ -390,7 +392,8 @@ class Reveal(Model):
         self._sources.update({"edges": EDGES, "check": MODEL_CHECK})
         self.cpus = tuple(f"P{t}" for t in range(len(litmus.threads)))
         if execution.broken is not None:  # the player's end banner names the axiom and shows the cycle
-            self.invariants = (Invariant(execution.broken.name, f"the {module.NAME} model's axiom {execution.broken.name}",
+            name = execution.broken.name
+            self.invariants = (Invariant(name, f"the {module.NAME} model's axiom {name}",
                                          lambda s: self.verdict() if s.judged else None),)
 
     def label(self, e: Event) -> str:
@@ -465,7 +468,8 @@ class Reveal(Model):
                                           "; no candidate execution reaches the exists clause: every value a read "
                                           "returns comes from some write, so none comes out of thin air")
         cycle = ax.cycle(self.x.broken)
-        path = " ".join(f"{self.names[a]} -{r}->" for a, _, r in cycle) + (f" {self.names[cycle[0][0]]}" if cycle else "")
+        path = " ".join(f"{self.names[a]} -{r}->" for a, _, r in cycle)
+        path += f" {self.names[cycle[0][0]]}" if cycle else ""
         return f"forbidden by {self.x.broken.name} ({self.x.broken.check}): {path}; {state} cannot happen"
 
 
@@ -473,25 +477,24 @@ MODELS = ("sc", "tso", "arm64", "power", "lkmm")
 SEEDS = 64  # seeds tried for an x86-TSO run that reaches the exists clause
 
 
-def stepped(litmus: Litmus, model: str, excerpts: dict, seed: Optional[int] = None, lkmm_root=None) -> tuple[Model, Trace]:
+def stepped(litmus: Litmus, model: str, excerpts: dict, seed: Optional[int] = None,
+            lkmm_root=None) -> tuple[Model, Trace]:
     """The model that steps ``litmus`` under ``model`` and its run with the random scheduler's ``seed``.
 
     Without a seed, x86-TSO takes the first seed from 1 up (at most SEEDS) whose run ends in the
     exists clause when one does (the weak outcome is the one worth watching), else seed 1; the other
     models reveal the execution :func:`choose_execution` picks, in seed 1's order."""
-    if model == "tso":
-        machine: Model = TsoMachine(litmus, excerpts)
-    else:
+    if model != "tso":
         from importlib import import_module
 
         module = import_module(f"kstep.memory.{model}")
-        machine = Reveal(litmus, module, choose_execution(litmus, module, lkmm_root), excerpts)
-    tries = [seed] if seed is not None else range(1, SEEDS + 1) if model == "tso" else [1]
-    trace = None
-    for k in tries:
+        reveal = Reveal(litmus, module, choose_execution(litmus, module, lkmm_root), excerpts)
+        return reveal, simulate(reveal, reveal.initial(), Random(1 if seed is None else seed))
+    machine = TsoMachine(litmus, excerpts)
+    if seed is not None:
+        return machine, simulate(machine, machine.initial(), Random(seed))
+    for k in range(1, SEEDS + 1):
         trace = simulate(machine, machine.initial(), Random(k))
-        if model != "tso" or machine.exists_holds(trace.states[-1]):
-            break
-    if seed is None and model == "tso" and not machine.exists_holds(trace.states[-1]):
-        trace = simulate(machine, machine.initial(), Random(1))
-    return machine, trace
+        if machine.exists_holds(trace.states[-1]):
+            return machine, trace
+    return machine, simulate(machine, machine.initial(), Random(1))

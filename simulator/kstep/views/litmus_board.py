@@ -109,7 +109,7 @@ def verdict_box(g: Geometry, text: str, harm: bool) -> Box:
 
 
 # -- x86-TSO --------------------------------------------------------------------------------------------
-def tso_sources(model) -> list[BoardSource]:
+def tso_sources(model) -> tuple[list[BoardSource], Geometry]:
     """The boxes and arrows of a TsoMachine's states."""
     depth = max(len(p.events) for paths in model.paths for p in paths)
     g = Geometry(len(model.cpus), depth, model.locs, tso=True)
@@ -177,7 +177,7 @@ def tso_sources(model) -> list[BoardSource]:
 
 
 # -- an execution revealed --------------------------------------------------------------------------------
-def reveal_sources(model) -> list[BoardSource]:
+def reveal_sources(model) -> tuple[list[BoardSource], Geometry]:
     """The boxes and arrows of a Reveal's states."""
     x = model.x
     index = {}

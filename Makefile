@@ -65,7 +65,8 @@ $(PYODIDE): package.json package-lock.json | system-packages
 
 # build/ is make's own output folder; the course builder never creates a missing parent itself.
 # The site goes to build/course, its caches (doctrees, executed notebooks) to build/course-cache.
-course: setup
+# The litmus pages run the LKMM from the kernel's own tools/memory-model/ files: the tree comes first.
+course: setup linux-source
 	@mkdir -p build
 	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course --jobs $(COURSE_JOBS)
 

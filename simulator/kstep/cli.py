@@ -7,6 +7,7 @@
     kstep explore MECH --scenario S --liveness [--max-states N] [--json F] [--html F]
     kstep show TRACE.json [--html F] [--steps FILE.py]
     kstep check MECH LOG
+    kstep litmus FILE.litmus [--model sc|tso|arm64|power|lkmm|all] [--html F [-s SEED]]
     kstep grade EXERCISE SUBMISSION [--student ID] [--config COURSE.toml] [--out DIR] | --batch DIR
     kstep release --config COURSE.toml --roster CSV --out DIR
     kstep lab fetch [--refresh] | doctor | run --arch A [--smp N] [PROBE...] | show RESULT.json
@@ -251,6 +252,12 @@ def build_parser() -> Parser:
                                                 "one (a mechanism's barrier; --list names them)", nargs="?")
     p.add_argument("--model", choices=("sc", "tso", "arm64", "power", "lkmm", "all"), default="lkmm")
     p.add_argument("--list", action="store_true", help="list the bundled litmus tests of the mechanisms")
+    p.add_argument("--html", metavar="FILE", help="write one execution, stepped in the player, as a standalone "
+                                                "offline page: tso runs the store buffers, the other models "
+                                                "reveal an execution reaching the exists clause (or the cycle "
+                                                "that forbids it)")
+    p.add_argument("-s", "--seed", type=int, metavar="N", help="--html: the random scheduler's seed (default: for tso "
+                                                              "the first seed that reaches the exists clause, else 1)")
     p.set_defaults(run=cmd_litmus)
 
     p = sub.add_parser("grade", help="grade a submission (or --batch many) in the sandbox", allow_abbrev=False,
@@ -840,9 +847,16 @@ def cmd_litmus(args) -> int:
         return 0
     if args.test is None:
         raise UserError("litmus needs a FILE, a bundled test's name or --list")
+    if args.html is not None and args.model == "all":
+        raise UserError("--html draws one model's execution: name it with --model sc|tso|arm64|power|lkmm")
+    if args.seed is not None and args.html is None:
+        raise UserError("--seed chooses the run --html draws: give --html too")
+    if args.seed is not None and not 0 <= args.seed < 1 << 64:
+        raise UserError(f"--seed {args.seed}: a seed is between 0 and 2**64 - 1")
     source = args.test
     if source != "-" and not Path(source).exists() and source in bundled.names():
         source = bundled.path(source)
+    check_outputs(None, args.html, [str(source)])
     test = parse(read_text(source, 1 << 20, "litmus test"), clean(args.test))
     models = (sc, tso, arm64, power, lkmm) if args.model == "all" else \
         ({"sc": sc, "tso": tso, "arm64": arm64, "power": power, "lkmm": lkmm}[args.model],)
@@ -864,6 +878,14 @@ def cmd_litmus(args) -> int:
             print(f"  {litmus_state(state)}")
             for line in litmus_witness(witness):
                 print(f"    {line}")
+    if args.html is not None:
+        from .lab.excerpts import load
+        from .memory.stepping import stepped
+        from .views import save_html
+
+        machine, trace = stepped(test, args.model, load()["excerpts"], args.seed)
+        save_html(trace, machine, args.html)
+        print(f"wrote {len(trace.actions)} steps (seed {trace.seed}) to {clean(args.html)}")
     return 0
 
 
@@ -872,24 +894,13 @@ def litmus_state(state) -> str:
     return " ".join(f"{k}={val}" for k, val in state)
 
 
-def event_names(witness) -> dict:
-    """An event's name in a printed witness: ``init x`` for an initial write, else a letter (a, b, ...,
-    then a1, b1, ...) in the order of the events, thread by thread."""
-    names, k = {}, 0
-    for e in witness.events:
-        if e.thread < 0:
-            names[e.id] = f"init {e.loc}"
-        else:
-            names[e.id] = chr(ord("a") + k % 26) + (str(k // 26) if k >= 26 else "")
-            k += 1
-    return names
-
-
 def litmus_witness(witness) -> list[str]:
     """One execution that reaches a state: each thread's events in program order, then its rf, co and
     fr edges between them (rf: which write each read reads; co: the order of writes to a location;
     fr: a read before a write that overwrites what it read)."""
-    names = event_names(witness)
+    from .memory.stepping import event_names
+
+    names = event_names(witness.events)
     threads = sorted({e.thread for e in witness.events if e.thread >= 0})
     lines = [f"P{t}: " + "; ".join(f"{names[e.id]} {e.label()}" for e in witness.events if e.thread == t)
              for t in threads]

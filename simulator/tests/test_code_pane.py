@@ -47,4 +47,4 @@ def test_an_anchored_step_marks_the_code_it_stands_for():
 
 
 def test_the_committed_excerpts_are_what_the_tree_has(linux_tree):
-    assert excerpts.build(linux_tree, excerpts.wanted()) == excerpts.load()
+    assert excerpts.build_all(linux_tree) == excerpts.load()

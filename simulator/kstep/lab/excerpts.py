@@ -93,11 +93,24 @@ def wanted() -> list[tuple[str, str]]:
     return sorted(out)
 
 
-def build(tree: Path, functions: Iterable[tuple[str, str]]) -> dict:
-    return {
-        "package": PACKAGE, "version": VERSION, "release": kernel_release(tree / "Makefile"),
-        "excerpts": {f"{path}:{function}": excerpt(tree, path, function) for path, function in functions},
-    }
+def build(tree: Path, functions: Iterable[tuple[str, str]], optional: Iterable[tuple[str, str]] = ()) -> dict:
+    """The excerpts of ``functions`` (each must be in the tree) and of those ``optional`` ones the tree has:
+    the litmus primitives' candidate definitions (kstep.memory.primitives), of which an architecture
+    defines some and leaves the others to asm-generic."""
+    excerpts = {f"{path}:{function}": excerpt(tree, path, function) for path, function in functions}
+    for path, function in optional:
+        try:
+            excerpts[f"{path}:{function}"] = excerpt(tree, path, function)
+        except (LookupError, OSError):
+            continue
+    return {"package": PACKAGE, "version": VERSION, "release": kernel_release(tree / "Makefile"), "excerpts": excerpts}
+
+
+def build_all(tree: Path) -> dict:
+    """What the committed file holds: every model's functions and the litmus primitives' definitions."""
+    from kstep.memory.primitives import every_candidate
+
+    return build(tree, wanted(), every_candidate())
 
 
 def write(data: dict, path: Path) -> None:
@@ -127,7 +140,7 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"or give --tree)", file=sys.stderr)
         return 2
     try:
-        data = build(tree, wanted())
+        data = build_all(tree)
     except (LookupError, OSError) as e:
         print(f"kstep.lab.excerpts: {e}", file=sys.stderr)
         return 2

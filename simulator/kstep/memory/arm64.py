@@ -30,16 +30,18 @@ takes the weaker, which the kernel runs on CPUs without LSE).
 from __future__ import annotations
 
 from kstep.memory import relations as rel
+from kstep.memory.axioms import Axiom, allowed
 from kstep.memory.executions import Candidate
 from kstep.memory.hardware import refuse_lkmm_only
-from kstep.memory.sc import atomic, coherence, from_reads
+from kstep.memory.sc import atomic, coherence, from_reads, sc_per_location
 
 NAME = "arm64"
+ORDER = "external"  # Pulte et al.'s name for acyclic ob
 FULL = frozenset({"mb", "before-atomic", "after-atomic"})  # dmb ish
 
 
 def _static(c: Candidate):
-    """The parts of ob fixed by the program: dob without rfi, aob's rmw, and bob."""
+    """The parts of ob fixed by the program, named: dob without rfi, aob's rmw, and bob."""
     n = c.n
     po = c.po
     reads = c.set_of(lambda e: e.kind == "R")
@@ -70,14 +72,14 @@ def _static(c: Candidate):
                   rel.identity(n, writes))
     bob = rel.union(bob, rel.union(wmb, rel.seq(po, rel.identity(n, release))))
     memory = reads | writes
-    return rel.inter(rel.union(rel.union(dob, c.rmw), bob), rel.cartesian(n, memory, memory)), acquire, release
+    mm = rel.cartesian(n, memory, memory)
+    return (("dob", rel.inter(dob, mm)), ("aob", rel.inter(c.rmw, mm)), ("bob", rel.inter(bob, mm))), acquire, release
 
 
-def executions(c: Candidate, rf):
-    refuse_lkmm_only(c, NAME)
+def axioms(c: Candidate, rf):
+    """The axioms of one execution of candidate ``c`` reading ``rf``, given its co and fr."""
     n = c.n
     fixed, acquire, release = _static(c)
-    poloc = rel.inter(c.po, c.loc)
     internal = tuple(
         sum(1 << f.id for f in c.events if f.thread == e.thread and e.thread >= 0) for e in c.events
     )
@@ -88,12 +90,21 @@ def executions(c: Candidate, rf):
         rel.seq(rel.seq(rel.identity(n, rel.range_(c.rmw)), rfi), rel.identity(n, acquire)),
     )
     before_release = rel.seq(c.po, rel.identity(n, release))
+
+    def of(co, fr):
+        yield atomic(c, co, fr)
+        yield sc_per_location(c, rf, co, fr)
+        yield Axiom("external", "acyclic", (
+            *fixed, ("dob | aob (rfi)", by_rfi), ("rfe", rfe), ("coe", rel.inter(co, c.ext)),
+            ("fre", rel.inter(fr, c.ext)), ("bob (po;[L];coi)", rel.seq(before_release, rel.inter(co, internal)))))
+
+    return of
+
+
+def executions(c: Candidate, rf):
+    refuse_lkmm_only(c, NAME)
+    of = axioms(c, rf)
     for co in coherence(c, rf):
         fr = from_reads(c, co, rf)
-        com = rel.union(rel.union(rf, co), fr)
-        if not (atomic(c, co, fr) and rel.acyclic(rel.union(poloc, com))):
-            continue
-        obs = rel.union(rfe, rel.union(rel.inter(co, c.ext), rel.inter(fr, c.ext)))
-        ob = rel.union(rel.union(fixed, by_rfi), rel.union(obs, rel.seq(before_release, rel.inter(co, internal))))
-        if rel.acyclic(ob):
+        if allowed(of(co, fr)):
             yield co, rf, fr, frozenset()

@@ -320,6 +320,7 @@ class Interpreter:
         self.universe = (1 << n) - 1
         self.base = base
         self.cos = cos  # callable(env) -> iterable of co relations
+        self.rejected: list | None = None  # a list: each branch a check stops gets (name, check, value, bindings) there
 
     def run(self, stmts: list[tuple]):
         """(final bindings, raised flags) of every branch that passes all the checks."""
@@ -337,13 +338,16 @@ class Interpreter:
                 self.letrec(s[1], env)
             elif kind == "check":
                 _, flag, negate, check, e, name = s
-                ok = self.check(check, self.eval(e, env))
+                value = self.eval(e, env)
+                ok = self.check(check, value)
                 if negate:
                     ok = not ok
                 if flag:
                     if ok:  # "flag ~empty X as f": raised when X is not empty
                         flags = flags | {name}
                 elif not ok:
+                    if self.rejected is not None:
+                        self.rejected.append((name, check, value, env))
                     return
             elif kind == "with":
                 for value in self._members(self.eval(s[2], env)):

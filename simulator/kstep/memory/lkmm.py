@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kstep.memory import cat
 from kstep.memory import relations as rel
+from kstep.memory.axioms import Axiom
 from kstep.memory.executions import (
     LOCK_KINDS,
     Candidate,
@@ -23,6 +24,9 @@ from kstep.memory.executions import (
 )
 
 NAME = "lkmm"
+ORDER = "happens-before"
+# Relations of linux-kernel.cat an edge of a broken axiom is named after, the first that holds it.
+EDGE_NAMES = ("rfe", "coe", "fre", "po-loc", "rf", "co", "fr", "ppo", "prop", "rb", "hb", "pb")
 # Tags of linux-kernel.bell's enums; herd names each tag's event set by capitalising it.
 TAGS = ("once", "release", "acquire", "noreturn", "wmb", "rmb", "mb", "barrier", "rcu-lock",
         "rcu-unlock", "sync-rcu", "before-atomic", "after-atomic", "after-spinlock",
@@ -90,3 +94,43 @@ def executions(c: Candidate, rf, root: Path | None = None):
     interp = cat.Interpreter(c.n, env, cos)
     for final, flags in interp.run(list(statements(root))):
         yield final["co"], final["rf"], final["fr"], flags
+
+
+def order(c: Candidate, rf0, rf, co, root: Path | None = None):
+    """linux-kernel.cat's hb of the allowed execution with this co and rf (``rf0``: the ordinary reads'
+    part; lock.cat adds the lock events'), the order the player reveals events in."""
+    for final, _ in cat.Interpreter(c.n, base_env(c, rf0), lambda current: [co]).run(list(statements(root))):
+        if final["rf"] == rf:
+            return final["hb"]
+    return None
+
+
+def broken(c: Candidate, rf, co, root: Path | None = None) -> Axiom | None:
+    """The check of linux-kernel.cat (or lock.cat) that forbids the execution with this rf and co, as
+    an Axiom whose parts name each edge after the first of EDGE_NAMES holding it; None if allowed."""
+    return next((axiom for axiom, _ in rejections(c, rf, root, [co])), None)
+
+
+def rejections(c: Candidate, rf, root: Path | None = None, cos=None):
+    """(Axiom, bindings) of every branch of the model's run over (c, rf) that a check stops (its co among
+    ``cos``, else among cos-opt's), unless another branch with the same co (lock.cat forks over the lock
+    events' rf) passes every check; a branch stopped before cos-opt binds co counts only if none passes."""
+    env = base_env(c, rf)
+
+    def orders(current: dict):
+        if cos is not None:
+            return cos
+        return coherence_orders(c, current["W"], cobase(c, current["rf"], current["W"], current["co0"]))
+
+    interp = cat.Interpreter(c.n, env, orders)
+    interp.rejected = []
+    passed = [final["co"] for final, _ in interp.run(list(statements(root)))]
+    for name, check, value, bindings in interp.rejected:
+        if bindings.get("co") in passed or (passed and "co" not in bindings):
+            continue
+        r = interp.as_rel(value) if not isinstance(value, int) else rel.identity(c.n, value)
+        if check != "acyclic":
+            yield Axiom(name, check, ((name, r),)), bindings
+            continue
+        parts = [(edge, rel.inter(r, bindings[edge])) for edge in EDGE_NAMES if isinstance(bindings.get(edge), tuple)]
+        yield Axiom(name, check, (*[p for p in parts if any(p[1])], (name, r))), bindings

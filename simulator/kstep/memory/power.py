@@ -27,11 +27,13 @@ failing fully ordered ``cmpxchg`` keeps the entry ``sync`` but branches past the
 from __future__ import annotations
 
 from kstep.memory import relations as rel
+from kstep.memory.axioms import Axiom, allowed
 from kstep.memory.executions import Candidate
 from kstep.memory.hardware import refuse_lkmm_only
-from kstep.memory.sc import atomic, coherence, from_reads
+from kstep.memory.sc import atomic, coherence, from_reads, sc_per_location
 
 NAME = "power"
+ORDER = "no-thin-air"  # acyclic hb
 SYNC = frozenset({"mb", "before-atomic", "after-atomic"})
 LWSYNC = frozenset({"rmb", "wmb"})
 FULL_CMPXCHG = frozenset({"cmpxchg", "atomic_cmpxchg", "atomic_add_unless"})
@@ -89,8 +91,8 @@ def _ppo(c: Candidate, rf, co, fr, internal):
     return rel.union(rel.seq(rel.seq(reads, ii), reads), rel.seq(rel.seq(reads, ic), writes))
 
 
-def executions(c: Candidate, rf):
-    refuse_lkmm_only(c, NAME)
+def axioms(c: Candidate, rf):
+    """The axioms of one execution of candidate ``c`` reading ``rf``, given its co and fr."""
     n = c.n
     sync, lwsync = _fences(c)
     writes = c.set_of(lambda e: e.kind == "W")
@@ -99,24 +101,31 @@ def executions(c: Candidate, rf):
     internal = tuple(
         sum(1 << f.id for f in c.events if f.thread == e.thread and e.thread >= 0) for e in c.events
     )
-    poloc = rel.inter(c.po, c.loc)
     rfe = rel.inter(rf, c.ext)
     w_id = rel.identity(n, writes)
-    for co in coherence(c, rf):
-        fr = from_reads(c, co, rf)
+
+    def of(co, fr):
+        yield atomic(c, co, fr)
+        yield sc_per_location(c, rf, co, fr)
         com = rel.union(rel.union(rf, co), fr)
-        if not (atomic(c, co, fr) and rel.acyclic(rel.union(poloc, com))):
-            continue
-        hb = rel.union(rel.union(_ppo(c, rf, co, fr, internal), fence), rfe)
-        if not rel.acyclic(hb):
-            continue
-        hb_star = rel.reflexive(rel.plus(hb))
+        hb_parts = (("ppo", _ppo(c, rf, co, fr, internal)), ("fence", fence), ("rfe", rfe))
+        yield Axiom("no-thin-air", "acyclic", hb_parts)
+        hb_star = rel.reflexive(rel.plus(rel.union(rel.union(hb_parts[0][1], fence), rfe)))
         prop_base = rel.seq(rel.union(fence, rel.seq(rfe, fence)), hb_star)
         prop = rel.union(
             rel.seq(rel.seq(w_id, prop_base), w_id),
             rel.seq(rel.seq(rel.seq(rel.reflexive(rel.plus(com)), rel.reflexive(rel.plus(prop_base))), sync), hb_star),
         )
-        if not rel.acyclic(rel.union(co, prop)):
-            continue
-        if rel.irreflexive(rel.seq(rel.seq(rel.inter(fr, c.ext), prop), hb_star)):
+        yield Axiom("propagation", "acyclic", (("co", co), ("prop", prop)))
+        yield Axiom("observation", "irreflexive", (("fre", rel.inter(fr, c.ext)), ("prop", prop), ("hb*", hb_star)))
+
+    return of
+
+
+def executions(c: Candidate, rf):
+    refuse_lkmm_only(c, NAME)
+    of = axioms(c, rf)
+    for co in coherence(c, rf):
+        fr = from_reads(c, co, rf)
+        if allowed(of(co, fr)):
             yield co, rf, fr, frozenset()

@@ -8,10 +8,12 @@ read and the write of an RMW (``rmw & (fre ; coe)`` empty), as in "Herding cats"
 from __future__ import annotations
 
 from kstep.memory import relations as rel
+from kstep.memory.axioms import Axiom, allowed
 from kstep.memory.executions import Candidate, cobase, coherence_orders, initial_co0
 from kstep.memory.hardware import refuse_lkmm_only
 
 NAME = "sc"
+ORDER = "sc"  # the axiom whose relation orders an allowed execution's events (the player reveals them in it)
 
 
 def from_reads(c: Candidate, co, rf):
@@ -20,9 +22,15 @@ def from_reads(c: Candidate, co, rf):
     return tuple(row & ~(1 << i) for i, row in enumerate(fr))
 
 
-def atomic(c: Candidate, co, fr) -> bool:
+def atomic(c: Candidate, co, fr) -> Axiom:
     """No write between an RMW's read and its write (empty rmw & (fre ; coe))."""
-    return rel.is_empty(rel.inter(c.rmw, rel.seq(rel.inter(fr, c.ext), rel.inter(co, c.ext))))
+    return Axiom("atomic", "irreflexive",
+                 (("rmw⁻¹", rel.inverse(c.rmw)), ("fre", rel.inter(fr, c.ext)), ("coe", rel.inter(co, c.ext))))
+
+
+def sc_per_location(c: Candidate, rf, co, fr) -> Axiom:
+    """Per location, one order of the accesses (herd's ``acyclic po-loc | com``)."""
+    return Axiom("sc-per-location", "acyclic", (("po-loc", rel.inter(c.po, c.loc)), ("rf", rf), ("co", co), ("fr", fr)))
 
 
 def coherence(c: Candidate, rf):
@@ -31,9 +39,20 @@ def coherence(c: Candidate, rf):
     return coherence_orders(c, writes, cobase(c, rf, writes, initial_co0(c, writes)))
 
 
+def axioms(c: Candidate, rf):
+    """The axioms of one execution of candidate ``c`` reading ``rf``, given its co and fr."""
+
+    def of(co, fr):
+        yield atomic(c, co, fr)
+        yield Axiom("sc", "acyclic", (("po", c.po), ("rf", rf), ("co", co), ("fr", fr)))
+
+    return of
+
+
 def executions(c: Candidate, rf):
     refuse_lkmm_only(c, NAME)
+    of = axioms(c, rf)
     for co in coherence(c, rf):
         fr = from_reads(c, co, rf)
-        if atomic(c, co, fr) and rel.acyclic(rel.union(rel.union(c.po, rf), rel.union(co, fr))):
+        if allowed(of(co, fr)):
             yield co, rf, fr, frozenset()

@@ -19,11 +19,13 @@ instruction, whatever its ``_relaxed``/``_acquire``/``_release`` suffix, and a f
 from __future__ import annotations
 
 from kstep.memory import relations as rel
+from kstep.memory.axioms import Axiom, allowed
 from kstep.memory.executions import Candidate
 from kstep.memory.hardware import refuse_lkmm_only
-from kstep.memory.sc import atomic, coherence, from_reads
+from kstep.memory.sc import atomic, coherence, from_reads, sc_per_location
 
 NAME = "tso"
+ORDER = "tso"
 
 
 def _orders(c: Candidate):
@@ -40,15 +42,23 @@ def _orders(c: Candidate):
     return rel.union(ppo, fenced)
 
 
+def axioms(c: Candidate, rf):
+    """The axioms of one execution of candidate ``c`` reading ``rf``, given its co and fr."""
+    kept = _orders(c)
+    rfe = rel.inter(rf, c.ext)
+
+    def of(co, fr):
+        yield atomic(c, co, fr)
+        yield sc_per_location(c, rf, co, fr)
+        yield Axiom("tso", "acyclic", (("ppo | mfence", kept), ("rfe", rfe), ("co", co), ("fr", fr)))
+
+    return of
+
+
 def executions(c: Candidate, rf):
     refuse_lkmm_only(c, NAME)
-    kept = _orders(c)
-    poloc = rel.inter(c.po, c.loc)
-    rfe = rel.inter(rf, c.ext)
+    of = axioms(c, rf)
     for co in coherence(c, rf):
         fr = from_reads(c, co, rf)
-        com = rel.union(rel.union(rf, co), fr)
-        if not (atomic(c, co, fr) and rel.acyclic(rel.union(poloc, com))):
-            continue
-        if rel.acyclic(rel.union(rel.union(kept, rfe), rel.union(co, fr))):
+        if allowed(of(co, fr)):
             yield co, rf, fr, frozenset()

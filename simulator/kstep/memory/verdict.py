@@ -44,16 +44,16 @@ class Verdict:
         return self.positive > 0
 
 
-def _holds(cond, regs: dict, memory: dict) -> bool:
+def holds(cond, regs: dict, memory: dict) -> bool:
     tag = cond[0]
     if tag == "true":
         return True
     if tag == "not":
-        return not _holds(cond[1], regs, memory)
+        return not holds(cond[1], regs, memory)
     if tag == "and":
-        return _holds(cond[1], regs, memory) and _holds(cond[2], regs, memory)
+        return holds(cond[1], regs, memory) and holds(cond[2], regs, memory)
     if tag == "or":
-        return _holds(cond[1], regs, memory) or _holds(cond[2], regs, memory)
+        return holds(cond[1], regs, memory) or holds(cond[2], regs, memory)
     where, value = cond[1], cond[2]
     got = regs.get((where[1], where[2]), 0) if where[0] == "reg" else memory.get(where[1])
     return got == value
@@ -103,10 +103,10 @@ def check(litmus: Litmus, model) -> Verdict:
             regs.update(((tid, k), v) for k, v in path.regs)
         for co, rf, fr, exec_flags in model.executions(c, rf0):
             memory = final_memory(c, co)
-            if litmus.filter is not None and not _holds(litmus.filter, regs, memory):
+            if litmus.filter is not None and not holds(litmus.filter, regs, memory):
                 continue
             flags |= exec_flags
-            if _holds(litmus.condition, regs, memory):
+            if holds(litmus.condition, regs, memory):
                 verdict.positive += 1
             else:
                 verdict.negative += 1

@@ -67,6 +67,12 @@ def write_pages(app) -> None:
         for v in broken_variants(mech):
             wanted[Path(mech, f"{broken_name(v.name)}.md")] = (
                 f"# Broken: {v.name}\n\n```{{kstep-counterexample}} {mech} {v.name}\n```\n")
+    write_if_changed(root, wanted)
+
+
+def write_if_changed(root: Path, wanted: dict) -> None:
+    """Make ``root`` hold exactly the pages ``wanted`` (relative path -> text), rewriting only those
+    whose text changed."""
     for rel, text in wanted.items():
         path = root / rel
         if not path.is_file() or path.read_text() != text:  # an unchanged page keeps its mtime: no re-read

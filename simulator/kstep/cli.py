@@ -53,7 +53,7 @@ from .engine.graph import dot, state_graph
 from .engine.liveness import LIVELOCK, describe, liveness
 from .engine import expect, questions
 from .engine import scenario as scenarios
-from .engine import trace as traces
+from .engine import replay
 from .errors import UserError, shorten
 from .files import SMALL_CAP, STDIN, check_output, read_text, replacing, same_file, write_text
 from .models import MODELS, make_model, model_class
@@ -629,7 +629,7 @@ def explore_liveness(args) -> int:
 
 def cmd_show(args) -> int:
     check_outputs(None, args.html, [args.trace])
-    trace, model = traces.load(args.trace, steps_model_for(args.steps)) if args.steps else load_trace(args.trace)
+    trace, model = replay.load(args.trace, steps_model_for(args.steps)) if args.steps else load_trace(args.trace)
     print(f"{model.name} ({model.title}), variant {model.variant.name}")
     print(f"scenario {clean(trace.scenario) or '(unnamed)'}, scheduler: {scheduler_text(trace)}")
     print("(run again from its scheduler: every step, tick and state, the stats, the outcome and the "
@@ -1015,7 +1015,7 @@ def pick_scheduler(args, sc):
 
 
 def load_trace(path: str):
-    return traces.load(path, make_model)
+    return replay.load(path, make_model)
 
 
 def steps_model_for(path: str):

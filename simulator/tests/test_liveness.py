@@ -11,7 +11,7 @@ import pytest
 from kstep.cli import main
 from kstep.engine import Action, Model, Replay, Source, Variant, own_run, scenario, simulate
 from kstep.engine.liveness import judge, liveness
-from kstep.engine.trace import load, validate
+from kstep.engine.replay import load, validate
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
 

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Optional
 
-from ..errors import UserError, shorten
+from ..errors import Invalid, UserError, number_text, shorten
 from ..files import SCENARIO_CAP, STDIN, read_text
 from ..scenarios import LECTURE
 from . import expect, questions
@@ -171,23 +171,12 @@ class Table(NamedTuple):
         return lines
 
 
-class Invalid(Exception):
-    """A schema violation; the loader adds the file name and raises UserError."""
-
-
 def bad(path: str, what: str) -> Invalid:
     return Invalid(f"{path or '(top)'}: {what}")
 
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
-
-
-def number_text(v: int) -> str:
-    """An integer as text; one too long for Python to print (over 4300 digits) by its size."""
-    if v.bit_length() <= 256:
-        return str(v)
-    return f"{'-' if v < 0 else ''}a {v.bit_length()}-bit number"
 
 
 def _kind(v: Any) -> str:

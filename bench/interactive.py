@@ -42,7 +42,8 @@ import threading
 import time
 from pathlib import Path
 
-from kstep.engine import explore, scenario
+from kstep.engine import explore
+from kstep.scenario_spec import scenario
 from kstep.models import make_model
 from kstep.serve import server
 from kstep.views import live
@@ -58,7 +59,7 @@ ROUNDS = 3  # times the schedule is clicked through
 # Runs in Pyodide (and in this CPython for comparison): every bundled scenario, seeded random choices.
 STEPS = """
 import json, random, time
-from kstep.engine import scenario
+from kstep.scenario_spec import scenario
 from kstep.models import MODELS
 from kstep.views.interactive import Session
 

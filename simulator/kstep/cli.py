@@ -47,12 +47,13 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from . import __version__
-from .engine import Random, RoundRobin, Scripted, explore, own_run, simulate
+from .engine import Random, RoundRobin, Scripted, explore, simulate
+from .scenario_spec.runs import own_run
 from .caught import caught, lively
 from .engine.graph import dot, state_graph
 from .engine.liveness import LIVELOCK, describe, liveness
-from .engine import expect, questions
-from .engine import scenario as scenarios
+from .scenario_spec import expect, questions
+from .scenario_spec import scenario as scenarios
 from .engine import replay
 from .errors import UserError, shorten
 from .files import SMALL_CAP, STDIN, check_output, read_text, replacing, same_file, write_text

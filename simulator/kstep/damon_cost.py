@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, NamedTuple, Optional
 
-from .engine import scenario
-from .engine.scenario import to_config
+from .scenario_spec import scenario
+from .scenario_spec.scenario import to_config
 from .models.damon.core import PAGE_SIZE
 from .models.damon.model import APPLY, CHECK, RESET, SCHEMA, SLEEP, DamonModel, covered
 from .models.damon.vaddr import HPAGE_PMD_SIZE

@@ -11,7 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Iterable, Optional
 
-from .engine import RoundRobin, scenario, simulate
+from .engine import RoundRobin, simulate
+from .scenario_spec import scenario
 from .models import make_model
 
 

@@ -17,7 +17,8 @@ import zipfile
 
 import pytest
 
-from kstep.engine import Scripted, scenario, simulate
+from kstep.engine import Scripted, simulate
+from kstep.scenario_spec import scenario
 from kstep.errors import UserError
 from kstep.models import make_model
 from kstep.views import columns as fc
@@ -40,7 +41,7 @@ def test_interactive_mode_imports_only_the_standard_library_and_builds_columns_f
     """Pyodide's core runtime has the standard library and nothing else: with every other module
     unimportable, a Session of a bundled scenario of each mechanism steps and builds its columns."""
     code = live.ONLY_STDLIB + textwrap.dedent("""
-        from kstep.engine import scenario
+        from kstep.scenario_spec import scenario
         from kstep.models import MODELS
         from kstep.views.interactive import BOARDS, Session
 

@@ -26,7 +26,8 @@ from bokeh.resources import INLINE
 
 from browser import Opened
 from kstep import views
-from kstep.engine import Scripted, scenario, simulate
+from kstep.engine import Scripted, simulate
+from kstep.scenario_spec import scenario
 from kstep.models import make_model
 from kstep.views import code, columns, context, course, live
 from kstep.views.interactive import Session

@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from kstep.engine import Random, scenario, simulate
+from kstep.engine import Random, simulate
+from kstep.scenario_spec import scenario
 from kstep.lab import fork_batch as lab
 from kstep.models import MODELS, make_model
 from kstep.models.fork_batch.pgtable import FORMATS

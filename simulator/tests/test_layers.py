@@ -155,7 +155,7 @@ def stdlib(name: str) -> bool:
 
 # The design's "nevers": (the modules the rule is about, what they may never import, why).
 NEVERS = [
-    ("kstep.engine", ("kstep.models", "kstep.views", "kstep.lab", "kstep.grading", "kstep.scenario",
+    ("kstep.engine", ("kstep.models", "kstep.views", "kstep.lab", "kstep.grading", "kstep.scenario_spec",
                       "kstep.scenarios", "kstep.measure", "kstep.memory", "kstep.cli"),
      "the engine knows no mechanism, no scenario file and no consumer"),
     ("kstep.models", ("kstep.views", "kstep.lab", "kstep.grading", "kstep.measure", "kstep.cli"),
@@ -171,7 +171,7 @@ MEMORY_ALLOWED = ("kstep.memory", "kstep.engine", "kstep.errors")
 MEMORY_BRIDGE = ("kstep.memory.kernel_tree", "kstep.lab.source")
 # Code that runs in the browser (Pyodide) imports only the standard library and kstep.  Reading a
 # trace file validates it with jsonschema; the browser never reads one.
-STDLIB_ONLY = ("kstep.engine", "kstep.models", "kstep.memory", "kstep.scenario")
+STDLIB_ONLY = ("kstep.engine", "kstep.models", "kstep.memory", "kstep.scenario_spec")
 STDLIB_EXCEPTIONS = {("kstep.engine.replay", "jsonschema")}
 
 

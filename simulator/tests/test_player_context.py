@@ -6,7 +6,9 @@ import dataclasses
 import pytest
 
 from kstep import views
-from kstep.engine import explore, own_run, scenario
+from kstep.engine import explore
+from kstep.scenario_spec import scenario
+from kstep.scenario_spec.runs import own_run
 from kstep.models import MODELS, make_model
 from kstep.views import code, context, predict
 

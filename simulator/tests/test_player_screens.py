@@ -12,7 +12,8 @@ import pytest
 
 from browser import PAINTED, Opened, misfits, player_parts
 from kstep import views
-from kstep.engine import Scripted, scenario, simulate
+from kstep.engine import Scripted, simulate
+from kstep.scenario_spec import scenario
 from kstep.models import make_model
 from kstep.views import code, predict, style
 

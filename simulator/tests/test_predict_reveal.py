@@ -16,7 +16,8 @@ import pytest
 from browser import Opened
 
 from kstep.cli import main
-from kstep.engine import questions, replay, scenario
+from kstep.engine import replay
+from kstep.scenario_spec import questions, scenario
 from kstep.grading import exercise, variants
 from kstep.errors import UserError
 from kstep.views import course, notebook, predict

@@ -7,7 +7,9 @@ from bokeh.core.validation import check_integrity
 from bokeh.models import BoxAnnotation, ColumnDataSource, CustomJS, GlyphRenderer, Plot, Range1d, Widget
 
 from kstep import views
-from kstep.engine import explore, own_run, scenario
+from kstep.engine import explore
+from kstep.scenario_spec import scenario
+from kstep.scenario_spec.runs import own_run
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
 from kstep.models.rcu import gp_seq_long

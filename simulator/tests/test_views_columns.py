@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kstep.engine import Random, Scripted, scenario, simulate
+from kstep.engine import Random, Scripted, simulate
+from kstep.scenario_spec import scenario
 from kstep.models import make_model
 from kstep.views import columns as fc
 from kstep.views import layout, player

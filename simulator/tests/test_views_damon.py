@@ -11,7 +11,8 @@ import pytest
 
 from browser import Opened
 from kstep import views
-from kstep.engine import RoundRobin, scenario, simulate
+from kstep.engine import RoundRobin, simulate
+from kstep.scenario_spec import scenario
 from kstep.lab import damon_observed as observed
 from kstep.models import make_model
 from kstep.views.damon_board import LOG_FROM, AddressAxis

@@ -8,7 +8,8 @@ CANARY-KSTEP-HIDDEN-vma-lab: this line must never reach a student's output.
 
 from pathlib import Path
 
-from kstep.engine import Random, scenario, simulate
+from kstep.engine import Random, simulate
+from kstep.scenario_spec import scenario
 from kstep.errors import UserError
 from kstep.grading.harness import Fail
 from kstep.lab import guest, probes

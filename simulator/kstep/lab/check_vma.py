@@ -36,7 +36,7 @@ from typing import Callable, Iterable, Optional
 from ..engine import Action
 from ..engine.model import first_violation, without_cyclic_gc
 from ..engine.program import thread_index
-from ..engine.scenario import Invalid
+from ..scenario_spec.scenario import Invalid
 from ..errors import UserError
 from ..files import LOG_CAP, STDIN, open_input, text_lines
 from .check import MAGIC, STEP_VERDICT, VERSION, StepLines

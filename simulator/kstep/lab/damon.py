@@ -17,7 +17,7 @@ import random
 from pathlib import Path
 
 from ..engine import simulate
-from ..engine.scenario import to_config
+from ..scenario_spec.scenario import to_config
 from ..engine.schedule import RoundRobin, Scripted
 from ..models import make_model
 from ..models.damon import damos as dm
@@ -199,7 +199,7 @@ def random_config(seed: int) -> tuple[dict, str]:
 def write_cases(out: Path) -> list[str]:
     """For every bundled scenario NAME: ``out/NAME/params`` (alone in its directory, as the port
     runs) and ``out/NAME.expected``, the simulator's output; the names."""
-    from ..engine import scenario
+    from ..scenario_spec import scenario
     from ..models import MODELS
 
     names = scenario.bundled("damon")

@@ -111,7 +111,7 @@ def vma_variant(kernels: Kernels) -> str:
 def vma_model(variant: str) -> dict[str, dict[str, int]]:
     """The model's counters over MODEL_SEEDS random schedules of each workload's shape."""
     from kstep.engine import Random, simulate
-    from kstep.engine import scenario as scenarios
+    from kstep.scenario_spec import scenario as scenarios
     from kstep.models import make_model
 
     out = {}
@@ -448,7 +448,7 @@ def damon_model(case: dict, result: dict) -> list[Aggregation]:
     """The DAMON model's run of :func:`damon_scenario`: each aggregation's regions as
     kdamond_reset_aggregated() reports them (the tracepoint's fields)."""
     from kstep.engine import Random, simulate
-    from kstep.engine import scenario as scenarios
+    from kstep.scenario_spec import scenario as scenarios
     from kstep.models import make_model
     from kstep.models.damon.model import RESET
 
@@ -506,7 +506,7 @@ def word_universe(cpus: int) -> frozenset[int]:
 def _explored_words(cpus: int, repeat: int, variant: str) -> frozenset[int]:
     """The lock words of a breadth-first walk of the model's states, every CPU taking lock A ``repeat``
     times; words only, since the sampler sees only the word."""
-    from kstep.engine import scenario as scenarios
+    from kstep.scenario_spec import scenario as scenarios
     from kstep.models import make_model
 
     model = make_model("qspinlock", variant)

@@ -20,8 +20,9 @@ import sys
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
-from ..engine import explore, own_run, scenario
-from ..engine.runs import SEED
+from ..engine import explore
+from ..scenario_spec import scenario
+from ..scenario_spec.runs import SEED, own_run
 from ..engine.explore import ExploreResult
 from ..errors import UserError
 from ..models import make_model

@@ -10,7 +10,7 @@ from bokeh.embed import file_html
 from bokeh.resources import INLINE, Resources
 
 from ..engine import Model, Trace
-from ..engine.scenario import Scenario
+from ..scenario_spec.scenario import Scenario
 from ..files import write_text
 from .live import enable
 from .registry import view_for

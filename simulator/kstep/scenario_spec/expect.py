@@ -23,8 +23,8 @@ import ast
 import inspect
 from typing import Any, Callable, NamedTuple, Optional
 
+from ..engine.model import Action, Model, State
 from ..errors import UserError
-from .model import Action, Model, State
 
 FORMS = ("always", "never", "sometime", "at_end", "order")
 _BUILTINS = ("thread", "enabled", "took", "done", "len")
@@ -62,7 +62,7 @@ def parse(entry: dict) -> Expect:
 def compile_expr(text: str, where: str) -> ast.expr:
     """An expression of the language above, parsed and checked; ``where`` names it in errors.
 
-    Other scenario tables (``[[questions]]``, kstep.engine.questions) use the same language
+    Other scenario tables (``[[questions]]``, kstep.scenario_spec.questions) use the same language
     through this function and ``evaluate``.
     """
     if len(text) > MAX_EXPR:

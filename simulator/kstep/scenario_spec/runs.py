@@ -3,11 +3,11 @@ checked against."""
 
 from __future__ import annotations
 
-from .liveness import judge
-from .model import Model
+from ..engine.liveness import judge
+from ..engine.model import Model
+from ..engine.schedule import Random, Scripted, simulate
+from ..engine.trace import Trace
 from .scenario import Scenario
-from .schedule import Random, Scripted, simulate
-from .trace import Trace
 
 SEED = 1  # the random scheduler's seed for a scenario without a scripted schedule
 

@@ -215,7 +215,7 @@ QUESTION = Table({
     "kind": Key(Str(questions.KINDS, doc="value: a number or word; choose: one of choices; "
                                          "thread: which threads")),
     "ask": Key(Str(doc="the question as the student reads it", max_len=500)),
-    "field": Key(Str(doc="the expression whose value is the answer (kstep.engine.expect's language; "
+    "field": Key(Str(doc="the expression whose value is the answer (kstep.scenario_spec.expect's language; "
                          "kind thread: evaluated on each thread)", max_len=expect.MAX_EXPR)),
     "choices": Key(List(Str(max_len=120), 0, 12, "choose: the answers offered"), []),
 }, rules=_parsed_by(questions.parse))
@@ -239,12 +239,12 @@ COMMON = {
     "variant": Key(Str(doc="the variant the scenario is written for (--variant overrides it); "
                            "empty: the mechanism's default"), ""),
     "expect": Key(List(EXPECT, 0, 32, "claims of the text, checked against the scenario's own run "
-                                      "(kstep.engine.expect)"), []),
+                                      "(kstep.scenario_spec.expect)"), []),
     "explorable": Key(Bool(doc="false: written for its scripted run, with a state space far beyond an "
                                "exhaustive search (explore stops at its bound; what explores every "
                                "bundled scenario to the end leaves it out)"), True),
     "questions": Key(List(QUESTION, 0, 32, "predict-then-reveal questions, answered from the run "
-                                           "(kstep.engine.questions)"), []),
+                                           "(kstep.scenario_spec.questions)"), []),
     "steps": Key(Int(0, 100_000, "the length of the scenario's own run, for one whose runs never end "
                                  "(repeat = \"forever\"): explore --liveness judges it, the verdict table "
                                  "records its liveness; 0: the run goes until it ends"), 0),

@@ -22,7 +22,7 @@ model that gains or loses steps elsewhere::
 taken; without an actor any actor's step counts (``after the second critical_section``).
 
 ``kind`` says what shape the answer has; ``field`` is an expression of the language of
-kstep.engine.expect (state fields, indexing, comparisons, ``thread()``, ``enabled()`` and the
+kstep.scenario_spec.expect (state fields, indexing, comparisons, ``thread()``, ``enabled()`` and the
 model's own helpers), parsed with it and evaluated by it:
 
 - ``value``: the value of ``field`` in the anchored state (an integer, a string, true/false);
@@ -32,7 +32,7 @@ model's own helpers), parsed with it and evaluated by it:
   thread's fields (``vma_locked and vma == 0``), and the answer is the names of the threads for
   which it holds, in thread order.
 
-Questions are validated when the scenario is loaded (``kstep.engine.scenario`` calls ``parse``),
+Questions are validated when the scenario is loaded (``kstep.scenario_spec.scenario`` calls ``parse``),
 their labels against the model by ``validate``; each mistake is one line and exit status 2 at the
 command line.  ``kstep run MECH --scenario S`` prints the questions with ``?`` (and, from the first
 step a question is about, only who ran: ``steps_shown``); ``-c`` prints the answers this run gives
@@ -46,9 +46,9 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple, Optional
 
+from ..engine.model import Action, Model
 from ..errors import UserError
 from .expect import ExpectError, compile_expr, evaluate
-from .model import Action, Model
 
 KINDS = ("value", "choose", "thread")
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1}

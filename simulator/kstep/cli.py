@@ -47,17 +47,17 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from . import __version__
-from .engine import Random, RoundRobin, Scripted, explore, simulate
-from .scenario_spec.runs import own_run
 from .caught import caught, lively
+from .engine import Random, RoundRobin, Scripted, explore, replay, simulate
 from .engine.graph import dot, state_graph
 from .engine.liveness import LIVELOCK, describe, liveness
-from .scenario_spec import expect, questions
-from .scenario_spec import scenario as scenarios
-from .engine import replay
+from .engine.schedule import LONGEST_RUN
 from .errors import UserError, shorten
 from .files import SMALL_CAP, STDIN, check_output, read_text, replacing, same_file, write_text
 from .models import MODELS, make_model, model_class
+from .scenario_spec import expect, questions
+from .scenario_spec import scenario as scenarios
+from .scenario_spec.runs import own_run
 
 OK, VIOLATION, BAD_INPUT, BOUNDED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
 BROKEN_PIPE = 128 + signal.SIGPIPE
@@ -77,7 +77,6 @@ EXIT_STATUS = (
     (BROKEN_PIPE, "broken pipe: the reader of the output went away (128 + SIGPIPE)"),
 )
 MAX_SEED = 2**64 - 1  # SplitMix64 takes a 64-bit seed, and a trace records it as a non-negative integer
-MAX_STEPS = 1_000_000  # the most --steps allows: a trace of a million steps is already gigabytes
 EXPLORE_MAX_STATES = 1_000_000
 DOT_LIMIT = 2_000  # the largest state graph --dot draws (a bigger one is no picture a reader can use)
 MAX_STATES = 100_000_000  # the most --max-states allows
@@ -186,8 +185,8 @@ def build_parser() -> Parser:
                      help="scripted schedule: actor names, ACTOR:label for one named step, ACTOR*N repeats, "
                           "e.g. 'R*2 U rcu' (then round-robin)")
     how.add_argument("--round-robin", action="store_true", help="every runnable actor takes a step in turn")
-    p.add_argument("--steps", type=bounded(MAX_STEPS), metavar="N",
-                   help=f"stop after N steps (1..{MAX_STEPS:,}; default {scenarios.MAX_STEPS:,}, or the steps a "
+    p.add_argument("--steps", type=bounded(LONGEST_RUN), metavar="N",
+                   help=f"stop after N steps (1..{LONGEST_RUN:,}; default {scenarios.SCENARIO_RUN:,}, or the steps a "
                         f"scenario whose runs never end declares)")
     p.add_argument("-c", "--compute", action="store_true", help="show the state columns, counters and outcome")
     outputs(p, "the trace")

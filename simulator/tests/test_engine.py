@@ -11,7 +11,7 @@ from kstep.engine import (ASSERTION, HARM, Frame, Inline, Invariant, Program, Pr
                           simulate)
 from kstep.engine import replay
 from kstep.scenario_spec.scenario import Int, Key, Table
-from kstep.engine.schedule import MAX_STEPS
+from kstep.engine.schedule import LONGEST_RUN
 from kstep.files import write_text
 from kstep.engine.prng import BELOW_VECTORS, VECTORS
 from kstep.errors import UserError
@@ -366,7 +366,7 @@ def test_a_clean_trace_cannot_be_given_a_violation_and_a_prefix_cannot_claim_the
 
 def test_the_schema_and_the_engine_agree_on_the_longest_run():
     props = replay.schema()["properties"]["scheduler"]["properties"]
-    assert props["max_steps"]["maximum"] == MAX_STEPS
+    assert props["max_steps"]["maximum"] == LONGEST_RUN
     assert set(props["kind"]["enum"]) == {cls.name for cls in (Random, RoundRobin, Scripted, Replay)}
 
 

@@ -254,7 +254,7 @@ COMMON = {
 }
 
 
-MAX_STEPS = 100_000  # a run of a scenario that declares no steps stops here (Scenario.max_steps)
+SCENARIO_RUN = 100_000  # a run of a scenario that declares no steps stops here (Scenario.max_steps)
 
 
 @dataclass
@@ -279,8 +279,8 @@ class Scenario:
 
     @property
     def max_steps(self) -> int:
-        """Where any run of it stops at the latest: its declared steps, else ``MAX_STEPS``."""
-        return self.steps or MAX_STEPS
+        """Where any run of it stops at the latest: its declared steps, else ``SCENARIO_RUN``."""
+        return self.steps or SCENARIO_RUN
 
 
 def bundled(mechanism: str) -> list[str]:

@@ -31,6 +31,7 @@ from ..errors import UserError
 from ..models import make_model
 from . import context, damon_board, fork_board, phases, qspinlock_board, rcu_board, vma_board
 from .boxes import BoardSource, frames
+from .call_stacks import stack_replay
 from .columns import FrameColumns, Strings
 
 # Each mechanism's boards and charts, given the model and the initial state: the sources its view draws
@@ -73,8 +74,7 @@ class Session:
         pairs = {tuple(p) for p in json.loads(calls)}
         self.calls = lambda caller, callee: (caller, callee) in pairs
         # Each step's call stack (None: the replay cannot tell it) and what it acts on, as the step is taken.
-        self._replay = getattr(self.model, "stack_replay", lambda config, s0, calls: None)(
-            self.scenario.config, s0, self.calls)
+        self._replay = stack_replay(self.model, self.scenario.config, s0, self.calls)
         self._stacks: list = [()]
         self._on = [""]
         # Per source: its rows by key, kept over every step of the student's run; the frames laid out so

@@ -46,7 +46,7 @@ from kstep.engine import explore
 from kstep.scenario_spec import scenario
 from kstep.models import make_model
 from kstep.serve import server
-from kstep.views import live
+from kstep.views import export
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -122,7 +122,7 @@ def page(folder: Path) -> Path:
     model = make_model("vma-locks", "free-immediately")
     sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
     found = explore(model, model.initial(sc.config), scenario=sc.name, config=sc.config)
-    return live.write_page(folder, found.counterexample, model, about=sc)
+    return export.write_page(folder, found.counterexample, model, about=sc)
 
 
 def ready(pw, origin: str, requests: list) -> tuple[float, float]:

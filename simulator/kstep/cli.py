@@ -293,7 +293,7 @@ def build_parser() -> Parser:
 
 
 def lab_parser(sub) -> None:
-    from .lab import guest
+    from .lab.guest import qemu as guest
 
     p = sub.add_parser("serve", help="serve a built course site on 127.0.0.1 (its pages' interactive mode needs it)",
                        allow_abbrev=False,
@@ -652,7 +652,7 @@ def cmd_check(args) -> int:
         raise UserError("--html: only a damon observation is drawn (a log replay has no trace to draw)")
     if args.mechanism == "vma-locks":
         return cmd_check_vma(args)
-    from .lab.check import check_file  # the log checker is only loaded by the command that uses it
+    from .lab.replay import check_file  # the log checker is only loaded by the command that uses it
 
     result = check_file(args.mechanism, args.log, progress=report_check_progress)
     h = result.header
@@ -674,7 +674,7 @@ def cmd_check(args) -> int:
 
 def check_observed_damon(args) -> int:
     """A real kernel's DAMON results, held to the region invariants and drawn, never re-simulated."""
-    from .lab import damon_observed as observed
+    from .lab.replay import damon_observed as observed
 
     check_outputs(None, args.html, [args.log])
     obs = observed.read(args.log)
@@ -707,7 +707,7 @@ def scheduler_text(trace) -> str:
 
 
 def cmd_check_vma(args) -> int:
-    from .lab.check import check_file
+    from .lab.replay import check_file
 
     result = check_file(args.mechanism, args.log, progress=report_check_progress)
     print(f"checking {clean(args.log)} against vma-locks variant {result.variant} "
@@ -729,7 +729,8 @@ def lab_log(line: str) -> None:
 
 
 def cmd_lab_fetch(args) -> int:
-    from .lab import debian, kernels
+    from .lab.source import debian
+    from .lab.guest import kernels
 
     try:
         k = kernels.fetch(refresh=args.refresh, log=lab_log)
@@ -742,7 +743,7 @@ def cmd_lab_fetch(args) -> int:
 
 
 def cmd_lab_doctor(args) -> int:
-    from .lab import doctor
+    from .lab.guest import doctor
 
     missing = 0
     for item in doctor.diagnose():
@@ -753,7 +754,7 @@ def cmd_lab_doctor(args) -> int:
 
 
 def lab_kernels():
-    from .lab import kernels
+    from .lab.guest import kernels
 
     k = kernels.load()
     if k is None:
@@ -762,7 +763,7 @@ def lab_kernels():
 
 
 def cmd_lab_run(args) -> int:
-    from .lab import guest, probes
+    from .lab.guest import qemu as guest, probes
 
     arches = list(guest.MACHINES) if args.arch == "all" else [args.arch]
     chosen = args.probes or list(guest.PROBES)
@@ -791,7 +792,7 @@ def cmd_lab_run(args) -> int:
 
 
 def cmd_lab_show(args) -> int:
-    from .lab import guest
+    from .lab.guest import qemu as guest
 
     result = guest.load_result(Path(args.result))
     if args.plot is not None:
@@ -802,7 +803,7 @@ def cmd_lab_show(args) -> int:
           f"smp {result['smp']}, {result['date']}, boot {result['boot_seconds']} s")
     ok = print_lab_result(result)
     if args.plot is not None:
-        from .lab import plots
+        from .lab.guest import plots
 
         with replacing(args.plot) as write:
             write(plots.png(result))
@@ -813,7 +814,7 @@ def cmd_lab_show(args) -> int:
 def print_lab_result(result: dict) -> bool:
     """The kernel's numbers beside the model's, then each check; True if every check that is not
     about measured times holds."""
-    from .lab import probes
+    from .lab.guest import probes
 
     lines, ok = probes.report(result)
     for line in lines:

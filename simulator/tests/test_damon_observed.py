@@ -13,7 +13,7 @@ import pytest
 from kstep.cli import main
 from kstep.engine import RoundRobin, simulate
 from kstep.scenario_spec import scenario
-from kstep.lab import damon_observed as observed
+from kstep.lab.replay import damon_observed as observed
 from kstep.models import make_model
 from kstep.models.damon.model import RESET
 

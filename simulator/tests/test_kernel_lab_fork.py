@@ -13,7 +13,7 @@ import pytest
 
 from kstep.engine import Random, simulate
 from kstep.scenario_spec import scenario
-from kstep.lab import fork_batch as lab
+from kstep.lab.replay import fork_batch as lab
 from kstep.models import MODELS, make_model
 from kstep.models.fork_batch.pgtable import FORMATS
 from test_kernel_lab import LAB, labcheck, port_run

@@ -5,7 +5,7 @@ import pytest
 import jsonschema
 
 from kstep.engine import replay
-from kstep.lab import source_index
+from kstep.lab.source import index as source_index
 from kstep.models import MODELS
 
 

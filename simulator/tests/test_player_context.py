@@ -73,7 +73,7 @@ def test_a_recording_not_replayed_by_the_model_gets_no_stack(munmap):
 
 
 def test_an_observed_recording_gets_no_stack_and_its_page_builds():
-    from kstep.lab import damon_observed as observed
+    from kstep.lab.replay import damon_observed as observed
     from test_damon_observed import DATA
 
     trace, model = observed.observed_trace(observed.read(DATA / "hot-block.trace"), "hot-block.trace")

@@ -6,7 +6,7 @@ import re
 import tomllib
 
 from kstep.scenario_spec import scenario as scenarios
-from kstep.lab.probes import PROBES
+from kstep.lab.guest.probes import PROBES
 from kstep.models import MODELS
 from test_cli import ROOT
 

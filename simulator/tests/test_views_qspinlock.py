@@ -18,7 +18,7 @@ from kstep.models.qspinlock import spinlock_types as ttypes
 from kstep.models.qspinlock import state as q
 from kstep.models.qspinlock import variants as qvar
 from kstep.views import qspinlock as qv
-from kstep.views import qspinlock_board as qb
+from kstep.views.boards import qspinlock as qb
 from kstep.views import style
 from kstep.views.player import Frames
 from support import load

@@ -16,8 +16,8 @@ from .board import board_figure, board_source, draw_boxes
 from .boxes import BoardSource
 from .counters import counters_figure
 from .player import Player
-from .rcu_board import (CB_READY, CB_WAITING, COUNTERS, GP_RUNNING, OBJ_CURRENT, OBJ_FREED, OBJ_OLD, OBJ_UAF, PHASES,
-                        QS_PENDING, board_sources, chart_sources)
+from .boards.rcu import (CB_READY, CB_WAITING, COUNTERS, GP_RUNNING, OBJ_CURRENT, OBJ_FREED, OBJ_OLD, OBJ_UAF, PHASES,
+                         QS_PENDING, board_sources, chart_sources)
 from .registry import register
 from .timeline import actor_marks, add_cursor, interval_lane, lanes_figure, marks, phase_bars
 

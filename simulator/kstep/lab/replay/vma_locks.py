@@ -33,18 +33,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from ..engine import Action
-from ..engine.model import first_violation, without_cyclic_gc
-from ..engine.program import thread_index
-from ..scenario_spec.scenario import Invalid
-from ..errors import UserError
-from ..files import LOG_CAP, STDIN, open_input, text_lines
-from .check import MAGIC, STEP_VERDICT, VERSION, StepLines
-from ..models import make_model
-from ..models.rcu import RCU_ACTOR
-from ..models.vma_locks.rwsem import NOBODY
-from ..models.vma_locks.scenario import SCHEMA
-from ..models.vma_locks.state import FREED
+from ...engine import Action
+from ...engine.model import first_violation, without_cyclic_gc
+from ...engine.program import thread_index
+from ...scenario_spec.scenario import Invalid
+from ...errors import UserError
+from ...files import LOG_CAP, STDIN, open_input, text_lines
+from .log import MAGIC, STEP_VERDICT, VERSION, StepLines
+from ...models import make_model
+from ...models.rcu import RCU_ACTOR
+from ...models.vma_locks.rwsem import NOBODY
+from ...models.vma_locks.scenario import SCHEMA
+from ...models.vma_locks.state import FREED
 
 MECH = "vma-locks"
 _NUMBER = re.compile(r"0|[1-9][0-9]*")

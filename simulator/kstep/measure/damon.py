@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, NamedTuple, Optional
 
-from .scenario_spec import scenario
-from .scenario_spec.scenario import to_config
-from .models.damon.core import PAGE_SIZE
-from .models.damon.model import APPLY, CHECK, RESET, SCHEMA, SLEEP, DamonModel, covered
-from .models.damon.vaddr import HPAGE_PMD_SIZE
-from .models.damon.workload import accessed, hot_ranges
+from ..scenario_spec import scenario
+from ..scenario_spec.scenario import to_config
+from ..models.damon.core import PAGE_SIZE
+from ..models.damon.model import APPLY, CHECK, RESET, SCHEMA, SLEEP, DamonModel, covered
+from ..models.damon.vaddr import HPAGE_PMD_SIZE
+from ..models.damon.workload import accessed, hot_ranges
 
 GIB = 1 << 30
 MIB = 1 << 20

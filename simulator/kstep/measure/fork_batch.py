@@ -18,10 +18,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Mapping, Optional
 
-from .engine import Random, simulate
-from .models import make_model
-from .models.fork_batch.pgtable import FORMATS, PTRS_PER_PTE, Ops
-from .models.fork_batch.state import ARCH_HINT, FOLIO_BATCH, NO_HINT, PER_PTE
+from ..engine import Random, simulate
+from ..models import make_model
+from ..models.fork_batch.pgtable import FORMATS, PTRS_PER_PTE, Ops
+from ..models.fork_batch.state import ARCH_HINT, FOLIO_BATCH, NO_HINT, PER_PTE
 
 GIB_TABLES = (1 << 30) // (PTRS_PER_PTE * 4096)  # PTE tables that map 1 GiB with 4 KiB pages: 512
 STRATEGIES = (PER_PTE, ARCH_HINT, NO_HINT, FOLIO_BATCH)  # the thread's baseline first

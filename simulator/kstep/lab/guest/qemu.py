@@ -27,10 +27,10 @@ from pathlib import Path
 
 from kstep.errors import UserError
 from kstep.files import LAB_RESULT_CAP, read_text
-from kstep.lab import ktap
-from kstep.lab.kernels import Kernels, lab_dir
+from kstep.lab.guest import ktap
+from kstep.lab.guest.kernels import Kernels, lab_dir
 
-GUEST = Path(__file__).resolve().parents[3] / "kernel-lab" / "guest"
+GUEST = Path(__file__).resolve().parents[4] / "kernel-lab" / "guest"
 PROBES = ("vma", "fork", "damon", "qspin")
 SMP = 3  # the qspinlock probe runs nproc - 1 lockers and a sampler, each on its own CPU: two lockers here
 TIMEOUT_S = 600  # every probe: 40-50 s on an idle 2-core host, 60-220 s measured on a busy one

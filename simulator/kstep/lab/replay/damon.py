@@ -16,12 +16,12 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from ..engine import simulate
-from ..scenario_spec.scenario import to_config
-from ..engine.schedule import RoundRobin, Scripted
-from ..models import make_model
-from ..models.damon import damos as dm
-from ..models.damon.model import APPLY, KDAMOND, MMAP_ACTOR, RESET, SCHEMA
+from ...engine import simulate
+from ...scenario_spec.scenario import to_config
+from ...engine.schedule import RoundRobin, Scripted
+from ...models import make_model
+from ...models.damon import damos as dm
+from ...models.damon.model import APPLY, KDAMOND, MMAP_ACTOR, RESET, SCHEMA
 
 ATTR_KEYS = {"sample_us": "sample_us", "aggr_us": "aggr_us", "update_us": "update_us",
              "min_nr_regions": "min_nr_regions", "max_nr_regions": "max_nr_regions"}
@@ -199,8 +199,8 @@ def random_config(seed: int) -> tuple[dict, str]:
 def write_cases(out: Path) -> list[str]:
     """For every bundled scenario NAME: ``out/NAME/params`` (alone in its directory, as the port
     runs) and ``out/NAME.expected``, the simulator's output; the names."""
-    from ..scenario_spec import scenario
-    from ..models import MODELS
+    from ...scenario_spec import scenario
+    from ...models import MODELS
 
     names = scenario.bundled("damon")
     for name in names:
@@ -212,10 +212,10 @@ def write_cases(out: Path) -> list[str]:
     return names
 
 
-if __name__ == "__main__":  # kernel-lab/tests/damoncheck.py: python -m kstep.lab.damon DIR
+if __name__ == "__main__":  # kernel-lab/tests/damoncheck.py: python -m kstep.lab.replay.damon DIR
     import sys
 
     if len(sys.argv) != 2 or not Path(sys.argv[1]).is_dir():
-        print("usage: python -m kstep.lab.damon DIR (an existing directory)", file=sys.stderr)
+        print("usage: python -m kstep.lab.replay.damon DIR (an existing directory)", file=sys.stderr)
         sys.exit(2)
     print(" ".join(write_cases(Path(sys.argv[1]))))

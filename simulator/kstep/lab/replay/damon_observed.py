@@ -44,13 +44,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import NamedTuple, Optional
 
-from ..engine import Action, Trace
-from ..engine.model import Checks
-from ..errors import UserError, shorten
-from ..files import RECORD_CAP, open_input, size_text
-from ..models.damon.core import Attrs, Region
-from ..models.damon.model import INVARIANTS, KDAMOND, RESET, Config, DamonModel, DamonState, Kdamond
-from ..models.damon.rand import Rng
+from ...engine import Action, Trace
+from ...engine.model import Checks
+from ...errors import UserError, shorten
+from ...files import RECORD_CAP, open_input, size_text
+from ...models.damon.core import Attrs, Region
+from ...models.damon.model import INVARIANTS, KDAMOND, RESET, Config, DamonModel, DamonState, Kdamond
+from ...models.damon.rand import Rng
 
 TRACEPOINT = re.compile(
     r"^\s*(?P<task>.*?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:\S{4,5}\s+)?"

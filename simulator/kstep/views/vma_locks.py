@@ -14,11 +14,12 @@ from .board import board_figure, board_source, draw_boxes
 from .counters import counters_figure
 from .player import Player
 from .rcu import callbacks_figure, rcu_timeline
-from .rcu_board import CB_READY, CB_WAITING, GP_RUNNING, QS_PENDING
+from .boards.rcu import CB_READY, CB_WAITING, GP_RUNNING, QS_PENDING
 from .registry import register
 from .timeline import actor_marks, interval_lane, lanes_figure, phase_bars
-from .vma_board import (COUNTERS, EPOCH_LANE, MM_FREE, MM_READ_HELD, MM_WRITE_HELD, PHASES, VMA_DETACHED, VMA_FREED,
-                        VMA_IDLE, VMA_READ_LOCKED, VMA_STALE, VMA_UAF, VMA_WRITE_LOCKED, board_sources, chart_sources)
+from .boards.vma_locks import (COUNTERS, EPOCH_LANE, MM_FREE, MM_READ_HELD, MM_WRITE_HELD, PHASES, VMA_DETACHED,
+                               VMA_FREED, VMA_IDLE, VMA_READ_LOCKED, VMA_STALE, VMA_UAF, VMA_WRITE_LOCKED,
+                               board_sources, chart_sources)
 
 
 @register("vma-locks")

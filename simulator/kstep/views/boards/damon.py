@@ -9,12 +9,12 @@ from __future__ import annotations
 from bisect import bisect_right
 from math import log2
 
-from ..models.damon.core import PAGE_SIZE, damon_max_nr_accesses
-from ..models.damon.model import INIT, RESET, covered, size_text, unmap
-from ..models.damon.vaddr import __damon_va_three_regions as three_regions
-from ..models.damon.workload import hot_ranges
-from . import charts, style
-from .boxes import BoardSource
+from ...models.damon.core import PAGE_SIZE, damon_max_nr_accesses
+from ...models.damon.model import INIT, RESET, covered, size_text, unmap
+from ...models.damon.vaddr import __damon_va_three_regions as three_regions
+from ...models.damon.workload import hot_ranges
+from .. import charts, style
+from ..boxes import BoardSource
 
 MIN_SHARE = 0.12  # the least share of the axis one monitored range gets: room for its start address
 GAP = 0.02  # the share of the axis between two ranges (an unmapped gap, not to scale)

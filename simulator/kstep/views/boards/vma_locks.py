@@ -3,13 +3,13 @@ mm and RCU, the VMAs in and off the maple tree, the callback queue and each faul
 
 from __future__ import annotations
 
-from ..models.vma_locks import rwsem
-from ..models.vma_locks.invariants import vma_read_locked
-from ..models.vma_locks.state import FREED, LIVE, MM, RCU_PENDING, is_write_locked
-from ..models.rcu import RCU_ACTOR
-from . import charts, style
-from .boxes import LEFT, BoardSource, Box, columns, in_a_row
-from .rcu_board import QS_PENDING, callback_boxes, gp_box, grace_periods_completed, qs_needed, rcu_charts
+from ...models.vma_locks import rwsem
+from ...models.vma_locks.invariants import vma_read_locked
+from ...models.vma_locks.state import FREED, LIVE, MM, RCU_PENDING, is_write_locked
+from ...models.rcu import RCU_ACTOR
+from .. import charts, style
+from ..boxes import LEFT, BoardSource, Box, columns, in_a_row
+from .rcu import QS_PENDING, callback_boxes, gp_box, grace_periods_completed, qs_needed, rcu_charts
 
 # What each thread is doing, in palette order (the lanes and the thread boxes share it).
 PHASES = (

@@ -6,9 +6,9 @@ queue, a CPU's pending quiescent state), and the stand-alone RCU mechanism's thr
 
 from __future__ import annotations
 
-from ..models.rcu import FREED, RCU_ACTOR, awaited, gp_running, gp_seq_long, grace_periods_ended, rcu_seq_done
-from . import charts, style
-from .boxes import BoardSource, Box, columns, in_a_row
+from ...models.rcu import FREED, RCU_ACTOR, awaited, gp_running, gp_seq_long, grace_periods_ended, rcu_seq_done
+from .. import charts, style
+from ..boxes import BoardSource, Box, columns, in_a_row
 
 GP_RUNNING = ("grace period running", style.IN_PROGRESS)
 QS_PENDING = ("the grace period needs a quiescent state", style.WAITS)

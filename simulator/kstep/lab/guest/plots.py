@@ -1,6 +1,6 @@
 """Figures of real-kernel lab results (matplotlib): for ``kstep lab show --plot`` and notebook 05.
 
-Every number drawn comes from :mod:`kstep.lab.probes`, which also prints and checks them.
+Every number drawn comes from :mod:`kstep.lab.guest.probes`, which also prints and checks them.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 
 
-from kstep.lab import probes
+from kstep.lab.guest import probes
 
 
 def _case(result: dict, name: str) -> dict | None:

@@ -5,13 +5,13 @@ mode computes them for a student's own run."""
 
 from __future__ import annotations
 
-from ..models.vma_locks import rwsem
-from ..models.fork_batch.pgtable import CONT_PTES, Ops, pte_cont, pte_pfn, pte_present, pte_special, pte_write
-from ..models.fork_batch.state import folio_index
-from . import charts, style
-from .boxes import BoardSource, Box, columns, in_a_row
-from .phases import DONE, PHASES, phases
-from .vma_board import sem_text
+from ...models.vma_locks import rwsem
+from ...models.fork_batch.pgtable import CONT_PTES, Ops, pte_cont, pte_pfn, pte_present, pte_special, pte_write
+from ...models.fork_batch.state import folio_index
+from .. import charts, style
+from ..boxes import BoardSource, Box, columns, in_a_row
+from ..phases import DONE, PHASES, phases
+from .vma_locks import sem_text
 
 EMPTY = ("pte_none", style.EMPTY)
 ZERO_PAGE = ("the shared zero page (special)", style.UNUSED)

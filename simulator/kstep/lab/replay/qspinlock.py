@@ -28,8 +28,8 @@ at a line whose step the model allows but that breaks one of its invariants (a l
 deliberately broken C variant), and at the end of a log without its end marker, or whose
 contexts have not all finished there (a header promising work that never ran).  Bad input (a
 truncated line, a wrong header, a log of another format version, garbage) is a UserError: one
-line, exit status 2.  The vma-locks port's logs share the header and the end marker and have fields
-of their own: kstep.lab.check_vma reads them.
+line, exit status 2.  The vma-locks port's logs share the header and the end marker (``log``) and
+have fields of their own: kstep.lab.replay.vma_locks reads them.
 """
 
 from __future__ import annotations
@@ -40,23 +40,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from ..engine import Action, thread_index
-from ..engine.model import first_violation, without_cyclic_gc
-from ..errors import UserError, shorten
-from ..files import LOG_CAP, STDIN, open_input, text_lines
-from ..models import make_model, model_class
-from ..models.qspinlock.powerpc import HEAD_SPINS_6_12, STEAL_SPINS_6_12
-from ..models.qspinlock.state import LOCK_NAMES, MAX_NODES, NULL
+from ...engine import Action, thread_index
+from ...engine.model import first_violation, without_cyclic_gc
+from ...errors import UserError, shorten
+from ...files import LOG_CAP, STDIN, open_input, text_lines
+from ...models import make_model, model_class
+from ...models.qspinlock.powerpc import HEAD_SPINS_6_12, STEAL_SPINS_6_12
+from ...models.qspinlock.state import LOCK_NAMES, MAX_NODES, NULL
+from .log import END, LOG_FORMATS, MAGIC, NUMBER, STEP_VERDICT, VERSION, StepLines
 
-MAGIC = "# kstep-log"
-VERSION = 2  # 2: MCS fields on every line, the end marker, node_count_inc, trylock_pending_cmpxchg
-END = f"{MAGIC} end"
-LOG_FORMATS = ("qspinlock", "vma-locks")  # the mechanisms whose C port writes observation logs
+MECH = "qspinlock"
 _WORD = re.compile(r"0x[0-9a-fA-F]{8}")
 _CPU = re.compile(r"(0|[1-9][0-9]*)(\.irq)?")
-_NUMBER = re.compile(r"0|[1-9][0-9]{0,18}")  # int() of thousands of digits would fail; no count gets near 10**19
 _NODE = re.compile(r"(0|[1-9][0-9]*)/([0-9])")
-_END = re.compile(re.escape(END) + r" steps=(0|[1-9][0-9]{0,17})")
 STEP_FIELDS = "<ticket> <cpu> <label> <before> <after> <count> <idx> <next> <locked>"
 
 
@@ -108,7 +104,7 @@ def parse_header(mechanism: str, line: str, where: str) -> _Header:
     if words and words[0] in LOG_FORMATS:  # format 1 had no version: the mechanism came first
         raise UserError(f"{where}: a log of format 1, which kstep no longer reads: write it again with "
                         f"the current kernel-lab tools (format {VERSION})")
-    if not words or not _NUMBER.fullmatch(words[0][:20]):
+    if not words or not NUMBER.fullmatch(words[0][:20]):
         raise UserError(f"{where}: line 1 is not a '{MAGIC} {VERSION} {mechanism} ...' header")
     if words[0] != str(VERSION):
         raise UserError(f"{where}: a log of format {words[0][:20]}; this kstep reads format {VERSION} only")
@@ -174,7 +170,7 @@ def _mcs_fields(text: list, header: _Header, where: str) -> tuple:
     """``<count> <idx> <next> <locked>`` as ``Model.mcs_fields`` gives them: (count, None) or
     (count, (idx, next node id or NULL, locked))."""
     count, idx, nxt, locked = text
-    if not _NUMBER.fullmatch(count[:20]) or int(count[:20]) > MAX_NODES + 1:
+    if not NUMBER.fullmatch(count[:20]) or int(count[:20]) > MAX_NODES + 1:
         raise UserError(f"{where}: count {count[:20]!r} is not a nesting count 0..{MAX_NODES + 1}")
     if idx == "-":
         if (nxt, locked) != ("-", "-"):
@@ -201,67 +197,12 @@ def _mcs_text(fields: tuple) -> str:
            f"and locked {locked}"
 
 
-STEP_VERDICT = "NOT a step the model allows"
-END_VERDICT = "NOT a finished run"
-
-
-class StepLines:
-    """The lines after a format-2 log's header, shared by every mechanism's replay.
-
-    Iterating yields (line number, text, fields) for each step line: one that ends in its newline,
-    has ``count`` fields and a ticket of at most 19 digits.  The end marker is kept as ``end``
-    (its line number, the step count it gives); nothing may follow it.  Bad lines are bad input.
-    """
-
-    def __init__(self, lines: Iterable[str], where: str, count: int, fields: str):
-        self.lines, self.where, self.count, self.fields = lines, where, count, fields
-        self.lineno = 1  # the header's
-        self.end: Optional[tuple[int, int]] = None
-
-    def __iter__(self):
-        where = self.where
-        for raw in self.lines:
-            self.lineno += 1
-            lineno = self.lineno
-            if not raw.endswith("\n"):
-                # the last line of a log the writer did not finish: refuse rather than guess
-                raise UserError(f"{where}:{lineno}: truncated line (no newline at the end): {raw[:80]!r}")
-            text = raw.rstrip("\r\n")
-            if self.end is not None:
-                raise UserError(f"{where}:{lineno}: a line after the end marker of line {self.end[0]}: {text[:80]!r}")
-            if text.startswith(END):
-                m = _END.fullmatch(text)
-                if not m:
-                    raise UserError(f"{where}:{lineno}: expected '{END} steps=<N>', got {text[:80]!r}")
-                self.end = (lineno, int(m[1]))
-                continue
-            parts = text.split()
-            if len(parts) != self.count:
-                raise UserError(f"{where}:{lineno}: expected '{self.fields}', "
-                                f"got {len(parts)} field{'s' if len(parts) != 1 else ''}: {text[:80]!r}")
-            if not _NUMBER.fullmatch(parts[0]):
-                raise UserError(f"{where}:{lineno}: ticket {parts[0][:20]!r} is not a whole number of at most "
-                                f"19 digits")
-            yield lineno, text, parts
-
-    def unfinished(self, result, why: Optional[str]) -> None:
-        """Mark ``result`` (every step legal) as no finished run, for ``why``, at the end marker."""
-        if why:
-            result.line, result.verdict, result.why = (self.end[0] if self.end else self.lineno + 1), END_VERDICT, why
-            result.text = f"{END} steps={self.end[1]}" if self.end else "(the end of the log)"
-
-
 @without_cyclic_gc
-def check_lines(mechanism: str, lines: Iterable[str], where: str = "log",
+def check_lines(lines: Iterable[str], where: str = "log",
                 progress: Optional[Callable[[int], None]] = None, progress_every: float = 1.0) -> CheckResult:
-    """Replay ``lines`` (the header first, the end marker last) against the mechanism's model."""
-    if mechanism == "vma-locks":
-        from .check_vma import check_lines as check_vma_lines
-        return check_vma_lines(lines, where, progress, progress_every)
+    """Replay ``lines`` (the header first, the end marker last) against the qspinlock model."""
+    mechanism = MECH
     start = time.perf_counter()
-    if mechanism not in LOG_FORMATS:
-        model_class(mechanism)  # an unknown mechanism gets the usual message
-        raise UserError(f"no observation-log format for {mechanism} (logs exist for: {', '.join(LOG_FORMATS)})")
     it = iter(lines)
     first = next(it, None)
     if first is None:
@@ -353,18 +294,12 @@ def _unfinished(model, candidates, end, steps) -> Optional[str]:
     return f"the log ends with {', '.join(stuck)} not finished: the header promised work that never ran"
 
 
-def check_file(mechanism: str, path: str | Path, progress=None) -> CheckResult:
+def check_file(path: str | Path, progress=None) -> CheckResult:
     """Check the log at ``path`` (``-``: standard input).  Only reading it can be the user's problem:
     any other error while replaying is a bug and propagates."""
-    if mechanism == "vma-locks":
-        from .check_vma import check_file as check_vma_file
-        return check_vma_file(path, progress)
-    if mechanism not in LOG_FORMATS:  # named before the file is opened
-        model_class(mechanism)
-        raise UserError(f"no observation-log format for {mechanism} (logs exist for: {', '.join(LOG_FORMATS)})")
     where = "standard input" if str(path) == STDIN else str(path)
     with open_input(path, LOG_CAP, "log") as f:
-        return check_lines(mechanism, text_lines(f, where), where, progress)
+        return check_lines(text_lines(f, where), where, progress)
 
 
 # --- writing: the model's own log, the reference the C port's logs are compared with -------------------

@@ -11,9 +11,9 @@ from __future__ import annotations
 import copy
 from typing import Iterable, Optional
 
-from .engine import RoundRobin, simulate
-from .scenario_spec import scenario
-from .models import make_model
+from ..engine import RoundRobin, simulate
+from ..scenario_spec import scenario
+from ..models import make_model
 
 
 def run_rounds(mechanism: str, variant: str, config: dict, max_steps: int = 2_000_000) -> dict:

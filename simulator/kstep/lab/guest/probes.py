@@ -1,6 +1,6 @@
 """What each real-kernel probe must show, and what the model predicts beside it.
 
-A lab result (:func:`kstep.lab.guest.run`) holds, per probe, the ``# PROBE key=value`` lines the
+A lab result (:func:`kstep.lab.guest.qemu.run`) holds, per probe, the ``# PROBE key=value`` lines the
 guest printed.  ``judge`` turns them into named checks, each with the numbers it looked at;
 ``model_prediction`` runs the simulator on the same shape of workload, in the variant that
 matches the fetched kernel.  Agreement is qualitative (zero against some): the model's
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kstep.errors import UserError
-from kstep.lab import vma_retries
-from kstep.lab.kernels import Kernels
+from kstep.lab.guest import vma_locks as vma_retries
+from kstep.lab.guest.kernels import Kernels
 
-GUEST = Path(__file__).resolve().parents[3] / "kernel-lab" / "guest"
+GUEST = Path(__file__).resolve().parents[4] / "kernel-lab" / "guest"
 PGFAULT_AGREEMENT = 0.05  # lock_vma_under_rcu calls vs /proc/vmstat pgfault (the shell's faults count too)
 MODEL_SEEDS = range(1, 11)
 
@@ -219,7 +219,7 @@ def fork_variant(abi: str) -> str:
 
 def fork_prediction(result: dict) -> dict[str, float | None]:
     """The model's operations per copied GiB in each lab mode, relative to 4k (None: not modelled)."""
-    from kstep import fork_cost
+    from kstep.measure import fork_batch as fork_cost
 
     cost = fork_cost.predicted_relative_cost(PTE_FORMATS[result["arch"]], fork_variant(result["kernel"]["abi"]))
     return {mode: cost[name] for mode, name in FORK_MODEL_MODES.items()}
@@ -407,7 +407,7 @@ def judge_damon_case(case: dict) -> list[Check]:
 def damon_observed(case: dict):
     """The probe's damon_aggregated lines as ``kstep check damon`` replays them (an observation trace,
     held to the region invariants), with the intervals the probe set, so nr_accesses is bounded too."""
-    from kstep.lab import damon_observed as observed
+    from kstep.lab.replay import damon_observed as observed
     from kstep.models.damon.core import Attrs
 
     fields = next(iter(case["data"]), {})

@@ -15,13 +15,13 @@ file ``seed_params(seed, strategy)`` alone gives both sides the same page tables
 
 from __future__ import annotations
 
-from ..engine import Random, simulate
-from ..engine.schedule import Scripted
-from ..engine.prng import SplitMix64
-from ..errors import UserError
-from ..models import make_model
-from ..models.fork_batch.pgtable import FORMATS, HAS_SOFT_DIRTY
-from ..models.fork_batch.scenario import MAX_MAPS, SCHEMA, SWAP_MAP, TOGGLES, ZERO_MAP
+from ...engine import Random, simulate
+from ...engine.schedule import Scripted
+from ...engine.prng import SplitMix64
+from ...errors import UserError
+from ...models import make_model
+from ...models.fork_batch.pgtable import FORMATS, HAS_SOFT_DIRTY
+from ...models.fork_batch.scenario import MAX_MAPS, SCHEMA, SWAP_MAP, TOGGLES, ZERO_MAP
 
 VMA_KEYS = ("start", "end", "kind", "prot", "anon_vma", "soft_dirty", "uffd_wp")
 FOLIO_KEYS = ("order", "kind", "pinned")

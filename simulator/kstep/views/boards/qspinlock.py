@@ -8,14 +8,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Callable, NamedTuple
 
-from ..models.qspinlock import invariants as qinv
-from ..models.qspinlock import powerpc as qppc
-from ..models.qspinlock import qspinlock as qgen
-from ..models.qspinlock import qspinlock_types as qtypes
-from ..models.qspinlock import spinlock_types as ttypes
-from ..models.qspinlock import state as q
-from . import charts, style
-from .boxes import LEFT, RIGHT, BoardSource, Box, columns, in_a_row
+from ...models.qspinlock import invariants as qinv
+from ...models.qspinlock import powerpc as qppc
+from ...models.qspinlock import qspinlock as qgen
+from ...models.qspinlock import qspinlock_types as qtypes
+from ...models.qspinlock import spinlock_types as ttypes
+from ...models.qspinlock import state as q
+from .. import charts, style
+from ..boxes import LEFT, RIGHT, BoardSource, Box, columns, in_a_row
 
 # --- what a CPU (a task or an interrupt on it) is doing, in palette order ----------------------------
 

@@ -1,12 +1,12 @@
 """The Linux 6.12 source of every function a step label mirrors, committed for the player's code pane.
 
 A course page shows the kernel code behind each step without the kernel tree: the excerpts are
-taken once from Debian's ``linux-source-6.12`` (the version :mod:`kstep.lab.source_index` names)
+taken once from Debian's ``linux-source-6.12`` (the version :mod:`kstep.lab.source.index` names)
 and committed as ``linux-6.12-excerpts.json.gz``, with the package, its version and the kernel
 release in the file, and each excerpt's first line number in its file.
 
-``python -m kstep.lab.excerpts build [--tree DIR]`` reads the tree that ``python -m
-kstep.lab.source_index build`` extracts into the user cache (or any unpacked linux-source-6.12
+``python -m kstep.lab.source.excerpts build [--tree DIR]`` reads the tree that ``python -m
+kstep.lab.source.index build`` extracts into the user cache (or any unpacked linux-source-6.12
 tree given as ``--tree``) and rewrites the committed file.  A function defined more than once
 (``#ifdef`` branches, a stub for a disabled option) is excerpted from its longest definition:
 the stubs are one line, the code the model follows is the long one.
@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, Optional
 
-from kstep.lab.source_index import PACKAGE, VERSION, kernel_release, tree_dir
+from kstep.lab.source.index import PACKAGE, VERSION, kernel_release, tree_dir
 
 EXCERPTS_NAME = "linux-6.12-excerpts.json.gz"
 
@@ -106,16 +106,16 @@ def write(data: dict, path: Path) -> None:
 
 
 def default_path() -> Path:
-    return Path(str(importlib.resources.files("kstep.lab").joinpath(EXCERPTS_NAME)))
+    return Path(str(importlib.resources.files(__package__).joinpath(EXCERPTS_NAME)))
 
 
 def load() -> dict:
     """The committed excerpts: {"release": ..., "excerpts": {"path:function": {"line", "text"}}}."""
-    return json.loads(gzip.decompress(importlib.resources.files("kstep.lab").joinpath(EXCERPTS_NAME).read_bytes()))
+    return json.loads(gzip.decompress(importlib.resources.files(__package__).joinpath(EXCERPTS_NAME).read_bytes()))
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kstep.lab.excerpts", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m kstep.lab.source.excerpts", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help=f"rewrite the committed {EXCERPTS_NAME}")
     b.add_argument("--tree", type=Path, default=None,
@@ -123,16 +123,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     tree = args.tree or tree_dir()
     if not (tree / "Makefile").is_file():
-        print(f"kstep.lab.excerpts: {tree}: no kernel tree there (run python -m kstep.lab.source_index build, "
+        print(f"kstep.lab.source.excerpts: {tree}: no kernel tree there (run python -m kstep.lab.source.index build, "
               f"or give --tree)", file=sys.stderr)
         return 2
     try:
         data = build(tree, wanted())
     except (LookupError, OSError) as e:
-        print(f"kstep.lab.excerpts: {e}", file=sys.stderr)
+        print(f"kstep.lab.source.excerpts: {e}", file=sys.stderr)
         return 2
     write(data, default_path())
-    print(f"kstep.lab.excerpts: {len(data['excerpts'])} functions of {data['release']} in {default_path()}")
+    print(f"kstep.lab.source.excerpts: {len(data['excerpts'])} functions of {data['release']} in {default_path()}")
     return 0
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ...engine import simulate
 from ...scenario_spec.scenario import to_config
-from ...engine.schedule import RoundRobin, Scripted
+from ...engine.schedule import LONGEST_RUN, RoundRobin, Scripted
 from ...models import make_model
 from ...models.damon import damos as dm
 from ...models.damon.model import APPLY, KDAMOND, MMAP_ACTOR, RESET, SCHEMA
@@ -39,7 +39,6 @@ PARAM_KEYS = ("aggregations", "seed", *ATTR_KEYS, "vmas", "accesses", "mmaps", "
               *(f"vma.N.{k}" for k in VMA_KEYS), *(f"access.N.{k}" for k in ACCESS_KEYS),
               *(f"mmap.N.{k}" for k in MMAP_KEYS), *(f"scheme.N.{k}" for k in SCHEME_KEYS),
               *(f"scheme.N.goal.N.{k}" for k in GOAL_KEYS), *(f"scheme.N.filter.N.{k}" for k in FILTER_KEYS))
-MAX_STEPS = 1_000_000
 
 
 def _value(v) -> str:
@@ -56,7 +55,7 @@ def simulated(config: dict, schedule: str = ""):
     """The simulator's run of the scenario (v6.12.117), under its schedule."""
     model = make_model("damon")
     trace = simulate(model, model.initial(config), Scripted(schedule) if schedule else RoundRobin(),
-                     max_steps=MAX_STEPS, check=False)
+                     max_steps=LONGEST_RUN, check=False)
     if trace.outcome != "finished":
         raise RuntimeError(f"damon: the run ended {trace.outcome}")
     return trace

@@ -1,4 +1,4 @@
-"""The DAMON patch thread's claims, counted by running the damon model (kstep.damon_cost says how).
+"""The DAMON patch thread's claims, counted by running the damon model (kstep.measure.damon says how).
 
 Overhead (the primary result, deterministic): access checks per aggregation interval on targets of
 1 GiB to 1 TiB, against checking every page at every sampling interval; a run that makes more
@@ -18,7 +18,7 @@ import json
 import statistics
 from pathlib import Path
 
-from kstep import damon_cost as dc
+from kstep.measure import damon as dc
 
 OVERHEAD_AGGREGATIONS = 40  # enough for "every page at 50%" to split up to its plateau
 ACCURACY_AGGREGATIONS = 20

@@ -9,7 +9,8 @@ import subprocess
 import sys
 import time
 
-from kstep.engine import Random, explore, scenario, simulate
+from kstep.engine import Random, explore, simulate
+from kstep.scenario_spec import scenario
 from kstep.models import make_model
 
 MECH, SCENARIO = "vma-locks", "android-app-launch"

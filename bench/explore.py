@@ -57,7 +57,7 @@ CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, {simulator!r})
 from kstep.engine import explore
-from kstep.lab import check
+from kstep.lab.replay import qspinlock as check
 h = check.parse_header("qspinlock", "# kstep-log 2 qspinlock variant=v6.12 cpus={cpus} acquisitions={acq} "
                        "pending_bits=8", "bench")
 start = time.process_time()

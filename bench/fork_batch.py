@@ -16,7 +16,7 @@ import json
 import statistics
 import subprocess
 
-from kstep.fork_cost import GIB_TABLES, STRATEGIES, per_gib, predicted_relative_cost, strategy_table
+from kstep.measure.fork_batch import GIB_TABLES, STRATEGIES, per_gib, predicted_relative_cost, strategy_table
 from kstep.models.fork_batch.pgtable import ARM64, FORMATS, GENERIC, Ops
 from kstep.models.fork_batch.state import PER_PTE
 

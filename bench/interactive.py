@@ -42,10 +42,11 @@ import threading
 import time
 from pathlib import Path
 
-from kstep.engine import explore, scenario
+from kstep.engine import explore
+from kstep.scenario_spec import scenario
 from kstep.models import make_model
 from kstep.serve import server
-from kstep.views import live
+from kstep.views import export
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -58,7 +59,7 @@ ROUNDS = 3  # times the schedule is clicked through
 # Runs in Pyodide (and in this CPython for comparison): every bundled scenario, seeded random choices.
 STEPS = """
 import json, random, time
-from kstep.engine import scenario
+from kstep.scenario_spec import scenario
 from kstep.models import MODELS
 from kstep.views.interactive import Session
 
@@ -121,7 +122,7 @@ def page(folder: Path) -> Path:
     model = make_model("vma-locks", "free-immediately")
     sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
     found = explore(model, model.initial(sc.config), scenario=sc.name, config=sc.config)
-    return live.write_page(folder, found.counterexample, model, about=sc)
+    return export.write_page(folder, found.counterexample, model, about=sc)
 
 
 def ready(pw, origin: str, requests: list) -> tuple[float, float]:

@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 
 from kstep import views
-from kstep.engine import Random, scenario, simulate
+from kstep.engine import Random, simulate
+from kstep.scenario_spec import scenario
 from kstep.models import make_model
 
 CHROMIUM = "/usr/bin/chromium"

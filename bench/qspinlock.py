@@ -69,7 +69,7 @@ def _lab(module: str):
 def build_times(say) -> dict:
     """A clean build of each architecture in a scratch copy of kernel-lab (make -j2), from the
     linux-source tree that make linux-source unpacked."""
-    from kstep.lab import source_index
+    from kstep.lab.source import index as source_index
 
     out = {}
     tree = source_index.linux_tree()
@@ -157,7 +157,7 @@ def spin_counts(say) -> dict:
 
 def python_counts(say) -> dict:
     from kstep.engine import explore
-    from kstep.lab import check
+    from kstep.lab.replay import qspinlock as check
 
     out = {}
     for cpus in MODEL_CPUS:

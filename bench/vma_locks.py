@@ -4,7 +4,7 @@ two larger ones."""
 
 import json
 
-from kstep.measure import vma_contention
+from kstep.measure.rounds import vma_contention
 
 SIZES = {
     "bundled": [],

@@ -14,7 +14,7 @@ others (the grader judges each step alone this way: docs/instructor/grading.md).
 import json
 import sys
 
-from kstep.engine import scenario
+from kstep.scenario_spec import scenario
 from kstep.grading.feedback import verdict, with_steps
 from kstep.models.vma_locks import VmaLocksModel
 from kstep.models.vma_locks.broken import recheck_skipped

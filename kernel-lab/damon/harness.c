@@ -2,7 +2,7 @@
 /*
  * damon: DAMON of Linux 6.12.117 monitoring one process, from a scenario's parameters.
  *
- *   damon PARAMS      PARAMS: one key=value a line (kstep.lab.damon.params writes them)
+ *   damon PARAMS      PARAMS: one key=value a line (kstep.lab.replay.damon.params writes them)
  *
  * The context is built as simulator/kstep/models/damon/model.py builds its first state, kdamond_fn
  * runs until the scenario's number of aggregation intervals, and the program prints what the

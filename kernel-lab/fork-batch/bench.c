@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * fork-batch-bench: the copy of 1 GiB of populated private anonymous memory (512 PTE tables), in
- * folios of one order, by one strategy, in one PTE format, as kstep.fork_cost.populated lays it
+ * folios of one order, by one strategy, in one PTE format, as kstep.measure.fork_batch.populated lays it
  * out; the thread's microbenchmark without the rest of fork().
  *
  *   fork-batch-bench FORMAT STRATEGY ORDER REPS

@@ -2,10 +2,10 @@
 /*
  * fork-batch: fork's page-table copy over synthetic page tables, from a scenario's parameters.
  *
- *   fork-batch PARAMS      PARAMS: one key=value a line (kstep.lab.fork_batch.params writes them)
+ *   fork-batch PARAMS      PARAMS: one key=value a line (kstep.lab.replay.fork_batch.params writes them)
  *
  * Instead of a layout, PARAMS may give a seed (seed=N, with strategy=): random_layout draws the
- * layout from it with kstep's SplitMix64, making kstep.lab.fork_batch.random_layout's draws in the
+ * layout from it with kstep's SplitMix64, making kstep.lab.replay.fork_batch.random_layout's draws in the
  * same order, so the seed alone gives both languages the same page tables.
  *
  * The parent's page tables are built from the scenario as simulator/kstep/models/fork_batch/scenario.py's
@@ -249,7 +249,7 @@ static void set(void *arg, const char *key, const char *value)
 	}
 }
 
-/* What random_layout draws from: kstep.lab.fork_batch's tables of the same names. */
+/* What random_layout draws from: kstep.lab.replay.fork_batch's tables of the same names. */
 static const long layout_ends[] = { 96, 200, 600 };
 static const int layout_orders[] = { 0, 0, 4, 4, 9 };
 static const int toggle_counts[] = { 0, 0, 1, 3 };
@@ -267,7 +267,7 @@ static struct vma *layout_vma(struct scenario *sc, long start, long end, struct 
 }
 
 /*
- * kstep.lab.fork_batch.random_layout, draw for draw: one or two private anonymous VMAs, folios of
+ * kstep.lab.replay.fork_batch.random_layout, draw for draw: one or two private anonymous VMAs, folios of
  * order 0, 4 and 9 mapped whole or in part with holes between, bits flipped on some pages,
  * zero-page and swap entries, and maybe pinned folios.
  */

@@ -2,7 +2,7 @@
 
 labcheck.py adds these to its list, so ``make -C kernel-lab test`` and
 ``simulator/tests/test_kernel_lab.py`` run them with the others.  The simulator writes every
-bundled damon scenario's parameters and its own output (``python -m kstep.lab.damon DIR``, from
+bundled damon scenario's parameters and its own output (``python -m kstep.lab.replay.damon DIR``, from
 the project's virtual environment, ``make setup``); each run of the port happens in a directory
 holding nothing but its parameter file, and must print exactly the simulator's text.  The build
 with ``<`` for ``<=`` in damon_merge_regions_of()'s threshold test must differ on some scenario.
@@ -35,10 +35,10 @@ def write_cases(lab, tmp: Path) -> list[str]:
     if not python.exists():
         raise lab.LabFailure(f"{python.relative_to(lab.REPO)} is missing: run 'make setup' (the simulator writes "
                              "the expected outputs)")
-    p = subprocess.run([str(python), "-m", "kstep.lab.damon", str(tmp)], capture_output=True, text=True,
+    p = subprocess.run([str(python), "-m", "kstep.lab.replay.damon", str(tmp)], capture_output=True, text=True,
                        timeout=600, cwd=lab.REPO)
     if p.returncode:
-        raise lab.LabFailure(f"python -m kstep.lab.damon failed: {p.stderr.strip()[-2000:]}")
+        raise lab.LabFailure(f"python -m kstep.lab.replay.damon failed: {p.stderr.strip()[-2000:]}")
     return p.stdout.split()
 
 

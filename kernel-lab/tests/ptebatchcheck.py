@@ -166,7 +166,7 @@ def differences(all_calls: list[Call], binary: str = "fork-pte-batch") -> list[s
 
 def scenario_runs() -> list[tuple]:
     """(trace, name) of the fork model's run of every bundled x86-64 scenario."""
-    from kstep.engine import scenario
+    from kstep.scenario_spec import scenario
     from kstep.lab.fork_batch import simulated
     from kstep.models import MODELS
 

@@ -151,7 +151,7 @@ def scenario_cases(sample: int | None = None, seed: int = 0) -> list[Case]:
     """Each region operation the model's run of every bundled damon scenario makes, on the state it
     makes it on, each distinct input once; with ``sample``, at most that many per scenario and
     operation, drawn with ``seed``."""
-    from kstep.engine import scenario
+    from kstep.scenario_spec import scenario
     from kstep.lab.damon import simulated
     from kstep.models import MODELS
     from kstep.models.damon import model as dmodel

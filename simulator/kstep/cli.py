@@ -48,16 +48,17 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from . import __version__
-from .engine import Random, RoundRobin, Scripted, explore, own_run, simulate
 from .caught import caught, lively
+from .engine import Random, RoundRobin, Scripted, explore, replay, simulate
 from .engine.graph import dot, state_graph
 from .engine.liveness import LIVELOCK, describe, liveness
-from .engine import expect, questions
-from .engine import scenario as scenarios
-from .engine import trace as traces
+from .engine.schedule import LONGEST_RUN
 from .errors import UserError, shorten
 from .files import SMALL_CAP, STDIN, check_output, read_text, replacing, same_file, write_text
 from .models import MODELS, make_model, model_class
+from .scenario_spec import expect, questions
+from .scenario_spec import scenario as scenarios
+from .scenario_spec.runs import own_run
 
 OK, VIOLATION, BAD_INPUT, BOUNDED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
 BROKEN_PIPE = 128 + signal.SIGPIPE
@@ -77,7 +78,6 @@ EXIT_STATUS = (
     (BROKEN_PIPE, "broken pipe: the reader of the output went away (128 + SIGPIPE)"),
 )
 MAX_SEED = 2**64 - 1  # SplitMix64 takes a 64-bit seed, and a trace records it as a non-negative integer
-MAX_STEPS = 1_000_000  # the most --steps allows: a trace of a million steps is already gigabytes
 EXPLORE_MAX_STATES = 1_000_000
 DOT_LIMIT = 2_000  # the largest state graph --dot draws (a bigger one is no picture a reader can use)
 MAX_STATES = 100_000_000  # the most --max-states allows
@@ -186,8 +186,8 @@ def build_parser() -> Parser:
                      help="scripted schedule: actor names, ACTOR:label for one named step, ACTOR*N repeats, "
                           "e.g. 'R*2 U rcu' (then round-robin)")
     how.add_argument("--round-robin", action="store_true", help="every runnable actor takes a step in turn")
-    p.add_argument("--steps", type=bounded(MAX_STEPS), metavar="N",
-                   help=f"stop after N steps (1..{MAX_STEPS:,}; default {scenarios.MAX_STEPS:,}, or the steps a "
+    p.add_argument("--steps", type=bounded(LONGEST_RUN), metavar="N",
+                   help=f"stop after N steps (1..{LONGEST_RUN:,}; default {scenarios.SCENARIO_RUN:,}, or the steps a "
                         f"scenario whose runs never end declares)")
     p.add_argument("-c", "--compute", action="store_true", help="show the state columns, counters and outcome")
     outputs(p, "the trace")
@@ -302,7 +302,7 @@ def build_parser() -> Parser:
 
 
 def lab_parser(sub) -> None:
-    from .lab import guest
+    from .lab.guest import qemu as guest
 
     p = sub.add_parser("serve", help="serve a built course site on 127.0.0.1 (its pages' interactive mode needs it)",
                        allow_abbrev=False,
@@ -638,7 +638,7 @@ def explore_liveness(args) -> int:
 
 def cmd_show(args) -> int:
     check_outputs(None, args.html, [args.trace])
-    trace, model = traces.load(args.trace, steps_model_for(args.steps)) if args.steps else load_trace(args.trace)
+    trace, model = replay.load(args.trace, steps_model_for(args.steps)) if args.steps else load_trace(args.trace)
     print(f"{model.name} ({model.title}), variant {model.variant.name}")
     print(f"scenario {clean(trace.scenario) or '(unnamed)'}, scheduler: {scheduler_text(trace)}")
     print("(run again from its scheduler: every step, tick and state, the stats, the outcome and the "
@@ -661,7 +661,7 @@ def cmd_check(args) -> int:
         raise UserError("--html: only a damon observation is drawn (a log replay has no trace to draw)")
     if args.mechanism == "vma-locks":
         return cmd_check_vma(args)
-    from .lab.check import check_file  # the log checker is only loaded by the command that uses it
+    from .lab.replay import check_file  # the log checker is only loaded by the command that uses it
 
     result = check_file(args.mechanism, args.log, progress=report_check_progress)
     h = result.header
@@ -683,7 +683,7 @@ def cmd_check(args) -> int:
 
 def check_observed_damon(args) -> int:
     """A real kernel's DAMON results, held to the region invariants and drawn, never re-simulated."""
-    from .lab import damon_observed as observed
+    from .lab.replay import damon_observed as observed
 
     check_outputs(None, args.html, [args.log])
     obs = observed.read(args.log)
@@ -716,7 +716,7 @@ def scheduler_text(trace) -> str:
 
 
 def cmd_check_vma(args) -> int:
-    from .lab.check import check_file
+    from .lab.replay import check_file
 
     result = check_file(args.mechanism, args.log, progress=report_check_progress)
     print(f"checking {clean(args.log)} against vma-locks variant {result.variant} "
@@ -738,7 +738,8 @@ def lab_log(line: str) -> None:
 
 
 def cmd_lab_fetch(args) -> int:
-    from .lab import debian, kernels
+    from .lab.source import debian
+    from .lab.guest import kernels
 
     try:
         k = kernels.fetch(refresh=args.refresh, log=lab_log)
@@ -751,7 +752,7 @@ def cmd_lab_fetch(args) -> int:
 
 
 def cmd_lab_doctor(args) -> int:
-    from .lab import doctor
+    from .lab.guest import doctor
 
     missing = 0
     for item in doctor.diagnose():
@@ -762,7 +763,7 @@ def cmd_lab_doctor(args) -> int:
 
 
 def lab_kernels():
-    from .lab import kernels
+    from .lab.guest import kernels
 
     k = kernels.load()
     if k is None:
@@ -771,7 +772,7 @@ def lab_kernels():
 
 
 def cmd_lab_run(args) -> int:
-    from .lab import guest, probes
+    from .lab.guest import qemu as guest, probes
 
     arches = list(guest.MACHINES) if args.arch == "all" else [args.arch]
     chosen = args.probes or list(guest.PROBES)
@@ -800,7 +801,7 @@ def cmd_lab_run(args) -> int:
 
 
 def cmd_lab_show(args) -> int:
-    from .lab import guest
+    from .lab.guest import qemu as guest
 
     result = guest.load_result(Path(args.result))
     if args.plot is not None:
@@ -811,7 +812,7 @@ def cmd_lab_show(args) -> int:
           f"smp {result['smp']}, {result['date']}, boot {result['boot_seconds']} s")
     ok = print_lab_result(result)
     if args.plot is not None:
-        from .lab import plots
+        from .lab.guest import plots
 
         with replacing(args.plot) as write:
             write(plots.png(result))
@@ -822,7 +823,7 @@ def cmd_lab_show(args) -> int:
 def print_lab_result(result: dict) -> bool:
     """The kernel's numbers beside the model's, then each check; True if every check that is not
     about measured times holds."""
-    from .lab import probes
+    from .lab.guest import probes
 
     lines, ok = probes.report(result)
     for line in lines:
@@ -879,7 +880,7 @@ def cmd_litmus(args) -> int:
             for line in litmus_witness(witness):
                 print(f"    {line}")
     if args.html is not None:
-        from .lab.excerpts import load
+        from .lab.source.excerpts import load
         from .memory.stepping import stepped
         from .views import save_html
 
@@ -1043,7 +1044,7 @@ def pick_scheduler(args, sc):
 
 
 def load_trace(path: str):
-    return traces.load(path, make_model)
+    return replay.load(path, make_model)
 
 
 def steps_model_for(path: str):

@@ -48,7 +48,7 @@ def linux_tree() -> Path:
     """Debian's linux-source-6.12 tree, unpacked by ``make linux-source`` (which ``make test`` runs
     first).  A release-exact check fails here, naming the one reason, when the archive no longer
     has the pinned release, rather than as a cascade of mismatches."""
-    from kstep.lab import source_index
+    from kstep.lab.source import index as source_index
 
     tree = source_index.linux_tree()
     assert tree is not None, "no linux-source-6.12 tree in the user cache: run make linux-source"

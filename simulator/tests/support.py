@@ -1,7 +1,8 @@
 """What every mechanism's model tests share: loading a bundled scenario, and the check that an
 invariant is violated by its breaker alone while the correct model of that scenario stays clean."""
 
-from kstep.engine import explore, scenario
+from kstep.engine import explore
+from kstep.scenario_spec import scenario
 from kstep.engine.model import Checks
 from kstep.models import MODELS, make_model
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from kstep.cli import main
 from kstep.engine import Random, simulate
 from kstep.engine.model import Checks
-from kstep.lab.check import check_file, end_line, header_line, log_lines
+from kstep.lab.replay import check_file
+from kstep.lab.replay.qspinlock import end_line, header_line, log_lines
 from kstep.models import make_model
 from kstep.models.qspinlock.variants import VARIANTS
 

@@ -13,8 +13,8 @@ import pytest
 
 from kstep.cli import main
 from kstep.engine import Random, simulate
-from kstep.lab.check import END, END_VERDICT, STEP_VERDICT
-from kstep.lab.check_vma import check_file, header_line, log_lines
+from kstep.lab.replay.log import END, END_VERDICT, STEP_VERDICT
+from kstep.lab.replay.vma_locks import check_file, header_line, log_lines
 from kstep.models import make_model
 from kstep.models.vma_locks.scenario import SCHEMA
 from kstep.models.vma_locks.variants import VARIANTS

@@ -16,7 +16,7 @@ from kstep.engine import Variant
 from kstep import cli
 from kstep.cli import main
 from kstep.engine import explore as engine_explore
-from kstep.engine import scenario as scenarios
+from kstep.scenario_spec import scenario as scenarios
 from kstep.models import MODELS, make_model
 from kstep.models.rcu import RcuModel
 

@@ -17,7 +17,7 @@ from kstep.engine import Random, simulate
 from kstep.errors import UserError
 from kstep.files import SCENARIO_CAP
 from kstep.grading import batch, exercise, variants
-from kstep.lab.check import end_line, header_line, log_lines
+from kstep.lab.replay.qspinlock import end_line, header_line, log_lines
 from kstep.models import make_model
 from test_cli import RCU, ROOT, bad_input, kstep
 
@@ -104,7 +104,7 @@ def test_a_closed_stderr_during_check_is_a_broken_pipe_not_an_illegal_step(tmp_p
     """`kstep check qspinlock LOG 2>&1 | head -1`: progress lines hit the closed pipe first."""
     lines = qspinlock_log(tmp_path / "long.log", cpus=4, acquisitions=300, seed=2)
     assert len(lines) > 4096  # progress is reported every 4096 steps
-    program = ("import functools, sys\nimport kstep.lab.check as check\nfrom kstep.cli import main\n"
+    program = ("import functools, sys\nimport kstep.lab.replay.qspinlock as check\nfrom kstep.cli import main\n"
                "check.check_lines = functools.partial(check.check_lines, progress_every=0.0)\n"
                f"sys.exit(main(['check', 'qspinlock', {str(tmp_path / 'long.log')!r}]))\n")
     w = closed_pipe()

@@ -15,7 +15,8 @@ import pytest
 from bokeh.models import Annotation, ColorMapper, GlyphRenderer, Title
 
 from kstep import views
-from kstep.engine import Random, Scripted, scenario, simulate
+from kstep.engine import Random, Scripted, simulate
+from kstep.scenario_spec import scenario
 from kstep.models import MODELS, make_model
 from kstep.views import style
 

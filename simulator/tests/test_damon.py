@@ -7,7 +7,8 @@ so each has one run of at most 40 states and takes milliseconds.
 
 import pytest
 
-from kstep.engine import Action, RoundRobin, explore, scenario, simulate
+from kstep.engine import Action, RoundRobin, explore, simulate
+from kstep.scenario_spec import scenario
 from kstep.models.damon import model as dmodel
 from kstep.models.damon.core import Region
 from kstep.models.damon.model import DamonModel

@@ -7,7 +7,7 @@ fraction of a second, and a split that ignores max_nr_regions must break the bou
 
 import pytest
 
-from kstep import damon_cost as dc
+from kstep.measure import damon as dc
 from kstep.engine import Variant
 from kstep.models.damon.core import Region, damon_split_regions_of
 from kstep.models.damon.model import SPLIT, VARIANTS, DamonModel, then

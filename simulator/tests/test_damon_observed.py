@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from kstep.cli import main
-from kstep.engine import RoundRobin, scenario, simulate
-from kstep.lab import damon_observed as observed
+from kstep.engine import RoundRobin, simulate
+from kstep.scenario_spec import scenario
+from kstep.lab.replay import damon_observed as observed
 from kstep.models import make_model
 from kstep.models.damon.model import RESET
 

@@ -9,9 +9,9 @@ import pytest
 from kstep.engine import (ASSERTION, HARM, Frame, Inline, Invariant, Program, ProgramModel, Random, Replay,
                           RoundRobin, Scripted, SplitMix64, Variant, explore, parse_schedule, push, set_thread,
                           simulate)
-from kstep.engine import trace as tracemod
-from kstep.engine.scenario import Int, Key, Table
-from kstep.engine.schedule import MAX_STEPS
+from kstep.engine import replay
+from kstep.scenario_spec.scenario import Int, Key, Table
+from kstep.engine.schedule import LONGEST_RUN
 from kstep.files import write_text
 from kstep.engine.prng import BELOW_VECTORS, VECTORS
 from kstep.errors import UserError
@@ -294,7 +294,7 @@ def write_trace(tmp_path, tr, m, change=None):
 
 
 def load_counter(path, m):
-    return tracemod.load(path, lambda mech, variant: type(m)(variant))
+    return replay.load(path, lambda mech, variant: type(m)(variant))
 
 
 @pytest.mark.parametrize("scheduler", [lambda: Scripted("T0 T1 T0 T1"), lambda: Random(3), RoundRobin])
@@ -302,7 +302,7 @@ def test_a_trace_file_is_run_again_and_matches(tmp_path, scheduler):
     m = Counter()
     tr = simulate(m, m.initial({"threads": 2}), scheduler(), config={"threads": 2}, max_steps=50)
     data = json.loads(write_trace(tmp_path, tr, m).read_text())
-    tracemod.validate(data)
+    replay.validate(data)
     assert data["version"] == 2 and list(data)[-1] == "steps"
     assert data["scheduler"] == {**scheduler().params(), "max_steps": 50}
     again, _ = load_counter(tmp_path / "t.json", m)
@@ -365,8 +365,8 @@ def test_a_clean_trace_cannot_be_given_a_violation_and_a_prefix_cannot_claim_the
 
 
 def test_the_schema_and_the_engine_agree_on_the_longest_run():
-    props = tracemod.schema()["properties"]["scheduler"]["properties"]
-    assert props["max_steps"]["maximum"] == MAX_STEPS
+    props = replay.schema()["properties"]["scheduler"]["properties"]
+    assert props["max_steps"]["maximum"] == LONGEST_RUN
     assert set(props["kind"]["enum"]) == {cls.name for cls in (Random, RoundRobin, Scripted, Replay)}
 
 
@@ -380,7 +380,7 @@ def test_the_file_is_validated_whole_by_the_schema(tmp_path):
         bad = json.loads(path.read_text())
         mutate(bad)
         with pytest.raises(UserError, match="not a kstep trace"):
-            tracemod.validate(bad)
+            replay.validate(bad)
 
 
 def test_write_never_creates_directories(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kstep.engine import questions
+from kstep.scenario_spec import questions
 from kstep.grading import exercise, harness, predict, variants
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,9 @@ fail on the run stopped before its first step.
 import pytest
 
 from kstep.cli import main
-from kstep.engine import RoundRobin, Scripted, expect, parse_schedule, scenario, simulate
-from kstep.engine import own_run as engine_own_run
+from kstep.engine import RoundRobin, Scripted, parse_schedule, simulate
+from kstep.scenario_spec import expect, scenario
+from kstep.scenario_spec.runs import own_run as engine_own_run
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
 

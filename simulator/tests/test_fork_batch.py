@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from support import assert_breaker_catches, load, variants
 
-from kstep.engine import Random, Variant, explore, scenario, simulate
+from kstep.engine import Random, Variant, explore, simulate
+from kstep.scenario_spec import scenario
 from kstep.errors import UserError
 from kstep.models import MODELS
 from kstep.models.fork_batch import invariants as fork_invariants

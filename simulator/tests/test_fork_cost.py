@@ -2,7 +2,7 @@
 
 import pytest
 
-from kstep import fork_cost as fc
+from kstep.measure import fork_batch as fc
 from kstep.models.fork_batch.pgtable import ARM64, X86_64, Ops
 from kstep.models.fork_batch.state import FOLIO_BATCH, NO_HINT, PER_PTE
 

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from kstep.cli import main
-from kstep.engine import scenario as scenarios
-from kstep.engine.scenario import Bool, Int, Invalid, List, Name, Str, Table
+from kstep.scenario_spec import scenario as scenarios
+from kstep.scenario_spec.scenario import Bool, Int, Invalid, List, Name, Str, Table
 from kstep.models import MODELS
 
 # derandomize: CI runs the same examples every time.  capsys and monkeypatch are function-scoped but

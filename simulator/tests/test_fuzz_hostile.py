@@ -35,7 +35,8 @@ from hypothesis import strategies as st
 import jsonschema  # noqa: F401  (imported once here, not in every child: show validates with it)
 
 from kstep import cli, views  # noqa: F401  (views: Bokeh, likewise, for --html)
-from kstep.engine import scenario as scenarios, scheduler_for, simulate
+from kstep.engine import scheduler_for, simulate
+from kstep.scenario_spec import scenario as scenarios
 from kstep.models import MODELS, make_model
 from test_cli_inputs import model_log
 from test_fuzz_cli import to_toml

@@ -17,7 +17,8 @@ import zipfile
 
 import pytest
 
-from kstep.engine import Scripted, scenario, simulate
+from kstep.engine import Scripted, simulate
+from kstep.scenario_spec import scenario
 from kstep.errors import UserError
 from kstep.models import make_model
 from kstep.views import columns as fc
@@ -40,7 +41,7 @@ def test_interactive_mode_imports_only_the_standard_library_and_builds_columns_f
     """Pyodide's core runtime has the standard library and nothing else: with every other module
     unimportable, a Session of a bundled scenario of each mechanism steps and builds its columns."""
     code = live.ONLY_STDLIB + textwrap.dedent("""
-        from kstep.engine import scenario
+        from kstep.scenario_spec import scenario
         from kstep.models import MODELS
         from kstep.views.interactive import BOARDS, Session
 
@@ -226,9 +227,9 @@ def test_a_step_sends_what_it_changes_not_the_whole_run_again():
 
 def test_the_package_zip_holds_what_the_session_imports_and_nothing_that_needs_bokeh():
     names = set(zipfile.ZipFile(io.BytesIO(live.package_zip())).namelist())
-    assert {"kstep/views/interactive.py", "kstep/views/vma_board.py", "kstep/views/columns.py",
+    assert {"kstep/views/interactive.py", "kstep/views/boards/vma_locks.py", "kstep/views/columns.py",
             "kstep/models/vma_locks/model.py", "kstep/scenarios/vma-locks/munmap-vs-fault.toml"} <= names
-    assert not {"kstep/views/player.py", "kstep/views/board.py", "kstep/views/vma_lock.py"} & names
+    assert not {"kstep/views/player.py", "kstep/views/board.py", "kstep/views/vma_locks.py"} & names
 
 
 def test_serve_refuses_a_missing_folder_and_a_bad_port_in_one_line(tmp_path):

@@ -26,9 +26,10 @@ from bokeh.resources import INLINE
 
 from browser import Opened
 from kstep import views
-from kstep.engine import Scripted, scenario, simulate
+from kstep.engine import Scripted, simulate
+from kstep.scenario_spec import scenario
 from kstep.models import make_model
-from kstep.views import code, columns, context, course, live
+from kstep.views import code, columns, context, course, export, live
 from kstep.views.interactive import Session
 
 pytestmark = pytest.mark.browser
@@ -52,7 +53,7 @@ def site(tmp_path_factory):
     folder = tmp_path_factory.mktemp("live")
     model = make_model("vma-locks")
     sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
-    live.write_page(folder, scripted_run(), model, about=sc)
+    export.write_page(folder, scripted_run(), model, about=sc)
     return folder
 
 

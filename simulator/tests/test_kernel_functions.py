@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kstep.lab.source_index import definition_lines
+from kstep.lab.source.index import definition_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "kernel-lab"

@@ -97,7 +97,7 @@ def python_model_triples(cpus: int, variant: str, acquisitions: int = 2) -> tupl
     models = pytest.importorskip("kstep.models")
     if "qspinlock" not in models.MODELS:
         pytest.skip("kstep.models has no qspinlock model registered yet")
-    check = pytest.importorskip("kstep.lab.check")
+    check = pytest.importorskip("kstep.lab.replay.qspinlock")
     header = check.parse_header("qspinlock", check.header_line(variant, cpus, acquisitions, 8), "test")
     model = header.model
     s0 = model.initial(header.config)
@@ -131,7 +131,7 @@ def kstep_check():
     models = pytest.importorskip("kstep.models")
     if "qspinlock" not in models.MODELS:
         pytest.skip("kstep.models has no qspinlock model registered yet")
-    return pytest.importorskip("kstep.lab.check")
+    return pytest.importorskip("kstep.lab.replay.qspinlock")
 
 
 CHECKED_RUNS = {  # name: torture arguments

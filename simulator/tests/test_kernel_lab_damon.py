@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from kstep.lab import damon as lab
+from kstep.lab.replay import damon as lab
 from kstep.models.damon import kunit
 from test_kernel_lab import LAB, labcheck, port_run
 
@@ -40,7 +40,7 @@ def drawn(seed):
 @pytest.mark.parametrize("arch", ARCHES)
 def test_random_scenarios_run_identically_in_c(arch, built, tmp_path):
     seed = random.SystemRandom().randrange(1 << 32)
-    print(f"seeds {seed}..{seed + SEEDS_PER_ARCH - 1} (replay: kstep.lab.damon.random_config(seed))")
+    print(f"seeds {seed}..{seed + SEEDS_PER_ARCH - 1} (replay: kstep.lab.replay.damon.random_config(seed))")
     for k in range(SEEDS_PER_ARCH):
         text, expected = drawn(seed + k)
         sub = tmp_path / str(k)

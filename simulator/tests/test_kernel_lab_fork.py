@@ -11,8 +11,9 @@ import subprocess
 
 import pytest
 
-from kstep.engine import Random, scenario, simulate
-from kstep.lab import fork_batch as lab
+from kstep.engine import Random, simulate
+from kstep.scenario_spec import scenario
+from kstep.lab.replay import fork_batch as lab
 from kstep.models import MODELS, make_model
 from kstep.models.fork_batch.pgtable import FORMATS
 from test_kernel_lab import LAB, labcheck, port_run

@@ -11,7 +11,8 @@ import pytest
 
 from kstep.cli import main
 from kstep.errors import UserError
-from kstep.lab import debian, guest, kernels, ktap, probes, vma_retries
+from kstep.lab.source import debian
+from kstep.lab.guest import qemu as guest, kernels, ktap, probes, vma_locks as vma_retries
 
 DATA = Path(__file__).parent / "data" / "lab"
 RECORDED = Path(__file__).resolve().parents[2] / "kernel-lab" / "guest" / "recorded"
@@ -492,7 +493,7 @@ def fork_data(medians):
 
 
 def test_fork_rows_put_the_models_operations_beside_the_kernels_times():
-    from kstep import fork_cost
+    from kstep.measure import fork_batch as fork_cost
 
     rows = probes.fork_rows(fork_data({"4k": 20000, "64k": 10000, "2m": 4000, "2m-pte": 8000}),
                             {**LAB_RESULT, "arch": "arm64"})

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from kstep.lab import guest, kernels, probes
+from kstep.lab.guest import qemu as guest, kernels, probes
 
 pytestmark = pytest.mark.qemu
 

@@ -9,9 +9,11 @@ from re import escape as re_escape
 import pytest
 
 from kstep.cli import main
-from kstep.engine import Action, Model, Replay, Source, Variant, own_run, scenario, simulate
+from kstep.engine import Action, Model, Replay, Source, Variant, simulate
+from kstep.scenario_spec import scenario
+from kstep.scenario_spec.runs import own_run
 from kstep.engine.liveness import judge, liveness
-from kstep.engine.trace import load, validate
+from kstep.engine.replay import load, validate
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
 

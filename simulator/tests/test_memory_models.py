@@ -17,7 +17,7 @@ import pytest
 from kstep.errors import UserError
 from kstep.memory import arm64, executions, lkmm, power, sc, tso
 from kstep.memory.generate import generate, render
-from kstep.lab import source_index
+from kstep.lab.source import index as source_index
 from kstep.memory.kernel_tree import kernel_litmus_tests
 from kstep.memory.litmus import parse
 from kstep.memory.verdict import check

@@ -4,8 +4,8 @@ import pytest
 
 import jsonschema
 
-from kstep.engine import trace
-from kstep.lab import source_index
+from kstep.engine import replay
+from kstep.lab.source import index as source_index
 from kstep.models import MODELS
 
 
@@ -33,7 +33,7 @@ def test_every_label_exists_in_linux_6_12(mech):
 
 def test_every_source_fits_the_trace_format():
     """A trace records each step's source, and show refuses a trace whose sources break its schema."""
-    schema = trace.schema()["properties"]["steps"]["items"]["properties"]["source"]
+    schema = replay.schema()["properties"]["steps"]["items"]["properties"]["source"]
     for _mech, _variant, _label, source in all_locations():
         jsonschema.validate(str(source), schema)
 

@@ -6,9 +6,12 @@ import dataclasses
 import pytest
 
 from kstep import views
-from kstep.engine import explore, own_run, scenario
+from kstep.engine import explore
+from kstep.scenario_spec import scenario
+from kstep.scenario_spec.runs import own_run
 from kstep.models import MODELS, make_model
 from kstep.views import code, context, predict
+from kstep.views.call_stacks import call_stacks
 
 
 def run(mech, name):
@@ -50,7 +53,7 @@ def test_every_link_of_a_stack_line_is_a_call_in_the_6_12_code_or_says_it_skips_
     for mech in ("vma-locks", "fork-batch", "qspinlock", "rcu"):
         for name in scenario.bundled(mech):
             trace, model = run(mech, name)
-            stacks = model.call_stacks(trace, code.calls)
+            stacks = call_stacks(model, trace, code.calls)
             assert stacks is not None and len(stacks) == len(trace), (mech, name)
             sources = model.sources()
             for action, stack in zip(trace.actions, stacks):
@@ -66,15 +69,15 @@ def test_every_link_of_a_stack_line_is_a_call_in_the_6_12_code_or_says_it_skips_
 def test_a_recording_not_replayed_by_the_model_gets_no_stack(munmap):
     trace, model, _, _ = munmap
     other, _ = run("vma-locks", "recheck-race")
-    assert model.call_stacks(dataclasses.replace(other, config=trace.config), code.calls) is None
+    assert call_stacks(model, dataclasses.replace(other, config=trace.config), code.calls) is None
 
 
 def test_an_observed_recording_gets_no_stack_and_its_page_builds():
-    from kstep.lab import damon_observed as observed
+    from kstep.lab.replay import damon_observed as observed
     from test_damon_observed import DATA
 
     trace, model = observed.observed_trace(observed.read(DATA / "hot-block.trace"), "hot-block.trace")
-    assert model.call_stacks(trace, code.calls) is None
+    assert call_stacks(model, trace, code.calls) is None
     spec = views.layout(trace, model).select_one({"name": "kstep-player"}).args["kstep"]
     assert set(spec["frames"].data["stack"]) == {spec["strings"].index("")}
 

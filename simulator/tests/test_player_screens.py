@@ -12,9 +12,11 @@ import pytest
 
 from browser import PAINTED, Opened, misfits, player_parts
 from kstep import views
-from kstep.engine import Scripted, scenario, simulate
+from kstep.engine import Scripted, simulate
+from kstep.scenario_spec import scenario
 from kstep.models import make_model
 from kstep.views import code, predict, style
+from kstep.views.call_stacks import call_stacks
 
 pytestmark = pytest.mark.browser
 
@@ -202,7 +204,7 @@ def test_playing_fast_the_status_line_and_the_slider_take_turns(opened):
 def test_each_step_says_what_it_acts_on_and_the_functions_it_runs_in(opened):
     p, trace, model = opened
     n = len(trace)
-    stacks = model.call_stacks(trace, code.calls)
+    stacks = call_stacks(model, trace, code.calls)
     k = next(k for k, (a, s) in enumerate(zip(trace.actions, stacks), start=1)
              if a.label == "rcu_read_lock" and s[-3:-1] == ("lock_vma_under_rcu", "vma_end_read"))
     at(p, k, n)

@@ -1,7 +1,7 @@
 """Graded predict exercises grade which step decided each answer, which no kstep command prints.
 
 The deciding step is checked against runs made independently of its search (seeded random
-continuations of the student's run, answered by kstep.engine.questions), and a released
+continuations of the student's run, answered by kstep.scenario_spec.questions), and a released
 ``qspin-predict`` bundle is worked as its README says, every suggested command included: what those
 commands print does not earn full marks, while the computed deciding steps do.
 """
@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import pytest
 import readme_bundle
 
-from kstep.engine import Random, questions, simulate
+from kstep.engine import Random, simulate
+from kstep.scenario_spec import questions
 from kstep.grading import decided, exercise, predict, variants
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +34,7 @@ def continued(model, trace, k: int, seed: int, q):
 
 def another_answer(model, trace, k: int, q, want) -> bool:
     """Is there a run that follows ``trace`` for k steps and answers ``q`` otherwise?  A plain search
-    over whole runs, each answered by kstep.engine.questions (not by the search under test)."""
+    over whole runs, each answered by kstep.scenario_spec.questions (not by the search under test)."""
     stack = [(list(trace.actions[:k]), list(trace.states[:k + 1]))]
     seen = set()
     while stack:

@@ -16,7 +16,8 @@ import pytest
 from browser import Opened
 
 from kstep.cli import main
-from kstep.engine import questions, scenario, trace as traces
+from kstep.engine import replay
+from kstep.scenario_spec import questions, scenario
 from kstep.grading import exercise, variants
 from kstep.errors import UserError
 from kstep.views import course, notebook, predict
@@ -51,7 +52,7 @@ def test_nothing_before_the_reveal_answers_a_question(mech, name, extra, tmp_pat
     out_json = tmp_path / "run.json"
     main(["run", mech, "--scenario", name, *extra, "--json", str(out_json)])
     seen = capsys.readouterr().out
-    run, model = traces.load(out_json, make_model)
+    run, model = replay.load(out_json, make_model)
     sc = scenario.load(mech, model.scenario_schema, name)
     answered = [a for a in questions.answers(model, sc.questions, run) if a.step]  # step 0: the initial state, given
     assert answered, "no question of this run to check"

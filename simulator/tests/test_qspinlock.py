@@ -2,7 +2,8 @@
 
 import pytest
 
-from kstep.engine import Invariant, Random, Scripted, explore, scenario, simulate, thread_index
+from kstep.engine import Invariant, Random, Scripted, explore, simulate, thread_index
+from kstep.scenario_spec import scenario
 from kstep.errors import UserError
 from kstep.models import make_model
 from kstep.models.qspinlock import QspinlockModel

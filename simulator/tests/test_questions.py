@@ -3,7 +3,8 @@
 import pytest
 
 from kstep.cli import main
-from kstep.engine import Scripted, questions, scenario, simulate
+from kstep.engine import Scripted, simulate
+from kstep.scenario_spec import questions, scenario
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
 

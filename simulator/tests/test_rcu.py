@@ -3,8 +3,9 @@ kernel/rcu/tree.c, and its invariants both ways."""
 
 import pytest
 
-from kstep.engine import Scripted, Variant, explore, scenario, simulate
-from kstep.engine.expect import ExpectError
+from kstep.engine import Scripted, Variant, explore, simulate
+from kstep.scenario_spec import scenario
+from kstep.scenario_spec.expect import ExpectError
 from kstep.models import rcu
 from kstep.models.rcu import (RCU_GP_SEQ_INIT, ULONG_MAX, RcuModel, gp_seq_long, rcu_do_batch, rcu_seq_done,
                               rcu_seq_snap)

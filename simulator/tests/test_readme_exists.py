@@ -5,8 +5,8 @@ probes, exercises), so a README that promises or forgets something fails."""
 import re
 import tomllib
 
-from kstep.engine import scenario as scenarios
-from kstep.lab.probes import PROBES
+from kstep.scenario_spec import scenario as scenarios
+from kstep.lab.guest.probes import PROBES
 from kstep.models import MODELS
 from test_cli import ROOT
 

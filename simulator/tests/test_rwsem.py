@@ -9,7 +9,7 @@ import functools
 import pytest
 
 from kstep.cli import main
-from kstep.engine import scenario
+from kstep.scenario_spec import scenario
 from kstep.engine.liveness import liveness
 from kstep.models import make_model
 from kstep.models.vma_locks import rwsem

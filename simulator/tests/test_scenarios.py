@@ -2,7 +2,7 @@
 
 import pytest
 
-from kstep.engine import scenario
+from kstep.scenario_spec import scenario
 from kstep.errors import UserError
 from kstep.models import MODELS
 

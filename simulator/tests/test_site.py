@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from browser import Opened, plays_steps_and_resets, site_pages, visit_pages
-from kstep.engine import scenario
+from kstep.scenario_spec import scenario
 from kstep.models import MODELS, make_model
 from kstep.views import course
 from kstep.views.site import outputs, pages

@@ -5,7 +5,7 @@ test_site.py's; the two files let two test workers share the visits."""
 import pytest
 
 from browser import site_pages, visit_pages
-from kstep.engine import scenario
+from kstep.scenario_spec import scenario
 from kstep.models import MODELS
 from kstep.views.site import pages
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from docutils import nodes
 from docutils.utils import new_document
 
-from kstep.engine import scenario
+from kstep.scenario_spec import scenario
 from kstep.models import MODELS
 from kstep.views import course
 from kstep.views.site import outputs, pages

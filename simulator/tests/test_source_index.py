@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kstep.lab import source_index
-from kstep.lab.debian import PrivateApt, host_mirrors
+from kstep.lab.source import index as source_index
+from kstep.lab.source.debian import PrivateApt, host_mirrors
 
 # Each was read in Debian's linux-source-6.12 6.12.117-1~deb12u1 before being listed here.
 KNOWN_GOOD = [

@@ -7,7 +7,9 @@ from bokeh.core.validation import check_integrity
 from bokeh.models import BoxAnnotation, ColumnDataSource, CustomJS, GlyphRenderer, Plot, Range1d, Widget
 
 from kstep import views
-from kstep.engine import explore, own_run, scenario
+from kstep.engine import explore
+from kstep.scenario_spec import scenario
+from kstep.scenario_spec.runs import own_run
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
 from kstep.models.rcu import gp_seq_long
@@ -184,7 +186,7 @@ def test_every_board_marks_the_boxes_the_current_step_changed(mech, name):
 
 
 def test_vma_view_says_a_thread_was_killed_by_sigsegv():
-    from kstep.views.vma_board import DONE, KILLED, PHASES, phase
+    from kstep.views.boards.vma_locks import DONE, KILLED, PHASES, phase
 
     trace, model = run("vma-locks", "munmap-vs-fault")
     frames = Frames(views.layout(trace, model))
@@ -197,7 +199,7 @@ def test_vma_view_says_a_thread_was_killed_by_sigsegv():
 
 
 def test_vma_thread_phases_follow_the_locks_they_hold():
-    from kstep.views.vma_board import EPOCH, LOOKUP, MM_READ, VMA_READ, WAIT_MM, WAIT_VMA
+    from kstep.views.boards.vma_locks import EPOCH, LOOKUP, MM_READ, VMA_READ, WAIT_MM, WAIT_VMA
 
     seen = set()
     for name in ("recheck-race", "fork-vs-fault", "tcp-zerocopy-vs-madvise", "android-app-launch"):
@@ -209,7 +211,7 @@ def test_vma_thread_phases_follow_the_locks_they_hold():
 
 def check_phases(trace, model):
     from kstep.models.vma_locks.invariants import vma_read_locked
-    from kstep.views.vma_board import EPOCH, LOOKUP, VMA_READ, WAIT_MM, WAIT_VMA, phase
+    from kstep.views.boards.vma_locks import EPOCH, LOOKUP, VMA_READ, WAIT_MM, WAIT_VMA, phase
 
     seen = set()
     for s in trace.states:
@@ -231,7 +233,7 @@ def check_phases(trace, model):
 
 
 def test_damon_view_outlines_regions_made_by_a_split_or_a_merge_and_only_there():
-    from kstep.views.damon_board import MERGE_LINE, SPLIT_LINE
+    from kstep.views.boards.damon import MERGE_LINE, SPLIT_LINE
 
     trace, model = run("damon", "explore-sz-limit")
     frames = Frames(views.layout(trace, model))
@@ -252,7 +254,7 @@ def test_damon_view_outlines_regions_made_by_a_split_or_a_merge_and_only_there()
 
 
 def test_damon_heatmap_has_a_cell_per_region_of_every_aggregation_coloured_by_what_it_reported():
-    from kstep.views.damon_board import heat
+    from kstep.views.boards.damon import heat
 
     trace, model = run("damon", "hot-block")
     lay = views.layout(trace, model)

@@ -10,8 +10,9 @@ import pytest
 
 from browser import Opened
 from kstep import views
-from kstep.engine import Random, Scripted, explore, scenario, simulate
-from kstep.lab import excerpts
+from kstep.engine import Random, Scripted, explore, simulate
+from kstep.scenario_spec import scenario
+from kstep.lab.source import excerpts
 from kstep.models import make_model
 from kstep.views import code
 from kstep.views.player import Frames

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kstep.engine import Random, Scripted, scenario, simulate
+from kstep.engine import Random, Scripted, simulate
+from kstep.scenario_spec import scenario
 from kstep.models import make_model
 from kstep.views import columns as fc
 from kstep.views import layout, player
@@ -104,7 +105,7 @@ def test_rows_must_match_the_declared_columns():
 def test_a_real_view_exports_what_its_rows_function_draws():
     """Every frame of the RCU view's thread boxes decodes to the boxes drawn from that state."""
     from kstep.views.boxes import columns as box_columns
-    from kstep.views.rcu_board import thread_boxes
+    from kstep.views.boards.rcu import thread_boxes
 
     trace, model = rcu_trace()
     p = player.Player(trace, model)

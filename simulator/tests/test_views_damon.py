@@ -11,10 +11,11 @@ import pytest
 
 from browser import Opened
 from kstep import views
-from kstep.engine import RoundRobin, scenario, simulate
-from kstep.lab import damon_observed as observed
+from kstep.engine import RoundRobin, simulate
+from kstep.scenario_spec import scenario
+from kstep.lab.replay import damon_observed as observed
 from kstep.models import make_model
-from kstep.views.damon_board import LOG_FROM, AddressAxis
+from kstep.views.boards.damon import LOG_FROM, AddressAxis
 from kstep.views.player import Frames
 
 from test_damon_observed import DATA

@@ -1,7 +1,8 @@
 """The fork-batch view: what its page-table grids and outlines show, frame by frame."""
 
 from kstep import views
-from kstep.engine import Random, scenario, simulate
+from kstep.engine import Random, simulate
+from kstep.scenario_spec import scenario
 from kstep.models import make_model
 from kstep.models.fork_batch.pgtable import CONT_PTES
 from kstep.views import style

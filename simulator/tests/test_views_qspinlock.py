@@ -7,7 +7,9 @@ from bokeh.core.validation import check_integrity
 from bokeh.models import BoxAnnotation, ColumnDataSource, CustomJS, GlyphRenderer, Plot, Range1d, Widget
 
 from kstep import views
-from kstep.engine import Random, explore, own_run, scenario, simulate
+from kstep.engine import Random, explore, simulate
+from kstep.scenario_spec import scenario
+from kstep.scenario_spec.runs import own_run
 from kstep.models import make_model
 from kstep.models.qspinlock import powerpc as qppc
 from kstep.models.qspinlock import qspinlock as qgen
@@ -16,7 +18,7 @@ from kstep.models.qspinlock import spinlock_types as ttypes
 from kstep.models.qspinlock import state as q
 from kstep.models.qspinlock import variants as qvar
 from kstep.views import qspinlock as qv
-from kstep.views import qspinlock_board as qb
+from kstep.views.boards import qspinlock as qb
 from kstep.views import style
 from kstep.views.player import Frames
 from support import load

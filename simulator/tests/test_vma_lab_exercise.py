@@ -11,7 +11,7 @@ import pytest
 
 from kstep.cli import main
 from kstep.grading import exercise, harness, variants
-from kstep.lab import probes
+from kstep.lab.guest import probes
 
 ROOT = Path(__file__).resolve().parents[2]
 EX = exercise.load(ROOT / "exercises" / "vma-lab")

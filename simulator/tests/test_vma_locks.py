@@ -5,8 +5,9 @@ import sys
 
 import pytest
 
-from kstep.engine import Frame, RoundRobin, Scripted, Variant, explore, push, scenario, simulate
-from kstep.engine import trace as tracemod
+from kstep.engine import Frame, RoundRobin, Scripted, Variant, explore, push, simulate
+from kstep.scenario_spec import scenario
+from kstep.engine import replay
 from kstep.engine.liveness import liveness
 from kstep.models import make_model
 from kstep.models.vma_locks import VmaLocksModel, rwsem
@@ -238,16 +239,17 @@ def test_traces_validate_and_tampered_traces_do_not(tmp_path):
     tr = simulate(m, s0, Scripted(sc.schedule), scenario="munmap-vs-fault", config=sc.config)
     path = tmp_path / "t.json"
     tr.write(m, path)
-    again, model = tracemod.load(path, lambda mech, v: make_model(mech, v))
+    again, model = replay.load(path, lambda mech, v: make_model(mech, v))
     assert again.states == tr.states
     text = path.read_text()
     path.write_text(text.replace('"vm_lock_seq": 0', '"vm_lock_seq": 5', 1))
     with pytest.raises(Exception, match="does not reach|does not match"):
-        tracemod.load(path, lambda mech, v: make_model(mech, v))
+        replay.load(path, lambda mech, v: make_model(mech, v))
 
 
 def test_same_seed_same_bytes_in_separate_processes():
-    code = ("from kstep.engine import Random, simulate, scenario;from kstep.models import make_model;"
+    code = ("from kstep.engine import Random, simulate;from kstep.scenario_spec import scenario;"
+            "from kstep.models import make_model;"
             "m=make_model('vma-locks');sc=scenario.load('vma-locks',m.scenario_schema,'android-app-launch');"
             "import sys;sys.stdout.write(simulate(m,m.initial(sc.config),Random(7),config=sc.config).dumps(m))")
     outs = [subprocess.run([sys.executable, "-c", code], env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},

@@ -3,7 +3,8 @@
 CANARY-KSTEP-HIDDEN-damon-merge: this line must never reach a student's output.
 """
 
-from kstep.engine import RoundRobin, SplitMix64, scenario, simulate
+from kstep.engine import RoundRobin, SplitMix64, simulate
+from kstep.scenario_spec import scenario
 from kstep.grading.harness import Fail
 from kstep.models import make_model
 from kstep.models.damon.core import Region, damon_merge_regions_of

@@ -7,7 +7,8 @@ CANARY-KSTEP-HIDDEN-qspin-head-claim: this line must never reach a student's out
 
 from kstep.errors import UserError
 from kstep.grading.harness import Fail
-from kstep.lab.check import END_VERDICT, check_lines
+from kstep.lab.replay.log import END_VERDICT
+from kstep.lab.replay import check_lines
 
 RACE = ["--threads", "3", "--step-delay", "200", "--delay-in", "100", "--hang-timeout", "2"]
 STATUS = {1: "two CPUs were in the critical section at once", 3: "a CPU waited for ever (a lost hand-off?)",

@@ -4,7 +4,8 @@ against what kstep's RCU model does in the student's run.
 CANARY-KSTEP-HIDDEN-rcu-seq: this line must never reach a student's output.
 """
 
-from kstep.engine import Random, SplitMix64, scenario, simulate
+from kstep.engine import Random, SplitMix64, simulate
+from kstep.scenario_spec import scenario
 from kstep.grading.harness import Fail
 from kstep.models import make_model
 

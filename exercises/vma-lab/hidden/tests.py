@@ -8,10 +8,11 @@ CANARY-KSTEP-HIDDEN-vma-lab: this line must never reach a student's output.
 
 from pathlib import Path
 
-from kstep.engine import Random, scenario, simulate
+from kstep.engine import Random, simulate
+from kstep.scenario_spec import scenario
 from kstep.errors import UserError
 from kstep.grading.harness import Fail
-from kstep.lab import guest, probes
+from kstep.lab.guest import qemu as guest, probes
 from kstep.models import make_model, model_class
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -33,7 +34,7 @@ def used_result(ctx):
 
 
 def vma_counts(result, where):
-    """Each mode's counts of the result's vma probe, as kstep.lab.probes reads them."""
+    """Each mode's counts of the result's vma probe, as kstep.lab.guest.probes reads them."""
     case = next((c for c in result["cases"] if c["name"] == "vma"), None)
     if case is None or not case["ok"]:
         raise Fail(f"{where} has no vma probe that ran")

@@ -6,7 +6,8 @@ CANARY-KSTEP-HIDDEN-vma-measure: this line must never reach a student's output.
 
 from pathlib import Path
 
-from kstep.engine import RoundRobin, scenario, simulate
+from kstep.engine import RoundRobin, simulate
+from kstep.scenario_spec import scenario
 from kstep.grading.harness import Fail
 from kstep.models import make_model
 

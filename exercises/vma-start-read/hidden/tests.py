@@ -7,7 +7,7 @@ import functools
 import json
 from pathlib import Path
 
-from kstep.engine import scenario
+from kstep.scenario_spec import scenario
 from kstep.grading.feedback import step_credit, verdict
 from kstep.grading.harness import Fail
 from kstep.models.vma_locks import VmaLocksModel

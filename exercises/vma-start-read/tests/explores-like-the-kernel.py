@@ -6,7 +6,7 @@ test = {
     "suites": [{
         "type": "doctest", "scored": True, "teardown": "",
         "setup": "from driver import student_model\n"
-                 "from kstep.engine import scenario\n"
+                 "from kstep.scenario_spec import scenario\n"
                  "from kstep.grading.feedback import explain\n"
                  "from kstep.models.vma_locks import VmaLocksModel\n"
                  "sc = scenario.load('vma-locks', VmaLocksModel.scenario_schema, 'data/race.toml')\n",

@@ -6,7 +6,8 @@ test = {
     "suites": [{
         "type": "doctest", "scored": True, "teardown": "",
         "setup": "from driver import student_model\n"
-                 "from kstep.engine import Action, scenario\n"
+                 "from kstep.engine import Action\n"
+                 "from kstep.scenario_spec import scenario\n"
                  "m = student_model('v6.12')\n"
                  "sc = scenario.load('vma-locks', m.scenario_schema, 'data/race.toml')\n"
                  "s = m.initial(sc.config)\n"

@@ -6,14 +6,13 @@ from .model import (ASSERTION, HARM, Action, Footprint, Invariant, Model, Rename
 from .prng import SplitMix64
 from .program import (Call, Frame, Inline, Program, ProgramModel, Replacement, Step, push, set_thread,
                       thread_index)
-from .runs import own_run
 from .schedule import Random, Replay, RoundRobin, Scripted, parse_schedule, scheduler_for, simulate
 from .trace import Trace
 
 __all__ = [
     "ASSERTION", "HARM", "Action", "Call", "ExploreResult", "Footprint", "Frame", "Inline", "Invariant", "Model", "Program",
     "ProgramModel", "Random", "Renamed", "Replacement", "Replay", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step",
-    "Trace", "Variant", "Violation", "explore", "own_run", "parse_schedule", "push", "scheduler_for", "set_thread", "simulate",
+    "Trace", "Variant", "Violation", "explore", "parse_schedule", "push", "scheduler_for", "set_thread", "simulate",
     "thread_index",
     "to_jsonable",
 ]

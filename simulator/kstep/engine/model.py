@@ -177,7 +177,7 @@ class Model(abc.ABC):
     variants: Mapping[str, Variant] = {}
     default_variant: str = ""
     invariants: Sequence[Invariant] = ()
-    scenario_schema: Any = None  # an engine.scenario.Table describing the mechanism's scenario files
+    scenario_schema: Any = None  # a scenario_spec.scenario.Table describing the mechanism's scenario files
     locals: Mapping[str, Any] = {}  # local variables whose value ``forget`` may reset where it is dead, with that value
     progress_labels: frozenset = frozenset()  # the steps that are an actor's progress (liveness): e.g. entering a lock's critical section
 

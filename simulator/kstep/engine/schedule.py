@@ -27,7 +27,7 @@ from .trace import Trace
 
 _ENTRY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(:[A-Za-z_][A-Za-z0-9_]*)?(?:\*([0-9]+))?")
 MAX_REPEAT = 10_000  # the largest N in ACTOR*N
-MAX_STEPS = 1_000_000  # the longest run (and so the longest script) a trace may record
+LONGEST_RUN = 1_000_000  # the most steps a run, a script or a trace may have: a million steps are gigabytes of trace
 
 
 class RoundRobin:
@@ -206,7 +206,7 @@ def scheduler_for(params: dict):
     return RoundRobin()
 
 
-def parse_schedule(text: str, limit: int = MAX_STEPS) -> list[str]:
+def parse_schedule(text: str, limit: int = LONGEST_RUN) -> list[str]:
     """``"T1*3, W T1:store"`` -> ``["T1", "T1", "T1", "W", "T1:store"]``, at most ``limit`` entries."""
     out: list[str] = []
     for entry in text.replace(",", " ").split():
@@ -235,7 +235,7 @@ def simulate(
     state: State,
     scheduler,
     *,
-    max_steps: int = MAX_STEPS,
+    max_steps: int = LONGEST_RUN,
     check: bool = True,
     scenario: str = "",
     config: Optional[dict] = None,

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import kstep
 
-from ..engine.scenario import Bool, Invalid, Key, Str, Table, read_toml
+from ..scenario_spec.scenario import Bool, Invalid, Key, Str, Table, read_toml
 from ..errors import UserError
 from ..files import SMALL_CAP, read_text
 from .exercise import Exercise

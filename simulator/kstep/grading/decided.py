@@ -1,6 +1,6 @@
 """Which step decided an answer: what a graded predict exercise asks, because kstep never prints it.
 
-A question of a scenario (kstep.engine.questions) has one answer in one run, and ``kstep run -c``
+A question of a scenario (kstep.scenario_spec.questions) has one answer in one run, and ``kstep run -c``
 prints it: copying it proves nothing.  What no command prints is *why* the run gave that answer:
 the first step after which the answer could no longer have come out otherwise, however the
 threads were scheduled from there on.  Before it, some schedule changes the answer (another CPU
@@ -21,7 +21,7 @@ import ast
 from typing import Any, Optional
 
 from ..engine.model import HARM, Checks, Model
-from ..engine.questions import Answer, Question, anchored, answers, value_at
+from ..scenario_spec.questions import Answer, Question, anchored, answers, value_at
 from ..errors import UserError
 
 NOT_REACHED = object()  # the answer of a continuation that never gets to the question's anchor

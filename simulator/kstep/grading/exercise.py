@@ -23,7 +23,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..engine.scenario import Bool, Int, Invalid, Key, List, Str, Table
+from ..scenario_spec.scenario import Bool, Int, Invalid, Key, List, Str, Table
 from ..errors import UserError, shorten
 from . import checks as declared
 

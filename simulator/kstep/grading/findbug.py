@@ -21,7 +21,8 @@ import re
 from collections import deque
 from typing import NamedTuple, Optional
 
-from ..engine import HARM, parse_schedule, scenario
+from ..engine import HARM, parse_schedule
+from ..scenario_spec import scenario
 from ..engine.model import Checks, Violation
 from ..errors import UserError
 from ..models import make_model

@@ -1,4 +1,4 @@
-"""Predict exercises: a run's questions (kstep.engine.questions), answered by the student.
+"""Predict exercises: a run's questions (kstep.scenario_spec.questions), answered by the student.
 
 A predict exercise's variant is a scenario file of its ``data/`` folder, which carries
 ``[[questions]]``, and a seed.  The student runs ``kstep run MECH --scenario data/S.toml -s SEED``,
@@ -24,7 +24,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..engine import Random, questions, scenario, simulate
+from ..engine import Random, simulate
+from ..scenario_spec import questions, scenario
 from ..models import make_model
 from . import decided
 from .harness import Fail

@@ -1,5 +1,5 @@
 """Where the memory models find the kernel's own files: the linux-source-6.12 tree that
-``make linux-source`` unpacks into the user cache (:func:`kstep.lab.source_index.linux_tree`).
+``make linux-source`` unpacks into the user cache (:func:`kstep.lab.source.index.linux_tree`).
 
 The LKMM's specification (``tools/memory-model/linux-kernel.{bell,cat,def}``, ``lock.cat``) and
 the kernel's litmus tests with their expected ``Result:`` lines are read there at run time;
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kstep.errors import UserError
-from kstep.lab import source_index
+from kstep.lab.source import index as source_index
 
 # The two folders of litmus tests with a Result: line in their header.
 LITMUS_DIRS = ("tools/memory-model/litmus-tests", "Documentation/litmus-tests")

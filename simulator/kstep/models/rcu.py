@@ -52,8 +52,8 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from ..engine import HARM, Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
-from ..engine.expect import ExpectError
-from ..engine.scenario import Int, Key, List, Name, Str, Table, unique_names
+from ..scenario_spec.expect import ExpectError
+from ..scenario_spec.scenario import Int, Key, List, Name, Str, Table, unique_names
 
 ULONG_MAX = (1 << 64) - 1
 RCU_SEQ_CTR_SHIFT = 2

@@ -5,7 +5,7 @@ writes a standalone page that works offline, and ``VIEWS`` maps a mechanism's na
 ``register`` adds one.  ``python -m kstep.views.course`` builds every scenario into a course.
 
 Importing the package imports no Bokeh: the standard-library modules (columns, boxes, the
-``*_board`` rows, interactive) also run in the browser, in Pyodide, where Bokeh and numpy are not.
+``boards/`` rows, interactive) also run in the browser, in Pyodide, where Bokeh and numpy are not.
 The names below load the Bokeh views on first use.
 """
 

@@ -3,7 +3,7 @@
 A mechanism's board is a few per-frame sources of ``Box`` rows (threads, VMAs, callbacks), each
 a function of the state, and of other rows (a lock word's bits, its last transitions) that need
 the run so far.  The functions live in standard-library modules (this one, and each mechanism's
-``*_board.py``), so that the page's interactive mode computes the same rows in the browser, in
+module in ``boards/``), so that the page's interactive mode computes the same rows in the browser, in
 Pyodide's core runtime, for the student's own run; board.py draws them with Bokeh.
 """
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
+from .call_stacks import call_stacks
+
 INTO, SKIPPED = " › ", " › … › "  # a call seen in the caller's code; callers in between not modelled
 
 
@@ -40,7 +42,7 @@ def call_pairs(model, calls: Callable[[str, str], bool]) -> list[list[str]]:
 def frame_context(trace, model, calls: Callable[[str, str], bool]) -> tuple[list[str], list[str]]:
     """Per frame of ``trace``: the step's call stack as one line ("" where the model cannot tell it) and
     what the step acts on ("mmap_lock", "VMA 1's lock"; "" when its label says it all)."""
-    stacks = getattr(model, "call_stacks", lambda trace, calls: None)(trace, calls)
+    stacks = call_stacks(model, trace, calls)
     acts_on = getattr(model, "acts_on", lambda state, action: "")
     lines = [""] + [stack_line(s, calls) for s in stacks] if stacks is not None else [""] * len(trace.states)
     on = [""] + [acts_on(trace.states[k], a) for k, a in enumerate(trace.actions)]

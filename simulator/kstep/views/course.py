@@ -24,11 +24,12 @@ import sys
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
-from ..engine import explore, own_run, scenario
+from ..engine import explore
 from ..engine.model import Violation
-from ..engine.runs import SEED
 from ..engine.schedule import Replay, simulate
 from ..engine.trace import Trace
+from ..scenario_spec import scenario
+from ..scenario_spec.runs import SEED, own_run
 from ..errors import UserError
 from ..models import MODELS, make_model
 

@@ -25,8 +25,8 @@ from . import style
 from .board import board_source
 from .boxes import BoardSource
 from .counters import counters_figure
-from .damon_board import (HEAT, MERGE_LINE, SPLIT_LINE, TRUTH, AddressAxis, board_sources, chart_sources, counter_names,
-                          monitored, planned)
+from .boards.damon import (HEAT, MERGE_LINE, SPLIT_LINE, TRUTH, AddressAxis, board_sources, chart_sources,
+                           counter_names, monitored, planned)
 from .player import Player
 from .registry import register
 from .timeline import add_cursor

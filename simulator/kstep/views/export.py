@@ -10,9 +10,9 @@ from bokeh.embed import file_html
 from bokeh.resources import INLINE, Resources
 
 from ..engine import Model, Trace
-from ..engine.scenario import Scenario
+from ..scenario_spec.scenario import Scenario
 from ..files import write_text
-from .live import enable
+from .live import enable, install
 from .registry import view_for
 
 # Bokeh's own page with a margin around the animation, what the scenario is for and, in a course, a
@@ -65,3 +65,11 @@ def page(trace: Trace, model: Model, resources: Resources = INLINE, back: Option
 def save_html(trace: Trace, model: Model, path: str | Path, about: Optional[Scenario] = None) -> None:
     """Write a single-file animation (BokehJS inline), replacing ``path``; a missing directory is a UserError."""
     write_text(path, page(trace, model, about=about))
+
+
+def write_page(folder: Path, trace: Trace, model: Model, about: Optional[Scenario] = None) -> Path:
+    """A standalone interactive page of ``trace`` in ``folder`` (index.html, its _static beside it):
+    what ``kstep serve folder`` serves for a student to schedule the scenario by hand."""
+    (folder / "index.html").write_text(page(trace, model, about=about, live="_static"))
+    install(folder / "_static")
+    return folder / "index.html"

@@ -18,8 +18,8 @@ from ..models.fork_batch.pgtable import Ops
 from . import style
 from .board import board_figure, board_source, draw_boxes
 from .counters import counters_figure
-from .fork_board import (BATCH_DONE, CELL, EMPTY, FOLDED, IN_PROGRESS, SWAPPED, ZERO_PAGE,
-                         board_sources, chart_sources, grid_columns, span_of)
+from .boards.fork_batch import (BATCH_DONE, CELL, EMPTY, FOLDED, IN_PROGRESS, SWAPPED, ZERO_PAGE, board_sources,
+                                chart_sources, grid_columns, span_of)
 from .phases import PHASES
 from .player import Player
 from .registry import register

@@ -5,7 +5,7 @@ offers every enabled action, says why each other actor cannot move (its next ste
 waits for when the model says), checks the invariants after every step exactly as ``simulate``
 does (harm ends the run; a broken assertion is kept and the run goes on), and gives the board's
 rows for the current step and the columns of the whole prefix: the trace's, each step's call stack
-and object, and every board and chart the mechanism's view declares (its *_board.py), so that the
+and object, and every board and chart the mechanism's view declares (its module in boards/), so that the
 player draws the student's run as it draws a recorded one.
 
 The page's interactive mode runs this module in the browser, in Pyodide's core runtime
@@ -23,31 +23,34 @@ import json
 from array import array
 from typing import Any, Callable, Optional
 
-from ..engine import HARM, Action, Trace, scenario
+from ..engine import HARM, Action, Trace
+from ..scenario_spec import scenario
 from ..engine.model import Checks, Violation, deadlock
 from ..engine.schedule import deadlock_message
 from ..errors import UserError
 from ..models import make_model
-from . import context, damon_board, fork_board, phases, qspinlock_board, rcu_board, vma_board
+from . import context, phases
+from .boards import damon, fork_batch, qspinlock, rcu, vma_locks
 from .boxes import BoardSource, frames
+from .call_stacks import stack_replay
 from .columns import FrameColumns, Strings
 
 # Each mechanism's boards and charts, given the model and the initial state: the sources its view draws
 # for playback, declared in its standard-library module.  A mechanism without a view of its own gets
 # the generic view's charts and shows its state as text.
 BOARDS: dict[str, Callable[[Any, Any], list[BoardSource]]] = {
-    "vma-locks": lambda s0, model: vma_board.board_sources(s0),
-    "rcu": lambda s0, model: rcu_board.board_sources(s0),
-    "qspinlock": lambda s0, model: qspinlock_board.board_sources(s0),
-    "damon": damon_board.board_sources,
-    "fork-batch": fork_board.board_sources,
+    "vma-locks": lambda s0, model: vma_locks.board_sources(s0),
+    "rcu": lambda s0, model: rcu.board_sources(s0),
+    "qspinlock": lambda s0, model: qspinlock.board_sources(s0),
+    "damon": damon.board_sources,
+    "fork-batch": fork_batch.board_sources,
 }
 CHARTS: dict[str, Callable[[Any, Any], list[BoardSource]]] = {
-    "vma-locks": lambda s0, model: vma_board.chart_sources(s0),
-    "rcu": lambda s0, model: rcu_board.chart_sources(s0),
-    "qspinlock": qspinlock_board.chart_sources,
-    "damon": damon_board.chart_sources,
-    "fork-batch": fork_board.chart_sources,
+    "vma-locks": lambda s0, model: vma_locks.chart_sources(s0),
+    "rcu": lambda s0, model: rcu.chart_sources(s0),
+    "qspinlock": qspinlock.chart_sources,
+    "damon": damon.chart_sources,
+    "fork-batch": fork_batch.chart_sources,
 }
 
 
@@ -72,8 +75,7 @@ class Session:
         pairs = {tuple(p) for p in json.loads(calls)}
         self.calls = lambda caller, callee: (caller, callee) in pairs
         # Each step's call stack (None: the replay cannot tell it) and what it acts on, as the step is taken.
-        self._replay = getattr(self.model, "stack_replay", lambda config, s0, calls: None)(
-            self.scenario.config, s0, self.calls)
+        self._replay = stack_replay(self.model, self.scenario.config, s0, self.calls)
         self._stacks: list = [()]
         self._on = [""]
         # Per source: its rows by key, kept over every step of the student's run; the frames laid out so

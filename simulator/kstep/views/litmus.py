@@ -1,5 +1,5 @@
 """The litmus view: one execution of a litmus test in the player, stepped operationally (x86-TSO) or
-revealed event by event (sc, arm64, POWER, the LKMM); the board is litmus_board.py's."""
+revealed event by event (sc, arm64, POWER, the LKMM); the board is boards/litmus.py's."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from kstep.memory.stepping import TsoMachine
 
 from . import style
 from .board import board_figure, board_source, draw_boxes
-from .litmus_board import CYCLE, DONE, UNSEEN, WAITING, reveal_sources, tso_sources
+from .boards.litmus import CYCLE, DONE, UNSEEN, WAITING, reveal_sources, tso_sources
 from .player import Player
 from .registry import register
 

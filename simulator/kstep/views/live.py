@@ -114,12 +114,3 @@ def enable(lay, trace, model) -> None:
                     "title": model.title or model.name, "calls": context.call_pairs(model, code.calls),
                     "variants": [{"name": v.name, "doc": v.doc, "broken": v.broken} for v in variants]}
 
-
-def write_page(folder: Path, trace, model, about=None) -> Path:
-    """A standalone interactive page of ``trace`` in ``folder`` (index.html, its _static beside it):
-    what ``kstep serve folder`` serves for a student to schedule the scenario by hand."""
-    from .export import page  # Bokeh's side: only here, so that the rest of this module stays light
-
-    (folder / "index.html").write_text(page(trace, model, about=about, live="_static"))
-    install(folder / "_static")
-    return folder / "index.html"

@@ -1,6 +1,6 @@
 """Notebook predictions: the question is asked in the cell's output, the answer shown only once answered.
 
-A notebook's questions are in the course's ``[[questions]]`` format (kstep.engine.questions), in
+A notebook's questions are in the course's ``[[questions]]`` format (kstep.scenario_spec.questions), in
 ``kstep/notebook_questions/<notebook>.toml`` rather than in the notebook, each with ``why``: the
 explanation shown with the answer.  ``ask = asker("<notebook>")`` in the notebook's first cell, then
 ``ask(trace, model, "id")`` computes the answer from that run and displays one block: the question, a
@@ -19,8 +19,9 @@ from html import escape
 from importlib import resources
 from typing import Callable
 
-from ..engine import Model, Trace, questions, scenario
-from ..engine.scenario import QUESTION, Key, List, Str, Table
+from ..engine import Model, Trace
+from ..scenario_spec import questions, scenario
+from ..scenario_spec.scenario import QUESTION, Key, List, Str, Table
 from ..errors import UserError
 from .predict import prediction
 

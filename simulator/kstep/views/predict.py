@@ -1,7 +1,7 @@
 """Predict mode: the player asks a scenario's ``[[questions]]`` before the step they are about.
 
 A question anchored ``after X`` (or ``before X``) is answered by the state at index k of the run
-(kstep.engine.questions); the player stops at frame k - 1, where that state is still to come, asks,
+(kstep.scenario_spec.questions); the player stops at frame k - 1, where that state is still to come, asks,
 and reveals the state only once the student has answered or given up, keeping score.  Answers are
 computed here from the run shown, never written down; player.js compares what the student typed
 the way ``questions.matches`` compares an answers.toml.
@@ -9,7 +9,8 @@ the way ``questions.matches`` compares an answers.toml.
 
 from __future__ import annotations
 
-from ..engine import Model, Trace, questions, scenario
+from ..engine import Model, Trace
+from ..scenario_spec import questions, scenario
 
 
 def scenario_questions(trace: Trace, model: Model) -> tuple:

@@ -23,10 +23,10 @@ from . import style
 from .board import board_figure, board_source, draw_boxes
 from .counters import counters_figure
 from .player import Player
-from .qspinlock_board import (CELL, CONTEXT_H, CONTEXT_ROW, CONTEXT_Y, LEVEL_ROWS, LINK, NESTING,
-                              NODE_BAD, NODE_FREE, NODE_Y, NOTATION, PHASE_NAMES, PHASES, QUEUE_H, SHOWN_PHASES,
-                              STALE_LINK, STATE_SCALE, TAS_SPIN, WORD_BLOCK, LOCK_BARS, Field, bit_x, board_sources,
-                              chart_sources, context_levels, counter_names, phase, queue_y, word_fields, word_top)
+from .boards.qspinlock import (CELL, CONTEXT_H, CONTEXT_ROW, CONTEXT_Y, LEVEL_ROWS, LINK, NESTING, NODE_BAD, NODE_FREE,
+                               NODE_Y, NOTATION, PHASE_NAMES, PHASES, QUEUE_H, SHOWN_PHASES, STALE_LINK, STATE_SCALE,
+                               TAS_SPIN, WORD_BLOCK, LOCK_BARS, Field, bit_x, board_sources, chart_sources,
+                               context_levels, counter_names, phase, queue_y, word_fields, word_top)
 from .registry import register
 from .timeline import actor_marks, lanes_figure, marks, phase_bars
 

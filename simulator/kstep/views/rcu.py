@@ -16,14 +16,14 @@ from .board import board_figure, board_source, draw_boxes
 from .boxes import BoardSource
 from .counters import counters_figure
 from .player import Player
-from .rcu_board import (CB_READY, CB_WAITING, COUNTERS, GP_RUNNING, OBJ_CURRENT, OBJ_FREED, OBJ_OLD, OBJ_UAF, PHASES,
-                        QS_PENDING, board_sources, chart_sources)
+from .boards.rcu import (CB_READY, CB_WAITING, COUNTERS, GP_RUNNING, OBJ_CURRENT, OBJ_FREED, OBJ_OLD, OBJ_UAF, PHASES,
+                         QS_PENDING, board_sources, chart_sources)
 from .registry import register
 from .timeline import actor_marks, add_cursor, interval_lane, lanes_figure, marks, phase_bars
 
 
 def callbacks_figure(player: Player, x_range: Range1d, src: BoardSource) -> figure:
-    """How many callbacks wait, step by step (rcu_board.rcu_charts), below the timeline it shares its x
+    """How many callbacks wait, step by step (boards.rcu.rcu_charts), below the timeline it shares its x
     range with."""
     p = figure(name="kstep-plot-callbacks", title="callbacks queued (call_rcu) and not yet invoked",
                width=style.WIDTH, height=150, x_range=x_range, y_range=Range1d(0, 1, name="kstep-y-callbacks"),
@@ -39,7 +39,7 @@ def callbacks_figure(player: Player, x_range: Range1d, src: BoardSource) -> figu
 
 
 def rcu_timeline(timeline: figure, player: Player, chart: dict) -> None:
-    """The RCU pieces of a timeline (rcu_board.rcu_charts): grace periods and quiescent states."""
+    """The RCU pieces of a timeline (boards.rcu.rcu_charts): grace periods and quiescent states."""
     interval_lane(timeline, player, chart["timeline-gp"], chart["gp-numbers"], GP_RUNNING[1], style.INK)
     marks(timeline, player, chart["timeline-qs"], color=style.INK, marker="diamond", size=14)
 

@@ -12,7 +12,7 @@ from ..engine import Model, Trace
 View = Callable[[Trace, Model], LayoutDOM]
 
 VIEWS: dict[str, View] = {}
-MECHANISM_VIEWS = ("damon", "fork_batch", "litmus", "qspinlock", "rcu", "vma_lock")  # the modules that register one
+MECHANISM_VIEWS = ("damon", "fork_batch", "litmus", "qspinlock", "rcu", "vma_locks")  # the modules that register one
 
 
 def register(mechanism: str) -> Callable[[View], View]:

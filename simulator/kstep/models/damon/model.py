@@ -34,8 +34,8 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Optional
 
 from ...engine import HARM, Frame, Invariant, Program, ProgramModel, Replacement, Variant
-from ...engine.expect import ExpectError
-from ...engine.scenario import Bool, Int, Key, List, Str, Table, bad
+from ...scenario_spec.expect import ExpectError
+from ...scenario_spec.scenario import Bool, Int, Key, List, Str, Table, bad
 from . import damos as dm
 from . import variants as fx
 from .core import (DAMON_MIN_REGION, PAGE_SIZE, ULONG, Attrs, damon_max_nr_accesses, damon_merge_regions_of,

@@ -73,7 +73,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...engine import Program
-from ...engine.expect import ExpectError
+from ...scenario_spec.expect import ExpectError
 from ..rcu import rcu_expect_functions
 from ..vma_locks import model as vl_model
 from . import pgtable as pt

@@ -5,7 +5,7 @@ PTEs that map them, the threads), the rules a valid one follows, and the initial
 from __future__ import annotations
 
 from ...engine import Frame
-from ...engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
+from ...scenario_spec.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from ..rcu import RCU_ACTOR, rcu_init
 from ..vma_locks import rwsem
 from ..vma_locks import state as vl

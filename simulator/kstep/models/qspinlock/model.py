@@ -44,7 +44,7 @@ from 6.12's 32 and 256 so exploration stays small.
 from __future__ import annotations
 
 from ...engine import Program, ProgramModel, thread_index
-from ...engine.expect import ExpectError
+from ...scenario_spec.expect import ExpectError
 from . import before_set_locked, broken, x86
 from .footprints import Footprints
 from .invariants import INVARIANTS, holders, pending_locked, tail_text

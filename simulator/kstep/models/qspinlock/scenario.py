@@ -6,7 +6,7 @@ gives.
 from __future__ import annotations
 
 from ...engine import Frame
-from ...engine.scenario import Int, Key, List, Str, Table, bad
+from ...scenario_spec.scenario import Int, Key, List, Str, Table, bad
 from .caller import FOREVER
 from .powerpc import HEAD_SPINS_6_12, STEAL_SPINS_6_12
 from .spinlock_types import TICKET_BITS_6_12

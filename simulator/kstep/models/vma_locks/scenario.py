@@ -5,7 +5,7 @@ the rules a valid one follows, and the program of each thread (``thread_loop``).
 from __future__ import annotations
 
 from ...engine import Frame, Program
-from ...engine.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
+from ...scenario_spec.scenario import Bool, Int, Key, List, Name, Str, Table, bad, unique_names
 from ..rcu import RCU_ACTOR
 from . import rwsem
 

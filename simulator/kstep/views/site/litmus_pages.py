@@ -17,7 +17,7 @@ from pathlib import Path
 from bokeh.embed import components
 from docutils import nodes
 
-from ...lab.excerpts import load
+from ...lab.source.excerpts import load
 from ...memory import arm64, lkmm, power, sc, tso
 from ...memory.litmus import parse
 from ...memory.stepping import MODEL_TITLES, stepped

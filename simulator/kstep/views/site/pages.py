@@ -31,7 +31,8 @@ from sphinx import addnodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from ...engine import expect, parse_schedule, scenario
+from ...engine import parse_schedule
+from ...scenario_spec import expect, scenario
 from ...engine.liveness import describe, liveness
 from ...models import MODELS, make_model
 from .. import course, predict

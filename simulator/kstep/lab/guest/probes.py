@@ -1,0 +1,684 @@
+"""What each real-kernel probe must show, and what the model predicts beside it.
+
+A lab result (:func:`kstep.lab.guest.qemu.run`) holds, per probe, the ``# PROBE key=value`` lines the
+guest printed.  ``judge`` turns them into named checks, each with the numbers it looked at;
+``model_prediction`` runs the simulator on the same shape of workload, in the variant that
+matches the fetched kernel.  Agreement is qualitative (zero against some): the model's
+schedules are not the kernel's, so its rates are shown beside the kernel's, not compared.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kstep.errors import UserError
+from kstep.lab.guest import vma_locks as vma_retries
+from kstep.lab.guest.kernels import Kernels
+
+GUEST = Path(__file__).resolve().parents[4] / "kernel-lab" / "guest"
+PGFAULT_AGREEMENT = 0.05  # lock_vma_under_rcu calls vs /proc/vmstat pgfault (the shell's faults count too)
+MODEL_SEEDS = range(1, 11)
+
+
+@dataclass(frozen=True)
+class Check:
+    probe: str
+    name: str
+    ok: bool
+    detail: str
+    timing: bool = False  # judged on measured times: shown by kstep lab run, never asserted by tests
+
+
+def _int(fields: dict[str, str], key: str, where: str) -> int:
+    try:
+        return int(fields[key])
+    except (KeyError, ValueError):
+        raise UserError(f"{where}: no whole number {key}= in {fields}") from None
+
+
+def _by_mode(data: list[dict[str, str]], probe: str) -> dict[str, dict[str, str]]:
+    return {d.get("mode", ""): d for d in data if d.get("mode")}
+
+
+# ---------------------------------------------------------------------------------------
+# per-VMA locks
+
+
+def vma_counts(fields: dict[str, str]) -> dict[str, int]:
+    """The workload's own counts (``w_*``) and the whole system's, as whole numbers."""
+    keys = ("ok", "null", "retry", "w_ok", "w_null", "w_retry", "pgfault")
+    return {k: _int(fields, k, f"vma mode={fields.get('mode')}") for k in keys}
+
+
+def judge_vma(data: list[dict[str, str]], raw: dict[str, list[str]] | None = None) -> list[Check]:
+    modes = _by_mode(data, "vma")
+    checks = []
+    for mode in ("faults", "writer"):
+        if mode not in modes:
+            checks.append(Check("vma", f"{mode} ran", False, f"no 'vma mode={mode}' line"))
+    if len(checks):
+        return checks
+    alone, writer = vma_counts(modes["faults"]), vma_counts(modes["writer"])
+    # A fallback is lock_vma_under_rcu() returning NULL; retries are counted and shown beside.
+    checks.append(Check(
+        "vma", "no fallback without a writer", alone["w_null"] == 0,
+        f"workload: {alone['w_ok']} per-VMA-locked, {alone['w_null']} NULL, {alone['w_retry']} retried in its life",
+    ))
+    checks.append(Check(
+        "vma", "some fallback with a writer", writer["w_null"] > 0,
+        f"workload: {writer['w_ok']} per-VMA-locked, {writer['w_null']} NULL, {writer['w_retry']} retried in its life",
+    ))
+    if raw and raw.get("trace"):
+        checks += judge_vma_retries(data, raw)
+    for mode, c in (("faults", alone), ("writer", writer)):
+        calls = c["ok"] + c["null"]
+        off = abs(calls - c["pgfault"]) / max(c["pgfault"], 1)
+        checks.append(Check(
+            "vma", f"{mode}: lock_vma_under_rcu calls match pgfault", off <= PGFAULT_AGREEMENT,
+            f"{calls} calls, pgfault rose {c['pgfault']} ({off:.1%} apart, at most {PGFAULT_AGREEMENT:.0%})",
+        ))
+    return checks
+
+
+def judge_vma_retries(data: list[dict[str, str]], raw: dict[str, list[str]]) -> list[Check]:
+    """The traced VMA-lock retries (a result recorded before the probe traced them has none to judge):
+    the workload alone retries nothing, and every retry is a fault special_mapping_fault() then served."""
+    retries = vma_retries.classify(data, raw)
+    in_window = [r for r in retries if r.mode == "faults" and r.whose == "workload"]
+    unexplained = [r for r in retries if not r.special]
+    whose = ", ".join(f"{n} {w}" for w, n in sorted(Counter(r.whose for r in retries).items()))
+    return [
+        Check("vma", "faults: the workload's own faults never retry", not in_window,
+              f"{len(in_window)} retried inside its window" + (f": {in_window[0].what}" if in_window else "")),
+        Check("vma", "every VMA-lock retry is a special mapping's fault", not unexplained,
+              f"{len(retries)} retries" + (f": {whose}" if whose else "")
+              + (f"; not served by special_mapping_fault(): {unexplained[0].what}" if unexplained else "")),
+    ]
+
+
+def vma_variant(kernels: Kernels) -> str:
+    """``seqcount`` when the fetched kernel's mmap_lock.h has the mm_lock_seq seqcount."""
+    mmap_lock = kernels.root / "headers" / "usr" / "src" / f"linux-headers-{kernels.abi}-common"
+    text = (mmap_lock / "include" / "linux" / "mmap_lock.h").read_text()
+    return "seqcount" if "mm_lock_seqcount_begin" in text else "v6.12"
+
+
+def vma_model(variant: str) -> dict[str, dict[str, int]]:
+    """The model's counters over MODEL_SEEDS random schedules of each workload's shape."""
+    from kstep.engine import Random, simulate
+    from kstep.scenario_spec import scenario as scenarios
+    from kstep.models import make_model
+
+    out = {}
+    for mode in ("faults", "writer"):
+        model = make_model("vma-locks", variant)
+        sc = scenarios.load(model.name, model.scenario_schema, str(GUEST / "model" / f"vma-{mode}.toml"))
+        total: dict[str, int] = {}
+        for seed in MODEL_SEEDS:
+            final = simulate(model, model.initial(sc.config), Random(seed), scenario=sc.name,
+                             config=sc.config).states[-1]
+            for key, value in final.counters._asdict().items():
+                total[key] = total.get(key, 0) + value
+        out[mode] = total
+    return out
+
+
+def vma_rows(data: list[dict[str, str]], result: dict, raw: dict[str, list[str]] | None = None) -> list[str]:
+    variant = result["models"]["vma-locks"]
+    model = vma_model(variant)
+    retries = vma_retries.classify(data, raw) if raw and raw.get("trace") else None
+    rows = [f"per-VMA locks (model variant {variant}, {len(MODEL_SEEDS)} random schedules per shape):"]
+    for mode, fields in _by_mode(data, "vma").items():
+        c = vma_counts(fields)
+        m = model.get(mode, {})
+        model_fb = m.get("vma_lock_abort", 0) + m.get("vma_lock_miss", 0)
+        model_all = model_fb + m.get("vma_lock_success", 0)
+        rows.append(
+            f"  {mode:<7} kernel: {c['w_ok'] + c['w_null']} faults, {c['w_null']} fell back "
+            f"({_share(c['w_null'], c['w_ok'] + c['w_null'])}), {c['w_retry']} retried in its life   "
+            f"model: {model_all} faults, {model_fb} fell back ({_share(model_fb, model_all)}), "
+            f"{m.get('vma_lock_retry', 0)} retried"
+        )
+        if retries is not None:
+            rows.append(f"          {vma_retries.summary(retries, mode)}")
+    if retries is not None:
+        others = Counter(r.comm for r in retries if r.whose == "other")
+        rows.append("  other processes' retries: " + (", ".join(f"{c} x{n}" for c, n in sorted(others.items()))
+                                                     or "none"))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------
+# fork batching
+
+FORK_MODES = ("4k", "64k", "2m", "2m-pte")
+FORK_MIN_N = 40
+# A 2 MiB THP is one PMD entry for copy_huge_pmd(); a 64K mTHP saves copy_present_ptes()'s
+# per-PTE work by batching 16 PTEs of one folio.  Ratios seen under TCG (reference runs, 40
+# forks): 4K/64K 1.5-3x, 4K/2M 4-19x.  The margins are wide: these are emulated times.
+FORK_64K_MARGIN = 1.2
+FORK_2M_MIN_RATIO = 3.0
+
+
+def fork_stats(data: list[dict[str, str]]) -> dict[str, dict[str, float]]:
+    out = {}
+    for mode, fields in _by_mode(data, "fork").items():
+        where = f"fork mode={mode}"
+        out[mode] = {k: float(_int(fields, k, where)) for k in
+                     ("n", "mean_us", "sd_us", "min_us", "median_us", "anon_huge_kb", "split_pmd", "split_page")}
+    return out
+
+
+def judge_fork(data: list[dict[str, str]]) -> list[Check]:
+    st = fork_stats(data)
+    missing = [m for m in FORK_MODES if m not in st]
+    if missing:
+        return [Check("fork", "every mode ran", False, f"no 'fork mode=' line for {', '.join(missing)}")]
+    checks = [Check("fork", f"at least {FORK_MIN_N} forks per mode", all(st[m]["n"] >= FORK_MIN_N for m in FORK_MODES),
+                    ", ".join(f"{m} {st[m]['n']:.0f}" for m in FORK_MODES))]
+    two = st["2m"]
+    checks.append(Check("fork", "2m: the memory is PMD-mapped THP", two["anon_huge_kb"] > 0,
+                        f"AnonHugePages {two['anon_huge_kb']:.0f} kB"))
+    pte = st["2m-pte"]
+    checks.append(Check(
+        "fork", "2m-pte: PMDs split, folios not",
+        pte["anon_huge_kb"] == 0 and pte["split_pmd"] > 0 and pte["split_page"] == 0,
+        f"AnonHugePages {pte['anon_huge_kb']:.0f} kB, thp_split_pmd +{pte['split_pmd']:.0f}, "
+        f"thp_split_page +{pte['split_page']:.0f}",
+    ))
+    small = st["4k"]["median_us"]
+    checks.append(Check("fork", f"64k no slower than 4k (within {FORK_64K_MARGIN}x)",
+                        st["64k"]["median_us"] <= small * FORK_64K_MARGIN,
+                        f"median 4k {small:.0f} us, 64k {st['64k']['median_us']:.0f} us", timing=True))
+    checks.append(Check("fork", f"2m at least {FORK_2M_MIN_RATIO:.0f}x faster than 4k",
+                        small >= FORK_2M_MIN_RATIO * two["median_us"],
+                        f"median 4k {small:.0f} us, 2m {two['median_us']:.0f} us", timing=True))
+    return checks
+
+
+# The fork-cost model's name for each lab mode (None: PMD-mapped, which the model does not copy),
+# and each architecture's PTE format in the fork-batch model (ppc64le's hash/radix PTEs: generic).
+FORK_MODEL_MODES = {"4k": "4K", "64k": "64K mTHP", "2m-pte": "2M PTE-mapped", "2m": "2M THP"}
+PTE_FORMATS = {"x86_64": "x86-64", "arm64": "arm64-4K-contpte", "ppc64le": "generic"}
+FORK_MAX_NR_CLAMP = 29  # 6.12.29 clamps folio_pte_batch()'s max_nr to the folio's end first
+
+
+def fork_variant(abi: str) -> str:
+    """The fork-batch variant of a kernel ABI such as ``6.12.95+deb12``: 6.12.117's ``folio-batch`` from
+    6.12.29 on, ``v6.12.0-batch`` before."""
+    from kstep.models.fork_batch.state import FOLIO_BATCH, V6_12_0_BATCH
+
+    m = re.match(r"6\.12\.(\d+)", abi)
+    return V6_12_0_BATCH if m and int(m[1]) < FORK_MAX_NR_CLAMP else FOLIO_BATCH
+
+
+def fork_prediction(result: dict) -> dict[str, float | None]:
+    """The model's operations per copied GiB in each lab mode, relative to 4k (None: not modelled)."""
+    from kstep.measure import fork_batch as fork_cost
+
+    cost = fork_cost.predicted_relative_cost(PTE_FORMATS[result["arch"]], fork_variant(result["kernel"]["abi"]))
+    return {mode: cost[name] for mode, name in FORK_MODEL_MODES.items()}
+
+
+def fork_measured(data: list[dict[str, str]]) -> dict[str, float]:
+    """Each mode's median fork() time relative to 4k's, from one boot."""
+    st = fork_stats(data)
+    base = st.get("4k", {}).get("median_us")
+    return {mode: s["median_us"] / base for mode, s in st.items() if base}
+
+
+def fork_rows(data: list[dict[str, str]], result: dict) -> list[str]:
+    st = fork_stats(data)
+    measured, model = fork_measured(data), fork_prediction(result)
+    rows = [f"fork of 256 MiB ({result['arch']}, smp {result['smp']}): kernel time mean +- sd and median, "
+            f"relative to 4k; model ({fork_variant(result['kernel']['abi'])}, "
+            f"{PTE_FORMATS[result['arch']]} PTEs): operations relative to 4k"]
+    for mode in FORK_MODES:
+        if mode in st:
+            s = st[mode]
+            kernel = f"{measured[mode]:.2f}" if mode in measured else "n/a"
+            predicted = "  -  (copy_huge_pmd: not modelled)" if model[mode] is None else f"{model[mode]:.2f}"
+            rows.append(f"  {mode:<7} {s['mean_us'] / 1000:7.2f} +- {s['sd_us'] / 1000:5.2f} ms  "
+                        f"median {s['median_us'] / 1000:7.2f} ms  (n={s['n']:.0f})  kernel {kernel}  model {predicted}")
+    rows.append("  comparable: the order (64k and 2m-pte below 4k), not the size: the model counts copy_pte_range's "
+                "PTE and folio-counter operations only; the kernel's time adds fork's fixed work (dup_mmap, "
+                "page-table pages, the child) and emulation")
+    return rows
+
+
+# ---------------------------------------------------------------------------------------
+# DAMON
+
+DAMON_MIN_RATIO = 10.0  # hot/rest size-weighted nr_accesses (reference runs: 37-617x)
+DAMON_MIN_REGION = 4096  # PAGE_SIZE on every lab kernel (4K pages)
+DAMON_MAX_REGIONS = 1000  # what /init writes to nr_regions/max
+_TRACE = re.compile(
+    r"\s(\d+\.\d+): damon_aggregated: target_id=\d+ nr_regions=(\d+) (\d+)-(\d+): (\d+) (\d+)")
+_MAPS = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) ")
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    time: float  # seconds, the trace clock of its first region
+    regions: tuple[tuple[int, int, int, int], ...]  # (start, end, nr_accesses, age)
+    nr_regions: int  # what each line says the target has
+
+
+def damon_aggregations(trace: list[str]) -> list[Aggregation]:
+    """Group raw damon_aggregated lines into aggregation intervals (nr_regions lines each)."""
+    out: list[Aggregation] = []
+    current: list[tuple[int, int, int, int]] = []
+    start, expected = 0.0, 0
+    for line in trace:
+        m = _TRACE.search(line)
+        if m is None:
+            continue
+        if not current:
+            start, expected = float(m.group(1)), int(m.group(2))
+        current.append(tuple(int(m.group(k)) for k in (3, 4, 5, 6)))
+        if len(current) == expected:
+            out.append(Aggregation(start, tuple(current), expected))
+            current = []
+    return out
+
+
+def _align(x: int) -> int:
+    return -(-x // DAMON_MIN_REGION) * DAMON_MIN_REGION
+
+
+def maps_vmas(maps: list[str]) -> list[tuple[int, int]]:
+    """The VMAs of the mm in /proc/PID/maps lines, sorted; [vsyscall] is not one of them."""
+    vmas = []
+    for line in maps:
+        m = _MAPS.match(line)
+        if m and not line.rstrip().endswith("[vsyscall]"):
+            vmas.append((int(m.group(1), 16), int(m.group(2), 16)))
+    return sorted(vmas)
+
+
+def three_regions(maps: list[str]) -> list[tuple[int, int]]:
+    """mm/damon/vaddr.c:__damon_va_three_regions over the VMAs of /proc/PID/maps: the mappings less
+    the two biggest gaps between them."""
+    vmas = maps_vmas(maps)
+    if len(vmas) < 3:
+        raise UserError(f"damon: {len(vmas)} mappings in the target's maps, DAMON needs three gaps' worth")
+    first = second = (0, 0)
+    for (_, prev_end), (start, _) in zip(vmas, vmas[1:]):
+        gap = start - prev_end
+        if gap > first[1] - first[0]:
+            second, first = first, (prev_end, start)
+        elif gap > second[1] - second[0]:
+            second = (prev_end, start)
+    if first[0] > second[0]:
+        first, second = second, first
+    bounds = [(vmas[0][0], first[0]), (first[1], second[0]), (second[1], vmas[-1][1])]
+    return [(_align(a), _align(b)) for a, b in bounds]
+
+
+def _union(regions) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for start, end, *_ in sorted(regions):
+        if out and start == out[-1][1]:
+            out[-1][1] = end
+        else:
+            out.append([start, end])
+    return [(a, b) for a, b in out]
+
+
+def damon_ratio(aggs: list[Aggregation], hot: tuple[int, int]) -> tuple[float, float]:
+    """Size-weighted mean nr_accesses of the hot range and of everything else, over every interval."""
+    hot_sum = hot_size = rest_sum = rest_size = 0
+    for agg in aggs:
+        for start, end, nr, _age in agg.regions:
+            inside = max(0, min(end, hot[1]) - max(start, hot[0]))
+            hot_sum += inside * nr
+            hot_size += inside
+            rest_sum += (end - start - inside) * nr
+            rest_size += end - start - inside
+    return hot_sum / max(hot_size, 1), rest_sum / max(rest_size, 1)
+
+
+def damon_hot_rest(hot_mean: float, rest_mean: float) -> float:
+    """hot/rest; infinite when only the hot range was ever accessed, 0 when nothing was."""
+    if rest_mean:
+        return hot_mean / rest_mean
+    return float("inf") if hot_mean else 0.0
+
+
+def damon_facts(case: dict) -> tuple[dict[str, str], list[Aggregation], tuple[int, int]]:
+    fields = next(iter(case["data"]), {})
+    try:
+        hot = tuple(int(x, 16) for x in fields["hot"].split("-"))
+    except (KeyError, ValueError):
+        raise UserError(f"damon: no hot=START-END in {fields}") from None
+    return fields, damon_aggregations(case["raw"].get("trace", [])), hot
+
+
+def judge_damon_case(case: dict) -> list[Check]:
+    fields, aggs, hot = damon_facts(case)
+    if not aggs:
+        return [Check("damon", "damon_aggregated traced", False, "no damon_aggregated lines")]
+    checks = []
+    expected = three_regions(case["raw"].get("maps", []))
+    update_s = int(fields.get("update_us", "1000000")) / 1e6
+    max_nr = int(fields.get("aggr_us", "100000")) // int(fields.get("sample_us", "5000"))
+    settled = [a for a in aggs if a.time >= aggs[0].time + update_s]
+    wrong = [a for a in settled if _union(a.regions) != expected]
+    checks.append(Check(
+        "damon", "after the first update the regions cover exactly the three regions of the maps",
+        bool(settled) and not wrong,
+        f"{len(settled)} intervals checked, {len(wrong)} differ; three regions "
+        + ", ".join(f"{a:#x}-{b:#x}" for a, b in expected),
+    ))
+    bad = []
+    for a in aggs:
+        rs = sorted(a.regions)
+        if (len(rs) != a.nr_regions or a.nr_regions > DAMON_MAX_REGIONS
+                or any(s >= e or s % DAMON_MIN_REGION or e % DAMON_MIN_REGION for s, e, *_ in rs)
+                or any(rs[k][1] > rs[k + 1][0] for k in range(len(rs) - 1))
+                or any(nr > max_nr for _, _, nr, _ in rs)):
+            bad.append(a.time)
+    checks.append(Check(
+        "damon", "region invariants (sorted, disjoint, page-aligned, nr_accesses <= aggr/sample)",
+        not bad, f"{len(aggs)} intervals, {len(bad)} break one" + (f" (first at {bad[0]:.3f} s)" if bad else ""),
+    ))
+    trace = damon_observed(case)
+    checks.append(Check(
+        "damon", "the regions replay as an observation trace (kstep check damon's region invariants)",
+        trace.violation is None,
+        f"{len(trace.states) - 1} aggregations" + (f"; {trace.violation.title} broken at aggregation "
+                                                   f"{trace.violation.step}: {trace.violation.message}"
+                                                   if trace.violation else ""),
+    ))
+    hot_mean, rest_mean = damon_ratio(aggs, hot)
+    ratio = damon_hot_rest(hot_mean, rest_mean)
+    checks.append(Check(
+        "damon", f"hot range at least {DAMON_MIN_RATIO:.0f}x the rest", ratio >= DAMON_MIN_RATIO,
+        f"size-weighted nr_accesses hot {hot_mean:.2f}, rest {rest_mean:.4f}, ratio {ratio:.0f}",
+    ))
+    return checks
+
+
+def damon_observed(case: dict):
+    """The probe's damon_aggregated lines as ``kstep check damon`` replays them (an observation trace,
+    held to the region invariants), with the intervals the probe set, so nr_accesses is bounded too."""
+    from kstep.lab.replay import damon_observed as observed
+    from kstep.models.damon.core import Attrs
+
+    fields = next(iter(case["data"]), {})
+    obs = observed.parse_tracepoint_text("\n".join(case["raw"].get("trace", [])), "damon trace")
+    attrs = Attrs(int(fields.get("sample_us", "5000")), int(fields.get("aggr_us", "100000")),
+                  int(fields.get("update_us", "1000000")))
+    return observed.observed_trace(obs._replace(attrs=attrs), "lab damon trace")[0]
+
+
+def damon_variant(abi: str) -> str:
+    """The DAMON model's ``as-of-6.12.N`` composite for a kernel ABI such as ``6.12.95+deb12``, or its
+    default (6.12.117) for a release it has no composite of."""
+    from kstep.models.damon.model import DamonModel
+
+    m = re.match(r"6\.12\.(\d+)", abi)
+    name = f"as-of-6.12.{m[1]}" if m else ""
+    return name if name in DamonModel.variants else DamonModel.default_variant
+
+
+def damon_scenario(case: dict, result: dict) -> str:
+    """The probe's workload as a DAMON scenario (TOML): the target's VMAs from its maps, the planted hot
+    range touched in every sample, the probe's intervals and region bounds, as many aggregations as
+    the kernel traced, and the boot's seed."""
+    from kstep.models.damon.model import size_text
+
+    fields, aggs, hot = damon_facts(case)
+    vmas = "".join(f"[[vmas]]\nstart = {a:#x}\nend = {b:#x}\n\n" for a, b in maps_vmas(case["raw"].get("maps", [])))
+    return (f'description = "The {result["arch"]} lab boot\'s DAMON probe: vmaprobe\'s threads write its '
+            f'{size_text(hot[1] - hot[0])} hot range in every sample and touch nothing else."\n'
+            f'look_for = "The regions gathering around the hot range, as the kernel\'s did."\n'
+            f"aggregations = {max(len(aggs), 1)}\nseed = {result['seed']}\n\n[attrs]\n"
+            f"sample_us = {fields.get('sample_us', 5000)}\naggr_us = {fields.get('aggr_us', 100000)}\n"
+            f"update_us = {fields.get('update_us', 1000000)}\nmin_nr_regions = 10\n"
+            f"max_nr_regions = {DAMON_MAX_REGIONS}\n\n{vmas}[[access]]\nstart = {hot[0]:#x}\nend = {hot[1]:#x}\n")
+
+
+def damon_model(case: dict, result: dict) -> list[Aggregation]:
+    """The DAMON model's run of :func:`damon_scenario`: each aggregation's regions as
+    kdamond_reset_aggregated() reports them (the tracepoint's fields)."""
+    from kstep.engine import Random, simulate
+    from kstep.scenario_spec import scenario as scenarios
+    from kstep.models import make_model
+    from kstep.models.damon.model import RESET
+
+    model = make_model("damon", damon_variant(result["kernel"]["abi"]))
+    sc = scenarios.parse(model.name, model.scenario_schema, "lab", damon_scenario(case, result), "lab", [])
+    trace = simulate(model, model.initial(sc.config), Random(0), config=sc.config, max_steps=10_000_000)
+    return [Aggregation(s.k.now_us / 1e6, tuple((r.start, r.end, r.last_nr_accesses, r.age) for r in s.regions),
+                        len(s.regions))
+            for a, s in zip(trace.actions, trace.states[1:]) if a.label == RESET]
+
+
+def damon_rows(case: dict, result: dict) -> list[str]:
+    fields, aggs, hot = damon_facts(case)
+    trace = damon_observed(case)
+    model = damon_model(case, result)
+    sample_ms = int(fields.get("sample_us", "5000")) / 1000
+    aggr_ms = int(fields.get("aggr_us", "100000")) / 1000
+    rows = [f"DAMON (vaddr; sample {sample_ms:g} ms, aggregate {aggr_ms:g} ms), hot {hot[0]:#x}-{hot[1]:#x}: "
+            f"size-weighted mean nr_accesses of the hot range and of the rest"]
+    for who, got in (("kernel", aggs), (f"model ({damon_variant(result['kernel']['abi'])}, same maps, hot range "
+                                        f"and seed)", model)):
+        hot_mean, rest_mean = damon_ratio(got, hot)
+        regions = [len(a.regions) for a in got] or [0]
+        rows.append(f"  {who}: {len(got)} aggregations, {min(regions)}-{max(regions)} regions, hot {hot_mean:.2f} "
+                    f"vs rest {rest_mean:.4f} ({damon_hot_rest(hot_mean, rest_mean):.0f}x)")
+    rows.append("  the kernel's regions replayed as an observation trace: "
+                + ("every aggregation keeps the region invariants" if trace.violation is None
+                   else f"aggregation {trace.violation.step} breaks {trace.violation.title}"))
+    rows.append("  comparable: the hot range standing out, and how many regions DAMON keeps; not the hot mean: the "
+                "model's process touches every hot page in every sample, while damon_ptep_mkold() clears a PTE's "
+                "accessed bit with ptep_test_and_clear_young() and flushes no TLB, so the kernel sees a page again "
+                "only after the emulated CPU walks its page table anew (one reason its mean is lower); "
+                "the rest is above 0 in both where a region straddles the hot range's edge, and in the kernel "
+                "also from the program's own code and stack")
+    return rows
+
+
+# ---------------------------------------------------------------------------------------
+# qspinlock
+
+QSPIN_REPEAT = 2  # acquisitions per CPU at most: with two CPUs, a holder queues behind pending only on its second
+QSPIN_MAX_STATES = 2_000_000
+
+
+def word_universe(cpus: int) -> frozenset[int]:
+    """Every (tail, pending, locked) word of ``cpus`` CPUs taking one lock in task context: the tail
+    names a CPU with node index 0 (a CPU nests a node only when an interrupt takes another lock)."""
+    from kstep.models.qspinlock.qspinlock import encode_tail
+    from kstep.models.qspinlock.qspinlock_types import _Q_LOCKED_VAL, _Q_PENDING_VAL, LAYOUTS
+
+    tails = [0] + [encode_tail(LAYOUTS[8], cpu, 0) for cpu in range(cpus)]
+    return frozenset(t | p | lk for t in tails for p in (0, _Q_PENDING_VAL) for lk in (0, _Q_LOCKED_VAL))
+
+
+def _explored_words(cpus: int, repeat: int, variant: str) -> frozenset[int]:
+    """The lock words of a breadth-first walk of the model's states, every CPU taking lock A ``repeat``
+    times; words only, since the sampler sees only the word."""
+    from kstep.scenario_spec import scenario as scenarios
+    from kstep.models import make_model
+
+    model = make_model("qspinlock", variant)
+    cpu_tables = "".join(f'[[cpus]]\nlocks = ["A"]\nrepeat = {repeat}\n\n' for _ in range(cpus))
+    text = f'description = "lab"\nlook_for = "lab"\n\n{cpu_tables}'
+    sc = scenarios.parse(model.name, model.scenario_schema, f"lab-{cpus}", text, "lab", [])
+    start = model.initial(sc.config)
+    seen, frontier, words = {start}, [start], {start.words[0]}
+    while frontier:
+        nxt = []
+        for state in frontier:
+            for action in model.actions(state):
+                after = model.step(state, action)
+                if after not in seen:
+                    seen.add(after)
+                    words.add(after.words[0])
+                    nxt.append(after)
+        if len(seen) > QSPIN_MAX_STATES:
+            raise RuntimeError(f"qspinlock with {cpus} CPUs: more than {QSPIN_MAX_STATES} states")
+        frontier = nxt
+    return frozenset(words)
+
+
+@functools.cache
+def reachable_words(cpus: int, variant: str = "v6.12") -> frozenset[int]:
+    """Every lock word the model reaches with ``cpus`` CPUs each taking lock A once, then (unless
+    that already reached every word of :func:`word_universe`, so no longer run can add one) each
+    taking it QSPIN_REPEAT times.  Three CPUs reach all 16 words with one acquisition each (0.2 s);
+    two reach 10 of their 12 only with two (a pending waiter and a queued CPU need a third for
+    tail + pending + locked)."""
+    universe = word_universe(cpus)
+    for repeat in range(1, QSPIN_REPEAT + 1):
+        words = _explored_words(cpus, repeat, variant)
+        if words == universe:
+            break
+    return words
+
+
+def decode_generic(word: int) -> str:
+    """asm-generic's (tail, pending, locked) with _Q_PENDING_BITS 8 (NR_CPUS < 16K)."""
+    tail = word >> 16
+    parts = []
+    if tail:
+        parts.append(f"tail cpu{(tail >> 2) - 1}/idx{tail & 3}")
+    if word & 0xFF00:
+        parts.append("pending")
+    if word & 0xFF:
+        parts.append("locked")
+    return " + ".join(parts) or "free"
+
+
+def decode_powerpc(word: int) -> str:
+    """arch/powerpc/include/asm/qspinlock_types.h: tail cpu+1 (17-31), must-queue (16),
+    sleepy (15, set only by the paravirt path), owner cpu (1-14), locked (0)."""
+    parts = []
+    if word >> 17:
+        parts.append(f"tail cpu{(word >> 17) - 1}")
+    if word & (1 << 16):
+        parts.append("must-queue")
+    if word & (1 << 15):
+        parts.append("sleepy (paravirt)")
+    if word & 1:
+        parts.append(f"locked by cpu{(word >> 1) & 0x3FFF}")
+    return " + ".join(parts) or "free"
+
+
+def qspin_words(data: list[dict[str, str]]) -> tuple[dict[int, int], dict[str, str]]:
+    words, summary = {}, {}
+    for d in data:
+        if "word" in d:
+            words[int(d["word"], 16)] = _int(d, "count", "qspin")
+        else:
+            summary = d
+    return words, summary
+
+
+def judge_qspin_case(case: dict, arch: str) -> list[Check]:
+    words, summary = qspin_words(case["data"])
+    if not words:
+        return [Check("qspin", "the sampler saw the lock word", False, "no 'qspin word=' lines")]
+    k = _int(summary, "nthreads", "qspin")
+    if arch == "ppc64le":
+        # pseries under QEMU is a shared-processor LPAR, so 6.12 takes the paravirt path: the
+        # sleepy bit may be set, which the non-paravirt powerpc model never does.  Classify.
+        kinds = {w: decode_powerpc(w) for w in words}
+        queued = [w for w in words if w >> 17]
+        return [
+            Check("qspin", "powerpc: every word decodes within the CPUs that ran",
+                  all((w >> 17) - 1 < k and (not w & 1 or ((w >> 1) & 0x3FFF) < k) for w in words),
+                  f"{len(words)} distinct words: " + ", ".join(f"{w:#x} {kinds[w]}" for w in sorted(words)[:8])),
+            Check("qspin", "powerpc: someone queued (a tail)", bool(queued), f"{len(queued)} words with a tail"),
+        ]
+    reachable = reachable_words(k)
+    outside = sorted(w for w in words if w not in reachable)
+    checks = [Check(
+        "qspin", f"every sampled word is in the model's reachable set for {k} CPUs", not outside,
+        f"{len(words)} distinct sampled, {len(reachable)} reachable"
+        + (f"; outside: {', '.join(f'{w:#x} ({decode_generic(w)})' for w in outside[:6])}" if outside else ""),
+    )]
+    for name, pred in (("pending", lambda w: w & 0xFF00),
+                       ("tail", lambda w: w >> 16),
+                       ("tail + locked", lambda w: w >> 16 and w & 0xFF)):
+        seen = [w for w in words if pred(w)]
+        checks.append(Check("qspin", f"a {name} word was seen", bool(seen),
+                            ", ".join(f"{w:#x}" for w in sorted(seen)[:6]) or "none"))
+    return checks
+
+
+def qspin_rows(case: dict, result: dict) -> list[str]:
+    words, summary = qspin_words(case["data"])
+    decode = decode_powerpc if result["arch"] == "ppc64le" else decode_generic
+    total = sum(words.values()) or 1
+    rows = [f"qspinlock word ({summary.get('nthreads', '?')} kthreads, {summary.get('acquisitions', '?')} "
+            f"acquisitions, {summary.get('samples', '?')} samples):"]
+    for w, n in sorted(words.items(), key=lambda item: -item[1])[:12]:
+        rows.append(f"  {w:#010x} {n / total:7.2%}  {decode(w)}")
+    return rows
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part / whole:.2%}" if whole else "n/a"
+
+
+# ---------------------------------------------------------------------------------------
+# The registry
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A probe's checks and its rows beside the model, both read from one result case."""
+
+    name: str
+    judge: Callable[[dict, dict], list[Check]]
+    rows: Callable[[dict, dict], list[str]]
+
+
+PROBES: dict[str, Probe] = {
+    p.name: p
+    for p in (
+        Probe("vma", lambda case, r: judge_vma(case["data"], case.get("raw")),
+              lambda case, r: vma_rows(case["data"], r, case.get("raw"))),
+        Probe("fork", lambda case, r: judge_fork(case["data"]), lambda case, r: fork_rows(case["data"], r)),
+        Probe("damon", lambda case, r: judge_damon_case(case), damon_rows),
+        Probe("qspin", lambda case, r: judge_qspin_case(case, r["arch"]), qspin_rows),
+    )
+}
+
+
+def model_variants(kernels: Kernels) -> dict[str, str]:
+    """The model variant each comparison uses, chosen from the fetched kernel's own headers."""
+    return {"vma-locks": vma_variant(kernels)}
+
+
+def judge(result: dict) -> list[Check]:
+    checks = []
+    for case in result["cases"]:
+        if not case["ok"]:
+            checks.append(Check(case["name"], "the guest's probe ran", False, "the guest reported 'not ok'"))
+            continue
+        checks += PROBES[case["name"]].judge(case, result)
+    return checks
+
+
+def report(result: dict) -> tuple[list[str], bool]:
+    """The kernel's numbers beside the model's, then each check; and whether every check that
+    is not about measured times holds."""
+    lines = []
+    for case in result["cases"]:
+        if case["ok"] and case["name"] in PROBES:
+            lines += PROBES[case["name"]].rows(case, result)
+    checks = judge(result)
+    for c in checks:
+        tag = "ok" if c.ok else "not seen: a timing, noisy under TCG" if c.timing else "FAIL"
+        lines.append(f"  [{tag}] {c.probe}: {c.name} ({c.detail})")
+    return lines, all(c.ok for c in checks if not c.timing)

@@ -1,0 +1,153 @@
+"""The Linux 6.12 source of every function a step label mirrors, committed for the player's code pane.
+
+A course page shows the kernel code behind each step without the kernel tree: the excerpts are
+taken once from Debian's ``linux-source-6.12`` (the version :mod:`kstep.lab.source.index` names)
+and committed as ``linux-6.12-excerpts.json.gz``, with the package, its version and the kernel
+release in the file, and each excerpt's first line number in its file.
+
+``python -m kstep.lab.source.excerpts build [--tree DIR]`` reads the tree that ``python -m
+kstep.lab.source.index build`` extracts into the user cache (or any unpacked linux-source-6.12
+tree given as ``--tree``) and rewrites the committed file.  A function defined more than once
+(``#ifdef`` branches, a stub for a disabled option) is excerpted from its longest definition:
+the stubs are one line, the code the model follows is the long one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib.resources
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Iterable, Optional
+
+from kstep.lab.source.index import PACKAGE, VERSION, kernel_release, tree_dir
+
+EXCERPTS_NAME = "linux-6.12-excerpts.json.gz"
+
+
+def _definition_end(lines: list[str], start: int) -> Optional[int]:
+    """The line after the definition starting at ``start``: a macro's last continued line, or a
+    function's closing brace in column 0 (kernel style); None for a declaration."""
+    if lines[start].lstrip().startswith("#define"):
+        end = start
+        while lines[end].rstrip().endswith("\\") and end + 1 < len(lines):
+            end += 1
+        return end + 1
+    for k in range(start, min(start + 12, len(lines))):  # the parameter list may wrap
+        text = lines[k].split("//")[0].rstrip()
+        if text.endswith(";") and "{" not in text:
+            return None
+        if text.endswith("}") and "{" in text and k == start:  # a one-line stub
+            return k + 1
+        if text == "{" or text.endswith("{"):
+            for end in range(k + 1, len(lines)):
+                if lines[end].startswith("}"):
+                    return end + 1
+            return None
+    return None
+
+
+def definitions(lines: list[str], function: str) -> list[tuple[int, int]]:
+    """(first, end) line indexes of every definition of ``function`` (a C function or a macro)."""
+    name = re.compile(rf"(^|[\s*]){re.escape(function)}\s*\(")
+    macro = re.compile(rf"^\s*#\s*define\s+{re.escape(function)}\(")
+    found = []
+    for i, line in enumerate(lines):
+        if macro.match(line) or (line[:1] not in ("", " ", "\t", "#", "}", "/") and name.search(line)
+                                 and not line.rstrip().endswith(";")):
+            end = _definition_end(lines, i)
+            if end is None:
+                continue
+            first = i
+            # "static inline bool\nvma_start_read(...)": the return type may sit on the line above.
+            while first > 0 and lines[first - 1][:1] not in ("", " ", "\t", "#", "}", "/", "*") \
+                    and not lines[first - 1].rstrip().endswith((";", "*/", "}", ")")):
+                first -= 1
+            found.append((first, end))
+    return found
+
+
+def excerpt(tree: Path, path: str, function: str) -> dict:
+    """{"line": first line number, "text": the definition} of ``function`` in ``tree/path``."""
+    lines = (tree / path).read_text(errors="replace").splitlines()
+    found = definitions(lines, function)
+    if not found:
+        raise LookupError(f"{path}: no definition of {function}")
+    first, end = max(found, key=lambda d: (d[1] - d[0], -d[0]))
+    return {"line": first + 1, "text": "\n".join(lines[first:end])}
+
+
+def wanted() -> list[tuple[str, str]]:
+    """Every (path, function) of kernel code a label or call of any model variant mirrors (a step
+    outside the kernel has no path)."""
+    from kstep.models import MODELS, make_model
+
+    out = set()
+    for mech, cls in MODELS.items():
+        for variant in cls.variants:
+            out.update((s.path, s.function) for s in make_model(mech, variant).locations().values()
+                       if s is not None and s.path)
+    return sorted(out)
+
+
+def build(tree: Path, functions: Iterable[tuple[str, str]], optional: Iterable[tuple[str, str]] = ()) -> dict:
+    """The excerpts of ``functions`` (each must be in the tree) and of those ``optional`` ones the tree has:
+    the litmus primitives' candidate definitions (kstep.memory.primitives), of which an architecture
+    defines some and leaves the others to asm-generic."""
+    excerpts = {f"{path}:{function}": excerpt(tree, path, function) for path, function in functions}
+    for path, function in optional:
+        try:
+            excerpts[f"{path}:{function}"] = excerpt(tree, path, function)
+        except (LookupError, OSError):
+            continue
+    return {"package": PACKAGE, "version": VERSION, "release": kernel_release(tree / "Makefile"), "excerpts": excerpts}
+
+
+def build_all(tree: Path) -> dict:
+    """What the committed file holds: every model's functions and the litmus primitives' definitions."""
+    from kstep.memory.primitives import every_candidate
+
+    return build(tree, wanted(), every_candidate())
+
+
+def write(data: dict, path: Path) -> None:
+    raw = json.dumps(data, indent=0, sort_keys=True).encode() + b"\n"
+    path.write_bytes(gzip.compress(raw, mtime=0))
+
+
+def default_path() -> Path:
+    return Path(str(importlib.resources.files(__package__).joinpath(EXCERPTS_NAME)))
+
+
+def load() -> dict:
+    """The committed excerpts: {"release": ..., "excerpts": {"path:function": {"line", "text"}}}."""
+    return json.loads(gzip.decompress(importlib.resources.files(__package__).joinpath(EXCERPTS_NAME).read_bytes()))
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kstep.lab.source.excerpts", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help=f"rewrite the committed {EXCERPTS_NAME}")
+    b.add_argument("--tree", type=Path, default=None,
+                   help=f"an unpacked {PACKAGE} tree (default: the one make linux-source unpacks, {tree_dir()})")
+    args = parser.parse_args(argv)
+    tree = args.tree or tree_dir()
+    if not (tree / "Makefile").is_file():
+        print(f"kstep.lab.source.excerpts: {tree}: no kernel tree there (run python -m kstep.lab.source.index build, "
+              f"or give --tree)", file=sys.stderr)
+        return 2
+    try:
+        data = build_all(tree)
+    except (LookupError, OSError) as e:
+        print(f"kstep.lab.source.excerpts: {e}", file=sys.stderr)
+        return 2
+    write(data, default_path())
+    print(f"kstep.lab.source.excerpts: {len(data['excerpts'])} functions of {data['release']} in {default_path()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""What fork's page-table copy costs, counted by running the fork-batch model.
+
+The December 2023 thread measured ``fork()`` of a process with 1 GiB of populated memory, made of
+order-0 folios or of PTE-mapped order-9 folios.  kstep cannot time a kernel, but it can count what
+each strategy does to page-table memory and to folio counters, which is the part of the argument
+that is about operation counts (16 against 256 loads per folded block, unfolding and refolding,
+order-0 work).  Every number here comes from running the model: ``copy_pte_range`` works on one
+PTE table at a time and its counts add up table by table, so the model copies one table and two,
+and the difference is the cost of one more table; what is left is the fork's own fixed cost
+(``dup_mmap``'s one ``flush_tlb_mm``).  1 GiB is then that fixed cost plus 512 tables.
+
+``predicted_relative_cost`` is what the real-kernel lab puts beside its measured fork latencies:
+the model's operations per copied GiB in each of the lab's memory modes, relative to 4 KiB pages.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Mapping, Optional
+
+from ..engine import Random, simulate
+from ..models import make_model
+from ..models.fork_batch.pgtable import FORMATS, PTRS_PER_PTE, Ops
+from ..models.fork_batch.state import ARCH_HINT, FOLIO_BATCH, NO_HINT, PER_PTE
+
+GIB_TABLES = (1 << 30) // (PTRS_PER_PTE * 4096)  # PTE tables that map 1 GiB with 4 KiB pages: 512
+STRATEGIES = (PER_PTE, ARCH_HINT, NO_HINT, FOLIO_BATCH)  # the thread's baseline first
+ORDERS = (0, 4, 9)
+# The lab's memory modes and the folio order each copies at PTE level.  A PMD-mapped THP is copied
+# by copy_huge_pmd, one PMD entry: the model has no PMD level, so it predicts nothing for it.
+LAB_MODES = {"4K": 0, "64K mTHP": 4, "2M PTE-mapped": 9, "2M THP": None}
+# An operation's weight in a relative cost: every counted access to a PTE or to a folio's counters
+# is one; batches are calls, not memory operations.
+UNIT_WEIGHTS = {name: 0 if name in ("folds", "unfolds", "batches") else 1 for name in Ops._fields}
+
+
+def populated(fmt: str, order: int, tables: int) -> dict:
+    """A private anonymous VMA of ``tables`` PTE tables, every page written before the fork (writable,
+    dirty, young, exclusive), in folios of one order, each mapped whole: the thread's benchmark."""
+    pages = tables * PTRS_PER_PTE
+    n = 1 << order
+    folios = [{"name": f"F{k}", "order": order, "kind": "anon", "pinned": False} for k in range(pages // n)]
+    maps = [{"at": k * n, "folio": f"F{k}", "first": 0, "pages": 0, "write": True, "dirty": True, "young": True,
+             "soft_dirty": False, "uffd_wp": False, "exclusive": True,
+             **{f"toggle_{b}": [] for b in ("write", "dirty", "young", "soft_dirty", "uffd_wp")}}
+            for k in range(pages // n)]
+    return {"format": fmt, "mmf_has_pinned": False,
+            "vmas": [{"start": 0, "end": pages, "kind": "private-anon", "prot": "rw", "anon_vma": True,
+                      "soft_dirty": False, "uffd_wp": False}],
+            "folios": folios, "maps": maps, "threads": [{"name": "P", "kind": "fork", "faults": [], "addr": 0}]}
+
+
+@lru_cache(maxsize=None)
+def fork_ops(fmt: str, strategy: str, order: int, tables: int) -> Ops:
+    """The model's counts for one fork of ``tables`` populated PTE tables (a run is deterministic, so
+    each is run once per process)."""
+    model = make_model("fork-batch", strategy)
+    config = populated(fmt, order, tables)
+    trace = simulate(model, model.initial(config), Random(0), max_steps=10_000_000, check=False)
+    if trace.outcome != "finished":
+        raise RuntimeError(f"fork-batch {strategy} {fmt} order {order}: {trace.outcome}")
+    return trace.states[-1].ops
+
+
+def per_gib(fmt: str, strategy: str, order: int) -> dict:
+    """Counts for copying 1 GiB: ``table`` (one more PTE table), ``fixed`` (once per fork) and ``gib``."""
+    one, two = fork_ops(fmt, strategy, order, 1), fork_ops(fmt, strategy, order, 2)
+    table = [b - a for a, b in zip(one, two)]
+    fixed = [a - t for a, t in zip(one, table)]
+    return {"table": dict(zip(Ops._fields, table)), "fixed": dict(zip(Ops._fields, fixed)),
+            "gib": {k: f + GIB_TABLES * t for k, f, t in zip(Ops._fields, fixed, table)}}
+
+
+def weighted(counts: Mapping[str, int], weights: Optional[Mapping[str, float]] = None) -> float:
+    w = UNIT_WEIGHTS if weights is None else weights
+    return sum(w.get(k, 0) * v for k, v in counts.items())
+
+
+def strategy_table(fmt: str, orders=ORDERS, strategies=STRATEGIES) -> dict:
+    """For each order and strategy: the counts per GiB and the weighted operations' change relative to
+    per-pte, in the shape of the thread's tables (negative: fewer operations)."""
+    out = {}
+    for order in orders:
+        rows = {s: per_gib(fmt, s, order) for s in strategies}
+        base = weighted(rows[PER_PTE]["gib"])
+        out[f"order-{order}"] = {s: {**row, "operations": weighted(row["gib"]),
+                                     "change_vs_per_pte": round(weighted(row["gib"]) / base - 1, 4)}
+                                 for s, row in rows.items()}
+    return out
+
+
+def predicted_relative_cost(fmt: str = "x86-64", strategy: str = FOLIO_BATCH,
+                            weights: Optional[Mapping[str, float]] = None) -> dict[str, Optional[float]]:
+    """The model's predicted cost of copying one GiB in each of the lab's memory modes, relative to 4K
+    pages (1.0); None for a mode the model does not copy at PTE level (a PMD-mapped THP).
+
+    ``fmt`` is the guest's PTE format (``x86-64``, ``arm64-4K-contpte`` or ``generic`` for ppc64le),
+    ``strategy`` a fork-batch variant, ``weights`` a cost per counted operation (default: one each).
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown PTE format {fmt!r}: one of {', '.join(FORMATS)}")
+    base = weighted(per_gib(fmt, strategy, 0)["gib"], weights)
+    return {mode: None if order is None else round(weighted(per_gib(fmt, strategy, order)["gib"], weights) / base, 4)
+            for mode, order in LAB_MODES.items()}

@@ -1,0 +1,26 @@
+"""A scenario's own run: what its page plays, ``kstep run`` shows by default, and its claims are
+checked against."""
+
+from __future__ import annotations
+
+from ..engine.liveness import judge
+from ..engine.model import Model
+from ..engine.schedule import Random, Scripted, simulate
+from ..engine.trace import Trace
+from .scenario import Scenario
+
+SEED = 1  # the random scheduler's seed for a scenario without a scripted schedule
+
+
+def own_run(model: Model, sc: Scenario, seed: int = SEED) -> Trace:
+    """The scenario's own run: its scripted schedule (else the random scheduler's ``seed``), at most
+    ``steps`` steps when it declares them.  A declared lasso is judged on the run of the variant the
+    scenario is written for (UserError if the run does not show it); another variant's run is only
+    bounded."""
+    sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
+    trace = simulate(model, model.initial(sc.config), sched, max_steps=sc.max_steps, scenario=sc.name,
+                     config=sc.config)
+    if sc.cycle_start >= 0 and model.variant.name == (sc.variant or model.default_variant):
+        trace.cycle_start = sc.cycle_start
+        trace.lasso = judge(model, trace, sc.cycle_start)
+    return trace

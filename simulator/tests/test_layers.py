@@ -1,0 +1,233 @@
+"""The import graph of ``kstep``: no cycle, and every "never" of the design holds.
+
+Every module's imports are read from its syntax tree, imports inside functions included (a cycle
+hidden in a function body is still a cycle: it only works by the order modules happen to load in).
+``from package import name`` counts as importing ``package.name`` when that is a module.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "kstep"
+
+
+def read_graph(root: Path) -> dict[str, set[str]]:
+    """module -> every name it imports: modules of the package at ``root`` by module (a name
+    imported from a module counts as the module), anything else by its top-level package."""
+    top = root.name
+
+    def module_name(path: Path) -> str:
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    files = {module_name(p): p for p in root.rglob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for name, path in files.items():
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(here[: len(here) - node.level + 1] + ([base] if base else []))
+                targets = [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                if target.split(".")[0] != top:
+                    found.add(target.split(".")[0])
+                    continue
+                while target not in files:  # `from kstep.engine import Trace`: the package
+                    target = target.rpartition(".")[0]
+                found.add(target)
+                # importing kstep.lab.source.index from outside kstep.lab runs kstep/lab/__init__.py first
+                package = target.rpartition(".")[0]
+                while package and not within(name, package):
+                    found.add(package)
+                    package = package.rpartition(".")[0]
+        edges[name] = found - {name}
+    return edges
+
+
+@cache
+def graph() -> dict[str, set[str]]:
+    return read_graph(PACKAGE)
+
+
+def kstep_edges() -> dict[str, set[str]]:
+    return {m: {t for t in targets if t.startswith("kstep")} for m, targets in graph().items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """A shortest cycle through the first module of each strongly connected component of more than
+    one module (Tarjan), followed by the rest of the component."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(component)
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(edges)))
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return [cycle_in(min(c), c, edges) for c in components]
+
+
+def cycle_in(start: str, component: set[str], edges: dict[str, set[str]]) -> list[str]:
+    """A shortest path from ``start`` back to itself inside ``component`` (breadth first)."""
+    parent: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for v in frontier:
+            for w in sorted(edges[v] & component):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(parent[path[-1]])
+                    return [start, *reversed(path[:-1]), start] if v != start else [start, start]
+                if w not in parent:
+                    parent[w] = v
+                    following.append(w)
+        frontier = following
+    raise AssertionError(f"{start} is in a component without a cycle through it")
+
+
+def component(module: str) -> set[str]:
+    """The modules that ``module`` imports, directly or not, and that import it back."""
+    edges = kstep_edges()
+    forward, backward = reach(module, edges), reach(module, {m: {n for n in edges if m in edges[n]} for m in edges})
+    return forward & backward
+
+
+def reach(start: str, edges: dict[str, set[str]]) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for w in edges.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def on_the_way(module: str, allowed: str) -> bool:
+    """``module`` is in package ``allowed`` or one of the packages importing it runs first."""
+    return within(module, allowed) or within(allowed, module)
+
+
+def stdlib(name: str) -> bool:
+    return name in sys.stdlib_module_names or name == "__future__"
+
+
+# The design's "nevers": (the modules the rule is about, what they may never import, why).
+NEVERS = [
+    ("kstep.engine", ("kstep.models", "kstep.views", "kstep.lab", "kstep.grading", "kstep.scenario_spec",
+                      "kstep.scenarios", "kstep.measure", "kstep.memory", "kstep.cli"),
+     "the engine knows no mechanism, no scenario file and no consumer"),
+    ("kstep.models", ("kstep.views", "kstep.lab", "kstep.grading", "kstep.measure", "kstep.cli"),
+     "models draw nothing and read no logs"),
+    ("kstep.views", ("kstep.lab.guest", "kstep.lab.replay", "kstep.grading", "kstep.cli"),
+     "views read no lab, guest or QEMU code (the Linux source's excerpts are kstep.lab.source)"),
+]
+# Views may read one part of the lab: the Linux source index and excerpts.
+VIEWS_LAB_ALLOWED = "kstep.lab.source"
+# The memory models stand on the standard library, themselves and the engine; kernel_tree alone
+# asks the lab where the unpacked Linux tree is (its LKMM files are read there).
+MEMORY_ALLOWED = ("kstep.memory", "kstep.engine", "kstep.errors")
+MEMORY_BRIDGE = ("kstep.memory.kernel_tree", "kstep.lab.source")
+# Code that runs in the browser (Pyodide) imports only the standard library and kstep.  Reading a
+# trace file validates it with jsonschema; the browser never reads one.
+STDLIB_ONLY = ("kstep.engine", "kstep.models", "kstep.memory", "kstep.scenario_spec")
+STDLIB_EXCEPTIONS = {("kstep.engine.replay", "jsonschema")}
+
+
+def test_reader_resolves_every_form_of_import(tmp_path):
+    """A cycle hidden in a function body and relative imports of modules, of packages and of names
+    inside them are all edges; third-party imports count by their top level."""
+    pkg = tmp_path / "kstep"
+    (pkg / "engine").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "engine" / "__init__.py").write_text("from .trace import Trace\n")
+    (pkg / "engine" / "trace.py").write_text("import numpy.linalg\ndef reload():\n    from .replay import run\n")
+    (pkg / "engine" / "replay.py").write_text("from . import trace\nfrom ..engine.trace import reload\n")
+    (pkg / "cli.py").write_text("from kstep.engine import Trace\nimport kstep.engine.replay as r\n")
+    assert read_graph(pkg) == {
+        "kstep": set(), "kstep.engine": {"kstep.engine.trace"},
+        "kstep.engine.trace": {"numpy", "kstep.engine.replay"}, "kstep.engine.replay": {"kstep.engine.trace"},
+        "kstep.cli": {"kstep.engine", "kstep.engine.replay"}}
+    assert cycles(read_graph(pkg)) == [["kstep.engine.replay", "kstep.engine.trace", "kstep.engine.replay"]]
+
+
+def test_no_import_cycle():
+    found = cycles(kstep_edges())
+    assert not found, "import cycles:\n" + "\n".join(
+        f"  {' -> '.join(c)}  (with {', '.join(sorted(component(c[0]) - set(c))) or 'no other module'})"
+        for c in found)
+
+
+@pytest.mark.parametrize("layer, forbidden, why", NEVERS, ids=[n[0] for n in NEVERS])
+def test_never(layer, forbidden, why):
+    bad = sorted(f"{m} imports {t}" for m, targets in kstep_edges().items() if within(m, layer)
+                 for t in targets if any(within(t, f) for f in forbidden))
+    if layer == "kstep.views":
+        bad += sorted(f"{m} imports {t}" for m, targets in kstep_edges().items() if within(m, layer)
+                      for t in targets if within(t, "kstep.lab") and not on_the_way(t, VIEWS_LAB_ALLOWED))
+    assert not bad, f"{why}:\n  " + "\n  ".join(sorted(set(bad)))
+
+
+def test_memory_stands_alone():
+    bridge, reads = MEMORY_BRIDGE
+    bad = sorted(f"{m} imports {t}" for m, targets in kstep_edges().items() if within(m, "kstep.memory")
+                 for t in targets if not any(within(t, a) for a in MEMORY_ALLOWED)
+                 and not (m == bridge and on_the_way(t, reads)))
+    assert not bad, "memory models import only the standard library, themselves and the engine:\n  " + "\n  ".join(bad)
+
+
+@pytest.mark.parametrize("layer", STDLIB_ONLY)
+def test_standard_library_only(layer):
+    bad = sorted(f"{m} imports {t}" for m, targets in graph().items() if within(m, layer)
+                 for t in targets if not t.startswith("kstep") and not stdlib(t) and (m, t) not in STDLIB_EXCEPTIONS)
+    assert not bad, f"{layer} runs in Pyodide and may import only the standard library:\n  " + "\n  ".join(bad)
+
+
+def test_cycle_finder_finds_a_cycle():
+    """The checks above pass only if the finder can fail: a three-module ring and a module importing
+    itself through a package are both reported."""
+    ring = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(ring) == [["a", "b", "c", "a"]]
+    assert cycles({"p": {"p.x"}, "p.x": {"p"}}) == [["p", "p.x", "p"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -167,7 +167,7 @@ def differences(all_calls: list[Call], binary: str = "fork-pte-batch") -> list[s
 def scenario_runs() -> list[tuple]:
     """(trace, name) of the fork model's run of every bundled x86-64 scenario."""
     from kstep.scenario_spec import scenario
-    from kstep.lab.fork_batch import simulated
+    from kstep.lab.replay.fork_batch import simulated
     from kstep.models import MODELS
 
     out = []
@@ -180,7 +180,7 @@ def scenario_runs() -> list[tuple]:
 
 def drawn_runs(first_seed: int, layouts: int) -> list[tuple]:
     """(trace, origin) of the first ``layouts`` x86-64 layouts random_layout() draws from seeds first_seed on."""
-    from kstep.lab.fork_batch import random_layout, simulated
+    from kstep.lab.replay.fork_batch import random_layout, simulated
 
     out, seed = [], first_seed
     while len(out) < layouts:

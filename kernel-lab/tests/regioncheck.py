@@ -152,7 +152,7 @@ def scenario_cases(sample: int | None = None, seed: int = 0) -> list[Case]:
     makes it on, each distinct input once; with ``sample``, at most that many per scenario and
     operation, drawn with ``seed``."""
     from kstep.scenario_spec import scenario
-    from kstep.lab.damon import simulated
+    from kstep.lab.replay.damon import simulated
     from kstep.models import MODELS
     from kstep.models.damon import model as dmodel
 

@@ -158,8 +158,11 @@ def call_rcu(s, func: str, obj: int):
 
 def idle_quiescent(r: Rcu, idle: int) -> int:
     """The qsmask bits of CPUs the FQS scan finds idle: thread finished or asleep, outside every section."""
+    waited = r.qsmask & idle
+    if not waited:  # the common case (no grace period running) needs no look at the CPUs
+        return 0
     outside = sum(1 << c for c, n in enumerate(r.nesting) if not n)
-    return r.qsmask & idle & outside
+    return waited & outside
 
 
 def add_rcu(program: Program, invoke: Callable) -> None:

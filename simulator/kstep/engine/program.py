@@ -218,6 +218,9 @@ class ProgramModel(Model):
         unguarded = [st.label for st in self._optional if st.guard is None]
         if unguarded:
             raise ValueError(f"optional steps need a guard: {', '.join(unguarded)}")
+        self._optional_guards = tuple((st.guard, st.label) for st in self._optional)
+        self._daemon_guards = tuple((name, st.label, st.guard, st.idle)
+                                    for name, dsteps in self._daemon_steps.items() for st in dsteps)
         self._wants_idle = any(st.idle for steps in self._daemon_steps.values() for st in steps)
         unknown = sorted({v for st in self._steps.values() for v in st.live} - set(self.locals))
         if unknown:
@@ -239,18 +242,27 @@ class ProgramModel(Model):
         return tuple(t.name for t in state.threads) + tuple(self.daemons)
 
     def actions(self, state: State) -> list[Action]:
+        # The hot path of every run and search: _runnable's loop inlined, the tables read once.
         new = tuple.__new__  # Action(...) through its generated __new__ costs twice as much
-        runnable, idle = self._runnable(state)
+        guards, optional = self._guards, self._optional_guards
         out = []
-        for i, name, label in runnable:
-            out.append(new(Action, (name, label)))
-            for st in self._optional:
-                if st.guard(state, i):
-                    out.append(new(Action, (name, st.label)))
-        for name, dsteps in self._daemon_steps.items():
-            for st in dsteps:
-                if st.guard(state, idle) if st.idle else st.guard(state):
-                    out.append(new(Action, (name, st.label)))
+        idle = 0
+        for i, t in enumerate(state[0]):
+            frames = t[1]
+            if frames:
+                label, arg = frames[0]
+                guard = guards[label]
+                if guard is None or guard(state, i, arg):
+                    name = t[0]
+                    out.append(new(Action, (name, label)))
+                    for opt_guard, opt_label in optional:
+                        if opt_guard(state, i):
+                            out.append(new(Action, (name, opt_label)))
+                    continue
+            idle |= 1 << i
+        for name, label, guard, wants_idle in self._daemon_guards:
+            if guard(state, idle) if wants_idle else guard(state):
+                out.append(new(Action, (name, label)))
         return out
 
     def idle(self, state: State) -> int:
@@ -283,12 +295,15 @@ class ProgramModel(Model):
         i = thread_index(state, action.actor)
         if st.optional:
             return st.run(state, i)
-        t = state[0][i]
+        threads = state[0]
+        t = threads[i]
         frames = t[1]
         label, arg = frames[0]
         if label != action.label:
             raise ValueError(f"{action} is not {t.name}'s next step ({label})")
-        state = set_thread(state, i, with_frames(t, frames[1:]))
+        new = tuple.__new__  # set_thread(state, i, with_frames(t, frames[1:])), inlined: every step pays it
+        popped = new(type(t), (t[0], frames[1:]) + t[2:])
+        state = new(type(state), (threads[:i] + (popped,) + threads[i + 1:],) + state[1:])
         return self.normalize(st.run(state, i, arg), i)
 
     def done(self, state: State, actor: str) -> bool:
@@ -356,8 +371,8 @@ class ProgramModel(Model):
     def normalize(self, state: State, i: int) -> State:
         """Expand calls at the head of thread ``i`` until an atomic step (or nothing) is next."""
         calls = self.table.calls
-        t = state.threads[i]
-        frames = t.frames
+        t = state[0][i]
+        frames = t[1]
         if not frames or frames[0][0] not in calls:
             return state
         while frames and frames[0][0] in calls:

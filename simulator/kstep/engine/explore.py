@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from hashlib import blake2b
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from .codec import Codec
 from .model import HARM, Checks, Model, Quick, State, Violation, deadlock, without_cyclic_gc
@@ -28,6 +28,10 @@ from .por import Reduction
 from .schedule import Replay, deadlock_message, simulate
 from .symmetry import Symmetry
 from .trace import Trace
+
+
+# A violation found and where its run ends (a stored state's encoding, or a _Tail), if any.
+Found = Optional[tuple[Optional[Violation], Any]]
 
 
 @dataclass
@@ -140,7 +144,7 @@ def search(
     codec = Codec(initial)
     encode = codec.encode
     group = Symmetry(model, initial, codec) if symmetry else None
-    known = None  # under symmetry: the concrete encodings of states met whose orbit is stored
+    known: Optional[set[bytes]] = None  # under symmetry: the concrete encodings of states met whose orbit is stored
     if group:
         encode = group.canon
         if not fingerprints:
@@ -168,7 +172,7 @@ def search(
     reduced = 0
     depth = 0
     next_report = start + progress_every
-    noted = None  # (violation, end) of the shortest broken assertion, while harm is still sought
+    noted: Found = None  # (violation, end) of the shortest broken assertion, while harm is still sought
 
     def result(found=None, exhausted=False, interrupted=False):
         found = found or noted
@@ -206,7 +210,7 @@ def search(
     layer = [(initial, code0)]
     try:
         while layer:
-            found = None  # (violation, end) of length depth + 1, reported unless a deadlock is at depth
+            found: Found = None  # (violation, end) of length depth + 1, reported unless a deadlock is at depth
             bounded = False
             nxt_layer = []
             for s, code in layer:
@@ -231,11 +235,11 @@ def search(
                             found = (checks.harm(s, a, t, depth + 1), _Tail(code, a, t))
                             continue
                         if assert_on[a[1]](s, a, t):
-                            v = (checks.assertion(s, a, t, depth + 1), _Tail(code, a, t))
+                            broken = (checks.assertion(s, a, t, depth + 1), _Tail(code, a, t))
                             if not harm_first:
-                                found = v
+                                found = broken
                                 continue
-                            noted, assert_on, assert_states = v, off.on_label, off.state
+                            noted, assert_on, assert_states = broken, off.on_label, off.state
                     if known is None:
                         tcode = encode(t)
                     else:  # a state met before (most are: BFS meets each one from every parent) costs no renaming
@@ -262,11 +266,11 @@ def search(
                             found = (checks.harm(s, a, t, depth + 1), tcode)
                             continue
                         if assert_states(s, t):
-                            v = (checks.assertion(s, a, t, depth + 1), tcode)
+                            broken = (checks.assertion(s, a, t, depth + 1), tcode)
                             if not harm_first:
-                                found = v
+                                found = broken
                                 continue
-                            noted, assert_on, assert_states = v, off.on_label, off.state
+                            noted, assert_on, assert_states = broken, off.on_label, off.state
                     nxt_layer.append((t, tcode))
                 if bounded:
                     break

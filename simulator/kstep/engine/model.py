@@ -100,9 +100,9 @@ def overlap(xs: frozenset, ys: frozenset) -> bool:
     return any(x in ys or (x[0],) in ys or (len(x) == 1 and x[0] in fields) for x in xs)
 
 
-def changed(s: State, t: State) -> set:
+def changed(s: State, t: State) -> set[tuple]:
     """The locations in which state ``t`` differs from ``s`` (tuple fields element by element)."""
-    out = set()
+    out: set[tuple] = set()
     for name, a, b in zip(s._fields, s, t):
         if a == b:
             continue

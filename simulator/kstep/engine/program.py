@@ -215,12 +215,13 @@ class ProgramModel(Model):
             name: tuple(self._steps[label] for label in labels) for name, labels in self.daemons.items()
         }
         self._optional = tuple(st for st in self._steps.values() if st.optional)
-        unguarded = [st.label for st in self._optional if st.guard is None]
+        daemon_steps = [st for dsteps in self._daemon_steps.values() for st in dsteps]
+        unguarded = [st.label for st in (*self._optional, *daemon_steps) if st.guard is None]
         if unguarded:
-            raise ValueError(f"optional steps need a guard: {', '.join(unguarded)}")
-        self._optional_guards = tuple((st.guard, st.label) for st in self._optional)
-        self._daemon_guards = tuple((name, st.label, st.guard, st.idle)
-                                    for name, dsteps in self._daemon_steps.items() for st in dsteps)
+            raise ValueError(f"optional and daemon steps need a guard: {', '.join(unguarded)}")
+        self._optional_guards = tuple((st.guard, st.label) for st in self._optional if st.guard is not None)
+        self._daemon_guards = tuple((name, st.label, st.guard, st.idle) for name, dsteps in self._daemon_steps.items()
+                                    for st in dsteps if st.guard is not None)
         self._wants_idle = any(st.idle for steps in self._daemon_steps.values() for st in steps)
         unknown = sorted({v for st in self._steps.values() for v in st.live} - set(self.locals))
         if unknown:
@@ -309,8 +310,8 @@ class ProgramModel(Model):
     def done(self, state: State, actor: str) -> bool:
         if actor in self._daemon_steps:
             idle = self.idle(state) if self._wants_idle else 0
-            return not any(st.guard(state, idle) if st.idle else st.guard(state)
-                           for st in self._daemon_steps[actor])
+            return not any(guard(state, idle) if wants_idle else guard(state)
+                           for name, _, guard, wants_idle in self._daemon_guards if name == actor)
         return not state.threads[thread_index(state, actor)].frames
 
     def sources(self) -> Mapping[str, Source]:
@@ -353,10 +354,11 @@ class ProgramModel(Model):
         plans = self._forget_plans
         for k, t in enumerate(threads):
             frames = t[1]
-            key = (type(t), frames[0][0] if frames else None)
+            head = frames[0][0] if frames else None
+            key = (type(t), head)
             plan = plans.get(key)
             if plan is None:
-                dead = self._dead[key[1]] if frames else tuple(self.locals)
+                dead = tuple(self.locals) if head is None else self._dead[head]
                 plan = plans[key] = tuple((t._fields.index(v), self.locals[v]) for v in dead)
             for f, value in plan:
                 if t[f] != value:
@@ -556,10 +558,10 @@ def push(state: State, i: int, frames: Iterable[Frame]) -> State:
 
 
 class StackReplay:
-    """Call stacks of a run, step by step (Program.stack_replay); ``back(k)`` returns to after step k, so
+    """Call stacks of a run, step by step (ProgramModel.stack_replay); ``back(k)`` returns to after step k, so
     a run that branches replays only its new steps."""
 
-    def __init__(self, program: Program, calls: Callable[[str, str], bool], trails: tuple) -> None:
+    def __init__(self, program: ProgramModel, calls: Callable[[str, str], bool], trails: tuple) -> None:
         self.program, self.calls = program, calls
         # After each step so far: the calls beside every thread's frames (None from a step the replay
         # could not follow on: no stack is better than a wrong one).

@@ -52,7 +52,7 @@ class RoundRobin:
 
     def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
         actors = model.actors(state)
-        by_actor = {}
+        by_actor: dict[str, Action] = {}
         for a in enabled:
             if a.actor not in by_actor or model.is_optional(a) and not model.is_optional(by_actor[a.actor]):
                 by_actor[a.actor] = a

@@ -18,7 +18,9 @@ with nothing to run.
 An *optional* step is one a thread may take besides its next frame, in the middle of whatever it
 is doing (a CPU reporting an RCU quiescent state from its own tick).  It is offered only while the
 thread's next frame step is enabled, so it never makes a finished thread look unfinished nor a
-blocked one runnable, and it leaves the thread's stack as it was.  Schedulers take it only when
+blocked one runnable, and it leaves the thread's stack as it was.  Its guard says for every thread
+at once which may take it, as a bitmask (bit i for thread i), the way the kernel keeps such state
+per CPU in one word (an rcu_node's ``qsmask``).  Schedulers take it only when
 named (``Scripted``: ``ACTOR:label``) or first in the thread's turn (``RoundRobin``); ``Random`` and
 ``explore`` treat it as any other enabled action.
 """
@@ -38,7 +40,8 @@ class Frame(NamedTuple):
 class Step(NamedTuple):
     """An atomic step: ``run(state, thread_index, arg) -> state`` (daemons: ``run(state)``, or
     ``run(state, idle)`` with ``idle``; optional steps: ``run(state, thread_index)``); its guard
-    takes the same arguments.
+    takes the same arguments, except an optional step's: ``guard(state)`` returns the bitmask of the
+    threads that may take it.
 
     ``cost`` is how many round-robin rounds it keeps its thread busy: 0 for CPU-local work that
     touches no shared memory, or a function ``cost(state, thread_index, arg)``.
@@ -245,7 +248,8 @@ class ProgramModel(Model):
     def actions(self, state: State) -> list[Action]:
         # The hot path of every run and search: _runnable's loop inlined, the tables read once.
         new = tuple.__new__  # Action(...) through its generated __new__ costs twice as much
-        guards, optional = self._guards, self._optional_guards
+        guards = self._guards
+        optional = [(guard(state), label) for guard, label in self._optional_guards]
         out = []
         idle = 0
         for i, t in enumerate(state[0]):
@@ -256,8 +260,8 @@ class ProgramModel(Model):
                 if guard is None or guard(state, i, arg):
                     name = t[0]
                     out.append(new(Action, (name, label)))
-                    for opt_guard, opt_label in optional:
-                        if opt_guard(state, i):
+                    for mask, opt_label in optional:
+                        if mask >> i & 1:
                             out.append(new(Action, (name, opt_label)))
                     continue
             idle |= 1 << i

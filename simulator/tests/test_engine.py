@@ -427,8 +427,8 @@ def note(s, i):
 
 
 @nprog.guard("note")
-def may_note(s, i):
-    return not s.threads[i].noted
+def may_note(s):
+    return sum(1 << i for i, t in enumerate(s.threads) if not t.noted)
 
 
 @nprog.step("scan", "kernel/rcu/tree.c:rcu_gp_fqs", "note every idle thread", daemon=True, idle=True)

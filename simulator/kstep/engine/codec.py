@@ -25,11 +25,11 @@ class Table(dict):
 
     def __init__(self) -> None:
         super().__init__()
-        self.values: list = []  # index -> component
+        self.by_index: list = []  # index -> component
 
     def __missing__(self, key):
-        i = self[key] = len(self.values)
-        self.values.append(key)
+        i = self[key] = len(self.by_index)
+        self.by_index.append(key)
         return i
 
 
@@ -84,10 +84,10 @@ class Codec:
         k = 0
         for j, f in enumerate(self.split):
             n = ints[k]
-            values = self.tables[j].values
+            values = self.tables[j].by_index
             fields[f] = tuple([values[i] for i in ints[k + 1:k + 1 + n]])
             k += 1 + n
-        for f, value in zip(self.rest, self.tables[-1].values[ints[k]]):
+        for f, value in zip(self.rest, self.tables[-1].by_index[ints[k]]):
             fields[f] = value
         if self.type is None:
             return fields[0]
@@ -95,4 +95,4 @@ class Codec:
 
     def components(self) -> int:
         """How many distinct components the tables hold."""
-        return sum(len(t.values) for t in self.tables)
+        return sum(len(t.by_index) for t in self.tables)

@@ -20,14 +20,18 @@ from __future__ import annotations
 import time
 from hashlib import blake2b
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from .codec import Codec
-from .model import HARM, Checks, Model, State, Violation, deadlock, without_cyclic_gc
+from .model import HARM, Checks, Model, Quick, State, Violation, deadlock, without_cyclic_gc
 from .por import Reduction
 from .schedule import Replay, deadlock_message, simulate
 from .symmetry import Symmetry
 from .trace import Trace
+
+
+# A violation found and where its run ends (a stored state's encoding, or a _Tail), if any.
+Found = Optional[tuple[Optional[Violation], Any]]
 
 
 @dataclass
@@ -131,15 +135,16 @@ def search(
     """
     start = time.perf_counter()
     checks = Checks(model.invariants)
-    harm_steps = _either(checks.harm_steps, "s, a, t")  # the hot loop calls these directly
-    harm_states = _either(checks.harm_states, "t")
-    assert_steps = _either(checks.assert_steps, "s, a, t")
-    assert_states = _either(checks.assert_states, "t")
+    # The hot loop calls these directly; each assumes the state stepped from passed every check
+    # still made, which every state it expands did (a broken assertion noted turns those off).
+    harm_on, harm_states = checks.quick_harm.on_label, checks.quick_harm.state
+    assert_on, assert_states = checks.quick_assertion.on_label, checks.quick_assertion.state
+    off = Quick((), ())  # the assertion checks once a broken one is noted
     forget = model.forget if dead_vars and model.locals else None
     codec = Codec(initial)
     encode = codec.encode
     group = Symmetry(model, initial, codec) if symmetry else None
-    known = None  # under symmetry: the concrete encodings of states met whose orbit is stored
+    known: Optional[set[bytes]] = None  # under symmetry: the concrete encodings of states met whose orbit is stored
     if group:
         encode = group.canon
         if not fingerprints:
@@ -167,7 +172,7 @@ def search(
     reduced = 0
     depth = 0
     next_report = start + progress_every
-    noted = None  # (violation, end) of the shortest broken assertion, while harm is still sought
+    noted: Found = None  # (violation, end) of the shortest broken assertion, while harm is still sought
 
     def result(found=None, exhausted=False, interrupted=False):
         found = found or noted
@@ -201,11 +206,11 @@ def search(
         return result((v, code0))
     if v:
         noted = (v, code0)
-        assert_steps = assert_states = _never
+        assert_on, assert_states = off.on_label, off.state
     layer = [(initial, code0)]
     try:
         while layer:
-            found = None  # (violation, end) of length depth + 1, reported unless a deadlock is at depth
+            found: Found = None  # (violation, end) of length depth + 1, reported unless a deadlock is at depth
             bounded = False
             nxt_layer = []
             for s, code in layer:
@@ -226,15 +231,15 @@ def search(
                 for a, t in moves or ((a, model.step(s, a)) for a in enabled):
                     transitions += 1
                     if found is None:
-                        if harm_steps(s, a, t):
+                        if harm_on[a[1]](s, a, t):
                             found = (checks.harm(s, a, t, depth + 1), _Tail(code, a, t))
                             continue
-                        if assert_steps(s, a, t):
-                            v = (checks.assertion(s, a, t, depth + 1), _Tail(code, a, t))
+                        if assert_on[a[1]](s, a, t):
+                            broken = (checks.assertion(s, a, t, depth + 1), _Tail(code, a, t))
                             if not harm_first:
-                                found = v
+                                found = broken
                                 continue
-                            noted, assert_steps, assert_states = v, _never, _never
+                            noted, assert_on, assert_states = broken, off.on_label, off.state
                     if known is None:
                         tcode = encode(t)
                     else:  # a state met before (most are: BFS meets each one from every parent) costs no renaming
@@ -257,15 +262,15 @@ def search(
                     if visit:
                         visit(t)
                     if found is None:
-                        if harm_states(t):
+                        if harm_states(s, t):
                             found = (checks.harm(s, a, t, depth + 1), tcode)
                             continue
-                        if assert_states(t):
-                            v = (checks.assertion(s, a, t, depth + 1), tcode)
+                        if assert_states(s, t):
+                            broken = (checks.assertion(s, a, t, depth + 1), tcode)
                             if not harm_first:
-                                found = v
+                                found = broken
                                 continue
-                            noted, assert_steps, assert_states = v, _never, _never
+                            noted, assert_on, assert_states = broken, off.on_label, off.state
                     nxt_layer.append((t, tcode))
                 if bounded:
                     break
@@ -283,20 +288,6 @@ def search(
     except KeyboardInterrupt:
         return result(interrupted=True)
     return result(exhausted=not fingerprints)
-
-
-def _never(*args):
-    return None
-
-
-def _either(invariants, args: str):
-    """One function of ``args`` that returns the first violation message of ``invariants`` (None when
-    every one holds), as straight-line code: the search calls it for every step it takes."""
-    if not invariants:
-        return _never
-    env = {f"c{k}": inv.check for k, inv in enumerate(invariants)}
-    exec(f"def either({args}):\n    return {' or '.join(f'c{k}({args})' for k in range(len(invariants)))}\n", env)  # noqa: S102
-    return env["either"]
 
 
 class _Tail:

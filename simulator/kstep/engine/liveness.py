@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
 from ..errors import UserError
 from .model import Action, Model, State, without_cyclic_gc
@@ -131,8 +131,11 @@ def liveness(model: Model, initial: State, *, max_states: int = 1_000_000, scena
         if found is not None:
             result.livelock = run(*found)
         else:
+            def progress_of(actor: str) -> Callable[[Action], bool]:
+                return lambda a: a.actor == actor and a.label in progress_labels
+
             for actor in actors:
-                found = graph.fair_cycle(lambda a, x=actor: a.actor == x and a.label in progress_labels, actor)
+                found = graph.fair_cycle(progress_of(actor), actor)
                 if found is not None:
                     result.lassos[actor] = run(*found)
     result.seconds = time.perf_counter() - start
@@ -289,7 +292,7 @@ class _Full(Exception):
     pass
 
 
-def _components(n: int, succ: Callable[[int], object]) -> list[list[int]]:
+def _components(n: int, succ: Callable[[int], Iterable[int]]) -> list[list[int]]:
     """Tarjan's strongly connected components of the graph on 0 .. n-1, iteratively."""
     index = [-1] * n
     low = [0] * n

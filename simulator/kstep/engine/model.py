@@ -100,9 +100,9 @@ def overlap(xs: frozenset, ys: frozenset) -> bool:
     return any(x in ys or (x[0],) in ys or (len(x) == 1 and x[0] in fields) for x in xs)
 
 
-def changed(s: State, t: State) -> set:
+def changed(s: State, t: State) -> set[tuple]:
     """The locations in which state ``t`` differs from ``s`` (tuple fields element by element)."""
-    out = set()
+    out: set[tuple] = set()
     for name, a, b in zip(s._fields, s, t):
         if a == b:
             continue
@@ -344,6 +344,12 @@ class Checks:
     ``after(state, action, next_state, step)`` checks one step (``action`` None: the initial
     state) and returns its violation, harm before assertion, so every caller agrees on which
     violation a step shows.
+
+    The hot loops (``simulate``, ``explore``) ask first whether a step from a state that passed
+    every check shows anything at all, through ``Quick`` checks that skip what cannot have
+    changed, and ask ``harm`` or ``assertion`` for the violation only when one does; the first
+    invariant those find is then the one the quick check found (test_engine holds the two to the
+    same verdicts on seeded runs of every mechanism).
     """
 
     def __init__(self, invariants: Sequence[Invariant]):
@@ -351,6 +357,8 @@ class Checks:
         self.harm_states = [i for i in invariants if not i.transition and i.kind == HARM]
         self.assert_steps = [i for i in invariants if i.transition and i.kind != HARM]
         self.assert_states = [i for i in invariants if not i.transition and i.kind != HARM]
+        self.quick_harm = Quick(self.harm_steps, self.harm_states)
+        self.quick_assertion = Quick(self.assert_steps, self.assert_states)
 
     def harm(self, s: State, a: Optional[Action], t: State, step: int) -> Optional[Violation]:
         return ((a is not None and first_violation(self.harm_steps, (s, a, t), step))
@@ -362,6 +370,58 @@ class Checks:
 
     def after(self, s: State, a: Optional[Action], t: State, step: int) -> Optional[Violation]:
         return self.harm(s, a, t, step) or self.assertion(s, a, t, step)
+
+
+class Quick:
+    """Whether a step shows a violation of some of ``steps`` (transition invariants) and ``states``
+    (state invariants), assuming the state it starts from showed none: the first message, or None.
+
+    ``step(s, a, t)`` runs only the transition invariants that can fire on ``a``'s label (their
+    ``steps``); ``state(s, t)`` skips a state invariant whose declared ``reads`` (threads excepted)
+    are the very same objects in ``t`` as in ``s``, where it held: a pure check of the same values
+    gives the same verdict.  Both are straight-line code built once per label and per model.
+    """
+
+    def __init__(self, steps: Sequence[Invariant], states: Sequence[Invariant]):
+        self.on_label = _ByLabel(steps)  # label -> check(s, a, t): what the hot loops call
+        self.state = _compile(states, "s, t", lambda inv, call: (
+            call if inv.reads is None or "threads" in inv.reads or not inv.reads
+            else f"(None if {' and '.join(f's.{f} is t.{f}' for f in inv.reads)} else {call})"))
+
+    def step(self, s: State, a: Action, t: State) -> Optional[str]:
+        return self.on_label[a.label](s, a, t)
+
+
+class _ByLabel(dict):
+    """Label -> the straight-line check of the transition invariants that can fire on it."""
+
+    def __init__(self, invariants: Sequence[Invariant]):
+        super().__init__()
+        self.invariants = list(invariants)
+
+    def __missing__(self, label: str) -> Callable[..., Optional[str]]:
+        check = self[label] = _compile([i for i in self.invariants if i.steps is None or label in i.steps],
+                                       "s, a, t", lambda inv, call: call)
+        return check
+
+
+def _compile(invariants: Sequence[Invariant], args: str,
+             guarded: Callable[[Invariant, str], str]) -> Callable[..., Optional[str]]:
+    """One function of ``args`` returning the first violation message of ``invariants`` (None when every
+    one holds), as straight-line code: ``guarded(inv, call)`` is the expression that runs one check."""
+    if not invariants:
+        return never
+    env: dict[str, Any] = {}
+    calls = []
+    for k, inv in enumerate(invariants):
+        env[f"c{k}"] = inv.check
+        calls.append(guarded(inv, f"c{k}({'t' if args == 's, t' else args})"))
+    exec(f"def either({args}):\n    return {' or '.join(calls)}\n", env)  # noqa: S102 -- built from the names above
+    return env["either"]
+
+
+def never(*args: Any) -> None:
+    return None
 
 
 def deadlock(message: str, step: int) -> Violation:

@@ -18,7 +18,9 @@ with nothing to run.
 An *optional* step is one a thread may take besides its next frame, in the middle of whatever it
 is doing (a CPU reporting an RCU quiescent state from its own tick).  It is offered only while the
 thread's next frame step is enabled, so it never makes a finished thread look unfinished nor a
-blocked one runnable, and it leaves the thread's stack as it was.  Schedulers take it only when
+blocked one runnable, and it leaves the thread's stack as it was.  Its guard says for every thread
+at once which may take it, as a bitmask (bit i for thread i), the way the kernel keeps such state
+per CPU in one word (an rcu_node's ``qsmask``).  Schedulers take it only when
 named (``Scripted``: ``ACTOR:label``) or first in the thread's turn (``RoundRobin``); ``Random`` and
 ``explore`` treat it as any other enabled action.
 """
@@ -38,7 +40,8 @@ class Frame(NamedTuple):
 class Step(NamedTuple):
     """An atomic step: ``run(state, thread_index, arg) -> state`` (daemons: ``run(state)``, or
     ``run(state, idle)`` with ``idle``; optional steps: ``run(state, thread_index)``); its guard
-    takes the same arguments.
+    takes the same arguments, except an optional step's: ``guard(state)`` returns the bitmask of the
+    threads that may take it.
 
     ``cost`` is how many round-robin rounds it keeps its thread busy: 0 for CPU-local work that
     touches no shared memory, or a function ``cost(state, thread_index, arg)``.
@@ -215,9 +218,13 @@ class ProgramModel(Model):
             name: tuple(self._steps[label] for label in labels) for name, labels in self.daemons.items()
         }
         self._optional = tuple(st for st in self._steps.values() if st.optional)
-        unguarded = [st.label for st in self._optional if st.guard is None]
+        daemon_steps = [st for dsteps in self._daemon_steps.values() for st in dsteps]
+        unguarded = [st.label for st in (*self._optional, *daemon_steps) if st.guard is None]
         if unguarded:
-            raise ValueError(f"optional steps need a guard: {', '.join(unguarded)}")
+            raise ValueError(f"optional and daemon steps need a guard: {', '.join(unguarded)}")
+        self._optional_guards = tuple((st.guard, st.label) for st in self._optional if st.guard is not None)
+        self._daemon_guards = tuple((name, st.label, st.guard, st.idle) for name, dsteps in self._daemon_steps.items()
+                                    for st in dsteps if st.guard is not None)
         self._wants_idle = any(st.idle for steps in self._daemon_steps.values() for st in steps)
         unknown = sorted({v for st in self._steps.values() for v in st.live} - set(self.locals))
         if unknown:
@@ -239,18 +246,28 @@ class ProgramModel(Model):
         return tuple(t.name for t in state.threads) + tuple(self.daemons)
 
     def actions(self, state: State) -> list[Action]:
+        # The hot path of every run and search: _runnable's loop inlined, the tables read once.
         new = tuple.__new__  # Action(...) through its generated __new__ costs twice as much
-        runnable, idle = self._runnable(state)
+        guards = self._guards
+        optional = [(guard(state), label) for guard, label in self._optional_guards]
         out = []
-        for i, name, label in runnable:
-            out.append(new(Action, (name, label)))
-            for st in self._optional:
-                if st.guard(state, i):
-                    out.append(new(Action, (name, st.label)))
-        for name, dsteps in self._daemon_steps.items():
-            for st in dsteps:
-                if st.guard(state, idle) if st.idle else st.guard(state):
-                    out.append(new(Action, (name, st.label)))
+        idle = 0
+        for i, t in enumerate(state[0]):
+            frames = t[1]
+            if frames:
+                label, arg = frames[0]
+                guard = guards[label]
+                if guard is None or guard(state, i, arg):
+                    name = t[0]
+                    out.append(new(Action, (name, label)))
+                    for mask, opt_label in optional:
+                        if mask >> i & 1:
+                            out.append(new(Action, (name, opt_label)))
+                    continue
+            idle |= 1 << i
+        for name, label, guard, wants_idle in self._daemon_guards:
+            if guard(state, idle) if wants_idle else guard(state):
+                out.append(new(Action, (name, label)))
         return out
 
     def idle(self, state: State) -> int:
@@ -283,19 +300,22 @@ class ProgramModel(Model):
         i = thread_index(state, action.actor)
         if st.optional:
             return st.run(state, i)
-        t = state[0][i]
+        threads = state[0]
+        t = threads[i]
         frames = t[1]
         label, arg = frames[0]
         if label != action.label:
             raise ValueError(f"{action} is not {t.name}'s next step ({label})")
-        state = set_thread(state, i, with_frames(t, frames[1:]))
+        new = tuple.__new__  # set_thread(state, i, with_frames(t, frames[1:])), inlined: every step pays it
+        popped = new(type(t), (t[0], frames[1:]) + t[2:])
+        state = new(type(state), (threads[:i] + (popped,) + threads[i + 1:],) + state[1:])
         return self.normalize(st.run(state, i, arg), i)
 
     def done(self, state: State, actor: str) -> bool:
         if actor in self._daemon_steps:
             idle = self.idle(state) if self._wants_idle else 0
-            return not any(st.guard(state, idle) if st.idle else st.guard(state)
-                           for st in self._daemon_steps[actor])
+            return not any(guard(state, idle) if wants_idle else guard(state)
+                           for name, _, guard, wants_idle in self._daemon_guards if name == actor)
         return not state.threads[thread_index(state, actor)].frames
 
     def sources(self) -> Mapping[str, Source]:
@@ -338,10 +358,11 @@ class ProgramModel(Model):
         plans = self._forget_plans
         for k, t in enumerate(threads):
             frames = t[1]
-            key = (type(t), frames[0][0] if frames else None)
+            head = frames[0][0] if frames else None
+            key = (type(t), head)
             plan = plans.get(key)
             if plan is None:
-                dead = self._dead[key[1]] if frames else tuple(self.locals)
+                dead = tuple(self.locals) if head is None else self._dead[head]
                 plan = plans[key] = tuple((t._fields.index(v), self.locals[v]) for v in dead)
             for f, value in plan:
                 if t[f] != value:
@@ -356,8 +377,8 @@ class ProgramModel(Model):
     def normalize(self, state: State, i: int) -> State:
         """Expand calls at the head of thread ``i`` until an atomic step (or nothing) is next."""
         calls = self.table.calls
-        t = state.threads[i]
-        frames = t.frames
+        t = state[0][i]
+        frames = t[1]
         if not frames or frames[0][0] not in calls:
             return state
         while frames and frames[0][0] in calls:

@@ -83,7 +83,9 @@ class _Stream:
     def peek(self) -> str:
         """The next character that is not white space ('' at the end)."""
         while True:
-            self.pos = _SPACE.match(self.buf, self.pos).end()
+            space = _SPACE.match(self.buf, self.pos)
+            assert space is not None  # it matches the empty string
+            self.pos = space.end()
             if self.pos < len(self.buf) or not self._more():
                 return self.buf[self.pos:self.pos + 1]
 

@@ -52,7 +52,7 @@ class RoundRobin:
 
     def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
         actors = model.actors(state)
-        by_actor = {}
+        by_actor: dict[str, Action] = {}
         for a in enabled:
             if a.actor not in by_actor or model.is_optional(a) and not model.is_optional(by_actor[a.actor]):
                 by_actor[a.actor] = a
@@ -250,26 +250,34 @@ def simulate(
     trace = Trace(model.name, model.variant.name, scenario, config or {}, params["kind"], params["seed"], [state],
                   script=params["script"], max_steps=max_steps)
     checks = Checks(model.invariants if check else ())
+    # Each step starts from a state that passed every check still made (a harm ends the run, and
+    # once an assertion is broken no other is sought), as the quick checks assume.
+    harm_on, harm_state = checks.quick_harm.on_label, checks.quick_harm.state
+    assert_on, assert_state = checks.quick_assertion.on_label, checks.quick_assertion.state
+    actions, ticks, states = trace.actions, trace.ticks, trace.states
+    actions_of, step, choose = model.actions, model.step, scheduler.choose
     trace.violation = checks.after(None, None, state, 0)
+    k = 0  # steps taken
     while trace.violation is None or trace.violation.kind != HARM:
-        enabled = model.actions(state)
-        if enabled and len(trace.actions) >= max_steps:  # a run that ends at the limit still ends
+        enabled = actions_of(state)
+        if enabled and k >= max_steps:  # a run that ends at the limit still ends
             trace.outcome = "max-steps"
             break
-        action = scheduler.choose(model, state, enabled)
+        action = choose(model, state, enabled)
         if action is None:
             trace.outcome = "finished" if model.finished(state) else "deadlock"
             if trace.outcome == "deadlock" and check:
-                trace.violation = deadlock(deadlock_message(model, state), len(trace.actions))
+                trace.violation = deadlock(deadlock_message(model, state), k)
             break
-        tick = scheduler.tick
-        nxt = model.step(state, action)
-        trace.actions.append(action)
-        trace.ticks.append(tick)
-        trace.states.append(nxt)
-        k = len(trace.actions)
-        trace.violation = (checks.harm(state, action, nxt, k) or trace.violation
-                           or checks.assertion(state, action, nxt, k))
+        ticks.append(scheduler.tick)
+        nxt = step(state, action)
+        actions.append(action)
+        states.append(nxt)
+        k += 1
+        if harm_on[action[1]](state, action, nxt) or harm_state(state, nxt):
+            trace.violation = checks.harm(state, action, nxt, k)
+        elif trace.violation is None and (assert_on[action[1]](state, action, nxt) or assert_state(state, nxt)):
+            trace.violation = checks.assertion(state, action, nxt, k)
         state = nxt
     if trace.violation is not None:
         trace.outcome = "deadlock" if trace.violation.invariant == "deadlock" else "violation"

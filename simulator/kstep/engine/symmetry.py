@@ -138,6 +138,6 @@ class _Renamed(dict):
         self.table, self.rename = table, rename
 
     def __missing__(self, i):
-        value = self.table.values[i]
+        value = self.table.by_index[i]
         out = self[i] = self.table[value if self.rename is None else self.rename(value)]
         return out

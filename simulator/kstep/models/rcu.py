@@ -156,10 +156,17 @@ def call_rcu(s, func: str, obj: int):
     return s._replace(rcu=r._replace(callbacks=r.callbacks + (cb,)))
 
 
+def outside_sections(r: Rcu) -> int:
+    """Bit c set for every CPU c outside every read-side section."""
+    return sum(1 << c for c, n in enumerate(r.nesting) if not n)
+
+
 def idle_quiescent(r: Rcu, idle: int) -> int:
     """The qsmask bits of CPUs the FQS scan finds idle: thread finished or asleep, outside every section."""
-    outside = sum(1 << c for c, n in enumerate(r.nesting) if not n)
-    return r.qsmask & idle & outside
+    waited = r.qsmask & idle
+    if not waited:  # the common case (no grace period running) needs no look at the CPUs
+        return 0
+    return waited & outside_sections(r)
 
 
 def add_rcu(program: Program, invoke: Callable) -> None:
@@ -199,9 +206,12 @@ def add_rcu(program: Program, invoke: Callable) -> None:
         return s._replace(rcu=r._replace(qsmask=r.qsmask & ~(1 << i)))
 
     @program.guard("rcu_report_qs_rdp")
-    def qs_to_report(s, i):
+    def qs_to_report(s):
+        """The CPUs still in qsmask that are outside every read-side section."""
         r = s.rcu
-        return bool(r.qsmask >> i & 1) and not r.nesting[i]
+        if not r.qsmask:  # the common case: no grace period waits for anyone
+            return 0
+        return r.qsmask & outside_sections(r)
 
     @program.step("rcu_gp_init", "kernel/rcu/tree.c:rcu_gp_init",
                   "start a grace period (rcu_seq_start) and set every online CPU's bit in the rcu_node's qsmask",

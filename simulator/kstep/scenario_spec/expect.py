@@ -145,7 +145,7 @@ class _Frame:
             if not isinstance(seq, tuple) or not isinstance(index, int) or not -len(seq) <= index < len(seq):
                 raise ExpectError(f"{ast.unparse(node)}: no such entry")
             return seq[index]
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             return self.call(node.func.id, [self.eval(a) for a in node.args])
         raise ExpectError(f"{type(node).__name__} is not allowed")  # _allowed() rules this out
 

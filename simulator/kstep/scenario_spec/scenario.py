@@ -73,17 +73,19 @@ class Str(NamedTuple):
         return "one of " + ", ".join(self.choices) if self.choices else "string"
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
 class Name(NamedTuple):
     """An actor's name: schedules name actors (``-P "T1*3 W"``), so it must be a schedulable word."""
 
     doc: str = ""
     max_len: int = 12
-    pattern = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
     def check(self, v: Any, path: str) -> str:
         if not isinstance(v, str):
             raise bad(path, f"expected a name, got {_kind(v)}")
-        if len(v) > self.max_len or not self.pattern.fullmatch(v):
+        if len(v) > self.max_len or not _NAME.fullmatch(v):
             raise bad(path, f"{v!r} is not a name (a letter or _, then letters, digits, _ . -; "
                             f"at most {self.max_len} characters)")
         return v

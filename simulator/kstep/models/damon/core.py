@@ -121,7 +121,7 @@ def damon_set_regions(regions: tuple, ranges: Sequence[tuple[int, int]], min_reg
             if r.start >= re:
                 break
             k += 1
-        if first is None:
+        if first is None or last is None:  # both or neither
             # no region intersects with this range: insert before r (at the end if r is the head)
             newr = damon_new_region(align_down(rs, min_region), align(re, min_region))
             regions = regions[:k] + (newr,) + regions[k:]

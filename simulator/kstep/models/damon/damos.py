@@ -15,7 +15,7 @@ current value is a time series from the scenario, as a user would write it into 
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional, Sequence
 
 from .core import (DAMON_MIN_REGION, DAMOS_MAX_SCORE, U32, ULONG, Attrs, Region, align_down,
                    damon_feed_loop_next_input, damon_max_nr_accesses, damon_split_region_at, damon_sz_region)
@@ -342,7 +342,7 @@ def damos_apply_scheme(c: Ctx, regions: tuple, i: int, k: int, s: Scheme, ss: Sc
     return regions, ss._replace(stat=damos_update_stat(ss.stat, sz, sz_applied))
 
 
-def damon_do_apply_schemes(c: Ctx, regions: tuple, i: int, schemes: tuple, states: tuple, fixes: Fixes,
+def damon_do_apply_schemes(c: Ctx, regions: tuple, i: int, schemes: tuple, states: Sequence, fixes: Fixes,
                            applied: list, *, charge: bool = True) -> tuple[tuple, tuple, int]:
     """Every scheme, in order, on ``regions[i]``; (regions, states, index of the region the
     schemes ended on: before 6.12.113 a skipped prefix moves them on to its tail)."""
@@ -434,7 +434,7 @@ def damos_adjust_quota(c: Ctx, regions: tuple, s: Scheme, ss: SchemeState, fixes
     return ss._replace(min_score=score)
 
 
-def kdamond_apply_schemes(c: Ctx, regions: tuple, schemes: tuple, states: tuple, fixes: Fixes, *,
+def kdamond_apply_schemes(c: Ctx, regions: tuple, schemes: tuple, states: Sequence, fixes: Fixes, *,
                           charge: bool = True) -> tuple[tuple, tuple, tuple]:
     """Adjust the quotas of the schemes due, then walk the regions once applying every scheme;
     (regions, states, the Applied actions in order)."""

@@ -341,7 +341,7 @@ def regions_cover_ranges(s: DamonState) -> Optional[str]:
     if s.k.phase == INIT:
         return None
     prev_end = None
-    have = []  # the runs of adjacent regions
+    have: list[tuple[int, int]] = []  # the runs of adjacent regions
     for r in s.regions:
         if r.start >= r.end:
             return f"region [{fmt(r.start)}, {fmt(r.end)}) is empty"

@@ -74,6 +74,7 @@ def __damon_va_three_regions(vmas: tuple, min_region: int = DAMON_MIN_REGION) ->
         prev_end = vma.end
     if second_gap[1] == second_gap[0] or first_gap[1] == first_gap[0]:
         return -EINVAL, ()
+    assert start is not None and prev_end is not None  # two gaps: at least three mappings
     # Sort the two biggest gaps by address
     if first_gap[0] > second_gap[0]:
         first_gap, second_gap = second_gap, first_gap

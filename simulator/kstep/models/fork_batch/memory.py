@@ -295,10 +295,11 @@ def after_rmap(s) -> tuple:
     return ((Frame("pte_mkwrite"),) if c.any_writable else ()) + (Frame("__copy_present_ptes", c.nr),)
 
 
+FOLIO_BATCH_WHAT = ("vm_normal_page finds the page (none for the zero page: that one PTE is copied as it is); "
+                    "a large folio with more than one PTE left in the table and no page preallocated takes the "
+                    "batch path (folio_pte_batch), anything else the single-PTE path (folio_get)")
 COPY_PRESENT_PTES_WHAT = {
-    FOLIO_BATCH: "vm_normal_page finds the page (none for the zero page: that one PTE is copied as it is); "
-                 "a large folio with more than one PTE left in the table and no page preallocated takes the "
-                 "batch path (folio_pte_batch), anything else the single-PTE path (folio_get)",
+    FOLIO_BATCH: FOLIO_BATCH_WHAT,
     V6_12_0_BATCH: None,  # as FOLIO_BATCH
     NO_HINT: None,
     ARCH_HINT: "vm_normal_page finds the page (none for the zero page: that one PTE is copied as it is); "
@@ -310,7 +311,7 @@ COPY_PRESENT_PTES_WHAT = {
 
 
 def add_copy_present_ptes(program: Program, strategy: str) -> None:
-    what = COPY_PRESENT_PTES_WHAT[strategy] or COPY_PRESENT_PTES_WHAT[FOLIO_BATCH]
+    what = COPY_PRESENT_PTES_WHAT[strategy] or FOLIO_BATCH_WHAT
     batch, how = {FOLIO_BATCH: ("folio_pte_batch", BATCH), V6_12_0_BATCH: ("folio_pte_batch", BATCH),
                   NO_HINT: ("folio_pte_batch", BATCH), ARCH_HINT: ("pte_batch_hint", HINT),
                   PER_PTE: (None, SINGLE)}[strategy]

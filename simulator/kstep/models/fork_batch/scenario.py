@@ -206,7 +206,8 @@ SCHEMA = Table({
 
 def initial_state(config) -> ForkState:
     fmt = config["format"]
-    folios, pfn = {}, FIRST_PFN
+    folios: dict[str, tuple] = {}
+    pfn = FIRST_PFN
     for f in config["folios"]:
         n = folio_pages(f["order"])
         pfn = (pfn + n - 1) // n * n

@@ -54,7 +54,8 @@ class QState(NamedTuple):
     threads: tuple  # Ctx, tasks and interrupts
     words: tuple  # one 32-bit lock word per lock
     nodes: tuple  # Node per cpu * MAX_NODES + idx
-    count: tuple  # per CPU: qnodes[0].mcs.count (powerpc: qnodesp->count)
+    # per CPU: qnodes[0].mcs.count (powerpc: qnodesp->count); the kernel's name hides tuple.count, as mypy notes
+    count: tuple  # type: ignore[assignment]
     layout: str  # QSPINLOCK, TICKET or POWERPC: how the words are laid out
     pending_bits: int  # _Q_PENDING_BITS of this run (8 or 1)
     spins: tuple  # powerpc: (steal_spins, head_spins)

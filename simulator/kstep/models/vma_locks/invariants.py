@@ -77,6 +77,8 @@ def write_locked_set(s):
 
 
 def no_reader_in_write_locked_vma(s):
+    if s.mm.mmap_lock.owner == NOBODY:  # no VMA is write-locked (is_write_locked)
+        return None
     for i, t in enumerate(s.threads):
         if vma_read_locked(s, i) and is_write_locked(s, t.vma):
             return f"{t.name} holds VMA {t.vma} read-locked while it is write-locked"
@@ -87,10 +89,12 @@ def read_locked_vma_unchanged(s, a, t):
     if s.vmas is t.vmas:
         return None
     for i, (before, after) in enumerate(zip(s.threads, t.threads)):
-        if vma_read_locked(s, i) and vma_read_locked(t, i) and before.vma == after.vma:
-            old, new = s.vmas[before.vma], t.vmas[before.vma]
-            if old.detached:
-                continue
+        if before.vma < 0 or before.vma != after.vma:
+            continue
+        old, new = s.vmas[before.vma], t.vmas[before.vma]
+        if old is new or old.detached:  # steps share every VMA they leave alone
+            continue
+        if vma_read_locked(s, i) and vma_read_locked(t, i):
             for f in _FIELDS:
                 if getattr(old, f) != getattr(new, f):
                     return f"{a} changed {f} of VMA {before.vma} while {before.name} holds it read-locked"
@@ -98,8 +102,10 @@ def read_locked_vma_unchanged(s, a, t):
 
 
 def writer_waits_for_readers(s, a, t):
-    if s.vmas is t.vmas and s.mm.mm_lock_seq == t.mm.mm_lock_seq:
+    if s.vmas is t.vmas or s.mm.mm_lock_seq != t.mm.mm_lock_seq:  # what is reported needs both
         return None
+    if len(s.vmas) == len(t.vmas) and all(x.vm_lock_seq == y.vm_lock_seq for x, y in zip(s.vmas, t.vmas)):
+        return None  # with the same mm_lock_seq, no VMA became write-locked
     for v in write_locked_set(t) - write_locked_set(s):
         if v < len(t.vmas) and t.vmas[v].lock.readers and t.mm.mm_lock_seq == s.mm.mm_lock_seq:
             readers = ", ".join(t.threads[r].name for r in t.vmas[v].lock.readers)
@@ -184,24 +190,26 @@ INVARIANTS = [
               writer_waits_for_readers, transition=True),
     Invariant("no-use-after-free",
               "no step touches a VMA (or its lock) after it has been freed", no_use_after_free, transition=True,
-              kind=HARM),
+              kind=HARM, steps=frozenset(_VIA_POINTER | _VIA_ARG)),
     Invariant("vma-start-read-fails-only-for-writers",
               "vma_start_read gives up only while a writer holds mmap_lock for write or has held it since "
               "the fault found the VMA (else faults fall back to mmap_lock and the per-VMA path is lost)",
-              vma_start_read_fails_only_for_writers, transition=True, kind=HARM),
+              vma_start_read_fails_only_for_writers, transition=True, kind=HARM,
+              steps=frozenset(VMA_START_READ_PASSES)),
     Invariant("epoch-unlocks-all",
-              "every VMA write-locked in a write epoch is unlocked when the epoch ends", epoch_unlocks_all),
+              "every VMA write-locked in a write epoch is unlocked when the epoch ends", epoch_unlocks_all,
+              reads=("mm", "vmas")),
     Invariant("fault-uses-attached-vma",
               "a fault is handled only in an attached VMA that covers the address",
-              fault_uses_attached_vma, transition=True, kind=HARM),
+              fault_uses_attached_vma, transition=True, kind=HARM, steps=frozenset({"handle_mm_fault"})),
     Invariant("writer-holds-vma-write-lock",
               "writers change or copy a VMA only while it is write-locked (vma_assert_write_locked)",
-              writer_holds_vma_write_lock, transition=True),
+              writer_holds_vma_write_lock, transition=True, steps=frozenset(_WRITES)),
     Invariant("fork-copies-unused-vma",
               "dup_mmap copies a VMA only while no fault holds it (a fault could change its page tables)",
-              fork_copies_unused_vma, transition=True, kind=HARM),
+              fork_copies_unused_vma, transition=True, kind=HARM, steps=frozenset({"copy_page_range"})),
     Invariant("tree-non-overlapping",
               "the VMAs in the maple tree never overlap: an address belongs to at most one of them",
-              tree_non_overlapping),
+              tree_non_overlapping, reads=("mm", "vmas")),
     *rcu_invariants(),
 ]

@@ -9,6 +9,7 @@ Run alone with ``python bench/klitmus.py``, or through bench/run.py, which calls
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -34,6 +35,8 @@ def run(out: Path, say) -> list:
 
 
 if __name__ == "__main__":
+    # No options: --help says what it measures, and anything else is refused before the measuring starts.
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     run(out, print)

@@ -183,7 +183,6 @@ class Opened:
         self.context.close()
 
 
-PHONE = 500  # a window narrower than this is a phone's
 # The player's parts a student reads or works (the board is the view's first panel, kstep-panel-0).
 PARTS = ["kstep-reset", "kstep-back", "kstep-play", "kstep-step", "kstep-speed", "kstep-slider", "kstep-projector",
          "kstep-status-pane", "kstep-code-pane", "kstep-panel-0", "kstep-key"]
@@ -207,22 +206,41 @@ def player_parts(p: Opened) -> dict:
 
 def misfits(parts: dict, width: int) -> list[str]:
     """What does not fit a window ``width`` pixels wide: a part that leaves it or is not shown, a part whose
-    content is wider than it (only on a phone, where a board keeps the width it is legible at, may the
-    board scroll sideways in its own box), two parts that overlap."""
+    content is wider than it (the board too: on a phone it is drawn smaller, never scrolled sideways), two
+    parts that overlap."""
     out = []
     for name in PARTS:
         part = parts[name]
         left, _, right, _ = part["box"]
         if not part["shown"] or left < 0 or right > width + 0.5:
             out.append(f"{name} leaves the window: {part}")
-        phone_board = name == "kstep-panel-0" and width < PHONE
-        if not phone_board and part["content"][0] > part["client"][0] + 1:
+        if part["content"][0] > part["client"][0] + 1:
             out.append(f"{name}'s content is wider than it: {part}")
     for i, a in enumerate(PARTS):
         for b in PARTS[i + 1:]:
             if overlap(parts[a]["box"], parts[b]["box"]) > 0:
                 out.append(f"{a} and {b} overlap: {parts[a]['box']}, {parts[b]['box']}")
     return out
+
+
+# Every element of the page's players, inside the shadow roots BokehJS draws in, that a reader could scroll
+# sideways: its content wider than its box, and its box scrolls (overflow-x auto or scroll).
+SIDEWAYS = """() => {
+  const out = [];
+  const walk = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      const x = getComputedStyle(el).overflowX;
+      if ((x === "auto" || x === "scroll") && el.scrollWidth > el.clientWidth + 1) {
+        out.push(`${el.tagName.toLowerCase()}.${[...el.classList].join(".")}: ${el.scrollWidth} in ${el.clientWidth}`);
+      }
+      if (el.shadowRoot) {
+        walk(el.shadowRoot);
+      }
+    }
+  };
+  walk(document);
+  return out;
+}"""
 
 
 def overlap(a, b) -> float:

@@ -155,7 +155,7 @@ def test_the_folded_text_is_not_on_screen_until_opened(browser, site):
 
 def asked_runs():
     """Per mechanism whose players ask questions, the bundled scenario whose player asks the most: (model,
-    scenario, run).  The player's charts and their axes are one code path for every page (player.js); these
+    run).  The player's charts and their axes are one code path for every page (player.js); these
     two runs ask mid-run and at the end, of counters that grow after the question."""
     for mech in MODELS:
         most = []
@@ -164,9 +164,21 @@ def asked_runs():
                 model, sc, run = course.scripted_run(mech, name)
                 asks = len(predict.predictions(run, model))
                 if asks > len(most):
-                    most = [(model, sc, run)] * asks
+                    most = [(model, run)] * asks
         if most:
             yield most[0]
+
+
+def fitted_ends(fits, frames: Frames, n: int) -> list[dict]:
+    """Per frame k, each fitted range's end (by name) over frames 0..k, by Player.fit's rule."""
+    columns = {f["range"].name: [max(frames.rows(f["source"], k)[f["column"]], default=0) for k in range(n + 1)]
+               for f in fits if f["source"] is not None}
+    out, tops = [], {}
+    for k in range(n + 1):
+        tops = {name: max(tops.get(name, 0), values[k]) for name, values in columns.items()}
+        out.append({f["range"].name: max(f["least"], f["scale"] * (tops[f["range"].name] if f["source"] else n + 1)
+                                         + f["add"]) for f in fits})
+    return out
 
 
 @pytest.mark.browser
@@ -177,26 +189,16 @@ def test_the_players_charts_show_nothing_of_the_steps_to_come_before_the_reveal(
     each counter reads its value at that frame; once every question is answered, the axes hold the run."""
     p = None
     try:
-        for model, sc, run in asked_runs():
+        for model, run in asked_runs():
             mech, name = run.mechanism, run.scenario
             lay = views.layout(run, model)
             frames = Frames(lay)
             fits = lay.select_one({"name": "kstep-player"}).args["kstep"]["fits"]
             assert fits and all(f["range"].name for f in fits), f"{mech}/{name}: a chart fitted to the run"
-            # The largest value each fitted range's column holds over frames 0..k, for every k.
-            tops = {}
-            for f in fits:
-                if f["source"] is not None:
-                    values = [max(frames.rows(f["source"], k)[f["column"]], default=0) for k in range(len(run) + 1)]
-                    tops[f["range"].name] = [max(values[:k + 1]) for k in range(len(values))]
-
-            def ends(upto):
-                """Each fitted range's end over frames 0..upto, by name (Player.fit's rule)."""
-                return {f["range"].name: max(f["least"], f["scale"] * (tops[f["range"].name][upto] if f["source"]
-                                                                      else len(run) + 1) + f["add"]) for f in fits}
+            ends = fitted_ends(fits, frames, len(run))
 
             path = tmp_path / f"{mech}-{name}.html"
-            path.write_text(file_html(lay, resources=INLINE, title=name))  # the layout checked above
+            path.write_text(file_html(lay, resources=INLINE, title=name))  # the layout read above
             if p is None:
                 p = Opened(browser, path, predict=True)
             else:
@@ -208,13 +210,13 @@ def test_the_players_charts_show_nothing_of_the_steps_to_come_before_the_reveal(
                 p.js("m('kstep-slider').value = arg", len(run))  # a jump to the end stops before the question
                 p.wait(f"m('kstep-slider').value === {stop} && !m('kstep-guess').disabled")
                 p.page.evaluate(PAINTED)
-                assert p.page.evaluate(shown, names) == pytest.approx(ends(stop)), f"{mech}/{name} {q['id']}"
+                assert p.page.evaluate(shown, names) == pytest.approx(ends[stop]), f"{mech}/{name} {q['id']}"
                 if "counters" in frames.exports:
                     assert p.shown("counters")["text"] == frames.rows("counters", stop)["text"], q["id"]
                 p.click("Show me")
                 p.wait(f"m('kstep-slider').value === {q['step']} && m('kstep-guess').disabled")
             p.page.evaluate(PAINTED)
-            assert p.page.evaluate(shown, names) == pytest.approx(ends(len(run))), f"{mech}/{name}: revealed"
+            assert p.page.evaluate(shown, names) == pytest.approx(ends[len(run)]), f"{mech}/{name}: revealed"
         p.check_clean()
     finally:
         if p is not None:

@@ -154,19 +154,16 @@ def test_the_folded_text_is_not_on_screen_until_opened(browser, site):
 
 
 def asked_runs():
-    """Per mechanism whose players ask questions, the bundled scenario whose player asks the most: (model,
-    run).  The player's charts and their axes are one code path for every page (player.js); these
-    two runs ask mid-run and at the end, of counters that grow after the question."""
+    """Per mechanism whose scenarios ask questions, the bundled scenario that asks the most: (model, run).
+    The player's charts and their axes are one code path for every page (player.js); these two runs ask
+    mid-run and at the end, of counters that grow after the question."""
     for mech in MODELS:
-        most = []
-        for name in scenario.bundled(mech):
-            if scenario.load(mech, make_model(mech).scenario_schema, name).questions:
-                model, sc, run = course.scripted_run(mech, name)
-                asks = len(predict.predictions(run, model))
-                if asks > len(most):
-                    most = [(model, run)] * asks
-        if most:
-            yield most[0]
+        schema = make_model(mech).scenario_schema
+        asks = {name: len(scenario.load(mech, schema, name).questions) for name in scenario.bundled(mech)}
+        name = max(asks, key=asks.get, default=None)
+        if name is not None and asks[name]:
+            model, _, run = course.scripted_run(mech, name)
+            yield model, run
 
 
 def fitted_ends(fits, frames: Frames, n: int) -> list[dict]:
@@ -205,7 +202,9 @@ def test_the_players_charts_show_nothing_of_the_steps_to_come_before_the_reveal(
                 p.goto(path)
             shown = "(names) => Object.fromEntries(names.map((n) => [n, Bokeh.documents[0].get_model_by_name(n).end]))"
             names = [f["range"].name for f in fits]
-            for q in predict.predictions(run, model):
+            asked = predict.predictions(run, model)
+            assert asked, f"{mech}/{name}: its player asks"
+            for q in asked:
                 stop = q["step"] - 1
                 p.js("m('kstep-slider').value = arg", len(run))  # a jump to the end stops before the question
                 p.wait(f"m('kstep-slider').value === {stop} && !m('kstep-guess').disabled")

@@ -24,6 +24,8 @@ READY = ("() => { const n = document.querySelectorAll('[data-root-id]').length;"
 # Every player of the page with predict mode off (a student's click on its toggle does the same).
 NO_PREDICT = ("() => { for (const d of window.Bokeh === undefined ? [] : Bokeh.documents) { const t = d.get_model_by_name('kstep-predict-on');"
               " if (t !== null && t.active) { t.active = false; } } }")
+# What an interactive page downloads before Python starts (interactive.js's DOWNLOADS, and pyodide.js).
+PYTHON = ("*/_static/pyodide/*", "*/_static/kstep/kstep.zip*")
 SPEED = "1000 steps/s"  # the player's fastest speed: a whole run plays in moments
 # Two animation frames: BokehJS paints on the next one, so after this the screen shows the model.
 PAINTED = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
@@ -37,18 +39,32 @@ class Opened:
     """
 
     def __init__(self, browser, where: Path | str, *, origin: Optional[str] = None, doc: int = 0,
-                 viewport=(1280, 1000), predict: bool = False, init: Optional[str] = None):
+                 viewport=(1280, 1000), predict: bool = False, init: Optional[str] = None, crawl: bool = False):
         """``predict``: leave the players' predict mode on (else it is turned off, so that a test moves
         freely over a run whose scenario asks questions).  ``init``: a script every page runs before its
-        own (to watch it from the start)."""
+        own (to watch it from the start).
+
+        ``crawl``: for going through many pages of one site in this tab.  A request that would leave the
+        machine is recorded as it starts rather than routed, since Playwright turns a context's HTTP cache
+        off while it routes (each page then loaded BokehJS and the theme again); and a page's requests for
+        Python (Pyodide, kstep.zip) are held, never answered, as on a very slow network: its players work
+        while Python loads, and Python's start, seconds of CPU, is not paid again on every page.  ``python``
+        lists the held requests of the page open."""
         self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
         self.origin = origin
         self.requests: list[str] = []
         self.problems: list[str] = []
-        self.context.route(re.compile(r"^https?://"), self._route)
+        self.python: list[str] = []
         if init is not None:
             self.context.add_init_script(init)
         self.page = self.context.new_page()
+        if crawl:
+            self.page.on("request", self._leaving)
+            cdp = self.context.new_cdp_session(self.page)
+            cdp.on("Fetch.requestPaused", lambda e: self.python.append(e["request"]["url"]))
+            cdp.send("Fetch.enable", {"patterns": [{"urlPattern": p} for p in PYTHON]})
+        else:
+            self.context.route(re.compile(r"^https?://"), self._route)
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         self.page.on("console", self._console)
         self.predict = predict
@@ -56,6 +72,7 @@ class Opened:
 
     def goto(self, where: Path | str, doc: int = 0) -> None:
         """Open another page in the same tab (what it requests and logs is added to the same lists)."""
+        self.python.clear()
         self.page.goto(where.as_uri() if isinstance(where, Path) else where)
         self.page.wait_for_function(READY, timeout=30_000)
         if not self.predict:
@@ -69,8 +86,15 @@ class Opened:
             self.requests.append(route.request.url)
             route.abort()
 
+    def _leaving(self, request):
+        if request.url.startswith(("http:", "https:")) and not (
+                self.origin is not None and request.url.startswith(self.origin + "/")):
+            self.requests.append(request.url)
+
     def _console(self, msg):
-        if msg.type in ("error", "warning"):
+        # Unrouted, the browser asks a server for /favicon.ico on its own (the site names no icon): not the page's.
+        if msg.type in ("error", "warning") and not (self.origin is not None and
+                                                     msg.location.get("url") == self.origin + "/favicon.ico"):
             self.problems.append(f"console {msg.type}: {msg.text}")
 
     def documents(self) -> int:
@@ -183,7 +207,6 @@ class Opened:
         self.context.close()
 
 
-PHONE = 500  # a window narrower than this is a phone's
 # The player's parts a student reads or works (the board is the view's first panel, kstep-panel-0).
 PARTS = ["kstep-reset", "kstep-back", "kstep-play", "kstep-step", "kstep-speed", "kstep-slider", "kstep-projector",
          "kstep-status-pane", "kstep-code-pane", "kstep-panel-0", "kstep-key"]
@@ -207,22 +230,41 @@ def player_parts(p: Opened) -> dict:
 
 def misfits(parts: dict, width: int) -> list[str]:
     """What does not fit a window ``width`` pixels wide: a part that leaves it or is not shown, a part whose
-    content is wider than it (only on a phone, where a board keeps the width it is legible at, may the
-    board scroll sideways in its own box), two parts that overlap."""
+    content is wider than it (the board too: on a phone it is drawn smaller, never scrolled sideways), two
+    parts that overlap."""
     out = []
     for name in PARTS:
         part = parts[name]
         left, _, right, _ = part["box"]
         if not part["shown"] or left < 0 or right > width + 0.5:
             out.append(f"{name} leaves the window: {part}")
-        phone_board = name == "kstep-panel-0" and width < PHONE
-        if not phone_board and part["content"][0] > part["client"][0] + 1:
+        if part["content"][0] > part["client"][0] + 1:
             out.append(f"{name}'s content is wider than it: {part}")
     for i, a in enumerate(PARTS):
         for b in PARTS[i + 1:]:
             if overlap(parts[a]["box"], parts[b]["box"]) > 0:
                 out.append(f"{a} and {b} overlap: {parts[a]['box']}, {parts[b]['box']}")
     return out
+
+
+# Every element of the page's players, inside the shadow roots BokehJS draws in, that a reader could scroll
+# sideways: its content wider than its box, and its box scrolls (overflow-x auto or scroll).
+SIDEWAYS = """() => {
+  const out = [];
+  const walk = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      const x = getComputedStyle(el).overflowX;
+      if ((x === "auto" || x === "scroll") && el.scrollWidth > el.clientWidth + 1) {
+        out.push(`${el.tagName.toLowerCase()}.${[...el.classList].join(".")}: ${el.scrollWidth} in ${el.clientWidth}`);
+      }
+      if (el.shadowRoot) {
+        walk(el.shadowRoot);
+      }
+    }
+  };
+  walk(document);
+  return out;
+}"""
 
 
 def overlap(a, b) -> float:
@@ -258,14 +300,16 @@ def site_pages(site: Path, under: str = "") -> list[str]:
 
 
 def visit_pages(browser, origin: str, rels: list[str]) -> int:
-    """One visit per page: no page error, no console error or warning, no request leaving the
-    machine; on a page that embeds Bokeh documents, every one is built and every player works.
-    Returns how many players played."""
-    p = Opened(browser, f"{origin}/index.html", origin=origin)
+    """One visit per page, in one tab (``Opened``'s crawl: the HTTP cache on, Python held downloading):
+    no page error, no console error or warning, no request leaving the machine; a page with an
+    interactive panel asks for Python as it opens, a page without one never does; on a page that embeds
+    Bokeh documents, every one is built and every player works.  Returns how many players played."""
+    p = Opened(browser, f"{origin}/index.html", origin=origin, crawl=True)
     players = 0
     try:
         for rel in rels:
             p.goto(f"{origin}/{rel}")
+            live = p.page.locator("script[src*='kstep/interactive.js']").count() > 0
             p.open_collapsed()
             embeds = p.page.locator("[data-root-id]").count()
             assert p.documents() == embeds, rel
@@ -276,6 +320,7 @@ def visit_pages(browser, origin: str, rels: list[str]) -> int:
                     players += 1
             assert p.problems == [], rel
             assert p.requests == [], f"{rel} requested from outside the machine"
+            assert bool(p.python) == live, f"{rel}: {'no ' if live else ''}request for Python: {p.python}"
     finally:
         p.close()
     return players

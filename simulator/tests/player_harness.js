@@ -74,6 +74,7 @@ const kstep = {
   ...spec, widgets: W, frames: frames, sources: sources, root: null,
   cursors: [{model: cursor, kind: "box"}],
   follow: [{range: range, window: spec.window, total: spec.n + 1}],
+  fits: [], panels: [],  // no axis fitted to the run, no plot to scale: nothing is laid out here
 };
 
 // Playback runs on animation frames: a clock the actions move ("advance:MS") and the frames

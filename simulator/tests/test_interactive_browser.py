@@ -98,6 +98,15 @@ new MutationObserver(() => {
   const now = bar === null ? null : [Number(bar.getAttribute("aria-valuenow")), bar.textContent];
   if (now !== null && (last === undefined || last[1] !== now[1])) { seen.push(now); }
 }).observe(document, {childList: true, subtree: true});
+// When the page first asks for Python: how many of its Bokeh documents (its player) were built by then.
+window.kstep_python_asked = null;
+const fetch_first = window.fetch;
+window.fetch = function (url, ...rest) {
+  if (window.kstep_python_asked === null && String(url).includes("/pyodide/")) {
+    window.kstep_python_asked = {built: window.Bokeh === undefined ? 0 : Bokeh.documents.length};
+  }
+  return fetch_first.call(this, url, ...rest);
+};
 """
 
 
@@ -106,7 +115,6 @@ def opened(browser, origin):
     """munmap-vs-fault's page, opened once for the tests that follow it (one Pyodide start)."""
     p = Opened(browser, origin + "/index.html", origin=origin, init=WATCH_PROGRESS)
     try:
-        p.page.locator(".kstep-live").first.scroll_into_view_if_needed()  # the student scrolls to it
         yield p
         p.check_clean()
     finally:
@@ -114,9 +122,11 @@ def opened(browser, origin):
 
 
 def test_python_loads_as_the_page_opens_and_the_panel_shows_how_far(opened):
-    """Nobody clicks: Pyodide and kstep load once the panel is on screen, and the bar goes through
-    the download (in MB) and the stages of starting, never backwards, and is gone when they are loaded."""
+    """Nobody clicks or scrolls: Pyodide and kstep start loading as the page opens, before BokehJS has
+    even built the player, and the bar goes through the download (in MB) and the stages of starting,
+    never backwards, and is gone when they are loaded."""
     p = opened
+    assert p.page.evaluate("window.kstep_python_asked") == {"built": 0}
     p.page.wait_for_selector('.kstep-live[data-loaded="yes"]', timeout=BOOT_MS)
     assert p.page.locator(".kstep-live-progress").count() == 0
     seen = p.page.evaluate("window.kstep_progress")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import PAINTED, Opened, misfits, player_parts
+from browser import PAINTED, SIDEWAYS, Opened, misfits, player_parts
 from kstep import views
 from kstep.engine import Scripted, simulate
 from kstep.scenario_spec import scenario
@@ -37,6 +37,12 @@ def opened(browser, tmp_path_factory):
     yield p, trace, model
     p.check_clean()
     p.close()
+
+
+BOARD_HEIGHT = 590  # vma_lock.py's board, as designed
+# The sizes in pixels of the type the board's canvas draws (its texts' font sizes, as BokehJS draws them).
+BOARD_TYPE = """m('kstep-plot-state').renderers.map((r) => r.glyph).filter((g) => 'text_font_size' in g.properties)
+  .map((g) => parseFloat(g.text_font_size.value) * (g.text_font_size.value.endsWith('pt') ? 4 / 3 : 1))"""
 
 
 def at(p, k, n):
@@ -102,10 +108,17 @@ def test_the_player_fits_the_screen_and_no_part_overflows_or_overlaps_another(op
         assert code["box"][0] >= board["box"][2] and code["box"][1] < board["box"][3], "side by side"
     else:
         assert code["box"][1] >= board["box"][3], "on a narrow screen the code pane goes under the board"
-    # The board keeps the width it is legible at: on a phone it scrolls sideways in its own box, from
-    # anywhere else it is whole.
-    wider = board["content"][0] > board["client"][0] + 1
-    assert wider == (width < style.MIN_PLOT_WIDTH + 16), f"{screen}: the board scrolls sideways: {board}"
+    # Nothing scrolls sideways, on a phone either: there the board is drawn as a picture of it at the width it
+    # is legible at would be, smaller as a whole, its proportions kept and its type still readable.
+    assert p.page.evaluate(SIDEWAYS) == [], f"{screen}: a part of the player scrolls sideways"
+    sizes = p.js(BOARD_TYPE)
+    wide, tall = board["box"][2] - board["box"][0], board["box"][3] - board["box"][1]
+    if width < style.MIN_PLOT_WIDTH:
+        scale = wide / style.MIN_PLOT_WIDTH
+        assert abs(tall / wide - BOARD_HEIGHT / style.MIN_PLOT_WIDTH) < 0.03, f"{screen}: proportions {board}"
+        assert min(sizes) >= 8 and abs(max(sizes) - 13 * 4 / 3 * scale) < 0.5, sizes
+    else:
+        assert round(tall) == BOARD_HEIGHT and max(sizes) == 13 * 4 / 3, f"{screen}: the board as designed"
     SHOTS.mkdir(parents=True, exist_ok=True)
     p.page.screenshot(path=str(SHOTS / f"vma-munmap-vs-fault-{screen}-{width}px.png"), full_page=True)
     assert p.page.evaluate("() => document.querySelector('meta[name=viewport]').content") == \
@@ -122,10 +135,17 @@ def test_projector_mode_shows_the_board_and_the_code_in_large_type_on_one_screen
     before = p.page.evaluate(visible, hidden)
     status = p.root.locator(".kstep-status")
     small = status.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)")
+    board_type = p.js(BOARD_TYPE)
+    board = player_parts(p)["kstep-panel-0"]["box"]
     p.click("projector mode")
     p.wait("m('kstep-projector').active && !m('kstep-key').visible")
     assert p.page.evaluate(visible, hidden) == [False] * len(hidden)
     assert status.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)") >= 1.5 * small
+    # The board's own type (drawn on its canvas) grows too, and the board with it, as tall as it is wide.
+    large = p.js(BOARD_TYPE)
+    assert all(abs(b - style.PROJECTOR_SCALE * a) < 0.1 for a, b in zip(board_type, large)), (board_type, large)
+    grown = player_parts(p)["kstep-panel-0"]["box"]
+    assert grown[3] - grown[1] >= 1.3 * (board[3] - board[1])
     p.page.evaluate("() => window.scrollTo(0, 0)")
     parts = player_parts(p)
     top = parts["kstep-reset"]["box"][1]
@@ -135,6 +155,7 @@ def test_projector_mode_shows_the_board_and_the_code_in_large_type_on_one_screen
     p.wait("!m('kstep-projector').active && m('kstep-key').visible")
     assert p.page.evaluate(visible, hidden) == before
     assert status.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)") == small
+    assert p.js(BOARD_TYPE) == board_type
 
 
 # Every <style> of the page's Bokeh views watched: each time one is given text, whether it is the text it had.

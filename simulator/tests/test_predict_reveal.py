@@ -13,14 +13,18 @@ import re
 from pathlib import Path
 
 import pytest
-from browser import Opened
+from bokeh.embed import file_html
+from bokeh.resources import INLINE
+from browser import PAINTED, Opened
 
 from kstep.cli import main
 from kstep.engine import replay
 from kstep.scenario_spec import questions, scenario
 from kstep.grading import exercise, variants
 from kstep.errors import UserError
+from kstep import views
 from kstep.views import course, notebook, predict
+from kstep.views.player import Frames
 from kstep.models import MODELS, make_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,3 +152,72 @@ def test_the_folded_text_is_not_on_screen_until_opened(browser, site):
         told.locator("summary").click()
         assert text.is_visible(), page.name
         opened.context.close()
+
+
+def asked_runs():
+    """Per mechanism whose scenarios ask questions, the bundled scenario that asks the most: (model, run).
+    The player's charts and their axes are one code path for every page (player.js); these two runs ask
+    mid-run and at the end, of counters that grow after the question."""
+    for mech in MODELS:
+        schema = make_model(mech).scenario_schema
+        asks = {name: len(scenario.load(mech, schema, name).questions) for name in scenario.bundled(mech)}
+        name = max(asks, key=asks.get, default=None)
+        if name is not None and asks[name]:
+            model, _, run = course.scripted_run(mech, name)
+            yield model, run
+
+
+def fitted_ends(fits, frames: Frames, n: int) -> list[dict]:
+    """Per frame k, each fitted range's end (by name) over frames 0..k, by Player.fit's rule."""
+    columns = {f["range"].name: [max(frames.rows(f["source"], k)[f["column"]], default=0) for k in range(n + 1)]
+               for f in fits if f["source"] is not None}
+    out, tops = [], {}
+    for k in range(n + 1):
+        tops = {name: max(tops.get(name, 0), values[k]) for name, values in columns.items()}
+        out.append({f["range"].name: max(f["least"], f["scale"] * (tops[f["range"].name] if f["source"] else n + 1)
+                                         + f["add"]) for f in fits})
+    return out
+
+
+@pytest.mark.browser
+def test_the_players_charts_show_nothing_of_the_steps_to_come_before_the_reveal(browser, tmp_path):
+    """The player's own counters and charts: at each question's stop, every axis fitted to the run (a
+    counter's, a count's over the steps) holds only the frames up to the one shown, as if the run ended
+    there (an axis over the whole run tells how high a count goes before the student predicts it), and
+    each counter reads its value at that frame; once every question is answered, the axes hold the run."""
+    p = None
+    try:
+        for model, run in asked_runs():
+            mech, name = run.mechanism, run.scenario
+            lay = views.layout(run, model)
+            frames = Frames(lay)
+            fits = lay.select_one({"name": "kstep-player"}).args["kstep"]["fits"]
+            assert fits and all(f["range"].name for f in fits), f"{mech}/{name}: a chart fitted to the run"
+            ends = fitted_ends(fits, frames, len(run))
+
+            path = tmp_path / f"{mech}-{name}.html"
+            path.write_text(file_html(lay, resources=INLINE, title=name))  # the layout read above
+            if p is None:
+                p = Opened(browser, path, predict=True)
+            else:
+                p.goto(path)
+            shown = "(names) => Object.fromEntries(names.map((n) => [n, Bokeh.documents[0].get_model_by_name(n).end]))"
+            names = [f["range"].name for f in fits]
+            asked = predict.predictions(run, model)
+            assert asked, f"{mech}/{name}: its player asks"
+            for q in asked:
+                stop = q["step"] - 1
+                p.js("m('kstep-slider').value = arg", len(run))  # a jump to the end stops before the question
+                p.wait(f"m('kstep-slider').value === {stop} && !m('kstep-guess').disabled")
+                p.page.evaluate(PAINTED)
+                assert p.page.evaluate(shown, names) == pytest.approx(ends[stop]), f"{mech}/{name} {q['id']}"
+                if "counters" in frames.exports:
+                    assert p.shown("counters")["text"] == frames.rows("counters", stop)["text"], q["id"]
+                p.click("Show me")
+                p.wait(f"m('kstep-slider').value === {q['step']} && m('kstep-guess').disabled")
+            p.page.evaluate(PAINTED)
+            assert p.page.evaluate(shown, names) == pytest.approx(ends[len(run)]), f"{mech}/{name}: revealed"
+        p.check_clean()
+    finally:
+        if p is not None:
+            p.close()

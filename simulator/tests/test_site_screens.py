@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import PAINTED, Opened, misfits, player_parts
+from browser import PAINTED, SIDEWAYS, Opened, misfits, player_parts
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -39,13 +39,20 @@ def opened(browser, origin):
 
 
 def test_an_animation_page_fits_every_screen(opened, origin):
+    """Beside the theme's sidebar: nothing scrolls sideways, on a phone either; on a 1920-pixel projector the
+    page uses the window (not the theme's 88rem), and the board and the code pane share a row."""
     p = opened
     p.goto(f"{origin}/animations/vma-locks/munmap-vs-fault.html")
     for width in WIDTHS:
         p.page.set_viewport_size({"width": width, "height": 900})
         p.page.evaluate(PAINTED)
         assert p.page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth") == 0, width
-        assert misfits(player_parts(p), width) == [], width
+        parts = player_parts(p)
+        assert misfits(parts, width) == [], width
+        assert p.page.evaluate(SIDEWAYS) == [], width
+        board, code = parts["kstep-panel-0"]["box"], parts["kstep-code-pane"]["box"]
+        if width == 1920:
+            assert code[0] >= board[2] and code[1] < board[3], f"side by side at 1920: {board}, {code}"
     p.page.set_viewport_size({"width": 1366, "height": 900})
 
 

@@ -129,7 +129,7 @@ def harness_input(lay, actions):
             return {"dtype": str(values.dtype), "values": values.tolist()}
         return {"dtype": "str", "values": list(values)}
 
-    models = ("widgets", "frames", "sources", "cursors", "follow", "fits", "root", "projector")
+    models = ("widgets", "frames", "sources", "cursors", "follow", "fits", "root", "projector", "panels")
     plain = {k: v for k, v in spec.items() if k not in models}
     plain["frames"] = {c: col(v) for c, v in spec["frames"].data.items()}
     plain["sources"] = [{"name": s["name"], "cols": s["cols"], "store": {c: col(v) for c, v in s["store"].data.items()}}

@@ -543,20 +543,11 @@
   const css = document.createElement("style");
   css.textContent = STYLE;
   document.head.appendChild(css);
-  // A page loads this file only when a player on it can be scheduled by hand (site/outputs.py). Python
-  // starts loading as soon as a panel is on screen or near it (a chapter's opening player: when the page
-  // opens), while the student reads the run, not on every page they only skim: each start costs seconds
-  // of CPU, which a laptop going through the site page by page feels.
-  when_ready(() => {
-    players().forEach(setup);
-    if (location.protocol !== "file:") {
-      const near = new IntersectionObserver((seen) => {
-        if (seen.some((e) => e.isIntersecting)) {
-          near.disconnect();
-          boot().catch(() => {});  // the panels show the failure; Start tries again
-        }
-      }, {rootMargin: "600px"});
-      document.querySelectorAll(".kstep-live").forEach((el) => near.observe(el));
-    }
-  });
+  // A page loads this file only when a player on it can be scheduled by hand (site/outputs.py, export.py), so
+  // a page without a panel never loads Python.  On a page with one, Python starts loading as the page opens,
+  // while BokehJS builds the players, not once the student reaches the panel: ready sooner when they do.
+  if (location.protocol !== "file:") {
+    boot().catch(() => {});  // the panels show the failure; Start tries again
+  }
+  when_ready(() => players().forEach(setup));
 })();

@@ -301,6 +301,7 @@ function show(k) {
   st.frame = k;
   show_panels(k, st.timer === null);
   follow(k);
+  fit_ranges(k);
   show_controls(k, st.timer === null ? null : t0);
   if (st.timer === null) {
     show_code(k);
@@ -484,6 +485,80 @@ function quiet_stylesheets() {
   sheet.kstep_quiet = true;
 }
 
+// The plots at a scale.  Narrower than a panel is legible at (player.py's layout gives each panel that
+// width), the panel is drawn as a picture of it at that width would be, smaller as a whole: its type,
+// marks, offsets and height shrink with its width, so it keeps its proportions and nothing scrolls
+// sideways.  In projector mode the board's grow by up to P.projector.scale, as far as its width keeps them
+// as legible as that.  BokehJS lays a plot out by its element's box on the page, so a CSS transform of the
+// element would have it redraw at the shrunk size: the plots' own sizes are scaled instead.
+const LENGTHS = ["text_font_size", "major_label_text_font_size", "axis_label_text_font_size", "x_offset",
+                 "y_offset", "size", "line_width"];
+
+function scaled(v, s) {
+  if (typeof v === "number") {
+    return v * s;
+  }
+  if (typeof v === "string") {  // a font size: "13pt"
+    const m = /^([0-9.]+)([a-z]+)$/.exec(v);
+    return m === null ? v : (parseFloat(m[1]) * s).toFixed(2) + m[2];
+  }
+  if (v !== null && typeof v === "object" && "value" in v) {
+    return {value: scaled(v.value, s)};
+  }
+  return v;  // a field (a box's outline width per row) stays as its rows say
+}
+
+// A plot's sizes as the page was built with them, read once, before the first scaling.
+function design(plot) {
+  let d = st.design.get(plot.id);
+  if (d === undefined) {
+    const parts = new Set([plot.title, ...plot.above, ...plot.below, ...plot.left, ...plot.right,
+                           ...plot.renderers.map((r) => r.glyph)].filter((m) => m != null));
+    d = {height: plot.height, min_width: plot.min_width,
+         parts: [...parts].map((m) => [m, LENGTHS.filter((name) => name in m.properties).map((name) => [name, m[name]])])};
+    st.design.set(plot.id, d);
+  }
+  return d;
+}
+
+function rescale() {
+  P.panels.forEach((panel, i) => {
+    const view = Bokeh.index.query_one((v) => v.model === panel.panel);
+    const width = view === null ? 0 : view.el.clientWidth;
+    if (width === 0 || !(panel.legible > 0)) {  // not shown (projector mode hides it), or nothing to scale
+      return;
+    }
+    const most = W.projector.active && i === 0 ? P.projector.scale : 1;
+    const s = Math.floor(Math.min(most, width / panel.legible) * 100) / 100;
+    if (s === st.scales[i]) {
+      return;
+    }
+    st.scales[i] = s;
+    for (const plot of panel.plots) {
+      const d = design(plot);
+      for (const [m, lengths] of d.parts) {
+        m.setv(Object.fromEntries(lengths.map(([name, v]) => [name, scaled(v, s)])));
+      }
+      plot.setv({height: Math.round(d.height * s), min_width: Math.round(d.min_width * Math.min(s, 1))});
+    }
+  });
+}
+
+function watch_widths() {
+  st.design = new Map();
+  st.scales = P.panels.map(() => 1);
+  if (typeof ResizeObserver === "undefined") {
+    return;
+  }
+  const seen = new ResizeObserver(() => rescale());
+  for (const panel of P.panels) {
+    const view = Bokeh.index.query_one((v) => v.model === panel.panel);
+    if (view !== null) {
+      seen.observe(view.el);
+    }
+  }
+}
+
 // Once per player, at its first callback (the page's layout gives one): the keys and the state table.
 function setup() {
   if (st.ready) {
@@ -494,6 +569,7 @@ function setup() {
   (globalThis.kstep_players = globalThis.kstep_players || []).push(P.root);
   document.addEventListener("keydown", on_key);
   watch_plots();
+  watch_widths();
   name_slider();
   show_state();
 }
@@ -514,6 +590,7 @@ function projector(on) {
   for (const m of P.projector.large) {
     m.css_classes = on ? ["kstep-projector"] : [];
   }
+  rescale();
 }
 
 // Interactive mode (interactive.js) puts the columns of the student's own run in place of the
@@ -533,37 +610,52 @@ function show_live(k, fresh) {
     W.slider.setv({end: Math.max(n, 1), disabled: n === 0});
     requestAnimationFrame(name_slider);
   }
-  fit_ranges();
+  st.tops = null;  // another run: its ranges are fitted again
   show(k);
 }
 
 // The ranges a view fits to the run (Player.fit in player.py, which computes the same for the recorded
 // run): each ends at max(least, scale * top + add), top the largest value of a column over the frames
-// of the run (each distinct block once), or without a source the number of frames.
-function fit_ranges() {
-  for (const f of P.fits) {
-    let top = n + 1;
-    if (f.source !== null) {
-      const values = P.sources.find((s) => s.name === f.source).store.data[f.column];
-      const a = P.frames.data[f.source + ".start"], b = P.frames.data[f.source + ".stop"];
-      const seen = new Set();
-      top = 0;
-      for (let k = 0; k <= n; k++) {
-        const block = a[k] * 4294967296 + b[k];
-        if (seen.has(block)) {
-          continue;
-        }
+// of the run, or without a source the number of frames (the run's length, which the header states).  In
+// predict mode, until every question is answered, top is over the frames up to the one shown: an axis
+// that held the whole run would show how high a count goes before the student predicted it.
+function fit_ranges(k) {
+  const asking = W.predicting.active && P.predictions.some((q) => st.answers[q.id] === undefined);
+  P.fits.forEach((f, i) => {
+    const top = f.source === null ? n + 1 : tops(i)[asking ? k : n];
+    const end = Math.max(f.least, f.scale * top + f.add);
+    if (f.range.end !== end) {
+      f.range.end = end;
+    }
+  });
+}
+
+// Fit i's top over frames 0..k, for every k: the largest value of its column in the blocks of those
+// frames (each distinct block read once), computed once per run.
+function tops(i) {
+  if (st.tops == null) {
+    st.tops = [];
+  }
+  if (st.tops[i] === undefined) {
+    const f = P.fits[i];
+    const values = P.sources.find((s) => s.name === f.source).store.data[f.column];
+    const a = P.frames.data[f.source + ".start"], b = P.frames.data[f.source + ".stop"];
+    const seen = new Set();
+    const out = new Array(n + 1);
+    let top = 0;
+    for (let k = 0; k <= n; k++) {
+      const block = a[k] * 4294967296 + b[k];
+      if (!seen.has(block)) {
         seen.add(block);
         for (let j = a[k]; j < b[k]; j++) {
           top = Math.max(top, values[j]);
         }
       }
+      out[k] = top;
     }
-    const end = Math.max(f.least, f.scale * top + f.add);
-    if (f.range.end !== end) {
-      f.range.end = end;
-    }
+    st.tops[i] = out;
   }
+  return st.tops[i];
 }
 
 const origin = cb_obj != null && cb_obj.origin != null ? cb_obj.origin : cb_obj;

@@ -27,7 +27,7 @@ from typing import Any, Callable, Hashable, Mapping, Sequence
 import numpy as np
 from bokeh.layouts import column, row
 from bokeh.models import (BoxAnnotation, Button, ColumnDataSource, CustomJS, Div, GlyphRenderer, InlineStyleSheet, Plot,
-                          Range1d, Select, Slider, Span, TextInput, Toggle)
+                          Range1d, Row, Select, Slider, Span, TextInput, Toggle)
 from bokeh.models.dom import HTML
 from bokeh.models.ui import Pane
 
@@ -68,6 +68,16 @@ class Frames:
 
     def __call__(self, k: int) -> dict[str, dict[str, list]]:
         return {name: self.rows(name, k) for name in self.exports}
+
+
+def legible_width(lay) -> int:
+    """The narrowest a panel is legible at: its plots' minimum widths, side by side in a row."""
+    if isinstance(lay, Plot):
+        return lay.min_width
+    widths = [legible_width(child) for child in getattr(lay, "children", ())]
+    if not widths:
+        return 0
+    return sum(widths) + (lay.spacing or 0) * (len(widths) - 1) if isinstance(lay, Row) else max(widths)
 
 
 def player_js() -> str:
@@ -156,13 +166,17 @@ class Player:
         """End ``rng`` at ``max(least, scale * top + add)``: ``top`` is the largest value of ``column`` in
         the frames of frame source ``source`` (registered before), or without a source the number of
         frames.  player.js computes the same over a student's own run after each of their steps, so a
-        run longer or higher than the recorded one is not cut off."""
+        run longer or higher than the recorded one is not cut off.  A run whose player asks questions
+        opens in predict mode, at frame 0: its axis then holds frame 0 only, and player.js widens it
+        with each frame shown, so that it never tells what the run reaches before the student predicts."""
         if source is None:
             top = self.n + 1
         else:
             export = self.exports[source]
             values = export["store"][column]
-            top = max((max(values[a:b], default=0) for a, b in set(zip(export["start"], export["stop"]))), default=0)
+            blocks = set(zip(export["start"][:1] if self.predictions else export["start"],
+                             export["stop"][:1] if self.predictions else export["stop"]))
+            top = max((max(values[a:b], default=0) for a, b in blocks), default=0)
         rng.end = max(least, scale * top + add)
         self._fits.append({"range": rng, "source": source, "column": column, "scale": scale, "add": add,
                            "least": least})
@@ -200,9 +214,13 @@ class Player:
             plot.sizing_mode = "stretch_width"
             plot.min_width = plot.width * style.MIN_PLOT_WIDTH // style.WIDTH  # in proportion to its design
             plot.stylesheets = [*plot.stylesheets, self.dark_plot]
-        # On a screen narrower than a plot's minimum, the plot scrolls sideways in its own box, not the page.
+        # Narrower than it is legible at, a panel is drawn smaller as a whole (player.js's rescale), so that
+        # nothing scrolls sideways; its box would scroll only if that failed.
+        scaled = [{"legible": legible_width(p), "plots": list(p.select({"type": Plot}))} for p in panels]
         panels = tuple(column(p, sizing_mode="stretch_width", styles=style.SCROLL_SIDEWAYS, name=f"kstep-panel-{k}")
                        for k, p in enumerate(panels))
+        for panel, s in zip(panels, scaled):
+            s["panel"] = panel
         stage = row(*panels[:1], source, name="kstep-stage", sizing_mode="stretch_width", stylesheets=[self.stage])
         # Predict mode: a question, where the answer goes, a button to give up, the score so far.
         ask = column(widgets["ask"], row(widgets["predicting"], widgets["guess"], widgets["reveal"], widgets["score"],
@@ -213,9 +231,10 @@ class Player:
         parts = [header, controls, ask, status, widgets["banner"], stage, said, state, *keys, *panels[1:]]
         lay = column(*parts, name=name, sizing_mode="stretch_width", styles={"max-width": f"{style.MAX_WIDTH}px"})
         # Projector mode: large type, and of the page only what a lecture hall reads from afar.
-        projector = {"hide": [header, ask, *keys, *panels[1:]], "large": [status, source]}
-        callback = CustomJS(args={"kstep": {**self._spec(widgets, lay), "projector": projector}}, code=player_js(),
-                            name="kstep-player")
+        projector = {"hide": [header, ask, *keys, *panels[1:]], "large": [status, source],
+                     "scale": style.PROJECTOR_SCALE}
+        callback = CustomJS(args={"kstep": {**self._spec(widgets, lay), "projector": projector, "panels": scaled}},
+                            code=player_js(), name="kstep-player")
         widgets["toggle"].js_on_change("active", callback)
         widgets["slider"].js_on_change("value", callback)
         widgets["speed"].js_on_change("value", callback)

@@ -101,6 +101,9 @@ TEXT_SIZE = "13pt"
 SMALL_SIZE = "11pt"
 PROJECTOR_SIZE = "20pt"  # projector mode's status line and code pane
 PROJECTOR_CODE_SIZE = "16pt"
+# Projector mode's board: its type, marks and height grow by this much where its width keeps the type as
+# legible as MIN_PLOT_WIDTH does (13pt type read as 17.5pt, near the status line's 20pt).
+PROJECTOR_SCALE = 1.35
 WIDTH = 1200  # the width a plot is designed at: a 1280-pixel-wide projector with margins
 MAX_WIDTH = 1880  # the widest a player grows (a 1920-pixel projector); it shrinks to a phone's
 # Lines the status keeps room for (step, what the kernel does, the call stack, one wrapped): while playing,
@@ -111,7 +114,9 @@ STATUS_LINES = 4
 # code its 420 pixels; below it the code pane goes under the board.  The player's width, not the window's:
 # on the course site the sidebars take part of the window, in JupyterLab a file browser.
 STAGE_GAP = 16
-MIN_PLOT_WIDTH = 640  # of a plot designed WIDTH wide: narrower, a board's row titles run into its boxes
+# Of a plot designed WIDTH wide: narrower, a board's row titles run into its boxes, so on a narrower screen
+# (a phone) a plot is drawn as a picture of it at this width would be, smaller as a whole (player.js).
+MIN_PLOT_WIDTH = 640
 SIDE_BY_SIDE = MIN_PLOT_WIDTH * 5 // 3 + STAGE_GAP + 1
 # A row of controls wraps on a narrow screen.
 WRAP = ":host { flex-wrap: wrap; gap: 4px 8px; }"
@@ -234,8 +239,9 @@ CSS = f"""
 .kstep-source {{ font-family: {MONO}; font-size: {SMALL_SIZE}; line-height: 1.35; max-height: 14em; overflow: auto;
                  margin: 0; padding: 4px 0; background: {light_dark("#FBFBF8", "#1A1A18")};
                  border: 1px solid {light_dark(LIGHT, "#333333")}; }}
-.kstep-line {{ display: block; white-space: pre; padding-right: 8px; }}
-.kstep-lineno {{ display: inline-block; width: 4.5em; padding-right: 1em; text-align: right;
+/* A long line wraps, its rest indented past the line numbers: no code pane scrolls sideways, on a phone either. */
+.kstep-line {{ display: block; white-space: pre-wrap; padding: 0 8px 0 5.5em; text-indent: -5.5em; }}
+.kstep-lineno {{ display: inline-block; width: 4.5em; padding-right: 1em; text-align: right; text-indent: 0;
                  color: {light_dark("#5E5E5E", "#9A9A9A")}; user-select: none; }}
 .kstep-marked {{ background: {light_dark(tint(STEP, 0.14), "#17324A")}; border-left: 4px solid {STEP}; }}
 .bk-btn-success {{ background: {PLAY}; border-color: {PLAY_DOWN}; color: {WHITE}; }}

@@ -18,6 +18,8 @@ from kstep.engine.prng import SplitMix64
 LOCATIONS = ("x", "y", "z", "w")
 FENCES = ("smp_mb", "smp_rmb", "smp_wmb", "smp_mb__before_atomic", "smp_mb__after_atomic")
 ORDERS = ("", "_relaxed", "_acquire", "_release")
+# memory accesses of each kind of operation (an RMW reads and writes); every other kind makes one
+ACCESSES = {"fence": 0, "xchg": 2, "cmpxchg": 2, "atomic": 2}
 
 
 @dataclass(frozen=True)
@@ -30,28 +32,32 @@ class Test:
     outcome: tuple[tuple[int, str, int], ...]  # (thread, register, value) to ask about
 
 
-def _op(rng: SplitMix64, nloc: int, reg: str, earlier: list[str]) -> tuple[tuple, int]:
-    """One operation and how many memory accesses it makes."""
+def accesses(op: tuple) -> int:
+    """How many memory accesses the operation makes at most."""
+    return ACCESSES.get(op[0], 1)
+
+
+def _op(rng: SplitMix64, nloc: int, reg: str, earlier: list[str]) -> tuple:
     loc = rng.below(nloc)
     value = 1 + rng.below(2)
     kind = rng.below(10)
     if kind == 0:
-        return ("fence", FENCES[rng.below(len(FENCES))]), 0
+        return ("fence", FENCES[rng.below(len(FENCES))])
     if kind in (1, 2):
-        return ("store", ("WRITE_ONCE", "smp_store_release")[rng.below(2)], loc, value), 1
+        return ("store", ("WRITE_ONCE", "smp_store_release")[rng.below(2)], loc, value)
     if kind in (3, 4):
-        return ("load", ("READ_ONCE", "smp_load_acquire")[rng.below(2)], loc, reg), 1
+        return ("load", ("READ_ONCE", "smp_load_acquire")[rng.below(2)], loc, reg)
     if kind == 5:
-        return ("xchg", "xchg" + ORDERS[rng.below(4)], loc, value, reg), 2
+        return ("xchg", "xchg" + ORDERS[rng.below(4)], loc, value, reg)
     if kind == 6:
-        return ("cmpxchg", "cmpxchg" + ORDERS[rng.below(4)], loc, rng.below(2), value, reg), 2
+        return ("cmpxchg", "cmpxchg" + ORDERS[rng.below(4)], loc, rng.below(2), value, reg)
     if kind == 7:
-        return ("atomic", ("atomic_inc", "atomic_inc_return")[rng.below(2)], loc, reg), 2
+        return ("atomic", ("atomic_inc", "atomic_inc_return")[rng.below(2)], loc, reg)
     if kind == 8 and earlier:
-        return ("data", earlier[rng.below(len(earlier))], loc), 1
+        return ("data", earlier[rng.below(len(earlier))], loc)
     if earlier:
-        return ("ctrl", earlier[rng.below(len(earlier))], loc, value), 1
-    return ("store", "WRITE_ONCE", loc, value), 1
+        return ("ctrl", earlier[rng.below(len(earlier))], loc, value)
+    return ("store", "WRITE_ONCE", loc, value)
 
 
 def _returns(op: tuple) -> bool:
@@ -69,7 +75,8 @@ def generate(seed: int, max_events: int = 8) -> Test:
         regs: list[str] = []
         for _ in range(1 + rng.below(3)):
             reg = f"r{len(regs)}"
-            op, cost = _op(rng, nloc, reg, regs)
+            op = _op(rng, nloc, reg, regs)
+            cost = accesses(op)
             # every thread keeps one access, so later threads are never empty
             if cost > budget - (nthreads - t - 1):
                 break

@@ -14,13 +14,14 @@ import textwrap
 import tomllib
 
 import pytest
+from kstep.engine.prng import SplitMix64
 from kstep.errors import UserError
 from kstep.memory import arm64, executions, lkmm, power, sc, tso
 from kstep.memory.crosscheck import cross_check
 from kstep.memory.generate import generate, render
 from kstep.lab import source_index
 from kstep.memory.kernel_tree import kernel_litmus_tests
-from kstep.memory.litmus import parse
+from kstep.memory.litmus import MAX_DEPTH, parse
 from kstep.memory.verdict import check
 from kstep.views import live
 
@@ -297,3 +298,82 @@ def test_too_many_combinations_of_thread_runs_are_refused_before_any_is_built():
     refusal = f"combinations of the threads' runs; kstep refuses more than {executions.MAX_CANDIDATES}"
     with pytest.raises(UserError, match=refusal):
         check(test, lkmm)
+
+
+def test_too_many_coherence_orders_are_refused_before_any_model_runs():
+    # nine threads writing x: 9! = 362,880 orders of the writes, over MAX_EXECUTIONS; eight (40,320)
+    # are still run
+    def writers(n):
+        threads = "\n".join(f"P{t}(int *x) {{ WRITE_ONCE(*x, {t + 1}); }}" for t in range(n))
+        return parse(f"C writers\n{{}}\n{threads}\nexists (x=1)\n")
+
+    assert executions.coherence_bound(next(executions.candidates(writers(8)))) == 40_320
+    with pytest.raises(UserError, match=f"more than {executions.MAX_EXECUTIONS} candidate executions"):
+        check(writers(9), sc)
+
+
+def test_each_threads_writes_to_a_location_count_once_in_the_coherence_bound():
+    # po keeps a thread's writes to x in order: 4 writes, 2 per thread, interleave in 4!/(2!2!) ways
+    test = parse("C ww\n{}\nP0(int *x) { WRITE_ONCE(*x, 1); WRITE_ONCE(*x, 2); }\n"
+                 "P1(int *x) { WRITE_ONCE(*x, 3); WRITE_ONCE(*x, 4); }\nexists (x=1)\n")
+    c = next(executions.candidates(test))
+    assert executions.coherence_bound(c) == 6 == len(list(sc.coherence(c, next(executions.reads_from(c)))))
+
+
+HOSTILE = ("(", ")", "{", "}", ";", "*", "&", "P7", "while", "0x1", "@", "exists", "\\/", "-1", "99999999999",
+           "spin_lock(x)", "r9", "=", ":", "(*", "*)", "\n")
+
+
+def _mutants(texts: list[str], count: int, seed: int = 24):
+    """Seeded mutants of the texts: cut short, a span dropped, or a hostile token put in."""
+    rng = SplitMix64(seed)
+    for _ in range(count):
+        text = texts[rng.below(len(texts))]
+        at = rng.below(len(text) + 1)
+        how = rng.below(3)
+        if how == 0:
+            yield text[:at]
+        elif how == 1:
+            yield text[:at] + text[at + 1 + rng.below(12):]
+        else:
+            yield text[:at] + HOSTILE[rng.below(len(HOSTILE))] + text[at:]
+
+
+def test_malformed_litmus_files_get_one_line_or_a_verdict_never_a_crash(tree):
+    """Mutants of the classic shapes and of the kernel's tests: each parses and gets its verdicts, or
+    is refused with one UserError line; any other exception is a bug (the CLI would show a traceback)."""
+    texts = [s["litmus"] for s in SHAPES] + [p.read_text() for p in kernel_litmus_tests(tree)]
+    refused = judged = 0
+    for text in _mutants(texts, 150):
+        try:
+            test = parse(text, "mutant.litmus")
+            check(test, lkmm)
+            judged += 1
+            check(test, sc)  # refuses locks and RCU
+        except UserError as e:
+            refused += 1
+            assert "\n" not in str(e) and ": " in str(e), str(e)
+    assert judged > 20 and refused > 20  # the mutants reach both the refusals and the models
+
+
+DEEP = {
+    "parentheses": "P0(int *x) {{ int r0; r0 = {}1{}; }}\nexists (0:r0=1)".format("(" * 500, ")" * 500),
+    "operators": "P0(int *x) {{ int r0; r0 = {}; }}\nexists (0:r0=1)".format("+".join(["1"] * 500)),
+    "negations": "P0(int *x) {{ int r0; r0 = {}1; }}\nexists (0:r0=1)".format("!" * 500),
+    "blocks": "P0(int *x) {{ {}{} }}\nexists (x=0)".format("{" * 500, "}" * 500),
+    "ifs": "P0(int *x) {{ int r0; {}r0 = 1; }}\nexists (0:r0=1)".format("if (1) " * 500),
+    "a condition": "P0(int *x) {{ int r0; r0 = 1; }}\nexists ({})".format(" /\\ ".join(["0:r0=1"] * 500)),
+}
+
+
+@pytest.mark.parametrize("what", DEEP)
+def test_a_file_nested_deeper_than_the_parser_takes_is_one_line_not_a_recursion_error(what):
+    with pytest.raises(UserError, match=rf"^deep.litmus: line [34]: nested more than {MAX_DEPTH} levels deep"):
+        parse(f"C deep\n{{}}\n{DEEP[what]}\n", "deep.litmus")
+
+
+def test_nesting_up_to_the_limit_is_parsed_and_run():
+    depth = MAX_DEPTH - 2  # the assignment's own expression and the if around it
+    test = parse(f"C deep\n{{}}\nP0(int *x) {{ int r0; if (1) r0 = {'(' * depth}1{')' * depth}; }}\n"
+                 "exists (0:r0=1)\n")
+    assert check(test, sc).result == "Always"

@@ -3,8 +3,9 @@
 :func:`generate` draws 2-4 threads over 2-4 locations from every primitive the x86, arm64
 and POWER models accept (ONCE accesses, acquire/release, the fences, ``xchg``/``cmpxchg``
 in all four orderings, value-returning and non-returning atomics, data and control
-dependencies), at most ``max_events`` memory accesses in all, and an ``exists`` clause
-asking for one combination of the registers' values. :func:`render` writes it as a C
+dependencies), at most ``max_events`` memory accesses in all (shared evenly among the
+threads), a ``locations`` clause naming every location and an ``exists`` clause asking for
+one combination of the registers' values. :func:`render` writes it as a C
 litmus test, with threads and locations renamed by the given permutations, so a test and
 its renamings are the same program.
 """
@@ -71,20 +72,22 @@ def generate(seed: int, max_events: int = 8) -> Test:
     budget = max_events
     threads = []
     for t in range(nthreads):
+        # an even share of what is left: weak outcomes need threads of two accesses or more, and
+        # the first threads took all but one access each of the last ones
+        share = budget // (nthreads - t)
         ops: list[tuple] = []
         regs: list[str] = []
-        for _ in range(1 + rng.below(3)):
+        for _ in range(2 + rng.below(3)):
             reg = f"r{len(regs)}"
             op = _op(rng, nloc, reg, regs)
-            cost = accesses(op)
-            # every thread keeps one access, so later threads are never empty
-            if cost > budget - (nthreads - t - 1):
+            if accesses(op) > share:
                 break
-            budget -= cost
+            share -= accesses(op)
+            budget -= accesses(op)
             ops.append(op)
             if _returns(op):
                 regs.append(reg)
-        if not ops:
+        if not any(accesses(op) for op in ops):  # a thread of fences alone orders nothing
             ops.append(("store", "WRITE_ONCE", rng.below(nloc), 1))
             budget -= 1
         threads.append(tuple(ops))
@@ -136,5 +139,8 @@ def render(test: Test, thread_order: tuple[int, ...] | None = None,
     new_of = {old: new for new, old in enumerate(order)}
     asked = [f"{new_of[t]}:{reg}={v}" for t, reg, v in test.outcome]
     condition = " /\\ ".join(asked) if asked else "true"
+    # every location's final value is part of a final state: coherence-only outcomes (2+2W, S)
+    # show in memory, not in registers
+    lines.append(f"locations [{'; '.join(names)}]")
     lines.append(f"exists ({condition})")
     return "\n".join(lines) + "\n"

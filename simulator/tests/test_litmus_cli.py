@@ -73,3 +73,13 @@ def test_printed_witnesses_are_the_ones_check_found_for_each_state():
         for rel, pairs in (("rf", w.rf), ("co", w.co), ("fr", w.fr)):
             shown = set(rels[rel].split(", ")) - {"-"}
             assert shown == {f"{ids[a]}->{ids[b]}" for a, b in pairs}, rel
+
+
+def test_a_test_too_large_to_run_is_one_line_saying_so_and_exit_2():
+    # nine threads writing x: 9! orders of the writes (the parser's refusals are checked in
+    # test_memory_models.py; this one comes from the enumeration, when the model is about to run)
+    writers = "".join(f"P{t}(int *x) {{ WRITE_ONCE(*x, {t + 1}); }}\n" for t in range(9))
+    out = kstep("-", "--model", "sc", stdin=f"C writers\n{{}}\n{writers}exists (x=1)\n")
+    assert out.returncode == 2 and out.stdout == "", out.stderr[-2000:]
+    assert out.stderr == "kstep: writers: more than 200000 candidate executions (what its reads read, times the " \
+                         "orders of its writes to each location); kstep refuses tests that large\n"

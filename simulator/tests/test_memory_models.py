@@ -14,12 +14,14 @@ import textwrap
 import tomllib
 
 import pytest
+from kstep.engine.prng import SplitMix64
 from kstep.errors import UserError
 from kstep.memory import arm64, executions, lkmm, power, sc, tso
+from kstep.memory.crosscheck import cross_check
 from kstep.memory.generate import generate, render
 from kstep.lab.source import index as source_index
 from kstep.memory.kernel_tree import kernel_litmus_tests
-from kstep.memory.litmus import parse
+from kstep.memory.litmus import MAX_DEPTH, parse
 from kstep.memory.verdict import check
 from kstep.views import live
 
@@ -185,35 +187,44 @@ def test_a_value_written_only_under_a_branch_is_still_read(tree):
     assert (1, 1) in reads
 
 
-def _release_then_acquire(test) -> bool:
-    """Whether a thread has a release before an acquire (arm64 orders stlr;ldar, x86 does not)."""
-    for thread in test.threads:
-        text = repr(thread.body)
-        first = text.find("release")
-        if first >= 0 and "acquire" in text[first:]:
-            return True
-    return False
-
-
 @pytest.mark.parametrize("seed", range(100))
-def test_on_random_tests_the_models_nest_and_renaming_changes_nothing(seed):
-    """sc allows no final state x86-TSO forbids; TSO none arm64 forbids unless a release precedes
-    an acquire; no hardware model one the LKMM forbids (the LKMM is meant to be no stronger
-    than the hardware; these tests have no plain accesses, so no data race). Each verdict stays
-    the same with the threads reversed and the locations renamed."""
-    g = generate(seed, max_events=8)
-    test = parse(render(g))
-    renamed = parse(render(g, tuple(reversed(range(len(g.threads)))), ("w", "z", "x", "y")))
-    models = (sc, tso, arm64, power, lkmm)
-    states = {m.NAME: check(test, m) for m in models}
-    allowed = {name: set(v.states) for name, v in states.items()}
-    assert allowed["sc"] <= allowed["tso"] <= allowed["lkmm"]
-    assert allowed["arm64"] <= allowed["lkmm"] and allowed["sc"] <= allowed["power"] <= allowed["lkmm"]
-    if not _release_then_acquire(test):
-        assert allowed["tso"] <= allowed["arm64"]
-    for model in models:
-        again = check(renamed, model)
-        assert (again.result, len(again.states)) == (states[model.NAME].result, len(states[model.NAME].states))
+def test_on_random_tests_the_models_nest_and_renaming_changes_nothing(seed, tree):
+    """kstep.memory.crosscheck on 100 seeded tests of at most 8 memory events: sc allows no final
+    state x86-TSO forbids, TSO none arm64 forbids (unless a release precedes an acquire), no hardware
+    model one the LKMM forbids; each verdict and its final states stay the same, renamed, once the
+    threads are shuffled and the locations renamed. make bench runs 1,000 larger ones."""
+    assert cross_check(generate(seed, max_events=8)) == []
+
+
+def test_the_cross_check_names_each_state_a_stronger_model_allows_and_a_weaker_forbids():
+    """A broken variant: "sc" answering as arm64 does. On a generated test where arm64 allows a state
+    x86-TSO forbids (seed 40, the first of make test's seeds with one: P2's store to z and its
+    xchg_relaxed of y, which x86 keeps in order and arm64 does not, read by P1 the other way
+    round), the inclusion sc <= tso must
+    break, naming each such state."""
+    def states(g, model):
+        return set(check(parse(render(g)), model).states)
+
+    g = generate(40, 8)
+    assert states(g, arm64) - states(g, tso)
+    extra = {" ".join(f"{k}={v}" for k, v in sorted(s)) for s in states(g, arm64) - states(g, tso)}
+    problems = cross_check(g, lambda test, model: check(test, arm64 if model is sc else model))
+    assert {p for p in problems if "which tso forbids" in p} == {
+        f"random-{g.seed}: sc allows {s}, which tso forbids" for s in extra
+    }
+
+
+def test_the_cross_check_notices_final_states_that_renaming_changes():
+    """A broken variant: a TSO whose answer loses a final state once the locations are renamed."""
+    def by_name(test, model):
+        verdict = check(test, model)
+        if model is tso and "x" not in test.shared():
+            verdict.states.popitem()
+        return verdict
+
+    problems = cross_check(generate(7, 8), by_name)
+    assert [p for p in problems if "renamed" in p] == [p for p in problems if p.startswith("random-7: tso says ")]
+    assert problems
 
 
 RMW_RESULTS = [  # (call, initial value, value returned, final value): the kernel's atomic_t API
@@ -287,3 +298,82 @@ def test_too_many_combinations_of_thread_runs_are_refused_before_any_is_built():
     refusal = f"combinations of the threads' runs; kstep refuses more than {executions.MAX_CANDIDATES}"
     with pytest.raises(UserError, match=refusal):
         check(test, lkmm)
+
+
+def test_too_many_coherence_orders_are_refused_before_any_model_runs():
+    # nine threads writing x: 9! = 362,880 orders of the writes, over MAX_EXECUTIONS; eight (40,320)
+    # are still run
+    def writers(n):
+        threads = "\n".join(f"P{t}(int *x) {{ WRITE_ONCE(*x, {t + 1}); }}" for t in range(n))
+        return parse(f"C writers\n{{}}\n{threads}\nexists (x=1)\n")
+
+    assert executions.coherence_bound(next(executions.candidates(writers(8)))) == 40_320
+    with pytest.raises(UserError, match=f"more than {executions.MAX_EXECUTIONS} candidate executions"):
+        check(writers(9), sc)
+
+
+def test_each_threads_writes_to_a_location_count_once_in_the_coherence_bound():
+    # po keeps a thread's writes to x in order: 4 writes, 2 per thread, interleave in 4!/(2!2!) ways
+    test = parse("C ww\n{}\nP0(int *x) { WRITE_ONCE(*x, 1); WRITE_ONCE(*x, 2); }\n"
+                 "P1(int *x) { WRITE_ONCE(*x, 3); WRITE_ONCE(*x, 4); }\nexists (x=1)\n")
+    c = next(executions.candidates(test))
+    assert executions.coherence_bound(c) == 6 == len(list(sc.coherence(c, next(executions.reads_from(c)))))
+
+
+HOSTILE = ("(", ")", "{", "}", ";", "*", "&", "P7", "while", "0x1", "@", "exists", "\\/", "-1", "99999999999",
+           "spin_lock(x)", "r9", "=", ":", "(*", "*)", "\n")
+
+
+def _mutants(texts: list[str], count: int, seed: int = 24):
+    """Seeded mutants of the texts: cut short, a span dropped, or a hostile token put in."""
+    rng = SplitMix64(seed)
+    for _ in range(count):
+        text = texts[rng.below(len(texts))]
+        at = rng.below(len(text) + 1)
+        how = rng.below(3)
+        if how == 0:
+            yield text[:at]
+        elif how == 1:
+            yield text[:at] + text[at + 1 + rng.below(12):]
+        else:
+            yield text[:at] + HOSTILE[rng.below(len(HOSTILE))] + text[at:]
+
+
+def test_malformed_litmus_files_get_one_line_or_a_verdict_never_a_crash(tree):
+    """Mutants of the classic shapes and of the kernel's tests: each parses and gets its verdicts, or
+    is refused with one UserError line; any other exception is a bug (the CLI would show a traceback)."""
+    texts = [s["litmus"] for s in SHAPES] + [p.read_text() for p in kernel_litmus_tests(tree)]
+    refused = judged = 0
+    for text in _mutants(texts, 150):
+        try:
+            test = parse(text, "mutant.litmus")
+            check(test, lkmm)
+            judged += 1
+            check(test, sc)  # refuses locks and RCU
+        except UserError as e:
+            refused += 1
+            assert "\n" not in str(e) and ": " in str(e), str(e)
+    assert judged > 20 and refused > 20  # the mutants reach both the refusals and the models
+
+
+DEEP = {
+    "parentheses": "P0(int *x) {{ int r0; r0 = {}1{}; }}\nexists (0:r0=1)".format("(" * 500, ")" * 500),
+    "operators": "P0(int *x) {{ int r0; r0 = {}; }}\nexists (0:r0=1)".format("+".join(["1"] * 500)),
+    "negations": "P0(int *x) {{ int r0; r0 = {}1; }}\nexists (0:r0=1)".format("!" * 500),
+    "blocks": "P0(int *x) {{ {}{} }}\nexists (x=0)".format("{" * 500, "}" * 500),
+    "ifs": "P0(int *x) {{ int r0; {}r0 = 1; }}\nexists (0:r0=1)".format("if (1) " * 500),
+    "a condition": "P0(int *x) {{ int r0; r0 = 1; }}\nexists ({})".format(" /\\ ".join(["0:r0=1"] * 500)),
+}
+
+
+@pytest.mark.parametrize("what", DEEP)
+def test_a_file_nested_deeper_than_the_parser_takes_is_one_line_not_a_recursion_error(what):
+    with pytest.raises(UserError, match=rf"^deep.litmus: line [34]: nested more than {MAX_DEPTH} levels deep"):
+        parse(f"C deep\n{{}}\n{DEEP[what]}\n", "deep.litmus")
+
+
+def test_nesting_up_to_the_limit_is_parsed_and_run():
+    depth = MAX_DEPTH - 2  # the assignment's own expression and the if around it
+    test = parse(f"C deep\n{{}}\nP0(int *x) {{ int r0; if (1) r0 = {'(' * depth}1{')' * depth}; }}\n"
+                 "exists (0:r0=1)\n")
+    assert check(test, sc).result == "Always"

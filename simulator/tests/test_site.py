@@ -183,7 +183,8 @@ def test_pages_load_bokehjs_from_static_and_carry_no_inline_bokehjs_or_widgets(s
 def test_a_screenshot_of_each_chapter(browser, site, origin):
     SHOTS.mkdir(exist_ok=True)
     for mech in MODELS:
-        p = Opened(browser, f"{origin}/chapters/{mech}.html", origin=origin, crawl=True)  # Python held: not started 5 times
+        # crawl: Python is held, not started once per chapter
+        p = Opened(browser, f"{origin}/chapters/{mech}.html", origin=origin, crawl=True)
         try:
             shot = SHOTS / f"chapter-{mech}.png"
             p.page.screenshot(path=str(shot), full_page=True)

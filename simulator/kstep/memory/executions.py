@@ -31,14 +31,18 @@ This is the part herd7's C front end plays for the LKMM, written down here:
   are cut before any model runs.
 
 Limits: a test with more than :data:`MAX_EVENTS` events in one candidate, more than
-:data:`MAX_VALUES` values per location, more than :data:`MAX_PATHS` runs of one thread or
-more than :data:`MAX_CANDIDATES` combinations of runs or rf choices is refused with a
-UserError that says so.
+:data:`MAX_VALUES` values per location, more than :data:`MAX_PATHS` runs of one thread,
+more than :data:`MAX_CANDIDATES` combinations of runs or rf choices, or more than
+:data:`MAX_EXECUTIONS` candidate executions (rf choices times coherence orders, the latter
+counted by :func:`coherence_bound`) is refused with a UserError that says so, before any
+model runs.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 from kstep.errors import UserError
@@ -49,6 +53,9 @@ MAX_EVENTS = 40
 MAX_VALUES = 16
 MAX_CANDIDATES = 100_000  # thread-run combinations, and (combination, rf) pairs in all
 MAX_PATHS = 4096  # runs of one thread (one per choice of its reads' values)
+# (candidate, rf, co) triples: each is one check of a model, and the coherence orders alone grow as
+# the factorial of the writes to a location (ten threads writing x: 3.6 million orders)
+MAX_EXECUTIONS = 200_000
 
 FENCES = {
     "smp_mb": "mb", "smp_rmb": "rmb", "smp_wmb": "wmb", "barrier": "barrier",
@@ -452,8 +459,8 @@ def candidates(litmus: Litmus):
         )
 
 
-def reads_from(c: Candidate):
-    """Every rf for the candidate's ordinary reads (lock events excluded): a relation each."""
+def _sources(c: Candidate) -> list[tuple[int, list[int]]] | None:
+    """Each ordinary read with the writes it may read from (None: some read has none)."""
     choices = []
     for e in c.events:
         if e.kind != "R":
@@ -464,11 +471,17 @@ def reads_from(c: Candidate):
             and not (w.thread == e.thread and c.po[e.id] >> w.id & 1)
         ]
         if not sources:
-            return
+            return None
         choices.append((e.id, sources))
-    total = 1
-    for _, sources in choices:
-        total *= len(sources)
+    return choices
+
+
+def reads_from(c: Candidate):
+    """Every rf for the candidate's ordinary reads (lock events excluded): a relation each."""
+    choices = _sources(c)
+    if choices is None:
+        return
+    total = math.prod(len(sources) for _, sources in choices)
     if total > MAX_CANDIDATES:
         raise UserError(
             f"{c.litmus.name}: {total} ways for its reads to read; kstep refuses more than {MAX_CANDIDATES}"
@@ -542,15 +555,38 @@ def initial_co0(c: Candidate, writes: int) -> tuple[int, ...]:
     return rel.inter(c.loc, rel.cartesian(c.n, iw, writes & ~iw))
 
 
+def coherence_bound(c: Candidate) -> int:
+    """At most how many coherence orders the candidate's writes have, whatever they read: per
+    location, the interleavings of each thread's writes to it (program order keeps those in
+    order, cobase's ``ww``; the initial write comes first)."""
+    bound = 1
+    for ids in c.by_loc.values():
+        per_thread = Counter(c.events[i].thread for i in ids
+                             if c.events[i].kind in ("W", "LKW", "UL") and c.events[i].thread >= 0)
+        bound *= math.factorial(sum(per_thread.values()))
+        for count in per_thread.values():
+            bound //= math.factorial(count)
+    return bound
+
+
 def with_reads_from(litmus: Litmus):
-    """Every (candidate, rf) of the test, refusing the test once there are too many."""
-    seen = 0
+    """Every (candidate, rf) of the test; a test with more than MAX_CANDIDATES of them, or more than
+    MAX_EXECUTIONS candidate executions once the coherence orders are counted, is refused before the
+    first is given."""
+    pairs = executions = 0
+    for c in candidates(litmus):
+        choices = _sources(c)
+        if choices is None:
+            continue
+        rfs = math.prod(len(sources) for _, sources in choices)
+        pairs += rfs
+        executions += rfs * coherence_bound(c)
+        if pairs > MAX_CANDIDATES:
+            raise UserError(f"{litmus.name}: more than {MAX_CANDIDATES} choices of what its reads read; "
+                            "kstep refuses tests that large")
+        if executions > MAX_EXECUTIONS:
+            raise UserError(f"{litmus.name}: more than {MAX_EXECUTIONS} candidate executions (what its reads "
+                            "read, times the orders of its writes to each location); kstep refuses tests that large")
     for c in candidates(litmus):
         for rf in reads_from(c):
-            seen += 1
-            if seen > MAX_CANDIDATES:
-                raise UserError(
-                    f"{litmus.name}: more than {MAX_CANDIDATES} candidate executions; "
-                    "kstep refuses tests that large"
-                )
             yield c, rf

@@ -3,8 +3,9 @@
 :func:`generate` draws 2-4 threads over 2-4 locations from every primitive the x86, arm64
 and POWER models accept (ONCE accesses, acquire/release, the fences, ``xchg``/``cmpxchg``
 in all four orderings, value-returning and non-returning atomics, data and control
-dependencies), at most ``max_events`` memory accesses in all, and an ``exists`` clause
-asking for one combination of the registers' values. :func:`render` writes it as a C
+dependencies), at most ``max_events`` memory accesses in all (shared evenly among the
+threads), a ``locations`` clause naming every location and an ``exists`` clause asking for
+one combination of the registers' values. :func:`render` writes it as a C
 litmus test, with threads and locations renamed by the given permutations, so a test and
 its renamings are the same program.
 """
@@ -18,6 +19,8 @@ from kstep.engine.prng import SplitMix64
 LOCATIONS = ("x", "y", "z", "w")
 FENCES = ("smp_mb", "smp_rmb", "smp_wmb", "smp_mb__before_atomic", "smp_mb__after_atomic")
 ORDERS = ("", "_relaxed", "_acquire", "_release")
+# memory accesses of each kind of operation (an RMW reads and writes); every other kind makes one
+ACCESSES = {"fence": 0, "xchg": 2, "cmpxchg": 2, "atomic": 2}
 
 
 @dataclass(frozen=True)
@@ -30,28 +33,32 @@ class Test:
     outcome: tuple[tuple[int, str, int], ...]  # (thread, register, value) to ask about
 
 
-def _op(rng: SplitMix64, nloc: int, reg: str, earlier: list[str]) -> tuple[tuple, int]:
-    """One operation and how many memory accesses it makes."""
+def accesses(op: tuple) -> int:
+    """How many memory accesses the operation makes at most."""
+    return ACCESSES.get(op[0], 1)
+
+
+def _op(rng: SplitMix64, nloc: int, reg: str, earlier: list[str]) -> tuple:
     loc = rng.below(nloc)
     value = 1 + rng.below(2)
     kind = rng.below(10)
     if kind == 0:
-        return ("fence", FENCES[rng.below(len(FENCES))]), 0
+        return ("fence", FENCES[rng.below(len(FENCES))])
     if kind in (1, 2):
-        return ("store", ("WRITE_ONCE", "smp_store_release")[rng.below(2)], loc, value), 1
+        return ("store", ("WRITE_ONCE", "smp_store_release")[rng.below(2)], loc, value)
     if kind in (3, 4):
-        return ("load", ("READ_ONCE", "smp_load_acquire")[rng.below(2)], loc, reg), 1
+        return ("load", ("READ_ONCE", "smp_load_acquire")[rng.below(2)], loc, reg)
     if kind == 5:
-        return ("xchg", "xchg" + ORDERS[rng.below(4)], loc, value, reg), 2
+        return ("xchg", "xchg" + ORDERS[rng.below(4)], loc, value, reg)
     if kind == 6:
-        return ("cmpxchg", "cmpxchg" + ORDERS[rng.below(4)], loc, rng.below(2), value, reg), 2
+        return ("cmpxchg", "cmpxchg" + ORDERS[rng.below(4)], loc, rng.below(2), value, reg)
     if kind == 7:
-        return ("atomic", ("atomic_inc", "atomic_inc_return")[rng.below(2)], loc, reg), 2
+        return ("atomic", ("atomic_inc", "atomic_inc_return")[rng.below(2)], loc, reg)
     if kind == 8 and earlier:
-        return ("data", earlier[rng.below(len(earlier))], loc), 1
+        return ("data", earlier[rng.below(len(earlier))], loc)
     if earlier:
-        return ("ctrl", earlier[rng.below(len(earlier))], loc, value), 1
-    return ("store", "WRITE_ONCE", loc, value), 1
+        return ("ctrl", earlier[rng.below(len(earlier))], loc, value)
+    return ("store", "WRITE_ONCE", loc, value)
 
 
 def _returns(op: tuple) -> bool:
@@ -65,19 +72,22 @@ def generate(seed: int, max_events: int = 8) -> Test:
     budget = max_events
     threads = []
     for t in range(nthreads):
+        # an even share of what is left: weak outcomes need threads of two accesses or more, and
+        # the first threads took all but one access each of the last ones
+        share = budget // (nthreads - t)
         ops: list[tuple] = []
         regs: list[str] = []
-        for _ in range(1 + rng.below(3)):
+        for _ in range(2 + rng.below(3)):
             reg = f"r{len(regs)}"
-            op, cost = _op(rng, nloc, reg, regs)
-            # every thread keeps one access, so later threads are never empty
-            if cost > budget - (nthreads - t - 1):
+            op = _op(rng, nloc, reg, regs)
+            if accesses(op) > share:
                 break
-            budget -= cost
+            share -= accesses(op)
+            budget -= accesses(op)
             ops.append(op)
             if _returns(op):
                 regs.append(reg)
-        if not ops:
+        if not any(accesses(op) for op in ops):  # a thread of fences alone orders nothing
             ops.append(("store", "WRITE_ONCE", rng.below(nloc), 1))
             budget -= 1
         threads.append(tuple(ops))
@@ -129,5 +139,8 @@ def render(test: Test, thread_order: tuple[int, ...] | None = None,
     new_of = {old: new for new, old in enumerate(order)}
     asked = [f"{new_of[t]}:{reg}={v}" for t, reg, v in test.outcome]
     condition = " /\\ ".join(asked) if asked else "true"
+    # every location's final value is part of a final state: coherence-only outcomes (2+2W, S)
+    # show in memory, not in registers
+    lines.append(f"locations [{'; '.join(names)}]")
     lines.append(f"exists ({condition})")
     return "\n".join(lines) + "\n"

@@ -62,6 +62,10 @@ PRIMITIVES: dict[str, int] = {
 # *X for the latter.
 LVALUE_FIRST = frozenset({"READ_ONCE", "WRITE_ONCE", "rcu_dereference", "rcu_assign_pointer"})
 TYPES = frozenset({"int", "intptr_t", "atomic_t", "spinlock_t", "unsigned", "long", "u32", "u64"})
+# How deep a body or a clause may nest: parentheses, blocks, ifs, unary operators and the binary
+# operators of one expression each count one level. The kernel's tests need a handful; every later
+# stage walks the trees recursively, so a deeper file is refused here, not by Python's stack.
+MAX_DEPTH = 40
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,7 @@ def _tokens(text: str, first_line: int) -> list[tuple[str, str, int]]:
 class _Parser:
     def __init__(self, tokens: list[tuple[str, str, int]]) -> None:
         self.toks, self.i = tokens, 0
+        self.depth = 0  # nesting of the tree being built (MAX_DEPTH)
 
     # -- plumbing
     def peek(self, ahead: int = 0) -> tuple[str, str, int]:
@@ -149,6 +154,13 @@ class _Parser:
         kind, got, line = self.next()
         if got != text or kind == "end":
             raise UserError(f"line {line}: expected {text!r}, found {got or 'end of file'!r}")
+
+    def deeper(self, line: int) -> None:
+        """One more level of nesting; the caller puts ``depth`` back when its tree is built."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise UserError(f"line {line}: nested more than {MAX_DEPTH} levels deep (parentheses, blocks, "
+                            "operators of one expression); kstep refuses deeper ones")
 
     def ident(self) -> str:
         kind, got, line = self.next()
@@ -230,17 +242,12 @@ class _Parser:
         if text == ";":
             self.next()
             return []
-        if text == "{":
-            self.next()
-            return list(self.block_rest())
-        if text == "if":
-            self.next()
-            self.expect("(")
-            cond = self.expr()
-            self.expect(")")
-            then = tuple(self.statement())
-            other = tuple(self.statement()) if self.accept("else") else ()
-            return [("if", cond, then, other)]
+        if text in ("{", "if"):
+            saved = self.depth
+            self.deeper(line)
+            out = self.nested_statement()
+            self.depth = saved
+            return out
         if text in ("while", "for", "do", "goto", "return", "switch"):
             raise UserError(f"line {line}: unsupported construct {text!r} (litmus bodies are loop-free)")
         if text in TYPES:
@@ -273,43 +280,68 @@ class _Parser:
         self.expect(";")
         return [("do", value)]
 
+    def nested_statement(self) -> list:
+        """A block or an if statement (one level deeper)."""
+        if self.accept("{"):
+            return list(self.block_rest())
+        self.expect("if")
+        self.expect("(")
+        cond = self.expr()
+        self.expect(")")
+        then = tuple(self.statement())
+        other = tuple(self.statement()) if self.accept("else") else ()
+        return [("if", cond, then, other)]
+
     # -- expressions, loosest first
     _BINARY = (("||",), ("&&",), ("==", "!="), ("<", ">", "<=", ">="), ("+", "-"))
 
     def expr(self, level: int = 0) -> tuple:
         if level == len(self._BINARY):
             return self.unary()
+        saved = self.depth
         left = self.expr(level + 1)
         while self.peek()[1] in self._BINARY[level] and self.peek()[0] == "op":
-            op = self.next()[1]
+            _, op, line = self.next()
+            self.deeper(line)
             left = ("op", op, left, self.expr(level + 1))
+        self.depth = saved
         return left
 
     def unary(self) -> tuple:
-        kind, text, line = self.next()
+        kind, text, line = self.peek()
+        if text in ("!", "-", "*", "(") and kind == "op":
+            saved = self.depth
+            self.deeper(line)
+            out = self.prefixed()
+            self.depth = saved
+            return out
+        self.next()
         if kind == "num":
             return ("const", int(text))
+        if text == "&":
+            raise UserError(f"line {line}: unsupported construct '&' (take addresses in the initial state)")
+        if kind == "id":
+            if self.accept("("):
+                return self.call(text, line)
+            return ("name", text, line)
+        raise UserError(f"line {line}: unexpected {text or 'end of file'!r}")
+
+    def prefixed(self) -> tuple:
+        """``!a``, ``-a``, ``*a``, ``(void)a`` or ``(a)``: one level deeper than what precedes it."""
+        _, text, line = self.next()
         if text == "!":
             return ("not", self.unary())
         if text == "-":
             return ("op", "-", ("const", 0), self.unary())
         if text == "*":
             return ("load", self.unary(), line)
-        if text == "&":
-            raise UserError(f"line {line}: unsupported construct '&' (take addresses in the initial state)")
-        if text == "(":
-            if self.peek()[1] == "void" and self.peek(1)[1] == ")":
-                self.next()
-                self.next()
-                return self.unary()
-            inner = self.expr()
-            self.expect(")")
-            return inner
-        if kind == "id":
-            if self.accept("("):
-                return self.call(text, line)
-            return ("name", text, line)
-        raise UserError(f"line {line}: unexpected {text or 'end of file'!r}")
+        if self.peek()[1] == "void" and self.peek(1)[1] == ")":
+            self.next()
+            self.next()
+            return self.unary()
+        inner = self.expr()
+        self.expect(")")
+        return inner
 
     def call(self, name: str, line: int) -> tuple:
         if name not in PRIMITIVES:
@@ -329,23 +361,34 @@ class _Parser:
 
     # -- clauses
     def condition(self) -> tuple:
+        saved = self.depth
         left = self.conjunction()
-        while self.accept("\\/"):
+        while self.at("\\/"):
+            self.deeper(self.next()[2])
             left = ("or", left, self.conjunction())
+        self.depth = saved
         return left
 
     def conjunction(self) -> tuple:
+        saved = self.depth
         left = self.atom()
-        while self.accept("/\\"):
+        while self.at("/\\"):
+            self.deeper(self.next()[2])
             left = ("and", left, self.atom())
+        self.depth = saved
         return left
 
     def atom(self) -> tuple:
-        if self.accept("~"):
-            return ("not", self.atom())
-        if self.accept("("):
-            inner = self.condition()
-            self.expect(")")
+        if self.at("~") or self.at("("):
+            saved = self.depth
+            _, text, line = self.next()
+            self.deeper(line)
+            if text == "~":
+                inner = ("not", self.atom())
+            else:
+                inner = self.condition()
+                self.expect(")")
+            self.depth = saved
             return inner
         if self.accept("true"):
             return ("true",)

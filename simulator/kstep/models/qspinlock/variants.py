@@ -48,8 +48,10 @@ VARIANTS = {
         "head-ignores-pending", "the queue head waits only for the locked byte to clear, not for the "
         "pending owner", wait_head=(None, only_locked_gone)),
     "link-before-init": _broken(
-        "link-before-init", "the node's initialisation becomes visible only after the node is linked in "
-        "(the missing smp_wmb() of 2018): a hand-off into it can be wiped out",
+        "link-before-init", "the node's initialisation becomes visible only after the node is linked in, as "
+        "arm64 and POWER may show it when nothing orders the two (the 2018 bug was that reordering, fixed in "
+        "February by a release store of prev->next, since April by one smp_wmb() before a relaxed xchg_tail()); "
+        "the model shows it as a program-order swap: a hand-off into the node can be wiped out",
         node_count_inc=Replacement(node_count_inc_init_late, what=(
             "idx = node->count++, and the node is not initialised here: that waits until it is linked in")),
         xchg_tail=Replacement(xchg_tail_then_init, what=(

@@ -12,9 +12,10 @@ from importlib import resources
 import pytest
 from support import load
 
-from kstep.engine import Invariant, Random, explore, scenario, simulate
+from kstep.engine import Invariant, Random, explore, simulate
 from kstep.engine.model import Checks
 from kstep.models import MODELS
+from kstep.scenario_spec import scenario
 
 STEPS = 300  # per run: enough to pass every kind of step of a scenario's threads at least once
 

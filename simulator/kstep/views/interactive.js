@@ -203,7 +203,8 @@
         const py = await loadPyodide({indexURL: STATIC + "pyodide/"});
         await stage("kstep");
         py.unpackArchive(zip, "zip", {extractDir: "/kstep"});
-        py.runPython("import sys; sys.path.insert(0, '/kstep')\nfrom kstep.views.interactive import Session");
+        py.runPython("import sys; sys.path.insert(0, '/kstep')\nfrom kstep.views.interactive import Session\n" +
+                     "from kstep.views.litmus_live import LitmusSession");
         loading.state = "yes";
         stage("done");
         return py;
@@ -435,8 +436,12 @@
     ctx.el.dataset.state = "busy";
     const py = await boot();
     const live = ctx.P.live;
-    const session = py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant,
-                                              JSON.stringify(get(live, "calls")));
+    // A litmus page carries its test: the session steps it under the page's memory model (litmus_live.py).
+    const session = get(live, "litmus") !== undefined ?
+      py.globals.get("LitmusSession")(get(live, "litmus"), get(live, "scenario"), ctx.variant,
+                                      JSON.stringify(get(live, "kernel"))) :
+      py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant,
+                                JSON.stringify(get(live, "calls")));
     if (ctx.session !== undefined) {
       ctx.session.destroy();
     }

@@ -4,7 +4,9 @@ Under x86-TSO every sequence of choices (a CPU's next instruction or its buffer'
 state the model allows, and every state the model allows is the end of some sequence; under the axiomatic
 models every sequence of reveals ends on the verdict of the execution the page shows, naming the axiom a
 forbidden one breaks.  Going back and choosing again branches the run."""
+import io
 import tomllib
+import zipfile
 from importlib import resources
 
 import pytest
@@ -14,6 +16,7 @@ from kstep.memory import arm64, power, sc, tso
 from kstep.memory.litmus import parse
 from kstep.memory.stepping import TsoMachine
 from kstep.memory.verdict import check
+from kstep.views import live
 from kstep.views.litmus_live import LitmusSession
 
 SHAPES = {s["name"]: s["litmus"] for s in
@@ -106,3 +109,10 @@ def test_bad_input_is_one_line():
     with pytest.raises(UserError, match="line"):
         LitmusSession("C bad\n{}\nP0(int *x) { frobnicate(x); }\nexists (x=1)\n", "bad", "tso")
     assert isinstance(LitmusSession(SHAPES["SB"], "SB", "tso").model, TsoMachine)
+
+
+def test_the_package_zip_holds_what_a_litmus_session_imports():
+    names = set(zipfile.ZipFile(io.BytesIO(live.package_zip())).namelist())
+    assert {"kstep/views/litmus_live.py", "kstep/views/litmus_board.py", "kstep/memory/stepping.py",
+            "kstep/memory/arm64.py", "kstep/memory/power.py", "kstep/memory/sc.py"} <= names
+    assert "kstep/views/litmus.py" not in names  # the Bokeh view stays out

@@ -17,7 +17,7 @@ from kstep.memory.litmus import parse
 from kstep.memory.stepping import TsoMachine
 from kstep.memory.verdict import check
 from kstep.views import live
-from kstep.views.litmus_live import LitmusSession
+from kstep.views.litmus_live import LitmusSession, candidates
 
 SHAPES = {s["name"]: s["litmus"] for s in
           tomllib.loads(resources.files("kstep.memory").joinpath("shapes.toml").read_text())["shape"]}
@@ -116,3 +116,29 @@ def test_the_package_zip_holds_what_a_litmus_session_imports():
     assert {"kstep/views/litmus_live.py", "kstep/views/litmus_board.py", "kstep/memory/stepping.py",
             "kstep/memory/arm64.py", "kstep/memory/power.py", "kstep/memory/sc.py"} <= names
     assert "kstep/views/litmus.py" not in names  # the Bokeh view stays out
+
+
+@pytest.mark.parametrize("model", [sc, arm64, power], ids=lambda m: m.NAME)
+@pytest.mark.parametrize("name", ("SB", "MP+wmb+rmb", "LB"))
+def test_every_candidate_picked_then_revealed_ends_allowed_exactly_when_the_model_allows_its_final_state(name, model):
+    """A student may pick any candidate (which write each read reads from); its reveal ends on the model's
+    verdict: allowed when the model allows its final state, else naming the axiom it breaks."""
+    test = parse(SHAPES[name], name)
+    allowed = check(test, model).states
+    runs = candidates(SHAPES[name], name, model.NAME, sorted(LitmusSession(SHAPES[name], name, model.NAME).sources))
+    assert len(runs) == 4  # two reads, each from the initial write or the other thread's
+    for run in runs:
+        session = LitmusSession(SHAPES[name], name, run)
+        while session.view()["choices"]:
+            session.step(session.view()["choices"][-1]["action"])
+        v = session.view()["violation"]
+        x = session.model.x
+        assert (v is None) == (x.state in allowed), run
+        assert v is None or v["invariant"] == x.broken.name and x.broken.name in v["message"]
+
+
+def test_a_candidate_that_is_not_there_is_one_line():
+    with pytest.raises(UserError, match="no candidate execution where b<-z"):
+        LitmusSession(SHAPES["SB"], "SB", "arm64 b<-z")
+    with pytest.raises(UserError, match="pick no candidate"):
+        LitmusSession(SHAPES["SB"], "SB", "tso b<-c")

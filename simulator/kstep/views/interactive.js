@@ -296,7 +296,9 @@
 
   // The variants the scenario can run under: 6.12 and its versions, and the broken ones to catch.
   function variant_select(ctx) {
-    return '<label>Kernel: <select data-do="variant">' + get(ctx.P.live, "variants").map((v) =>
+    // A litmus page names what it offers ("Execution": the candidate to reveal, litmus_live.py).
+    const what = get(ctx.P.live, "pick") || "Kernel";
+    return "<label>" + esc(what) + ': <select data-do="variant">' + get(ctx.P.live, "variants").map((v) =>
       '<option value="' + esc(get(v, "name")) + '"' + (get(v, "name") === ctx.variant ? " selected" : "") +
       ' title="' + esc(get(v, "doc")) + '">' + esc(get(v, "name")) + (get(v, "broken") ? " (broken)" : "") +
       "</option>").join("") + "</select></label> ";

@@ -117,12 +117,19 @@ def enable(lay, trace, model) -> None:
 def enable_litmus(lay, model, text: str) -> None:
     """Mark the player of a litmus page (``model``: stepping.py's, of the test ``text``) as one a student
     steps by hand: interactive.js then runs a litmus_live.LitmusSession of the test under the page's
-    memory model, with the code pane of every primitive (the excerpt keys it has go with the test)."""
+    memory model, with the code pane of every primitive (the excerpt keys it has go with the test); under
+    an axiomatic model the student may pick another candidate execution to reveal (the variants)."""
+    from .litmus_live import candidates
+
     spec = _every_step(lay, model)
     kernel = sorted({str(src) for src in model.sources().values() if src.in_kernel})
+    runs = [{"name": model.model_name, "doc": f"the execution this page shows, under {model.title}",
+             "broken": False}]
+    runs += [{"name": run, "doc": f"reads: {run.partition(' ')[2]}", "broken": False}
+             for run in candidates(text, model.litmus.name, model.model_name, spec["labels"])]
     spec["live"] = {"mechanism": "litmus", "scenario": model.litmus.name, "variant": model.model_name,
-                    "title": model.title, "calls": [], "litmus": text, "kernel": kernel,
-                    "variants": [{"name": model.model_name, "doc": model.title, "broken": False}]}
+                    "title": model.title, "calls": [], "litmus": text, "kernel": kernel, "variants": runs,
+                    "pick": "Execution"}
 
 
 def _every_step(lay, model) -> dict:

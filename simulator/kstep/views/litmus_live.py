@@ -73,8 +73,9 @@ def candidates(text: str, name: str, model: str, labels: list) -> list[str]:
 
 
 class LitmusSession(Session):
-    """A hand-scheduled run of the litmus test ``text`` (named ``name``): ``run`` as litmus_model takes it.  ``kernel``: the
-    JSON list of the excerpt keys the page's code pane has (live.enable ships them)."""
+    """A hand-scheduled run of the litmus test ``text`` (named ``name``): ``run`` as litmus_model takes
+    it.  ``kernel``: the JSON list of the excerpt keys the page's code pane has (live.enable_litmus ships
+    them)."""
 
     def __init__(self, text: str, name: str, run: str, kernel: str = "[]", calls: str = "[]") -> None:
         machine = litmus_model(text, name, run, dict.fromkeys(json.loads(kernel)))

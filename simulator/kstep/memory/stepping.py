@@ -315,8 +315,31 @@ def choose_execution(litmus: Litmus, module, lkmm_root=None) -> Execution:
     return fallback
 
 
-def _forbidden(litmus, module, c, rf, regs, lkmm_root) -> Optional[Execution]:
-    """A coherence order of (c, rf) reaching the condition that the model forbids, with its broken axiom.
+def candidate_executions(litmus: Litmus, module) -> list[tuple[str, Execution]]:
+    """Every candidate of the test (which write each read reads from: ``b<-init y d<-a``), with the execution
+    the model makes of it: allowed with the first coherence order it allows, else forbidden with the first
+    axiom it breaks.  What a student picks on a litmus page before revealing the execution."""
+    out = []
+    for c, rf in with_reads_from(litmus):
+        regs = {(t, k): v for t, path in enumerate(c.paths) for k, v in path.regs}
+        names = event_names(c.events)
+        picked = " ".join(sorted(f"{names[r]}<-{names[w]}" for w, r in rel.pairs(rf))) or "no reads"
+        found = None
+        for co, full_rf, fr, _ in module.executions(c, rf):
+            memory = final_memory(c, co)
+            if litmus.filter is None or holds(litmus.filter, regs, memory):
+                found = _execution(litmus, module, c, rf, full_rf, co, fr, None, regs, memory,
+                                   holds(litmus.condition, regs, memory), None)
+                break
+        found = found or _forbidden(litmus, module, c, rf, regs, None, reach=False)
+        if found is not None:
+            out.append((picked, found))
+    return out
+
+
+def _forbidden(litmus, module, c, rf, regs, lkmm_root, reach: bool = True) -> Optional[Execution]:
+    """A coherence order of (c, rf) reaching the condition (any, unless ``reach``) that the model forbids,
+    with its broken axiom.
     The co orders that what the reads observe allows come first; then any co with the initial writes
     first, which shows the per-location axiom an outcome breaks when no such co reaches it (herd's
     cos-opt cuts those candidates before any model runs: CoRR, CoRW)."""
@@ -325,20 +348,21 @@ def _forbidden(litmus, module, c, rf, regs, lkmm_root) -> Optional[Execution]:
             if "co" not in env:
                 continue
             memory = final_memory(c, env["co"])
-            if holds(litmus.condition, regs, memory) and (litmus.filter is None or holds(litmus.filter, regs, memory)):
-                return _execution(litmus, module, c, rf, env["rf"], env["co"], env["fr"], axiom, regs, memory, True,
+            wanted = holds(litmus.condition, regs, memory)
+            if (wanted or not reach) and (litmus.filter is None or holds(litmus.filter, regs, memory)):
+                return _execution(litmus, module, c, rf, env["rf"], env["co"], env["fr"], axiom, regs, memory, wanted,
                                   lkmm_root)
     writes = c.set_of(lambda e: e.kind == "W")
     for co in itertools.chain(coherence(c, rf), coherence_orders(c, writes, initial_co0(c, writes))):
         memory = final_memory(c, co)
-        if not holds(litmus.condition, regs, memory) or (
-                litmus.filter is not None and not holds(litmus.filter, regs, memory)):
+        wanted = holds(litmus.condition, regs, memory)
+        if (reach and not wanted) or (litmus.filter is not None and not holds(litmus.filter, regs, memory)):
             continue
         fr = from_reads(c, co, rf)
         broken = (module.broken(c, rf, co, lkmm_root) if module.NAME == "lkmm"
                   else ax.first_broken(module.axioms(c, rf)(co, fr)))
         if broken is not None:
-            return _execution(litmus, module, c, rf, rf, co, fr, broken, regs, memory, True, lkmm_root)
+            return _execution(litmus, module, c, rf, rf, co, fr, broken, regs, memory, wanted, lkmm_root)
     return None
 
 

@@ -12,7 +12,7 @@ from bokeh.resources import INLINE, Resources
 from ..engine import Model, Trace
 from ..scenario_spec.scenario import Scenario
 from ..files import write_text
-from .live import enable, install
+from .live import enable, enable_litmus, install
 from .registry import view_for
 
 # Bokeh's own page with a margin around the animation, what the scenario is for and, in a course, a
@@ -47,16 +47,19 @@ def purpose(sc: Scenario) -> list[tuple[str, str]]:
 
 
 def page(trace: Trace, model: Model, resources: Resources = INLINE, back: Optional[str] = None,
-         about: Optional[Scenario] = None, live: Optional[str] = None) -> str:
+         about: Optional[Scenario] = None, live: Optional[str] = None, litmus: Optional[str] = None) -> str:
     """The page's HTML; with INLINE resources BokehJS is inside it, so it needs no network.
 
     ``back`` is a link to put above the animation (a course's index); ``about`` the scenario the
     trace runs, whose description and what to look for the page states.  ``live`` is the URL of a
     static folder (relative to the page) where ``live.install`` put interactive mode's files: the
-    page then lets the student schedule the scenario's threads by hand (served over HTTP).
+    page then lets the student schedule the scenario's threads by hand (served over HTTP); the
+    threads of the litmus test whose text is ``litmus``, when the trace steps one.
     """
     lay = layout(trace, model)
-    if live is not None:
+    if live is not None and litmus is not None:
+        enable_litmus(lay, model, litmus)
+    elif live is not None:
         enable(lay, trace, model)
     return file_html(lay, resources=resources, title=title(trace), template=TEMPLATE,
                      template_variables={"back": back, "purpose": purpose(about) if about else [], "live": live})
@@ -67,9 +70,11 @@ def save_html(trace: Trace, model: Model, path: str | Path, about: Optional[Scen
     write_text(path, page(trace, model, about=about))
 
 
-def write_page(folder: Path, trace: Trace, model: Model, about: Optional[Scenario] = None) -> Path:
+def write_page(folder: Path, trace: Trace, model: Model, about: Optional[Scenario] = None,
+               litmus: Optional[str] = None) -> Path:
     """A standalone interactive page of ``trace`` in ``folder`` (index.html, its _static beside it):
-    what ``kstep serve folder`` serves for a student to schedule the scenario by hand."""
-    (folder / "index.html").write_text(page(trace, model, about=about, live="_static"))
+    what ``kstep serve folder`` serves for a student to schedule the scenario (or the litmus test whose
+    text is ``litmus``) by hand."""
+    (folder / "index.html").write_text(page(trace, model, about=about, live="_static", litmus=litmus))
     install(folder / "_static")
     return folder / "index.html"

@@ -203,7 +203,8 @@
         const py = await loadPyodide({indexURL: STATIC + "pyodide/"});
         await stage("kstep");
         py.unpackArchive(zip, "zip", {extractDir: "/kstep"});
-        py.runPython("import sys; sys.path.insert(0, '/kstep')\nfrom kstep.views.interactive import Session");
+        py.runPython("import sys; sys.path.insert(0, '/kstep')\nfrom kstep.views.interactive import Session\n" +
+                     "from kstep.views.litmus_live import LitmusSession");
         loading.state = "yes";
         stage("done");
         return py;
@@ -295,7 +296,9 @@
 
   // The variants the scenario can run under: 6.12 and its versions, and the broken ones to catch.
   function variant_select(ctx) {
-    return '<label>Kernel: <select data-do="variant">' + get(ctx.P.live, "variants").map((v) =>
+    // A litmus page names what it offers ("Execution": the candidate to reveal, litmus_live.py).
+    const what = get(ctx.P.live, "pick") || "Kernel";
+    return "<label>" + esc(what) + ': <select data-do="variant">' + get(ctx.P.live, "variants").map((v) =>
       '<option value="' + esc(get(v, "name")) + '"' + (get(v, "name") === ctx.variant ? " selected" : "") +
       ' title="' + esc(get(v, "doc")) + '">' + esc(get(v, "name")) + (get(v, "broken") ? " (broken)" : "") +
       "</option>").join("") + "</select></label> ";
@@ -435,8 +438,12 @@
     ctx.el.dataset.state = "busy";
     const py = await boot();
     const live = ctx.P.live;
-    const session = py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant,
-                                              JSON.stringify(get(live, "calls")));
+    // A litmus page carries its test: the session steps it under the page's memory model (litmus_live.py).
+    const session = get(live, "litmus") !== undefined ?
+      py.globals.get("LitmusSession")(get(live, "litmus"), get(live, "scenario"), ctx.variant,
+                                      JSON.stringify(get(live, "kernel"))) :
+      py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant,
+                                JSON.stringify(get(live, "calls")));
     if (ctx.session !== undefined) {
       ctx.session.destroy();
     }

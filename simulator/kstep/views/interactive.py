@@ -62,15 +62,22 @@ class Session:
 
     def __init__(self, mechanism: str, name: str, variant: Optional[str] = None, calls: str = "[]") -> None:
         probe = make_model(mechanism)
-        self.scenario = scenario.load(mechanism, probe.scenario_schema, name)
-        self.model = make_model(mechanism, variant or self.scenario.variant or None)
+        sc = scenario.load(mechanism, probe.scenario_schema, name)
+        model = make_model(mechanism, variant or sc.variant or None)
+        s0 = model.initial(sc.config)
+        self._begin(sc, model, BOARDS.get(mechanism, lambda s, model: [])(s0, model),
+                    CHARTS.get(mechanism, phases.chart_sources)(s0, model), calls)
+
+    def _begin(self, sc, model, board: list[BoardSource], charts: list[BoardSource], calls: str) -> None:
+        """A run of ``model`` from the initial state of ``sc`` (its ``name`` and ``config``), drawn by
+        ``board`` and ``charts``: what every session starts from, whatever it runs (litmus_live.py too)."""
+        self.scenario, self.model = sc, model
         self.checks = Checks(self.model.invariants)
         s0 = self.model.initial(self.scenario.config)
         self.states = [s0]
         self.actions: list[Action] = []
         self.violations = [self.checks.after(None, None, s0, 0)]  # per frame: the run's verdict so far
-        self.board = BOARDS.get(mechanism, lambda s, model: [])(s0, self.model)
-        self.charts = CHARTS.get(mechanism, phases.chart_sources)(s0, self.model)
+        self.board, self.charts = board, charts
         self.sources = self.model.sources()
         pairs = {tuple(p) for p in json.loads(calls)}
         self.calls = lambda caller, callee: (caller, callee) in pairs

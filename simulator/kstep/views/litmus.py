@@ -30,7 +30,9 @@ def litmus_view(trace, model):
     board.add_layout(Arrow(source=arrows, x_start="x0", y_start="y0", x_end="x1", y_end="y1", line_color="color",
                            line_width="width", end=VeeHead(size=10, fill_color="color", line_color="color"),
                            name="kstep-litmus-arrows"))
-    board.text("tx", "ty", "text", source=arrows, text_color="color", text_font_size=style.SMALL_SIZE,
+    # The names in ink: a Text glyph whose colour is a column throws in BokehJS 3 when its source shrinks
+    # (scrubbing back drops edges: RangeError in its colour vector), and the arrow carries the cycle's colour.
+    board.text("tx", "ty", "text", source=arrows, text_color=style.INK, text_font_size=style.SMALL_SIZE,
                text_align="center", text_baseline="bottom", text_font=value(style.FONT), name="kstep-litmus-edge-names")
     draw_boxes(board, board_source(player, boxes))
     tso = isinstance(model, TsoMachine)

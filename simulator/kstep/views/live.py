@@ -3,7 +3,7 @@ modules as one zip, and interactive.js, all in the site's own static folder (nev
 
 The runtime is the npm ``pyodide`` package's core (the version package-lock.json pins), which
 ``make setup`` installs into node_modules/; ``KSTEP_PYODIDE`` names another copy of it.  The zip
-holds exactly the kstep modules that ``kstep.views.interactive`` imports with nothing but the
+holds exactly the kstep modules that ``kstep.views.interactive`` and ``litmus_live`` import with nothing but the
 standard library importable (found by importing it so, in a child process), and the bundled
 scenarios they load.
 """
@@ -26,7 +26,7 @@ RUNTIME = ("pyodide.js", "pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "
            "pyodide-lock.json")
 PYODIDE = "pyodide"  # the runtime's folder under the static folder
 KSTEP = "kstep"  # kstep.zip and interactive.js, under the static folder
-ENTRY = "kstep.views.interactive"
+ENTRIES = ("kstep.views.interactive", "kstep.views.litmus_live")  # what interactive.js imports
 
 # Code run in a child process after this imports only the standard library (and kstep), as in Pyodide.
 ONLY_STDLIB = """
@@ -40,10 +40,11 @@ class OnlyTheStandardLibrary:
 
 sys.meta_path.insert(0, OnlyTheStandardLibrary())
 """
-# Import ENTRY so, then print the files of the kstep modules that came in.
+# Import the entries so, then print the files of the kstep modules that came in.
 STDLIB_MODULES = ONLY_STDLIB + """
 import importlib, json
-importlib.import_module(sys.argv[1])
+for entry in sys.argv[1:]:
+    importlib.import_module(entry)
 print(json.dumps(sorted(m.__file__ for n, m in sys.modules.items() if n.partition(".")[0] == "kstep")))
 """
 
@@ -59,12 +60,12 @@ def runtime_dir() -> Path:
     return root
 
 
-def stdlib_modules(entry: str = ENTRY) -> list[Path]:
-    """The files of the kstep modules ``entry`` imports when only the standard library is there."""
+def stdlib_modules(entries: tuple[str, ...] = ENTRIES) -> list[Path]:
+    """The files of the kstep modules ``entries`` import when only the standard library is there."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    out = subprocess.run([sys.executable, "-c", STDLIB_MODULES, entry], capture_output=True, text=True, env=env)
+    out = subprocess.run([sys.executable, "-c", STDLIB_MODULES, *entries], capture_output=True, text=True, env=env)
     if out.returncode != 0:
-        raise RuntimeError(f"{entry} needs more than the standard library:\n{out.stderr[-2000:]}")
+        raise RuntimeError(f"{' or '.join(entries)} needs more than the standard library:\n{out.stderr[-2000:]}")
     return [Path(f) for f in json.loads(out.stdout)]
 
 
@@ -104,13 +105,39 @@ def enable(lay, trace, model) -> None:
     The mark lists the variants the student may run the scenario under: those with the same steps
     as the page's model (the player's label tables, code pane included, hold for them all), and which
     of the model's functions call which in the 6.12 code (each step's call stack needs it)."""
-    from . import code, context  # the code pane's tables and calls: Bokeh-free, but they read the excerpts
+    from . import code, context  # the calls: Bokeh-free, but they read the excerpts
+
+    spec = _every_step(lay, model)
+    variants = [v for v in type(model).variants.values() if sorted(type(model)(v.name).sources()) == spec["labels"]]
+    spec["live"] = {"mechanism": trace.mechanism, "scenario": trace.scenario, "variant": trace.variant,
+                    "title": model.title or model.name, "calls": context.call_pairs(model, code.calls),
+                    "variants": [{"name": v.name, "doc": v.doc, "broken": v.broken} for v in variants]}
+
+
+def enable_litmus(lay, model, text: str) -> None:
+    """Mark the player of a litmus page (``model``: stepping.py's, of the test ``text``) as one a student
+    steps by hand: interactive.js then runs a litmus_live.LitmusSession of the test under the page's
+    memory model, with the code pane of every primitive (the excerpt keys it has go with the test); under
+    an axiomatic model the student may pick another candidate execution to reveal (the variants)."""
+    from .litmus_live import candidates
+
+    spec = _every_step(lay, model)
+    kernel = sorted({str(src) for src in model.sources().values() if src.in_kernel})
+    runs = [{"name": model.model_name, "doc": f"the execution this page shows, under {model.title}",
+             "broken": False}]
+    runs += [{"name": run, "doc": f"reads: {run.partition(' ')[2]}", "broken": False}
+             for run in candidates(text, model.litmus.name, model.model_name, spec["labels"])]
+    spec["live"] = {"mechanism": "litmus", "scenario": model.litmus.name, "variant": model.model_name,
+                    "title": model.title, "calls": [], "litmus": text, "kernel": kernel, "variants": runs,
+                    "pick": "Execution"}
+
+
+def _every_step(lay, model) -> dict:
+    """The player spec of layout ``lay``, with the code pane of every step ``model`` has."""
+    from . import code  # the code pane's tables: Bokeh-free, but they read the excerpts
 
     spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
     labels = spec["labels"]
     spec.update(code.tables(labels, model.sources(), set(labels)))
-    variants = [v for v in type(model).variants.values() if sorted(type(model)(v.name).sources()) == labels]
-    spec["live"] = {"mechanism": trace.mechanism, "scenario": trace.scenario, "variant": trace.variant,
-                    "title": model.title or model.name, "calls": context.call_pairs(model, code.calls),
-                    "variants": [{"name": v.name, "doc": v.doc, "broken": v.broken} for v in variants]}
+    return spec
 

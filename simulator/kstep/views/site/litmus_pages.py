@@ -4,7 +4,9 @@
 committed table of shapes (``kstep/memory/shapes.toml``); ``docs/litmus.md`` lists them:
 
 - ``kstep-litmus SHAPE``: the test, each model's verdict on its ``exists`` clause (computed, never
-  written down), and per model the player of one execution with the command that writes it;
+  written down), and per model the player of one execution with the command that writes it; served
+  over HTTP, the student steps it by hand (litmus_live.py; every model but the LKMM, whose .cat files
+  the browser lacks);
 - ``kstep-litmus-index``: the list of those pages, with a hidden toctree for the site's navigation.
 """
 
@@ -23,7 +25,9 @@ from ...memory.litmus import parse
 from ...memory.stepping import MODEL_TITLES, stepped
 from ...memory.verdict import check
 from ..export import layout
-from .pages import BOKEH, KstepDirective, command, doc_link, hidden_toctree, paragraphs, write_if_changed
+from ..litmus_live import MODELS as LIVE_MODELS
+from ..live import enable_litmus
+from .pages import BOKEH, LIVE, KstepDirective, command, doc_link, hidden_toctree, paragraphs, write_if_changed
 
 FOLDER = "litmus"  # the generated pages, inside the site's sources
 SHAPES = ("SB", "MP", "MP+wmb+rmb", "LB", "IRIW")
@@ -71,7 +75,11 @@ class LitmusDirective(KstepDirective):
         for module in MODULES:
             model, trace = stepped(test, module.NAME, excerpts)
             section = nodes.rubric("", f"Under {MODEL_TITLES[module.NAME]}")
-            script, div = components(layout(trace, model))
+            lay = layout(trace, model)
+            if module.NAME in LIVE_MODELS:
+                enable_litmus(lay, model, table[name]["litmus"])
+                self.state.document[LIVE] = True
+            script, div = components(lay)
             self.state.document[BOKEH] = True
             out += [section, *paragraphs(HOW["tso" if module.NAME == "tso" else "other"]),
                     nodes.raw("", f'<div class="kstep-animation">{div}</div>\n{script}', format="html"),

@@ -67,7 +67,10 @@ def source(name: str) -> str | None:
 def verdicts(name: str) -> dict[str, str]:
     """Each model's verdict on the test's exists clause: allowed, forbidden or n/a (a hardware model
     on a test that takes a lock or RCU)."""
-    test = parse(source(name), name)
+    text = source(name)
+    if text is None:
+        raise ValueError(f"unknown litmus test {name!r}")
+    test = parse(text, name)
     lkmm_only = lkmm_only_use(test) is not None
     return {m.NAME: "n/a" if lkmm_only and m is not lkmm else
             "allowed" if check(test, m).exists_reachable else "forbidden" for m in MODULES}

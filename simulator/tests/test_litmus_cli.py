@@ -83,3 +83,16 @@ def test_a_test_too_large_to_run_is_one_line_saying_so_and_exit_2():
     assert out.returncode == 2 and out.stdout == "", out.stderr[-2000:]
     assert out.stderr == "kstep: writers: more than 200000 candidate executions (what its reads read, times the " \
                          "orders of its writes to each location); kstep refuses tests that large\n"
+
+
+def test_all_on_an_rcu_test_shows_lkmm_and_hardware_models_as_not_applicable():
+    out = kstep("vma-detach-rcu", "--model", "all")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    rows = lines[1:lines.index("")]
+    assert rows and all(row.split()[-5:-1] == ["n/a"] * 4 and row.split()[-1] == "allowed" for row in rows)
+    assert len([line for line in lines if "is LKMM-only" in line]) == 1
+    assert "\nlkmm: Never" in out.stdout and "\nsc:" not in out.stdout
+    # a hardware model named on its own still refuses the test with the primitive's line
+    alone = kstep("vma-detach-rcu", "--model", "arm64")
+    assert alone.returncode == 2 and "synchronize_rcu() is LKMM-only" in alone.stderr

@@ -1,13 +1,17 @@
 """The site's litmus pages: a classic shape per page, stepped in the player under every memory model.
 
 ``litmus/SHAPE.md`` is generated at each build (never committed) for each of :data:`SHAPES`, from the
-committed table of shapes (``kstep/memory/shapes.toml``); ``docs/litmus.md`` lists them:
+committed table of shapes (``kstep/memory/shapes.toml``), and ``litmus/NAME.md`` for each bundled
+mechanism test (``kstep/scenarios/litmus/``); ``docs/litmus.md`` lists the shapes:
 
-- ``kstep-litmus SHAPE``: the test, each model's verdict on its ``exists`` clause (computed, never
-  written down), and per model the player of one execution with the command that writes it; served
-  over HTTP, the student steps it by hand (litmus_live.py; every model but the LKMM, whose .cat files
-  the browser lacks);
-- ``kstep-litmus-index``: the list of those pages, with a hidden toctree for the site's navigation.
+- ``kstep-litmus NAME``: the test, each model's verdict on its ``exists`` clause (computed, never
+  written down), and the player of one execution with the command that writes it: per model for a
+  shape, under arm64 for a mechanism test (under the LKMM when it takes a lock or RCU, which the
+  hardware models do not); served over HTTP, the student steps it by hand (litmus_live.py; every
+  model but the LKMM, whose .cat files the browser lacks);
+- ``kstep-litmus-index``: the list of the shape pages, with a hidden toctree for the site's navigation;
+- ``kstep-litmus-verdicts NAME...`` (on a chapter): a table of the named tests' verdicts per model,
+  computed at build time, with a link to each test's page.
 """
 
 from __future__ import annotations
@@ -20,14 +24,15 @@ from bokeh.embed import components
 from docutils import nodes
 
 from ...lab.source.excerpts import load
-from ...memory import arm64, lkmm, power, sc, tso
+from ...memory import arm64, bundled, lkmm, power, sc, tso
+from ...memory.hardware import lkmm_only_use
 from ...memory.litmus import parse
 from ...memory.stepping import MODEL_TITLES, stepped
 from ...memory.verdict import check
 from ..export import layout
 from ..litmus_live import MODELS as LIVE_MODELS
 from ..live import enable_litmus
-from .pages import BOKEH, LIVE, KstepDirective, command, doc_link, hidden_toctree, paragraphs, write_if_changed
+from .pages import BOKEH, LIVE, KstepDirective, command, doc_link, grid, hidden_toctree, paragraphs, write_if_changed
 
 FOLDER = "litmus"  # the generated pages, inside the site's sources
 SHAPES = ("SB", "MP", "MP+wmb+rmb", "LB", "IRIW")
@@ -50,41 +55,60 @@ def shapes() -> dict[str, dict]:
 
 def write_pages(app) -> None:
     write_if_changed(Path(app.srcdir) / FOLDER,
-                     {Path(f"{name}.md"): f"# {name}\n\n```{{kstep-litmus}} {name}\n```\n" for name in SHAPES})
+                     {Path(f"{name}.md"): f"# {name}\n\n```{{kstep-litmus}} {name}\n```\n"
+                      for name in (*SHAPES, *bundled.names())})
+
+
+def source(name: str) -> str | None:
+    """The text of a classic shape or a bundled mechanism test, or None for neither."""
+    table = shapes()
+    if name in table:
+        return table[name]["litmus"]
+    return bundled.path(name).read_text() if name in bundled.names() else None
+
+
+def verdicts(name: str) -> dict[str, str]:
+    """Each model's verdict on the test's exists clause: allowed, forbidden or n/a (a hardware model
+    on a test that takes a lock or RCU)."""
+    text = source(name)
+    if text is None:
+        raise ValueError(f"unknown litmus test {name!r}")
+    test = parse(text, name)
+    lkmm_only = lkmm_only_use(test) is not None
+    return {m.NAME: "n/a" if lkmm_only and m is not lkmm else
+            "allowed" if check(test, m).exists_reachable else "forbidden" for m in MODULES}
 
 
 class LitmusDirective(KstepDirective):
     required_arguments = 1
 
     def run(self):
-        table = shapes()
         name = self.arguments[0]
-        if name not in table:
-            raise self.error(f"unknown litmus shape {name!r} (choose from: {', '.join(table)})")
-        test = parse(table[name]["litmus"], name)
-        out = [nodes.literal_block(table[name]["litmus"].strip(), table[name]["litmus"].strip(), language="text")]
-        verdicts = nodes.bullet_list()
-        for module in MODULES:
-            v = check(test, module)
-            verdicts += nodes.list_item("", nodes.paragraph(
-                "", f"{MODEL_TITLES[module.NAME]}: the exists clause is {v.result.lower()} reached "
-                    f"({'allowed' if v.exists_reachable else 'forbidden'})"))
-        out += [nodes.paragraph("", "Each model's verdict on the exists clause, computed when this page was built:"),
-                verdicts]
+        text = source(name)
+        if text is None:
+            raise self.error(f"unknown litmus test {name!r} (choose from: {', '.join([*shapes(), *bundled.names()])})")
+        test = parse(text, name)
+        out = [nodes.literal_block(text.strip(), text.strip(), language="text")]
+        items = nodes.bullet_list()
+        for model, verdict in verdicts(name).items():
+            items += nodes.list_item("", nodes.paragraph("", f"{MODEL_TITLES[model]}: {verdict}"))
+        out += [nodes.paragraph("", "Each model's verdict on the exists clause, computed when this page was built "
+                                    "(n/a: the test takes a lock or RCU, which only the LKMM defines):"), items]
         excerpts = load()["excerpts"]
-        for module in MODULES:
+        played = MODULES if name in SHAPES else ((lkmm,) if lkmm_only_use(test) else (arm64,))
+        for module in played:
             model, trace = stepped(test, module.NAME, excerpts)
             section = nodes.rubric("", f"Under {MODEL_TITLES[module.NAME]}")
             lay = layout(trace, model)
             if module.NAME in LIVE_MODELS:
-                enable_litmus(lay, model, table[name]["litmus"])
+                enable_litmus(lay, model, text)
                 self.state.document[LIVE] = True
             script, div = components(lay)
             self.state.document[BOKEH] = True
             out += [section, *paragraphs(HOW["tso" if module.NAME == "tso" else "other"]),
                     nodes.raw("", f'<div class="kstep-animation">{div}</div>\n{script}', format="html"),
-                    command(f"kstep litmus {name}.litmus --model {module.NAME} --html {name}-{module.NAME}.html "
-                            f"-s {trace.seed}")]
+                    command(f"kstep litmus {name if name in bundled.names() else name + '.litmus'} "
+                            f"--model {module.NAME} --html {name}-{module.NAME}.html -s {trace.seed}")]
         return out
 
 
@@ -101,4 +125,23 @@ class LitmusIndexDirective(KstepDirective):
         return [items, hidden_toctree(self, [f"{FOLDER}/{name}" for name in SHAPES])]
 
 
-DIRECTIVES = {"kstep-litmus": LitmusDirective, "kstep-litmus-index": LitmusIndexDirective}
+class LitmusVerdictsDirective(KstepDirective):
+    required_arguments = 1
+    optional_arguments = 40
+
+    def run(self):
+        unknown = [name for name in self.arguments if source(name) is None]
+        if unknown:
+            raise self.error(f"unknown litmus test(s): {', '.join(unknown)}")
+        rows = [["test", *(MODEL_TITLES[m.NAME] for m in MODULES)]]
+        rows += [[name, *verdicts(name).values()] for name in self.arguments]
+        links = nodes.paragraph("", "Stepped in the player: ")
+        for i, name in enumerate(self.arguments):
+            links += [nodes.Text(", " if i else ""), doc_link(f"{FOLDER}/{name}", name)]
+        pages = [f"{FOLDER}/{name}" for name in self.arguments if name not in SHAPES]
+        return [grid(rows, classes=["kstep-litmus-verdicts"]), links,
+                *([hidden_toctree(self, pages)] if pages else [])]
+
+
+DIRECTIVES = {"kstep-litmus": LitmusDirective, "kstep-litmus-index": LitmusIndexDirective,
+              "kstep-litmus-verdicts": LitmusVerdictsDirective}

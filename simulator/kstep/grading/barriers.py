@@ -206,7 +206,8 @@ def _apply(body: tuple, changes: dict, path: tuple = ()) -> tuple:
     return tuple(out)
 
 
-def _with(test: Litmus, changes: dict) -> Litmus:
+def with_changes(test: Litmus, changes: dict) -> Litmus:
+    """``test`` with ``changes`` (thread -> {(kind, path): primitive}) made."""
     threads = tuple(type(t)(t.index, t.params, _apply(t.body, changes.get(t.index, {})), t.line)
                     for t in test.threads)
     return type(test)(**{**test.__dict__, "threads": threads})
@@ -225,9 +226,9 @@ def _exact(priced: list, budget: int, start: int = 0, taken: tuple = ()):
             yield from _exact(priced, budget - price, k + 1, taken + (opt,))
 
 
-def least_cost(test: Litmus, archs: tuple, table: dict) -> tuple[int, Litmus] | None:
-    """The least cost of a fix forbidding the exists clause on x86 and ``archs``, and one such fix
-    (None if no fix of at most MAX_EDITS changes exists). A change that costs nothing on a weak
+def least_cost(test: Litmus, archs: tuple, table: dict) -> tuple[int, dict] | None:
+    """The least cost of a fix forbidding the exists clause on x86 and ``archs``, and the changes of
+    one such fix (None if no fix of at most MAX_EDITS changes exists). A change that costs nothing on a weak
     architecture orders nothing there, so every change searched costs at least one unit, and the
     search goes budget by budget, cheapest first, stopping at the first fix."""
     base = cost(test, archs, table)
@@ -235,7 +236,7 @@ def least_cost(test: Litmus, archs: tuple, table: dict) -> tuple[int, Litmus] | 
     for t in test.threads:
         for kind, path, names in _edits(t.body):
             for name in names:
-                price = cost(_with(test, {t.index: {(kind, path): name}}), archs, table) - base
+                price = cost(with_changes(test, {t.index: {(kind, path): name}}), archs, table) - base
                 if price > 0:
                     priced.append((price, (t.index, kind, path, name)))
     for budget in range(1, MAX_EDITS * max((p for p, _ in priced), default=0) + 1):
@@ -243,9 +244,9 @@ def least_cost(test: Litmus, archs: tuple, table: dict) -> tuple[int, Litmus] | 
             changes: dict = {}
             for tid, kind, path, name in combo:
                 changes.setdefault(tid, {})[kind, path] = name
-            fixed = _with(test, changes)
+            fixed = with_changes(test, changes)
             if all(forbids(fixed, a) for a in ("x86", *archs)):
-                return base + budget, fixed
+                return base + budget, changes
     return None
 
 

@@ -136,3 +136,24 @@ def test_a_malformed_answer_scores_zero_with_one_line(bundles, content, message)
     for t in g.tests:
         if t.visibility == harness.HIDDEN:
             assert message in t.output and "Traceback" not in t.output and len(t.output.strip().splitlines()) == 1
+
+
+TWIN = bundled.path("qspinlock-init-before-tail-no-wmb").read_text()
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("exists (1:r1=next0 /\\ next0=0)", "exists (1:r1=none /\\ next0=5)", "exists"),
+    ("WRITE_ONCE(*next0, 0);", "WRITE_ONCE(*next0, 0);\n\tWRITE_ONCE(*next0, 0);", "P0"),
+    ("WRITE_ONCE(*next0, 0);", "WRITE_ONCE(*next0, 2);", "P0"),
+    ("int none = 0;", "int none = 1;", "initial values"),
+    ("r1 = xchg_relaxed(tail, next1);", "r1 = cmpxchg_relaxed(tail, next1, next1);", "P1"),
+])
+def test_only_ordering_may_change(old, new, why):
+    assert old in TWIN
+    assert why in barriers.same_program(parse(TWIN.replace(old, new)), parse(TWIN))
+
+
+def test_ordering_changes_are_the_same_program():
+    fixed = TWIN.replace("WRITE_ONCE(*next0, 0);", "smp_store_release(next0, 0);\n\tsmp_mb();\n\tbarrier();")
+    fixed = fixed.replace("r1 = xchg_relaxed(tail, next1);", "r1 = xchg_acquire(tail, next1);")
+    assert barriers.same_program(parse(fixed), parse(TWIN)) is None

@@ -39,7 +39,8 @@ def everywhere(test):
             for t in test.threads}
 
 
-@pytest.mark.parametrize("v", list(variants.all_variants(EX.variants)), ids=lambda v: f"{v['test']}-{'+'.join(v['architectures'])}")
+@pytest.mark.parametrize("v", list(variants.all_variants(EX.variants)),
+                         ids=lambda v: f"{v['test']}-{'+'.join(v['architectures'])}")
 def test_each_variant_is_broken_and_its_cheapest_fix_beats_smp_mb_everywhere(v):
     test, archs = bundled.load(v["test"]), tuple(v["architectures"])
     assert barriers.forbids(test, "x86") and not any(barriers.forbids(test, a) for a in archs)
@@ -81,8 +82,9 @@ def bundles(tmp_path_factory):
     students = ["ada", "grace", "linus"]
     with open(tmp / "roster.csv", "w", newline="") as f:
         csv.writer(f).writerows([["student", "name"]] + [[s, s] for s in students])
-    assert main(["release", "--config", str(config), "--roster", str(tmp / "roster.csv"), "--out", str(tmp / "out")]) == 0
-    return {s: tmp / "out" / "students" / s / "mm-barriers" for s in students}
+    roster, out = tmp / "roster.csv", tmp / "out"
+    assert main(["release", "--config", str(config), "--roster", str(roster), "--out", str(out)]) == 0
+    return {s: out / "students" / s / "mm-barriers" for s in students}
 
 
 def grade(folder, student):

@@ -48,7 +48,8 @@ MAX_EDITS = 4  # the search stops here: no bundled twin needs more than two chan
 def _rmw(name: str) -> tuple[str, str] | None:
     """(the RMW's base name, its ordering key in the cost table) for a value-returning atomic."""
     base = next((name.removesuffix(o) for o in ORDERS if name.endswith(o)), name)
-    if base in FULL_RMW or base.startswith("atomic_fetch_") or (base.startswith("atomic_") and base.endswith("_return")):
+    returning = base.startswith("atomic_fetch_") or (base.startswith("atomic_") and base.endswith("_return"))
+    if base in FULL_RMW or returning:
         return base, "rmw" + name[len(base):]
     return None
 
@@ -129,7 +130,7 @@ def _bare(e):
 
 
 def _bare_body(body: tuple) -> tuple:
-    out = []
+    out: list = []
     for s in body:
         if s[0] == "do" and s[1][0] == "call" and s[1][1] in DROPPED:
             continue
@@ -173,7 +174,7 @@ def forbids(test: Litmus, arch: str) -> bool:
 def _edits(body: tuple, path: tuple = ()) -> list:
     """(kind, path, choices): a fence before statement ``path`` (or at a block's end), or a stronger
     form of the statement's access; at most one choice per place is taken."""
-    out = [("fence", path + (k,), FENCES) for k in range(len(body) + 1)]
+    out: list = [("fence", path + (k,), FENCES) for k in range(len(body) + 1)]
     for k, s in enumerate(body):
         if s[0] == "if":
             out += _edits(s[2], path + (k, 2)) + _edits(s[3], path + (k, 3))

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EX = exercise.load(ROOT / "exercises" / "mm-barriers")
 TABLE = barriers.load_costs(EX.path / "data" / "costs.toml")
 SECRET = "mm-barriers-test-secret"
+TWIN = bundled.path("qspinlock-init-before-tail-no-wmb").read_text()  # the example variant's test
 
 
 def accesses(body):
@@ -129,18 +130,15 @@ def test_the_readme_commands_give_the_broken_twin_the_fix_full_marks_smp_mb_less
     (b"C x\n{ }\nP0(int *x) { frobnicate(*x); }\nexists (x=1)\n", "frobnicate"),
     (b"\xff\xfe" * 100, "not UTF-8"),
     (b"C x\n{ }\nP0(int *x) {" + b"(" * 5000 + b"\n", "deep"),
+    (TWIN.replace("WRITE_ONCE(*next0, 0);", "WRITE_ONCE(*next0, 0);" + "\n\tsmp_mb();" * 3000).encode(), "refuses"),
 ])
-def test_a_malformed_answer_scores_zero_with_one_line(bundles, content, message):
-    student, folder = next(iter(bundles.items()))
-    (folder / "answer.litmus").write_bytes(content)
-    g = grade(folder, student)
-    assert g.score == 0
+def test_a_malformed_answer_scores_zero_with_one_line(tmp_path, content, message):
+    (tmp_path / "answer.litmus").write_bytes(content)
+    g = grade(tmp_path, variants.EXAMPLE)  # the example's test: TWIN
+    assert sum(t.score for t in g.tests if t.visibility == harness.HIDDEN) == 0
     for t in g.tests:
         if t.visibility == harness.HIDDEN:
             assert message in t.output and "Traceback" not in t.output and len(t.output.strip().splitlines()) == 1
-
-
-TWIN = bundled.path("qspinlock-init-before-tail-no-wmb").read_text()
 
 
 @pytest.mark.parametrize("old, new, why", [

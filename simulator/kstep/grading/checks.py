@@ -25,6 +25,8 @@ KINDS = {
                                    "answer)", "predict", ", decided=False"),
     "find-bug-well-formed": ("a line as path:NUMBER, and a schedule naming your scenario's actors (not: the "
                              "right ones)", "findbug", ""),
+    "litmus-well-formed": ("answer.litmus parses and is your variant's test with only barriers or acquire/release "
+                           "changed (not: that it forbids anything)", "barriers", ""),
 }
 
 

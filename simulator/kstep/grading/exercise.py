@@ -27,14 +27,15 @@ from ..scenario_spec.scenario import Bool, Int, Invalid, Key, List, Str, Table
 from ..errors import UserError, shorten
 from . import checks as declared
 
-KINDS = ("predict", "python", "c", "find-bug", "measure")
+KINDS = ("predict", "python", "c", "find-bug", "measure", "litmus")
 PUBLIC = ("README.md", "driver.py", "tests", "data")  # what a student bundle holds besides the starter
 _FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # both matched whole (fullmatch)
 _TEST = re.compile(r"[a-z0-9][a-z0-9-]{0,59}")
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 HINT = {".py": "raise NotImplementedError(\"your code here\")", ".c": "/* your code here */",
         ".h": "/* your code here */", ".toml": "# your answers here", ".md": "(your answer here)",
-        ".jsonl": "# your runs here, one summary line each"}
+        ".jsonl": "# your runs here, one summary line each",
+        ".litmus": "(* your test here: the README says where to copy it from *)"}
 
 
 def _files(names: tuple, path: str) -> None:

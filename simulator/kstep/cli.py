@@ -52,6 +52,7 @@ from .caught import caught, lively
 from .engine import Random, RoundRobin, Scripted, explore, replay, simulate
 from .engine.graph import dot, state_graph
 from .engine.liveness import LIVELOCK, describe, liveness
+from .engine.model import BUG, IMPLEMENTATION, KINDS, RELEASE
 from .engine.schedule import LONGEST_RUN
 from .errors import UserError, shorten
 from .files import SMALL_CAP, STDIN, check_output, read_text, replacing, same_file, write_text
@@ -420,7 +421,8 @@ def cmd_list(args) -> int:
         for name, cls in MODELS.items():
             print(f"\n{name} — {cls.title}")
             print(f"  scenarios: {', '.join(scenarios.bundled(name)) or '(none)'}")
-            print(f"  variants:  {', '.join(variant_tag(cls, v) for v in cls.variants)}")
+            for kind, names in variants_by_kind(cls).items():
+                print(f"  {KIND_HEADINGS[kind] + ':':<17}{', '.join(variant_tag(cls, v) for v in names)}")
         return OK
     cls = model_class(args.mechanism)
     print(f"{cls.name} — {cls.title}")
@@ -432,26 +434,34 @@ def cmd_list(args) -> int:
     print("\nVariants (--variant NAME):")
     found = caught(cls.name)
     live = lively(cls.name)
-    for name, variant in cls.variants.items():
-        print(f"  {variant_tag(cls, name)}")
-        print(wrap(variant.doc, "      "))
-        if variant.broken:
-            shown = [f"{'deadlocks' if inv == 'deadlock' else 'breaks ' + inv}: explore catches it on "
-                     f"{', '.join(sorted(names))}" for inv, names in sorted(found.get(name, {}).items())]
-            if not shown:  # a bug only a run that never ends shows breaks no invariant on the way
-                lasso = set(live.get(name, {})) - {"free"}
-                shown = ["explore catches it on no bundled scenario"
-                         + (": it breaks no invariant there, and explore --liveness shows its lasso" if lasso else "")]
-            print(wrap("; ".join(shown), "      ", hyphens=False))
-        if name in live:
-            print(wrap("explore --liveness: " + "; ".join(f"{verdict} on {', '.join(sorted(names))}"
-                                                          for verdict, names in sorted(live[name].items())),
-                       "      ", hyphens=False))
+    for kind, names in variants_by_kind(cls).items():
+        print(f" {KIND_HEADINGS[kind]} (each {KINDS[kind]}):")
+        for name in names:
+            print_variant(cls, name, found, live)
     if args.schema:
         print("\nScenario file (TOML; a run can change one value with --set KEY.PATH=VALUE):")
         for line in scenarios.full_schema(cls.scenario_schema).describe("  "):
             print(line)
     return OK
+
+
+def print_variant(cls, name: str, found: dict, live: dict) -> None:
+    """One variant of ``kstep list MECH``: its tag, what it is, and for a bug where explore catches it."""
+    variant = cls.variants[name]
+    print(f"  {variant_tag(cls, name)}")
+    print(wrap(variant.doc, "      "))
+    if variant.broken:
+        shown = [f"{'deadlocks' if inv == 'deadlock' else 'breaks ' + inv}: explore catches it on "
+                 f"{', '.join(sorted(names))}" for inv, names in sorted(found.get(name, {}).items())]
+        if not shown:  # a bug only a run that never ends shows breaks no invariant on the way
+            lasso = set(live.get(name, {})) - {"free"}
+            shown = ["explore catches it on no bundled scenario"
+                     + (": it breaks no invariant there, and explore --liveness shows its lasso" if lasso else "")]
+        print(wrap("; ".join(shown), "      ", hyphens=False))
+    if name in live:
+        print(wrap("explore --liveness: " + "; ".join(f"{verdict} on {', '.join(sorted(names))}"
+                                                      for verdict, names in sorted(live[name].items())),
+                   "      ", hyphens=False))
 
 
 def cmd_run(args) -> int:
@@ -1004,10 +1014,26 @@ def report_check_progress(lines: int) -> None:
 # --- helpers the commands share --------------------------------------------------------------------------
 
 
+KIND_HEADINGS = {RELEASE: "releases", IMPLEMENTATION: "implementations", BUG: "bugs"}
+
+
+def variants_by_kind(cls) -> dict[str, list[str]]:
+    """The mechanism's variant names under each kind it has, releases first."""
+    out: dict[str, list[str]] = {kind: [] for kind in KIND_HEADINGS}
+    for name, variant in cls.variants.items():
+        out[variant.kind].append(name)
+    return {kind: names for kind, names in out.items() if names}
+
+
 def variant_tag(cls, name: str) -> str:
-    if name == cls.default_variant:
-        return f"{name} (default)"
-    return f"{name} (broken)" if cls.variants[name].broken else name
+    """``v6.12 (default; 6.12.0)``, ``tas``, ``count-after-init (broken; fixed in 11dc13224c97)``."""
+    variant = cls.variants[name]
+    notes = ["default"] if name == cls.default_variant else []
+    if variant.broken:
+        notes += ["broken"] + ([f"fixed in {variant.when}"] if variant.when else [])
+    elif variant.when:
+        notes.append(variant.when)
+    return f"{name} ({'; '.join(notes)})" if notes else name
 
 
 def model_and_scenario(args):

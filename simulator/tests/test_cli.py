@@ -110,12 +110,11 @@ def test_list_marks_default_and_broken_variants(capsys):
         assert f"{name} — {cls.title}" in out
         for sc in scenarios.bundled(name):
             assert sc in out
-        for v, variant in cls.variants.items():
-            if v == cls.default_variant:
-                assert f"{v} (default)" in out
-            elif variant.broken:
-                assert f"{v} (broken)" in out
-    assert "gp-ends-early (broken)" in out and "v6.12 (default)" in out
+    for line in ("  releases:        v6.12 (default; 6.12)",
+                 "  implementations: tas, ticket, powerpc",
+                 "  bugs:            gp-ends-early (broken), early-callback (broken)"):
+        assert line + "\n" in out
+    assert "count-after-init (broken; fixed in 11dc13224c97)" in out
 
 
 def test_list_one_mechanism_explains_scenarios_and_variants(capsys):
@@ -378,7 +377,7 @@ def test_explore_bound_does_not_hide_a_violation_found_first(capsys):
 
 def test_explore_reports_a_deadlock(capsys, monkeypatch):
     # a reader whose rcu_read_unlock never becomes enabled: nobody can move, and the reader is not done
-    stuck = Variant("v6.12", "rcu_read_unlock never enabled", replaces={"rcu_read_unlock": (None, lambda s, i, a: False)})
+    stuck = Variant.release("v6.12", "rcu_read_unlock never enabled", "6.12", replaces={"rcu_read_unlock": (None, lambda s, i, a: False)})
     monkeypatch.setitem(RcuModel.variants, "v6.12", stuck)
     rc, out, _ = kstep(capsys, "explore", *RCU)
     assert rc == 1 and "verdict: DEADLOCK: no actor can move; still waiting: R" in out
@@ -451,7 +450,7 @@ VMA = ["vma-locks", "--scenario", "recheck-race"]
 def test_vma_locks_list_and_schema(capsys):
     rc, out, _ = kstep(capsys, "list", "vma-locks", "--schema")
     assert rc == 0
-    assert "recheck-race" in out and "no-recheck (broken)" in out and "v6.12 (default)" in out
+    assert "recheck-race" in out and "no-recheck (broken)" in out and "v6.12 (default; 6.12.0)" in out
     assert "anon_vma: true or false (default True)" in out
     assert "kind: one of fault, writer (required)" in out
 

@@ -13,7 +13,7 @@ import pytest
 
 from kstep.engine import Variant
 
-from kstep import cli
+from kstep import cli, experiment
 from kstep.cli import main
 from kstep.engine import explore as engine_explore
 from kstep.scenario_spec import scenario as scenarios
@@ -309,7 +309,7 @@ def test_output_paths_are_checked_before_the_work(capsys, tmp_path, monkeypatch)
     def must_not_run(*a, **k):
         raise AssertionError("explored before checking the output path")
 
-    monkeypatch.setattr(cli, "explore", must_not_run)
+    monkeypatch.setattr(experiment, "explore", must_not_run)
     bad_input(capsys, "explore", *RCU, "--html", tmp_path / "gone" / "x.html", says="does not exist")
 
 
@@ -402,7 +402,7 @@ def test_explore_clean_writes_nothing_and_keeps_the_file(capsys, tmp_path):
 
 
 def test_explore_shows_progress_on_stderr(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "explore", functools.partial(engine_explore, progress_every=0.0))
+    monkeypatch.setattr(experiment, "explore", functools.partial(engine_explore, progress_every=0.0))
     rc, out, err = kstep(capsys, "explore", *RCU)
     assert rc == 0
     lines = err.splitlines()

@@ -13,7 +13,7 @@ import pytest
 
 from kstep.engine import Variant
 
-from kstep import cli, experiment
+from kstep import experiment
 from kstep.cli import main
 from kstep.engine import explore as engine_explore
 from kstep.scenario_spec import scenario as scenarios

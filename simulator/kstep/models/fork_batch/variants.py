@@ -18,22 +18,23 @@ def _broken(name, doc, fixed="", **replaces):
 
 
 VARIANTS = {
-    FOLIO_BATCH: Variant.release(FOLIO_BATCH, "Linux 6.12.117: folio_pte_batch batches the PTEs that map consecutive "
-                         "pages of one large folio, max_nr clamped to the folio's end first (6.12.29)",
-                                 "6.12.117", params={"program": FOLIO_BATCH}),
-    V6_12_0_BATCH: Variant.release(V6_12_0_BATCH, "Linux 6.12.0's folio_pte_batch: the same batches, but it reads the "
-                           "PTE past the folio's end before stopping there", "6.12.0",
-                                   params={"program": V6_12_0_BATCH}),
+    FOLIO_BATCH: Variant.release(
+        FOLIO_BATCH, "Linux 6.12.117: folio_pte_batch batches the PTEs that map consecutive "
+        "pages of one large folio, max_nr clamped to the folio's end first (6.12.29)",
+        "6.12.117", params={"program": FOLIO_BATCH}),
+    V6_12_0_BATCH: Variant.release(
+        V6_12_0_BATCH, "Linux 6.12.0's folio_pte_batch: the same batches, but it reads the "
+        "PTE past the folio's end before stopping there", "6.12.0", params={"program": V6_12_0_BATCH}),
     NO_HINT: Variant.implementation(
         NO_HINT, "6.12's batching with the generic pte_batch_hint (1), as in David Hildenbrand's "
-                     "December 2023 prototype: every PTE read with ptep_get, which on arm64 gathers a folded "
-                     "entry's whole block each time", params={"program": NO_HINT}),
-    PER_PTE: Variant.implementation(PER_PTE, "one PTE at a time, 6.12's single-PTE path for every PTE: fork before 6.9 "
-                     "(on arm64 with contiguous PTEs a thought experiment: both landed in 6.9)",
-                     params={"program": PER_PTE}),
+        "December 2023 prototype: every PTE read with ptep_get, which on arm64 gathers a folded "
+        "entry's whole block each time", params={"program": NO_HINT}),
+    PER_PTE: Variant.implementation(
+        PER_PTE, "one PTE at a time, 6.12's single-PTE path for every PTE: fork before 6.9 "
+        "(on arm64 with contiguous PTEs a thought experiment: both landed in 6.9)", params={"program": PER_PTE}),
     ARCH_HINT: Variant.implementation(
         ARCH_HINT, "Ryan Roberts' v4 (December 2023): an arch hook, pte_batch_remaining, sizes "
-                       "each batch: the rest of a folded arm64 block, else one PTE", params={"program": ARCH_HINT}),
+        "each batch: the rest of a folded arm64 block, else one PTE", params={"program": ARCH_HINT}),
     "batch-crosses-folio": _broken(
         "batch-crosses-folio", "folio_pte_batch has no limit at the folio's end (no clamp of max_nr, no PFN "
         "check), so a batch runs on into the next folio when its pages follow on with the same bits",

@@ -20,26 +20,27 @@ def _broken(name, doc, fixed="", **replaces):
 
 
 VARIANTS = {
-    "v6.12": Variant.release("v6.12", "Linux 6.12 kernel/locking/qspinlock.c: pending bit, MCS queue, and the head's "
-                     "cmpxchg when alone, plain set_locked() store when others are queued",
-                             "6.12", params={"program": QSPINLOCK}),
+    "v6.12": Variant.release(
+        "v6.12", "Linux 6.12 kernel/locking/qspinlock.c: pending bit, MCS queue, and the head's "
+        "cmpxchg when alone, plain set_locked() store when others are queued", "6.12", params={"program": QSPINLOCK}),
     "before-set-locked": Variant.release(
         "before-set-locked", "before patch 07/11 (2014): the queue head always claims with cmpxchg, retrying, "
         "and keeps the tail in the new value when others are queued; its pending path is the cmpxchg "
         "loop of that time, which sets pending only on (0,0,1)", "2014",
         replaces=BEFORE_SET_LOCKED, params={"program": QSPINLOCK}),
-    "tas": Variant.implementation("tas", "x86 in a guest without paravirt spinlocks (arch/x86/include/asm/qspinlock.h:"
-                   "virt_spin_lock): every contended locker spins on the word by test-and-set, unfair by design",
-                   replaces={"queued_spin_lock_slowpath": slowpath_virt}, params={"program": QSPINLOCK}),
+    "tas": Variant.implementation(
+        "tas", "x86 in a guest without paravirt spinlocks (arch/x86/include/asm/qspinlock.h:"
+        "virt_spin_lock): every contended locker spins on the word by test-and-set, unfair by design",
+        replaces={"queued_spin_lock_slowpath": slowpath_virt}, params={"program": QSPINLOCK}),
     "ticket": Variant.implementation(
         "ticket", "the generic ticket lock of include/asm-generic/spinlock.h, for comparison: "
-                      "every locker draws a ticket and spins on the one word", params={"program": TICKET}),
+        "every locker draws a ticket and spins on the one word", params={"program": TICKET}),
     "powerpc": Variant.implementation(
         "powerpc", "arch/powerpc/lib/qspinlock.c (no paravirt): owner CPU and must-queue bits, "
-                       "no pending; lock stealing bounded by the queue head's count of reads that find the word "
-                       "locked: after head_spins of them it sets must-queue (a head whose reads all find it "
-                       "free and whose trylock_clean_tail keeps losing to a stealer counts none, and starves)",
-                       params={"program": POWERPC}),
+        "no pending; lock stealing bounded by the queue head's count of reads that find the word "
+        "locked: after head_spins of them it sets must-queue (a head whose reads all find it "
+        "free and whose trylock_clean_tail keeps losing to a stealer counts none, and starves)",
+        params={"program": POWERPC}),
     "clear-tail-always": _broken(
         "clear-tail-always", "the queue head sets the whole word to _Q_LOCKED_VAL even when others are "
         "queued, clearing their tail", set_locked=set_word_locked_val),

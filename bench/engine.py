@@ -9,9 +9,8 @@ import subprocess
 import sys
 import time
 
+import kstep
 from kstep.engine import Random, explore, simulate
-from kstep.scenario_spec import scenario
-from kstep.models import make_model
 
 MECH, SCENARIO = "vma-locks", "android-app-launch"
 SIM_SIZE = ["threads.0.count=8", "threads.0.repeat=20", "threads.1.repeat=10"]
@@ -20,9 +19,8 @@ TARGETS = {"steps_per_s": 100_000, "states_per_s": 30_000, "peak_mib_1e6_states"
 
 
 def _initial(overrides):
-    model = make_model(MECH)
-    config = scenario.load(MECH, model.scenario_schema, SCENARIO, overrides).config
-    return model, model.initial(config)
+    ex = kstep.open(MECH, SCENARIO, overrides=overrides)
+    return ex.model, ex.start
 
 
 def steps_per_s(check: bool, seconds: float = 3.0) -> tuple[float, float]:

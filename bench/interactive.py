@@ -42,9 +42,7 @@ import threading
 import time
 from pathlib import Path
 
-from kstep.engine import explore
-from kstep.scenario_spec import scenario
-from kstep.models import make_model
+import kstep
 from kstep.serve import server
 from kstep.views import export
 
@@ -119,10 +117,8 @@ def summary(samples):
 
 
 def page(folder: Path) -> Path:
-    model = make_model("vma-locks", "free-immediately")
-    sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
-    found = explore(model, model.initial(sc.config), scenario=sc.name, config=sc.config)
-    return export.write_page(folder, found.counterexample, model, about=sc)
+    ex = kstep.open("vma-locks", "munmap-vs-fault", "free-immediately")
+    return export.write_page(folder, ex.explore().counterexample, ex.model, about=ex.scenario)
 
 
 def ready(pw, origin: str, requests: list) -> tuple[float, float]:

@@ -49,16 +49,18 @@ from typing import Any, Optional, Sequence
 
 from . import __version__
 from .caught import caught, lively
-from .engine import Random, RoundRobin, Scripted, explore, replay, simulate
+from .engine import Random, RoundRobin, Scripted, replay
 from .engine.graph import dot, state_graph
-from .engine.liveness import LIVELOCK, describe, liveness
+from .engine.liveness import LIVELOCK, describe
+from .engine.model import BUG, IMPLEMENTATION, KINDS, RELEASE
 from .engine.schedule import LONGEST_RUN
 from .errors import UserError, shorten
+from .experiment import Experiment
+from .experiment import open as kstep_open
 from .files import SMALL_CAP, STDIN, check_output, read_text, replacing, same_file, write_text
 from .models import MODELS, make_model, model_class
 from .scenario_spec import expect, questions
 from .scenario_spec import scenario as scenarios
-from .scenario_spec.runs import own_run
 
 OK, VIOLATION, BAD_INPUT, BOUNDED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
 BROKEN_PIPE = 128 + signal.SIGPIPE
@@ -420,7 +422,8 @@ def cmd_list(args) -> int:
         for name, cls in MODELS.items():
             print(f"\n{name} — {cls.title}")
             print(f"  scenarios: {', '.join(scenarios.bundled(name)) or '(none)'}")
-            print(f"  variants:  {', '.join(variant_tag(cls, v) for v in cls.variants)}")
+            for kind, names in variants_by_kind(cls).items():
+                print(f"  {KIND_HEADINGS[kind] + ':':<17}{', '.join(variant_tag(cls, v) for v in names)}")
         return OK
     cls = model_class(args.mechanism)
     print(f"{cls.name} — {cls.title}")
@@ -432,21 +435,10 @@ def cmd_list(args) -> int:
     print("\nVariants (--variant NAME):")
     found = caught(cls.name)
     live = lively(cls.name)
-    for name, variant in cls.variants.items():
-        print(f"  {variant_tag(cls, name)}")
-        print(wrap(variant.doc, "      "))
-        if variant.broken:
-            shown = [f"{'deadlocks' if inv == 'deadlock' else 'breaks ' + inv}: explore catches it on "
-                     f"{', '.join(sorted(names))}" for inv, names in sorted(found.get(name, {}).items())]
-            if not shown:  # a bug only a run that never ends shows breaks no invariant on the way
-                lasso = set(live.get(name, {})) - {"free"}
-                shown = ["explore catches it on no bundled scenario"
-                         + (": it breaks no invariant there, and explore --liveness shows its lasso" if lasso else "")]
-            print(wrap("; ".join(shown), "      ", hyphens=False))
-        if name in live:
-            print(wrap("explore --liveness: " + "; ".join(f"{verdict} on {', '.join(sorted(names))}"
-                                                          for verdict, names in sorted(live[name].items())),
-                       "      ", hyphens=False))
+    for kind, names in variants_by_kind(cls).items():
+        print(f" {KIND_HEADINGS[kind]} (each {KINDS[kind]}):")
+        for name in names:
+            print_variant(cls, name, found, live)
     if args.schema:
         print("\nScenario file (TOML; a run can change one value with --set KEY.PATH=VALUE):")
         for line in scenarios.full_schema(cls.scenario_schema).describe("  "):
@@ -454,19 +446,38 @@ def cmd_list(args) -> int:
     return OK
 
 
+def print_variant(cls, name: str, found: dict, live: dict) -> None:
+    """One variant of ``kstep list MECH``: its tag, what it is, and for a bug where explore catches it."""
+    variant = cls.variants[name]
+    print(f"  {variant_tag(cls, name)}")
+    print(wrap(variant.doc, "      "))
+    if variant.broken:
+        shown = [f"{'deadlocks' if inv == 'deadlock' else 'breaks ' + inv}: explore catches it on "
+                 f"{', '.join(sorted(names))}" for inv, names in sorted(found.get(name, {}).items())]
+        if not shown:  # a bug only a run that never ends shows breaks no invariant on the way
+            lasso = set(live.get(name, {})) - {"free"}
+            shown = ["explore catches it on no bundled scenario"
+                     + (": it breaks no invariant there, and explore --liveness shows its lasso" if lasso else "")]
+        print(wrap("; ".join(shown), "      ", hyphens=False))
+    if name in live:
+        print(wrap("explore --liveness: " + "; ".join(f"{verdict} on {', '.join(sorted(names))}"
+                                                      for verdict, names in sorted(live[name].items())),
+                   "      ", hyphens=False))
+
+
 def cmd_run(args) -> int:
-    model, sc = model_and_scenario(args)
+    ex = experiment(args)
+    model, sc = ex.model, ex.scenario
     check_outputs(args.json, args.html, scenario_inputs(args))
     scheduler, how = pick_scheduler(args, sc)
     if how.startswith("the scenario's own") and not args.steps:
-        trace = own_run(model, sc)  # a declared lasso is judged on it
+        trace = ex.run()  # its own run: a declared lasso is judged on it
         if trace.cycle_start is not None:
             how = f"the scenario's own lasso, {sc.schedule!r}: steps {trace.cycle_start + 1}..{len(trace)} repeat forever"
         elif sc.forever:
             how += f", for the {sc.steps} steps it declares (its runs never end)"
     else:
-        trace = simulate(model, model.initial(sc.config), scheduler, max_steps=args.steps or sc.max_steps,
-                         scenario=sc.name, config=sc.config)
+        trace = ex.run(scheduler, max_steps=args.steps)
     # Asked and not revealed, a scenario's text (it tells the outcome) and what the steps from the
     # first one asked about did would answer its questions: only who ran is shown there.
     shown = None if args.compute else questions.steps_shown(questions.answers(model, sc.questions, trace))
@@ -498,7 +509,8 @@ def cmd_run(args) -> int:
 def cmd_explore(args) -> int:
     if args.liveness:
         return explore_liveness(args)
-    model, sc = model_and_scenario(args)
+    ex = experiment(args)
+    model, sc = ex.model, ex.scenario
     written = [p for p in (args.states, args.dot) if p is not None]
     check_outputs(args.json, args.html, scenario_inputs(args))
     for flag, path in (("--states", args.states), ("--dot", args.dot)):
@@ -506,7 +518,7 @@ def cmd_explore(args) -> int:
             check_output(path, flag, scenario_inputs(args) + [p for p in written if p != path])
     if args.columns is not None and args.states is None:
         raise UserError("--columns: only with --states")
-    state = model.initial(sc.config)
+    state = ex.start
     if args.columns is not None:
         unknown = [c for c in args.columns if c not in model.describe(state)]
         if unknown:
@@ -530,9 +542,8 @@ def cmd_explore(args) -> int:
                 if args.columns is not None:
                     row = {c: row[c] for c in args.columns}
                 write(json.dumps(row, separators=(",", ":")) + "\n")
-        result = explore(model, state, max_states=args.max_states, progress=progress_reporter(),
-                         scenario=sc.name, config=sc.config, symmetry=args.symmetry, por=args.por,
-                         fingerprints=args.hash_compact, visit=visit, dead_vars=args.dead_vars)
+        result = ex.explore(max_states=args.max_states, progress=progress_reporter(), symmetry=args.symmetry,
+                            por=args.por, fingerprints=args.hash_compact, visit=visit, dead_vars=args.dead_vars)
     units = [c for c in model.symmetric_units(state) if len(c) > 1] if args.symmetry else []
     how = ([f"one per symmetry orbit; interchangeable units: {'; '.join(' '.join(map(str, c)) for c in units)}"]
            if units else []) + ([f"dead locals forgotten: {', '.join(model.locals)}"]
@@ -555,6 +566,7 @@ def cmd_explore(args) -> int:
                   if result.exhausted else
                   "no harm invariant was violated before the search stopped")
         cex = result.counterexample
+        assert cex is not None  # a violation always comes with its counterexample
         print(f"\nshortest counterexample{'' if result.harm else ' to the broken assertion'} ({len(cex)} steps):")
         print_table(model, cex, reveal=True)
         print()
@@ -594,21 +606,22 @@ def explore_liveness(args) -> int:
                                    ("--hash-compact", args.hash_compact)) if on]
     if given:
         raise UserError(f"{given[0]}: not with --liveness (it stores every state, with no reduction)")
-    model, sc = model_and_scenario(args)
+    ex = experiment(args)
+    model, sc = ex.model, ex.scenario
     check_outputs(args.json, args.html, scenario_inputs(args))
-    state = model.initial(sc.config)
     print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}, for liveness")
     print(f"progress: {', '.join(sorted(model.progress_labels))}; fairness: weak, per actor (an actor that can "
           f"always move does move)")
-    result = liveness(model, state, max_states=args.max_states, scenario=sc.name, config=sc.config,
-                      progress=progress_reporter())
+    result = ex.liveness(max_states=args.max_states, progress=progress_reporter())
     print(f"states: {result.states} (no reduction)")
     print(f"transitions: {result.transitions}")
     print(f"seconds: {result.seconds:.2f}")
     shown = result.livelock or result.deadlock or next(iter(result.lassos.values()), None)
     if result.deadlock is not None:
+        assert result.deadlock.violation is not None  # a deadlock's run ends in its violation
         print(f"verdict: DEADLOCK after {len(result.deadlock)} steps: {clean(result.deadlock.violation.message)}")
     if result.livelock is not None:
+        assert result.livelock.lasso is not None  # a livelock is a lasso
         print(f"verdict: LIVELOCK: {describe(result.livelock.lasso)}")
     for actor in result.actors:
         if actor in result.lassos:
@@ -1013,22 +1026,35 @@ def report_check_progress(lines: int) -> None:
 # --- helpers the commands share --------------------------------------------------------------------------
 
 
+KIND_HEADINGS = {RELEASE: "releases", IMPLEMENTATION: "implementations", BUG: "bugs"}
+
+
+def variants_by_kind(cls) -> dict[str, list[str]]:
+    """The mechanism's variant names under each kind it has, releases first."""
+    out: dict[str, list[str]] = {kind: [] for kind in KIND_HEADINGS}
+    for name, variant in cls.variants.items():
+        out[variant.kind].append(name)
+    return {kind: names for kind, names in out.items() if names}
+
+
 def variant_tag(cls, name: str) -> str:
-    if name == cls.default_variant:
-        return f"{name} (default)"
-    return f"{name} (broken)" if cls.variants[name].broken else name
+    """``v6.12 (default; 6.12.0)``, ``tas``, ``count-after-init (broken; fixed in 11dc13224c97)``."""
+    variant = cls.variants[name]
+    notes = ["default"] if name == cls.default_variant else []
+    if variant.broken:
+        notes += ["broken"] + ([f"fixed in {variant.when}"] if variant.when else [])
+    elif variant.when:
+        notes.append(variant.when)
+    return f"{name} ({'; '.join(notes)})" if notes else name
 
 
-def model_and_scenario(args):
-    """The scenario, and the model in --variant, else the variant the scenario names, else the default."""
-    model = make_model(args.mechanism, args.variant)
-    sc = scenarios.load(model.name, model.scenario_schema, args.scenario, args.overrides)
-    if args.variant is None and sc.variant:
-        model = make_model(args.mechanism, sc.variant)
+def experiment(args) -> Experiment:
+    """MECH --scenario S [--variant V] [--set K=V...], with the scenario's questions checked."""
+    ex = kstep_open(args.mechanism, args.scenario, args.variant, args.overrides)
     # Questions are written for the scenario's own variant: under another one, a question whose step
     # that variant lacks is one this run never gets to, not a mistake in the file.
-    questions.validate(make_model(args.mechanism, sc.variant or None), sc.questions)
-    return model, sc
+    questions.validate(ex.variant(ex.scenario.variant or None).model, ex.scenario.questions)
+    return ex
 
 
 def pick_scheduler(args, sc):

@@ -1,17 +1,18 @@
 """What every mechanism's model tests share: loading a bundled scenario, and the check that an
 invariant is violated by its breaker alone while the correct model of that scenario stays clean."""
 
+import kstep
 from kstep.engine import explore
 from kstep.scenario_spec import scenario
 from kstep.engine.model import Checks
-from kstep.models import MODELS, make_model
+from kstep.models import MODELS
 
 
 def load(mech, name, variant=None, overrides=()):
-    """(model, scenario, initial state) of a bundled scenario."""
-    m = make_model(mech, variant)
-    sc = scenario.load(mech, m.scenario_schema, name, list(overrides))
-    return m, sc, m.initial(sc.config)
+    """(model, scenario, initial state) of a bundled scenario, under ``variant`` (None: the
+    mechanism's default, even where the scenario names another)."""
+    ex = kstep.open(mech, name, variant or MODELS[mech].default_variant, overrides)
+    return ex.model, ex.scenario, ex.start
 
 
 def variants(mech):

@@ -13,7 +13,7 @@ import pytest
 
 from kstep.engine import Variant
 
-from kstep import cli
+from kstep import experiment
 from kstep.cli import main
 from kstep.engine import explore as engine_explore
 from kstep.scenario_spec import scenario as scenarios
@@ -110,12 +110,11 @@ def test_list_marks_default_and_broken_variants(capsys):
         assert f"{name} — {cls.title}" in out
         for sc in scenarios.bundled(name):
             assert sc in out
-        for v, variant in cls.variants.items():
-            if v == cls.default_variant:
-                assert f"{v} (default)" in out
-            elif variant.broken:
-                assert f"{v} (broken)" in out
-    assert "gp-ends-early (broken)" in out and "v6.12 (default)" in out
+    for line in ("  releases:        v6.12 (default; 6.12)",
+                 "  implementations: tas, ticket, powerpc",
+                 "  bugs:            gp-ends-early (broken), early-callback (broken)"):
+        assert line + "\n" in out
+    assert "count-after-init (broken; fixed in 11dc13224c97)" in out
 
 
 def test_list_one_mechanism_explains_scenarios_and_variants(capsys):
@@ -310,7 +309,7 @@ def test_output_paths_are_checked_before_the_work(capsys, tmp_path, monkeypatch)
     def must_not_run(*a, **k):
         raise AssertionError("explored before checking the output path")
 
-    monkeypatch.setattr(cli, "explore", must_not_run)
+    monkeypatch.setattr(experiment, "explore", must_not_run)
     bad_input(capsys, "explore", *RCU, "--html", tmp_path / "gone" / "x.html", says="does not exist")
 
 
@@ -378,7 +377,7 @@ def test_explore_bound_does_not_hide_a_violation_found_first(capsys):
 
 def test_explore_reports_a_deadlock(capsys, monkeypatch):
     # a reader whose rcu_read_unlock never becomes enabled: nobody can move, and the reader is not done
-    stuck = Variant("v6.12", "rcu_read_unlock never enabled", replaces={"rcu_read_unlock": (None, lambda s, i, a: False)})
+    stuck = Variant.release("v6.12", "rcu_read_unlock never enabled", "6.12", replaces={"rcu_read_unlock": (None, lambda s, i, a: False)})
     monkeypatch.setitem(RcuModel.variants, "v6.12", stuck)
     rc, out, _ = kstep(capsys, "explore", *RCU)
     assert rc == 1 and "verdict: DEADLOCK: no actor can move; still waiting: R" in out
@@ -403,7 +402,7 @@ def test_explore_clean_writes_nothing_and_keeps_the_file(capsys, tmp_path):
 
 
 def test_explore_shows_progress_on_stderr(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "explore", functools.partial(engine_explore, progress_every=0.0))
+    monkeypatch.setattr(experiment, "explore", functools.partial(engine_explore, progress_every=0.0))
     rc, out, err = kstep(capsys, "explore", *RCU)
     assert rc == 0
     lines = err.splitlines()
@@ -451,7 +450,7 @@ VMA = ["vma-locks", "--scenario", "recheck-race"]
 def test_vma_locks_list_and_schema(capsys):
     rc, out, _ = kstep(capsys, "list", "vma-locks", "--schema")
     assert rc == 0
-    assert "recheck-race" in out and "no-recheck (broken)" in out and "v6.12 (default)" in out
+    assert "recheck-race" in out and "no-recheck (broken)" in out and "v6.12 (default; 6.12.0)" in out
     assert "anon_vma: true or false (default True)" in out
     assert "kind: one of fault, writer (required)" in out
 

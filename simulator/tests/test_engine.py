@@ -81,10 +81,9 @@ class Counter(ProgramModel):
     program = prog
     default_variant = "racy"
     variants = {
-        "racy": Variant("racy", "load and store as separate steps", broken=True),
-        "locked": Variant("locked", "under a lock", replaces={"increment": locked_increment}),
-        "deadlock": Variant("deadlock", "forgets to unlock", broken=True,
-                            replaces={"increment": deadlocking_increment}),
+        "racy": Variant.bug("racy", "load and store as separate steps"),
+        "locked": Variant.implementation("locked", "under a lock", replaces={"increment": locked_increment}),
+        "deadlock": Variant.bug("deadlock", "forgets to unlock", increment=deadlocking_increment),
     }
     invariants = [Invariant("no-lost-update", "every increment counts", no_lost_update, kind=HARM)]
     scenario_schema = Table({"threads": Key(Int(1, 4), 2)})
@@ -139,9 +138,10 @@ def test_a_program_includes_another_but_the_labels_it_registers_itself():
 
 
 class CompiledOut(Counter):
-    variants = {"no-lock": Variant("no-lock", "built without the lock: lock and unlock are empty inlines",
-                                   replaces={"increment": locked_increment, "lock": Inline(lambda s, i, a: ()),
-                                             "unlock": Inline(lambda s, i, a: ())})}
+    variants = {"no-lock": Variant.implementation(
+        "no-lock", "built without the lock: lock and unlock are empty inlines",
+        replaces={"increment": locked_increment, "lock": Inline(lambda s, i, a: ()),
+                  "unlock": Inline(lambda s, i, a: ())})}
     default_variant = "no-lock"
 
 
@@ -449,7 +449,7 @@ class Noting(ProgramModel):
     program = nprog
     daemons = {"k": ("scan",)}
     default_variant = "ok"
-    variants = {"ok": Variant("ok", "lock, then unlock"),
+    variants = {"ok": Variant.implementation("ok", "lock, then unlock"),
                 "keeps": Variant.bug("keeps", "never drops the lock", unlock=lambda s, i, arg: s)}
 
     def initial(self, config):

@@ -65,7 +65,7 @@ def test_hash_compaction_never_says_clean_but_finds_violations(capsys):
 
 def test_list_shows_what_each_broken_variant_breaks_and_where(capsys):
     rc, out, _ = kstep(capsys, "list", "qspinlock")
-    after = out.split("count-after-init (broken)")[1]
+    after = out.split("count-after-init (broken; fixed in 11dc13224c97)")[1]
     assert rc == 0 and "breaks mcs-nodes-per-cpu: explore catches it on nesting\n" in after.split("(broken)")[0]
     rc, out, _ = kstep(capsys, "explore", "qspinlock", "--scenario", "two-waiters", "--variant", "count-after-init")
     assert rc == 0 and "clean for this scenario: it cannot show count-after-init's bug; scenario nesting does" in out

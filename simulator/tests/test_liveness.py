@@ -103,7 +103,7 @@ class Polite(Model):
     corridor dance of the textbooks, which livelocks when both raise their flags together."""
 
     name = "polite"
-    variants = {"textbook": Variant("textbook", "raise, look, back off while the other's flag is up")}
+    variants = {"textbook": Variant.implementation("textbook", "raise, look, back off while the other's flag is up")}
     default_variant = "textbook"
     progress_labels = frozenset({"enter"})
     NEXT = {"raise": "look", "look": "enter", "enter": "lower", "lower": "raise"}

@@ -66,7 +66,7 @@ class TwoActors(Model):
     """A counts to 3 in steps no invariant sees; B sets the flag the invariant forbids, at once."""
 
     name = "two-actors"
-    variants = {"only": Variant("only", "the one variant")}
+    variants = {"only": Variant.implementation("only", "the one variant")}
     default_variant = "only"
     invariants = [Invariant("no-flag", "the flag stays down", lambda s: "flag up" if s.flag else None,
                             kind=HARM, reads=("flag",), steps=frozenset())]

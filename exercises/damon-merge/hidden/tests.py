@@ -3,10 +3,9 @@
 CANARY-KSTEP-HIDDEN-damon-merge: this line must never reach a student's output.
 """
 
-from kstep.engine import RoundRobin, SplitMix64, simulate
-from kstep.scenario_spec import scenario
+import kstep
+from kstep.engine import RoundRobin, SplitMix64
 from kstep.grading.harness import Fail
-from kstep.models import make_model
 from kstep.models.damon.core import Region, damon_merge_regions_of
 from kstep.models.damon.model import MERGE
 
@@ -38,9 +37,7 @@ def _check(ctx, cases, what):
 def test_agrees_with_the_model(ctx):
     """Every first merge pass of the student's run: the regions before kdamond_merge_regions, its
     threshold (max_nr_accesses / 10) and sz_limit."""
-    m = make_model("damon")
-    sc = scenario.load("damon", m.scenario_schema, ctx.variant["scenario"], [f"seed={ctx.variant['seed']}"])
-    trace = simulate(m, m.initial(sc.config), RoundRobin(), config=sc.config)
+    trace = kstep.open("damon", ctx.variant["scenario"], overrides=[f"seed={ctx.variant['seed']}"]).run(RoundRobin())
     cases = [([as_list(r) for r in s.regions], s.k.max_nr_accesses // 10, s.k.sz_limit)
              for a, s in zip(trace.actions, trace.states) if a.label == MERGE]
     _check(ctx, cases, f"in {ctx.variant['scenario']} with seed {ctx.variant['seed']}")

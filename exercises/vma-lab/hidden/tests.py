@@ -8,12 +8,11 @@ CANARY-KSTEP-HIDDEN-vma-lab: this line must never reach a student's output.
 
 from pathlib import Path
 
-from kstep.engine import Random, simulate
-from kstep.scenario_spec import scenario
+import kstep
 from kstep.errors import UserError
 from kstep.grading.harness import Fail
 from kstep.lab.guest import qemu as guest, probes
-from kstep.models import make_model, model_class
+from kstep.models import model_class
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 MODES = ("faults", "writer")
@@ -101,9 +100,8 @@ def test_result_holds_together(ctx):
 
 def model_counts(variant, mode, seed):
     """What kstep run vma-locks --scenario data/MODE.toml --variant VARIANT -s SEED -c counts."""
-    m = make_model("vma-locks", variant)
-    sc = scenario.load("vma-locks", m.scenario_schema, str(DATA / f"{mode}.toml"))
-    a = m.answers(simulate(m, m.initial(sc.config), Random(seed), scenario=sc.name, config=sc.config))
+    ex = kstep.open("vma-locks", str(DATA / f"{mode}.toml"), variant)
+    a = ex.model.answers(ex.run(seed=seed))
     fell_back = a["vma_lock_abort"] + a["vma_lock_miss"]
     return {"faults": a["vma_lock_success"] + fell_back, "fell_back": fell_back, "retried": a["vma_lock_retry"]}
 

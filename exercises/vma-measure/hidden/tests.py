@@ -6,10 +6,9 @@ CANARY-KSTEP-HIDDEN-vma-measure: this line must never reach a student's output.
 
 from pathlib import Path
 
-from kstep.engine import RoundRobin, simulate
-from kstep.scenario_spec import scenario
+import kstep
+from kstep.engine import RoundRobin
 from kstep.grading.harness import Fail
-from kstep.models import make_model
 
 # The two kernels, as measurements.toml names them, and the model variants they are.
 KERNELS = {"vma-locks": "v6.12", "mmap-lock": "no-per-vma-lock"}
@@ -18,11 +17,9 @@ SCENARIO = Path(__file__).resolve().parent.parent / "data" / "launch.toml"
 
 
 def expected(variant, kernel):
-    m = make_model("vma-locks", kernel)
-    sc = scenario.load("vma-locks", m.scenario_schema, str(SCENARIO),
-                       [f"threads.0.count={variant['count']}", f"threads.0.work={variant['work']}"])
-    trace = simulate(m, m.initial(sc.config), RoundRobin(), config=sc.config)
-    return m.answers(trace)
+    ex = kstep.open("vma-locks", str(SCENARIO), kernel,
+                    [f"threads.0.count={variant['count']}", f"threads.0.work={variant['work']}"])
+    return ex.model.answers(ex.run(RoundRobin()))
 
 
 def runs(ctx):

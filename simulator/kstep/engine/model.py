@@ -144,25 +144,60 @@ class Invariant(NamedTuple):
     steps: Optional[frozenset] = None
 
 
+RELEASE = "release"  # the mechanism as one kernel version (or a dated stage of its code) has it
+IMPLEMENTATION = "implementation"  # another way to do the same job: another lock, copying strategy or configuration
+BUG = "bug"  # a broken twin: the steps a bug changes, replaced
+KINDS = {RELEASE: "a dated kernel version", IMPLEMENTATION: "a different implementation of the same job",
+         BUG: "a broken twin that replaces the steps its bug changes"}
+
+
 class Variant(NamedTuple):
-    """A named version of a model.
+    """A named version of a model, of one of three kinds (``KINDS``).
 
     ``replaces`` maps step labels to the step implementations this variant uses instead of the
-    default ones; a broken variant replaces exactly the steps the kernel bug changes, and no check
-    ever looks at a variant's name.  ``params`` holds the variant's constants (an initial value
-    that differs between kernel versions).
+    default ones; a bug replaces exactly the steps the kernel bug changes, and no check ever looks
+    at a variant's name or kind.  ``params`` holds the variant's constants (an initial value that
+    differs between kernel versions).  ``when`` dates it: a release's kernel version (or year), a
+    bug's fix (commit or release) when the kernel once had it, empty for a bug made up to teach.
+    Build one with ``Variant.release``, ``Variant.implementation`` or ``Variant.bug``.
     """
 
     name: str
     doc: str
-    broken: bool = False
+    kind: str
     replaces: Mapping[str, Any] = {}
     params: Mapping[str, Any] = {}
+    when: str = ""
+
+    @property
+    def broken(self) -> bool:
+        """A bug: exploring a scenario that reaches its changed steps finds a violation."""
+        return self.kind == BUG
+
+    @property
+    def dated(self) -> str:
+        """Its kind and date in a few words: ``release 6.12.88``, ``implementation``, ``bug fixed in 11dc13224c97``."""
+        if not self.when:
+            return self.kind
+        return f"{self.kind} fixed in {self.when}" if self.kind == BUG else f"{self.kind} {self.when}"
 
     @classmethod
-    def bug(cls, name: str, doc: str, params: Mapping[str, Any] = {}, **replaces: Any) -> "Variant":
-        """A broken variant: ``doc`` says what it gets wrong, the keywords are the steps it replaces."""
-        return cls(name, doc, broken=True, replaces=replaces, params=params)
+    def release(cls, name: str, doc: str, when: str, replaces: Mapping[str, Any] = {},
+                params: Mapping[str, Any] = {}) -> "Variant":
+        """The mechanism as kernel version (or dated code) ``when`` has it."""
+        return cls(name, doc, RELEASE, replaces, params, when)
+
+    @classmethod
+    def implementation(cls, name: str, doc: str, replaces: Mapping[str, Any] = {},
+                       params: Mapping[str, Any] = {}) -> "Variant":
+        """Another implementation of the same job (another lock, strategy or configuration)."""
+        return cls(name, doc, IMPLEMENTATION, replaces, params)
+
+    @classmethod
+    def bug(cls, name: str, doc: str, params: Mapping[str, Any] = {}, fixed: str = "", **replaces: Any) -> "Variant":
+        """A broken variant: ``doc`` says what it gets wrong, the keywords are the steps it replaces,
+        ``fixed`` the commit or release that fixed it when the kernel once had it."""
+        return cls(name, doc, BUG, replaces, params, fixed)
 
 
 class Model(abc.ABC):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Callable, Optional
 
-from ..engine import Variant, explore
+from ..engine import explore
 from ..engine.model import Model
 
 STUDENT = "+steps"  # a variant name's suffix: the base kernel's, with a student's steps in place
@@ -37,8 +37,8 @@ def with_steps(model_cls: type[Model], base: str, steps: dict) -> Model:
     """``model_cls``'s variant ``base`` with ``steps`` (label -> step function) in place of its own."""
     kernel = model_cls.variants[base]
     name = base + STUDENT
-    mine = Variant(name, f"{base} with {', '.join(sorted(steps))} written by the student",
-                   replaces={**kernel.replaces, **steps}, params=kernel.params)
+    mine = kernel._replace(name=name, doc=f"{base} with {', '.join(sorted(steps))} written by the student",
+                           replaces={**kernel.replaces, **steps})
     cls = type(f"Student{model_cls.__name__}", (model_cls,), {"variants": {**model_cls.variants, name: mine}})
     return cls(name)
 

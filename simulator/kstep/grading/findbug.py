@@ -22,10 +22,10 @@ from collections import deque
 from typing import NamedTuple, Optional
 
 from ..engine import HARM, parse_schedule
-from ..scenario_spec import scenario
 from ..engine.model import Checks, Violation
 from ..errors import UserError
-from ..models import make_model
+from ..experiment import open as open_experiment
+from ..models import MODELS
 from .harness import Fail
 
 MAX_STEPS = 2000  # a schedule longer than this is not an answer
@@ -124,9 +124,8 @@ def case(ctx) -> tuple[str, str, int, list]:
 
 
 def start(mechanism: str, variant: str, scenario_name: str, overrides: list = ()):
-    m = make_model(mechanism, variant)
-    sc = scenario.load(mechanism, m.scenario_schema, scenario_name, list(overrides))
-    return m, m.initial(sc.config)
+    ex = open_experiment(mechanism, scenario_name, variant, overrides)
+    return ex.model, ex.start
 
 
 def submitted_schedule(ctx) -> list:
@@ -175,7 +174,7 @@ def check_clean(ctx, mechanism: str) -> None:
     """The same schedule on Linux 6.12 breaks nothing (as far as 6.12 lets it run)."""
     variant, scenario_name, _, overrides = case(ctx)
     check_harm(ctx, mechanism)
-    m, s0 = start(mechanism, make_model(mechanism).variant.name, scenario_name, overrides)
+    m, s0 = start(mechanism, MODELS[mechanism].default_variant, scenario_name, overrides)
     r = replay(m, s0, submitted_schedule(ctx))
     broken = r.harm or r.assertion
     if broken:

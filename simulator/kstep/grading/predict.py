@@ -24,22 +24,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..engine import Random, simulate
-from ..scenario_spec import questions, scenario
-from ..models import make_model
+from ..engine.schedule import LONGEST_RUN
+from ..experiment import open as open_experiment
+from ..scenario_spec import questions
 from . import decided
 from .harness import Fail
 
 
 def run(mechanism: str, exercise_path: Path, scenario_file: str, seed: int):
     """(model, scenario, trace) of a variant's run: the scenario file under a seeded random schedule."""
-    m = make_model(mechanism)
-    sc = scenario.load(mechanism, m.scenario_schema, str(exercise_path / scenario_file))
-    if sc.variant:
-        m = make_model(mechanism, sc.variant)
-    questions.validate(m, sc.questions)
-    trace = simulate(m, m.initial(sc.config), Random(seed), scenario=sc.name, config=sc.config)
-    return m, sc, trace
+    ex = open_experiment(mechanism, str(exercise_path / scenario_file))
+    questions.validate(ex.model, ex.scenario.questions)
+    return ex.model, ex.scenario, ex.run(seed=seed, max_steps=LONGEST_RUN)
 
 
 def answers(mechanism: str, exercise_path: Path, variant: dict) -> list[questions.Answer]:
@@ -112,8 +108,7 @@ def well_formed(mechanism: str, folder: Path = Path("."), decided: bool = True) 
     import tomllib
 
     variant = tomllib.loads((folder / "variant.toml").read_text())
-    m = make_model(mechanism)
-    sc = scenario.load(mechanism, m.scenario_schema, str(folder / variant["scenario"]))
+    sc = open_experiment(mechanism, str(folder / variant["scenario"])).scenario
     try:
         doc = tomllib.loads((folder / "answers.toml").read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:

@@ -84,7 +84,8 @@ class Tso(NamedTuple):
 
 class TsoMachine(Model):
     name = "litmus"
-    variants = {"tso": Variant("tso", "x86-TSO: per-CPU FIFO store buffers (Owens, Sarkar, Sewell 2009)")}
+    variants = {"tso": Variant.implementation(
+        "tso", "x86-TSO: per-CPU FIFO store buffers (Owens, Sarkar, Sewell 2009)")}
     default_variant = "tso"
 
     def __init__(self, litmus: Litmus, excerpts: dict):
@@ -400,7 +401,8 @@ def with_fences(c, order) -> tuple[tuple, tuple]:
 
 class Reveal(Model):
     name = "litmus"
-    variants = {"reveal": Variant("reveal", "an execution revealed in a linear extension of the model's order")}
+    variants = {"reveal": Variant.implementation(
+        "reveal", "an execution revealed in a linear extension of the model's order")}
     default_variant = "reveal"
 
     def __init__(self, litmus: Litmus, module, execution: Execution, excerpts: dict):

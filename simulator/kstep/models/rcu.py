@@ -344,19 +344,17 @@ def _gp_ends_on_first_report(s):
 def rcu_broken(invoke: Callable) -> dict:
     """The broken RCU variants, for any model built with ``add_rcu(program, invoke)``."""
     return {
-        "gp-ends-early": Variant(
+        "gp-ends-early": Variant.bug(
             "gp-ends-early",
             "rcu_gp_cleanup ends the grace period as soon as one CPU has reported a quiescent state, "
             "without waiting for every CPU",
-            broken=True,
-            replaces={"rcu_gp_cleanup": (None, _gp_ends_on_first_report)},
+            rcu_gp_cleanup=(None, _gp_ends_on_first_report),
         ),
-        "early-callback": Variant(
+        "early-callback": Variant.bug(
             "early-callback",
             "rcu_do_batch invokes a callback as soon as the grace period it waits for has started, "
             "not when it has ended",
-            broken=True,
-            replaces={"rcu_do_batch": rcu_do_batch(rcu_seq_started, invoke)},
+            rcu_do_batch=rcu_do_batch(rcu_seq_started, invoke),
         ),
     }
 
@@ -481,7 +479,7 @@ class RcuModel(ProgramModel):
     program = program
     daemons = {RCU_ACTOR: RCU_GP_KTHREAD}
     default_variant = "v6.12"
-    variants = {"v6.12": Variant("v6.12", "Linux 6.12 TREE_RCU with CONFIG_PREEMPT_RCU=n"),
+    variants = {"v6.12": Variant.release("v6.12", "Linux 6.12 TREE_RCU with CONFIG_PREEMPT_RCU=n", "6.12"),
                 **rcu_broken(_invoke)}
     scenario_schema = SCHEMA
 

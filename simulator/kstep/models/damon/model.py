@@ -24,9 +24,9 @@ one per region in ``damon_va_prepare_access_checks``, in list order, and one per
 ``damon_split_regions_of``.
 
 **Variants.**  ``v6.12.117`` is the default.  Each fix of variants.FIXES has a variant without
-it (``pre-6.12.N-name``), and ``as-of-6.12.N`` is Debian's 6.12.N as DAMON goes.  The broken
-variants break one rule each: ``merge-ignores-sz-limit``, ``split-loses-a-byte``,
-``aging-after-merge``, ``quota-never-charged``.
+it (``pre-6.12.N-name``), and ``as-of-6.12.N`` is Debian's 6.12.N as DAMON goes: releases, or bugs
+when an invariant catches a fix they lack.  The made-up bugs break one rule each:
+``merge-ignores-sz-limit``, ``split-loses-a-byte``, ``aging-after-merge``, ``quota-never-charged``.
 """
 
 from __future__ import annotations
@@ -515,26 +515,32 @@ def kernel_steps(fixes: frozenset, missing: list) -> dict:
             for label in changed}
 
 
-def kernel_variant(name: str, doc: str, fixes: frozenset) -> Variant:
+def kernel_variant(name: str, doc: str, when: str, fixes: frozenset) -> Variant:
+    """DAMON as a kernel with only ``fixes`` has it: a release ``when``, or a bug when an invariant
+    catches a fix it lacks (then dated by the releases that fixed what is caught)."""
     missing = [fx.BY_NAME[f] for f in sorted(fx.ALL - fixes)]
-    caught = sorted(CAUGHT[f.name] for f in missing if f.name in CAUGHT)
-    if caught:
-        doc += f" (caught by {', '.join(dict.fromkeys(caught))})"
-    return Variant(name, doc, broken=bool(caught), replaces=kernel_steps(fixes, missing))
+    caught = [f for f in missing if f.name in CAUGHT]
+    replaces = kernel_steps(fixes, missing)
+    if not caught:
+        return Variant.release(name, doc, when, replaces)
+    doc += f" (caught by {', '.join(dict.fromkeys(sorted(CAUGHT[f.name] for f in caught)))})"
+    fixed = ", ".join(dict.fromkeys(f"6.12.{f.version}" for f in sorted(caught, key=lambda f: f.version)))
+    return Variant.bug(name, doc, fixed=fixed, **replaces)
 
 
 def _variants() -> dict:
-    out = {V6_12_117: Variant(V6_12_117, "Linux 6.12.117 (Debian linux-source-6.12 6.12.117-1~deb12u1), "
-                                         "the source every label is checked against")}
+    out = {V6_12_117: Variant.release(V6_12_117, "Linux 6.12.117 (Debian linux-source-6.12 6.12.117-1~deb12u1), "
+                                                 "the source every label is checked against", "6.12.117")}
     for f in fx.FIXES:
         name = f"pre-6.12.{f.version}-{f.name}"
         out[name] = kernel_variant(name, f"6.12.117 without \"{f.title}\" (first in 6.12.{f.version}, Debian "
-                                         f"{f.debian}): {f.old}", fx.ALL - {f.name})
+                                         f"{f.debian}): {f.old}", f"6.12.117 without 6.12.{f.version}'s fix",
+                                   fx.ALL - {f.name})
     for n in fx.AS_OF:
         name = f"as-of-6.12.{n}"
         lacks = sorted(fx.ALL - fx.fixes_as_of(n))
         out[name] = kernel_variant(name, f"DAMON as Linux 6.12.{n} has it: without {', '.join(lacks)}",
-                                   fx.fixes_as_of(n))
+                                   f"6.12.{n}", fx.fixes_as_of(n))
 
     def never_limits(regions, thres, sz_limit, count_age):
         return damon_merge_regions_of(regions, thres, ULONG, count_age)

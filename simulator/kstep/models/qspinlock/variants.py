@@ -1,7 +1,7 @@
-"""The variants of the qspinlock model, in three kinds: kernel releases (``v6.12``, and
-``before-set-locked``: qspinlock.c before patch 07/11 of 2014), other locks in place of the generic
-queued one (``tas``: x86's virt_spin_lock; ``ticket``; ``powerpc``), and the broken twins of
-broken.py, each replacing the step(s) its bug changes in the generic program.
+"""The variants of the qspinlock model, in three kinds: releases (``v6.12``, and
+``before-set-locked``: qspinlock.c before patch 07/11 of 2014), implementations, other locks in place
+of the generic queued one (``tas``: x86's virt_spin_lock; ``ticket``; ``powerpc``), and bugs, the
+broken twins of broken.py, each replacing the step(s) its bug changes in the generic program.
 """
 
 from __future__ import annotations
@@ -14,30 +14,33 @@ from .state import POWERPC, QSPINLOCK, TICKET
 from .x86 import slowpath_virt
 
 
-def _broken(name, doc, **replaces):
+def _broken(name, doc, fixed="", **replaces):
     """A broken variant of the generic qspinlock's program (not the ticket or powerpc one)."""
-    return Variant.bug(name, doc, params={"program": QSPINLOCK}, **replaces)
+    return Variant.bug(name, doc, params={"program": QSPINLOCK}, fixed=fixed, **replaces)
 
 
 VARIANTS = {
-    "v6.12": Variant("v6.12", "Linux 6.12 kernel/locking/qspinlock.c: pending bit, MCS queue, and the head's "
-                     "cmpxchg when alone, plain set_locked() store when others are queued",
-                     params={"program": QSPINLOCK}),
-    "before-set-locked": Variant(
+    "v6.12": Variant.release(
+        "v6.12", "Linux 6.12 kernel/locking/qspinlock.c: pending bit, MCS queue, and the head's "
+        "cmpxchg when alone, plain set_locked() store when others are queued", "6.12", params={"program": QSPINLOCK}),
+    "before-set-locked": Variant.release(
         "before-set-locked", "before patch 07/11 (2014): the queue head always claims with cmpxchg, retrying, "
         "and keeps the tail in the new value when others are queued; its pending path is the cmpxchg "
-        "loop of that time, which sets pending only on (0,0,1)",
+        "loop of that time, which sets pending only on (0,0,1)", "2014",
         replaces=BEFORE_SET_LOCKED, params={"program": QSPINLOCK}),
-    "tas": Variant("tas", "x86 in a guest without paravirt spinlocks (arch/x86/include/asm/qspinlock.h:"
-                   "virt_spin_lock): every contended locker spins on the word by test-and-set, unfair by design",
-                   replaces={"queued_spin_lock_slowpath": slowpath_virt}, params={"program": QSPINLOCK}),
-    "ticket": Variant("ticket", "the generic ticket lock of include/asm-generic/spinlock.h, for comparison: "
-                      "every locker draws a ticket and spins on the one word", params={"program": TICKET}),
-    "powerpc": Variant("powerpc", "arch/powerpc/lib/qspinlock.c (no paravirt): owner CPU and must-queue bits, "
-                       "no pending; lock stealing bounded by the queue head's count of reads that find the word "
-                       "locked: after head_spins of them it sets must-queue (a head whose reads all find it "
-                       "free and whose trylock_clean_tail keeps losing to a stealer counts none, and starves)",
-                       params={"program": POWERPC}),
+    "tas": Variant.implementation(
+        "tas", "x86 in a guest without paravirt spinlocks (arch/x86/include/asm/qspinlock.h:"
+        "virt_spin_lock): every contended locker spins on the word by test-and-set, unfair by design",
+        replaces={"queued_spin_lock_slowpath": slowpath_virt}, params={"program": QSPINLOCK}),
+    "ticket": Variant.implementation(
+        "ticket", "the generic ticket lock of include/asm-generic/spinlock.h, for comparison: "
+        "every locker draws a ticket and spins on the one word", params={"program": TICKET}),
+    "powerpc": Variant.implementation(
+        "powerpc", "arch/powerpc/lib/qspinlock.c (no paravirt): owner CPU and must-queue bits, "
+        "no pending; lock stealing bounded by the queue head's count of reads that find the word "
+        "locked: after head_spins of them it sets must-queue (a head whose reads all find it "
+        "free and whose trylock_clean_tail keeps losing to a stealer counts none, and starves)",
+        params={"program": POWERPC}),
     "clear-tail-always": _broken(
         "clear-tail-always", "the queue head sets the whole word to _Q_LOCKED_VAL even when others are "
         "queued, clearing their tail", set_locked=set_word_locked_val),
@@ -51,7 +54,7 @@ VARIANTS = {
         "link-before-init", "the node's initialisation becomes visible only after the node is linked in, as "
         "arm64 and POWER may show it when nothing orders the two (the 2018 bug was that reordering, fixed in "
         "February by a release store of prev->next, since April by one smp_wmb() before a relaxed xchg_tail()); "
-        "the model shows it as a program-order swap: a hand-off into the node can be wiped out",
+        "the model shows it as a program-order swap: a hand-off into the node can be wiped out", fixed="2018",
         node_count_inc=Replacement(node_count_inc_init_late, what=(
             "idx = node->count++, and the node is not initialised here: that waits until it is linked in")),
         xchg_tail=Replacement(xchg_tail_then_init, what=(
@@ -59,7 +62,7 @@ VARIANTS = {
             "(node->locked = 0 can wipe out a hand-off)"))),
     "count-after-init": _broken(
         "count-after-init", "node->count++ is stored only after the node is initialised (no barrier(), "
-        "fixed by 11dc13224c97): an interrupt in between takes the same node",
+        "fixed by 11dc13224c97): an interrupt in between takes the same node", fixed="11dc13224c97",
         node_count_inc=node_count_inc_store_late),
     "xchg16-one-bit-pending": _broken(
         "xchg16-one-bit-pending", "xchg_tail uses the 16-bit exchange of the tail half even with "

@@ -1,6 +1,6 @@
-"""The variants of the per-VMA lock model: the 6.12 releases and configurations (``v6.12``,
-``seqcount`` of 6.12.88 and later, ``no-per-vma-lock``), and the broken twins of broken.py and of
-RCU.
+"""The variants of the per-VMA lock model: the 6.12 releases (``v6.12``, ``seqcount`` of 6.12.88 and
+later), one other implementation (``no-per-vma-lock``: the configuration without the per-VMA lock),
+and bugs, the broken twins of broken.py and of RCU.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from .state import UINT_MAX
 
 
 VARIANTS = {
-    "v6.12": Variant(
-        "v6.12", "Linux 6.12.0: mm_lock_seq is bumped once per write epoch (vma_end_write_all)"),
-    "seqcount": Variant(
+    "v6.12": Variant.release(
+        "v6.12", "Linux 6.12.0: mm_lock_seq is bumped once per write epoch (vma_end_write_all)", "6.12.0"),
+    "seqcount": Variant.release(
         "seqcount", "Linux 6.12.88 and later: mm_lock_seq is a seqcount, odd while mmap_lock is "
-        "write-held; fresh VMAs start at vm_lock_seq = UINT_MAX",
+        "write-held; fresh VMAs start at vm_lock_seq = UINT_MAX", "6.12.88",
         replaces={"mmap_write_lock": mmap_write_lock_seqcount,
                   "vm_area_alloc": Replacement(vm_area_alloc_with(UINT_MAX), what=(
                       "allocate a VMA: attached, a fresh rwsem, vm_lock_seq = UINT_MAX (6.12.88 and "
                       "later)"))},
         params={"vm_lock_seq_init": UINT_MAX}),
-    "no-per-vma-lock": Variant(
+    "no-per-vma-lock": Variant.implementation(
         "no-per-vma-lock", "Linux 6.12 with CONFIG_PER_VMA_LOCK=n (the only way before 6.4): "
         "lock_vma_under_rcu returns NULL, so every user fault takes mmap_lock for read "
         "(lock_mm_and_find_vma); vma_start_write, vma_end_write_all and vma_mark_detached are empty, "
@@ -69,7 +69,7 @@ VARIANTS = {
         "unmapping the VMAs mapped in its range", __mmap_region=mmap_region_without_unmap),
     "fork-without-vma-locks": Variant.bug(
         "fork-without-vma-locks", "dup_mmap copies the parent's VMAs without write-locking them "
-        "(the memory corruption fixed by fb49c455323f)", dup_mmap=dup_mmap_without_vma_locks),
+        "(the memory corruption fixed by fb49c455323f)", fixed="fb49c455323f", dup_mmap=dup_mmap_without_vma_locks),
     "handoff-stops-first": Variant.bug(
         "handoff-stops-first", "rwsem_try_write_lock honours RWSEM_FLAG_HANDOFF against the first waiter "
         "instead of the others (kernel/locking/rwsem.c:620, `waiter != first` made `waiter == first`): the "

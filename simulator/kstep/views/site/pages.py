@@ -334,9 +334,9 @@ class VariantsDirective(KstepDirective):
         mech = self.mechanism()
         table = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"].get(mech, {})
         names = scenario.bundled(mech)
-        rows = [["variant", "what it is"] + names]
+        rows = [["variant", "kind", "what it is"] + names]
         for v in MODELS[mech].variants.values():
-            cells = [f"{v.name}{' (broken)' if v.broken else ''}", " ".join(v.doc.split())]
+            cells = [f"{v.name}{' (broken)' if v.broken else ''}", v.dated, " ".join(v.doc.split())]
             for name in names:
                 row = table.get(name, {}).get(v.name)
                 cells.append("not in the table" if row is None else

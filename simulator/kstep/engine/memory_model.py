@@ -9,9 +9,12 @@ names follow ``kstep.memory.stepping.TsoMachine``, the litmus-level machine).  A
 What a model declares for this (the whole interface):
 
 - ``Model.memory_fields``: the state fields that are shared memory.  A tuple field holds one
-  location per element; an element that is a NamedTuple (an MCS node) holds one per field; an
+  location per element, a NamedTuple field (the mm) one per field; an element that is a NamedTuple
+  (an MCS node, a VMA) holds one per field; an
   int element (a lock word) is byte-addressed, so a byte store to ``lock->locked`` buffers that
-  byte alone and never overwrites the tail when it drains.  Every other field (the contexts'
+  byte alone and never overwrites the tail when it drains.
+- ``Model.private_parts``: "field.part" names of parts of those elements that are no shared
+  memory, only the model's bookkeeping (a VMA's allocation status): they change at once.  Every other field (the contexts'
   records and locals, per-CPU data only its own CPU touches, ghost fields) changes at once.
 - ``Model.cpu_field``: the field of a thread's record naming the CPU whose store buffer it
   uses (a CPU's task and the interrupts nesting on it share one); None: one buffer per thread.
@@ -23,7 +26,9 @@ What a model declares for this (the whole interface):
 A plain step of a thread runs on its CPU's *view* (memory with the CPU's own buffer applied,
 oldest entry first: store forwarding); the memory locations it changes become buffer entries
 ``(field, element, part, mask, value)`` (part -1: the whole element; mask -1: the whole value),
-oldest first.  Only changed bytes are stored, so a store of the value the view already holds is
+oldest first.  Elements a step appends to a tuple field (a VMA just allocated, that nobody else
+can reach until it is published) go to memory at once; the stores that fill them in are buffered.
+Only changed bytes are stored, so a store of the value the view already holds is
 no store at all (it can only hide an overwrite, never invent one).  A full step is enabled only
 on an empty buffer and writes memory directly, as ``lock``-prefixed instructions and ``mfence``
 do.  The action ``drain_store_buffer`` of actor ``SB<cpu>`` writes the oldest entry of that CPU's
@@ -103,6 +108,12 @@ class StoreBuffered(Model):
         s = self.inner.initial(config)
         self._memory = tuple(s._fields.index(f) for f in self.inner.memory_fields)
         self._inner_cls = type(s)
+        self._private = set()  # (field index, part index) of the private parts
+        for name in self.inner.private_parts:
+            field, _, part = name.partition(".")
+            k = s._fields.index(field)
+            element = s[k][0] if type(s[k]) is tuple else s[k]
+            self._private.add((k, element._fields.index(part)))
         return self._with(s, ((),) * self._cpus(s))
 
     def _cpus(self, s: State) -> int:
@@ -184,8 +195,9 @@ class StoreBuffered(Model):
         stores = self.stores(v, t)
         out = list(t)
         for k in self._memory:  # memory keeps its values; the stores wait in the buffer
-            out[k] = mem[k]
-        m = tuple.__new__(type(t), out)
+            out[k] = mem[k] if len(t[k]) == len(v[k]) or type(t[k]) is not tuple else mem[k] + t[k][len(v[k]):]
+        m = apply(tuple.__new__(type(t), out), tuple(e for e in stores if (e[0], e[2]) in self._private))
+        stores = tuple(e for e in stores if (e[0], e[2]) not in self._private)
         buf = buf + stores
         if len(buf) > self.depth:
             m, buf = apply(m, buf[:len(buf) - self.depth]), buf[len(buf) - self.depth:]
@@ -198,10 +210,13 @@ class StoreBuffered(Model):
             x, y = before[k], after[k]
             if x == y:
                 continue
-            if type(x) is not tuple or type(y) is not tuple or len(x) != len(y):
+            if hasattr(y, "_fields") and type(x) is type(y):  # a struct (mm): one location per field
+                out.extend((k, -1, j, -1, c) for j, (o, c) in enumerate(zip(x, y)) if o != c)
+                continue
+            if type(x) is not tuple or type(y) is not tuple or len(x) > len(y):
                 out.append((k, -1, -1, -1, y))
                 continue
-            for n, (p, q) in enumerate(zip(x, y)):
+            for n, (p, q) in enumerate(zip(x, y)):  # what a step appends (a VMA allocated) is no store
                 if p == q:
                     continue
                 if hasattr(q, "_fields"):
@@ -288,7 +303,7 @@ class StoreBuffered(Model):
         mem = self.memory(state)
         where = mem._fields[field] + (f"[{n}]" if n >= 0 else "")
         if part >= 0:
-            where += "." + mem[field][n]._fields[part]
+            where += "." + (mem[field][n] if n >= 0 else mem[field])._fields[part]
         return f"{where} &{mask:#x} = {value:#x}" if mask >= 0 else f"{where} = {value}"
 
     def summary(self, state: State) -> dict[str, str]:
@@ -335,7 +350,8 @@ def apply(state: State, entries: tuple) -> State:
     out = list(state)
     for field, n, part, mask, value in entries:
         if n < 0:
-            out[field] = value
+            old = out[field]
+            out[field] = value if part < 0 else tuple.__new__(type(old), old[:part] + (value,) + old[part + 1:])
             continue
         items = out[field]
         old = items[n]

@@ -445,7 +445,10 @@ def cmd_list(args) -> int:
             if not shown:  # a bug only a run that never ends shows breaks no invariant on the way
                 lasso = set(live.get(name, {})) - {"free"}
                 shown = ["explore catches it on no bundled scenario"
-                         + (": it breaks no invariant there, and explore --liveness shows its lasso" if lasso else "")]
+                         + (": it breaks no invariant there, and explore --liveness shows its lasso" if lasso else
+                            f" under sc or tso (x86 keeps its stores in order); kstep litmus "
+                            f"{variant.params['litmus']} shows it on weaker models" if "litmus" in variant.params
+                            else "")]
             print(wrap("; ".join(shown), "      ", hyphens=False))
         if name in live:
             print(wrap("explore --liveness: " + "; ".join(f"{verdict} on {', '.join(sorted(names))}"

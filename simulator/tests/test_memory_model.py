@@ -177,3 +177,17 @@ def test_tso_refuses_powerpc_code_and_models_without_shared_memory(capsys):
     assert main(["explore", "damon", "--scenario", "ethp", "--memory-model", "tso"]) == 2
     err = capsys.readouterr().err
     assert "runs on POWER" in err and "damon declares no shared memory fields" in err
+
+
+def test_a_tso_counterexample_is_saved_and_played_again_with_its_store_buffers(tmp_path, capsys):
+    from kstep.cli import main
+    path = tmp_path / "cex.json"
+    assert main(["explore", "qspinlock", "--scenario", "two-waiters", "--memory-model", "tso", "--variant",
+                 "head-ignores-pending", "--json", str(path)]) == 1
+    assert '"memory_model": {"name": "tso", "store_buffer": 2}' in path.read_text()
+    capsys.readouterr()
+    assert main(["show", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "drain_store_buffer" in out and "CPU0: words[0] &0xff = 0x0" in out
+    path.write_text(path.read_text().replace('"store_buffer": 2}', '"store_buffer": 0}'))
+    assert main(["show", str(path)]) == 2

@@ -95,6 +95,7 @@ class StoreBuffered(Model):
         if depth < 1:
             raise ValueError("store buffers hold at least one entry")
         self.inner, self.depth = inner, depth
+        self.memory_model = {"name": "tso", "store_buffer": depth}  # what a trace records of it
         self.name, self.title, self.variants, self.variant = inner.name, inner.title, inner.variants, inner.variant
         self.locals, self.progress_labels = inner.locals, inner.progress_labels
         self.scenario_schema = inner.scenario_schema

@@ -2,7 +2,8 @@
 
     kstep list [MECH] [--schema]
     kstep run MECH --scenario S [-s SEED | -P SCHEDULE | --round-robin] [-c] [--json F] [--html F]
-    kstep explore MECH --scenario S [--memory-model sc|tso] [--max-states N] [--no-symmetry] [--no-por] [--no-dead-vars] [--hash-compact]
+    kstep explore MECH --scenario S [--memory-model sc|tso] [--max-states N] [--no-symmetry] [--no-por]
+                  [--no-dead-vars] [--hash-compact]
                   [--states F [--columns A,B]] [--dot F] [--json F] [--html F]
     kstep explore MECH --scenario S --liveness [--max-states N] [--json F] [--html F]
     kstep show TRACE.json [--html F] [--steps FILE.py]

@@ -9,13 +9,13 @@ names follow ``kstep.memory.stepping.TsoMachine``, the litmus-level machine).  A
 What a model declares for this (the whole interface):
 
 - ``Model.memory_fields``: the state fields that are shared memory.  A tuple field holds one
-  location per element, a NamedTuple field (the mm) one per field; an element that is a NamedTuple
-  (an MCS node, a VMA) holds one per field; an
-  int element (a lock word) is byte-addressed, so a byte store to ``lock->locked`` buffers that
-  byte alone and never overwrites the tail when it drains.
+  location per element, a NamedTuple field (the mm) one per field; an element that is a
+  NamedTuple (an MCS node, a VMA) holds one per field; an int element (a lock word) is
+  byte-addressed, so a byte store to ``lock->locked`` buffers that byte alone and never
+  overwrites the tail when it drains.  Every other field (the contexts' records and locals,
+  per-CPU data only its own CPU touches, ghost fields) changes at once.
 - ``Model.private_parts``: "field.part" names of parts of those elements that are no shared
-  memory, only the model's bookkeeping (a VMA's allocation status): they change at once.  Every other field (the contexts'
-  records and locals, per-CPU data only its own CPU touches, ghost fields) changes at once.
+  memory, only the model's bookkeeping (a VMA's allocation status): they change at once.
 - ``Model.cpu_field``: the field of a thread's record naming the CPU whose store buffer it
   uses (a CPU's task and the interrupts nesting on it share one); None: one buffer per thread.
 - ``ProgramModel.ordering(state, action)``: ``PLAIN`` (loads, plain and ONCE stores, and on x86
@@ -51,7 +51,7 @@ written for that.
 Reductions: the wrapper declares footprints (a plain step reads its own buffer and the memory it
 reads, and writes only its buffer; a drain reads and writes its buffer and the location it
 writes), but no future footprints and no symmetry, so ``explore`` runs it without partial-order
-and symmetry reduction: sound, and slower (``bench/explore.py`` measures how much).
+and symmetry reduction: sound, and slower (``bench/explore_tso.py`` measures how much).
 """
 
 from __future__ import annotations
@@ -82,7 +82,8 @@ def _buffered_type(inner: type) -> type:
     """The inner state's NamedTuple with one more field, the store buffers (views read it unchanged)."""
     out = _types.get(inner)
     if out is None:
-        out = _types[inner] = namedtuple(inner.__name__, inner._fields + (BUFFERS,))  # type: ignore[misc]
+        fields = inner._fields + (BUFFERS,)  # type: ignore[attr-defined]
+        out = _types[inner] = namedtuple(inner.__name__, fields)  # type: ignore[misc]
     return out
 
 
@@ -95,7 +96,7 @@ class StoreBuffered(Model):
         if depth < 1:
             raise ValueError("store buffers hold at least one entry")
         self.inner, self.depth = inner, depth
-        self.memory_model = {"name": "tso", "store_buffer": depth}  # what a trace records of it
+        self.memory_model = {"name": "tso", "store_buffer": depth}
         self.name, self.title, self.variants, self.variant = inner.name, inner.title, inner.variants, inner.variant
         self.locals, self.progress_labels = inner.locals, inner.progress_labels
         self.scenario_schema = inner.scenario_schema
@@ -152,7 +153,7 @@ class StoreBuffered(Model):
     def actions(self, state: State) -> list[Action]:
         buffers = state[-1]
         mem = self.memory(state)
-        out = []
+        out: list[Action] = []
         views: dict = {}
         names = {t[0]: i for i, t in enumerate(mem[0])}
         for a in self.inner.actions(mem):
@@ -206,7 +207,7 @@ class StoreBuffered(Model):
 
     def stores(self, before: State, after: State) -> tuple:
         """The buffer entries of the memory ``after`` changed from ``before`` (field order, then element)."""
-        out = []
+        out: list[tuple] = []
         for k in self._memory:
             x, y = before[k], after[k]
             if x == y:
@@ -247,19 +248,21 @@ class StoreBuffered(Model):
         return None
 
     def _wrapped(self, inv: Invariant) -> Invariant:
-        if inv.transition:
-            def check(s, a, t, inner=inv.check):
-                if a.label == DRAIN:
-                    return None
-                i = self._thread(self.memory(s), a.actor)
-                if i is None:
-                    return inner(self.memory(s), a, self.memory(t))
-                b = self.cpu(self.memory(s), i)
-                return inner(self.view(s, b), a, self.view(t, b))
-        else:
-            def check(s, inner=inv.check):
-                return inner(self.drained(s))
-        return inv._replace(check=check, reads=None)
+        inner = inv.check
+        if not inv.transition:
+            return inv._replace(check=lambda s: inner(self.drained(s)), reads=None)
+
+        def on_view(s, a, t):
+            if a.label == DRAIN:
+                return None
+            mem = self.memory(s)
+            i = self._thread(mem, a.actor)
+            if i is None:
+                return inner(mem, a, self.memory(t))
+            b = self.cpu(mem, i)
+            return inner(self.view(s, b), a, self.view(t, b))
+
+        return inv._replace(check=on_view, reads=None)
 
     # -- what the views and the explorer ask -------------------------------------------------------
     def footprint(self, state: State, action: Action) -> Optional[Footprint]:
@@ -324,15 +327,18 @@ class StoreBuffered(Model):
 
     def what(self, label: str) -> str:
         return ("the oldest store waiting in this CPU's store buffer reaches memory (the cache)" if label == DRAIN
-                else self.inner.what(label))
+                else getattr(self.inner, "what", lambda label: "")(label))
 
     def acts_on(self, state: State, action: Action) -> str:
         if action.label == DRAIN:
             return self.entry_text(state, state[-1][int(action.actor[2:])][0])
-        return self.inner.acts_on(self._acting_view(state, action), action)
+        acts_on = getattr(self.inner, "acts_on", None)
+        return acts_on(self._acting_view(state, action), action) if acts_on else ""
 
     def how_ended(self, state: State, actor: str) -> str:
-        return "" if self._thread(self.memory(state), actor) is None else self.inner.how_ended(self.memory(state), actor)
+        mem = self.memory(state)
+        how_ended = getattr(self.inner, "how_ended", None)
+        return "" if how_ended is None or self._thread(mem, actor) is None else how_ended(mem, actor)
 
     def is_optional(self, action: Action) -> bool:
         return action.label != DRAIN and self.inner.is_optional(action)

@@ -182,8 +182,9 @@ class Model(abc.ABC):
     scenario_schema: Any = None  # a scenario_spec.scenario.Table describing the mechanism's scenario files
     locals: Mapping[str, Any] = {}  # local variables whose value ``forget`` may reset where it is dead, with that value
     memory_fields: tuple = ()  # the state fields that are shared memory (memory_model.py); none: no tso model
-    private_parts: tuple = ()  # "field.part": a part of a memory field's elements that is no shared memory (it changes at once)
+    private_parts: tuple = ()  # "field.part": parts of a memory field's elements that are no memory (change at once)
     cpu_field: Optional[str] = None  # the field of a thread's record naming the CPU whose store buffer it uses
+    memory_model: Optional[dict] = None  # a memory model's wrapper: what a trace records of it (None: sc)
     progress_labels: frozenset = frozenset()  # the steps that are an actor's progress (liveness): e.g. entering a lock's critical section
 
     def __init__(self, variant: Optional[str] = None):

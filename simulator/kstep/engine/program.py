@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
-from .model import FULL, PLAIN, Action, Footprint, Model, Source, State, Variant
+from .model import PLAIN, Action, Footprint, Model, Source, State, Variant
 
 
 class Frame(NamedTuple):

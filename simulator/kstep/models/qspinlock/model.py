@@ -120,7 +120,8 @@ class QspinlockModel(Footprints, CpuSymmetry, ProgramModel):
 
     def refuses_memory_model(self, name):
         if name == "tso" and self.layout == POWERPC:
-            return "arch/powerpc/lib/qspinlock.c runs on POWER, whose memory model is no tso (kstep litmus --model power)"
+            return ("arch/powerpc/lib/qspinlock.c runs on POWER, whose memory model is no tso "
+                    "(kstep litmus --model power)")
         return ""
 
     def unstarted(self, config):

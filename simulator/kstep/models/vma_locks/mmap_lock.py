@@ -24,7 +24,8 @@ def write_attempt(s, i, lock, sem, then):
 
 
 @program.step("down_write", "kernel/locking/rwsem.c:down_write",
-              "rwsem_write_trylock: take the rwsem if its count is zero (no holder, no waiter), else the slowpath", order=FULL)
+              "rwsem_write_trylock: take the rwsem if its count is zero (no holder, no waiter), else the slowpath",
+              order=FULL)
 def down_write(s, i, lock):
     return write_attempt(s, i, lock, rwsem.write_trylock(lock_of(s, lock), i), "rwsem_optimistic_spin")
 

@@ -612,7 +612,7 @@ def weaker_only(name: str, checked: str) -> str:
     """What explore says of a variant whose bug only a weaker memory model than ``checked`` shows: the
     bundled litmus test of its ordering, run now under every model."""
     from .memory import bundled  # the litmus models load only for the variants that need them
-    verdicts = {m: v["result"] for m, v in bundled.row(bundled.load(name)).items() if v is not None}
+    verdicts = bundled.verdicts(name)
     allowed = [m for m, r in verdicts.items() if r != "Never"]
     return wrap(f"(clean under {checked}: its missing barrier orders nothing that {checked} does not keep in "
                 f"order; the litmus test {name} shows the reordering it allows: "

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import (  # noqa: E402
-    damon, damon_port, engine, explore, fork_batch, interactive, klitmus, litmus, player, plot, qspinlock,
+    damon, damon_port, engine, explore, explore_tso, fork_batch, interactive, klitmus, litmus, player, plot, qspinlock,
     traces, vma_locks, vma_locks_port,
 )
 
@@ -31,6 +31,7 @@ def main() -> int:
     results["interactive"] = interactive.run(out, say)
     results["qspinlock"] = qspinlock.run(out, say)
     results["explore"] = explore.run(out, say)
+    results["explore-tso"] = explore_tso.run(out, say)
     results["fork-batch"] = fork_batch.run(out, say)
     results["traces"] = traces.run(out, say)
     results["damon"] = damon.run(out, say)

@@ -32,6 +32,7 @@ from typing import Any, Optional, Sequence
 
 from .engine.explore import ExploreResult, explore
 from .engine.liveness import LivenessResult, liveness
+from .engine.memory_model import memory_model as wrap_memory
 from .engine.model import Model, State
 from .engine.schedule import Random, RoundRobin, Scripted, simulate
 from .engine.trace import Trace
@@ -71,6 +72,22 @@ class Experiment:
     def variant(self, name: Optional[str]) -> "Experiment":
         """The same scenario under another variant (None: the mechanism's default)."""
         return Experiment(make_model(self.model.name, name), self.scenario)
+
+    def under(self, memory_model: str) -> "Experiment":
+        """The same run on a machine with memory model ``memory_model`` ("sc": this one; "tso": a store
+        buffer per CPU, ``engine.memory_model``), its buffers as deep as the scenario's ``store_buffer``.
+        A model that declares no shared memory, or a variant whose code runs on another machine, is a
+        UserError saying so."""
+        if memory_model == "sc":
+            return self
+        model = self.model
+        if not model.memory_fields:
+            raise UserError(f"--memory-model {memory_model}: {model.name} declares no shared memory fields "
+                            f"(only qspinlock and vma-locks do)")
+        refusal = model.refuses_memory_model(memory_model)
+        if refusal:
+            raise UserError(f"--memory-model {memory_model}: variant {model.variant.name}: {refusal}")
+        return Experiment(wrap_memory(memory_model, model, self.scenario.store_buffer), self.scenario)
 
     def run(self, scheduler: Any = None, *, seed: Optional[int] = None, schedule: Optional[str] = None,
             round_robin: bool = False, max_steps: Optional[int] = None) -> Trace:

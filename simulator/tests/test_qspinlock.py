@@ -410,7 +410,9 @@ def test_each_invariant_alone_catches_its_breaker(invariant):
     assert_breaker_catches(MECH, invariant, *BREAKERS[invariant])
 
 
-@pytest.mark.parametrize("variant", BROKEN)
+# A variant whose bug only a weaker memory model shows (it names the litmus test that does) stays
+# clean here: test_memory_model checks what explore says of it.
+@pytest.mark.parametrize("variant", [v for v in BROKEN if "litmus" not in VARIANTS[v].params])
 def test_explore_finds_every_broken_variant(variant):
     found = []
     for name in EXPLORABLE:

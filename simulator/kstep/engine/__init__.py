@@ -1,8 +1,8 @@
 """The kstep engine: pure step models, schedulers, exhaustive exploration and traces."""
 
 from .explore import ExploreResult, explore
-from .model import (ASSERTION, HARM, Action, Footprint, Invariant, Model, Renamed, Source, Variant, Violation,
-                    to_jsonable)
+from .model import (ASSERTION, FULL, HARM, PLAIN, Action, Footprint, Invariant, Model, Renamed, Source, Variant,
+                    Violation, to_jsonable)
 from .prng import SplitMix64
 from .program import (Call, Frame, Inline, Program, ProgramModel, Replacement, Step, push, set_thread,
                       thread_index)
@@ -10,7 +10,8 @@ from .schedule import Random, Replay, RoundRobin, Scripted, parse_schedule, sche
 from .trace import Trace
 
 __all__ = [
-    "ASSERTION", "HARM", "Action", "Call", "ExploreResult", "Footprint", "Frame", "Inline", "Invariant", "Model", "Program",
+    "ASSERTION", "FULL", "HARM", "PLAIN",
+    "Action", "Call", "ExploreResult", "Footprint", "Frame", "Inline", "Invariant", "Model", "Program",
     "ProgramModel", "Random", "Renamed", "Replacement", "Replay", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step",
     "Trace", "Variant", "Violation", "explore", "parse_schedule", "push", "scheduler_for", "set_thread", "simulate",
     "thread_index",

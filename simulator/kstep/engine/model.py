@@ -42,6 +42,8 @@ class Violation(NamedTuple):
         return f"{'harm' if self.kind == HARM else 'broken assertion'}: {self.invariant}"
 
 
+PLAIN, FULL = "plain", "full"  # what a step is to a memory model: see memory_model.py
+
 OUTSIDE = "outside the kernel: "  # how a step that is no kernel code shows its source (trace.schema.json)
 
 
@@ -214,6 +216,10 @@ class Model(abc.ABC):
     invariants: Sequence[Invariant] = ()
     scenario_schema: Any = None  # a scenario_spec.scenario.Table describing the mechanism's scenario files
     locals: Mapping[str, Any] = {}  # local variables whose value ``forget`` may reset where it is dead, with that value
+    memory_fields: tuple = ()  # the state fields that are shared memory (memory_model.py); none: no tso model
+    private_parts: tuple = ()  # "field.part": parts of a memory field's elements that are no memory (change at once)
+    cpu_field: Optional[str] = None  # the field of a thread's record naming the CPU whose store buffer it uses
+    memory_model: Optional[dict] = None  # a memory model's wrapper: what a trace records of it (None: sc)
     progress_labels: frozenset = frozenset()  # the steps that are an actor's progress (liveness): e.g. entering a lock's critical section
 
     def __init__(self, variant: Optional[str] = None):
@@ -263,6 +269,15 @@ class Model(abc.ABC):
     def describe(self, state: State) -> Any:
         """The state as plain JSON data (used by traces)."""
         return to_jsonable(state)
+
+    def refuses_memory_model(self, name: str) -> str:
+        """Why this variant cannot run under memory model ``name`` (its code is another
+        architecture's), in a few words; empty when it can."""
+        return ""
+
+    def ordering(self, state: State, action: Action) -> str:
+        """PLAIN or FULL: whether ``action`` is an atomic RMW or full fence to a memory model."""
+        return PLAIN
 
     def cost(self, state: State, action: Action) -> int:
         """Rounds the step keeps its actor busy under round-robin (0: CPU-local, takes no turn)."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
-from .model import Action, Footprint, Model, Source, State, Variant
+from .model import PLAIN, Action, Footprint, Model, Source, State, Variant
 
 
 class Frame(NamedTuple):
@@ -66,6 +66,7 @@ class Step(NamedTuple):
     idle: bool = False
     footprint: Optional[Callable[..., tuple]] = None
     live: tuple = ()
+    order: Any = PLAIN
 
 
 class Replacement(NamedTuple):
@@ -106,14 +107,14 @@ class Program:
 
     def step(self, label: str, location: str | Source, what: str, *, daemon: bool = False, cost: Any = 1,
              optional: bool = False, idle: bool = False, footprint: Optional[Callable[..., tuple]] = None,
-             live: tuple = ()):
+             live: tuple = (), order: Any = PLAIN):
         """Register an atomic step; ``what`` says in one line what the code does there.
 
         ``location`` is the kernel's ``"path:function"``, or a ``Source.outside(...)`` for a step
         that is no kernel code.  ``optional``: every thread may take it besides its next frame (see
         the module docstring); ``idle`` (daemons): its run and guard also receive the bitmask of
         idle threads; ``footprint``: what it reads and writes; ``live``: the thread's locals still to be
-        read (see ``Step``).
+        read (see ``Step``); ``order``: PLAIN or FULL (see ``Step``).
         """
         if optional and daemon or idle and not daemon:
             raise ValueError(f"step {label!r}: optional steps belong to threads, idle masks to daemons")
@@ -122,7 +123,7 @@ class Program:
             self._fresh(label)
             source = location if isinstance(location, Source) else Source.parse(location)
             self.steps[label] = Step(label, source, what, run, None, daemon, cost, optional, idle, footprint,
-                                      tuple(live))
+                                      tuple(live), order)
             return run
 
         return register
@@ -336,6 +337,14 @@ class ProgramModel(Model):
         reads, writes = st.footprint(state, i) if st.optional else st.footprint(state, i, state.threads[i].frames[0][1])
         own = ("threads", i)
         return Footprint(frozenset(reads) | {own}, frozenset(writes) | {own}, own)
+
+    def ordering(self, state: State, action: Action) -> str:
+        st = self._steps[action.label]
+        order = st.order
+        if callable(order):
+            i = thread_index(state, action.actor)
+            return order(state, i) if st.optional else order(state, i, state.threads[i].frames[0][1])
+        return order
 
     def cost(self, state: State, action: Action) -> int:
         c = self._steps[action.label].cost

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 from ..errors import Invalid, UserError, number_text, shorten
 from ..files import STDIN, TRACE_CAP, open_input, text_chunks
 from .liveness import judge
+from .memory_model import StoreBuffered
 from .model import Model
 from .schedule import scheduler_for, simulate
 from .trace import FORMAT, VERSION, Trace
@@ -193,6 +194,12 @@ def rerun(header: dict, model_for: Callable[[str, str], Model], where: str) -> t
         model.scenario_schema.check(header["config"], "config")
     except Invalid as e:
         raise UserError(f"{where}: not a kstep trace: {e}") from None
+    memory = header.get("memory_model")
+    if memory is not None:
+        try:
+            model = StoreBuffered(model, memory["store_buffer"])
+        except ValueError as e:
+            raise UserError(f"{where}: memory model {memory['name']}: {e}") from None
     state = model.initial(header["config"])
     if not same(header["actors"], list(model.actors(state))):
         raise UserError(f"{where}: the actors {header['actors']} are not the config's {list(model.actors(state))}")

@@ -65,6 +65,7 @@ class Trace:
             "variant": self.variant,
             "scenario": self.scenario,
             "config": self.config,
+            **({"memory_model": model.memory_model} if model.memory_model else {}),
             "scheduler": self.schedule,
             "outcome": self.outcome,
             "violation": None if self.violation is None else self.violation._asdict(),

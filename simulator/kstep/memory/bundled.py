@@ -40,6 +40,11 @@ def load(name: str) -> Litmus:
     return parse(path(name).read_text(), name)
 
 
+def verdicts(name: str) -> dict[str, str]:
+    """Per model whose domain it is in: the bundled test's verdict (Never, Sometimes), run now."""
+    return {m: v["result"] for m, v in row(load(name)).items() if v is not None}
+
+
 def state_text(state) -> str:
     """A final state as the litmus format writes it: ``0:r0=0 1:r0=1 x=2``."""
     return " ".join(f"{k}={val}" for k, val in state)

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from ..engine import HARM, Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
+from ..engine import FULL, HARM, Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
 from ..scenario_spec.expect import ExpectError
 from ..scenario_spec.scenario import Int, Key, List, Name, Str, Table, unique_names
 
@@ -200,7 +200,8 @@ def add_rcu(program: Program, invoke: Callable) -> None:
     # instructions: charged no round, so that rounds keep measuring who waits for the modelled locks.
     @program.step("rcu_report_qs_rdp", "kernel/rcu/tree.c:rcu_report_qs_rdp",
                   "this CPU passed a quiescent state outside any read-side section (rcu_qs) and its "
-                  "rcu_core reports it: clear its bit in the rcu_node's qsmask", optional=True, cost=0)
+                  "rcu_core reports it: clear its bit in the rcu_node's qsmask", optional=True, cost=0,
+                  order=FULL)  # under the rcu_node's raw spinlock, with smp_mb__after_unlock_lock()
     def rcu_report_qs_rdp(s, i):
         r = s.rcu
         return s._replace(rcu=r._replace(qsmask=r.qsmask & ~(1 << i)))
@@ -433,13 +434,14 @@ def rcu_assign_pointer(s, i, arg):
 
 
 @program.step("call_rcu", "kernel/rcu/tree.c:call_rcu",
-              "queue kfree(old) to run after the next full grace period")
+              "queue kfree(old) to run after the next full grace period",
+              order=FULL)  # the callback's grace period is chosen under the rcu_node lock (rcu_accelerate_cbs)
 def call_rcu_step(s, i, arg):
     return call_rcu(s, "kfree", s.threads[i].obj)
 
 
 @program.step("synchronize_rcu", "kernel/rcu/tree.c:synchronize_rcu",
-              "queue a wake-me callback (wait_rcu_gp) and sleep until it runs")
+              "queue a wake-me callback (wait_rcu_gp) and sleep until it runs", order=FULL)
 def synchronize_rcu(s, i, arg):
     s = set_thread(s, i, s.threads[i]._replace(woken=False))
     return call_rcu(s, "wakeme_after_rcu", i)

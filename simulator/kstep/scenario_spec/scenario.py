@@ -233,6 +233,8 @@ def _common_rules(table: dict, path: str) -> None:
                                               f"(steps = {table['steps']})")
 
 
+STORE_BUFFER = 2  # store buffer entries per CPU under tso when a scenario names none (x86 has tens; 2 keeps two
+# stores in flight, which every reordering of one store past a later load or store needs)
 COMMON = {
     "description": Key(Str(doc="what happens in this scenario")),
     "look_for": Key(Str(doc="what a student should watch for")),
@@ -250,6 +252,9 @@ COMMON = {
     "steps": Key(Int(0, 100_000, "the length of the scenario's own run, for one whose runs never end "
                                  "(repeat = \"forever\"): explore --liveness judges it, the verdict table "
                                  "records its liveness; 0: the run goes until it ends"), 0),
+    "store_buffer": Key(Int(1, 8, "explore --memory-model tso: the most stores one CPU's store buffer holds "
+                                  "at once (a bound: runs with more waiting are left out; every verdict says it)"),
+                        STORE_BUFFER),
     "cycle_start": Key(Int(-1, 100_000, "a lasso: the own run's steps after this many repeat forever (the "
                                         "run comes back to the state after them; judged like explore "
                                         "--liveness's lassos); -1: none"), -1),
@@ -273,6 +278,7 @@ class Scenario:
     questions: tuple = ()  # questions.Question: asked about a run, answered from it
     steps: int = 0  # the own run's length when runs never end (repeat = "forever"); 0: until it ends
     cycle_start: int = -1  # the own run is a lasso whose steps after this many repeat forever; -1: none
+    store_buffer: int = STORE_BUFFER  # entries per CPU store buffer under --memory-model tso
 
     @property
     def forever(self) -> bool:
@@ -343,7 +349,7 @@ def parse(mechanism: str, schema: Table, name: str, text: str, where: str, overr
     return Scenario(mechanism, name, common["description"], common["look_for"], common["schedule"],
                     common["variant"], to_config(checked), tuple(e["parsed"] for e in common["expect"]),
                     common["explorable"], tuple(q["parsed"] for q in common["questions"]), common["steps"],
-                    common["cycle_start"])
+                    common["cycle_start"], common["store_buffer"])
 
 
 def read_toml(text: str, where: str, syntax: str = "") -> dict:

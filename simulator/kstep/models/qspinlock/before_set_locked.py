@@ -12,7 +12,7 @@ it succeeds, clearing the tail only when it is its own and alone.
 
 from __future__ import annotations
 
-from ...engine import Frame, Program, Replacement, push
+from ...engine import FULL, Frame, Program, Replacement, push
 from .footprints import fp_word
 from .qspinlock import encode_tail, slowpath, trylock_or_pending
 from .qspinlock_types import LAYOUTS, _Q_LOCKED_VAL, _Q_PENDING_VAL
@@ -41,7 +41,7 @@ def pending_handed_over(s, i, arg):
                 "before patch 07/11, one try of the trylock-or-pending loop: atomic_cmpxchg(val -> new), "
                 "0,0,0 -> 0,0,1 takes the lock, 0,0,1 -> 0,1,1 sets pending; a changed word is read again",
                 footprint=fp_word,
-                live=("val",))
+                live=("val",), order=FULL)
 def trylock_pending_cmpxchg(s, i, arg):
     t = s.threads[i]
     w = s.words[t.lock]

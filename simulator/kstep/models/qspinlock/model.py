@@ -103,6 +103,10 @@ class QspinlockModel(Footprints, CpuSymmetry, ProgramModel):
     # The slow path's `val` is read again only by the cmpxchg that compares the word with it (the
     # steps that declare it live); everywhere else the next read of the word overwrites it first.
     locals = {"val": 0}
+    # Shared memory for a memory model (engine/memory_model.py): the lock words and the MCS nodes.  A
+    # CPU's qnodes[0].mcs.count is touched by that CPU alone, which always sees its own stores.
+    memory_fields = ("words", "nodes")
+    cpu_field = "cpu"
 
     def __init__(self, variant=None):
         chosen = self.variants[variant or self.default_variant]
@@ -113,6 +117,12 @@ class QspinlockModel(Footprints, CpuSymmetry, ProgramModel):
         self._footprints = {}  # (label, footprint function, context index, its record, nesting, nodes) -> footprint
         self._renamings = {}  # (perm, the run's layout of contexts) -> its _Renaming
         super().__init__(variant)
+
+    def refuses_memory_model(self, name):
+        if name == "tso" and self.layout == POWERPC:
+            return ("arch/powerpc/lib/qspinlock.c runs on POWER, whose memory model is no tso "
+                    "(kstep litmus --model power)")
+        return ""
 
     def unstarted(self, config):
         return initial_state(config, self.layout)

@@ -11,7 +11,7 @@ before_set_locked.py, x86.py and broken.py, whose programs model.py adds to this
 
 from __future__ import annotations
 
-from ...engine import Frame, Program, push
+from ...engine import FULL, PLAIN, Frame, Program, push
 from .caller import CALLER, CRITICAL_SECTION, critical_section, lock_list
 from .footprints import (fp_claim, fp_count, fp_enqueue, fp_got_lock, fp_handoff, fp_init_node, fp_link_prev,
                          fp_mcs_spin, fp_read_word, fp_wait_next, fp_word, fp_word_arg)
@@ -31,6 +31,17 @@ def decode_tail(lay: QLayout, tail: int) -> tuple[int, int]:
     return (tail >> lay.TAIL_CPU_OFFSET) - 1, (tail & lay.TAIL_IDX_MASK) >> lay.TAIL_IDX_OFFSET
 
 
+def pending_store_order(s, i, arg):
+    """x86-TSO order of clear_pending and clear_pending_set_locked: with a pending byte they are plain
+    stores (WRITE_ONCE of a byte, of the 16-bit locked_pending), with one pending bit atomics."""
+    return PLAIN if s.pending_bits == 8 else FULL
+
+
+def trylock_order(s, i, how):
+    """queued_spin_trylock(): atomic_read() first; only a word read as 0 leads to the locked cmpxchg."""
+    return FULL if s.words[s.threads[i].lock] == 0 else PLAIN
+
+
 qspinlock = Program()
 qspinlock.call("lock_list")(lock_list)
 
@@ -43,7 +54,7 @@ def lock_section(s, i, lock):
 
 @qspinlock.step("queued_spin_lock", "include/asm-generic/qspinlock.h:queued_spin_lock",
                 "fast path: try_cmpxchg_acquire(val 0 -> _Q_LOCKED_VAL); on failure enter the slow "
-                "path with the val it saw", footprint=fp_word_arg)
+                "path with the val it saw", footprint=fp_word_arg, order=FULL)
 def queued_spin_lock(s, i, lock):
     w = s.words[lock]
     if w == 0:
@@ -78,7 +89,7 @@ def wait_pending_handover(s, i, arg):
 
 @qspinlock.step("queued_fetch_set_pending_acquire", "kernel/locking/qspinlock.c:queued_fetch_set_pending_acquire",
                 "atomic_fetch_or_acquire(_Q_PENDING_VAL): set pending, returning the old word "
-                "(0,0,* -> 0,1,*)", footprint=fp_word)
+                "(0,0,* -> 0,1,*)", footprint=fp_word, order=FULL)
 def queued_fetch_set_pending_acquire(s, i, arg):
     t = s.threads[i]
     lay = LAYOUTS[s.pending_bits]
@@ -94,7 +105,8 @@ def queued_fetch_set_pending_acquire(s, i, arg):
 
 
 @qspinlock.step("clear_pending", "kernel/locking/qspinlock.c:clear_pending",
-                "undo the pending bit we set after seeing contention (*,1,* -> *,0,*), then queue", footprint=fp_word)
+                "undo the pending bit we set after seeing contention (*,1,* -> *,0,*), then queue", footprint=fp_word,
+                order=pending_store_order)
 def clear_pending(s, i, arg):
     lock = s.threads[i].lock
     w = s.words[lock]
@@ -119,7 +131,7 @@ def locked_clear(s, i, arg):
 
 @qspinlock.step("clear_pending_set_locked", "kernel/locking/qspinlock.c:clear_pending_set_locked",
                 "take the lock from pending: *,1,0 -> *,0,1 (no stealing may happen while pending is held)",
-                footprint=fp_word)
+                footprint=fp_word, order=pending_store_order)
 def clear_pending_set_locked(s, i, arg):
     lock = s.threads[i].lock
     w = s.words[lock]
@@ -159,7 +171,7 @@ def mcs_node_init(s, i, arg):
 
 @qspinlock.step("queued_spin_trylock", "include/asm-generic/qspinlock.h:queued_spin_trylock",
                 "one more try after touching the cold node: if the word is 0, cmpxchg it to _Q_LOCKED_VAL",
-                footprint=fp_word)
+                footprint=fp_word, order=trylock_order)
 def queued_spin_trylock(s, i, how):
     t = s.threads[i]
     if s.words[t.lock] == 0:
@@ -175,7 +187,7 @@ def trylock_may_run(s, i, how):
 
 @qspinlock.step("xchg_tail", "kernel/locking/qspinlock.c:xchg_tail",
                 "publish our tail, returning the old one (p,*,* -> n,*,*); a predecessor's tail means wait "
-                "behind it", footprint=fp_enqueue)
+                "behind it", footprint=fp_enqueue, order=FULL)
 def xchg_tail(s, i, arg):
     t = s.threads[i]
     lay = LAYOUTS[s.pending_bits]
@@ -243,7 +255,7 @@ def owner_and_pending_gone(s, i, arg):
 
 @qspinlock.step("claim_cmpxchg", "kernel/locking/qspinlock.c:queued_spin_lock_slowpath",
                 "the tail is ours: try_cmpxchg_relaxed(val -> _Q_LOCKED_VAL) clears it (n,0,0 -> 0,0,1); "
-                "on failure set_locked, no retry", footprint=fp_claim, live=("val",))
+                "on failure set_locked, no retry", footprint=fp_claim, live=("val",), order=FULL)
 def claim_cmpxchg(s, i, arg):
     t = s.threads[i]
     w = s.words[t.lock]

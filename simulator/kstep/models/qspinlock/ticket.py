@@ -5,7 +5,7 @@ one word until the owner half serves it.
 
 from __future__ import annotations
 
-from ...engine import Frame, Program, push
+from ...engine import FULL, Frame, Program, push
 from .caller import CALLER, CRITICAL_SECTION, critical_section, lock_list
 from .footprints import fp_draw_ticket, fp_got_lock, fp_read_word, fp_word
 from .qspinlock_types import U16
@@ -23,7 +23,7 @@ def ticket_lock_section(s, i, lock):
 
 @ticket.step("arch_spin_lock", "include/asm-generic/spinlock.h:arch_spin_lock",
              "atomic_fetch_add(1 << 16): draw the next ticket; the lock is ours if it is already served",
-             footprint=fp_draw_ticket)
+             footprint=fp_draw_ticket, order=FULL)
 def arch_spin_lock(s, i, lock):
     val = s.words[lock]
     my = val >> TICKET_SHIFT

@@ -68,6 +68,15 @@ VARIANTS = {
         "xchg16-one-bit-pending", "xchg_tail uses the 16-bit exchange of the tail half even with "
         "_Q_PENDING_BITS 1, where the tail starts at bit 9 (why qspinlock.c has two xchg_tail())",
         xchg_tail=xchg_tail_16bit_always),
+    "no-wmb-before-xchg-tail": Variant.bug(
+        "no-wmb-before-xchg-tail", "6.12 without the smp_wmb() before xchg_tail() that April 2018's \"locking/"
+        "qspinlock: Elide back-to-back RELEASE operations with smp_wmb()\" added: nothing orders the node's "
+        "initialisation before the tail's publication but the architecture; x86 keeps stores in order and "
+        "its xchg is a locked instruction, so the bug shows on arm64 and POWER only",
+        params={"program": QSPINLOCK, "litmus": "qspinlock-init-before-tail-no-wmb"},
+        xchg_tail=Replacement(what=(
+            "publish our tail with no smp_wmb() before it: xchg_relaxed() alone orders the node's "
+            "initialisation (x86: a locked xchg, a full barrier; arm64, POWER: nothing)"))),
     "mcs-spin-skipped": _broken(
         "mcs-spin-skipped", "an arch_mcs_spin_lock_contended() that returns at once: a queued waiter goes "
         "to the lock word without waiting for its predecessor's hand-off", mcs_spin=(None, lambda s, i, arg: True)),

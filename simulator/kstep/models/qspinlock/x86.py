@@ -11,7 +11,7 @@ no pending bit, no queue, and whoever's cmpxchg lands first wins.
 
 from __future__ import annotations
 
-from ...engine import Frame, Program, push
+from ...engine import FULL, Frame, Program, push
 from .footprints import fp_read_word, fp_word
 from .qspinlock_types import _Q_LOCKED_VAL
 from .state import set_ctx, set_word
@@ -38,7 +38,7 @@ def lock_word_free(s, i, arg):
 
 @program.step("virt_spin_lock_cmpxchg", "arch/x86/include/asm/qspinlock.h:virt_spin_lock",
                 "atomic_try_cmpxchg(&lock->val, &val, _Q_LOCKED_VAL): take the lock if the word is still 0, "
-                "else cpu_relax() and goto __retry", footprint=fp_word)
+                "else cpu_relax() and goto __retry", footprint=fp_word, order=FULL)
 def virt_spin_lock_cmpxchg(s, i, arg):
     lock = s.threads[i].lock
     if s.words[lock] == 0:

@@ -4,7 +4,7 @@ through call_rcu, __vm_area_free and its RCU callback), and fork's dup_mmap.
 
 from __future__ import annotations
 
-from ...engine import Frame, Program
+from ...engine import FULL, Frame, Program
 from ..rcu import call_rcu
 from . import rwsem
 from .state import FREED, LIVE, NO_ANON_VMA, RCU_PENDING, VM_LOCK_SEQ_INIT, Vma, set_vma
@@ -13,7 +13,8 @@ program = Program()  # this file's steps and calls; model.py joins the files' pr
 
 
 @program.step("vm_area_free", "kernel/fork.c:vm_area_free",
-              "call_rcu(vm_area_free_rcu_cb): the VMA is freed after a grace period")
+              "call_rcu(vm_area_free_rcu_cb): the VMA is freed after a grace period",
+              order=FULL)  # the callback's grace period is chosen under the rcu_node lock (rcu_accelerate_cbs)
 def vm_area_free(s, i, v):
     return call_rcu(set_vma(s, v, status=RCU_PENDING), "vm_area_free_rcu_cb", v)
 

@@ -6,7 +6,7 @@ get_mmap_lock_carefully, and fork's copy_page_range.
 
 from __future__ import annotations
 
-from ...engine import Frame, Program, push
+from ...engine import FULL, Frame, Program, push
 from . import rwsem
 from .rwsem import NOBODY
 from .mmap_lock import down_read
@@ -91,7 +91,7 @@ def vmf_anon_prepare(s, i, mode):
 
 @program.step("__vmf_anon_prepare", "mm/memory.c:__vmf_anon_prepare",
               "no anon_vma: under a VMA lock only mmap_read_trylock is allowed, and if it fails return "
-              "VM_FAULT_RETRY (vmf_anon_prepare then drops the VMA lock)")
+              "VM_FAULT_RETRY (vmf_anon_prepare then drops the VMA lock)", order=FULL)
 def vmf_anon_prepare_trylock(s, i, mode):
     t = s.threads[i]
     if anon_vma_present(s, i, mode):  # another fault attached one meanwhile
@@ -107,7 +107,7 @@ def vmf_anon_prepare_trylock(s, i, mode):
 
 @program.step("do_anonymous_page", "mm/memory.c:do_anonymous_page",
               "the VMA has its anon_vma now: allocate a zeroed page and map it (the fault's own work)",
-              cost=lambda s, i, mode: s.threads[i].work)
+              cost=lambda s, i, mode: s.threads[i].work, order=FULL)
 def do_anonymous_page(s, i, mode):
     return fault_handled(s, i, mode)
 
@@ -118,7 +118,7 @@ def lock_mm_and_find_vma(s, i, addr):
 
 
 @program.step("get_mmap_lock_carefully", "mm/memory.c:get_mmap_lock_carefully",
-              "mmap_read_trylock, else sleep in mmap_read_lock_killable behind the holder and waiters")
+              "mmap_read_trylock, else sleep in mmap_read_lock_killable behind the holder and waiters", order=FULL)
 def get_mmap_lock_carefully(s, i, arg):
     return down_read(s, i, MM)
 

@@ -6,7 +6,7 @@ CONFIG_PER_VMA_LOCK=n.
 
 from __future__ import annotations
 
-from ...engine import Frame, Program, push
+from ...engine import FULL, Frame, Program, push
 from . import rwsem
 from .mmap_lock import up_read
 from .state import outside, set_mm, set_vma
@@ -24,7 +24,7 @@ def vma_start_read(s, i, arg):
 
 
 @program.step("down_read_trylock", "kernel/locking/rwsem.c:down_read_trylock",
-              "try to read-lock the VMA's rwsem; fails at once if a writer holds it or anyone waits")
+              "try to read-lock the VMA's rwsem; fails at once if a writer holds it or anyone waits", order=FULL)
 def down_read_trylock(s, i, arg):
     v = s.threads[i].vma
     sem = s.vmas[v].lock
@@ -51,7 +51,7 @@ def vma_end_read(s, i, v):
 
 @program.step("up_read", "kernel/locking/rwsem.c:up_read",
               "drop the VMA's read lock; a writer may take it now; if it was the last holder and waiters are "
-              "queued, rwsem_wake follows")
+              "queued, rwsem_wake follows", order=FULL)
 def vma_up_read(s, i, v):
     return up_read(s, i, v)
 

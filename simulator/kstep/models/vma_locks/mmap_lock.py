@@ -7,7 +7,7 @@ mmap_lock or to a VMA's lock.
 
 from __future__ import annotations
 
-from ...engine import Frame, Program, push
+from ...engine import FULL, Frame, Program, push
 from . import rwsem
 from .state import MM, lock_of, set_local, set_lock, set_mm
 
@@ -24,28 +24,29 @@ def write_attempt(s, i, lock, sem, then):
 
 
 @program.step("down_write", "kernel/locking/rwsem.c:down_write",
-              "rwsem_write_trylock: take the rwsem if its count is zero (no holder, no waiter), else the slowpath")
+              "rwsem_write_trylock: take the rwsem if its count is zero (no holder, no waiter), else the slowpath",
+              order=FULL)
 def down_write(s, i, lock):
     return write_attempt(s, i, lock, rwsem.write_trylock(lock_of(s, lock), i), "rwsem_optimistic_spin")
 
 
 @program.step("rwsem_optimistic_spin", "kernel/locking/rwsem.c:rwsem_optimistic_spin",
               "spin while the owner runs: take the rwsem once it is free with HANDOFF clear, even ahead of "
-              "queued waiters (rwsem_try_write_lock_unqueued); else stop spinning and queue")
+              "queued waiters (rwsem_try_write_lock_unqueued); else stop spinning and queue", order=FULL)
 def rwsem_optimistic_spin(s, i, lock):
     return write_attempt(s, i, lock, rwsem.optimistic_spin(lock_of(s, lock), i), "rwsem_down_write_slowpath")
 
 
 @program.step("rwsem_down_write_slowpath", "kernel/locking/rwsem.c:rwsem_down_write_slowpath",
               "join the wait list (RWSEM_FLAG_WAITERS), wake queued readers if not first in line, then "
-              "rwsem_try_write_lock: take the rwsem if it is free by now, else sleep")
+              "rwsem_try_write_lock: take the rwsem if it is free by now, else sleep", order=FULL)
 def rwsem_down_write_slowpath(s, i, lock):
     return write_attempt(s, i, lock, rwsem.queue_writer(lock_of(s, lock), i), "rwsem_try_write_lock")
 
 
 @program.step("rwsem_try_write_lock", "kernel/locking/rwsem.c:rwsem_try_write_lock",
               "woken, retry: take the free rwsem unless HANDOFF reserves it for another waiter; if it is "
-              "held, fail, and once waited past RWSEM_WAIT_TIMEOUT set RWSEM_FLAG_HANDOFF")
+              "held, fail, and once waited past RWSEM_WAIT_TIMEOUT set RWSEM_FLAG_HANDOFF", order=FULL)
 def rwsem_try_write_lock(s, i, lock, handoff_stops_first=False):
     tries = s.threads[i].tries
     sem = rwsem.write_retry(lock_of(s, lock), i, rwsem.timed_out(tries, s.handoff_after), handoff_stops_first)
@@ -65,7 +66,7 @@ def write_retry_enabled(s, i, lock):
 
 @program.step("up_write", "kernel/locking/rwsem.c:up_write",
               "release the rwsem held for write; with waiters queued, rwsem_wake grants it to the readers "
-              "first in line or wakes the writer there")
+              "first in line or wakes the writer there", order=FULL)
 def up_write(s, i, lock):
     return set_lock(s, lock, rwsem.up_write(lock_of(s, lock)))
 
@@ -81,7 +82,7 @@ def down_read(s, i, lock):
 
 
 @program.step("rwsem_down_read_slowpath", "kernel/locking/rwsem.c:rwsem_down_read_slowpath",
-              "queued reader: wake up once a waker's rwsem_mark_wake has granted it the read lock")
+              "queued reader: wake up once a waker's rwsem_mark_wake has granted it the read lock", order=FULL)
 def rwsem_down_read_slowpath(s, i, lock):
     return s
 
@@ -101,7 +102,7 @@ def up_read(s, i, lock):
 
 @program.step("rwsem_wake", "kernel/locking/rwsem.c:rwsem_wake",
               "take sem->wait_lock and rwsem_mark_wake: grant the lock to the queued readers if one is first "
-              "in line, or wake the writer there; this still touches the rwsem's memory")
+              "in line, or wake the writer there; this still touches the rwsem's memory", order=FULL)
 def rwsem_wake(s, i, lock):
     return set_lock(s, lock, rwsem.rwsem_wake(lock_of(s, lock)))
 
@@ -140,12 +141,12 @@ def mmap_write_downgrade(s, i, arg):
 
 @program.step("downgrade_write", "kernel/locking/rwsem.c:downgrade_write",
               "turn the write hold into a read hold; rwsem_downgrade_wake grants the lock to the queued "
-              "readers if one is first in line")
+              "readers if one is first in line", order=FULL)
 def downgrade_write(s, i, lock):
     return set_lock(s, lock, rwsem.downgrade(lock_of(s, lock), i))
 
 
 @program.step("mmap_read_unlock", "include/linux/mmap_lock.h:mmap_read_unlock",
-              "up_read(mmap_lock); if it was the last holder and waiters are queued, rwsem_wake follows")
+              "up_read(mmap_lock); if it was the last holder and waiters are queued, rwsem_wake follows", order=FULL)
 def mmap_read_unlock(s, i, arg):
     return up_read(s, i, MM)

@@ -89,6 +89,11 @@ class VmaLocksModel(ProgramModel):
     scenario_schema = SCHEMA
     # Progress (liveness): a fault handles its page; a writer releases a rwsem it held for write.
     progress_labels = frozenset({"handle_mm_fault", "up_write"})
+    # Shared memory for a memory model (engine/memory_model.py): the mm (mmap_lock, mm_lock_seq, the
+    # tree) and the VMAs.  RCU's state and the counters change at once; a CPU reports a quiescent state
+    # only with its store buffer drained (rcu_report_qs_rdp is a full barrier).
+    memory_fields = ("mm", "vmas")
+    private_parts = ("vmas.status",)  # whether the slab object is live, queued for RCU or freed: no field of it
 
     def unstarted(self, config):
         init = self.variant.params.get("vm_lock_seq_init", VM_LOCK_SEQ_INIT)

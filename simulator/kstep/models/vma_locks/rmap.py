@@ -4,7 +4,7 @@ and reusable_anon_vma that a first fault of a VMA goes through.
 
 from __future__ import annotations
 
-from ...engine import Program
+from ...engine import FULL, Program
 
 from .state import NO_ANON_VMA, set_vma, vma_next, vma_prev
 
@@ -13,7 +13,7 @@ program = Program()  # this file's steps and calls; model.py joins the files' pr
 
 @program.step("__anon_vma_prepare", "mm/rmap.c:__anon_vma_prepare",
               "attach an anon_vma, a neighbour's if find_mergeable_anon_vma finds one (the one VMA change "
-              "allowed under a read lock: NULL to non-NULL)")
+              "allowed under a read lock: NULL to non-NULL)", order=FULL)
 def anon_vma_prepare(s, i, arg):
     v = s.threads[i].vma
     if s.vmas[v].anon_vma != NO_ANON_VMA:  # checked again under mm->page_table_lock

@@ -75,5 +75,12 @@ VARIANTS = {
         "instead of the others (kernel/locking/rwsem.c:620, `waiter != first` made `waiter == first`): the "
         "writer that set HANDOFF can never take the free lock and retries without sleeping, while HANDOFF "
         "keeps every other locker queued", rwsem_try_write_lock=try_write_lock_handoff_stops_first),
+    "relaxed-mm-lock-seq": Variant.bug(
+        "relaxed-mm-lock-seq", "the write epoch ends with a plain mm_lock_seq++, no barrier before it, as "
+        "before 2023's \"mm: fix memory ordering for mm_lock_seq and vm_lock_seq\": a fault may see the "
+        "epoch over and the VMA as it was; x86 keeps stores in order, so arm64 and POWER show it",
+        params={"litmus": "vma-mm-lock-seq-no-wmb"},
+        vma_end_write_all=Replacement(what=(
+            "mm_lock_seq++ with no smp_wmb() or release before it (x86: stores stay in order anyway)"))),
     **rcu_broken(free_vma_rcu_cb),
 }

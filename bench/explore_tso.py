@@ -1,0 +1,78 @@
+"""`kstep explore --memory-model tso` against sc on the whole mechanism models, in the same run.
+
+For qspinlock two-waiters and vma-locks recheck-race (their kernel variants, each scenario's own
+store_buffer bound), one search per memory model, each in a fresh child process: the verdict,
+states stored, transitions, CPU seconds to the verdict and peak resident memory.  sc runs with
+every reduction explore uses by default; tso has no symmetry or partial-order reduction (the store
+buffers would need both taught to them: engine/memory_model.py), so the row "sc, no symmetry/por"
+says how much of the difference is the reductions and how much the buffers.
+
+Run alone with ``python bench/explore_tso.py`` (writes bench/results/explore_tso.json), or through
+bench/run.py, which calls run(out_dir, say).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = (("qspinlock", "two-waiters"), ("vma-locks", "recheck-race"))
+ROWS = (("sc", "sc", True), ("sc, no symmetry/por", "sc", False), ("tso", "tso", True))
+
+CHILD = """
+import json, resource, sys, time
+sys.path.insert(0, {simulator!r})
+from kstep.engine import explore
+from kstep.engine.memory_model import memory_model
+from kstep.models import make_model
+from kstep.scenario_spec import scenario
+m = make_model({mech!r})
+sc = scenario.load(m.name, m.scenario_schema, {name!r})
+w = memory_model({memory!r}, m, sc.store_buffer)
+start = time.process_time()
+r = explore(w, w.initial(sc.config), symmetry={reduce!r}, por={reduce!r})
+print(json.dumps({{"verdict": r.verdict, "states": r.states, "transitions": r.transitions,
+                  "cpu_seconds": round(time.process_time() - start, 3), "store_buffer": sc.store_buffer,
+                  "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}}))
+"""
+
+
+def search(mech: str, name: str, memory: str, reduce: bool) -> dict:
+    code = CHILD.format(simulator=str(ROOT / "simulator"), mech=mech, name=name, memory=memory, reduce=reduce)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def run(out_dir, say=print) -> dict:
+    rows: dict = {}
+    for mech, name in RUNS:
+        key = f"{mech} {name}"
+        rows[key] = {}
+        for label, memory, reduce in ROWS:
+            say(f"explore_tso bench: {key} {label} ...")
+            rows[key][label] = row = {**search(mech, name, memory, reduce),
+                                      "load_average_1min": round(os.getloadavg()[0], 2)}
+            say(f"explore_tso bench: {key} {label}: {row}")
+        rows[key]["tso / sc states"] = round(rows[key]["tso"]["states"] / rows[key]["sc"]["states"], 1)
+    result = {
+        "machine": {"host": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "measured": "per search in a child process: verdict, states stored, transitions, CPU seconds, peak "
+                    "resident MiB; the kernel variant; store buffers as deep as the scenario's store_buffer",
+        "rows": rows,
+    }
+    (Path(out_dir) / "explore_tso.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    results = ROOT / "bench" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    run(results, say=lambda m: print(m, flush=True))
+    print(f"explore_tso bench: wrote {results / 'explore_tso.json'}")

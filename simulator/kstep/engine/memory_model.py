@@ -1,0 +1,387 @@
+"""Memory models as Model transformers: the scheduler interface between a mechanism and the hardware.
+
+``memory_model(name, model, depth)`` returns a Model with the same contract as ``model`` (so the
+schedulers, ``explore``, traces and the player take it unchanged): ``sc`` is the model itself,
+``tso`` is ``StoreBuffered``, x86-TSO's per-CPU FIFO store buffers laid over the model's steps (the
+names follow ``kstep.memory.stepping.TsoMachine``, the litmus-level machine).  A timed cost model
+(a cache-line directory over the same footprints) is meant to be one more such wrapper.
+
+What a model declares for this (the whole interface):
+
+- ``Model.memory_fields``: the state fields that are shared memory.  A tuple field holds one
+  location per element, a NamedTuple field (the mm) one per field; an element that is a
+  NamedTuple (an MCS node, a VMA) holds one per field; an int element (a lock word) is
+  byte-addressed, so a byte store to ``lock->locked`` buffers that byte alone and never
+  overwrites the tail when it drains.  Every other field (the contexts' records and locals,
+  per-CPU data only its own CPU touches, ghost fields) changes at once.
+- ``Model.private_parts``: "field.part" names of parts of those elements that are no shared
+  memory, only the model's bookkeeping (a VMA's allocation status): they change at once.
+- ``Model.cpu_field``: the field of a thread's record naming the CPU whose store buffer it
+  uses (a CPU's task and the interrupts nesting on it share one); None: one buffer per thread.
+- ``ProgramModel.ordering(state, action)``: ``PLAIN`` (loads, plain and ONCE stores, and on x86
+  every acquire load, release store, ``smp_rmb``/``smp_wmb``: compiler barriers only) or
+  ``FULL`` (an atomic RMW, a locked instruction, ``smp_mb``): each step's ``order=`` beside its
+  kernel line.
+
+A plain step of a thread runs on its CPU's *view* (memory with the CPU's own buffer applied,
+oldest entry first: store forwarding); the memory locations it changes become buffer entries
+``(field, element, part, mask, value)`` (part -1: the whole element; mask -1: the whole value),
+oldest first.  Elements a step appends to a tuple field (a VMA just allocated, that nobody else
+can reach until it is published) go to memory at once; the stores that fill them in are buffered.
+Only changed bytes are stored, so a store of the value the view already holds is
+no store at all (it can only hide an overwrite, never invent one).  A full step is enabled only
+on an empty buffer and writes memory directly, as ``lock``-prefixed instructions and ``mfence``
+do.  The action ``drain_store_buffer`` of actor ``SB<cpu>`` writes the oldest entry of that CPU's
+buffer to memory.  A buffer holds at most ``depth`` entries: a step that would overfill it first
+drains its oldest entries (a behaviour TSO allows: the drains could have come first), so the bound
+only leaves out runs in which more stores wait at once; every verdict reports it.  Daemon steps
+(the RCU kthread) act on memory directly, as if every one of them ended with ``smp_mb()``.
+
+Invariants: a state invariant is checked on ``drained(state)``, the state after every buffer has
+drained (CPU 0's first): it is reached from ``state`` by drains alone, so every violation
+reported is one a run reaches.  It can miss a violation that only a state with stores still
+buffered shows: a check on memory that holds while the stores wait and breaks once they land is
+seen there anyway (drains are steps), but one that breaks while they wait and heals when they land
+is not.  Checks on the contexts' program counters (two owners of a lock) see the same in both.  A
+transition invariant is checked on the stepping CPU's view before and after its step; drains
+are not kernel steps and fire none.  Ghost fields record what the code did, in program order, at
+the step that did it (not when its stores become visible); the invariants that read them are
+written for that.
+
+Reductions: the wrapper declares footprints (a plain step reads its own buffer and the memory it
+reads, and writes only its buffer; a drain reads and writes its buffer and the location it
+writes), but no future footprints and no symmetry, so ``explore`` runs it without partial-order
+and symmetry reduction: sound, and slower (``bench/explore_tso.py`` measures how much).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any, Mapping, Optional
+
+from .model import FULL, Action, Footprint, Invariant, Model, Source, State
+
+MEMORY_MODELS = ("sc", "tso")
+DRAIN = "drain_store_buffer"  # a label is one schedulable word
+BUFFERS = "store_buffers"
+
+
+def memory_model(name: str, model: Model, depth: int) -> Model:
+    """``model`` run under memory model ``name`` (sc: itself), store buffers at most ``depth`` deep."""
+    if name == "sc":
+        return model
+    if name == "tso":
+        return StoreBuffered(model, depth)
+    raise ValueError(f"memory model {name!r}: one of {', '.join(MEMORY_MODELS)}")
+
+
+_types: dict = {}
+
+
+def _buffered_type(inner: type) -> type:
+    """The inner state's NamedTuple with one more field, the store buffers (views read it unchanged)."""
+    out = _types.get(inner)
+    if out is None:
+        fields = inner._fields + (BUFFERS,)  # type: ignore[attr-defined]
+        out = _types[inner] = namedtuple(inner.__name__, fields)  # type: ignore[misc]
+    return out
+
+
+class StoreBuffered(Model):
+    """x86-TSO over a mechanism model (see the module docstring)."""
+
+    def __init__(self, inner: Model, depth: int):
+        if not inner.memory_fields:
+            raise ValueError(f"{inner.name} declares no shared memory fields: it has no tso model")
+        if depth < 1:
+            raise ValueError("store buffers hold at least one entry")
+        self.inner, self.depth = inner, depth
+        self.memory_model = {"name": "tso", "store_buffer": depth}
+        self.name, self.title, self.variants, self.variant = inner.name, inner.title, inner.variants, inner.variant
+        self.locals, self.progress_labels = inner.locals, inner.progress_labels
+        self.scenario_schema = inner.scenario_schema
+        self.invariants = tuple(self._wrapped(inv) for inv in inner.invariants)
+        self._memory: tuple = ()  # field indices of the inner state that are memory
+        self._sources = dict(inner.sources())
+        self._sources[DRAIN] = Source.outside("the CPU's store buffer writing to the cache")
+
+    # -- the state -----------------------------------------------------------------------------
+    def initial(self, config: Mapping[str, Any]) -> State:
+        s = self.inner.initial(config)
+        self._memory = tuple(s._fields.index(f) for f in self.inner.memory_fields)
+        self._inner_cls = type(s)
+        self._private = set()  # (field index, part index) of the private parts
+        for name in self.inner.private_parts:
+            field, _, part = name.partition(".")
+            k = s._fields.index(field)
+            element = s[k][0] if type(s[k]) is tuple else s[k]
+            self._private.add((k, element._fields.index(part)))
+        return self._with(s, ((),) * self._cpus(s))
+
+    def _cpus(self, s: State) -> int:
+        field = self.inner.cpu_field
+        threads = s[0]
+        return 1 + max((getattr(t, field) for t in threads), default=0) if field else len(threads)
+
+    def cpu(self, s: State, i: int) -> int:
+        field = self.inner.cpu_field
+        return getattr(s[0][i], field) if field else i
+
+    @staticmethod
+    def _with(s: State, buffers: tuple) -> State:
+        return tuple.__new__(_buffered_type(type(s)), tuple(s) + (buffers,))
+
+    def memory(self, s: State) -> State:
+        """The inner state as memory holds it (no buffered store applied)."""
+        return tuple.__new__(self._inner_cls, s[:-1])
+
+    def view(self, s: State, cpu: int) -> State:
+        """What ``cpu`` reads: memory with its own buffer applied, oldest entry first."""
+        return apply(self.memory(s), s[-1][cpu])
+
+    def drained(self, s: State) -> State:
+        """The inner state once every buffer has drained, CPU 0's first."""
+        m = self.memory(s)
+        for buf in s[-1]:
+            m = apply(m, buf)
+        return m
+
+    # -- the contract --------------------------------------------------------------------------
+    def actors(self, state: State) -> tuple[str, ...]:
+        return self.inner.actors(self.memory(state)) + tuple(f"SB{b}" for b in range(len(state[-1])))
+
+    def actions(self, state: State) -> list[Action]:
+        buffers = state[-1]
+        mem = self.memory(state)
+        out: list[Action] = []
+        views: dict = {}
+        names = {t[0]: i for i, t in enumerate(mem[0])}
+        for a in self.inner.actions(mem):
+            i = names.get(a.actor)
+            if i is None:  # a daemon: acts on memory
+                out.append(a)
+                continue
+            b = self.cpu(mem, i)
+            if not buffers[b]:
+                out.append(a)
+        for b, buf in enumerate(buffers):  # a CPU with stores waiting sees its own view
+            if not buf:
+                continue
+            v = views[b] = apply(mem, buf)
+            for a in self.inner.actions(v):
+                i = names.get(a.actor)
+                if i is not None and self.cpu(mem, i) == b and self.inner.ordering(v, a) != FULL:
+                    out.append(a)
+        out.extend(Action(f"SB{b}", DRAIN) for b, buf in enumerate(buffers) if buf)
+        return out
+
+    def step(self, state: State, action: Action) -> State:
+        buffers = state[-1]
+        mem = self.memory(state)
+        if action.label == DRAIN:
+            b = int(action.actor[2:])
+            if not buffers[b]:
+                raise ValueError(f"{action}: CPU {b}'s store buffer is empty")
+            return self._with(apply(mem, buffers[b][:1]), _set(buffers, b, buffers[b][1:]))
+        i = self._thread(mem, action.actor)
+        if i is None:
+            return self._with(self.inner.step(mem, action), buffers)
+        b = self.cpu(mem, i)
+        buf = buffers[b]
+        if self.inner.ordering(apply(mem, buf), action) == FULL:
+            if buf:
+                raise ValueError(f"{action} is a full fence: CPU {b}'s store buffer must drain first")
+            return self._with(self.inner.step(mem, action), buffers)
+        v = apply(mem, buf)
+        t = self.inner.step(v, action)
+        stores = self.stores(v, t)
+        out = list(t)
+        for k in self._memory:  # memory keeps its values; the stores wait in the buffer
+            out[k] = mem[k] if len(t[k]) == len(v[k]) or type(t[k]) is not tuple else mem[k] + t[k][len(v[k]):]
+        m = apply(tuple.__new__(type(t), out), tuple(e for e in stores if (e[0], e[2]) in self._private))
+        stores = tuple(e for e in stores if (e[0], e[2]) not in self._private)
+        buf = buf + stores
+        if len(buf) > self.depth:
+            m, buf = apply(m, buf[:len(buf) - self.depth]), buf[len(buf) - self.depth:]
+        return self._with(m, _set(buffers, b, buf))
+
+    def stores(self, before: State, after: State) -> tuple:
+        """The buffer entries of the memory ``after`` changed from ``before`` (field order, then element)."""
+        out: list[tuple] = []
+        for k in self._memory:
+            x, y = before[k], after[k]
+            if x == y:
+                continue
+            if hasattr(y, "_fields") and type(x) is type(y):  # a struct (mm): one location per field
+                out.extend((k, -1, j, -1, c) for j, (o, c) in enumerate(zip(x, y)) if o != c)
+                continue
+            if type(x) is not tuple or type(y) is not tuple or len(x) > len(y):
+                out.append((k, -1, -1, -1, y))
+                continue
+            for n, (p, q) in enumerate(zip(x, y)):  # what a step appends (a VMA allocated) is no store
+                if p == q:
+                    continue
+                if hasattr(q, "_fields"):
+                    out.extend((k, n, j, -1, c) for j, (o, c) in enumerate(zip(p, q)) if o != c)
+                elif type(p) is int and type(q) is int and p >= 0 and q >= 0:
+                    mask = _byte_mask(p ^ q)
+                    out.append((k, n, -1, mask, q & mask))
+                else:
+                    out.append((k, n, -1, -1, q))
+        return tuple(out)
+
+    def done(self, state: State, actor: str) -> bool:
+        if actor.startswith("SB") and self._thread(self.memory(state), actor) is None and actor[2:].isdigit():
+            return not state[-1][int(actor[2:])]
+        return self.inner.done(self.memory(state), actor)
+
+    def is_daemon(self, actor: str) -> bool:
+        return (actor.startswith("SB") and actor[2:].isdigit()) or self.inner.is_daemon(actor)
+
+    def sources(self) -> Mapping[str, Source]:
+        return self._sources
+
+    def _thread(self, mem: State, actor: str) -> Optional[int]:
+        for i, t in enumerate(mem[0]):
+            if t[0] == actor:
+                return i
+        return None
+
+    def _wrapped(self, inv: Invariant) -> Invariant:
+        inner = inv.check
+        if not inv.transition:
+            return inv._replace(check=lambda s: inner(self.drained(s)), reads=None)
+
+        def on_view(s, a, t):
+            if a.label == DRAIN:
+                return None
+            mem = self.memory(s)
+            i = self._thread(mem, a.actor)
+            if i is None:
+                return inner(mem, a, self.memory(t))
+            b = self.cpu(mem, i)
+            return inner(self.view(s, b), a, self.view(t, b))
+
+        return inv._replace(check=on_view, reads=None)
+
+    # -- what the views and the explorer ask -------------------------------------------------------
+    def footprint(self, state: State, action: Action) -> Optional[Footprint]:
+        mem = self.memory(state)
+        if action.label == DRAIN:
+            b = int(action.actor[2:])
+            field, n = state[-1][b][0][:2]
+            loc = (mem._fields[field],) if n < 0 else (mem._fields[field], n)
+            own = (BUFFERS, b)
+            return Footprint(frozenset({own, loc}), frozenset({own, loc}))
+        i = self._thread(mem, action.actor)
+        if i is None:
+            return self.inner.footprint(mem, action)
+        b = self.cpu(mem, i)
+        v = apply(mem, state[-1][b])
+        fp = self.inner.footprint(v, action)
+        if fp is None:
+            return None
+        own = (BUFFERS, b)
+        if self.inner.ordering(v, action) == FULL:
+            return fp._replace(reads=fp.reads | {own})
+        names = {mem._fields[k] for k in self._memory}
+        kept = frozenset(w for w in fp.writes if w[0] not in names)
+        # an overfilled buffer drains its oldest entries into memory: those locations are written too
+        drained = frozenset((mem._fields[e[0]],) if e[1] < 0 else (mem._fields[e[0]], e[1]) for e in state[-1][b])
+        return Footprint(fp.reads | {own}, kept | {own} | drained, fp.own)
+
+    def cost(self, state: State, action: Action) -> int:
+        return 0 if action.label == DRAIN else self.inner.cost(self._acting_view(state, action), action)
+
+    def forget(self, state: State) -> State:
+        return self._with(self.inner.forget(self.memory(state)), state[-1])
+
+    def describe(self, state: State) -> Any:
+        out = self.inner.describe(self.memory(state))
+        out[BUFFERS] = [[self.entry_text(state, e) for e in buf] for buf in state[-1]]
+        return out
+
+    def entry_text(self, state: State, entry: tuple) -> str:
+        """One buffered store in a few words: ``words[0] &0xff = 0x1``, ``nodes[5].locked = 1``."""
+        field, n, part, mask, value = entry
+        mem = self.memory(state)
+        where = mem._fields[field] + (f"[{n}]" if n >= 0 else "")
+        if part >= 0:
+            where += "." + (mem[field][n] if n >= 0 else mem[field])._fields[part]
+        return f"{where} &{mask:#x} = {value:#x}" if mask >= 0 else f"{where} = {value}"
+
+    def summary(self, state: State) -> dict[str, str]:
+        out = dict(self.inner.summary(self.memory(state)))
+        out["store buffers"] = " | ".join(
+            f"CPU{b}: " + ("; ".join(self.entry_text(state, e) for e in buf) or "-") for b, buf in enumerate(state[-1]))
+        return out
+
+    def _acting_view(self, state: State, action: Action) -> State:
+        mem = self.memory(state)
+        i = self._thread(mem, action.actor)
+        return mem if i is None else apply(mem, state[-1][self.cpu(mem, i)])
+
+    def blocked_on(self, state: State, actor: str) -> str:
+        i = self._thread(self.memory(state), actor)
+        return "" if i is None else self.inner.blocked_on(self._acting_view(state, Action(actor, "")), actor)
+
+    def what(self, label: str) -> str:
+        return ("the oldest store waiting in this CPU's store buffer reaches memory (the cache)" if label == DRAIN
+                else getattr(self.inner, "what", lambda label: "")(label))
+
+    def acts_on(self, state: State, action: Action) -> str:
+        if action.label == DRAIN:
+            return self.entry_text(state, state[-1][int(action.actor[2:])][0])
+        acts_on = getattr(self.inner, "acts_on", None)
+        return acts_on(self._acting_view(state, action), action) if acts_on else ""
+
+    def how_ended(self, state: State, actor: str) -> str:
+        mem = self.memory(state)
+        how_ended = getattr(self.inner, "how_ended", None)
+        return "" if how_ended is None or self._thread(mem, actor) is None else how_ended(mem, actor)
+
+    def is_optional(self, action: Action) -> bool:
+        return action.label != DRAIN and self.inner.is_optional(action)
+
+    def expect_functions(self):
+        return self.inner.expect_functions()
+
+    def answers(self, trace: Any) -> dict[str, Any]:
+        return dict(trace.stats)
+
+
+def apply(state: State, entries: tuple) -> State:
+    """``state`` with the buffered stores ``entries`` written, oldest first."""
+    if not entries:
+        return state
+    out = list(state)
+    for field, n, part, mask, value in entries:
+        if n < 0:
+            old = out[field]
+            out[field] = value if part < 0 else tuple.__new__(type(old), old[:part] + (value,) + old[part + 1:])
+            continue
+        items = out[field]
+        old = items[n]
+        if part >= 0:
+            new = tuple.__new__(type(old), old[:part] + (value,) + old[part + 1:])
+        elif mask >= 0:
+            new = (old & ~mask) | value
+        else:
+            new = value
+        out[field] = items[:n] + (new,) + items[n + 1:]
+    return tuple.__new__(type(state), out)
+
+
+def _byte_mask(bits: int) -> int:
+    """Every byte in which ``bits`` has a bit set, as a mask."""
+    mask = 0
+    byte = 0
+    while bits >> byte:
+        if (bits >> byte) & 0xff:
+            mask |= 0xff << byte
+        byte += 8
+    return mask
+
+
+def _set(t: tuple, k: int, value: Any) -> tuple:
+    return t[:k] + (value,) + t[k + 1:]

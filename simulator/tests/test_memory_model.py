@@ -1,0 +1,193 @@
+"""explore --memory-model tso on whole mechanism models (engine/memory_model.py): a store->load
+reordering only tso allows is found there and not under sc; the correct mechanisms stay clean; a
+byte store drains without overwriting its word's other bytes; the wrapped model keeps to its
+footprints; and every state invariant is checked on a state the drains alone reach."""
+
+from typing import NamedTuple
+
+import pytest
+from support import load, reachable
+from test_footprints import footprint_problems
+
+from kstep.engine import FULL, HARM, Frame, Invariant, Program, ProgramModel, Source, Variant, explore, set_thread
+from kstep.engine.memory_model import StoreBuffered, apply, memory_model
+from kstep.models.qspinlock.qspinlock import set_locked
+
+
+# -- a hand-built TSO-only bug: Dekker's entry protocol (the SB shape) ------------------------------
+
+class Cpu(NamedTuple):
+    name: str
+    frames: tuple
+    saw: int = 0  # the other CPU's flag as this one read it
+
+
+class Dekker(NamedTuple):
+    threads: tuple
+    flags: tuple  # shared memory: flag[i] = 1 while CPU i wants in
+    ghost_inside: frozenset  # the CPUs in the critical section
+
+
+OUT = Source.outside("the test's Dekker entry")
+dekker = Program()
+dekker.call("enter")(lambda s, i, arg: (Frame("want"), Frame("fence"), Frame("look"), Frame("critical")))
+
+
+@dekker.step("want", OUT, "flag[me] = 1", footprint=lambda s, i, arg: ((), {("flags", i)}))
+def want(s, i, arg):
+    return s._replace(flags=s.flags[:i] + (1,) + s.flags[i + 1:])
+
+
+@dekker.step("fence", OUT, "smp_mb()", cost=0, footprint=lambda s, i, arg: ((), ()), order=FULL)
+def fence(s, i, arg):
+    return s
+
+
+@dekker.step("look", OUT, "read flag[other]", footprint=lambda s, i, arg: ({("flags", 1 - i)}, ()))
+def look(s, i, arg):
+    return set_thread(s, i, s.threads[i]._replace(saw=s.flags[1 - i]))
+
+
+@dekker.step("critical", OUT, "enter if the other did not want in",
+             footprint=lambda s, i, arg: ((), {("ghost_inside",)}))
+def critical(s, i, arg):
+    if s.threads[i].saw:
+        return s  # back off for good: enough for the shape
+    return s._replace(ghost_inside=s.ghost_inside | {i})
+
+
+class DekkerModel(ProgramModel):
+    name = "dekker"
+    program = dekker
+    memory_fields = ("flags",)
+    default_variant = "mb"
+    variants = {"mb": Variant("mb", "smp_mb() between the store and the load"),
+                "no-mb": Variant.bug("no-mb", "no fence: the store may wait in the buffer past the load",
+                                     fence=lambda s, i, arg: s)}
+    invariants = (Invariant("mutual-exclusion", "at most one CPU inside",
+                            lambda s: "both CPUs inside" if len(s.ghost_inside) > 1 else None,
+                            kind=HARM, reads=("ghost_inside",)),)
+
+    def __init__(self, variant=None):
+        super().__init__(variant)
+        if self.variant.broken:  # without the fence the step is a plain one again
+            self._steps["fence"] = self._steps["fence"]._replace(order="plain")
+
+    def unstarted(self, config):
+        return Dekker((Cpu("P0", (Frame("enter"),)), Cpu("P1", (Frame("enter"),))), (0, 0), frozenset())
+
+
+@pytest.mark.parametrize("variant,sc_clean,tso_clean", [("mb", True, True), ("no-mb", True, False)])
+def test_a_store_load_reordering_is_found_under_tso_and_only_there(variant, sc_clean, tso_clean):
+    m = DekkerModel(variant)
+    for name, clean in (("sc", sc_clean), ("tso", tso_clean)):
+        w = memory_model(name, m, 2)
+        r = explore(w, w.initial({}))
+        assert r.clean if clean else r.violation.invariant == "mutual-exclusion", (name, r.violation)
+    w = memory_model("tso", m, 2)
+    r = explore(w, w.initial({}))
+    if not tso_clean:  # the counterexample: both stores still buffered when both loads run
+        labels = [str(a) for a in r.counterexample.actions]
+        looks = [i for i, a in enumerate(labels) if a.endswith(":look")]
+        assert len(looks) == 2 and not any(a.startswith("SB") for a in labels[:looks[-1]]), labels
+
+
+def test_the_drained_state_of_every_reachable_state_is_reached_by_drains_alone():
+    w = memory_model("tso", DekkerModel("no-mb"), 2)
+    states = set(reachable(w, w.initial({})))
+    buffered = [s for s in states if any(s.store_buffers)]
+    assert buffered
+    for s in buffered:
+        t = s
+        while any(t.store_buffers):  # drain CPU 0's buffer first, then CPU 1's, as drained() does
+            b = next(b for b, buf in enumerate(t.store_buffers) if buf)
+            t = w.step(t, next(a for a in w.actions(t) if a.actor == f"SB{b}"))
+        assert t in states and w.memory(t) == w.drained(s)
+
+
+# -- the mechanisms ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mech,name,min_states", [("qspinlock", "two-waiters", 600),
+                                                  ("vma-locks", "recheck-race", 3000)])
+def test_the_correct_mechanisms_stay_clean_under_tso_with_stores_buffered(mech, name, min_states):
+    m, sc, s0 = load(mech, name)
+    w = memory_model("tso", m, sc.store_buffer)
+    r = explore(w, w.initial(sc.config))
+    assert r.clean and r.states >= min_states, r.violation
+
+
+def test_a_byte_store_drains_without_overwriting_the_tail():
+    m, sc, _ = load("qspinlock", "two-waiters")
+    w = StoreBuffered(m, 2)
+    s = w.initial(sc.config)
+    mem = w.memory(s)
+    word = 0x00040000  # cpu0/idx0 queued, locked and pending clear: the head sets locked
+    v = mem._replace(words=(word,), threads=(mem.threads[0]._replace(lock=0),) + mem.threads[1:])
+    stores = w.stores(v, set_locked(v, 0, None))
+    assert stores == ((v._fields.index("words"), 0, -1, 0xff, 1),)
+    later = v._replace(words=(0x00080000,))  # meanwhile another CPU's xchg_tail put its tail in
+    assert apply(later, stores).words == (0x00080001,)
+
+
+def test_a_locked_step_waits_for_an_empty_buffer_and_a_plain_one_does_not():
+    w = memory_model("tso", DekkerModel("mb"), 2)
+    s = w.step(w.initial({}), w.actions(w.initial({}))[0])  # P0: want, buffered
+    assert s.store_buffers[0] and s.flags == (0, 0)
+    assert "P0:fence" not in map(str, w.actions(s)) and "SB0:drain_store_buffer" in map(str, w.actions(s))
+
+
+FOOTPRINT_RUNS = [("qspinlock", "two-waiters"), ("qspinlock", "pending-path"), ("vma-locks", "rwsem-handoff")]
+
+
+@pytest.mark.parametrize("mech,name", FOOTPRINT_RUNS)
+def test_the_wrapped_steps_keep_to_their_footprints(mech, name):
+    m, sc, _ = load(mech, name)
+    w = memory_model("tso", m, sc.store_buffer)
+    for s in reachable(w, w.initial(sc.config)):
+        assert footprint_problems(w, s) == [], s
+
+
+def test_the_footprint_check_catches_a_drain_that_hides_its_location():
+    m, sc, _ = load("qspinlock", "two-waiters")
+    w = memory_model("tso", m, sc.store_buffer)
+    states = list(reachable(w, w.initial(sc.config)))
+    own = StoreBuffered.footprint
+
+    def hidden(self, state, action):
+        fp = own(self, state, action)
+        return fp._replace(writes=frozenset(x for x in fp.writes if x[0] != "words")) if fp else fp
+
+    w.footprint = hidden.__get__(w)
+    assert any("drain_store_buffer changed ('words', 0), undeclared" in p for s in states[:300]
+               for p in footprint_problems(w, s))
+
+
+def test_a_variant_only_weaker_models_break_names_its_litmus_test(capsys):
+    from kstep.cli import main
+    assert main(["explore", "qspinlock", "--scenario", "pending-path", "--memory-model", "tso",
+                 "--variant", "no-wmb-before-xchg-tail"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "qspinlock-init-before-tail-no-wmb" in out and "arm64 Sometimes" in out and "tso Never" in out
+    assert "store buffers of 2 entries per CPU" in out
+
+
+def test_tso_refuses_powerpc_code_and_models_without_shared_memory(capsys):
+    from kstep.cli import main
+    assert main(["explore", "qspinlock", "--scenario", "powerpc-stealing", "--memory-model", "tso"]) == 2
+    assert main(["explore", "damon", "--scenario", "ethp", "--memory-model", "tso"]) == 2
+    err = capsys.readouterr().err
+    assert "runs on POWER" in err and "damon declares no shared memory fields" in err
+
+
+def test_a_tso_counterexample_is_saved_and_played_again_with_its_store_buffers(tmp_path, capsys):
+    from kstep.cli import main
+    path = tmp_path / "cex.json"
+    assert main(["explore", "qspinlock", "--scenario", "two-waiters", "--memory-model", "tso", "--variant",
+                 "head-ignores-pending", "--json", str(path)]) == 1
+    assert '"memory_model": {"name": "tso", "store_buffer": 2}' in path.read_text()
+    capsys.readouterr()
+    assert main(["show", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "drain_store_buffer" in out and "CPU0: words[0] &0xff = 0x0" in out
+    path.write_text(path.read_text().replace('"store_buffer": 2}', '"store_buffer": 0}'))
+    assert main(["show", str(path)]) == 2

@@ -61,7 +61,7 @@ class DekkerModel(ProgramModel):
     program = dekker
     memory_fields = ("flags",)
     default_variant = "mb"
-    variants = {"mb": Variant("mb", "smp_mb() between the store and the load"),
+    variants = {"mb": Variant.implementation("mb", "smp_mb() between the store and the load"),
                 "no-mb": Variant.bug("no-mb", "no fence: the store may wait in the buffer past the load",
                                      fence=lambda s, i, arg: s)}
     invariants = (Invariant("mutual-exclusion", "at most one CPU inside",

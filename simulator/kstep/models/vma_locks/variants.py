@@ -79,7 +79,7 @@ VARIANTS = {
         "relaxed-mm-lock-seq", "the write epoch ends with a plain mm_lock_seq++, no barrier before it, as "
         "before 2023's \"mm: fix memory ordering for mm_lock_seq and vm_lock_seq\": a fault may see the "
         "epoch over and the VMA as it was; x86 keeps stores in order, so arm64 and POWER show it",
-        params={"litmus": "vma-mm-lock-seq-no-wmb"},
+        params={"litmus": "vma-mm-lock-seq-no-wmb"}, fixed="2023",
         vma_end_write_all=Replacement(what=(
             "mm_lock_seq++ with no smp_wmb() or release before it (x86: stores stay in order anyway)"))),
     **rcu_broken(free_vma_rcu_cb),

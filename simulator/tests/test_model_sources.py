@@ -65,6 +65,9 @@ def test_every_variant_says_what_its_own_steps_do():
             for label, step in model.table.steps.items():
                 default = model.program.steps[label]
                 replaced = (step.run, step.guard) != (default.run, default.guard)
+                # a bug only a weaker memory model shows (its litmus test named) keeps the body, which
+                # sc and tso run alike, and says in its own text which barrier is gone
+                replaced = replaced or ("litmus" in variant.params and label in variant.replaces)
                 assert replaced == (step.what != default.what), (mech, name, label, step.what)
                 if replaced and variant.broken:
                     assert step.what.startswith(f"broken ({name}): "), (mech, name, label)

@@ -20,4 +20,6 @@ def test_every_animation_page_loads_clean_and_its_players_play_step_and_reset(br
     rels = site_pages(site, "animations")
     expected = sum(len(scenario.bundled(m)) + len(pages.broken_variants(m)) for m in MODELS)
     assert len(rels) == expected  # one page per bundled scenario and per broken variant
-    assert visit_pages(browser, origin, rels) >= expected
+    # a bug only weaker memory models show has no counterexample to play: its page names its litmus test
+    weaker = sum("litmus" in v.params for m in MODELS for v in pages.broken_variants(m))
+    assert visit_pages(browser, origin, rels) >= expected - weaker

@@ -22,7 +22,10 @@ from kstep.models.vma_locks.variants import VARIANTS
 LAB = Path(__file__).resolve().parents[2] / "kernel-lab"
 # The broken variants the C port has.  handoff-stops-first is the model's alone: its harm is a livelock
 # (the writer retries forever), which the torture's hang check, no step for --hang-seconds, cannot see.
-UNPORTED = {"handoff-stops-first"}
+# A bug only weaker memory models show (its params name its litmus test) is not ported either: the port
+# runs under qemu-user on an x86_64 host, whose ordering never lets the missing barrier matter, so its
+# litmus test (kstep litmus; kernel-lab/litmus on a real kernel) is where that bug is shown.
+UNPORTED = {"handoff-stops-first"} | {n for n, v in VARIANTS.items() if "litmus" in v.params}
 BROKEN = [n for n, v in VARIANTS.items() if v.broken and n not in UNPORTED]
 
 CONFIG = SCHEMA.check({

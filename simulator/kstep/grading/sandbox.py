@@ -324,7 +324,7 @@ def _supervise(cmd: list[str], cwd: Optional[Path], limits: Limits, stdin: bytes
         if left <= 0:
             verdict = "wall-time"
             break
-        ready, _, _ = select.select(open_fds, [], [], min(left, 1.0))
+        ready, _, _ = select.select(open_fds, [], [], min(left, CROWD_EVERY))  # count on time
         for fd in ready:
             chunk = os.read(fd, 65536)
             if not chunk:

@@ -34,7 +34,7 @@ help:
 	@echo "  lab-kernels      fetch Debian's Linux 6.12 kernels for the real-kernel lab (kstep lab fetch; once)"
 	@echo "  lab-guest        boot each architecture's real kernel in QEMU with every probe (kstep lab run --arch all),"
 	@echo "                   then once more with 4 CPUs for the qspinlock with three lockers"
-	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot)"
+	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot); BENCH='litmus explore' runs those only"
 	@echo "  verdicts         explore every bundled scenario x variant into simulator/kstep/verdicts.json,"
 	@echo "                   and record the site's counterexamples in simulator/kstep/counterexamples.json"
 	@echo "  setup            Debian packages (scripts/setup-system), the $(VENV) virtual environment and"
@@ -117,7 +117,7 @@ lab-guest: lab-kernels
 	$(VENV)/bin/python -m kstep lab run --arch all --smp 4 qspin
 
 bench: setup
-	$(VENV)/bin/python bench/run.py
+	$(VENV)/bin/python bench/run.py $(BENCH)
 
 # The committed verdict table: its diff shows what a change did to every explore verdict.
 verdicts: setup

@@ -7,13 +7,12 @@ the true hot bytes DAMON's hottest regions hold after each aggregation, by max_n
 workload shape, over SEEDS seeds.  Schemes: the thread's prcl and ethp on the bundled processes,
 laid out as its tables (memory, then the slowdown proxy), with the proxies stated in the JSON.
 
-Run alone with ``python bench/damon.py``, or through bench/run.py, which calls run(out_dir, say);
+``python bench/run.py damon`` runs it alone; `make bench` runs it with the others;
 either writes damon.json and damon.png.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 from pathlib import Path
@@ -229,10 +228,3 @@ def draw(result: dict, path) -> Path:
     plt.close(fig)
     return Path(path)
 
-
-if __name__ == "__main__":
-    # No options: --help says what it measures, and anything else is refused before the measuring starts.
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
-    out = Path(__file__).resolve().parent / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    run(out)

@@ -13,16 +13,14 @@ bench.  One run per size and mode, as the issue asks (page scanning at 1 TiB too
 in two runs on the shared 2-core development machine); x86_64 only, natively (the result says emulated: false):
 under qemu-user the numbers would be the emulator's.
 
-Run alone with ``python bench/damon_port.py``, or through bench/run.py, which calls run(out_dir, say).
+``python bench/run.py damon-port`` runs it alone; `make bench` runs it with the others.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,12 +99,3 @@ def draw(result: dict, path) -> Path:
     plt.close(fig)
     return Path(path)
 
-
-if __name__ == "__main__":
-    # No options: --help says what it measures, and anything else is refused before the measuring starts.
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
-    results = ROOT / "bench" / "results"
-    results.mkdir(parents=True, exist_ok=True)
-    run(results, say=lambda m: print(m, flush=True))
-    print(f"damon port: wrote {results / 'damon-port.json'} and damon-port.png")
-    sys.exit(0)

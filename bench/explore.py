@@ -9,13 +9,12 @@ slow path's val to 0 where it goes dead, which kstep explore's dead-variable red
 A row whose search would exceed the budget is reported "not run (exceeds budget)" (the known sizes
 come from earlier measurements, see BUDGET), never dropped.
 
-Run alone with ``python bench/explore.py`` (writes bench/results/explore.json and explore.png), or through
-bench/run.py, which calls run(out_dir, say).
+``python bench/run.py explore`` runs it alone (writes bench/results/explore.json and explore.png);
+`make bench` runs it with the others.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -213,12 +212,3 @@ def draw(result: dict, path: Path) -> Path:
     plt.close(fig)
     return path
 
-
-if __name__ == "__main__":
-    # No options: --help says what it measures, and anything else is refused before the measuring starts.
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
-    results = ROOT / "bench" / "results"
-    results.mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, str(ROOT))
-    run(results, say=lambda m: print(m, flush=True))
-    print(f"explore bench: wrote {results / 'explore.json'} and {results / 'explore.png'}")

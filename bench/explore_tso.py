@@ -7,13 +7,12 @@ every reduction explore uses by default; tso has no symmetry or partial-order re
 buffers would need both taught to them: engine/memory_model.py), so the row "sc, no symmetry/por"
 says how much of the difference is the reductions and how much the buffers.
 
-Run alone with ``python bench/explore_tso.py`` (writes bench/results/explore_tso.json), or through
-bench/run.py, which calls run(out_dir, say).
+``python bench/run.py explore-tso`` runs it alone (writes bench/results/explore_tso.json);
+`make bench` runs it with the others.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -69,10 +68,3 @@ def run(out_dir, say=print) -> dict:
     (Path(out_dir) / "explore_tso.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 
-
-if __name__ == "__main__":
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
-    results = ROOT / "bench" / "results"
-    results.mkdir(parents=True, exist_ok=True)
-    run(results, say=lambda m: print(m, flush=True))
-    print(f"explore_tso bench: wrote {results / 'explore_tso.json'}")

@@ -4,12 +4,11 @@ checked against the architecture's model (kernel-lab/scripts/klitmus), the count
 bench/results/klitmus.json.  make test runs the same with 2,000 iterations.  A final state a model
 does not allow fails the benchmark.
 
-Run alone with ``python bench/klitmus.py``, or through bench/run.py, which calls run(out_dir, say).
+``python bench/run.py klitmus`` runs it alone; `make bench` runs it with the others.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -33,10 +32,3 @@ def run(out: Path, say) -> list:
                 + ", ".join(f"{s} ({r['seen'][s]})" for s in r["weak"]))
     return results
 
-
-if __name__ == "__main__":
-    # No options: --help says what it measures, and anything else is refused before the measuring starts.
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    run(out, print)

@@ -17,13 +17,12 @@
   and every disagreement kstep.memory.crosscheck finds (an inclusion broken, a verdict changed by
   renaming). Any disagreement fails the bench, after the results are written.
 
-Run alone with ``python bench/litmus.py`` (writes bench/results/litmus.json and litmus.png), or through
-bench/run.py, which calls run(out_dir, say).
+``python bench/run.py litmus`` runs it alone (writes bench/results/litmus.json and litmus.png);
+`make bench` runs it with the others.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -234,15 +233,3 @@ def draw(result: dict, path: Path) -> Path:
     plt.close(fig)
     return path
 
-
-if __name__ == "__main__":
-    # No options: --help says what it measures, and anything else is refused before the measuring starts.
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
-    results = ROOT / "bench" / "results"
-    results.mkdir(parents=True, exist_ok=True)
-    try:
-        run(results, say=lambda m: print(m, flush=True))
-    except Disagreement as exc:
-        print(f"litmus bench: {exc}", file=sys.stderr)
-        sys.exit(1)
-    print(f"litmus bench: wrote {results / 'litmus.json'} and {results / 'litmus.png'}")

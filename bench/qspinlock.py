@@ -13,13 +13,12 @@ Without delays, an unfair lock lets the releasing thread take it again from its 
 throughput can mean one thread doing most of the work: "fairness" reports the fewest acquisitions
 of one thread over the most.
 
-Run alone with ``python bench/qspinlock.py`` (writes bench/results/qspinlock.json), or through
-bench/run.py, which calls run(out_dir, say).
+``python bench/run.py qspinlock`` runs it alone (writes bench/results/qspinlock.json);
+`make bench` runs it with the others.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -189,11 +188,3 @@ def run(out_dir, say=print, duration: float = DURATION_S, repeats: int = REPEATS
     (out_dir / "qspinlock.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 
-
-if __name__ == "__main__":
-    # No options: --help says what it measures, and anything else is refused before the measuring starts.
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
-    results = ROOT / "bench" / "results"
-    results.mkdir(parents=True, exist_ok=True)
-    run(results, say=lambda m: print(m, flush=True))
-    print(f"qspinlock: wrote {results / 'qspinlock.json'}")

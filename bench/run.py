@@ -18,38 +18,58 @@ from bench import (  # noqa: E402
 )
 
 
-def main() -> int:
+def _vma_locks_port(out: Path, say) -> dict:
+    result = vma_locks_port.run(out, say)
+    vma_locks_port.draw(result, out / "vma-locks-port.png")
+    return result
+
+
+# Every benchmark by name, in the order `make bench` runs them; each writes its JSON (some a PNG too).
+BENCHES = {
+    "engine": engine.run,
+    "vma-locks": vma_locks.run,
+    "player": lambda out, say: player.run(out),
+    "interactive": interactive.run,
+    "qspinlock": qspinlock.run,
+    "explore": explore.run,
+    "explore-tso": explore_tso.run,
+    "fork-batch": fork_batch.run,
+    "traces": traces.run,
+    "damon": damon.run,
+    "litmus": litmus.run,
+    "damon-port": damon_port.run,
+    "klitmus": klitmus.run,
+    "vma-locks-port": _vma_locks_port,
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"run only these ({', '.join(BENCHES)}); with none, all of them and bench.png")
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in BENCHES]
+    if unknown:
+        print(f"bench: no benchmark is named {unknown[0]!r}; the names are {', '.join(BENCHES)}", file=sys.stderr)
+        return 2
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+    start, began = time.perf_counter(), time.time()
     results = {}
     failed = False
     say = lambda m: print(m, flush=True)  # noqa: E731
-    results["engine"] = engine.run(out, say)
-    results["vma-locks"] = vma_locks.run(out, say)
-    results["player"] = player.run(out)
-    results["interactive"] = interactive.run(out, say)
-    results["qspinlock"] = qspinlock.run(out, say)
-    results["explore"] = explore.run(out, say)
-    results["explore-tso"] = explore_tso.run(out, say)
-    results["fork-batch"] = fork_batch.run(out, say)
-    results["traces"] = traces.run(out, say)
-    results["damon"] = damon.run(out, say)
-    try:
-        results["litmus"] = litmus.run(out, say)
-    except litmus.Disagreement as exc:  # the other results still get their plot; the bench fails at the end
-        print(f"bench: {exc}", file=sys.stderr)
-        failed = True
-    damon_port.run(out, say)
-    klitmus.run(out, say)
-    port_png = vma_locks_port.draw(vma_locks_port.run(out, say), out / "vma-locks-port.png")
-    png = plot.draw(results, out / "bench.png")
-    print(f"bench: wrote {', '.join(sorted(p.name for p in out.glob('*.json')))}, {png.name} and {port_png.name} "
-          f"to {out} in {time.perf_counter() - start:.0f} s")
+    for name in args.names or BENCHES:
+        try:
+            results[name] = BENCHES[name](out, say)
+        except litmus.Disagreement as exc:  # the other results still get their plot; the bench fails at the end
+            print(f"bench: {exc}", file=sys.stderr)
+            failed = True
+    if not args.names:
+        plot.draw(results, out / "bench.png")
+    written = sorted(p.name for p in out.iterdir() if p.is_file() and p.stat().st_mtime >= began)
+    print(f"bench: wrote {', '.join(written)} to {out} in {time.perf_counter() - start:.0f} s")
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    # No options: --help says what it measures, and anything else is refused before the measuring starts.
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     sys.exit(main())

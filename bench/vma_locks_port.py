@@ -21,13 +21,11 @@ run under qemu-user on the same host (marked emulated: they measure the emulator
 the grace-period thread run beside the fault threads, so a point with more runnable threads than
 the machine has CPUs is marked oversubscribed: a thread holding a lock can be preempted there.
 
-Run alone with ``python bench/vma_locks_port.py``, or through bench/run.py, which calls
-run(out_dir, say).
+``python bench/run.py vma-locks-port`` runs it alone; `make bench` runs it with the others.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -198,12 +196,3 @@ def draw(result: dict, path) -> Path:
     plt.close(fig)
     return Path(path)
 
-
-if __name__ == "__main__":
-    # No options: --help says what it measures, and anything else is refused before the measuring starts.
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
-    results = ROOT / "bench" / "results"
-    results.mkdir(parents=True, exist_ok=True)
-    r = run(results, say=lambda m: print(m, flush=True))
-    draw(r, results / "vma-locks-port.png")
-    print(f"vma-locks port: wrote {results / 'vma-locks-port.json'} and vma-locks-port.png")

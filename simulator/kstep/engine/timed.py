@@ -1,0 +1,112 @@
+"""The timed scheduler: every actor has a clock in nanoseconds, and the earliest one moves next.
+
+The next step is the enabled one whose actor's clock is earliest (ties to the actor that comes
+first in ``Model.actors``; an actor's enabled optional step before its next frame, as round-robin
+takes it).  The step costs what ``costs.step_cost`` says (its work plus its cache-line transfers,
+from a MESI-style directory kept here, never in the state) and moves its actor's clock by that
+much.  An actor that has no enabled step is blocked (a daemon with nothing to do is idle, not
+blocked); when a step enables it again its clock jumps to the end of that step, if that is later,
+and the jump is time it waited.  While blocked it spins on the lines its next step reads
+(``costs.spin_lines``): each write of such a line by another CPU costs it one transfer.
+
+A trace's ``tick`` of a timed run is the nanosecond its step started (rounded down); ``stats``
+holds the makespan, each actor's waiting time and transfers, and per step its work, the wait
+before it and its transfer time, the columns a player colours steps by.  Everything is a
+function of the scenario, the schedule's rules and the cost table, so a run is the same on every
+machine.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Optional
+
+from .costs import CostTable, Directory, spin_lines, step_cost
+from .model import Action, Model, State
+
+
+class Timed:
+    name = "timed"
+
+    def __init__(self, table: CostTable) -> None:
+        self.table = table
+        self.directory = Directory()
+        self.clock: Counter = Counter()  # actor -> ns at which it can take its next step
+        self.waiting: Counter = Counter()  # actor -> ns spent blocked
+        self.transfers: Counter = Counter()  # actor -> cache-line transfers (its steps' and its spinning's)
+        self.blocked: set = set()
+        self.end = 0.0  # when the last step taken ends
+        self.started = 0.0  # when the last chosen step starts
+        self.woke_at = 0.0  # when the step taken last ended: an actor it enabled waited until then
+        self.pending: Optional[tuple] = None  # (model, state, action, cpu) of the step chosen last, not yet charged
+        self.costs: list = []  # per step: (work ns, wait ns before it, transfer ns)
+        self._waited: Counter = Counter()  # actor -> wait not yet put on a step
+
+    def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
+        if self.pending is not None:
+            self._charge(state)
+        actors = model.actors(state)
+        by_actor: dict[str, Action] = {}
+        for a in enabled:
+            if a.actor not in by_actor or model.is_optional(a) and not model.is_optional(by_actor[a.actor]):
+                by_actor[a.actor] = a
+        for actor in actors:
+            if actor in by_actor:
+                if actor in self.blocked:  # woken by the step just taken
+                    self.blocked.discard(actor)
+                    jump = max(0.0, self.woke_at - self.clock[actor])
+                    self.clock[actor] += jump
+                    self.waiting[actor] += jump
+                    self._waited[actor] += jump
+            elif not model.done(state, actor) and not model.is_daemon(actor):
+                self.blocked.add(actor)
+                cpu = cpu_of(model, state, actor)
+                for line in sorted(spin_lines(model, state, actor), key=repr):
+                    self.transfers[actor] += self.directory.load(cpu, line)
+        if not by_actor:
+            return None
+        order = {a: k for k, a in enumerate(actors)}
+        actor = min(by_actor, key=lambda a: (self.clock[a], order[a]))
+        action = by_actor[actor]
+        self.started = self.clock[actor]
+        self.pending = (model, state, action, cpu_of(model, state, actor))
+        return action
+
+    def _charge(self, after: State) -> None:
+        model, state, action, cpu = self.pending
+        self.pending = None
+        cost = step_cost(model, self.table, self.directory, cpu, state, action, after)
+        self.clock[action.actor] += cost.total
+        self.transfers[action.actor] += cost.transfers
+        self.woke_at = self.clock[action.actor]
+        self.end = max(self.end, self.woke_at)
+        self.costs.append((cost.work, self._waited.pop(action.actor, 0.0), cost.transfer))
+
+    @property
+    def tick(self) -> int:
+        return int(self.started)
+
+    def stats(self) -> dict:
+        if self.pending is not None:  # a run that ended at its last step (a limit, a harm) asked no more
+            model, state, action, _ = self.pending
+            self._charge(model.step(state, action))
+        return {
+            "cost_table": self.table.source,
+            "makespan_ns": round(self.end, 1),
+            "waiting_ns": {a: round(w, 1) for a, w in sorted(self.waiting.items()) if w},
+            "transfers": dict(sorted((a, n) for a, n in self.transfers.items() if n)),
+            "step_costs_ns": [[round(x, 1) for x in c] for c in self.costs],
+        }
+
+    def params(self) -> dict:
+        return {"kind": self.name, "seed": None, "script": None}
+
+
+def cpu_of(model: Model, state: State, actor: str) -> Any:
+    """The CPU an actor runs on: its record's ``Model.cpu_field`` when the model has one, else its own."""
+    field = model.cpu_field
+    if field:
+        for t in state[0]:
+            if t[0] == actor:
+                return getattr(t, field)
+    return actor

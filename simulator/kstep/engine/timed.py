@@ -18,11 +18,16 @@ machine.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any, Optional
 
-from .costs import CostTable, Directory, spin_lines, step_cost
+from ..errors import UserError
+from .costs import FORMAT, VERSION, CostTable, Directory, spin_lines, step_cost, validate
 from .model import Action, Model, State
+
+
+STEP_COSTS = "step_costs_ns"  # the stats member with each step's (work, wait before it, transfers) in ns
 
 
 class Timed:
@@ -95,11 +100,25 @@ class Timed:
             "makespan_ns": round(self.end, 1),
             "waiting_ns": {a: round(w, 1) for a, w in sorted(self.waiting.items()) if w},
             "transfers": dict(sorted((a, n) for a, n in self.transfers.items() if n)),
-            "step_costs_ns": [[round(x, 1) for x in c] for c in self.costs],
+            STEP_COSTS: [[round(x, 1) for x in c] for c in self.costs],
         }
 
     def params(self) -> dict:
-        return {"kind": self.name, "seed": None, "script": None}
+        """The cost table rides in ``script`` (as JSON), so a saved trace's run can be had again with it."""
+        return {"kind": self.name, "seed": None,
+                "script": json.dumps({"source": self.table.source, "measured": self.table.measured, "ns": self.table.ns},
+                                     sort_keys=True)}
+
+    @classmethod
+    def of(cls, script: str) -> "Timed":
+        """The timed scheduler ``params()["script"]`` describes."""
+        try:
+            data = json.loads(script)
+            table = CostTable(validate({"format": FORMAT, "version": VERSION, **data}, data["source"]),
+                              data["measured"], data["source"])
+        except (ValueError, TypeError, KeyError):
+            raise UserError("a timed scheduler's script must be the cost table it ran with, as JSON") from None
+        return cls(table)
 
 
 def cpu_of(model: Model, state: State, actor: str) -> Any:

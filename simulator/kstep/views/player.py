@@ -357,6 +357,7 @@ class Player:
         t, m = self.trace, self.model
         run = {"random": f"random schedule, seed {t.seed}", "round-robin": "round-robin schedule",
                "scripted": "the scenario's scripted schedule", "explore": "shortest counterexample found by explore",
+               "timed": "timed schedule, the earliest clock first (ticks in ns)",
                "observed": "observed on a real kernel, one step per aggregation (never simulated)"}
         how = run.get(t.scheduler, t.scheduler)
         if t.cycle_start is not None:

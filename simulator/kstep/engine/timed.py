@@ -39,6 +39,7 @@ class Timed:
         self.clock: Counter = Counter()  # actor -> ns at which it can take its next step
         self.waiting: Counter = Counter()  # actor -> ns spent blocked
         self.transfers: Counter = Counter()  # actor -> cache-line transfers (its steps' and its spinning's)
+        self.spin_transfers: Counter = Counter()  # actor -> those of its spinning alone
         self.blocked: set = set()
         self.end = 0.0  # when the last step taken ends
         self.started = 0.0  # when the last chosen step starts
@@ -67,7 +68,9 @@ class Timed:
                 self.blocked.add(actor)
                 cpu = cpu_of(model, state, actor)
                 for line in sorted(spin_lines(model, state, actor), key=repr):
-                    self.transfers[actor] += self.directory.load(cpu, line)
+                    moved = self.directory.load(cpu, line)
+                    self.transfers[actor] += moved
+                    self.spin_transfers[actor] += moved
         if not by_actor:
             return None
         order = {a: k for k, a in enumerate(actors)}
@@ -100,6 +103,7 @@ class Timed:
             "makespan_ns": round(self.end, 1),
             "waiting_ns": {a: round(w, 1) for a, w in sorted(self.waiting.items()) if w},
             "transfers": dict(sorted((a, n) for a, n in self.transfers.items() if n)),
+            "spin_transfers": dict(sorted((a, n) for a, n in self.spin_transfers.items() if n)),
             STEP_COSTS: [[round(x, 1) for x in c] for c in self.costs],
         }
 

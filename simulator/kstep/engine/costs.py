@@ -153,7 +153,7 @@ class Directory:
 def lines(model: Model, state: State, locations: Iterable[tuple]) -> set:
     """The cache lines of ``locations`` (see the module docstring); other locations lie on none."""
     fields = model.memory_fields
-    out = set()
+    out: set = set()
     for loc in locations:
         if loc[0] not in fields:
             continue
@@ -167,7 +167,7 @@ def lines(model: Model, state: State, locations: Iterable[tuple]) -> set:
 
 def written(model: Model, before: State, after: State) -> set:
     """The lines whose value a step from ``before`` to ``after`` changed (struct fields part by part)."""
-    out = set()
+    out: set = set()
     for loc in changed(before, after):
         value = getattr(before, loc[0])
         if len(loc) == 1 and hasattr(value, "_fields") and loc[0] in model.memory_fields:

@@ -19,7 +19,7 @@ machine.
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any, Optional
 
 from ..errors import UserError
@@ -36,8 +36,8 @@ class Timed:
     def __init__(self, table: CostTable) -> None:
         self.table = table
         self.directory = Directory()
-        self.clock: Counter = Counter()  # actor -> ns at which it can take its next step
-        self.waiting: Counter = Counter()  # actor -> ns spent blocked
+        self.clock: defaultdict[str, float] = defaultdict(float)  # actor -> ns at which it can take its next step
+        self.waiting: defaultdict[str, float] = defaultdict(float)  # actor -> ns spent blocked
         self.transfers: Counter = Counter()  # actor -> cache-line transfers (its steps' and its spinning's)
         self.spin_transfers: Counter = Counter()  # actor -> those of its spinning alone
         self.blocked: set = set()
@@ -46,11 +46,11 @@ class Timed:
         self.woke_at = 0.0  # when the step taken last ended: an actor it enabled waited until then
         self.pending: Optional[tuple] = None  # (model, state, action, cpu) of the step chosen last, not yet charged
         self.costs: list = []  # per step: (work ns, wait ns before it, transfer ns)
-        self._waited: Counter = Counter()  # actor -> wait not yet put on a step
+        self._waited: defaultdict[str, float] = defaultdict(float)  # actor -> wait not yet put on a step
 
     def choose(self, model: Model, state: State, enabled: list[Action]) -> Optional[Action]:
         if self.pending is not None:
-            self._charge(state)
+            self._charge(self.pending, state)
         actors = model.actors(state)
         by_actor: dict[str, Action] = {}
         for a in enabled:
@@ -80,8 +80,8 @@ class Timed:
         self.pending = (model, state, action, cpu_of(model, state, actor))
         return action
 
-    def _charge(self, after: State) -> None:
-        model, state, action, cpu = self.pending
+    def _charge(self, pending: tuple, after: State) -> None:
+        model, state, action, cpu = pending
         self.pending = None
         cost = step_cost(model, self.table, self.directory, cpu, state, action, after)
         self.clock[action.actor] += cost.total
@@ -97,7 +97,7 @@ class Timed:
     def stats(self) -> dict:
         if self.pending is not None:  # a run that ended at its last step (a limit, a harm) asked no more
             model, state, action, _ = self.pending
-            self._charge(model.step(state, action))
+            self._charge(self.pending, model.step(state, action))
         return {
             "cost_table": self.table.source,
             "makespan_ns": round(self.end, 1),
@@ -109,9 +109,8 @@ class Timed:
 
     def params(self) -> dict:
         """The cost table rides in ``script`` (as JSON), so a saved trace's run can be had again with it."""
-        return {"kind": self.name, "seed": None,
-                "script": json.dumps({"source": self.table.source, "measured": self.table.measured, "ns": self.table.ns},
-                                     sort_keys=True)}
+        table = {"source": self.table.source, "measured": self.table.measured, "ns": self.table.ns}
+        return {"kind": self.name, "seed": None, "script": json.dumps(table, sort_keys=True)}
 
     @classmethod
     def of(cls, script: str) -> "Timed":

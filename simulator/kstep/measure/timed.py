@@ -40,7 +40,7 @@ def fault_latencies(trace) -> list[float]:
     return out
 
 
-def percentile(values: list[float], p: float) -> float:
+def percentile(values: list[float], p: int) -> float:
     """The nearest-rank ``p``-th percentile."""
     ordered = sorted(values)
     return ordered[max(0, -(-len(ordered) * p // 100) - 1)] if ordered else 0.0

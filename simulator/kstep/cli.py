@@ -1223,7 +1223,11 @@ def print_table(model, trace, *, reveal: bool, labels: Optional[int] = None) -> 
 
 def print_answers(model, trace) -> None:
     print("Answers:")
+    timed = trace.stats if trace.scheduler == Timed.name else {}
     for key, value in model.answers(trace).items():
+        if key not in timed:  # a timed run's stats follow, whether the model's answers hold them or not
+            print(f"  {clean(str(key))}: {clean(plain(value))}")
+    for key, value in timed.items():
         if key != STEP_COSTS:  # one triple per step: the player's columns, not an answer
             print(f"  {clean(str(key))}: {clean(plain(value))}")
     print(f"  steps: {len(trace)}")

@@ -158,3 +158,24 @@ def test_the_calibration_program_writes_a_table_kstep_takes(tmp_path, capsys):
     assert table.ns["transfer"] > 0 and table.ns["page_fault"] > 0 and table.measured["where"] == "pytest"
     rc, out, err = kstep(capsys, "run", "qspinlock", "--scenario", "two-waiters", "--timed", "--costs", path, "-c")
     assert rc == 0 and f"costs from {path}" in out, err
+
+
+# -- what the timed runs measure (measure/timed.py) ------------------------------------------------
+
+def test_fault_latency_is_each_faults_own_steps_and_waits():
+    from kstep.measure.timed import fault_latencies, vma_faults
+    rows = vma_faults()
+    # android-app-launch: F1 and F2 fault twice each, under either variant; only without per-VMA
+    # locks do they wait for the writer's mmap_lock
+    assert rows["v6.12"]["faults"] == rows["no-per-vma-lock"]["faults"] == 4
+    assert rows["v6.12"]["fault_waiting_ns"] == 0 < rows["no-per-vma-lock"]["fault_waiting_ns"]
+    _, trace = timed("vma-locks", "android-app-launch", "no-per-vma-lock")
+    # the same latencies from the scheduler's own step start times (whole ns)
+    from_ticks, first = [], {}
+    for k, (action, before, after) in enumerate(zip(trace.actions, trace.states, trace.states[1:])):
+        first.setdefault(action.actor, trace.ticks[k])
+        if sum(after.counters) > sum(before.counters):
+            work, _, transfer = trace.stats[STEP_COSTS][k]
+            from_ticks.append(trace.ticks[k] + work + transfer - first.pop(action.actor))
+    assert fault_latencies(trace) == pytest.approx(from_ticks, abs=1.0)
+    assert max(fault_latencies(trace)) > min(fault_latencies(trace))  # one fault waited for the writer

@@ -29,14 +29,18 @@ def timed_run(mech: str, scenario: str, variant: str, overrides: Iterable[str] =
 
 
 def fault_latencies(trace) -> list[float]:
-    """Each fault's latency in ns (see the module docstring), in the order they ended."""
+    """Each fault's latency in ns (see the module docstring), in the order they ended.  An actor's
+    clock moves only by its own steps' waits, work and transfers, so it is summed from those."""
     out: list[float] = []
+    clock: dict = {}
     started: dict = {}
-    for k, (a, before, after) in enumerate(zip(trace.actions, trace.states, trace.states[1:])):
-        started.setdefault(a.actor, trace.ticks[k])
+    for a, before, after, (work, wait, transfer) in zip(trace.actions, trace.states, trace.states[1:],
+                                                        trace.stats[STEP_COSTS]):
+        t = clock.get(a.actor, 0.0) + wait
+        started.setdefault(a.actor, t)
+        clock[a.actor] = t + work + transfer
         if any(getattr(after.counters, c) > getattr(before.counters, c) for c in FAULT_ENDS):
-            work, _, transfer = trace.stats[STEP_COSTS][k]
-            out.append(trace.ticks[k] + work + transfer - started.pop(a.actor))
+            out.append(clock[a.actor] - started.pop(a.actor))
     return out
 
 

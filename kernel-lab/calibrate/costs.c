@@ -13,11 +13,13 @@
  *              the other CPU (the kernel must shoot down its TLB with an IPI)
  *   page_fault first touch of a fresh anonymous page, minus page_zero (entry, allocation, return)
  *
- * Each is the fastest of REPEATS timed batches (CLOCK_MONOTONIC): on a shared, loaded machine a
+ * Each is the fastest of BATCHES timed batches (CLOCK_MONOTONIC): on a shared, loaded machine a
  * batch that ran undisturbed (both threads on their CPUs at once, for the ping-pong) is the cost
  * itself, the slower ones add other processes' time.  The two mprotect timings take the median:
- * an IPI is only sent while the sibling thread runs, which the fastest batch may have missed.  Usage: costs CPU_A CPU_B
- * 'where and when' > table.json.  A failure prints one line naming the call and exits 2.
+ * an IPI is only sent while the sibling thread runs, which the fastest batch may have missed.
+ *
+ * Usage: costs CPU_A CPU_B 'where and when' [BATCHES] > table.json (BATCHES 1..101, default 101;
+ * a quick check takes few).  A failure prints one line naming the call and exits 2.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,7 +36,8 @@
 
 #define PAGE 4096
 #define LINE 64
-#define REPEATS 101
+#define MAX_REPEATS 101
+static int batches = MAX_REPEATS; /* timed batches per cost (argv[4]) */
 
 static int cpu_a, cpu_b;
 
@@ -70,14 +73,14 @@ static int cmp(const void *a, const void *b)
 /* The IPI only happens while the sibling runs: the fastest batch may be one where it did not. */
 static double median(double *v)
 {
-	qsort(v, REPEATS, sizeof(*v), cmp);
-	return v[REPEATS / 2];
+	qsort(v, batches, sizeof(*v), cmp);
+	return v[batches / 2];
 }
 
 static double fastest(const double *v)
 {
 	double best = v[0];
-	for (int r = 1; r < REPEATS; r++)
+	for (int r = 1; r < batches; r++)
 		if (v[r] < best)
 			best = v[r];
 	return best;
@@ -100,8 +103,8 @@ static void *pong(void *arg)
 
 static double transfer_ns(void)
 {
-	double v[REPEATS];
-	for (int r = 0; r < REPEATS; r++) {
+	double v[MAX_REPEATS];
+	for (int r = 0; r < batches; r++) {
 		pthread_t t;
 		atomic_store(&ball, 0);
 		if ((errno = pthread_create(&t, NULL, pong, NULL)))
@@ -125,8 +128,8 @@ static volatile long plain[LINE / sizeof(long)];
 
 static double loop_ns(int kind)
 {
-	double v[REPEATS];
-	for (int r = 0; r < REPEATS; r++) {
+	double v[MAX_REPEATS];
+	for (int r = 0; r < batches; r++) {
 		long sink = 0;
 		double t0 = now_ns();
 		for (long i = 0; i < LOOPS; i++) {
@@ -146,10 +149,10 @@ static double loop_ns(int kind)
 static double page_ns(int copy)
 {
 	static _Alignas(PAGE) char src[PAGE], dst[PAGE];
-	double v[REPEATS];
+	double v[MAX_REPEATS];
 	memset(src, 1, PAGE);
 	memset(dst, 1, PAGE);
-	for (int r = 0; r < REPEATS; r++) {
+	for (int r = 0; r < batches; r++) {
 		double t0 = now_ns();
 		for (int i = 0; i < 2000; i++) {
 			if (copy)
@@ -185,8 +188,8 @@ static double mprotect_ns(int with_sibling)
 	atomic_store(&spinning_stop, 0);
 	if (with_sibling && (errno = pthread_create(&t, NULL, spinner, p)))
 		die("pthread_create");
-	double v[REPEATS];
-	for (int r = 0; r < REPEATS; r++) {
+	double v[MAX_REPEATS];
+	for (int r = 0; r < batches; r++) {
 		double t0 = now_ns();
 		for (int i = 0; i < 200; i++)
 			if (mprotect(p, PAGE, (i & 1) ? PROT_READ | PROT_WRITE : PROT_READ))
@@ -203,8 +206,8 @@ static double mprotect_ns(int with_sibling)
 static double fault_ns(void)
 {
 	enum { PAGES = 512 };
-	double v[REPEATS];
-	for (int r = 0; r < REPEATS; r++) {
+	double v[MAX_REPEATS];
+	for (int r = 0; r < batches; r++) {
 		char *p = mmap(NULL, (size_t)PAGES * PAGE, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p == MAP_FAILED)
@@ -221,9 +224,16 @@ static double fault_ns(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: costs CPU_A CPU_B 'where and when it runs'\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: costs CPU_A CPU_B 'where and when it runs' [BATCHES]\n");
 		return 2;
+	}
+	if (argc == 5) {
+		batches = atoi(argv[4]);
+		if (batches < 1 || batches > MAX_REPEATS) {
+			fprintf(stderr, "costs: BATCHES must be 1..%d\n", MAX_REPEATS);
+			return 2;
+		}
 	}
 	cpu_a = atoi(argv[1]);
 	cpu_b = atoi(argv[2]);
@@ -243,6 +253,6 @@ int main(int argc, char **argv)
 	       "of mprotect while a sibling thread runs on the other CPU, page_fault a first touch minus page_zero\"\n"
 	       " },\n \"ns\": {\"step\": %.2f, \"load\": %.2f, \"store\": %.2f, \"atomic\": %.2f, \"transfer\": %.1f,\n"
 	       "        \"page_zero\": %.1f, \"page_copy\": %.1f, \"tlb_flush\": %.0f, \"ipi\": %.0f, \"page_fault\": %.0f}}\n",
-	       argv[3], cpu_a, cpu_b, REPEATS, step, load, store, atomic, transfer, zero, copy, flush, ipi, entry);
+	       argv[3], cpu_a, cpu_b, batches, step, load, store, atomic, transfer, zero, copy, flush, ipi, entry);
 	return 0;
 }

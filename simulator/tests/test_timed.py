@@ -151,7 +151,7 @@ def test_the_calibration_program_writes_a_table_kstep_takes(tmp_path, capsys):
     subprocess.run(["gcc", "-std=gnu11", "-O2", "-pthread", "-o", exe, ROOT / "kernel-lab/calibrate/costs.c"],
                    check=True, timeout=120)
     assert subprocess.run([exe, "0", "0", "x"], capture_output=True, timeout=60).returncode == 2
-    made = subprocess.run([exe, "0", "1", "pytest"], capture_output=True, text=True, timeout=300, check=True)
+    made = subprocess.run([exe, "0", "1", "pytest", "3"], capture_output=True, text=True, timeout=300, check=True)
     path = tmp_path / "costs.json"
     path.write_text(made.stdout)
     table = costs.load(path)
@@ -179,3 +179,44 @@ def test_fault_latency_is_each_faults_own_steps_and_waits():
             from_ticks.append(trace.ticks[k] + work + transfer - first.pop(action.actor))
     assert fault_latencies(trace) == pytest.approx(from_ticks, abs=1.0)
     assert max(fault_latencies(trace)) > min(fault_latencies(trace))  # one fault waited for the writer
+
+
+# -- the player ----------------------------------------------------------------------------------
+
+def test_the_time_panel_draws_each_steps_wait_work_and_transfers():
+    from kstep.views.timed import PARTS, cost_bars, frame_spans
+    _, trace = timed("qspinlock", "three-waiters")
+    actors = ["C0", "C1", "C2", "C3"]
+    bars, spans = cost_bars(trace, actors)
+    total = sum(r - left for r, left in zip(bars["right"], bars["left"]))
+    assert total == pytest.approx(sum(map(sum, trace.stats[STEP_COSTS])))
+    # the stats round each cost to 0.1 ns
+    assert max(bars["right"]) == pytest.approx(trace.stats["makespan_ns"], abs=0.15 * len(trace))
+    colours = dict((c, name) for name, c in PARTS)
+    waits = [k for k, c in zip(bars["step"], bars["color"]) if colours[c] == "waiting"]
+    assert waits and all(str(trace.actions[k - 1]).startswith("C3") for k in waits)
+    assert [start for start, _ in spans] == pytest.approx(trace.ticks, abs=2)  # a step starts at its tick
+    left, right, curtain = frame_spans(spans)
+    # the curtain at frame k starts where step k + 1 starts, and no later step starts before it
+    assert all(curtain[k] <= min(start for start, _ in spans[k:]) for k in range(len(trace)))
+    assert all(left[k] <= right[k] and left[k] <= curtain[k] for k in range(len(trace) + 1))
+
+
+@pytest.mark.browser
+def test_a_timed_run_plays_with_time_on_the_x_axis(browser, tmp_path, capsys):
+    from browser import Opened
+    page = tmp_path / "timed.html"
+    rc, _, err = kstep(capsys, "run", "qspinlock", "--scenario", "three-waiters", "--timed", "--html", page)
+    assert rc == 0, err
+    p = Opened(browser, page)
+    try:
+        cursor = "[m('kstep-plot-timed-cursor').left, m('kstep-plot-timed-cursor').right]"
+        assert p.js(cursor) == [0, 0]
+        p.click("Step")
+        p.wait("m('kstep-slider').value === 1")
+        _, trace = timed("qspinlock", "three-waiters")
+        work, wait, transfer = trace.stats[STEP_COSTS][0]
+        assert p.js(cursor) == pytest.approx([0, work + transfer])
+        p.check_clean()
+    finally:
+        p.close()

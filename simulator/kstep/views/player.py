@@ -34,7 +34,7 @@ from bokeh.models.ui import Pane
 from ..engine.liveness import describe
 
 from ..engine import Model, Trace
-from . import charts, code, context, predict, style
+from . import charts, code, context, predict, style, timed
 from .columns import FrameColumns, Strings, decode
 
 PLAY, PAUSE = "▶ Play", "▮▮ Pause"  # glyphs every DejaVu/Arial install has
@@ -198,7 +198,6 @@ class Player:
         and the other panels under it; everything as wide as the page, up to ``style.MAX_WIDTH``."""
         widgets = self._widgets()
         if self.trace.scheduler == "timed":  # time on the x-axis, under every mechanism's own panels
-            from . import timed  # it draws on this module's Player
             panels += (timed.cost_timeline(self),)
             key += timed.key()
         if key:

@@ -10,7 +10,6 @@ from bokeh.plotting import figure
 
 from ..engine.timed import STEP_COSTS
 from . import style
-from .player import Player
 
 PARTS = (("waiting", style.WAITS), ("work", style.HOLDS), ("cache-line transfers", style.HARM))
 
@@ -47,7 +46,8 @@ def frame_spans(spans: list) -> tuple[list, list, list]:
     return left, right, curtain
 
 
-def cost_timeline(player: Player) -> figure:
+def cost_timeline(player) -> figure:
+    """The panel of ``player`` (a views.player.Player, which adds it to a timed run's layout)."""
     trace, model = player.trace, player.model
     actors = list(model.actors(trace.states[0]))
     bars, spans = cost_bars(trace, actors)

@@ -90,14 +90,6 @@ def test_timed_runs_are_deterministic_and_a_saved_one_replays_with_its_table(tmp
     assert other.stats["makespan_ns"] < first.stats["makespan_ns"]  # the table is what the run costs
 
 
-def test_costs_stay_out_of_the_state():
-    ex, trace = timed("qspinlock", "three-waiters")
-    state = ex.start
-    for action, after in zip(trace.actions, trace.states[1:]):
-        state = ex.model.step(state, action)
-        assert state == after
-
-
 # -- the cost table ----------------------------------------------------------------------------------
 
 def good():

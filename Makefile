@@ -15,7 +15,7 @@ COURSE_JOBS ?= $(shell nproc)
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages linux-source course lint test test-fast test-browser-stress test-grade-batch notebook lab lab-kernels lab-guest bench verdicts clean distclean
+.PHONY: help setup system-packages linux-source course lint test test-fast test-browser-stress test-grade-batch notebook lab lab-kernels lab-guest bench calibrate verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
@@ -35,6 +35,8 @@ help:
 	@echo "  lab-guest        boot each architecture's real kernel in QEMU with every probe (kstep lab run --arch all),"
 	@echo "                   then once more with 4 CPUs for the qspinlock with three lockers"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot); BENCH='litmus explore' runs those only"
+	@echo "  calibrate        measure this machine's costs (cache-line transfer, atomic, page clear/copy,"
+	@echo "                   mprotect, page fault) into build/costs.json, for kstep run --timed --costs"
 	@echo "  verdicts         explore every bundled scenario x variant into simulator/kstep/verdicts.json,"
 	@echo "                   and record the site's counterexamples in simulator/kstep/counterexamples.json"
 	@echo "  setup            Debian packages (scripts/setup-system), the $(VENV) virtual environment and"
@@ -118,6 +120,16 @@ lab-guest: lab-kernels
 
 bench: setup
 	$(VENV)/bin/python bench/run.py $(BENCH)
+
+# This machine's cost table for the timed scheduler, pinned to CPUs 0 and 1 (CALIBRATE_CPUS to change);
+# it stays in build/: the committed table (simulator/kstep/costs.json) is the one chapters and tests use.
+CALIBRATE_CPUS ?= 0 1
+calibrate: system-packages
+	@mkdir -p build
+	gcc -std=gnu11 -O2 -Wall -Wextra -pthread -o build/calibrate-costs kernel-lab/calibrate/costs.c
+	build/calibrate-costs $(CALIBRATE_CPUS) "$$(uname -n), $$(nproc) CPUs, $$(uname -m) natively, $$(date -u +%FT%TZ), load average $$(cut -d' ' -f1-3 /proc/loadavg)" > build/costs.json.tmp
+	mv build/costs.json.tmp build/costs.json
+	@echo "make: wrote build/costs.json; use it with kstep run MECH --scenario S --timed --costs build/costs.json"
 
 # The committed verdict table: its diff shows what a change did to every explore verdict.
 verdicts: setup

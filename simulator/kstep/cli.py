@@ -1,7 +1,7 @@
 """kstep's command line, in the tradition of the OSTEP homework simulators.
 
     kstep list [MECH] [--schema]
-    kstep run MECH --scenario S [-s SEED | -P SCHEDULE | --round-robin] [-c] [--json F] [--html F]
+    kstep run MECH --scenario S [-s SEED | -P SCHEDULE | --round-robin | --timed [--costs F]] [-c] [--json F] [--html F]
     kstep explore MECH --scenario S [--memory-model sc|tso] [--max-states N] [--no-symmetry] [--no-por]
                   [--no-dead-vars] [--hash-compact]
                   [--states F [--columns A,B]] [--dot F] [--json F] [--html F]
@@ -55,7 +55,9 @@ from .engine.memory_model import MEMORY_MODELS
 from .engine.graph import dot, state_graph
 from .engine.liveness import LIVELOCK, describe
 from .engine.model import BUG, IMPLEMENTATION, KINDS, RELEASE
+from .engine import costs
 from .engine.schedule import LONGEST_RUN
+from .engine.timed import STEP_COSTS, Timed
 from .errors import UserError, shorten
 from .experiment import Experiment
 from .experiment import open as kstep_open
@@ -190,6 +192,11 @@ def build_parser() -> Parser:
                      help="scripted schedule: actor names, ACTOR:label for one named step, ACTOR*N repeats, "
                           "e.g. 'R*2 U rcu' (then round-robin)")
     how.add_argument("--round-robin", action="store_true", help="every runnable actor takes a step in turn")
+    how.add_argument("--timed", action="store_true",
+                     help="the actor whose clock is earliest steps next; each step costs its work and its cache-line "
+                          "transfers in ns (the committed cost table, or --costs); prints makespan and waiting")
+    p.add_argument("--costs", metavar="FILE", help="--timed: a cost table of your machine (make calibrate writes "
+                                                   "build/costs.json)")
     p.add_argument("--steps", type=bounded(LONGEST_RUN), metavar="N",
                    help=f"stop after N steps (1..{LONGEST_RUN:,}; default {scenarios.SCENARIO_RUN:,}, or the steps a "
                         f"scenario whose runs never end declares)")
@@ -752,7 +759,8 @@ def check_observed_damon(args) -> int:
 def scheduler_text(trace) -> str:
     how = {"random": f"random, seed {trace.seed}", "round-robin": "round-robin",
            "scripted": f"scripted {trace.script!r}, then round-robin",
-           "explore": f"explore's counterexample, its {plural(len(trace), 'action')} exactly"}[trace.scheduler]
+           "explore": f"explore's counterexample, its {plural(len(trace), 'action')} exactly",
+           "timed": f"timed, costs from {trace.stats.get('cost_table', '?')}"}[trace.scheduler]
     return clean(f"{how}, at most {trace.max_steps:,} steps")
 
 
@@ -1095,6 +1103,11 @@ def pick_scheduler(args, sc):
             return Scripted(args.schedule), f"scripted -P {args.schedule!r}, then round-robin"
         except UserError as e:
             raise UserError(f"-P: {e}") from None
+    if args.costs is not None and not args.timed:
+        raise UserError("--costs: only a --timed run uses a cost table")
+    if args.timed:
+        table = costs.load(args.costs)
+        return Timed(table), f"timed, the earliest clock first, costs from {table.source}"
     if args.round_robin:
         return RoundRobin(), "round-robin"
     if args.seed is None and sc.schedule:
@@ -1210,8 +1223,13 @@ def print_table(model, trace, *, reveal: bool, labels: Optional[int] = None) -> 
 
 def print_answers(model, trace) -> None:
     print("Answers:")
+    timed = trace.stats if trace.scheduler == Timed.name else {}
     for key, value in model.answers(trace).items():
-        print(f"  {clean(str(key))}: {clean(plain(value))}")
+        if key not in timed:  # a timed run's stats follow, whether the model's answers hold them or not
+            print(f"  {clean(str(key))}: {clean(plain(value))}")
+    for key, value in timed.items():
+        if key != STEP_COSTS:  # one triple per step: the player's columns, not an answer
+            print(f"  {clean(str(key))}: {clean(plain(value))}")
     print(f"  steps: {len(trace)}")
     if trace.violation is not None:
         v = trace.violation

@@ -10,6 +10,7 @@ from kstep.engine import (ASSERTION, HARM, Frame, Inline, Invariant, Program, Pr
                           RoundRobin, Scripted, SplitMix64, Variant, explore, parse_schedule, push, set_thread,
                           simulate)
 from kstep.engine import replay
+from kstep.engine.timed import Timed
 from kstep.scenario_spec.scenario import Int, Key, Table
 from kstep.engine.schedule import LONGEST_RUN
 from kstep.files import write_text
@@ -367,7 +368,7 @@ def test_a_clean_trace_cannot_be_given_a_violation_and_a_prefix_cannot_claim_the
 def test_the_schema_and_the_engine_agree_on_the_longest_run():
     props = replay.schema()["properties"]["scheduler"]["properties"]
     assert props["max_steps"]["maximum"] == LONGEST_RUN
-    assert set(props["kind"]["enum"]) == {cls.name for cls in (Random, RoundRobin, Scripted, Replay)}
+    assert set(props["kind"]["enum"]) == {cls.name for cls in (Random, RoundRobin, Scripted, Replay, Timed)}
 
 
 def test_the_file_is_validated_whole_by_the_schema(tmp_path):

@@ -220,6 +220,7 @@ class Model(abc.ABC):
     private_parts: tuple = ()  # "field.part": parts of a memory field's elements that are no memory (change at once)
     cpu_field: Optional[str] = None  # the field of a thread's record naming the CPU whose store buffer it uses
     memory_model: Optional[dict] = None  # a memory model's wrapper: what a trace records of it (None: sc)
+    step_work: Mapping[str, tuple] = {}  # label -> its work besides memory accesses (costs.WORK_KINDS)
     progress_labels: frozenset = frozenset()  # the steps that are an actor's progress (liveness): e.g. entering a lock's critical section
 
     def __init__(self, variant: Optional[str] = None):

@@ -23,6 +23,7 @@ from typing import Optional
 from ..errors import UserError, shorten
 from .model import HARM, Action, Checks, Model, State, deadlock, without_cyclic_gc
 from .prng import SplitMix64
+from .timed import Timed
 from .trace import Trace
 
 _ENTRY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)(:[A-Za-z_][A-Za-z0-9_]*)?(?:\*([0-9]+))?")
@@ -193,7 +194,8 @@ def scheduler_for(params: dict):
     """The scheduler a trace's ``params`` describe (kind, seed, script), ready to run from the start."""
     kind, seed, script = params["kind"], params["seed"], params["script"]
     given = {"seed": seed is not None, "script": script is not None}
-    needs = {"random": {"seed"}, "scripted": {"script"}, "explore": {"script"}, "round-robin": set()}[kind]
+    needs = {"random": {"seed"}, "scripted": {"script"}, "explore": {"script"}, "round-robin": set(),
+             "timed": {"script"}}[kind]
     for name, present in given.items():
         if present != (name in needs):
             raise UserError(f"a {kind} scheduler {'needs' if name in needs else 'has no'} {name}")
@@ -203,6 +205,8 @@ def scheduler_for(params: dict):
         return Scripted(script)
     if kind == "explore":
         return Replay(script)
+    if kind == "timed":
+        return Timed.of(script)
     return RoundRobin()
 
 

@@ -172,6 +172,8 @@ function show_panels(k, all) {
       c.model.setv({left: k, right: k + 1});
     } else if (c.kind === "curtain") {
       c.model.left = k + 1;
+    } else if (c.kind === "at") {
+      c.model.setv({left: c.left[k], right: c.right[k]});
     } else {
       c.model.location = k + 0.5;
     }

@@ -34,7 +34,7 @@ from bokeh.models.ui import Pane
 from ..engine.liveness import describe
 
 from ..engine import Model, Trace
-from . import charts, code, context, predict, style
+from . import charts, code, context, predict, style, timed
 from .columns import FrameColumns, Strings, decode
 
 PLAY, PAUSE = "▶ Play", "▮▮ Pause"  # glyphs every DejaVu/Arial install has
@@ -149,6 +149,11 @@ class Player:
             annotation.location = 0.5
         self._cursors.append({"model": annotation, "kind": kind})
 
+    def cursor_at(self, annotation: BoxAnnotation, left: Sequence[float], right: Sequence[float]) -> None:
+        """Move ``annotation`` to [left[k], right[k]] at frame k: a chart whose x is not the step (time)."""
+        annotation.left, annotation.right = left[0], right[0]
+        self._cursors.append({"model": annotation, "kind": "at", "left": list(left), "right": list(right)})
+
     def curtain(self, annotation: BoxAnnotation) -> None:
         """Cover every step after the current one with ``annotation`` (its right edge left open, so it
         reaches the plot's edge): a chart over the run must not show the student what comes next."""
@@ -192,6 +197,9 @@ class Player:
         board, and the code pane: side by side where there is room, stacked where not), the colour key
         and the other panels under it; everything as wide as the page, up to ``style.MAX_WIDTH``."""
         widgets = self._widgets()
+        if self.trace.scheduler == "timed":  # time on the x-axis, under every mechanism's own panels
+            panels += (timed.cost_timeline(self),)
+            key += timed.key()
         if key:
             key += self.every_panel_key()
         controls = row(widgets["reset"], widgets["back"], widgets["toggle"], widgets["step"], widgets["speed"],
@@ -357,6 +365,7 @@ class Player:
         t, m = self.trace, self.model
         run = {"random": f"random schedule, seed {t.seed}", "round-robin": "round-robin schedule",
                "scripted": "the scenario's scripted schedule", "explore": "shortest counterexample found by explore",
+               "timed": "timed schedule, the earliest clock first (ticks in ns)",
                "observed": "observed on a real kernel, one step per aggregation (never simulated)"}
         how = run.get(t.scheduler, t.scheduler)
         if t.cycle_start is not None:

@@ -94,6 +94,11 @@ class VmaLocksModel(ProgramModel):
     # only with its store buffer drained (rcu_report_qs_rdp is a full barrier).
     memory_fields = ("mm", "vmas")
     private_parts = ("vmas.status",)  # whether the slab object is live, queued for RCU or freed: no field of it
+    # The timed cost model's work besides memory accesses (engine/costs.py): a fault's exception entry and
+    # return, charged at the one step every handled fault takes; the new anonymous page zeroed; and
+    # mprotect's and munmap's TLB flush, with an IPI to the other CPUs running the mm's threads.
+    step_work = {"handle_mm_fault": ("page_fault",), "do_anonymous_page": ("page_zero",),
+                 "vm_flags_reset": ("tlb_flush", "ipi"), "vma_iter_clear_gfp": ("tlb_flush", "ipi")}
 
     def unstarted(self, config):
         init = self.variant.params.get("vm_lock_seq_init", VM_LOCK_SEQ_INIT)

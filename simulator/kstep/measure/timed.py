@@ -1,0 +1,83 @@
+"""Measurements on timed runs (engine/timed.py): nanoseconds from a cost table, not rounds.
+
+``vma_faults`` compares per-VMA locks with ``no-per-vma-lock`` on a vma-locks scenario: makespan,
+fault latency percentiles, time faults spent blocked and cache-line transfers.  A fault's latency
+runs from the first step its thread takes after its previous fault ended to the end of the step
+that counts it handled (``vma_lock_success``, a fault completed under mmap_lock, or SIGSEGV).
+``qspinlock_transfers`` counts cache-line transfers per lock acquisition for each variant.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from ..engine import costs
+from ..engine.costs import CostTable
+from ..engine.timed import STEP_COSTS, Timed
+from ..experiment import open as open_scenario
+
+FAULT_ENDS = ("vma_lock_success", "mmap_lock_faults", "sigsegv")  # the counters that count a fault done
+
+
+def timed_run(mech: str, scenario: str, variant: str, overrides: Iterable[str] = (), table: Optional[CostTable] = None):
+    """(experiment, trace) of a timed run of ``scenario`` under ``variant``, with the committed table by default."""
+    ex = open_scenario(mech, scenario, variant, list(overrides))
+    trace = ex.run(Timed(table or costs.load()))
+    if trace.outcome != "finished":
+        raise RuntimeError(f"{mech}/{variant} on {scenario} did not finish: {trace.outcome}")
+    return ex, trace
+
+
+def fault_latencies(trace) -> list[float]:
+    """Each fault's latency in ns (see the module docstring), in the order they ended.  An actor's
+    clock moves only by its own steps' waits, work and transfers, so it is summed from those."""
+    out: list[float] = []
+    clock: dict = {}
+    started: dict = {}
+    for a, before, after, (work, wait, transfer) in zip(trace.actions, trace.states, trace.states[1:],
+                                                        trace.stats[STEP_COSTS]):
+        t = clock.get(a.actor, 0.0) + wait
+        started.setdefault(a.actor, t)
+        clock[a.actor] = t + work + transfer
+        if any(getattr(after.counters, c) > getattr(before.counters, c) for c in FAULT_ENDS):
+            out.append(clock[a.actor] - started.pop(a.actor))
+    return out
+
+
+def percentile(values: list[float], p: int) -> float:
+    """The nearest-rank ``p``-th percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, -(-len(ordered) * p // 100) - 1)] if ordered else 0.0
+
+
+def vma_faults(scenario: str = "android-app-launch", overrides: Iterable[str] = (),
+               variants: tuple = ("no-per-vma-lock", "v6.12"), table: Optional[CostTable] = None) -> dict:
+    out = {}
+    for v in variants:
+        ex, trace = timed_run("vma-locks", scenario, v, overrides, table)
+        kinds = {t.name: t.kind for t in trace.states[0].threads}
+        lat = fault_latencies(trace)
+        waits = trace.stats["waiting_ns"]
+        out[v] = {
+            "makespan_ns": trace.stats["makespan_ns"],
+            "faults": len(lat),
+            "fault_latency_ns": {f"p{p}": round(percentile(lat, p), 1) for p in (50, 90, 99)},
+            "fault_waiting_ns": round(sum(w for a, w in waits.items() if kinds.get(a) == "fault"), 1),
+            "transfers": sum(trace.stats["transfers"].values()),
+            "work_ns": round(sum(c[0] for c in trace.stats[STEP_COSTS]), 1),
+            "transfer_ns": round(sum(c[2] for c in trace.stats[STEP_COSTS]), 1),
+        }
+    return out
+
+
+def qspinlock_transfers(scenario: str, variants: tuple = ("v6.12", "before-set-locked"),
+                        table: Optional[CostTable] = None) -> dict:
+    out = {}
+    for v in variants:
+        ex, trace = timed_run("qspinlock", scenario, v, (), table)
+        acquisitions = sum(1 for a in trace.actions if a.label == "critical_section")
+        transfers = sum(trace.stats["transfers"].values())
+        out[v] = {"acquisitions": acquisitions, "transfers": transfers,
+                  "transfers_per_acquisition": round(transfers / acquisitions, 2),
+                  "makespan_ns": trace.stats["makespan_ns"]}
+    return out

@@ -1,0 +1,214 @@
+"""The timed scheduler and its cost model (engine/timed.py, engine/costs.py): a line two CPUs write
+costs transfers and a line one CPU touches does not; a CPU spinning on a line nobody writes costs
+none until the line is written; a blocked actor's clock jumps to the end of the step that woke it;
+the same scenario and table give the same run, and a saved trace replays with its table; a bad
+cost table is one line and exit 2; a table the calibration program writes is one kstep takes."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+from test_cli import ROOT, bad_input, kstep
+
+from kstep.engine import costs, scheduler_for, simulate
+from kstep.experiment import open as open_scenario
+from kstep.engine.costs import Directory
+from kstep.engine.timed import STEP_COSTS, Timed
+
+TABLE = costs.load()
+
+
+def timed(mech, name, variant=None, overrides=()):
+    ex = open_scenario(mech, name, variant, overrides)
+    return ex, ex.run(Timed(TABLE))
+
+
+# -- the directory ---------------------------------------------------------------------------------
+
+def test_a_line_one_cpu_touches_costs_no_transfer_and_a_contended_one_does():
+    d = Directory()
+    assert [d.write(0, "L"), d.load(0, "L"), d.write(0, "L")] == [0, 0, 0]
+    assert d.write(1, "L") == 1  # CPU 1 takes it from CPU 0's cache
+    assert d.write(0, "L") == 1  # and back: ping-pong, a transfer each way
+    assert d.load(1, "L") == 1 and d.load(0, "L") == 0  # a read shares it; the writer kept a copy
+
+
+def test_two_cpus_on_one_lock_word_pay_transfers_and_on_two_words_none():
+    _, apart = timed("qspinlock", "uncontended", overrides=('cpus.1.locks=["B"]',))
+    _, shared = timed("qspinlock", "uncontended")
+    assert apart.stats["transfers"] == {}
+    assert shared.stats["transfers"]["C0"] >= 2 and shared.stats["transfers"]["C1"] >= 2
+    assert shared.stats["makespan_ns"] - apart.stats["makespan_ns"] >= 4 * TABLE.ns["transfer"]
+
+
+def test_a_local_spin_costs_no_transfer_until_its_line_is_written():
+    d = Directory()
+    d.write(3, "node")  # mcs_node_init: the waiter's own node
+    assert [d.load(3, "node") for _ in range(5)] == [0] * 5  # spinning in its own cache
+    assert d.write(2, "node") == 1  # the predecessor's handoff invalidates it
+    assert d.load(3, "node") == 1  # one re-read, then local again
+    assert d.load(3, "node") == 0
+
+
+def test_mcs_waiter_spins_on_its_own_node_without_a_transfer():
+    # three-waiters: C3 spins in mcs_spin on its own node (last written by itself), which costs
+    # nothing until C2's handoff writes it; its one re-read is its mcs_spin step's transfer.  Then,
+    # queue head, it spins on the lock word, which C2 owns: one fetch while it waits.
+    _, trace = timed("qspinlock", "three-waiters")
+    assert trace.stats["spin_transfers"] == {"C3": 1}
+    labels = [str(a) for a in trace.actions]
+    assert trace.stats[STEP_COSTS][labels.index("C3:mcs_spin")][2] == TABLE.ns["transfer"]
+
+
+# -- the clocks --------------------------------------------------------------------------------------
+
+def test_a_woken_actor_starts_when_the_step_that_woke_it_ends():
+    ex, trace = timed("qspinlock", "three-waiters")
+    labels = [str(a) for a in trace.actions]
+    handoff, spin = labels.index("C2:mcs_handoff"), labels.index("C3:mcs_spin")
+    work, wait, transfer = trace.stats[STEP_COSTS][handoff]
+    assert trace.ticks[spin] == int(trace.ticks[handoff] + work + transfer)
+    assert trace.stats[STEP_COSTS][spin][1] > 0 and trace.stats["waiting_ns"]["C3"] > 0
+
+
+def test_the_earliest_clock_moves_first_and_ties_go_to_the_first_actor():
+    _, trace = timed("qspinlock", "three-waiters")
+    assert [str(a) for a in trace.actions[:4]] == [f"C{k}:queued_spin_lock" for k in range(4)]
+    assert trace.ticks[:4] == [0, 0, 0, 0]
+
+
+def test_timed_runs_are_deterministic_and_a_saved_one_replays_with_its_table(tmp_path):
+    ex, first = timed("vma-locks", "android-app-launch")
+    _, again = timed("vma-locks", "android-app-launch")
+    assert (first.actions, first.ticks, first.stats) == (again.actions, again.ticks, again.stats)
+    params = Timed(TABLE).params()
+    rerun = simulate(ex.model, ex.start, scheduler_for(params), max_steps=ex.scenario.max_steps)
+    assert (rerun.actions, rerun.ticks, rerun.stats) == (first.actions, first.ticks, first.stats)
+    cheap = costs.CostTable({**TABLE.ns, "transfer": 0.0}, TABLE.measured, "test")
+    other = ex.run(Timed(cheap))
+    assert other.stats["makespan_ns"] < first.stats["makespan_ns"]  # the table is what the run costs
+
+
+# -- the cost table ----------------------------------------------------------------------------------
+
+def good():
+    return json.loads((costs.DEFAULT).read_text())
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda d: "{", "not JSON"),
+    (lambda d: [], "not a JSON object"),
+    (lambda d: {**d, "format": "other"}, "not a cost table"),
+    (lambda d: {**d, "measured": "today"}, "'measured'"),
+    (lambda d: {**d, "ns": {k: v for k, v in d["ns"].items() if k != "transfer"}}, "lacks transfer"),
+    (lambda d: {**d, "ns": {**d["ns"], "cache_miss": 1}}, "unknown kinds cache_miss"),
+    (lambda d: {**d, "ns": {**d["ns"], "atomic": -1}}, "ns.atomic"),
+    (lambda d: {**d, "ns": {**d["ns"], "ipi": "fast"}}, "ns.ipi"),
+    (lambda d: {**d, "ns": {**d["ns"], "step": True}}, "ns.step"),
+    (lambda d: {**d, "ns": {**d["ns"], "transfer": 1e300}}, "ns.transfer"),
+])
+def test_a_bad_cost_table_is_one_line_and_exit_2(capsys, tmp_path, change, says):
+    path = tmp_path / "costs.json"
+    out = change(good())
+    path.write_text(out if isinstance(out, str) else json.dumps(out))
+    bad_input(capsys, "run", "qspinlock", "--scenario", "two-waiters", "--timed", "--costs", path, says=says)
+
+
+def test_nan_in_a_cost_table_is_refused(capsys, tmp_path):
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps(good()).replace('"transfer": 130.8', '"transfer": NaN'))
+    bad_input(capsys, "run", "qspinlock", "--scenario", "two-waiters", "--timed", "--costs", path,
+              says="ns.transfer")
+
+
+def test_costs_without_timed_and_a_missing_table_are_refused(capsys, tmp_path):
+    bad_input(capsys, "run", "qspinlock", "--scenario", "two-waiters", "--costs", tmp_path / "c.json",
+              says="only a --timed run")
+    bad_input(capsys, "run", "qspinlock", "--scenario", "two-waiters", "--timed", "--costs", tmp_path / "c.json",
+              says="cannot read it")
+
+
+def test_a_timed_run_prints_its_makespan_and_waiting(capsys):
+    rc, out, err = kstep(capsys, "run", "qspinlock", "--scenario", "three-waiters", "--timed", "-c")
+    assert rc == 0, err
+    assert "scheduler: timed, the earliest clock first, costs from the committed cost table" in out
+    assert "makespan_ns: " in out and "waiting_ns: C3=" in out and STEP_COSTS not in out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="make calibrate needs gcc (scripts/setup-system)")
+def test_the_calibration_program_writes_a_table_kstep_takes(tmp_path, capsys):
+    exe = tmp_path / "costs"
+    subprocess.run(["gcc", "-std=gnu11", "-O2", "-pthread", "-o", exe, ROOT / "kernel-lab/calibrate/costs.c"],
+                   check=True, timeout=120)
+    assert subprocess.run([exe, "0", "0", "x"], capture_output=True, timeout=60).returncode == 2
+    made = subprocess.run([exe, "0", "1", "pytest", "3"], capture_output=True, text=True, timeout=300, check=True)
+    path = tmp_path / "costs.json"
+    path.write_text(made.stdout)
+    table = costs.load(path)
+    assert table.ns["transfer"] > 0 and table.ns["page_fault"] > 0 and table.measured["where"] == "pytest"
+    rc, out, err = kstep(capsys, "run", "qspinlock", "--scenario", "two-waiters", "--timed", "--costs", path, "-c")
+    assert rc == 0 and f"costs from {path}" in out, err
+
+
+# -- what the timed runs measure (measure/timed.py) ------------------------------------------------
+
+def test_fault_latency_is_each_faults_own_steps_and_waits():
+    from kstep.measure.timed import fault_latencies, vma_faults
+    rows = vma_faults()
+    # android-app-launch: F1 and F2 fault twice each, under either variant; only without per-VMA
+    # locks do they wait for the writer's mmap_lock
+    assert rows["v6.12"]["faults"] == rows["no-per-vma-lock"]["faults"] == 4
+    assert rows["v6.12"]["fault_waiting_ns"] == 0 < rows["no-per-vma-lock"]["fault_waiting_ns"]
+    _, trace = timed("vma-locks", "android-app-launch", "no-per-vma-lock")
+    # the same latencies from the scheduler's own step start times (whole ns)
+    from_ticks, first = [], {}
+    for k, (action, before, after) in enumerate(zip(trace.actions, trace.states, trace.states[1:])):
+        first.setdefault(action.actor, trace.ticks[k])
+        if sum(after.counters) > sum(before.counters):
+            work, _, transfer = trace.stats[STEP_COSTS][k]
+            from_ticks.append(trace.ticks[k] + work + transfer - first.pop(action.actor))
+    assert fault_latencies(trace) == pytest.approx(from_ticks, abs=1.0)
+    assert max(fault_latencies(trace)) > min(fault_latencies(trace))  # one fault waited for the writer
+
+
+# -- the player ----------------------------------------------------------------------------------
+
+def test_the_time_panel_draws_each_steps_wait_work_and_transfers():
+    from kstep.views.timed import PARTS, cost_bars, frame_spans
+    _, trace = timed("qspinlock", "three-waiters")
+    actors = ["C0", "C1", "C2", "C3"]
+    bars, spans = cost_bars(trace, actors)
+    total = sum(r - left for r, left in zip(bars["right"], bars["left"]))
+    assert total == pytest.approx(sum(map(sum, trace.stats[STEP_COSTS])))
+    # the stats round each cost to 0.1 ns
+    assert max(bars["right"]) == pytest.approx(trace.stats["makespan_ns"], abs=0.15 * len(trace))
+    colours = dict((c, name) for name, c in PARTS)
+    waits = [k for k, c in zip(bars["step"], bars["color"]) if colours[c] == "waiting"]
+    assert waits and all(str(trace.actions[k - 1]).startswith("C3") for k in waits)
+    assert [start for start, _ in spans] == pytest.approx(trace.ticks, abs=2)  # a step starts at its tick
+    left, right, curtain = frame_spans(spans)
+    # the curtain at frame k starts where step k + 1 starts, and no later step starts before it
+    assert all(curtain[k] <= min(start for start, _ in spans[k:]) for k in range(len(trace)))
+    assert all(left[k] <= right[k] and left[k] <= curtain[k] for k in range(len(trace) + 1))
+
+
+@pytest.mark.browser
+def test_a_timed_run_plays_with_time_on_the_x_axis(browser, tmp_path, capsys):
+    from browser import Opened
+    page = tmp_path / "timed.html"
+    rc, _, err = kstep(capsys, "run", "qspinlock", "--scenario", "three-waiters", "--timed", "--html", page)
+    assert rc == 0, err
+    p = Opened(browser, page)
+    try:
+        cursor = "[m('kstep-plot-timed-cursor').left, m('kstep-plot-timed-cursor').right]"
+        assert p.js(cursor) == [0, 0]
+        p.click("Step")
+        p.wait("m('kstep-slider').value === 1")
+        _, trace = timed("qspinlock", "three-waiters")
+        work, wait, transfer = trace.stats[STEP_COSTS][0]
+        assert p.js(cursor) == pytest.approx([0, work + transfer])
+        p.check_clean()
+    finally:
+        p.close()

@@ -76,8 +76,11 @@ def test_the_kernels_barrier_scores_full_smp_mb_less_a_wrong_line_nothing(bundle
         answer(folder, line, barrier)
         g = grade(folder, student)
         assert all(t.passed for t in g.values()), g
+        if student != "ada":
+            continue  # one student's variant shows the rest: each grading is a sandboxed run
 
-        answer(folder, line if barrier in barriers.FENCES else line + 1, "smp_mb")
+        # a full fence where the lost one was, or on the side of the access its lost ordering guarded
+        answer(folder, line + 1 if barrier.endswith("_acquire") else line, "smp_mb")
         g = grade(folder, student)
         assert g["restores"].passed and 0 < g["cheapest"].score < g["cheapest"].max_score, g
         assert "with the one it lost" in g["cheapest"].output

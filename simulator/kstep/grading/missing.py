@@ -4,7 +4,7 @@ A student's variant (``mutant = [test, pick]``) names one of the mechanisms' cor
 (``kstep litmus --list``) and which of the test's *breaking mutations* they get.  A breaking mutation
 removes one fence statement or weakens one ordered access to its relaxed form
 (``smp_load_acquire(x)`` to ``READ_ONCE(*x)``, ``xchg_release`` to ``xchg_relaxed``...), and makes
-the bad outcome reachable on arm64 or POWER; the mutations are taken in the order of the file.  The student gets the mutant without its comments and name
+the bad outcome reachable on arm64 or POWER; the mutations are taken in the order of the file.  The student gets the mutant without its comments, name or the kernel's names for its locations
 (``python -m kstep.grading.missing`` writes ``mutant.litmus``), finds the missing barrier, and hands
 in ``answer.toml``::
 
@@ -20,6 +20,7 @@ candidate (``kstep litmus mutant.litmus --model all``) but no command names the 
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import tomllib
@@ -45,13 +46,20 @@ _STRONGER = {"smp_load_acquire": (re.compile(r"\bREAD_ONCE\(\*(\w+)\)"), r"smp_l
 
 
 def _clean(text: str) -> list[str]:
-    """The test's lines without comments, blank runs or its name: what a student may not look up."""
+    """The test's lines without comments, blank runs, its name or the kernel's names of its shared
+    locations (a, b, c... in the order the test first names them): what a student may not look up."""
     lines = [ln.rstrip() for ln in _COMMENT.sub("", text).splitlines()[1:]]
     out = ["C find-the-barrier"]
     for ln in lines:
         if ln or (out[-1] != ""):
             out.append(ln)
-    return out
+    test = parse(_text(out), MUTANT)
+    kernel = list(dict.fromkeys([*test.init, *(p for t in test.threads for p in t.params)]))
+    taken = set(re.findall(r"\w+", _text(out)))
+    short = [c for c in "abcdefghijklmnopqstuvwxyz" if c not in taken]
+    rename = dict(zip(kernel, short))
+    word = re.compile(r"\b(%s)\b" % "|".join(map(re.escape, kernel)))
+    return out[:1] + [word.sub(lambda m: rename[m.group(1)], ln) for ln in out[1:]]
 
 
 def _weakened(line: str) -> str | None:
@@ -73,13 +81,14 @@ def _text(lines: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def mutations(name: str) -> list[str]:
+@functools.cache
+def mutations(name: str) -> tuple[str, ...]:
     """The breaking mutants of bundled test ``name``, in the order of its lines: each with one
     barrier removed or weakened, reaching the bad outcome on arm64 or POWER."""
     lines = _clean(bundled.path(name).read_text())
     out: list[str] = []
     if barriers.allowed_on(parse(_text(lines), MUTANT), ARCHS):
-        return out  # a test whose bad outcome is reachable already has no missing barrier
+        return ()  # a test whose bad outcome is reachable already has no missing barrier
     for k, line in enumerate(lines):
         weaker = _weakened(line)
         if weaker is None:
@@ -87,7 +96,7 @@ def mutations(name: str) -> list[str]:
         mutant = lines[:k] + ([weaker] if weaker else []) + lines[k + 1:]
         if barriers.allowed_on(parse(_text(mutant), MUTANT), ARCHS):
             out.append(_text(mutant))
-    return out
+    return tuple(out)
 
 
 def mutant(variant: dict) -> str:

@@ -47,7 +47,7 @@ _STRONGER = {"smp_load_acquire": (re.compile(r"\bREAD_ONCE\(\*(\w+)\)"), r"smp_l
 
 def _clean(text: str) -> list[str]:
     """The test's lines without comments, blank runs, its name or the kernel's names of its shared
-    locations (a, b, c... in the order the test first names them): what a student may not look up."""
+    locations (x, y, z... in the order the test first names them; kstep names events a, b, c...): what a student may not look up."""
     lines = [ln.rstrip() for ln in _COMMENT.sub("", text).splitlines()[1:]]
     out = ["C find-the-barrier"]
     for ln in lines:
@@ -56,7 +56,7 @@ def _clean(text: str) -> list[str]:
     test = parse(_text(out), MUTANT)
     kernel = list(dict.fromkeys([*test.init, *(p for t in test.threads for p in t.params)]))
     taken = set(re.findall(r"\w+", _text(out)))
-    short = [c for c in "abcdefghijklmnopqstuvwxyz" if c not in taken]
+    short = [c for c in ("x", "y", "z", "w", "v", "u", "t", "s", "q", "p") if c not in taken]
     rename = dict(zip(kernel, short))
     word = re.compile(r"\b(%s)\b" % "|".join(map(re.escape, kernel)))
     return out[:1] + [word.sub(lambda m: rename[m.group(1)], ln) for ln in out[1:]]

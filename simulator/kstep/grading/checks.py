@@ -27,6 +27,8 @@ KINDS = {
                              "right ones)", "findbug", ""),
     "litmus-well-formed": ("answer.litmus parses and is your variant's test with only barriers or acquire/release "
                            "changed (not: that it forbids anything)", "barriers", ""),
+    "find-barrier-well-formed": ("answer.toml names a line of mutant.litmus and a barrier that fits there, changing "
+                                 "only ordering (not: that it forbids anything)", "missing", ""),
 }
 
 

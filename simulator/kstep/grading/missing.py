@@ -4,7 +4,8 @@ A student's variant (``mutant = [test, pick]``) names one of the mechanisms' cor
 (``kstep litmus --list``) and which of the test's *breaking mutations* they get.  A breaking mutation
 removes one fence statement or weakens one ordered access to its relaxed form
 (``smp_load_acquire(x)`` to ``READ_ONCE(*x)``, ``xchg_release`` to ``xchg_relaxed``...), and makes
-the bad outcome reachable on arm64 or POWER; the mutations are taken in the order of the file.  The student gets the mutant without its comments, name or the kernel's names for its locations
+the bad outcome reachable on arm64 or POWER; the mutations are taken in the order of the file.  The
+student gets the mutant without its comments, name or the kernel's names for its locations
 (``python -m kstep.grading.missing`` writes ``mutant.litmus``), finds the missing barrier, and hands
 in ``answer.toml``::
 
@@ -47,7 +48,8 @@ _STRONGER = {"smp_load_acquire": (re.compile(r"\bREAD_ONCE\(\*(\w+)\)"), r"smp_l
 
 def _clean(text: str) -> list[str]:
     """The test's lines without comments, blank runs, its name or the kernel's names of its shared
-    locations (x, y, z... in the order the test first names them; kstep names events a, b, c...): what a student may not look up."""
+    locations (x, y, z... in the order the test first names them; kstep names events a, b, c...):
+    what a student may not look up."""
     lines = [ln.rstrip() for ln in _COMMENT.sub("", text).splitlines()[1:]]
     out = ["C find-the-barrier"]
     for ln in lines:

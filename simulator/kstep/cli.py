@@ -544,6 +544,8 @@ def cmd_explore(args) -> int:
           + ("sc" if args.memory_model == "sc" else f"{args.memory_model}, store buffers of {sc.store_buffer} "
                                                      f"entries per CPU (the scenario's store_buffer)"))
     print(f"checks: {', '.join(checks)}")
+    if model.fixed_choices:
+        print(f"fixed, not branched on: {model.fixed_choices}")
     # the rows go to a temporary file that replaces --states only once the search is over
     with replacing(args.states) if args.states is not None else nullcontext() as write:
         visit = None
@@ -608,7 +610,8 @@ def cmd_explore(args) -> int:
               f"it had not stored (no violation among the states it saw)")
         skipped(args)
         return BOUNDED
-    print("verdict: clean: every reachable state explored; every invariant holds and nothing deadlocks")
+    print("verdict: clean: every reachable state explored" + (" for those fixed choices" if model.fixed_choices else "")
+          + "; every invariant holds and nothing deadlocks")
     skipped(args)
     return OK
 

@@ -221,6 +221,7 @@ class Model(abc.ABC):
     cpu_field: Optional[str] = None  # the field of a thread's record naming the CPU whose store buffer it uses
     memory_model: Optional[dict] = None  # a memory model's wrapper: what a trace records of it (None: sc)
     progress_labels: frozenset = frozenset()  # the steps that are an actor's progress (liveness): e.g. entering a lock's critical section
+    fixed_choices: str = ""  # choices a run makes that explore does not branch on (the scenario fixes them); none: ""
 
     def __init__(self, variant: Optional[str] = None):
         self.variant = self.variants[variant or self.default_variant]

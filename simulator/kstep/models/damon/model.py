@@ -782,6 +782,8 @@ class DamonModel(ProgramModel):
     variants = VARIANTS
     scenario_schema = SCHEMA
     invariants = INVARIANTS
+    fixed_choices = ("the damon_rand draws and the process's accesses, both from the scenario's seed (--set seed=N "
+                     "explores another)")
 
     def unstarted(self, config):
         cfg = config_from(config)

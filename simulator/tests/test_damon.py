@@ -197,3 +197,24 @@ def test_a_run_is_the_same_in_another_process_whatever_its_hash_seed():
                            capture_output=True, text=True, env=env, check=True)
         outs.append(r.stdout)
     assert outs[0] == outs[1] and "random draws" in outs[0]
+
+
+def test_explore_says_the_seed_fixes_the_draws_it_does_not_branch_on(capsys):
+    from kstep.cli import main
+
+    assert main(["explore", "damon", "--scenario", "explore-sz-limit"]) == 0
+    out = capsys.readouterr().out
+    assert "fixed, not branched on: the damon_rand draws and the process's accesses" in out
+    assert "verdict: clean: every reachable state explored for those fixed choices;" in out
+
+
+def test_no_scenario_reaches_the_merge_loop_hang_its_variant_text_says_so():
+    """pre-6.12.111-merge-loop hangs only when aggr_us / sample_us exceeds UINT_MAX / 2; the schema's
+    1000 sampling intervals per aggregation stay far below, as the variant's text says."""
+    from kstep.errors import UserError
+
+    load(MECH, "explore-sz-limit", overrides=["attrs.aggr_us=1000000", "attrs.sample_us=1000"])
+    with pytest.raises(UserError, match="more than 1000 sampling intervals"):
+        load(MECH, "explore-sz-limit", overrides=["attrs.aggr_us=1001000", "attrs.sample_us=1000"])
+    assert 1000 <= 0xFFFF_FFFF // 2
+    assert "no scenario shows the hang" in DamonModel.variants["pre-6.12.111-merge-loop"].doc

@@ -644,6 +644,7 @@ def explore_liveness(args) -> int:
     print(f"progress: {', '.join(sorted(model.progress_labels))}; fairness: weak, per actor (an actor that can "
           f"always move does move)")
     result = ex.liveness(max_states=args.max_states, progress=progress_reporter())
+    note = f" ({model.lasso_note(ex.start)})" if model.lasso_note(ex.start) else ""
     print(f"states: {result.states} (no reduction)")
     print(f"transitions: {result.transitions}")
     print(f"seconds: {result.seconds:.2f}")
@@ -653,10 +654,10 @@ def explore_liveness(args) -> int:
         print(f"verdict: DEADLOCK after {len(result.deadlock)} steps: {clean(result.deadlock.violation.message)}")
     if result.livelock is not None:
         assert result.livelock.lasso is not None  # a livelock is a lasso
-        print(f"verdict: LIVELOCK: {describe(result.livelock.lasso)}")
+        print(f"verdict: LIVELOCK: {describe(result.livelock.lasso)}{note}")
     for actor in result.actors:
         if actor in result.lassos:
-            print(f"verdict: STARVATION: {describe(result.lassos[actor].lasso)}")
+            print(f"verdict: STARVATION: {describe(result.lassos[actor].lasso)}{note}")
         elif result.livelock is None and result.deadlock is None and result.exhausted:
             print(f"verdict: {actor} starvation-free: in every fair cycle it enters "
                   f"{' or '.join(sorted(model.progress_labels))}")
@@ -692,8 +693,9 @@ def cmd_show(args) -> int:
     print_answers(model, trace)
     if trace.cycle_start is not None:
         assert trace.lasso is not None  # a trace with a cycle records its lasso
-        print(f"  lasso: {describe(trace.lasso)}; steps {trace.cycle_start + 1}..{len(trace)} repeat forever "
-              f"(judged again on this run: the cycle closes, is fair, and shows it)")
+        note = model.lasso_note(trace.states[0])
+        print(f"  lasso: {describe(trace.lasso)}{f' ({note})' if note else ''}; steps {trace.cycle_start + 1}.."
+              f"{len(trace)} repeat forever (judged again on this run: the cycle closes, is fair, and shows it)")
     write_outputs(model, trace, None, args.html)
     return OK if trace.violation is None else VIOLATION
 

@@ -271,6 +271,12 @@ class Model(abc.ABC):
         """The state as plain JSON data (used by traces)."""
         return to_jsonable(state)
 
+    def lasso_note(self, state: State) -> str:
+        """What a lasso found from ``state`` owes to something other than the mechanism as 6.12 runs
+        it (a disabled timeout, an old code path, a schedule real CPUs rarely keep), in a few words,
+        printed with the verdict; empty when nothing.  The variant's ``lasso`` parameter by default."""
+        return self.variant.params.get("lasso", "")
+
     def refuses_memory_model(self, name: str) -> str:
         """Why this variant cannot run under memory model ``name`` (its code is another
         architecture's), in a few words; empty when it can."""

@@ -63,6 +63,7 @@ from .files import SMALL_CAP, STDIN, check_output, read_text, replacing, same_fi
 from .models import MODELS, make_model, model_class
 from .scenario_spec import expect, questions
 from .scenario_spec import scenario as scenarios
+from .scenario_spec.runs import own_schedule
 
 OK, VIOLATION, BAD_INPUT, BOUNDED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
 BROKEN_PIPE = 128 + signal.SIGPIPE
@@ -477,7 +478,7 @@ def cmd_run(args) -> int:
     ex = experiment(args)
     model, sc = ex.model, ex.scenario
     check_outputs(args.json, args.html, scenario_inputs(args))
-    scheduler, how = pick_scheduler(args, sc)
+    scheduler, how = pick_scheduler(args, sc, model)
     if how.startswith("the scenario's own") and not args.steps:
         trace = ex.run()  # its own run: a declared lasso is judged on it
         if trace.cycle_start is not None:
@@ -693,9 +694,10 @@ def cmd_show(args) -> int:
     print_answers(model, trace)
     if trace.cycle_start is not None:
         assert trace.lasso is not None  # a trace with a cycle records its lasso
-        note = model.lasso_note(trace.states[0])
-        print(f"  lasso: {describe(trace.lasso)}{f' ({note})' if note else ''}; steps {trace.cycle_start + 1}.."
-              f"{len(trace)} repeat forever (judged again on this run: the cycle closes, is fair, and shows it)")
+        print(f"  lasso: {describe(trace.lasso)}; steps {trace.cycle_start + 1}..{len(trace)} repeat forever "
+              f"(judged again on this run: the cycle closes, is fair, and shows it)")
+        if model.lasso_note(trace.states[0]):
+            print(f"  ({model.lasso_note(trace.states[0])})")
     write_outputs(model, trace, None, args.html)
     return OK if trace.violation is None else VIOLATION
 
@@ -1090,7 +1092,7 @@ def experiment(args) -> Experiment:
     return ex
 
 
-def pick_scheduler(args, sc):
+def pick_scheduler(args, sc, model):
     """-P, --round-robin, -s; else the scenario's own schedule; else random from seed 1.
 
     Returns the scheduler and a line that says how to get the same run again.
@@ -1103,8 +1105,9 @@ def pick_scheduler(args, sc):
     if args.round_robin:
         return RoundRobin(), "round-robin"
     if args.seed is None and sc.schedule:
+        schedule, note = own_schedule(model, sc)
         try:
-            return Scripted(sc.schedule), f"the scenario's own, {sc.schedule!r}, then round-robin"
+            return Scripted(schedule), note or f"the scenario's own, {sc.schedule!r}, then round-robin"
         except UserError as e:
             raise UserError(f"scenario {sc.name}: {e}") from None
     seed_used = 1 if args.seed is None else args.seed

@@ -369,5 +369,7 @@ int damon_va_scheme_score(struct damon_ctx *ctx, struct damon_target *t, struct 
 
 /* ---- workload.c ---- */
 bool lab_accessed(const struct damon_ctx *ctx, unsigned long page, unsigned long sample);
+bool lab_folio_accessed(const struct damon_ctx *ctx, unsigned long head, unsigned long size,
+			unsigned long sample);
 
 #endif /* LAB_DAMON_H */

@@ -206,7 +206,7 @@ void lab_process_runs(struct damon_ctx *ctx)
 		if (!lab_folio_at(ctx, r->sampling_addr, &head, &size))
 			continue;
 		r->folio_head = head;
-		if (lab_accessed(ctx, head / PAGE_SIZE, ctx->passed_sample_intervals))
+		if (lab_folio_accessed(ctx, head, size, ctx->passed_sample_intervals))
 			r->folio_young = true;
 	}
 }

@@ -41,6 +41,19 @@ static int block(const struct lab_access *a, unsigned long sample, unsigned long
 	return 2;
 }
 
+/*
+ * Whether any page of the folio [head, head + size) is touched in that interval: a PMD-mapped THP
+ * has one accessed bit, in its PMD, for all 2 MiB (damon_young_pmd_entry reads pmd_young).
+ */
+bool lab_folio_accessed(const struct damon_ctx *ctx, unsigned long head, unsigned long size,
+			unsigned long sample)
+{
+	for (unsigned long page = head / PAGE_SIZE; page < (head + size) / PAGE_SIZE; page++)
+		if (lab_accessed(ctx, page, sample))
+			return true;
+	return false;
+}
+
 bool lab_accessed(const struct damon_ctx *ctx, unsigned long page, unsigned long sample)
 {
 	unsigned long addr = page * PAGE_SIZE, lo[2], hi[2];

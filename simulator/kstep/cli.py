@@ -65,6 +65,7 @@ from .files import SMALL_CAP, STDIN, check_output, read_text, replacing, same_fi
 from .models import MODELS, make_model, model_class
 from .scenario_spec import expect, questions
 from .scenario_spec import scenario as scenarios
+from .scenario_spec.runs import own_schedule
 
 OK, VIOLATION, BAD_INPUT, BOUNDED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
 BROKEN_PIPE = 128 + signal.SIGPIPE
@@ -484,7 +485,7 @@ def cmd_run(args) -> int:
     ex = experiment(args)
     model, sc = ex.model, ex.scenario
     check_outputs(args.json, args.html, scenario_inputs(args))
-    scheduler, how = pick_scheduler(args, sc)
+    scheduler, how = pick_scheduler(args, sc, model)
     if how.startswith("the scenario's own") and not args.steps:
         trace = ex.run()  # its own run: a declared lasso is judged on it
         if trace.cycle_start is not None:
@@ -551,6 +552,8 @@ def cmd_explore(args) -> int:
           + ("sc" if args.memory_model == "sc" else f"{args.memory_model}, store buffers of {sc.store_buffer} "
                                                      f"entries per CPU (the scenario's store_buffer)"))
     print(f"checks: {', '.join(checks)}")
+    if model.fixed_choices:
+        print(f"fixed, not branched on: {model.fixed_choices}")
     # the rows go to a temporary file that replaces --states only once the search is over
     with replacing(args.states) if args.states is not None else nullcontext() as write:
         visit = None
@@ -615,7 +618,8 @@ def cmd_explore(args) -> int:
               f"it had not stored (no violation among the states it saw)")
         skipped(args)
         return BOUNDED
-    print("verdict: clean: every reachable state explored; every invariant holds and nothing deadlocks")
+    print("verdict: clean: every reachable state explored" + (" for those fixed choices" if model.fixed_choices else "")
+          + "; every invariant holds and nothing deadlocks")
     skipped(args)
     return OK
 
@@ -648,6 +652,7 @@ def explore_liveness(args) -> int:
     print(f"progress: {', '.join(sorted(model.progress_labels))}; fairness: weak, per actor (an actor that can "
           f"always move does move)")
     result = ex.liveness(max_states=args.max_states, progress=progress_reporter())
+    note = f" ({model.lasso_note(ex.start)})" if model.lasso_note(ex.start) else ""
     print(f"states: {result.states} (no reduction)")
     print(f"transitions: {result.transitions}")
     print(f"seconds: {result.seconds:.2f}")
@@ -657,10 +662,10 @@ def explore_liveness(args) -> int:
         print(f"verdict: DEADLOCK after {len(result.deadlock)} steps: {clean(result.deadlock.violation.message)}")
     if result.livelock is not None:
         assert result.livelock.lasso is not None  # a livelock is a lasso
-        print(f"verdict: LIVELOCK: {describe(result.livelock.lasso)}")
+        print(f"verdict: LIVELOCK: {describe(result.livelock.lasso)}{note}")
     for actor in result.actors:
         if actor in result.lassos:
-            print(f"verdict: STARVATION: {describe(result.lassos[actor].lasso)}")
+            print(f"verdict: STARVATION: {describe(result.lassos[actor].lasso)}{note}")
         elif result.livelock is None and result.deadlock is None and result.exhausted:
             print(f"verdict: {actor} starvation-free: in every fair cycle it enters "
                   f"{' or '.join(sorted(model.progress_labels))}")
@@ -698,6 +703,8 @@ def cmd_show(args) -> int:
         assert trace.lasso is not None  # a trace with a cycle records its lasso
         print(f"  lasso: {describe(trace.lasso)}; steps {trace.cycle_start + 1}..{len(trace)} repeat forever "
               f"(judged again on this run: the cycle closes, is fair, and shows it)")
+        if model.lasso_note(trace.states[0]):
+            print(f"  ({model.lasso_note(trace.states[0])})")
     write_outputs(model, trace, None, args.html)
     return OK if trace.violation is None else VIOLATION
 
@@ -1093,7 +1100,7 @@ def experiment(args) -> Experiment:
     return ex
 
 
-def pick_scheduler(args, sc):
+def pick_scheduler(args, sc, model):
     """-P, --round-robin, -s; else the scenario's own schedule; else random from seed 1.
 
     Returns the scheduler and a line that says how to get the same run again.
@@ -1111,8 +1118,9 @@ def pick_scheduler(args, sc):
     if args.round_robin:
         return RoundRobin(), "round-robin"
     if args.seed is None and sc.schedule:
+        schedule, note = own_schedule(model, sc)
         try:
-            return Scripted(sc.schedule), f"the scenario's own, {sc.schedule!r}, then round-robin"
+            return Scripted(schedule), note or f"the scenario's own, {sc.schedule!r}, then round-robin"
         except UserError as e:
             raise UserError(f"scenario {sc.name}: {e}") from None
     seed_used = 1 if args.seed is None else args.seed

@@ -39,7 +39,7 @@ from .engine.trace import Trace
 from .errors import UserError
 from .models import make_model
 from .scenario_spec import scenario as scenarios
-from .scenario_spec.runs import own_run
+from .scenario_spec.runs import own_run, own_schedule
 from .scenario_spec.scenario import Scenario
 
 
@@ -103,7 +103,8 @@ class Experiment:
         if scheduler is None:
             scheduler = (Random(seed) if seed is not None else Scripted(schedule) if schedule is not None
                          else RoundRobin() if round_robin else
-                         Scripted(self.scenario.schedule) if self.scenario.schedule else Random(1))
+                         Scripted(own_schedule(self.model, self.scenario)[0]) if self.scenario.schedule
+                         else Random(1))
         return simulate(self.model, self.start, scheduler, max_steps=max_steps or self.scenario.max_steps,
                         scenario=self.scenario.name, config=self.scenario.config)
 

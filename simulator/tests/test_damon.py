@@ -122,6 +122,27 @@ def test_a_seed_gives_the_same_run_and_another_seed_another():
     assert [s.regions for s in other.states] != [s.regions for s in one.states]
 
 
+HUGE = 0x7F0000000000
+# a 2 MiB THP between two small mappings; its one hot page lies 1 MiB past the huge page's head
+HUGE_PAGE_TOUCHED_MID = [
+    f"vmas=[{{start={0x10000000}, end={0x10010000}}}, {{start={HUGE}, end={HUGE + (2 << 20)}, thp=true}}, "
+    f"{{start={0x7FFC00000000}, end={0x7FFC00010000}}}]",
+    f"access=[{{start={HUGE + (1 << 20)}, end={HUGE + (1 << 20) + 4096}}}]",
+    "aggregations=1", "attrs.min_nr_regions=3", "attrs.max_nr_regions=3"]
+
+
+def test_a_huge_page_is_young_when_any_of_its_pages_is_touched():
+    """damon_young_pmd_entry reads pmd_young(): the PMD's one accessed bit stands for all 2 MiB, so
+    every region sampling inside the huge page counts all 20 samples, wherever the hot page is."""
+    m, _, s0 = load(MECH, "hot-block", overrides=HUGE_PAGE_TOUCHED_MID)
+    tr = simulate(m, s0, RoundRobin())
+    last_check = max(k for k, a in enumerate(tr.actions) if a.label == dmodel.CHECK)
+    counts = {(r.start, r.end): r.nr_accesses for r in tr.states[last_check + 1].regions}
+    inside = {span: n for span, n in counts.items() if HUGE <= span[0] < HUGE + (2 << 20)}
+    assert inside and set(inside.values()) == {20}, counts
+    assert sum(counts.values()) == 20 * len(inside), counts
+
+
 def _invariant(name):
     return next(i for i in DamonModel.invariants if i.name == name)
 
@@ -176,3 +197,24 @@ def test_a_run_is_the_same_in_another_process_whatever_its_hash_seed():
                            capture_output=True, text=True, env=env, check=True)
         outs.append(r.stdout)
     assert outs[0] == outs[1] and "random draws" in outs[0]
+
+
+def test_explore_says_the_seed_fixes_the_draws_it_does_not_branch_on(capsys):
+    from kstep.cli import main
+
+    assert main(["explore", "damon", "--scenario", "explore-sz-limit"]) == 0
+    out = capsys.readouterr().out
+    assert "fixed, not branched on: the damon_rand draws and the process's accesses" in out
+    assert "verdict: clean: every reachable state explored for those fixed choices;" in out
+
+
+def test_no_scenario_reaches_the_merge_loop_hang_its_variant_text_says_so():
+    """pre-6.12.111-merge-loop hangs only when aggr_us / sample_us exceeds UINT_MAX / 2; the schema's
+    1000 sampling intervals per aggregation stay far below, as the variant's text says."""
+    from kstep.errors import UserError
+
+    load(MECH, "explore-sz-limit", overrides=["attrs.aggr_us=1000000", "attrs.sample_us=1000"])
+    with pytest.raises(UserError, match="more than 1000 sampling intervals"):
+        load(MECH, "explore-sz-limit", overrides=["attrs.aggr_us=1001000", "attrs.sample_us=1000"])
+    assert 1000 <= 0xFFFF_FFFF // 2
+    assert "no scenario shows the hang" in DamonModel.variants["pre-6.12.111-merge-loop"].doc

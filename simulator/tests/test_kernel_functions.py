@@ -144,8 +144,6 @@ def test_a_build_that_keeps_the_accessed_bit_is_caught(built, fork_runs):
     assert ptebatchcheck.copy_differences(copies, "fork-pte-batch-keeps-young")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23 §3: the model's damon_merge_two_regions() does not wrap "
-                   "nr_accesses * size at 2^64 as the kernel's unsigned long arithmetic does")
 def test_merge_of_products_past_64_bits(built):
     big = 1 << 44  # 16 TiB regions with nr_accesses near UINT_MAX: the products pass 2^64
     rs = (regioncheck.core.Region(0, big, 0xFFFF_0000), regioncheck.core.Region(big, 2 * big, 0xFFFF_FFF0))

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+import kstep
 from kstep.lab.replay import damon as lab
 from kstep.models.damon import kunit
 from test_kernel_lab import LAB, labcheck, port_run
@@ -61,6 +62,20 @@ def test_the_mutated_build_breaks_the_identity_on_drawn_scenarios(built, tmp_pat
         sub.mkdir()
         differ += c_run("x86_64", text, sub, "damon-merge-lt").stdout != expected
     assert differ, f"seeds {seed}..{seed + 7}: the mutated build printed the simulator's output on all 8"
+
+
+def test_the_port_counts_a_huge_page_touched_away_from_its_head(built, tmp_path):
+    """The C port reads the huge page's one accessed bit as the simulator does (test_damon checks
+    the simulator's 20 out of 20)."""
+    from test_damon import HUGE_PAGE_TOUCHED_MID
+
+    config = kstep.open("damon", "hot-block", overrides=HUGE_PAGE_TOUCHED_MID).scenario.config
+    trace = lab.simulated(config)
+    expected = lab.report(trace)
+    assert " 20 " in expected
+    p = c_run("x86_64", lab.params(config, trace), tmp_path)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout == expected
 
 
 def written_keys(text):

@@ -67,6 +67,12 @@ class ExploreResult:
 def explore(model: Model, initial: State, *, por: bool = True, **options) -> ExploreResult:
     """Search every interleaving breadth-first (see ``search`` for the options).
 
+    Its reductions are on by default: ``por`` here, ``symmetry`` and ``dead_vars`` in ``search``.
+    The verdict is the same without them, but ``model.step`` is called only for the steps the
+    reduced search takes: code that wraps or counts ``model.step``, or reads every state through
+    ``visit``, sees a subset of the interleavings unless it passes ``por=False, symmetry=False,
+    dead_vars=False``.
+
     With ``por`` (and a model that declares footprints) each state expands only an ample set of its
     steps (``por.Reduction``).  That keeps every verdict but may find a longer counterexample first,
     so a violation is then searched for again without the reduction, only as deep as the first one,

@@ -222,6 +222,7 @@ class Model(abc.ABC):
     memory_model: Optional[dict] = None  # a memory model's wrapper: what a trace records of it (None: sc)
     step_work: Mapping[str, tuple] = {}  # label -> its work besides memory accesses (costs.WORK_KINDS)
     progress_labels: frozenset = frozenset()  # the steps that are an actor's progress (liveness): e.g. entering a lock's critical section
+    fixed_choices: str = ""  # choices a run makes that explore does not branch on (the scenario fixes them); none: ""
 
     def __init__(self, variant: Optional[str] = None):
         self.variant = self.variants[variant or self.default_variant]
@@ -270,6 +271,12 @@ class Model(abc.ABC):
     def describe(self, state: State) -> Any:
         """The state as plain JSON data (used by traces)."""
         return to_jsonable(state)
+
+    def lasso_note(self, state: State) -> str:
+        """What a lasso found from ``state`` owes to something other than the mechanism as 6.12 runs
+        it (a disabled timeout, an old code path, a schedule real CPUs rarely keep), in a few words,
+        printed with the verdict; empty when nothing.  The variant's ``lasso`` parameter by default."""
+        return self.variant.params.get("lasso", "")
 
     def refuses_memory_model(self, name: str) -> str:
         """Why this variant cannot run under memory model ``name`` (its code is another

@@ -4,7 +4,17 @@
 PREEMPT_NONE or PREEMPT_VOLUNTARY and without PREEMPT_DYNAMIC has it: ``rcu_read_lock()`` is
 ``preempt_disable()``, a reader never sleeps inside its section, and a CPU passes a quiescent
 state (``rcu_qs``) whenever it context-switches, runs in user mode or idles outside one.  Threads
-run on CPUs one to one: thread i is CPU i, and nothing else runs there.  Up to 16 CPUs share one
+run on CPUs one to one: thread i is CPU i, and nothing else runs there.
+
+**Which architecture's RCU that is.**  Debian's arm64 and ppc64el 6.12 kernels are built so
+(PREEMPT_VOLUNTARY, no PREEMPT_DYNAMIC: PREEMPT_RCU=n); its amd64 kernel is not (below).  The
+difference that reaches these scenarios is *when* a CPU running kernel code outside every section
+reports: PREEMPT_RCU=n's scheduler tick reports only from user mode or idle
+(tree_plugin.h ``rcu_flavor_sched_clock_irq``), so such a CPU waits for its next context switch,
+return to user mode or idle; preemptible RCU's tick reports at once when ``rcu_preempt_depth()`` is
+0.  The model lets a CPU report at any step outside every section, as preemptible RCU's tick may:
+it has every run the arm64 and ppc64el kernels have and some where a grace period ends sooner, so
+its safety verdicts hold for both builds.  Up to 16 CPUs share one
 leaf ``rcu_node`` (CONFIG_RCU_FANOUT_LEAF), which is then also the root: the model has that one
 node and its ``qsmask``, bit i for CPU i.
 
@@ -200,7 +210,9 @@ def add_rcu(program: Program, invoke: Callable) -> None:
     # instructions: charged no round, so that rounds keep measuring who waits for the modelled locks.
     @program.step("rcu_report_qs_rdp", "kernel/rcu/tree.c:rcu_report_qs_rdp",
                   "this CPU passed a quiescent state outside any read-side section (rcu_qs) and its "
-                  "rcu_core reports it: clear its bit in the rcu_node's qsmask", optional=True, cost=0,
+                  "rcu_core reports it: clear its bit in the rcu_node's qsmask (at any tick outside a section "
+                  "with preemptible RCU, Debian's x86_64; at a context switch, user mode or idle with "
+                  "PREEMPT_RCU=n, Debian's arm64 and ppc64el)", optional=True, cost=0,
                   order=FULL)  # under the rcu_node's raw spinlock, with smp_mb__after_unlock_lock()
     def rcu_report_qs_rdp(s, i):
         r = s.rcu

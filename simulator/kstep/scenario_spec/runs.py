@@ -3,6 +3,7 @@ checked against."""
 
 from __future__ import annotations
 
+from ..errors import UserError
 from ..engine.liveness import judge
 from ..engine.model import Model
 from ..engine.schedule import Random, Scripted, simulate
@@ -17,10 +18,29 @@ def own_run(model: Model, sc: Scenario, seed: int = SEED) -> Trace:
     ``steps`` steps when it declares them.  A declared lasso is judged on the run of the variant the
     scenario is written for (UserError if the run does not show it); another variant's run is only
     bounded."""
-    sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
+    schedule, _ = own_schedule(model, sc)
+    sched = Scripted(schedule) if sc.schedule else Random(seed)
     trace = simulate(model, model.initial(sc.config), sched, max_steps=sc.max_steps, scenario=sc.name,
                      config=sc.config)
     if sc.cycle_start >= 0 and model.variant.name == (sc.variant or model.default_variant):
         trace.cycle_start = sc.cycle_start
         trace.lasso = judge(model, trace, sc.cycle_start)
     return trace
+
+
+def own_schedule(model: Model, sc: Scenario) -> tuple[str, str]:
+    """The scenario's scripted schedule as ``model``'s variant can follow it, and a note when it
+    cannot.  A schedule is written for the scenario's own variant; under another, an entry may name
+    an actor that is blocked or done there: the entries before it are kept, round-robin takes over
+    from it, and the note says so (empty when the whole schedule fits)."""
+    own = sc.variant or model.default_variant
+    if not sc.schedule or model.variant.name == own:
+        return sc.schedule, ""
+    sched = Scripted(sc.schedule)
+    try:
+        simulate(model, model.initial(sc.config), sched, max_steps=sc.max_steps, check=False)
+    except UserError as e:
+        kept = sched.script[:sched.pos - 1]
+        return " ".join(kept), (f"the scenario's own schedule, written for {own}: under {model.variant.name} its {e}, "
+                                f"so its first {len(kept)} entries are followed, then round-robin")
+    return sc.schedule, ""

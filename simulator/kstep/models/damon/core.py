@@ -209,11 +209,13 @@ def kdamond_reset_aggregated(regions: tuple) -> tuple:
 
 
 def damon_merge_two_regions(regions: tuple, i: int) -> tuple:
-    """Merge ``regions[i + 1]`` into ``regions[i]``: size-weighted nr_accesses and age."""
+    """Merge ``regions[i + 1]`` into ``regions[i]``: size-weighted nr_accesses and age, computed in
+    unsigned long as the kernel does (an unsigned int times a size wraps at 2^64)."""
     l, r = regions[i], regions[i + 1]
     sz_l, sz_r = damon_sz_region(l), damon_sz_region(r)
-    nr = (l.nr_accesses * sz_l + r.nr_accesses * sz_r) // (sz_l + sz_r) & U32
-    age = (l.age * sz_l + r.age * sz_r) // (sz_l + sz_r) & U32
+    sz = (sz_l + sz_r) & ULONG
+    nr = ((l.nr_accesses * sz_l & ULONG) + (r.nr_accesses * sz_r & ULONG) & ULONG) // sz & U32
+    age = ((l.age * sz_l & ULONG) + (r.age * sz_r & ULONG) & ULONG) // sz & U32
     merged = l._replace(nr_accesses=nr, nr_accesses_bp=nr * 10000 & U32, age=age, end=r.end)
     return regions[:i] + (merged,) + regions[i + 2:]
 

@@ -16,8 +16,9 @@ whole list).
 **Time and accesses.**  Time advances only in ``kdamond_usleep``: a sampling interval, or the
 watermark check interval while every scheme is deactivated.  In a sampling interval the
 workload (workload.py) touches pages; only the folios DAMON sampled keep an accessed bit (at
-most one per region), so nothing is stored per page.  The workload's clock is DAMON's count of
-sampling intervals.
+most one per region), so nothing is stored per page.  A folio's bit is set when any of its pages
+is touched: a PMD-mapped THP has one accessed bit, in its PMD, for all 2 MiB.  The workload's
+clock is DAMON's count of sampling intervals.
 
 **Randomness.**  ``damon_rand()`` draws from the state's SplitMix64 word in the kernel's order:
 one per region in ``damon_va_prepare_access_checks``, in list order, and one per split point in
@@ -45,7 +46,7 @@ from .damos import Fixes, Scheme, SchemeState
 from .rand import Rng, seeded
 from .vaddr import (FolioCache, Vma, __damon_va_init_regions, __damon_va_three_regions, damon_va_apply_scheme,
                     damon_va_check_accesses, damon_va_prepare_access_checks, damon_va_update, folio_of)
-from .workload import Access, accessed
+from .workload import Access, folio_accessed
 
 KDAMOND = "kdamond"
 MMAP_ACTOR = "M"
@@ -197,7 +198,7 @@ def kdamond_runs(fixes: frozenset, *, merge_of=damon_merge_regions_of, merge_aga
         young = set(s.young)
         for r in s.regions:  # the workload runs; only the sampled folios keep an accessed bit
             folio = folio_of(s.vmas, r.sampling_addr)
-            if folio is not None and accessed(c.workload, folio[0] // PAGE_SIZE, kd.passed_sample_intervals, c.seed):
+            if folio is not None and folio_accessed(c.workload, *folio, kd.passed_sample_intervals, c.seed):
                 young.add(folio[0])
         kd = kd._replace(passed_sample_intervals=kd.passed_sample_intervals + 1, phase=CHECK)
         return s._replace(k=kd, young=frozenset(young), applied=())
@@ -781,6 +782,8 @@ class DamonModel(ProgramModel):
     variants = VARIANTS
     scenario_schema = SCHEMA
     invariants = INVARIANTS
+    fixed_choices = ("the damon_rand draws and the process's accesses, both from the scenario's seed (--set seed=N "
+                     "explores another)")
 
     def unstarted(self, config):
         cfg = config_from(config)

@@ -65,7 +65,9 @@ FIXES = (
     Fix("merge-loop", 111, "6.12.111-1", "mm/damon/core: avoid infinite kdamond_merge_regions() internal loop",
         ("kdamond_merge_regions",),
         "the merge loop doubled an unsigned int threshold after each pass and looped while "
-        "threshold / 2 < max_thres, which wraps and never ends once max_thres exceeds UINT_MAX / 2"),
+        "threshold / 2 < max_thres, which wraps and never ends once max_thres exceeds UINT_MAX / 2; "
+        "max_thres is aggr_us / sample_us, which a scenario keeps at most 1000 (the sampling intervals "
+        "of an aggregation), so no scenario shows the hang and every one explores clean"),
     Fix("charged-region-walk", 113, "6.12.113-1",
         "mm/damon/core: do non-safe region walk on kdamond_apply_schemes(); fix unconditionally skip last region",
         ("kdamond_apply_schemes",),
@@ -81,6 +83,15 @@ BY_NAME = {f.name: f for f in FIXES}
 ALL = frozenset(BY_NAME)
 
 NOT_MODELLED = (
+    (24, "mm/damon/ops: have damon_get_folio return folio even for tail pages",
+     "every folio is 4 KiB or a PMD-mapped THP, whose PMD names its head page: no PTE maps a tail page"),
+    (94, "mm/damon/ops-common: call folio_test_lru() after folio_get()",
+     "folio references and the LRU lists are not modelled, nor a folio freed under DAMON"),
+    (110, "mm/damon/paddr: drop last same folio access check reuse optimization",
+     "only the vaddr operations are modelled (vaddr's copy of it is the folio-cache fix)"),
+    (110, "four KUnit fixes: core-kunit's split_at, filter_out and merge_regions_of, vaddr-kunit's "
+          "three_regions check a count or a failure first",
+     "they change tests, not DAMON: the ports reproduce each case's algorithm (kunit.py)"),
     (54, "mm/damon/vaddr: do not repeat pte_offset_map_lock() until success",
      "page-table walks and PMD migration entries are not modelled"),
     (86, "mm/damon/core: use time_in_range_open() for damos quota window start",

@@ -68,6 +68,24 @@ def accessed(workload: tuple, page: int, sample: int, seed: int) -> bool:
     return False
 
 
+def folio_accessed(workload: tuple, first: int, size: int, sample: int, seed: int) -> bool:
+    """Whether the process touches any page of the folio [first, first + size) in that interval.
+
+    One accessed bit stands for the whole folio: a PMD-mapped THP is young when any of its 512
+    pages is touched, since the MMU sets the PMD's bit (damon_young_pmd_entry reads pmd_young)."""
+    for a in workload:
+        for lo, hi in block(a, sample):
+            lo, hi = max(lo, first), min(hi, first + size)
+            if lo >= hi:
+                continue
+            if a.rate_permil >= 1000:
+                return True
+            if any(mix64(seed ^ page * PAGE_MULT ^ sample * SAMPLE_MULT) % 1000 < a.rate_permil
+                   for page in range(lo // PAGE_SIZE, (hi + PAGE_SIZE - 1) // PAGE_SIZE)):
+                return True
+    return False
+
+
 def hot_ranges(workload: tuple, sample: int) -> tuple[tuple[int, int, int], ...]:
     """(start, end, rate_permil) of every block active in that interval: the ground truth views draw."""
     return tuple((lo, hi, a.rate_permil) for a in workload if a.rate_permil for lo, hi in block(a, sample))

@@ -27,11 +27,15 @@ VARIANTS = {
         "before-set-locked", "before patch 07/11 (2014): the queue head always claims with cmpxchg, retrying, "
         "and keeps the tail in the new value when others are queued; its pending path is the cmpxchg "
         "loop of that time, which sets pending only on (0,0,1)", "2014",
-        replaces=BEFORE_SET_LOCKED, params={"program": QSPINLOCK}),
+        replaces=BEFORE_SET_LOCKED, params={"program": QSPINLOCK, "lasso": (
+            "the starvation is the 2014 trylock-or-pending cmpxchg loop's, which a waiter can lose forever to "
+            "the others' acquisitions, not what patch 07/11 changed: the head's claim")}),
     "tas": Variant.implementation(
         "tas", "x86 in a guest without paravirt spinlocks (arch/x86/include/asm/qspinlock.h:"
         "virt_spin_lock): every contended locker spins on the word by test-and-set, unfair by design",
-        replaces={"queued_spin_lock_slowpath": slowpath_virt}, params={"program": QSPINLOCK}),
+        replaces={"queued_spin_lock_slowpath": slowpath_virt}, params={"program": QSPINLOCK, "lasso": (
+            "an adversarial schedule: the starved CPU tests the word only while another holds it; weak "
+            "fairness allows that forever, real timing only makes it likely")}),
     "ticket": Variant.implementation(
         "ticket", "the generic ticket lock of include/asm-generic/spinlock.h, for comparison: "
         "every locker draws a ticket and spins on the one word", params={"program": TICKET}),
@@ -40,7 +44,9 @@ VARIANTS = {
         "no pending; lock stealing bounded by the queue head's count of reads that find the word "
         "locked: after head_spins of them it sets must-queue (a head whose reads all find it "
         "free and whose trylock_clean_tail keeps losing to a stealer counts none, and starves)",
-        params={"program": POWERPC}),
+        params={"program": POWERPC, "lasso": (
+            "an adversarial schedule: a stealer takes the lock between every read of the head that finds it "
+            "free and the head's trylock_clean_tail")}),
     "clear-tail-always": _broken(
         "clear-tail-always", "the queue head sets the whole word to _Q_LOCKED_VAL even when others are "
         "queued, clearing their tail", set_locked=set_word_locked_val),

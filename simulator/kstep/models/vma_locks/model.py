@@ -112,6 +112,12 @@ class VmaLocksModel(ProgramModel):
         return VmaState(threads, mm, vmas, rcu_init(len(threads)), Counters(), config["handoff_after"],
                         any(t["repeat"] == FOREVER for t in config["threads"]))
 
+    def lasso_note(self, state):
+        own = super().lasso_note(state)
+        if state.handoff_after != rwsem.NEVER:
+            return own
+        return "; ".join(filter(None, (own, 'handoff disabled: handoff_after = "never", no RWSEM_WAIT_TIMEOUT')))
+
     def normalize(self, state, i):
         """Clear the ghost outside vma_start_read, so that it never tells two equal states apart."""
         state = super().normalize(state, i)

@@ -71,6 +71,7 @@ def _scenario_rules(sc, path):
                 if (name, p) in used:
                     raise bad(where, f"page {p} of folio {name} is already mapped by maps[{used[(name, p)]}]")
                 used[(name, p)] = k
+    _pinned_rules(sc, folios)
     threads = sc["threads"]
     unique_names([t["name"] for t in threads], (RCU_ACTOR,), "threads")
     if [t["kind"] for t in threads].count("fork") != 1:
@@ -127,8 +128,22 @@ def _map_rules(sc, m, where, folios, fmt):
         anon = name == SWAP_MAP or name in folios and folios[name]["kind"] == ANON
         if bits & PTE_WRITE and anon and not m["exclusive"]:
             raise bad(page, "is a writable PTE to an anonymous page that is not exclusive")
-        if name in folios and folios[name]["pinned"] and anon and not m["exclusive"]:
-            raise bad(page, "a pinned anonymous page is always exclusive (sanity_check_pinned_pages)")
+        if bits & PTE_WRITE and bits & PTE_UFFD_WP:
+            raise bad(page, "is writable and uffd-wp, but pte_mkuffd_wp write-protects the PTE it marks")
+        if bits & PTE_WRITE and vma["kind"] == PRIVATE_FILE and name in folios and folios[name]["kind"] == FILE:
+            raise bad(page, "is a writable page-cache PTE in a private file mapping, where a write fault "
+                            "copies the page (do_cow_fault, wp_page_copy) and the page cache stays read-only")
+
+
+def _pinned_rules(sc, folios):
+    """sanity_check_pinned_pages: a pinned small anonymous folio's page is PageAnonExclusive; of a
+    large one, the pinned page or the head page is.  The scenario does not say which page was pinned,
+    so a large folio needs one mapped page exclusive, and its other pages may be shared."""
+    for k, f in enumerate(sc["folios"]):
+        mapped = [m for m in sc["maps"] if m["folio"] == f["name"]]
+        if f["pinned"] and mapped and not any(m["exclusive"] for m in mapped):
+            raise bad(f"folios[{k}].pinned", "a pinned anonymous folio maps its pinned page exclusive "
+                                             "(sanity_check_pinned_pages); here no page of it is")
 
 
 def map_bits(m, k: int) -> int:

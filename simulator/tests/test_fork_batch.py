@@ -255,6 +255,13 @@ def test_v6_12_0_reads_the_pte_past_a_folios_end_only_where_that_pte_could_conti
     assert extra >= 2 and old.ops.loads - new.ops.loads == extra
 
 
+def test_the_texts_of_v6_12_0_and_arch_hint_say_what_the_model_leaves_out():
+    """The same batches above are why v6.12.0-batch's text must say the XEN PV bug is not shown; arch-hint
+    runs 6.12's copy after v4's sizing, and says so."""
+    old, hint = fb_variants.VARIANTS[fb.V6_12_0_BATCH].doc, fb_variants.VARIANTS[fb.ARCH_HINT].doc
+    assert "XEN PV" in old and "not shown" in old and "none PTE" in old
+    assert "Only the sizing is v4's" in hint and "folio_try_dup_anon_rmap_ptes" in hint
+
 
 # --- scenarios: bad ones are one line -------------------------------------------------------------------
 

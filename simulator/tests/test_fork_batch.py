@@ -330,6 +330,23 @@ def test_a_pinned_large_folio_may_have_shared_pages_and_fork_shares_only_those()
     assert [pt.pte_pfn(child[a]) != pt.pte_pfn(parent[a]) for a in range(4)] == [True, True, False, False]
 
 
+def test_a_folded_block_split_between_two_vmas_is_copied_in_two_batches_and_unfolded_once():
+    """A VMA split after set_ptes folded a block (mprotect, madvise or uffd registration of half of it) leaves
+    the block folded across the boundary. Fork copies each VMA alone: folio_pte_batch stops at the VMA's end,
+    and contpte_wrprotect_ptes, covering half the block, unfolds it (contpte_try_unfold_partial)."""
+    text = "\n".join(['description = "d"', 'look_for = "l"', 'format = "arm64-4K-contpte"', "[[vmas]]", "start = 0",
+                      "end = 8", "[[vmas]]", "start = 8", "end = 16", "[[folios]]", 'name = "A"', "order = 4",
+                      "[[maps]]", "at = 0", 'folio = "A"', "[[threads]]", 'name = "P"', 'kind = "fork"'])
+    config = scenario.parse(MECH, MODELS[MECH].scenario_schema, "x", text, "x.toml", []).config
+    m = MODELS[MECH](None)
+    assert all(pt.pte_cont(p) for p in m.initial(config).parent)
+    assert explore(m, m.initial(config)).clean
+    s = run(config)
+    assert [(b.vma, b.nr) for b in s.ghost_batches] == [(0, 8), (1, 8)] and s.ops.unfolds == 1 and not s.ops.folds
+    assert not any(pt.pte_cont(p) for p in s.parent + s.child)
+    assert [pt.pte_pfn(p) for p in s.child] == [pt.pte_pfn(p) for p in s.parent]
+
+
 def test_bad_scenario_file_exits_2_with_one_line(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(GOOD.replace("order = 4", "order = 5"))

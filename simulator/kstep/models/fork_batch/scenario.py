@@ -91,8 +91,13 @@ def _map_rules(sc, m, where, folios, fmt):
     if vma is None:
         raise bad(where, f"page {m['at']} is in no VMA")
     n = map_pages(m, folios)
-    if m["at"] + n > vma["end"]:
-        raise bad(where, f"pages {m['at']}..{m['at'] + n - 1} run past the end of their VMA ({vma['end']})")
+    end = vma["end"]
+    while m["at"] + n > end:  # a VMA split after set_ptes (mprotect, madvise, uffd) leaves the PTEs as they were
+        nxt = next((v for v in sc["vmas"] if v["start"] == end), None)
+        if nxt is None or (nxt["kind"], nxt["prot"]) != (vma["kind"], vma["prot"]):
+            raise bad(where, f"pages {m['at']}..{m['at'] + n - 1} run past the end of their VMA ({end}) into "
+                             "no VMA split from it (one next to it of the same kind and protection)")
+        end = nxt["end"]
     name = m["folio"]
     if name not in folios and name not in (ZERO_MAP, SWAP_MAP):
         raise bad(where + ".folio", f"{name!r} is not a folio's name, 'zero' or 'swap'")
@@ -208,7 +213,9 @@ SCHEMA = Table({
         **{f"toggle_{b}": Key(List(Int(0, 511), 0, 512, f"pages of this entry whose {b} bit is the opposite"), [])
            for b in TOGGLES},
     }), 0, MAX_MAPS, "the parent's PTEs: each entry as one set_ptes() at fault time (arm64 folds whole aligned "
-               "blocks), then its toggles (a write, soft-dirty or uffd-wp toggle unfolds its block)")),
+               "blocks), then its toggles (a write, soft-dirty or uffd-wp toggle unfolds its block); an entry may run "
+               "on into the next VMA when that one was split from its own after the set_ptes (same kind and "
+               "protection)")),
     "threads": Key(List(Table({
         "name": Key(Name(doc="actor name")),
         "kind": Key(Str(("fork", "fault", "gup"), doc="fork: forks once; fault: page faults (vma-locks' "

@@ -3,9 +3,9 @@
  * What x86-64's PTE helpers, mm/internal.h's folio_pte_batch() and mm/memory.c's __copy_present_ptes()
  * need beyond their own text, in the
  * manner of tools/testing/vma/vma_internal.h. The functions themselves are the tree's (build/src/
- * fork-pte-batch.c); here are the types, the x86-64 PTE bit numbers of
- * arch/x86/include/asm/pgtable_types.h (macros, which scripts/kernel-functions does not copy), a folio
- * reduced to its first PFN and size, and the configuration: no shadow stacks, no debug checks.
+ * fork-pte-batch.c, with arch/x86/include/asm/pgtable_types.h's PTE bit macros); here are the types,
+ * the PFN mask, a folio reduced to its first PFN and size, and the configuration: no shadow stacks, no
+ * debug checks.
  */
 #ifndef LAB_PTE_INTERNAL_H
 #define LAB_PTE_INTERNAL_H
@@ -26,21 +26,9 @@ typedef struct { pteval_t pte; } pte_t;		/* pgtable_64_types.h */
 #define __force
 #define BIT(n)			(1UL << (n))
 
-/* pgtable_types.h, x86-64 */
+/* pgtable_types.h, x86-64: the _PAGE_ bits are the tree's (copied with the functions); the PFN mask is
+ * written out, since the tree's chain to it (PHYSICAL_PAGE_MASK, __PHYSICAL_MASK) is configuration */
 #define PAGE_SHIFT		12
-#define _PAGE_BIT_PRESENT	0
-#define _PAGE_BIT_RW		1
-#define _PAGE_BIT_ACCESSED	5
-#define _PAGE_BIT_DIRTY		6
-#define _PAGE_BIT_SOFT_DIRTY	11	/* _PAGE_BIT_SOFTW3 */
-#define _PAGE_BIT_SAVED_DIRTY	58	/* _PAGE_BIT_SOFTW5 */
-#define _PAGE_PRESENT		(1ULL << _PAGE_BIT_PRESENT)
-#define _PAGE_RW		(1ULL << _PAGE_BIT_RW)
-#define _PAGE_ACCESSED		(1ULL << _PAGE_BIT_ACCESSED)
-#define _PAGE_DIRTY		(1ULL << _PAGE_BIT_DIRTY)
-#define _PAGE_SOFT_DIRTY	(1ULL << _PAGE_BIT_SOFT_DIRTY)
-#define _PAGE_SAVED_DIRTY	(1ULL << _PAGE_BIT_SAVED_DIRTY)
-#define _PAGE_DIRTY_BITS	(_PAGE_DIRTY | _PAGE_SAVED_DIRTY)
 #define PTE_PFN_MASK		(((1ULL << 52) - 1) & ~((1ULL << PAGE_SHIFT) - 1))	/* __PHYSICAL_MASK_SHIFT 52 */
 #define PTE_FLAGS_MASK		(~PTE_PFN_MASK)
 #define PFN_PTE_SHIFT		PAGE_SHIFT
@@ -69,7 +57,6 @@ struct folio {
 /* __copy_present_ptes(): a VMA's flags (include/linux/mm.h) and the PTE stores it makes */
 typedef unsigned long vm_flags_t;
 #define PAGE_SIZE		(1UL << PAGE_SHIFT)
-#define _PAGE_UFFD_WP		(1ULL << 10)	/* _PAGE_BIT_SOFTW2 */
 #define VM_SHARED		0x00000008
 #define VM_MAYWRITE		0x00000020
 #define VM_UFFD_WP		0x00001000

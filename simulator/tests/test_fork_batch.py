@@ -255,6 +255,14 @@ def test_v6_12_0_reads_the_pte_past_a_folios_end_only_where_that_pte_could_conti
     assert extra >= 2 and old.ops.loads - new.ops.loads == extra
 
 
+def test_the_texts_of_v6_12_0_and_arch_hint_say_what_the_model_leaves_out():
+    """The same batches above are why v6.12.0-batch's text must say the XEN PV bug is not shown; arch-hint
+    runs 6.12's copy after v4's sizing, and says so."""
+    old, hint = fb_variants.VARIANTS[fb.V6_12_0_BATCH].doc, fb_variants.VARIANTS[fb.ARCH_HINT].doc
+    assert "XEN PV" in old and "not shown" in old and "none PTE" in old
+    assert "Only the sizing is v4's" in hint and "folio_try_dup_anon_rmap_ptes" in hint
+
+
 # --- scenarios: bad ones are one line -------------------------------------------------------------------
 
 GOOD = """
@@ -283,11 +291,19 @@ kind = "fork"
     (('folio = "A"', 'folio = "A"\nwrite = false\ntoggle_write = [16]'), "16 is not one of this entry's 16 pages"),
     (('folio = "A"', 'folio = "A"\nexclusive = false'), "writable PTE to an anonymous page that is not exclusive"),
     (('end = 32', 'end = 32\nprot = "r"'), "its VMA is read-only"),
+    (('folio = "A"', 'folio = "A"\nuffd_wp = true'), "is writable and uffd-wp"),
+    (('end = 32', 'end = 32\nkind = "private-file"'), "writable page-cache PTE in a private file mapping"),
+    (('order = 4', 'order = 4\npinned = true'), "no page of it is"),
 ])
 def test_bad_scenarios_are_one_line_naming_the_place(change, message):
     scenario.parse(MECH, MODELS[MECH].scenario_schema, "x", GOOD, "x.toml", [])
+    bad = GOOD.replace(*change)
+    if "private-file" in change[1]:
+        bad = bad.replace('order = 4', 'order = 4\nkind = "file"')
+    if "pinned" in change[1]:
+        bad = "mmf_has_pinned = true\n" + bad.replace('folio = "A"', 'folio = "A"\nwrite = false\nexclusive = false')
     with pytest.raises(UserError) as e:
-        scenario.parse(MECH, MODELS[MECH].scenario_schema, "x", GOOD.replace(*change), "x.toml", [])
+        scenario.parse(MECH, MODELS[MECH].scenario_schema, "x", bad, "x.toml", [])
     assert message in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
@@ -300,6 +316,35 @@ def test_a_bit_the_format_does_not_have_is_refused(extra, message):
     text = extra + GOOD.replace('folio = "A"', f'folio = "A"\n{bit} = true')
     with pytest.raises(UserError, match=message):
         scenario.parse(MECH, MODELS[MECH].scenario_schema, "x", text, "x.toml", [])
+
+
+def test_a_pinned_large_folio_may_have_shared_pages_and_fork_shares_only_those():
+    """sanity_check_pinned_pages asks exclusivity of the pinned (or head) page only; the pages of the
+    folio that were already shared are shared with the child too, the exclusive ones are copied."""
+    text = "\n".join(['description = "d"', 'look_for = "l"', "mmf_has_pinned = true", "[[vmas]]", "start = 0",
+                      "end = 4", "[[folios]]", 'name = "F"', "order = 4", "pinned = true", "[[maps]]", "at = 0",
+                      'folio = "F"', "pages = 2", "[[maps]]", "at = 2", 'folio = "F"', "first = 2", "pages = 2",
+                      "write = false", "exclusive = false", "[[threads]]", 'name = "P"', 'kind = "fork"'])
+    s = run(scenario.parse(MECH, MODELS[MECH].scenario_schema, "x", text, "x.toml", []).config)
+    parent, child = s.parent, s.child
+    assert [pt.pte_pfn(child[a]) != pt.pte_pfn(parent[a]) for a in range(4)] == [True, True, False, False]
+
+
+def test_a_folded_block_split_between_two_vmas_is_copied_in_two_batches_and_unfolded_once():
+    """A VMA split after set_ptes folded a block (mprotect, madvise or uffd registration of half of it) leaves
+    the block folded across the boundary. Fork copies each VMA alone: folio_pte_batch stops at the VMA's end,
+    and contpte_wrprotect_ptes, covering half the block, unfolds it (contpte_try_unfold_partial)."""
+    text = "\n".join(['description = "d"', 'look_for = "l"', 'format = "arm64-4K-contpte"', "[[vmas]]", "start = 0",
+                      "end = 8", "[[vmas]]", "start = 8", "end = 16", "[[folios]]", 'name = "A"', "order = 4",
+                      "[[maps]]", "at = 0", 'folio = "A"', "[[threads]]", 'name = "P"', 'kind = "fork"'])
+    config = scenario.parse(MECH, MODELS[MECH].scenario_schema, "x", text, "x.toml", []).config
+    m = MODELS[MECH](None)
+    assert all(pt.pte_cont(p) for p in m.initial(config).parent)
+    assert explore(m, m.initial(config)).clean
+    s = run(config)
+    assert [(b.vma, b.nr) for b in s.ghost_batches] == [(0, 8), (1, 8)] and s.ops.unfolds == 1 and not s.ops.folds
+    assert not any(pt.pte_cont(p) for p in s.parent + s.child)
+    assert [pt.pte_pfn(p) for p in s.child] == [pt.pte_pfn(p) for p in s.parent]
 
 
 def test_bad_scenario_file_exits_2_with_one_line(tmp_path):

@@ -37,11 +37,16 @@ COPIED = ["damon_new_region", "damon_add_region", "damon_del_region", "damon_fre
           "damon_split_regions_of", "damon_moving_sum", "damon_update_region_access_rate",
           "damon_va_evenly_split_region", "sz_range", "__damon_va_three_regions"]
 LINE = re.compile(r'^#line (\d+) "([^"]+)"$', re.M)
+DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)")
 PER_FUNCTION = 40  # drawn cases per function and architecture in make test
 PER_SCENARIO = 25  # cases per bundled scenario and operation
 
 
-PTE_BATCH_COPIED = ["__pte_needs_invert", "protnone_mask", "native_make_pte", "native_pte_val", "pte_flags",
+PTE_BATCH_MACROS = ["_AT", "_PAGE_BIT_PRESENT", "_PAGE_BIT_RW", "_PAGE_BIT_ACCESSED", "_PAGE_BIT_DIRTY",
+                    "_PAGE_BIT_SOFTW2", "_PAGE_BIT_SOFTW3", "_PAGE_BIT_SOFTW5", "_PAGE_BIT_UFFD_WP",
+                    "_PAGE_BIT_SOFT_DIRTY", "_PAGE_BIT_SAVED_DIRTY", "_PAGE_PRESENT", "_PAGE_RW", "_PAGE_ACCESSED",
+                    "_PAGE_DIRTY", "_PAGE_SOFT_DIRTY", "_PAGE_UFFD_WP", "_PAGE_SAVED_DIRTY", "_PAGE_DIRTY_BITS"]
+PTE_BATCH_COPIED = PTE_BATCH_MACROS + ["__pte_needs_invert", "protnone_mask", "native_make_pte", "native_pte_val", "pte_flags",
                     "pte_dirty", "pte_shstk", "pte_young", "pte_write", "pte_pfn", "pte_set_flags", "pte_clear_flags",
                     "mksaveddirty_shift", "pte_mksaveddirty", "pte_wrprotect", "pte_mkclean", "pte_mkold",
                     "pte_clear_soft_dirty", "pte_same", "pte_advance_pfn", "pte_batch_hint", "ptep_get",
@@ -61,19 +66,30 @@ def built(linux_tree):
     assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
 
 
-def copies_differing(generated: Path, tree: Path) -> list[str]:
-    """The functions of a generated file that are not the tree's definition, byte for byte, at the
-    line its #line names."""
+def copied_name(body: list[str]) -> str:
+    """The name a copy defines: a macro's after #define, a function's before its parameter list."""
+    macro = DEFINE.match(body[0])
+    return macro.group(1) if macro else re.search(r"(\w+)\(", body[0] + (body[1] if len(body) > 1 else "")).group(1)
+
+
+def copies(generated: Path) -> list[tuple[int, str, list[str]]]:
+    """(first line, path, lines) of each copy in a generated file, as its #line names them."""
     text = generated.read_text()
     marks = list(LINE.finditer(text))
+    return [(int(mark.group(1)), mark.group(2),
+             text[mark.end() + 1:after.start() if after else len(text)].rstrip("\n").split("\n"))
+            for mark, after in zip(marks, marks[1:] + [None])]
+
+
+def copies_differing(generated: Path, tree: Path) -> list[str]:
+    """The copies in a generated file that are not the tree's definition, byte for byte, at the line
+    its #line names (a function: the whole definition the source index finds there)."""
     out = []
-    for mark, after in zip(marks, marks[1:] + [None]):
-        body = text[mark.end() + 1:after.start() if after else len(text)].rstrip("\n").split("\n")
-        first, path = int(mark.group(1)), mark.group(2)
+    for first, path, body in copies(generated):
         lines = (tree / path).read_text().split("\n")
-        name = re.search(r"(\w+)\(", body[0] + (body[1] if len(body) > 1 else "")).group(1)
-        if lines[first - 1:first - 1 + len(body)] != body or definition_lines("\n".join(lines), name) != (
-                first, first + len(body) - 1):
+        name = copied_name(body)
+        whole = DEFINE.match(body[0]) or definition_lines("\n".join(lines), name) == (first, first + len(body) - 1)
+        if lines[first - 1:first - 1 + len(body)] != body or not whole:
             out.append(f"{path}:{first}: {name}")
     return out
 
@@ -81,9 +97,7 @@ def copies_differing(generated: Path, tree: Path) -> list[str]:
 @pytest.mark.parametrize(("name", "copied"), [("damon-regions", COPIED), ("fork-pte-batch", PTE_BATCH_COPIED)])
 def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree, name, copied):
     generated = LAB / "build" / "src" / f"{name}.c"
-    names = [re.search(r"(\w+)\(", generated.read_text()[m.end():].split("{")[0]).group(1)
-             for m in LINE.finditer(generated.read_text())]
-    assert names == copied
+    assert [copied_name(body) for _, _, body in copies(generated)] == copied
     assert copies_differing(generated, linux_tree) == []
 
 
@@ -94,6 +108,41 @@ def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree, n
 ])
 def test_a_changed_copy_is_named(built, linux_tree, mutant, named):
     assert copies_differing(LAB / "build" / "src" / mutant, linux_tree) == named
+
+
+HEADER = """#ifndef GUARD
+#define GUARD
+#ifdef CONFIG_A
+#define M 1
+#else
+#define M 0
+#endif
+#if defined(CONFIG_B) && CONFIG_LEVELS >= 5
+#define N(x) \\
+	((x) + 1)
+#elif !defined(CONFIG_B)
+#define N(x) (x)
+#endif
+#endif
+"""
+
+
+@pytest.mark.parametrize(("config", "copied"), [
+    (["--config", "CONFIG_A,CONFIG_B,CONFIG_LEVELS=5"], "#line 4 \"h.h\"\n#define M 1\n\n#line 9 \"h.h\"\n#define N(x) \\"),
+    ([], "#line 6 \"h.h\"\n#define M 0\n\n#line 12 \"h.h\"\n#define N(x) (x)\n"),
+    (["--config", "CONFIG_A,CONFIG_B"], None),
+])
+def test_a_macro_is_the_one_definition_the_configuration_builds(tmp_path, config, copied):
+    """kernel-functions copies a macro as cpp would see it under the modelled architecture's Kconfig symbols;
+    none (CONFIG_LEVELS undefined is 0 in an #if) stops the build, naming it."""
+    (tmp_path / "h.h").write_text(HEADER)
+    p = subprocess.run([sys.executable, str(LAB / "scripts" / "kernel-functions"), str(tmp_path), str(tmp_path / "o.c"),
+                        *config, "h.h:M", "h.h:N"], capture_output=True, text=True)
+    if copied is None:
+        assert p.returncode == 1 and "defines no N in h.h" in p.stderr and "\n" not in p.stderr.rstrip()
+    else:
+        assert p.returncode == 0, p.stderr
+        assert copied in (tmp_path / "o.c").read_text()
 
 
 def drawn_seed() -> int:

@@ -71,6 +71,7 @@ def _scenario_rules(sc, path):
                 if (name, p) in used:
                     raise bad(where, f"page {p} of folio {name} is already mapped by maps[{used[(name, p)]}]")
                 used[(name, p)] = k
+    _pinned_rules(sc, folios)
     threads = sc["threads"]
     unique_names([t["name"] for t in threads], (RCU_ACTOR,), "threads")
     if [t["kind"] for t in threads].count("fork") != 1:
@@ -90,8 +91,13 @@ def _map_rules(sc, m, where, folios, fmt):
     if vma is None:
         raise bad(where, f"page {m['at']} is in no VMA")
     n = map_pages(m, folios)
-    if m["at"] + n > vma["end"]:
-        raise bad(where, f"pages {m['at']}..{m['at'] + n - 1} run past the end of their VMA ({vma['end']})")
+    end = vma["end"]
+    while m["at"] + n > end:  # a VMA split after set_ptes (mprotect, madvise, uffd) leaves the PTEs as they were
+        nxt = next((v for v in sc["vmas"] if v["start"] == end), None)
+        if nxt is None or (nxt["kind"], nxt["prot"]) != (vma["kind"], vma["prot"]):
+            raise bad(where, f"pages {m['at']}..{m['at'] + n - 1} run past the end of their VMA ({end}) into "
+                             "no VMA split from it (one next to it of the same kind and protection)")
+        end = nxt["end"]
     name = m["folio"]
     if name not in folios and name not in (ZERO_MAP, SWAP_MAP):
         raise bad(where + ".folio", f"{name!r} is not a folio's name, 'zero' or 'swap'")
@@ -127,8 +133,22 @@ def _map_rules(sc, m, where, folios, fmt):
         anon = name == SWAP_MAP or name in folios and folios[name]["kind"] == ANON
         if bits & PTE_WRITE and anon and not m["exclusive"]:
             raise bad(page, "is a writable PTE to an anonymous page that is not exclusive")
-        if name in folios and folios[name]["pinned"] and anon and not m["exclusive"]:
-            raise bad(page, "a pinned anonymous page is always exclusive (sanity_check_pinned_pages)")
+        if bits & PTE_WRITE and bits & PTE_UFFD_WP:
+            raise bad(page, "is writable and uffd-wp, but pte_mkuffd_wp write-protects the PTE it marks")
+        if bits & PTE_WRITE and vma["kind"] == PRIVATE_FILE and name in folios and folios[name]["kind"] == FILE:
+            raise bad(page, "is a writable page-cache PTE in a private file mapping, where a write fault "
+                            "copies the page (do_cow_fault, wp_page_copy) and the page cache stays read-only")
+
+
+def _pinned_rules(sc, folios):
+    """sanity_check_pinned_pages: a pinned small anonymous folio's page is PageAnonExclusive; of a
+    large one, the pinned page or the head page is.  The scenario does not say which page was pinned,
+    so a large folio needs one mapped page exclusive, and its other pages may be shared."""
+    for k, f in enumerate(sc["folios"]):
+        mapped = [m for m in sc["maps"] if m["folio"] == f["name"]]
+        if f["pinned"] and mapped and not any(m["exclusive"] for m in mapped):
+            raise bad(f"folios[{k}].pinned", "a pinned anonymous folio maps its pinned page exclusive "
+                                             "(sanity_check_pinned_pages); here no page of it is")
 
 
 def map_bits(m, k: int) -> int:
@@ -193,7 +213,9 @@ SCHEMA = Table({
         **{f"toggle_{b}": Key(List(Int(0, 511), 0, 512, f"pages of this entry whose {b} bit is the opposite"), [])
            for b in TOGGLES},
     }), 0, MAX_MAPS, "the parent's PTEs: each entry as one set_ptes() at fault time (arm64 folds whole aligned "
-               "blocks), then its toggles (a write, soft-dirty or uffd-wp toggle unfolds its block)")),
+               "blocks), then its toggles (a write, soft-dirty or uffd-wp toggle unfolds its block); an entry may run "
+               "on into the next VMA when that one was split from its own after the set_ptes (same kind and "
+               "protection)")),
     "threads": Key(List(Table({
         "name": Key(Name(doc="actor name")),
         "kind": Key(Str(("fork", "fault", "gup"), doc="fork: forks once; fault: page faults (vma-locks' "

@@ -46,7 +46,8 @@ PTE_BATCH_MACROS = ["_AT", "_PAGE_BIT_PRESENT", "_PAGE_BIT_RW", "_PAGE_BIT_ACCES
                     "_PAGE_BIT_SOFTW2", "_PAGE_BIT_SOFTW3", "_PAGE_BIT_SOFTW5", "_PAGE_BIT_UFFD_WP",
                     "_PAGE_BIT_SOFT_DIRTY", "_PAGE_BIT_SAVED_DIRTY", "_PAGE_PRESENT", "_PAGE_RW", "_PAGE_ACCESSED",
                     "_PAGE_DIRTY", "_PAGE_SOFT_DIRTY", "_PAGE_UFFD_WP", "_PAGE_SAVED_DIRTY", "_PAGE_DIRTY_BITS"]
-PTE_BATCH_COPIED = PTE_BATCH_MACROS + ["__pte_needs_invert", "protnone_mask", "native_make_pte", "native_pte_val", "pte_flags",
+PTE_BATCH_COPIED = PTE_BATCH_MACROS + [
+                    "__pte_needs_invert", "protnone_mask", "native_make_pte", "native_pte_val", "pte_flags",
                     "pte_dirty", "pte_shstk", "pte_young", "pte_write", "pte_pfn", "pte_set_flags", "pte_clear_flags",
                     "mksaveddirty_shift", "pte_mksaveddirty", "pte_wrprotect", "pte_mkclean", "pte_mkold",
                     "pte_clear_soft_dirty", "pte_same", "pte_advance_pfn", "pte_batch_hint", "ptep_get",
@@ -128,7 +129,8 @@ HEADER = """#ifndef GUARD
 
 
 @pytest.mark.parametrize(("config", "copied"), [
-    (["--config", "CONFIG_A,CONFIG_B,CONFIG_LEVELS=5"], "#line 4 \"h.h\"\n#define M 1\n\n#line 9 \"h.h\"\n#define N(x) \\"),
+    (["--config", "CONFIG_A,CONFIG_B,CONFIG_LEVELS=5"],
+     "#line 4 \"h.h\"\n#define M 1\n\n#line 9 \"h.h\"\n#define N(x) \\"),
     ([], "#line 6 \"h.h\"\n#define M 0\n\n#line 12 \"h.h\"\n#define N(x) (x)\n"),
     (["--config", "CONFIG_A,CONFIG_B"], None),
 ])

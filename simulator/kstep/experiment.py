@@ -50,6 +50,9 @@ def open(mechanism: str, scenario: str, variant: Optional[str] = None, overrides
     value that does not fit is a UserError saying which."""
     model = make_model(mechanism, variant)
     sc = scenarios.load(model.name, model.scenario_schema, scenario, list(overrides))
+    if sc.variant and sc.variant not in model.variants:  # the schema knows no mechanism's variants
+        raise UserError(f"{scenario}: variant: {sc.variant!r} is no variant of {model.name} "
+                        f"(choose from: {', '.join(model.variants)})")
     if variant is None and sc.variant:
         model = make_model(mechanism, sc.variant)
     return Experiment(model, sc)

@@ -29,6 +29,10 @@ PYTHON = ("*/_static/pyodide/*", "*/_static/kstep/kstep.zip*")
 SPEED = "1000 steps/s"  # the player's fastest speed: a whole run plays in moments
 # Two animation frames: BokehJS paints on the next one, so after this the screen shows the model.
 PAINTED = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+# How long a page may take to load or reach a state (ms).  Every wait is on a state, never on time; this
+# only bounds how long a state that never comes is waited for.  It is generous because a clean-clone
+# `make test` beside other work (load 14-20 on 2 cores) took more than 30 s to load a notebook's page.
+PATIENCE = 120_000
 
 
 class Opened:
@@ -51,6 +55,7 @@ class Opened:
         while Python loads, and Python's start, seconds of CPU, is not paid again on every page.  ``python``
         lists the held requests of the page open."""
         self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+        self.context.set_default_timeout(PATIENCE)
         self.origin = origin
         self.requests: list[str] = []
         self.problems: list[str] = []
@@ -74,7 +79,7 @@ class Opened:
         """Open another page in the same tab (what it requests and logs is added to the same lists)."""
         self.python.clear()
         self.page.goto(where.as_uri() if isinstance(where, Path) else where)
-        self.page.wait_for_function(READY, timeout=30_000)
+        self.page.wait_for_function(READY)
         if not self.predict:
             self.page.evaluate(NO_PREDICT)
         self.use(doc)
@@ -119,7 +124,7 @@ class Opened:
         """Evaluate ``expr`` with ``m(name)`` returning the named Bokeh model of the document in use."""
         return self.page.evaluate(f"(arg) => {{ const m = {self.model}; return {expr}; }}", arg)
 
-    def wait(self, expr, timeout=10_000):
+    def wait(self, expr, timeout=PATIENCE):
         """Wait until ``expr`` (with ``m(name)`` as in ``js``) is true: states, never time."""
         self.page.wait_for_function(f"() => {{ const m = {self.model}; return {expr}; }}", timeout=timeout)
 

@@ -418,9 +418,12 @@ def test_every_bundled_scenario_is_clean_with_the_kernels_variant(capsys, mechan
         assert rc == 0, (sc, out)
 
 
+# A bug only weaker memory models show (its params name its litmus test) is clean here by design:
+# test_variant_kinds holds it to its litmus test's verdicts instead.
 @pytest.mark.slow
 @pytest.mark.parametrize("mechanism,variant", [(m, v) for m, cls in sorted(MODELS.items())
-                                               for v, var in cls.variants.items() if var.broken])
+                                               for v, var in cls.variants.items()
+                                               if var.broken and "litmus" not in var.params])
 def test_every_broken_variant_is_caught_on_some_bundled_scenario(capsys, mechanism, variant):
     schema = MODELS[mechanism].scenario_schema
     for sc in scenarios.bundled(mechanism):  # a livelock breaks no invariant: --liveness catches it

@@ -66,6 +66,16 @@ def committed_verdicts(mech):
     return json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"].get(mech, {})
 
 
+def table_first(mech, variant, names, shows):
+    """``names`` (bundled scenarios) with those whose committed row for ``variant`` ``shows(row)``
+    first, fewest states first, then the rest in their order: a test that stops at the first
+    scenario catching a bug goes straight to it, and searches the others to their end only if the
+    table is out of date."""
+    table = committed_verdicts(mech)
+    rows = {n: table.get(n, {}).get(variant, {}) for n in names}
+    return sorted(names, key=lambda n: (0, rows[n].get("states", 0)) if shows(rows[n]) else (1, 0))
+
+
 def bundled_runs(small: int, every_variant: bool = False):
     """pytest params (mechanism, scenario, variant) of every bundled scenario under its default variant
     (or every variant), marked slow unless the committed verdicts show a search that exhausted the

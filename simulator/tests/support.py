@@ -57,6 +57,25 @@ def reachable(model, s0):
         layer = nxt
 
 
+def committed_verdicts(mech):
+    """The committed verdict table's rows of ``mech`` (verdicts.json, written by ``make verdicts``):
+    scenario -> variant -> row."""
+    import json
+    from importlib import resources
+
+    return json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"].get(mech, {})
+
+
+def table_first(mech, variant, names, shows):
+    """``names`` (bundled scenarios) with those whose committed row for ``variant`` ``shows(row)``
+    first, fewest states first, then the rest in their order: a test that stops at the first
+    scenario catching a bug goes straight to it, and searches the others to their end only if the
+    table is out of date."""
+    table = committed_verdicts(mech)
+    rows = {n: table.get(n, {}).get(variant, {}) for n in names}
+    return sorted(names, key=lambda n: (0, rows[n].get("states", 0)) if shows(rows[n]) else (1, 0))
+
+
 def bundled_runs(small: int, every_variant: bool = False):
     """pytest params (mechanism, scenario, variant) of every bundled scenario under its default variant
     (or every variant), marked slow unless the committed verdicts show a search that exhausted the
@@ -65,19 +84,17 @@ def bundled_runs(small: int, every_variant: bool = False):
     that differs from it only in dead locals).  A scenario that says ``explorable = false`` (the table's "not
     explored": written for its scripted run, with no end to its state space) is left out, since these
     tests search every run unreduced."""
-    import json
-    from importlib import resources
     from math import factorial, prod
 
     import pytest
 
-    table = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"]
     out = []
     for mech in sorted(MODELS):
+        table = committed_verdicts(mech)
         names = list(MODELS[mech].variants) if every_variant else [MODELS[mech].default_variant]
         for name in scenario.bundled(mech):
             for variant in names:
-                row = table.get(mech, {}).get(name, {}).get(variant)
+                row = table.get(name, {}).get(variant)
                 if row is not None and row.get("verdict") == "not explored":
                     continue
                 m, _, s0 = load(mech, name, variant)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import labmake
+
 from kstep.cli import main
 from kstep.engine import Random, simulate
 from kstep.lab.replay.log import END, END_VERDICT, STEP_VERDICT
@@ -148,8 +150,7 @@ def test_bad_headers_are_bad_input(tmp_path, capsys, header, why):
 
 @pytest.fixture(scope="module")
 def port():
-    p = subprocess.run(["make", "-C", str(LAB), "ARCH=x86_64", "build/x86_64/vma-locks-torture"],
-                       capture_output=True, text=True)
+    p = labmake.make("ARCH=x86_64", "build/x86_64/vma-locks-torture")
     if p.returncode:
         pytest.fail(f"building the vma-locks port failed:\n{(p.stdout + p.stderr)[-3000:]}")
     return LAB / "build" / "x86_64" / "vma-locks-torture"

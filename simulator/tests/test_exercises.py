@@ -9,10 +9,11 @@ hidden points.  Grading needs the sandbox (bubblewrap, from scripts/setup-system
 import importlib.machinery
 import importlib.util
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+
+import labmake
 
 from kstep.scenario_spec import questions
 from kstep.grading import exercise, harness, predict, variants
@@ -41,7 +42,7 @@ def lab(ex):
     """The kernel lab, built (make is a no-op when it is), for exercises that build against it."""
     if not ex.kernel_lab:
         return ()
-    subprocess.run(["make", "-s", "-C", str(ROOT / "kernel-lab")], check=True)
+    labmake.make("-s").check_returncode()
     return (ROOT / "kernel-lab",)
 
 

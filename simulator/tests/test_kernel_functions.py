@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+import labmake
+
 from kstep.lab.source.index import definition_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,8 +64,7 @@ def built(linux_tree):
     arches = [p.values[0] for p in ARCHES]
     targets = [f"build/{a}/damon-regions{m}" for a in arches for m in ("", "-merge-lt")]
     targets += [f"build/x86_64/fork-pte-batch{m}" for m in ("", "-keeps-young")]
-    p = subprocess.run(["make", "-s", "-C", str(LAB), "-j2", f"LINUX={linux_tree}", *targets],
-                       capture_output=True, text=True)
+    p = labmake.make("-s", "-j2", f"LINUX={linux_tree}", *targets)
     assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
 
 

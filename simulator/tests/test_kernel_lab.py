@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import labmake
+
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "kernel-lab"
 
@@ -39,7 +41,7 @@ PORT = [c for c in CHECKS if c not in SPIN_ONLY and c not in LONG]
 @pytest.fixture(scope="session")
 def lab_built():
     """Build every architecture once (make skips what is up to date)."""
-    p = subprocess.run(["make", "-C", str(LAB), "-j2"], capture_output=True, text=True)
+    p = labmake.make("-j2")
     if p.returncode:
         pytest.fail(f"make -C kernel-lab failed (exit {p.returncode}):\n{(p.stdout + p.stderr)[-3000:]}")
 

@@ -6,9 +6,10 @@ keys on both sides, bad parameters, and the KUnit cases listed by name alike in 
 
 import random
 import re
-import subprocess
 
 import pytest
+
+import labmake
 
 import kstep
 from kstep.lab.replay import damon as lab
@@ -24,7 +25,7 @@ BINARIES = ("damon", "damon-merge-lt", "damon-kunit")
 @pytest.fixture(scope="module")
 def built():
     targets = [f"build/{arch}/{b}" for arch in ARCHES for b in BINARIES]
-    p = subprocess.run(["make", "-s", "-C", str(LAB), "-j2", *targets], capture_output=True, text=True)
+    p = labmake.make("-s", "-j2", *targets)
     assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
 
 

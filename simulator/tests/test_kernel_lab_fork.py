@@ -7,16 +7,17 @@ and reads nothing but the parameter file."""
 
 import random
 import re
-import subprocess
 
 import pytest
+
+import labmake
 
 from kstep.engine import Random, simulate
 from kstep.scenario_spec import scenario
 from kstep.lab.replay import fork_batch as lab
 from kstep.models import MODELS, make_model
 from kstep.models.fork_batch.pgtable import FORMATS
-from test_kernel_lab import LAB, labcheck, port_run
+from test_kernel_lab import labcheck, port_run
 
 pytestmark = pytest.mark.qemu
 MECH = "fork-batch"
@@ -29,7 +30,7 @@ BESIDE = ("fault-vs-fork", "gup-fast-vs-fork")  # a fault, a GUP-fast pin beside
 
 @pytest.fixture(scope="module")
 def built():
-    p = subprocess.run(["make", "-s", "-C", str(LAB), "-j2"], capture_output=True, text=True)
+    p = labmake.make("-s", "-j2")
     assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
 
 

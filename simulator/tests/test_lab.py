@@ -300,6 +300,36 @@ def test_vma_checks_catch_what_the_kernel_should_not_do(data, failing):
     assert [c.name for c in probes.judge_vma(data) if not c.ok] == [failing]
 
 
+def launch_line(**over):
+    """One '# launch' line's data as launchbench and the init script print it on 6.12."""
+    d = {"mappers": "2", "faulters": "2", "rounds": "20", "pages": "256", "faults": "10240",
+         "p50_ns": "9000", "p90_ns": "15000", "p99_ns": "80000", "max_ns": "4000000",
+         "makespan_ns": "900000000", "per_vma": "present", "vma_ok": "10300", "vma_null": "0"}
+    d.update({k: str(v) for k, v in over.items()})
+    return [{k: v for k, v in d.items() if v != "None"}]
+
+
+def test_launch_checks_pass_on_both_kernels_shapes():
+    assert all(c.ok for c in probes.judge_launch(launch_line()))
+    assert all(c.ok for c in probes.judge_launch(launch_line(per_vma="absent", vma_ok=None, vma_null=None)))
+
+
+@pytest.mark.parametrize("data, failing", [
+    (launch_line(faults=10000), "every fault timed"),
+    (launch_line(p90_ns=100000), "percentiles ordered"),
+    (launch_line(vma_ok=5000, vma_null=5240), "the faults took the per-VMA lock"),
+])
+def test_launch_checks_catch_a_short_count_unordered_percentiles_and_a_mmap_lock_path(data, failing):
+    assert [c.name for c in probes.judge_launch(data) if not c.ok] == [failing]
+
+
+@pytest.mark.parametrize("data", [launch_line(p50_ns="x"), launch_line(per_vma="maybe"),
+                                  launch_line(vma_ok=None), launch_line() * 2])
+def test_a_malformed_launch_line_is_a_user_error(data):
+    with pytest.raises(UserError):
+        probes.judge_launch(data)
+
+
 def recorded_vma(arch):
     """The recorded vma-only boot of ``arch``: its result, and its vma case's data and raw lines."""
     [path] = RECORDED.glob(f"{arch}-vma-*.json")

@@ -631,6 +631,57 @@ def _share(part: int, whole: int) -> str:
 
 
 # ---------------------------------------------------------------------------------------
+# launch: launchbench's stacks beside faulters (kernel-lab/guest/launchbench.c)
+
+LAUNCH_KEYS = ("mappers", "faulters", "rounds", "pages", "faults", "p50_ns", "p90_ns", "p99_ns", "max_ns",
+               "makespan_ns")
+
+
+def launch_fields(data: list[dict[str, str]]) -> dict[str, int | str]:
+    """The one ``# launch`` line as whole numbers, with ``per_vma`` (present or absent) and, where
+    present, lock_vma_under_rcu()'s successes and NULLs in launchbench's threads."""
+    if len(data) != 1:
+        raise UserError(f"launch: {len(data)} '# launch' lines, expected one")
+    d = data[0]
+    out: dict[str, int | str] = {k: _int(d, k, "launch") for k in LAUNCH_KEYS}
+    out["per_vma"] = d.get("per_vma", "")
+    if out["per_vma"] == "present":
+        out.update({k: _int(d, k, "launch") for k in ("vma_ok", "vma_null")})
+    elif out["per_vma"] != "absent":
+        raise UserError(f"launch: per_vma= is {out['per_vma']!r}, not present or absent")
+    return out
+
+
+def judge_launch(data: list[dict[str, str]]) -> list[Check]:
+    f = launch_fields(data)
+    want = f["faulters"] * f["rounds"] * f["pages"]
+    checks = [
+        Check("launch", "every fault timed", f["faults"] == want, f"{f['faults']} of {want}"),
+        Check("launch", "percentiles ordered",
+              0 < f["p50_ns"] <= f["p90_ns"] <= f["p99_ns"] <= f["max_ns"] <= f["makespan_ns"],
+              f"p50 {f['p50_ns']} p90 {f['p90_ns']} p99 {f['p99_ns']} max {f['max_ns']} "
+              f"makespan {f['makespan_ns']} ns"),
+    ]
+    if f["per_vma"] == "present":
+        # every timed fault is a first touch of an anonymous page: each one calls lock_vma_under_rcu()
+        checks.append(Check("launch", "the faults took the per-VMA lock", f["vma_ok"] >= f["faults"],
+                            f"lock_vma_under_rcu: {f['vma_ok']} VMAs, {f['vma_null']} NULL, "
+                            f"{f['faults']} timed faults"))
+    return checks
+
+
+def launch_rows(case: dict, result: dict) -> list[str]:
+    f = launch_fields(case["data"])
+    path = (f"lock_vma_under_rcu: {f['vma_ok']} VMAs, {f['vma_null']} fell back to mmap_lock"
+            if f["per_vma"] == "present" else "no lock_vma_under_rcu(): every fault takes mmap_lock")
+    return [f"launch: {f['mappers']} stack mappers, {f['faulters']} faulters x {f['rounds']} passes of "
+            f"{f['pages']} pages",
+            f"  fault latency p50 {f['p50_ns'] / 1000:.1f} us, p90 {f['p90_ns'] / 1000:.1f} us, "
+            f"p99 {f['p99_ns'] / 1000:.1f} us; makespan {f['makespan_ns'] / 1e6:.1f} ms (TCG time)",
+            f"  {path}"]
+
+
+# ---------------------------------------------------------------------------------------
 # The registry
 
 
@@ -651,6 +702,7 @@ PROBES: dict[str, Probe] = {
         Probe("fork", lambda case, r: judge_fork(case["data"]), lambda case, r: fork_rows(case["data"], r)),
         Probe("damon", lambda case, r: judge_damon_case(case), damon_rows),
         Probe("qspin", lambda case, r: judge_qspin_case(case, r["arch"]), qspin_rows),
+        Probe("launch", lambda case, r: judge_launch(case["data"]), launch_rows),
     )
 }
 

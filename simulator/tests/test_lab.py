@@ -522,6 +522,17 @@ def fork_data(medians):
              "split_page": "0"} for m, us in medians.items()]
 
 
+@pytest.mark.parametrize("slow_64k, agrees", [(21600, False), (19900, True)])
+def test_a_64k_fork_slower_than_4k_is_a_disagreement_on_any_margin(slow_64k, agrees):
+    """ppc64le once measured 64K 1.08x slower than 4K, and a 1.2x margin passed it; the model orders 64k first."""
+    model_64k = probes.fork_prediction({**LAB_RESULT, "arch": "ppc64le"})["64k"]
+    assert model_64k < 1
+    [order] = [c for c in probes.judge_fork(fork_data({"4k": 20000, "64k": slow_64k, "2m": 4000, "2m-pte": 8000}),
+                                            model_64k) if "as the model orders them" in c.name]
+    assert order.ok is agrees and order.timing
+    assert ("a disagreement with the model" in order.detail) is not agrees
+
+
 def test_fork_rows_put_the_models_operations_beside_the_kernels_times():
     from kstep.measure import fork_batch as fork_cost
 

@@ -533,6 +533,19 @@ def test_a_64k_fork_slower_than_4k_is_a_disagreement_on_any_margin(slow_64k, agr
     assert ("a disagreement with the model" in order.detail) is not agrees
 
 
+@pytest.mark.parametrize("alloc, inconclusive", [(4096, False), (0, True)])
+def test_a_64k_mode_without_64k_folios_is_inconclusive(alloc, inconclusive):
+    data = fork_data({"4k": 20000, "64k": 10000, "2m": 4000, "2m-pte": 8000})
+    for d in data:
+        d.update(first_us="30000", mthp64_alloc=str(alloc if d["mode"] == "64k" else 0), mthp64_fallback="0")
+    checks = probes.judge_fork(data, 0.5)
+    [folios] = [c for c in checks if c.name.startswith("64k: 64K folios")]
+    assert folios.ok is not inconclusive and not folios.timing
+    # without the folios the 64k time is not held to the model's order at all
+    assert any("as the model orders them" in c.name for c in checks) is not inconclusive
+    assert "first   30.00 ms" in probes.fork_rows(data, {**LAB_RESULT, "arch": "x86_64"})[2]
+
+
 def test_fork_rows_put_the_models_operations_beside_the_kernels_times():
     from kstep.measure import fork_batch as fork_cost
 

@@ -164,6 +164,7 @@ FORK_MIN_N = 40
 # check holds the measured order to the model's, with no margin: an order that contradicts the
 # model is a disagreement, shown as one, never passed because it is small.
 FORK_2M_MIN_RATIO = 3.0
+FORK_LATER_KEYS = ("first_us", "mthp64_alloc", "mthp64_fallback")
 
 
 def fork_stats(data: list[dict[str, str]]) -> dict[str, dict[str, float]]:
@@ -172,6 +173,8 @@ def fork_stats(data: list[dict[str, str]]) -> dict[str, dict[str, float]]:
         where = f"fork mode={mode}"
         out[mode] = {k: float(_int(fields, k, where)) for k in
                      ("n", "mean_us", "sd_us", "min_us", "median_us", "anon_huge_kb", "split_pmd", "split_page")}
+        # forkbench's later fields; a result recorded before them has none
+        out[mode].update({k: float(_int(fields, k, where)) for k in FORK_LATER_KEYS if k in fields})
     return out
 
 
@@ -194,6 +197,13 @@ def judge_fork(data: list[dict[str, str]], model_64k: float) -> list[Check]:
         f"thp_split_page +{pte['split_page']:.0f}",
     ))
     small = st["4k"]["median_us"]
+    folios = st["64k"].get("mthp64_alloc")
+    if folios is not None:
+        checks.append(Check("fork", "64k: 64K folios were allocated (without them its times are inconclusive)",
+                            folios > 0, f"hugepages-64kB anon_fault_alloc +{folios:.0f}, "
+                            f"anon_fault_fallback +{st['64k']['mthp64_fallback']:.0f} while populating"))
+        if folios <= 0:
+            return checks
     measured = st["64k"]["median_us"] / small
     agrees = (measured < 1) == (model_64k < 1)
     checks.append(Check("fork", f"64k {'faster' if model_64k < 1 else 'no faster'} than 4k, as the model orders them",
@@ -249,8 +259,10 @@ def fork_rows(data: list[dict[str, str]], result: dict) -> list[str]:
             s = st[mode]
             kernel = f"{measured[mode]:.2f}" if mode in measured else "n/a"
             predicted = "  -  (copy_huge_pmd: not modelled)" if model[mode] is None else f"{model[mode]:.2f}"
+            first = f"  first {s['first_us'] / 1000:7.2f} ms" if "first_us" in s else ""
             rows.append(f"  {mode:<7} {s['mean_us'] / 1000:7.2f} +- {s['sd_us'] / 1000:5.2f} ms  "
-                        f"median {s['median_us'] / 1000:7.2f} ms  (n={s['n']:.0f})  kernel {kernel}  model {predicted}")
+                        f"median {s['median_us'] / 1000:7.2f} ms  (n={s['n']:.0f}){first}  kernel {kernel}  "
+                        f"model {predicted}")
     rows.append("  comparable: the order (64k and 2m-pte below 4k), not the size: the model counts copy_pte_range's "
                 "PTE and folio-counter operations only; the kernel's time adds fork's fixed work (dup_mmap, "
                 "page-table pages, the child) and emulation")

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kstep.errors import UserError
 from kstep.lab.guest import vma_locks as vma_retries
@@ -178,8 +179,8 @@ def fork_stats(data: list[dict[str, str]]) -> dict[str, dict[str, float]]:
     return out
 
 
-def judge_fork(data: list[dict[str, str]], model_64k: float) -> list[Check]:
-    """``model_64k``: the model's 64k cost relative to 4k (:func:`fork_prediction`)."""
+def judge_fork(data: list[dict[str, str]], model_64k: float | None) -> list[Check]:
+    """``model_64k``: the model's 64k cost relative to 4k (:func:`fork_prediction`; None: no order to hold)."""
     st = fork_stats(data)
     missing = [m for m in FORK_MODES if m not in st]
     if missing:
@@ -202,15 +203,14 @@ def judge_fork(data: list[dict[str, str]], model_64k: float) -> list[Check]:
         checks.append(Check("fork", "64k: 64K folios were allocated (without them its times are inconclusive)",
                             folios > 0, f"hugepages-64kB anon_fault_alloc +{folios:.0f}, "
                             f"anon_fault_fallback +{st['64k']['mthp64_fallback']:.0f} while populating"))
-        if folios <= 0:
-            return checks
-    measured = st["64k"]["median_us"] / small
-    agrees = (measured < 1) == (model_64k < 1)
-    checks.append(Check("fork", f"64k {'faster' if model_64k < 1 else 'no faster'} than 4k, as the model orders them",
-                        agrees,
-                        f"median 4k {small:.0f} us, 64k {st['64k']['median_us']:.0f} us: kernel {measured:.2f}x, "
-                        f"model {model_64k:.2f}x" + ("" if agrees else ": a disagreement with the model"),
-                        timing=True))
+    if model_64k is not None and (folios is None or folios > 0):
+        measured = st["64k"]["median_us"] / small
+        agrees = (measured < 1) == (model_64k < 1)
+        checks.append(Check("fork", f"64k {'faster' if model_64k < 1 else 'no faster'} than 4k, as the model "
+                            "orders them", agrees,
+                            f"median 4k {small:.0f} us, 64k {st['64k']['median_us']:.0f} us: kernel {measured:.2f}x, "
+                            f"model {model_64k:.2f}x" + ("" if agrees else ": a disagreement with the model"),
+                            timing=True))
     checks.append(Check("fork", f"2m at least {FORK_2M_MIN_RATIO:.0f}x faster than 4k",
                         small >= FORK_2M_MIN_RATIO * two["median_us"],
                         f"median 4k {small:.0f} us, 2m {two['median_us']:.0f} us", timing=True))
@@ -655,13 +655,13 @@ LAUNCH_KEYS = ("mappers", "faulters", "rounds", "pages", "faults", "p50_ns", "p9
                "makespan_ns")
 
 
-def launch_fields(data: list[dict[str, str]]) -> dict[str, int | str]:
+def launch_fields(data: list[dict[str, str]]) -> dict[str, Any]:
     """The one ``# launch`` line as whole numbers, with ``per_vma`` (present or absent) and, where
     present, lock_vma_under_rcu()'s successes and NULLs in launchbench's threads."""
     if len(data) != 1:
         raise UserError(f"launch: {len(data)} '# launch' lines, expected one")
     d = data[0]
-    out: dict[str, int | str] = {k: _int(d, k, "launch") for k in LAUNCH_KEYS}
+    out: dict[str, Any] = {k: _int(d, k, "launch") for k in LAUNCH_KEYS}  # whole numbers, and per_vma
     out["per_vma"] = d.get("per_vma", "")
     if out["per_vma"] == "present":
         out.update({k: _int(d, k, "launch") for k in ("vma_ok", "vma_null")})

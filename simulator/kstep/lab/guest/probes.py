@@ -498,9 +498,9 @@ def damon_rows(case: dict, result: dict) -> list[str]:
     rows.append("  comparable: the hot range standing out, and how many regions DAMON keeps; not the hot mean: the "
                 "model's process touches every hot page in every sample, while damon_ptep_mkold() clears a PTE's "
                 "accessed bit with ptep_test_and_clear_young() and flushes no TLB, so the kernel sees a page again "
-                "only after the emulated CPU walks its page table anew (one reason its mean is lower; not the "
-                "sampling interval: at 5 ms a hot page was seen in 17.0% of samples, at 20 ms in 21.2%, one x86_64 "
-                "boot each at host load 11-15, bench/damon_sampling.py); "
+                "only after the emulated CPU walks its page table anew (one reason its mean is lower; the sampling "
+                "interval's part is not settled: bench/damon_sampling.py saw a hot page in 17.0% and 18.9% of "
+                "5 ms samples but in 21.2% and 0.6% of 20 ms ones, two x86_64 boots each, kernel-lab/guest/README.md); "
                 "the rest is above 0 in both where a region straddles the hot range's edge, and in the kernel "
                 "also from the program's own code and stack")
     return rows

@@ -15,7 +15,7 @@ COURSE_JOBS ?= $(shell nproc)
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages linux-source course lint test test-fast test-browser-stress test-grade-batch notebook lab lab-kernels lab-guest bench calibrate verdicts clean distclean
+.PHONY: help setup system-packages linux-source course lint test test-fast test-browser-stress test-grade-batch notebook lab lab-kernels lab-guest lab-launch-ab bench calibrate verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
@@ -32,6 +32,7 @@ help:
 	@echo "  linux-source     fetch Debian's linux-source-6.12 and unpack it into the user cache (once; the"
 	@echo "                   kernel lab and the tests that compare with the kernel read it there)"
 	@echo "  lab-kernels      fetch Debian's Linux 6.12 kernels for the real-kernel lab (kstep lab fetch; once)"
+	@echo "  lab-launch-ab    BASE=vmlinuz-6.1 [BOOTS=5]: launchbench on 6.1 against 6.12 in QEMU, 95% intervals"
 	@echo "  lab-guest        boot each architecture's real kernel in QEMU with every probe (kstep lab run --arch all),"
 	@echo "                   then once more with 4 CPUs for the qspinlock with three lockers"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot); BENCH='litmus explore' runs those only"
@@ -119,6 +120,12 @@ lab-kernels: setup
 lab-guest: lab-kernels
 	$(VENV)/bin/python -m kstep lab run --arch all
 	$(VENV)/bin/python -m kstep lab run --arch all --smp 4 qspin
+
+# Per-VMA locks, Linux 6.1 against 6.12: BOOTS boots of each with the launch probe, alternating,
+# into bench/results/launch-ab.json.  BASE is Debian bookworm's 6.1 vmlinuz (not fetched by the lab yet).
+BOOTS ?= 5
+lab-launch-ab: lab-kernels
+	nice $(VENV)/bin/python bench/launch_ab.py --base-kernel "$(BASE)" --boots $(BOOTS)
 
 bench: setup
 	$(VENV)/bin/python bench/run.py $(BENCH)

@@ -300,6 +300,36 @@ def test_vma_checks_catch_what_the_kernel_should_not_do(data, failing):
     assert [c.name for c in probes.judge_vma(data) if not c.ok] == [failing]
 
 
+def launch_line(**over):
+    """One '# launch' line's data as launchbench and the init script print it on 6.12."""
+    d = {"mappers": "2", "faulters": "2", "rounds": "20", "pages": "256", "faults": "10240",
+         "p50_ns": "9000", "p90_ns": "15000", "p99_ns": "80000", "max_ns": "4000000",
+         "makespan_ns": "900000000", "per_vma": "present", "vma_ok": "10300", "vma_null": "0"}
+    d.update({k: str(v) for k, v in over.items()})
+    return [{k: v for k, v in d.items() if v != "None"}]
+
+
+def test_launch_checks_pass_on_both_kernels_shapes():
+    assert all(c.ok for c in probes.judge_launch(launch_line()))
+    assert all(c.ok for c in probes.judge_launch(launch_line(per_vma="absent", vma_ok=None, vma_null=None)))
+
+
+@pytest.mark.parametrize("data, failing", [
+    (launch_line(faults=10000), "every fault timed"),
+    (launch_line(p90_ns=100000), "percentiles ordered"),
+    (launch_line(vma_ok=5000, vma_null=5240), "the faults took the per-VMA lock"),
+])
+def test_launch_checks_catch_a_short_count_unordered_percentiles_and_a_mmap_lock_path(data, failing):
+    assert [c.name for c in probes.judge_launch(data) if not c.ok] == [failing]
+
+
+@pytest.mark.parametrize("data", [launch_line(p50_ns="x"), launch_line(per_vma="maybe"),
+                                  launch_line(vma_ok=None), launch_line() * 2])
+def test_a_malformed_launch_line_is_a_user_error(data):
+    with pytest.raises(UserError):
+        probes.judge_launch(data)
+
+
 def recorded_vma(arch):
     """The recorded vma-only boot of ``arch``: its result, and its vma case's data and raw lines."""
     [path] = RECORDED.glob(f"{arch}-vma-*.json")
@@ -490,6 +520,31 @@ def fork_data(medians):
     return [{"mode": m, "n": "40", "mean_us": str(us), "sd_us": "100", "min_us": str(us), "median_us": str(us),
              "anon_huge_kb": "262144" if m == "2m" else "0", "split_pmd": "128" if m == "2m-pte" else "0",
              "split_page": "0"} for m, us in medians.items()]
+
+
+@pytest.mark.parametrize("slow_64k, agrees", [(21600, False), (19900, True)])
+def test_a_64k_fork_slower_than_4k_is_a_disagreement_on_any_margin(slow_64k, agrees):
+    """ppc64le once measured 64K 1.08x slower than 4K, and a 1.2x margin passed it; the model orders 64k first."""
+    model_64k = probes.fork_prediction({**LAB_RESULT, "arch": "ppc64le"})["64k"]
+    assert model_64k < 1
+    [order] = [c for c in probes.judge_fork(fork_data({"4k": 20000, "64k": slow_64k, "2m": 4000, "2m-pte": 8000}),
+                                            model_64k) if "as the model orders them" in c.name]
+    assert order.ok is agrees and order.timing
+    assert ("a disagreement with the model" in order.detail) is not agrees
+
+
+@pytest.mark.parametrize("alloc, inconclusive", [(4096, False), (0, True)])
+def test_a_64k_mode_without_64k_folios_is_inconclusive(alloc, inconclusive):
+    data = fork_data({"4k": 20000, "64k": 10000, "2m": 4000, "2m-pte": 8000})
+    for d in data:
+        d.update(first_us="30000", mthp64_alloc=str(alloc if d["mode"] == "64k" else 0), mthp64_fallback="0")
+    checks = probes.judge_fork(data, 0.5)
+    [folios] = [c for c in checks if c.name.startswith("64k: 64K folios")]
+    assert folios.ok is not inconclusive and not folios.timing
+    # without the folios the 64k time is not held to the model's order at all
+    assert any("as the model orders them" in c.name for c in checks) is not inconclusive
+    assert any(c.name.startswith("2m at least") for c in checks)  # the other modes are judged all the same
+    assert "first   30.00 ms" in probes.fork_rows(data, {**LAB_RESULT, "arch": "x86_64"})[2]
 
 
 def test_fork_rows_put_the_models_operations_beside_the_kernels_times():

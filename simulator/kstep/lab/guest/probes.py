@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kstep.errors import UserError
 from kstep.lab.guest import vma_locks as vma_retries
@@ -160,9 +161,11 @@ FORK_MODES = ("4k", "64k", "2m", "2m-pte")
 FORK_MIN_N = 40
 # A 2 MiB THP is one PMD entry for copy_huge_pmd(); a 64K mTHP saves copy_present_ptes()'s
 # per-PTE work by batching 16 PTEs of one folio.  Ratios seen under TCG (reference runs, 40
-# forks): 4K/64K 1.5-3x, 4K/2M 4-19x.  The margins are wide: these are emulated times.
-FORK_64K_MARGIN = 1.2
+# forks): 4K/64K 1.5-3x (but 64K 1.08x slower than 4K once on ppc64le), 4K/2M 4-19x.  The 64k
+# check holds the measured order to the model's, with no margin: an order that contradicts the
+# model is a disagreement, shown as one, never passed because it is small.
 FORK_2M_MIN_RATIO = 3.0
+FORK_LATER_KEYS = ("first_us", "mthp64_alloc", "mthp64_fallback")
 
 
 def fork_stats(data: list[dict[str, str]]) -> dict[str, dict[str, float]]:
@@ -171,10 +174,13 @@ def fork_stats(data: list[dict[str, str]]) -> dict[str, dict[str, float]]:
         where = f"fork mode={mode}"
         out[mode] = {k: float(_int(fields, k, where)) for k in
                      ("n", "mean_us", "sd_us", "min_us", "median_us", "anon_huge_kb", "split_pmd", "split_page")}
+        # forkbench's later fields; a result recorded before them has none
+        out[mode].update({k: float(_int(fields, k, where)) for k in FORK_LATER_KEYS if k in fields})
     return out
 
 
-def judge_fork(data: list[dict[str, str]]) -> list[Check]:
+def judge_fork(data: list[dict[str, str]], model_64k: float | None) -> list[Check]:
+    """``model_64k``: the model's 64k cost relative to 4k (:func:`fork_prediction`; None: no order to hold)."""
     st = fork_stats(data)
     missing = [m for m in FORK_MODES if m not in st]
     if missing:
@@ -192,9 +198,19 @@ def judge_fork(data: list[dict[str, str]]) -> list[Check]:
         f"thp_split_page +{pte['split_page']:.0f}",
     ))
     small = st["4k"]["median_us"]
-    checks.append(Check("fork", f"64k no slower than 4k (within {FORK_64K_MARGIN}x)",
-                        st["64k"]["median_us"] <= small * FORK_64K_MARGIN,
-                        f"median 4k {small:.0f} us, 64k {st['64k']['median_us']:.0f} us", timing=True))
+    folios = st["64k"].get("mthp64_alloc")
+    if folios is not None:
+        checks.append(Check("fork", "64k: 64K folios were allocated (without them its times are inconclusive)",
+                            folios > 0, f"hugepages-64kB anon_fault_alloc +{folios:.0f}, "
+                            f"anon_fault_fallback +{st['64k']['mthp64_fallback']:.0f} while populating"))
+    if model_64k is not None and (folios is None or folios > 0):
+        measured = st["64k"]["median_us"] / small
+        agrees = (measured < 1) == (model_64k < 1)
+        checks.append(Check("fork", f"64k {'faster' if model_64k < 1 else 'no faster'} than 4k, as the model "
+                            "orders them", agrees,
+                            f"median 4k {small:.0f} us, 64k {st['64k']['median_us']:.0f} us: kernel {measured:.2f}x, "
+                            f"model {model_64k:.2f}x" + ("" if agrees else ": a disagreement with the model"),
+                            timing=True))
     checks.append(Check("fork", f"2m at least {FORK_2M_MIN_RATIO:.0f}x faster than 4k",
                         small >= FORK_2M_MIN_RATIO * two["median_us"],
                         f"median 4k {small:.0f} us, 2m {two['median_us']:.0f} us", timing=True))
@@ -243,8 +259,10 @@ def fork_rows(data: list[dict[str, str]], result: dict) -> list[str]:
             s = st[mode]
             kernel = f"{measured[mode]:.2f}" if mode in measured else "n/a"
             predicted = "  -  (copy_huge_pmd: not modelled)" if model[mode] is None else f"{model[mode]:.2f}"
+            first = f"  first {s['first_us'] / 1000:7.2f} ms" if "first_us" in s else ""
             rows.append(f"  {mode:<7} {s['mean_us'] / 1000:7.2f} +- {s['sd_us'] / 1000:5.2f} ms  "
-                        f"median {s['median_us'] / 1000:7.2f} ms  (n={s['n']:.0f})  kernel {kernel}  model {predicted}")
+                        f"median {s['median_us'] / 1000:7.2f} ms  (n={s['n']:.0f}){first}  kernel {kernel}  "
+                        f"model {predicted}")
     rows.append("  comparable: the order (64k and 2m-pte below 4k), not the size: the model counts copy_pte_range's "
                 "PTE and folio-counter operations only; the kernel's time adds fork's fixed work (dup_mmap, "
                 "page-table pages, the child) and emulation")
@@ -480,7 +498,9 @@ def damon_rows(case: dict, result: dict) -> list[str]:
     rows.append("  comparable: the hot range standing out, and how many regions DAMON keeps; not the hot mean: the "
                 "model's process touches every hot page in every sample, while damon_ptep_mkold() clears a PTE's "
                 "accessed bit with ptep_test_and_clear_young() and flushes no TLB, so the kernel sees a page again "
-                "only after the emulated CPU walks its page table anew (one reason its mean is lower); "
+                "only after the emulated CPU walks its page table anew (one reason its mean is lower; the sampling "
+                "interval's part is not settled: bench/damon_sampling.py saw a hot page in 17.0% and 18.9% of "
+                "5 ms samples but in 21.2% and 0.6% of 20 ms ones, two x86_64 boots each, kernel-lab/guest/README.md); "
                 "the rest is above 0 in both where a region straddles the hot range's edge, and in the kernel "
                 "also from the program's own code and stack")
     return rows
@@ -631,6 +651,57 @@ def _share(part: int, whole: int) -> str:
 
 
 # ---------------------------------------------------------------------------------------
+# launch: launchbench's stacks beside faulters (kernel-lab/guest/launchbench.c)
+
+LAUNCH_KEYS = ("mappers", "faulters", "rounds", "pages", "faults", "p50_ns", "p90_ns", "p99_ns", "max_ns",
+               "makespan_ns")
+
+
+def launch_fields(data: list[dict[str, str]]) -> dict[str, Any]:
+    """The one ``# launch`` line as whole numbers, with ``per_vma`` (present or absent) and, where
+    present, lock_vma_under_rcu()'s successes and NULLs in launchbench's threads."""
+    if len(data) != 1:
+        raise UserError(f"launch: {len(data)} '# launch' lines, expected one")
+    d = data[0]
+    out: dict[str, Any] = {k: _int(d, k, "launch") for k in LAUNCH_KEYS}  # whole numbers, and per_vma
+    out["per_vma"] = d.get("per_vma", "")
+    if out["per_vma"] == "present":
+        out.update({k: _int(d, k, "launch") for k in ("vma_ok", "vma_null")})
+    elif out["per_vma"] != "absent":
+        raise UserError(f"launch: per_vma= is {out['per_vma']!r}, not present or absent")
+    return out
+
+
+def judge_launch(data: list[dict[str, str]]) -> list[Check]:
+    f = launch_fields(data)
+    want = f["faulters"] * f["rounds"] * f["pages"]
+    checks = [
+        Check("launch", "every fault timed", f["faults"] == want, f"{f['faults']} of {want}"),
+        Check("launch", "percentiles ordered",
+              0 < f["p50_ns"] <= f["p90_ns"] <= f["p99_ns"] <= f["max_ns"] <= f["makespan_ns"],
+              f"p50 {f['p50_ns']} p90 {f['p90_ns']} p99 {f['p99_ns']} max {f['max_ns']} "
+              f"makespan {f['makespan_ns']} ns"),
+    ]
+    if f["per_vma"] == "present":
+        # every timed fault is a first touch of an anonymous page: each one calls lock_vma_under_rcu()
+        checks.append(Check("launch", "the faults took the per-VMA lock", f["vma_ok"] >= f["faults"],
+                            f"lock_vma_under_rcu: {f['vma_ok']} VMAs, {f['vma_null']} NULL, "
+                            f"{f['faults']} timed faults"))
+    return checks
+
+
+def launch_rows(case: dict, result: dict) -> list[str]:
+    f = launch_fields(case["data"])
+    path = (f"lock_vma_under_rcu: {f['vma_ok']} VMAs, {f['vma_null']} fell back to mmap_lock"
+            if f["per_vma"] == "present" else "no lock_vma_under_rcu(): every fault takes mmap_lock")
+    return [f"launch: {f['mappers']} stack mappers, {f['faulters']} faulters x {f['rounds']} passes of "
+            f"{f['pages']} pages",
+            f"  fault latency p50 {f['p50_ns'] / 1000:.1f} us, p90 {f['p90_ns'] / 1000:.1f} us, "
+            f"p99 {f['p99_ns'] / 1000:.1f} us; makespan {f['makespan_ns'] / 1e6:.1f} ms (TCG time)",
+            f"  {path}"]
+
+
+# ---------------------------------------------------------------------------------------
 # The registry
 
 
@@ -648,9 +719,11 @@ PROBES: dict[str, Probe] = {
     for p in (
         Probe("vma", lambda case, r: judge_vma(case["data"], case.get("raw")),
               lambda case, r: vma_rows(case["data"], r, case.get("raw"))),
-        Probe("fork", lambda case, r: judge_fork(case["data"]), lambda case, r: fork_rows(case["data"], r)),
+        Probe("fork", lambda case, r: judge_fork(case["data"], fork_prediction(r)["64k"]),
+              lambda case, r: fork_rows(case["data"], r)),
         Probe("damon", lambda case, r: judge_damon_case(case), damon_rows),
         Probe("qspin", lambda case, r: judge_qspin_case(case, r["arch"]), qspin_rows),
+        Probe("launch", lambda case, r: judge_launch(case["data"]), launch_rows),
     )
 }
 

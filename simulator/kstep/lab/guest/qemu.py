@@ -31,7 +31,7 @@ from kstep.lab.guest import ktap
 from kstep.lab.guest.kernels import Kernels, lab_dir
 
 GUEST = Path(__file__).resolve().parents[4] / "kernel-lab" / "guest"
-PROBES = ("vma", "fork", "damon", "qspin")
+PROBES = ("vma", "fork", "damon", "qspin", "launch")
 SMP = 3  # the qspinlock probe runs nproc - 1 lockers and a sampler, each on its own CPU: two lockers here
 TIMEOUT_S = 600  # every probe: 40-50 s on an idle 2-core host, 60-220 s measured on a busy one
 RESULT_FORMAT = "kstep-lab-result"
@@ -144,7 +144,8 @@ def build_module(arch: str, kernels: Kernels, out: Path) -> Path:
 def build_initramfs(arch: str, kernels: Kernels, out: Path, probes: Sequence[str] = PROBES) -> Path:
     """Compile the guest programs for ``arch`` and pack the initramfs; returns its path."""
     out.mkdir(parents=True, exist_ok=True)
-    programs = [_compile(arch, "vmaprobe.c", out), _compile(arch, "forkbench.c", out, ["-lm"])]
+    programs = [_compile(arch, "vmaprobe.c", out), _compile(arch, "forkbench.c", out, ["-lm"]),
+                _compile(arch, "launchbench.c", out)]
     if "qspin" in probes:
         programs.append(build_module(arch, kernels, out))
     S_IFDIR, S_IFREG, S_IFCHR = 0o040000, 0o100000, 0o020000

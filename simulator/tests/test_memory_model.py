@@ -6,11 +6,15 @@ footprints; and every state invariant is checked on a state the drains alone rea
 from typing import NamedTuple
 
 import pytest
-from support import load, reachable
+from support import bundled_runs, load, reachable
 from test_footprints import footprint_problems
 
-from kstep.engine import FULL, HARM, Frame, Invariant, Program, ProgramModel, Source, Variant, explore, set_thread
+from kstep.engine import (FULL, HARM, Footprint, Frame, Invariant, Program, ProgramModel, Renamed, Source, Variant,
+                          explore, set_thread)
+from kstep.engine import memory_model as memory_model_module
+from kstep.engine.codec import Codec
 from kstep.engine.memory_model import StoreBuffered, apply, memory_model
+from kstep.engine.symmetry import Symmetry
 from kstep.models.qspinlock.qspinlock import set_locked
 
 
@@ -160,6 +164,84 @@ def test_the_footprint_check_catches_a_drain_that_hides_its_location():
     w.footprint = hidden.__get__(w)
     assert any("drain_store_buffer changed ('words', 0), undeclared" in p for s in states[:300]
                for p in footprint_problems(w, s))
+
+
+def test_the_footprint_check_catches_a_drain_future_that_leaves_out_its_threads_stores():
+    m, sc, _ = load("qspinlock", "two-waiters")
+    w = memory_model("tso", m, sc.store_buffer)
+    states = list(reachable(w, w.initial(sc.config)))
+    assert not any(footprint_problems(w, s) for s in states[:300])
+    own = StoreBuffered.future_footprint
+
+    def forgetful(self, state, actor):  # as if a drain wrote only what its buffer holds now
+        if not actor.startswith("SB"):
+            return own(self, state, actor)
+        b = int(actor[2:])
+        now = frozenset({("store_buffers", b)} | {self._location(self.memory(state), e) for e in state[-1][b]})
+        return Footprint(now, now)
+
+    w.future_footprint = forgetful.__get__(w)
+    assert any("SB0's future footprint grew" in p for s in states[:300] for p in footprint_problems(w, s))
+
+
+ORBIT_RUNS = ["two-waiters", "set-locked-contended"]
+
+
+@pytest.mark.parametrize("name", ORBIT_RUNS)
+def test_the_wrapped_orbits_cover_the_unreduced_state_space_exactly(name):
+    assert orbit_problems(*wrapped_run(name)) == []
+
+
+def wrapped_run(name):
+    m, sc, _ = load("qspinlock", name)
+    w = memory_model("tso", m, sc.store_buffer)
+    s0 = w.initial(sc.config)
+    return w, s0, Symmetry(w, s0, Codec(s0))
+
+
+def orbit_problems(w, s0, group):
+    """How the wrapped model's symmetry breaks the orbit checks of test_symmetry, as sentences."""
+    assert group, "no interchangeable CPUs: nothing to check"
+    everything = set(reachable(w, s0))
+    assert any(len(buf) > 1 for s in everything for buf in s.store_buffers)  # entries to rename
+    codec = group.codec
+    codes = {codec.encode(s) for s in everything}
+    out = [f"a renaming of {s} is unreachable" for s in everything if not group.orbit(s) <= codes]
+    reps = {group.canon(s) for s in everything}
+    if sum(len(group.orbit(codec.decode(r))) for r in reps) != len(everything):
+        out.append("the orbits of the representatives do not partition the states")
+    out += [f"the renamed encoding of {s} is not the encoding of the renamed state" for s in everything
+            if group.canon(s) != min(codec.encode(w.permute(s, p)) for p in group.perms(s))]
+    return out
+
+
+def test_the_orbit_check_catches_buffer_entries_left_unrenamed(monkeypatch):
+    monkeypatch.setattr(memory_model_module, "_EntryRenaming", lambda how, first: lambda entry: entry)
+    assert any("unreachable" in p for p in orbit_problems(*wrapped_run("set-locked-contended")))
+
+
+def test_the_orbit_check_catches_buffers_that_stay_with_their_index(monkeypatch):
+    renaming = StoreBuffered.renaming
+    monkeypatch.setattr(StoreBuffered, "renaming", lambda self, s, perm: renaming(self, s, perm)[:-1] + (
+        Renamed(element=renaming(self, s, perm)[-1].element),))
+    assert any("unreachable" in p for p in orbit_problems(*wrapped_run("two-waiters")))
+
+
+REDUCED_RUNS = [p for p in bundled_runs(small=3_000, every_variant=True) if p.values[0] in ("qspinlock", "vma-locks")]
+
+
+@pytest.mark.parametrize("mech,name,variant", REDUCED_RUNS)
+def test_reductions_keep_every_tso_verdict(mech, name, variant):
+    m, sc, _ = load(mech, name, variant)
+    if m.refuses_memory_model("tso") or not m.memory_fields:
+        pytest.skip(f"{variant} does not run under tso")
+    w = memory_model("tso", m, sc.store_buffer)
+    full = explore(w, w.initial(sc.config), symmetry=False, por=False)
+    reduced = explore(w, w.initial(sc.config))
+    assert reduced.verdict == full.verdict and reduced.states <= full.states
+    if full.violation is not None:
+        assert (reduced.violation.invariant, reduced.violation.kind) == (full.violation.invariant, full.violation.kind)
+        assert len(reduced.counterexample) == len(full.counterexample)
 
 
 def test_a_variant_only_weaker_models_break_names_its_litmus_test(capsys):

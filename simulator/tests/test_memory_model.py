@@ -111,13 +111,12 @@ def test_the_drained_state_of_every_reachable_state_is_reached_by_drains_alone()
 
 # -- the mechanisms ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("mech,name,min_states", [("qspinlock", "two-waiters", 600),
-                                                  ("vma-locks", "recheck-race", 3000)])
-def test_the_correct_mechanisms_stay_clean_under_tso_with_stores_buffered(mech, name, min_states):
+@pytest.mark.parametrize("mech,name", [("qspinlock", "two-waiters"), ("vma-locks", "recheck-race")])
+def test_the_correct_mechanisms_stay_clean_under_tso_with_stores_buffered(mech, name):
     m, sc, s0 = load(mech, name)
     w = memory_model("tso", m, sc.store_buffer)
     r = explore(w, w.initial(sc.config))
-    assert r.clean and r.states >= min_states, r.violation
+    assert r.clean and r.states > explore(m, s0).states, r.violation  # the buffers' contents are state too
 
 
 def test_a_byte_store_drains_without_overwriting_the_tail():
@@ -227,7 +226,10 @@ def test_the_orbit_check_catches_buffers_that_stay_with_their_index(monkeypatch)
     assert any("unreachable" in p for p in orbit_problems(*wrapped_run("two-waiters")))
 
 
-REDUCED_RUNS = [p for p in bundled_runs(small=3_000, every_variant=True) if p.values[0] in ("qspinlock", "vma-locks")]
+QUICK_REDUCED = {("qspinlock", "two-waiters", "v6.12"), ("qspinlock", "two-waiters", "head-ignores-pending"),
+                 ("qspinlock", "set-locked-contended", "v6.12"), ("vma-locks", "recheck-race", "v6.12")}
+REDUCED_RUNS = [p if tuple(p.values) in QUICK_REDUCED else pytest.param(*p.values, marks=(*p.marks, pytest.mark.slow))
+                for p in bundled_runs(small=3_000, every_variant=True) if p.values[0] in ("qspinlock", "vma-locks")]
 
 
 @pytest.mark.parametrize("mech,name,variant", REDUCED_RUNS)

@@ -3,6 +3,10 @@ reordering only tso allows is found there and not under sc; the correct mechanis
 byte store drains without overwriting its word's other bytes; the wrapped model keeps to its
 footprints; and every state invariant is checked on a state the drains alone reach."""
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import NamedTuple
 
 import pytest
@@ -15,6 +19,8 @@ from kstep.engine import memory_model as memory_model_module
 from kstep.engine.codec import Codec
 from kstep.engine.memory_model import StoreBuffered, apply, memory_model
 from kstep.engine.symmetry import Symmetry
+
+ROOT = Path(__file__).resolve().parents[2]
 from kstep.models.qspinlock.qspinlock import set_locked
 
 
@@ -275,3 +281,52 @@ def test_a_tso_counterexample_is_saved_and_played_again_with_its_store_buffers(t
     assert "drain_store_buffer" in out and "CPU0: words[0] &0xff = 0x0" in out
     path.write_text(path.read_text().replace('"store_buffer": 2}', '"store_buffer": 0}'))
     assert main(["show", str(path)]) == 2
+
+
+# -- the committed verdicts' tso column --------------------------------------------------------------
+
+def tso_rows():
+    from importlib import resources
+    table = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())
+    return table, [(mech, name, variant, row["tso"]) for mech in table["verdicts"] for name in table["verdicts"][mech]
+                   for variant, row in table["verdicts"][mech][name].items() if "tso" in row]
+
+
+TSO_TABLED = ["qspinlock"]  # vma-locks' column is not in the committed table yet
+
+
+def test_every_variant_of_the_shared_memory_mechanisms_has_a_tso_verdict():
+    table, rows = tso_rows()
+    for mech in TSO_TABLED:
+        for name, by_variant in table["verdicts"][mech].items():
+            for variant, row in by_variant.items():
+                assert row["verdict"] == "not explored" or "tso" in row, (mech, name, variant)
+
+
+@pytest.mark.parametrize("mech", TSO_TABLED)
+def test_the_small_tso_verdicts_are_what_a_search_finds_now(mech):
+    table, rows = tso_rows()
+    small = [r for r in rows if r[0] == mech and r[3]["verdict"] != "refused" and r[3]["states"] <= 150]
+    assert len(small) >= 40
+    for _, name, variant, row in small[::8]:  # a sample spread over the scenarios: scripts/verdicts has them all
+        m, sc, _ = load(mech, name, variant)
+        w = memory_model("tso", m, sc.store_buffer)
+        r = explore(w, w.initial(sc.config), max_states=table["tso_max_states"])
+        found = {"verdict": r.verdict, "states": r.states, "exhausted": r.exhausted, "store_buffer": sc.store_buffer}
+        if r.violation is not None:
+            found.update(invariant=r.violation.invariant, kind=r.violation.kind, steps=len(r.counterexample))
+        assert found == row, (name, variant)
+
+
+def test_verdicts_diff_names_a_changed_tso_verdict(tmp_path):
+    table, rows = tso_rows()
+    mech, name, variant, row = next(r for r in rows if r[3]["verdict"] == "clean")
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(table))
+    table["verdicts"][mech][name][variant]["tso"] = {**row, "verdict": "bounded"}
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps(table))
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "verdicts"), "--diff", str(old), str(new)],
+                         capture_output=True, text=True, check=True).stdout
+    assert f"{mech} {name} {variant}: " in out and f"; tso: bounded ({row['states']} states), store buffers of" in out
+    assert "1 of " in out

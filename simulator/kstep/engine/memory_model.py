@@ -48,10 +48,19 @@ are not kernel steps and fire none.  Ghost fields record what the code did, in p
 the step that did it (not when its stores become visible); the invariants that read them are
 written for that.
 
-Reductions: the wrapper declares footprints (a plain step reads its own buffer and the memory it
-reads, and writes only its buffer; a drain reads and writes its buffer and the location it
-writes), but no future footprints and no symmetry, so ``explore`` runs it without partial-order
-and symmetry reduction: sound, and slower (``bench/explore_tso.py`` measures how much).
+Reductions: both of ``explore``'s stay on.  Partial-order reduction: a plain step reads its own
+buffer and the memory it reads, and writes its buffer (and the locations an overfilled buffer
+drains); a full step also reads its buffer (it waits for it to empty); a drain reads and writes its
+buffer and the location it writes.  An actor's future footprint is the inner one on its view plus
+its CPU's buffer and every location that buffer may still write: those of its entries and the
+memory writes in the inner future of every thread on that CPU (a drain actor's future is exactly
+that).  A state invariant, checked on the drained state, reads the buffers when it reads a memory
+field.  Symmetry: the inner model's units must be its CPUs (``cpu_field``), since renaming CPU k
+perm[k] moves buffer k to perm[k]; each entry is renamed as the inner renaming renames the
+location it stores to: its element moves as the field's elements do and its value is renamed as
+the element's (a part: inside the run's first element, the part alone; a byte store: the masked
+value, which must stay inside its mask).  test_memory_model holds both to the footprint and orbit
+checks over the wrapped model; ``bench/explore_tso.py`` measures what they save.
 """
 
 from __future__ import annotations
@@ -59,7 +68,7 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any, Mapping, Optional
 
-from .model import FULL, Action, Footprint, Invariant, Model, Source, State
+from .model import FULL, Action, Footprint, Invariant, Model, Renamed, Source, State
 
 MEMORY_MODELS = ("sc", "tso")
 DRAIN = "drain_store_buffer"  # a label is one schedulable word
@@ -116,6 +125,8 @@ class StoreBuffered(Model):
             k = s._fields.index(field)
             element = s[k][0] if type(s[k]) is tuple else s[k]
             self._private.add((k, element._fields.index(part)))
+        self._first = {k: (s[k][0] if type(s[k]) is tuple else s[k]) for k in self._memory if s[k] != ()}
+        self._renamings: dict = {}
         return self._with(s, ((),) * self._cpus(s))
 
     def _cpus(self, s: State) -> int:
@@ -249,8 +260,11 @@ class StoreBuffered(Model):
 
     def _wrapped(self, inv: Invariant) -> Invariant:
         inner = inv.check
+        reads = inv.reads
+        if reads is not None and set(reads) & set(self.inner.memory_fields):  # buffered stores count too
+            reads = tuple(reads) + (BUFFERS,)
         if not inv.transition:
-            return inv._replace(check=lambda s: inner(self.drained(s)), reads=None)
+            return inv._replace(check=lambda s: inner(self.drained(s)), reads=reads)
 
         def on_view(s, a, t):
             if a.label == DRAIN:
@@ -262,15 +276,14 @@ class StoreBuffered(Model):
             b = self.cpu(mem, i)
             return inner(self.view(s, b), a, self.view(t, b))
 
-        return inv._replace(check=on_view, reads=None)
+        return inv._replace(check=on_view, reads=reads)
 
     # -- what the views and the explorer ask -------------------------------------------------------
     def footprint(self, state: State, action: Action) -> Optional[Footprint]:
         mem = self.memory(state)
         if action.label == DRAIN:
             b = int(action.actor[2:])
-            field, n = state[-1][b][0][:2]
-            loc = (mem._fields[field],) if n < 0 else (mem._fields[field], n)
+            loc = self._location(mem, state[-1][b][0])
             own = (BUFFERS, b)
             return Footprint(frozenset({own, loc}), frozenset({own, loc}))
         i = self._thread(mem, action.actor)
@@ -287,8 +300,63 @@ class StoreBuffered(Model):
         names = {mem._fields[k] for k in self._memory}
         kept = frozenset(w for w in fp.writes if w[0] not in names)
         # an overfilled buffer drains its oldest entries into memory: those locations are written too
-        drained = frozenset((mem._fields[e[0]],) if e[1] < 0 else (mem._fields[e[0]], e[1]) for e in state[-1][b])
+        drained = frozenset(self._location(mem, e) for e in state[-1][b])
         return Footprint(fp.reads | {own}, kept | {own} | drained, fp.own)
+
+    def future_footprint(self, state: State, actor: str) -> Optional[Footprint]:
+        mem = self.memory(state)
+        if actor.startswith("SB") and actor[2:].isdigit() and self._thread(mem, actor) is None:
+            b = int(actor[2:])
+            buffered = self._may_drain(state, b)
+            return None if buffered is None else Footprint(buffered, buffered)
+        i = self._thread(mem, actor)
+        if i is None:
+            return self.inner.future_footprint(mem, actor)
+        b = self.cpu(mem, i)
+        future = self.inner.future_footprint(apply(mem, state[-1][b]), actor)
+        buffered = self._may_drain(state, b)
+        if future is None or buffered is None:
+            return None
+        return Footprint(future.reads | buffered, future.writes | buffered, future.own)
+
+    def _may_drain(self, state: State, b: int) -> Optional[frozenset]:
+        """CPU ``b``'s buffer and every memory location it holds or its threads may still store to."""
+        mem = self.memory(state)
+        names = {mem._fields[k] for k in self._memory}
+        out = {(BUFFERS, b)} | {self._location(mem, e) for e in state[-1][b]}
+        view = apply(mem, state[-1][b])
+        for i, t in enumerate(mem[0]):
+            if self.cpu(mem, i) == b:
+                future = self.inner.future_footprint(view, t[0])
+                if future is None:
+                    return None
+                out.update(w for w in future.writes if w[0] in names)
+        return frozenset(out)
+
+    @staticmethod
+    def _location(mem: State, entry: tuple) -> tuple:
+        return (mem._fields[entry[0]],) if entry[1] < 0 else (mem._fields[entry[0]], entry[1])
+
+    # -- symmetry: buffer k moves with CPU k, its entries renamed as their locations are ---------------
+    def symmetric_units(self, state: State) -> tuple:
+        return self.inner.symmetric_units(self.memory(state)) if self.inner.cpu_field else ()
+
+    def unit_count(self, state: State) -> int:
+        return self.inner.unit_count(self.memory(state))
+
+    def unit_keys(self, state: State) -> tuple:
+        return self.inner.unit_keys(self.memory(state))
+
+    def renaming(self, state: State, perm: tuple) -> tuple:
+        mem = self.memory(state)
+        how = self.inner.renaming(mem, perm)
+        key = (perm, how)
+        out = self._renamings.get(key)
+        if out is None:
+            entry = _EntryRenaming(how, self._first)
+            out = self._renamings[key] = tuple(how) + (
+                Renamed(perm, lambda buf: tuple(entry(e) for e in buf)),)
+        return out
 
     def cost(self, state: State, action: Action) -> int:
         return 0 if action.label == DRAIN else self.inner.cost(self._acting_view(state, action), action)
@@ -348,6 +416,37 @@ class StoreBuffered(Model):
 
     def answers(self, trace: Any) -> dict[str, Any]:
         return dict(trace.stats)
+
+
+class _EntryRenaming:
+    """A buffer entry renamed as the inner renaming ``how`` renames the location it stores to;
+    ``first`` holds each memory field's first element (the field itself when it is no tuple), the
+    frame a part's value is renamed in."""
+
+    def __init__(self, how: tuple, first: dict):
+        self.how, self.first = how, first
+
+    def __call__(self, entry: tuple) -> tuple:
+        field, n, part, mask, value = entry
+        r = self.how[field]
+        if r is None:
+            return entry
+        if n >= 0:
+            n = n if r.positions is None else r.positions[n]
+            rename = r.element
+        else:
+            rename = r.whole
+        if rename is None:
+            return (field, n, part, mask, value)
+        if part >= 0:  # the part alone: renamed inside a frame, as an element holding it
+            frame = self.first[field]
+            value = rename(tuple.__new__(type(frame), frame[:part] + (value,) + frame[part + 1:]))[part]
+        else:
+            renamed = rename(value)
+            if mask >= 0 and renamed & ~mask:
+                raise ValueError(f"renaming moves the byte store {entry} outside its bytes")
+            value = renamed
+        return (field, n, part, mask, value)
 
 
 def apply(state: State, entries: tuple) -> State:

@@ -5,9 +5,10 @@ line), the model's number counted (steps, transfers, operations) and timed under
 table (simulator/kstep/costs.json), the real kernel's where one is measured, and a sentence on what
 can and cannot be compared.  A row that disagrees stays, with its reason; nothing is tuned.
 
-``model_tables(names)`` computes the model's part alone and is cheap for the bundled sizes, so a
-test can regenerate a slice and compare it with the committed bench/results/seeds.json.
-``python bench/run.py seeds`` writes bench/results/seeds.json and seeds.png.
+``model_tables(names)`` computes the model's part alone and is cheap for the bundled sizes.
+``python bench/run.py seeds`` writes bench/results/seeds.json and seeds.png, and the same JSON to
+simulator/kstep/seeds.json, committed, which the chapters are to quote (nothing typed by hand):
+simulator/tests/test_seeds.py regenerates its bundled slice and compares.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kstep.engine import costs
 from kstep.measure import timed
 from kstep.measure.fork_batch import strategy_table
 
+COMMITTED = Path(__file__).resolve().parent.parent / "simulator" / "kstep" / "seeds.json"
 NOT_MEASURED = "not measured"  # the real-kernel column until a lab target measures the row
 
 VMA_SIZES = {  # scenario -> size -> overrides; a scenario has at most 16 threads
@@ -121,14 +123,14 @@ COMPARABLE = {
     "qspinlock": ("The thread's -2..-3% is the time of a 5M-loop microbenchmark on a 4-socket machine; the "
                   "model counts cache-line transfers per acquisition and charges each one transfer cost. "
                   "Which variant moves fewer lines compares; the percentage does not."),
-    "fork": ("The thread times fork() of 1 GiB; the model counts per GiB the page-table and folio operations "
+    "fork-batch": ("The thread times fork() of 1 GiB; the model counts per GiB the page-table and folio operations "
              "the copier does and weights them with the cost table (load, store, atomic, TLB flush). The model "
              "lacks: " + ", ".join(FORK_LACKS) + ", so its arm64 rows are the contpte format, not the thread's."),
 }
 
 
-def model_tables(names=("vma-locks", "qspinlock", "fork"), vma_sizes=VMA_SIZES) -> dict:
-    makers = {"vma-locks": lambda: vma_locks(vma_sizes), "qspinlock": qspinlock, "fork": fork}
+def model_tables(names=("vma-locks", "qspinlock", "fork-batch"), vma_sizes=VMA_SIZES) -> dict:
+    makers = {"vma-locks": lambda: vma_locks(vma_sizes), "qspinlock": qspinlock, "fork-batch": fork}
     return {n: {"comparable": COMPARABLE[n], "rows": makers[n]()} for n in names}
 
 
@@ -149,6 +151,8 @@ def draw(result: dict, path: Path) -> None:
 def run(out_dir, say=print) -> dict:
     say("seeds: the model's side of each seed table ...")
     result = model_tables()
-    (out_dir / "seeds.json").write_text(json.dumps(result, indent=1) + "\n")
+    text = json.dumps(result, indent=1) + "\n"
+    (out_dir / "seeds.json").write_text(text)
+    COMMITTED.write_text(text)
     draw(result, out_dir / "seeds.png")
     return result

@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import (  # noqa: E402
     damon, damon_port, engine, explore, explore_tso, fork_batch, interactive, klitmus, litmus, player, plot, qspinlock,
-    traces, vma_locks, vma_locks_port,
+    seeds, traces, vma_locks, vma_locks_port,
 )
 
 
@@ -40,6 +40,7 @@ BENCHES = {
     "damon-port": damon_port.run,
     "klitmus": klitmus.run,
     "vma-locks-port": _vma_locks_port,
+    "seeds": seeds.run,
 }
 
 

@@ -70,6 +70,10 @@ def vma_read_locked(s, i):
 
 
 _NOT_LET_IN = ("vma_start_read_recheck", "up_read")
+# The fault's steps that declare footprints (footprints.py) and change its own record: its vma
+# pointer or its next step, which is what vma_read_locked reads of it.
+_FAULT_PATH = {"mas_walk", "vma_lock_miss", "vma_lock_abort", "vma_lock_success", "vma_lock_retry",
+               "bad_area_nosemaphore"}
 
 
 def write_locked_set(s):
@@ -180,7 +184,8 @@ def tree_non_overlapping(s):
 
 INVARIANTS = [
     Invariant("no-reader-in-write-locked-vma",
-              "vma_start_read never lets a fault into a VMA that is write-locked", no_reader_in_write_locked_vma),
+              "vma_start_read never lets a fault into a VMA that is write-locked", no_reader_in_write_locked_vma,
+              reads=("mm", "vmas", "threads"), steps=frozenset(_VIA_POINTER | set(_NOT_LET_IN) | _FAULT_PATH)),
     Invariant("read-locked-vma-unchanged",
               "while a fault holds an attached VMA read-locked, nothing it reads there changes: its range, "
               "its flags, whether it is mapped (anon_vma may be set)",

@@ -11,6 +11,7 @@ from . import rwsem
 from .rwsem import NOBODY
 from .mmap_lock import down_read
 from .state import MM, NO_ANON_VMA, count, covers, find, set_local, set_mm
+from .footprints import fp_count, fp_own_vma, fp_walk
 
 program = Program()  # this file's steps and calls; model.py joins the files' programs
 
@@ -21,7 +22,7 @@ def lock_vma_under_rcu(s, i, addr):
 
 
 @program.step("mas_walk", "lib/maple_tree.c:mas_walk",
-              "find the VMA covering the address in the maple tree (RCU-safe: old or new version)")
+              "find the VMA covering the address in the maple tree (RCU-safe: old or new version)", footprint=fp_walk)
 def mas_walk(s, i, addr):
     v = find(s, addr)
     s = set_local(s, i, addr=addr, vma=v, ghost_writer_since_walk=s.mm.mmap_lock.owner != NOBODY)
@@ -31,7 +32,8 @@ def mas_walk(s, i, addr):
 
 
 @program.step("check_detached", "mm/memory.c:lock_vma_under_rcu",
-              "if the VMA was detached (unmapped) meanwhile: vma_end_read, count a miss, walk again")
+              "if the VMA was detached (unmapped) meanwhile: vma_end_read, count a miss, walk again",
+              footprint=fp_own_vma)
 def check_detached(s, i, arg):
     t = s.threads[i]
     if s.vmas[t.vma].detached:
@@ -40,7 +42,7 @@ def check_detached(s, i, arg):
 
 
 @program.step("check_range", "mm/memory.c:lock_vma_under_rcu",
-              "now stable: check vm_start <= address < vm_end, else vma_end_read and give up")
+              "now stable: check vm_start <= address < vm_end, else vma_end_read and give up", footprint=fp_own_vma)
 def check_range(s, i, arg):
     t = s.threads[i]
     if not covers(s.vmas[t.vma], t.addr):
@@ -49,13 +51,14 @@ def check_range(s, i, arg):
 
 
 @program.step("vma_lock_miss", "mm/memory.c:lock_vma_under_rcu",
-              "count_vm_vma_lock_event(VMA_LOCK_MISS), goto retry: walk the tree again", cost=0)
+              "count_vm_vma_lock_event(VMA_LOCK_MISS), goto retry: walk the tree again", cost=0, footprint=fp_count)
 def vma_lock_miss(s, i, addr):
     return push(count(s, "vma_lock_miss"), i, (Frame("mas_walk", addr),))
 
 
 @program.step("vma_lock_abort", "mm/memory.c:lock_vma_under_rcu",
-              "count_vm_vma_lock_event(VMA_LOCK_ABORT), return NULL: fall back to mmap_lock", cost=0)
+              "count_vm_vma_lock_event(VMA_LOCK_ABORT), return NULL: fall back to mmap_lock",
+              cost=0, footprint=fp_count)
 def vma_lock_abort(s, i, arg):
     s = set_local(count(s, "vma_lock_abort"), i, vma=-1)
     return push(s, i, (Frame("lock_mm_and_find_vma", s.threads[i].addr),))

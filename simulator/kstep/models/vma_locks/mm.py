@@ -10,12 +10,13 @@ from ...engine import FULL, Frame, Program, push
 from . import rwsem
 from .mmap_lock import up_read
 from .state import outside, set_mm, set_vma
+from .footprints import fp_seq, fp_trylock
 
 program = Program()  # this file's steps and calls; model.py joins the files' programs
 
 
 @program.step("vma_start_read", "include/linux/mm.h:vma_start_read",
-              "lockless check: give up if vm_lock_seq == mm_lock_seq (the VMA may be write-locked)")
+              "lockless check: give up if vm_lock_seq == mm_lock_seq (the VMA may be write-locked)", footprint=fp_seq)
 def vma_start_read(s, i, arg):
     vma = s.vmas[s.threads[i].vma]
     if vma.vm_lock_seq == s.mm.mm_lock_seq:
@@ -24,7 +25,8 @@ def vma_start_read(s, i, arg):
 
 
 @program.step("down_read_trylock", "kernel/locking/rwsem.c:down_read_trylock",
-              "try to read-lock the VMA's rwsem; fails at once if a writer holds it or anyone waits", order=FULL)
+              "try to read-lock the VMA's rwsem; fails at once if a writer holds it or anyone waits",
+              order=FULL, footprint=fp_trylock)
 def down_read_trylock(s, i, arg):
     v = s.threads[i].vma
     sem = s.vmas[v].lock
@@ -35,7 +37,8 @@ def down_read_trylock(s, i, arg):
 
 
 @program.step("vma_start_read_recheck", "include/linux/mm.h:vma_start_read",
-              "under the rwsem, compare again with smp_load_acquire(mm_lock_seq); equal: up_read, give up")
+              "under the rwsem, compare again with smp_load_acquire(mm_lock_seq); equal: up_read, give up",
+              footprint=fp_seq)
 def vma_start_read_recheck(s, i, arg):
     v = s.threads[i].vma
     if s.vmas[v].vm_lock_seq == s.mm.mm_lock_seq:

@@ -36,7 +36,7 @@ from ...scenario_spec import expect, scenario
 from ...memory import bundled
 from ...engine.liveness import describe, liveness
 from ...models import MODELS, make_model
-from .. import course, predict
+from .. import course, predict, seeds
 from ..export import layout
 from ..live import enable
 
@@ -356,6 +356,19 @@ class VariantsDirective(KstepDirective):
         return [grid(rows, classes=["kstep-variants"])]
 
 
+class SeedsDirective(KstepDirective):
+    """The thread's numbers beside the model's, from the committed bench output (views/seeds.py)."""
+
+    required_arguments = 1
+
+    def run(self):
+        mech = self.mechanism()
+        if mech not in seeds.HEADERS:
+            raise self.error(f"no seed table for {mech!r} (one of: {', '.join(seeds.HEADERS)})")
+        rows, comparable = seeds.table(mech)
+        return [grid(rows, classes=["kstep-seeds"]), nodes.paragraph(comparable, comparable)]
+
+
 def grid(rows: list[list[str]], classes=()) -> nodes.table:
     """A plain docutils table, the first row its header."""
     width = len(rows[0])
@@ -380,4 +393,5 @@ DIRECTIVES = {
     "kstep-animations": AnimationsDirective,
     "kstep-exercises": ExercisesDirective,
     "kstep-variants": VariantsDirective,
+    "kstep-seeds": SeedsDirective,
 }

@@ -19,9 +19,9 @@ from kstep.engine import memory_model as memory_model_module
 from kstep.engine.codec import Codec
 from kstep.engine.memory_model import StoreBuffered, apply, memory_model
 from kstep.engine.symmetry import Symmetry
+from kstep.models.qspinlock.qspinlock import set_locked
 
 ROOT = Path(__file__).resolve().parents[2]
-from kstep.models.qspinlock.qspinlock import set_locked
 
 
 # -- a hand-built TSO-only bug: Dekker's entry protocol (the SB shape) ------------------------------

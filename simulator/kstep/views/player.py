@@ -217,14 +217,16 @@ class Player:
                     html_attributes={"aria-live": "polite", "aria-atomic": "true", "role": "status"})
         state = Pane(elements=[widgets["state"]], stylesheets=[self.stylesheet], name="kstep-state-pane",
                      styles=style.SCREEN_READER_ONLY)
-        plots = [m for p in panels for m in p.select({"type": Plot})]
+        # Each select walks every model under the panel: once per panel, kept for the spec and the rescale.
+        panel_plots = [list(p.select({"type": Plot})) for p in panels]
+        plots = [m for pp in panel_plots for m in pp]
         for plot in plots:
             plot.sizing_mode = "stretch_width"
             plot.min_width = plot.width * style.MIN_PLOT_WIDTH // style.WIDTH  # in proportion to its design
             plot.stylesheets = [*plot.stylesheets, self.dark_plot]
         # Narrower than it is legible at, a panel is drawn smaller as a whole (player.js's rescale), so that
         # nothing scrolls sideways; its box would scroll only if that failed.
-        scaled = [{"legible": legible_width(p), "plots": list(p.select({"type": Plot}))} for p in panels]
+        scaled = [{"legible": legible_width(p), "plots": pp} for p, pp in zip(panels, panel_plots)]
         panels = tuple(column(p, sizing_mode="stretch_width", styles=style.SCROLL_SIDEWAYS, name=f"kstep-panel-{k}")
                        for k, p in enumerate(panels))
         for panel, s in zip(panels, scaled):
@@ -241,7 +243,8 @@ class Player:
         # Projector mode: large type, and of the page only what a lecture hall reads from afar.
         projector = {"hide": [header, ask, *keys, *panels[1:]], "large": [status, source],
                      "scale": style.PROJECTOR_SCALE}
-        callback = CustomJS(args={"kstep": {**self._spec(widgets, lay), "projector": projector, "panels": scaled}},
+        callback = CustomJS(args={"kstep": {**self._spec(widgets, lay, plots), "projector": projector,
+                                            "panels": scaled}},
                             code=player_js(), name="kstep-player")
         widgets["toggle"].js_on_change("active", callback)
         widgets["slider"].js_on_change("value", callback)
@@ -340,11 +343,11 @@ class Player:
             "window": self.window,
         }
 
-    def _spec(self, widgets: dict, root) -> dict:
+    def _spec(self, widgets: dict, root, plots: list) -> dict:
         # The plot each source and cursor is drawn on: player.js skips the plots out of view while playing.
-        plot_of = {m.id: p for p in root.select({"type": Plot}) for m in [*p.renderers, *p.center]}
-        plot_of.update({r.data_source.id: plot_of[r.id] for r in root.select({"type": GlyphRenderer})
-                        if r.id in plot_of})
+        # ``plots`` are every plot under ``root`` (all are in its panels), so root's models are not walked again.
+        plot_of = {m.id: p for p in plots for m in [*p.renderers, *p.center]}
+        plot_of.update({r.data_source.id: p for p in plots for r in p.renderers if isinstance(r, GlyphRenderer)})
         return {
             **self.tables(),
             "widgets": widgets,

@@ -14,6 +14,7 @@
 #define FORK_FORK_H
 
 #include "pgtable.h"
+#include "rwsem.h"	/* common/: kernel/locking/rwsem.c's rules, shared with vma-locks/ */
 
 enum folio_kind { FOLIO_ANON, FOLIO_FILE, FOLIO_SHMEM };
 enum vma_kind { PRIVATE_ANON, PRIVATE_FILE, SHARED };
@@ -35,15 +36,6 @@ struct folio {
 
 #define MAX_THREADS	6
 #define MM_LOCK		(-1)	/* a lock step's argument: mmap_lock; else the VMA's index */
-
-/* What sem->count, sem->owner and sem->wait_list say, as models/vma_locks/rwsem.py's Rwsem (zeroed: free). */
-struct rwsem {
-	int owner;		/* 1 + the thread holding it for write; 0: none */
-	unsigned readers;	/* bit i: thread i holds it for read */
-	struct { int thread; bool write; } waiters[MAX_THREADS];	/* the wait list, first in line first */
-	int nr_waiters;		/* non-zero: RWSEM_FLAG_WAITERS */
-	bool handoff;		/* RWSEM_FLAG_HANDOFF: reserved for the first waiter */
-};
 
 struct vma {
 	long start, end;	/* page numbers */
@@ -119,21 +111,6 @@ long new_folio(struct mm *mm, enum folio_kind kind, long refcount, long mapped, 
 bool folio_span(void *mm, uint64_t pfn, uint64_t *first, long *nr_pages);
 void dup_mmap(struct mm *mm);
 long folio_nr_pages(const struct folio *f);
-
-/* rwsem.c: models/vma_locks/rwsem.py's functions */
-bool rwsem_read_trylock_ok(const struct rwsem *sem);
-void rwsem_add_reader(struct rwsem *sem, int i);
-bool rwsem_holds_read(const struct rwsem *sem, int i);
-bool rwsem_read_slowpath(struct rwsem *sem, int i);
-bool rwsem_read_granted(const struct rwsem *sem, int i);
-bool rwsem_write_trylock(struct rwsem *sem, int i);
-bool rwsem_optimistic_spin(struct rwsem *sem, int i);
-bool rwsem_queue_writer(struct rwsem *sem, int i);
-bool rwsem_write_retry_enabled(const struct rwsem *sem, int i);
-bool rwsem_write_retry(struct rwsem *sem, int i);
-bool rwsem_up_read(struct rwsem *sem, int i);
-void rwsem_wake(struct rwsem *sem);
-void rwsem_up_write(struct rwsem *sem);
 
 /* sched.c */
 void __attribute__((noreturn, format(printf, 2, 3))) not_ported(struct mm *mm, const char *fmt, ...);

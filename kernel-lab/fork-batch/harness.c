@@ -579,7 +579,9 @@ static void fork_step(struct mm *mm, const char *label)
 	where = "schedule";
 	if (sc->schedule_len && run.pos == sc->schedule_len)
 		bad("it ends while %s still forks", mm->threads[mm->fork_thread].name);
-	if (mm->fork_waits && !rwsem_write_retry_enabled(mm->fork_waits, mm->fork_thread))
+	/* a queued fork retries (rwsem_try_write_lock) once it can take the lock or set HANDOFF */
+	if (mm->fork_waits && !rwsem_write_lock_free(mm->fork_waits, mm->fork_thread) &&
+	    !rwsem_may_set_handoff(mm->fork_waits))
 		bad("step %ld names %s, which is blocked at that point", run.pos + 1, mm->threads[mm->fork_thread].name);
 	run.pos++;
 	stepped(mm, mm->fork_thread, label);

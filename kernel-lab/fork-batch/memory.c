@@ -438,15 +438,15 @@ static void down_write(struct mm *mm, struct rwsem *sem)
 	if (rwsem_write_trylock(sem, i))
 		return;
 	STEP(mm, "rwsem_optimistic_spin");
-	if (rwsem_optimistic_spin(sem, i))
+	if (rwsem_try_write_lock_unqueued(sem, i))
 		return;
 	STEP(mm, "rwsem_down_write_slowpath");
-	if (rwsem_queue_writer(sem, i))
+	if (rwsem_down_write_slowpath(sem, i))
 		return;
 	mm->fork_waits = sem;
 	do
 		STEP(mm, "rwsem_try_write_lock");
-	while (!rwsem_write_retry(sem, i));
+	while (!rwsem_try_write_lock(sem, i));
 	mm->fork_waits = NULL;
 }
 

@@ -53,14 +53,14 @@ void down_read(struct mm *mm, long lock, int i)
 
 	if (rwsem_read_trylock_ok(sem))
 		rwsem_add_reader(sem, i);
-	else if (rwsem_read_slowpath(sem, i))
+	else if (rwsem_down_read_slowpath(sem, i))
 		push(&mm->threads[i], 1, "rwsem_down_read_slowpath", lock);
 }
 
 /* __up_read: the last holder with waiters queued goes on to rwsem_wake. */
 void up_read(struct mm *mm, long lock, int i)
 {
-	if (rwsem_up_read(lock_of(mm, lock), i))
+	if (__up_read(lock_of(mm, lock), i))
 		push(&mm->threads[i], 1, "rwsem_wake", lock);
 }
 

@@ -107,7 +107,6 @@ static struct vm_area_struct *new_vma(void)
 		abort();
 	v->magic = VMA_MAGIC;
 	v->id = mm.nr_vmas;
-	v->lock.owner = NOBODY;
 	v->anon_vma = NO_ANON_VMA;
 	mm.vmas[mm.nr_vmas++] = v;
 	return v;

@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The rw_semaphore rules of Linux 6.12 (kernel/locking/rwsem.c) as the model keeps them
- * (simulator/kstep/models/vma_locks/rwsem.py): reader stealing in rwsem_down_read_slowpath, the writer's
- * optimistic spin taking a free lock ahead of queued waiters, RWSEM_FLAG_HANDOFF reserving it for
- * the first waiter, and rwsem_mark_wake granting every queued reader at once.
- *
- * Each function is one of the model's steps (or the part of a step that is down_read/up_read),
- * run under the step mutex (and always under sem->wait_lock, which alone serializes them in the
- * --bench build of the harness), so the state is the model's: owner, the readers as a bitmask, the
- * wait list, HANDOFF.  The log prints it as 6.12's sem->count would read: RWSEM_WRITER_LOCKED
- * (bit 0), RWSEM_FLAG_WAITERS (bit 1), RWSEM_FLAG_HANDOFF (bit 2), the reader count from bit 8.
+ * The steps around common/rwsem.c's rw_semaphore rules of Linux 6.12 (kernel/locking/rwsem.c, as
+ * simulator/kstep/models/vma_locks/rwsem.py keeps them): each function here is one of the model's
+ * steps (or the part of a step that is down_read/up_read), run under the step mutex and always
+ * under sem->wait_lock, which alone serializes them in the --bench build of the harness. A queued
+ * writer sets RWSEM_FLAG_HANDOFF once it has waited RWSEM_WAIT_TIMEOUT; the log prints the state
+ * as 6.12's sem->count would read (rwsem_count).
  */
 #include <time.h>
 
@@ -17,71 +13,9 @@
 
 #define RWSEM_WAIT_TIMEOUT_NS	4000000L	/* DIV_ROUND_UP(HZ, 250) jiffies at HZ=250: 4 ms */
 
-uint32_t rwsem_count(const struct rw_semaphore *sem)
-{
-	return (sem->owner != NOBODY) | (sem->nr_waiters ? 2u : 0u) | (sem->handoff ? 4u : 0u) |
-	       (uint32_t)__builtin_popcount(sem->readers) << 8;
-}
-
 struct rw_semaphore *rwsem_of(int who, enum label label)
 {
 	return who == WHO_MM ? &mm.mmap_lock : &vma_get(who, label)->lock;
-}
-
-static bool is_free(const struct rw_semaphore *sem)
-{
-	return sem->owner == NOBODY && !sem->readers && !sem->nr_waiters && !sem->handoff;
-}
-
-bool read_trylock_ok(const struct rw_semaphore *sem)
-{
-	return sem->owner == NOBODY && !sem->nr_waiters && !sem->handoff;
-}
-
-void rwsem_add_reader(struct rw_semaphore *sem, int i)
-{
-	sem->readers |= 1u << i;
-}
-
-static void add_waiter(struct rw_semaphore *sem, int i, bool write)
-{
-	sem->waiters[sem->nr_waiters++] = (struct rwsem_waiter){ i, write };
-}
-
-static void remove_waiter(struct rw_semaphore *sem, int i)
-{
-	int k, n = 0;
-
-	for (k = 0; k < sem->nr_waiters; k++)
-		if (sem->waiters[k].thread != i)
-			sem->waiters[n++] = sem->waiters[k];
-	sem->nr_waiters = n;
-}
-
-/* rwsem_mark_wake: a writer first in line is only woken; a reader first: grant every queued reader. */
-static void rwsem_mark_wake(struct rw_semaphore *sem, bool read_owned)
-{
-	int k, n = 0;
-
-	if (!sem->nr_waiters || sem->waiters[0].write)
-		return;
-	if (!read_owned && sem->owner != NOBODY)
-		return;
-	for (k = 0; k < sem->nr_waiters; k++) {
-		if (sem->waiters[k].write)
-			sem->waiters[n++] = sem->waiters[k];
-		else
-			rwsem_add_reader(sem, sem->waiters[k].thread);
-	}
-	sem->nr_waiters = n;
-	sem->handoff = false;
-}
-
-/* rwsem_cond_wake_waiter: unless a writer holds it, wake what may take it now. */
-static void rwsem_cond_wake_waiter(struct rw_semaphore *sem)
-{
-	if (sem->owner == NOBODY)
-		rwsem_mark_wake(sem, false);
 }
 
 bool rwsem_read_trylock(struct rw_semaphore *sem, int i)
@@ -89,9 +23,9 @@ bool rwsem_read_trylock(struct rw_semaphore *sem, int i)
 	bool ok;
 
 	raw_spin_lock(&sem->wait_lock);
-	ok = read_trylock_ok(sem);
+	ok = rwsem_read_trylock_ok(&sem->state);
 	if (ok)
-		rwsem_add_reader(sem, i);
+		rwsem_add_reader(&sem->state, i);
 	raw_spin_unlock(&sem->wait_lock);
 	return ok;
 }
@@ -101,17 +35,10 @@ bool rwsem_down_read(struct rw_semaphore *sem, int i)
 	bool queued = false;
 
 	raw_spin_lock(&sem->wait_lock);
-	if (read_trylock_ok(sem)) {
-		rwsem_add_reader(sem, i);
-	} else if (sem->owner == NOBODY && !sem->readers && !sem->handoff) {
-		/* rwsem_down_read_slowpath: steal it (no writer, HANDOFF clear, no reader has it) */
-		rwsem_add_reader(sem, i);
-		rwsem_mark_wake(sem, true);
-	} else {
-		add_waiter(sem, i, false);
-		rwsem_cond_wake_waiter(sem);
-		queued = true;
-	}
+	if (rwsem_read_trylock_ok(&sem->state))
+		rwsem_add_reader(&sem->state, i);
+	else
+		queued = rwsem_down_read_slowpath(&sem->state, i);
 	raw_spin_unlock(&sem->wait_lock);
 	return queued;
 }
@@ -120,13 +47,9 @@ static bool read_granted(void *arg)
 {
 	struct rw_semaphore *sem = arg;
 	bool granted;
-	int k;
 
 	raw_spin_lock(&sem->wait_lock);
-	granted = sem->readers >> current->idx & 1;
-	for (k = 0; k < sem->nr_waiters; k++)
-		if (sem->waiters[k].thread == current->idx)
-			granted = false;
+	granted = rwsem_read_granted(&sem->state, current->idx);
 	raw_spin_unlock(&sem->wait_lock);
 	return granted;
 }
@@ -145,8 +68,7 @@ void up_read(int who, enum label label)
 	step_begin(label);
 	sem = rwsem_of(who, label);
 	raw_spin_lock(&sem->wait_lock);
-	sem->readers &= ~(1u << current->idx);
-	wake = !sem->readers && sem->owner == NOBODY && sem->nr_waiters;
+	wake = __up_read(&sem->state, current->idx);
 	raw_spin_unlock(&sem->wait_lock);
 	step_end(label, who);
 	if (!wake)
@@ -154,25 +76,9 @@ void up_read(int who, enum label label)
 	step_begin(L_rwsem_wake);
 	sem = rwsem_of(who, L_rwsem_wake);
 	raw_spin_lock(&sem->wait_lock);
-	rwsem_mark_wake(sem, false);
+	rwsem_wake(&sem->state);
 	raw_spin_unlock(&sem->wait_lock);
 	step_end(L_rwsem_wake, who);
-}
-
-/* rwsem_try_write_lock by a queued writer: take the free lock unless HANDOFF reserves it for another. */
-static bool try_write_lock(struct rw_semaphore *sem, int i)
-{
-	if (sem->owner != NOBODY || sem->readers || (sem->handoff && sem->waiters[0].thread != i))
-		return false;
-	remove_waiter(sem, i);
-	sem->owner = i;
-	sem->handoff = false;
-	return true;
-}
-
-static bool may_set_handoff(const struct rw_semaphore *sem)
-{
-	return (sem->owner != NOBODY || sem->readers) && !sem->handoff;
 }
 
 static long now_ns(void)
@@ -196,86 +102,72 @@ static bool write_retry_enabled(void *arg)
 	bool ok;
 
 	raw_spin_lock(&sem->wait_lock);
-	ok = sem->owner == NOBODY && !sem->readers && (!sem->handoff || sem->waiters[0].thread == current->idx);
-	if (!ok)
-		ok = may_set_handoff(sem) && now_ns() - w->since >= RWSEM_WAIT_TIMEOUT_NS;
+	ok = rwsem_write_lock_free(&sem->state, current->idx) ||
+	     (rwsem_may_set_handoff(&sem->state) && now_ns() - w->since >= RWSEM_WAIT_TIMEOUT_NS);
 	raw_spin_unlock(&sem->wait_lock);
 	return ok;
 }
 
+/* The rest of a step begun on `label`: `rule` on the lock under its wait_lock, as thread i. */
+static bool locked_step(int who, enum label label, bool (*rule)(struct rwsem *, int),
+			struct rw_semaphore **semp)
+{
+	struct rw_semaphore *sem = rwsem_of(who, label);
+	bool owns;
+
+	raw_spin_lock(&sem->wait_lock);
+	owns = rule(&sem->state, current->idx);
+	raw_spin_unlock(&sem->wait_lock);
+	step_end(label, who);
+	*semp = sem;
+	return owns;
+}
+
+static bool write_step(int who, enum label label, bool (*rule)(struct rwsem *, int),
+		       struct rw_semaphore **semp)
+{
+	step_begin(label);
+	return locked_step(who, label, rule, semp);
+}
+
 void down_write(int who)
 {
-	struct rw_semaphore *sem;
 	struct write_wait w;
-	int i = current->idx;
-	bool first;
 
-	step_begin(L_down_write);
-	sem = rwsem_of(who, L_down_write);
-	raw_spin_lock(&sem->wait_lock);
-	if (is_free(sem))			/* rwsem_write_trylock */
-		sem->owner = i;
-	raw_spin_unlock(&sem->wait_lock);
-	step_end(L_down_write, who);
-	if (sem->owner == i)
+	if (write_step(who, L_down_write, rwsem_write_trylock, &w.sem) ||
+	    write_step(who, L_rwsem_optimistic_spin, rwsem_try_write_lock_unqueued, &w.sem) ||
+	    write_step(who, L_rwsem_down_write_slowpath, rwsem_down_write_slowpath, &w.sem))
 		return;
-
-	step_begin(L_rwsem_optimistic_spin);
-	sem = rwsem_of(who, L_rwsem_optimistic_spin);
-	raw_spin_lock(&sem->wait_lock);
-	if (sem->owner == NOBODY && !sem->readers && !sem->handoff)	/* rwsem_try_write_lock_unqueued */
-		sem->owner = i;
-	raw_spin_unlock(&sem->wait_lock);
-	step_end(L_rwsem_optimistic_spin, who);
-	if (sem->owner == i)
-		return;
-
-	step_begin(L_rwsem_down_write_slowpath);
-	sem = rwsem_of(who, L_rwsem_down_write_slowpath);
-	raw_spin_lock(&sem->wait_lock);
-	first = !sem->nr_waiters;
-	add_waiter(sem, i, true);
-	if (!first)
-		rwsem_cond_wake_waiter(sem);
-	try_write_lock(sem, i);
-	raw_spin_unlock(&sem->wait_lock);
-	step_end(L_rwsem_down_write_slowpath, who);
-	w = (struct write_wait){ sem, now_ns() };
-	while (sem->owner != i) {
-		step_wait(L_rwsem_try_write_lock, write_retry_enabled, &w);
-		sem = rwsem_of(who, L_rwsem_try_write_lock);
-		raw_spin_lock(&sem->wait_lock);
-		if (!try_write_lock(sem, i) && may_set_handoff(sem))
-			sem->handoff = true;
-		raw_spin_unlock(&sem->wait_lock);
-		step_end(L_rwsem_try_write_lock, who);
+	for (;;) {		/* each retry a step, once it can take the lock or set HANDOFF */
 		w.since = now_ns();
+		step_wait(L_rwsem_try_write_lock, write_retry_enabled, &w);
+		if (locked_step(who, L_rwsem_try_write_lock, rwsem_try_write_lock, &w.sem))
+			return;
 	}
+}
+
+static bool up_write_rule(struct rwsem *sem, int i)
+{
+	rwsem_up_write(sem);
+	return false;
 }
 
 void up_write(int who)
 {
 	struct rw_semaphore *sem;
 
-	step_begin(L_up_write);
-	sem = rwsem_of(who, L_up_write);
-	raw_spin_lock(&sem->wait_lock);
-	sem->owner = NOBODY;
-	rwsem_mark_wake(sem, false);		/* rwsem_wake if RWSEM_FLAG_WAITERS */
-	raw_spin_unlock(&sem->wait_lock);
-	step_end(L_up_write, who);
+	write_step(who, L_up_write, up_write_rule, &sem);
+}
+
+static bool downgrade_rule(struct rwsem *sem, int i)
+{
+	rwsem_downgrade_write(sem, i);
+	return false;
 }
 
 void downgrade_write(int who)
 {
 	struct rw_semaphore *sem;
 
-	step_begin(L_downgrade_write);
-	sem = rwsem_of(who, L_downgrade_write);
-	raw_spin_lock(&sem->wait_lock);
-	sem->owner = NOBODY;
-	rwsem_add_reader(sem, current->idx);
-	rwsem_mark_wake(sem, true);		/* rwsem_downgrade_wake */
-	raw_spin_unlock(&sem->wait_lock);
-	step_end(L_downgrade_write, who);
+	write_step(who, L_downgrade_write, downgrade_rule, &sem);
 }

@@ -121,7 +121,7 @@ static bool in_tree(int id)
 static void log_line(enum label label, int vma)
 {
 	fprintf(obs_log, "%lu %s %s %lld 0x%08x ", ticket, current->name, label_names[label],
-		(long long)mm.mm_lock_seq, rwsem_count(&mm.mmap_lock));
+		(long long)mm.mm_lock_seq, rwsem_count(&mm.mmap_lock.state));
 	if (vma == NO_VMA) {
 		fputs("- - - - -\n", obs_log);
 		return;
@@ -136,7 +136,7 @@ static void log_line(enum label label, int vma)
 		fprintf(obs_log, "%d - ", vma);
 	else
 		fprintf(obs_log, "%d %lld ", vma, (long long)v->vm_lock_seq);
-	fprintf(obs_log, "0x%08x %d %d\n", rwsem_count(&v->lock), v->detached, in_tree(vma));
+	fprintf(obs_log, "0x%08x %d %d\n", rwsem_count(&v->lock.state), v->detached, in_tree(vma));
 }
 
 void step_end(enum label label, int vma)
@@ -595,7 +595,6 @@ int main(int argc, char **argv)
 		}
 	}
 
-	mm.mmap_lock.owner = NOBODY;
 	for (k = 0; k < (int)(sizeof(init_vmas) / sizeof(init_vmas[0])); k++)
 		mm_init_vma(init_vmas[k].start, init_vmas[k].end, init_vmas[k].writable, init_vmas[k].anon);
 	splitmix64_seed(&prng, seed);

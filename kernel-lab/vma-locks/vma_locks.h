@@ -14,10 +14,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "rwsem.h"
 
-#define MAX_THREADS	16	/* the model's MAX_THREADS: readers are a bitmask */
+#define MAX_THREADS	RWSEM_MAX_THREADS
 #define MAX_VMAS	(1 << 22)/* VMA ids a run may create (ids are never reused) */
-#define NOBODY		(-1)
 #define NO_ANON_VMA	(-1)
 #define NO_VMA		(-1)
 #define VM_LOCK_SEQ_NONE INT64_MIN	/* CONFIG_PER_VMA_LOCK=n: the field does not exist */
@@ -50,19 +50,10 @@ enum variant {
 extern enum variant variant;
 extern const char *const variant_names[NR_VARIANTS];
 
-/* kernel/locking/rwsem.c's state as the model keeps it: sem->count, sem->owner, sem->wait_list. */
-struct rwsem_waiter {
-	int thread;
-	bool write;
-};
-
+/* kernel/locking/rwsem.c's state as the model keeps it (common/rwsem.h), behind its wait_lock. */
 struct rw_semaphore {
 	bool wait_lock;			/* sem->wait_lock: every change of the state below holds it */
-	int owner;			/* the writer (RWSEM_WRITER_LOCKED), or NOBODY */
-	uint32_t readers;		/* bit i: thread i holds it for read */
-	int nr_waiters;
-	struct rwsem_waiter waiters[MAX_THREADS];	/* non-empty: RWSEM_FLAG_WAITERS */
-	bool handoff;			/* RWSEM_FLAG_HANDOFF */
+	struct rwsem state;
 };
 
 #define VMA_MAGIC	0x766d6121u	/* a live vm_area_struct */
@@ -175,15 +166,12 @@ static inline void raw_spin_unlock(bool *lock)
 /* A VMA a step dereferences: fails the run if it was freed (the port sees its own use-after-free). */
 struct vm_area_struct *vma_get(int id, enum label label);
 
-/* rwsem.c: the 6.12 rules; `sem` is mm.mmap_lock or a VMA's lock, `who` names it in the log. */
+/* rwsem.c: the steps around common/rwsem.c's 6.12 rules; `sem` is mm.mmap_lock or a VMA's lock, `who` names it in the log. */
 #define WHO_MM NO_VMA			/* `who` for mmap_lock */
 struct rw_semaphore *rwsem_of(int who, enum label label);
 void down_write(int who);
 void up_write(int who);
 void downgrade_write(int who);
-bool read_trylock_ok(const struct rw_semaphore *sem);
-void rwsem_add_reader(struct rw_semaphore *sem, int i);
-uint32_t rwsem_count(const struct rw_semaphore *sem);
 /* Inside a step: down_read_trylock (mmap_read_trylock); true: i holds it for read now. */
 bool rwsem_read_trylock(struct rw_semaphore *sem, int i);
 /* Inside a step: down_read's fast path or rwsem_down_read_slowpath's decision; true: queued. */

@@ -10,6 +10,7 @@ maximum, aggr_us / sample_us.
     python bench/damon_sampling.py [SAMPLE_US ...]     (default: 5000 20000)
 """
 
+import argparse
 import secrets
 import sys
 import tempfile
@@ -38,11 +39,10 @@ def share(k: kernels.Kernels, sample_us: int, work: Path) -> tuple[float, int, i
 
 
 def main() -> int:
-    try:
-        intervals = [int(a) for a in sys.argv[1:]] or [5000, 20000]
-    except ValueError:
-        print(f"damon_sampling: sampling intervals are whole microseconds, not {sys.argv[1:]}", file=sys.stderr)
-        return 2
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("intervals", nargs="*", type=int, metavar="SAMPLE_US",
+                    help="sampling intervals in whole microseconds (default: 5000 20000)")
+    intervals = ap.parse_args().intervals or [5000, 20000]
     if any(not 1000 <= us <= AGGR_US for us in intervals):
         print(f"damon_sampling: each interval must be 1000..{AGGR_US} us", file=sys.stderr)
         return 2

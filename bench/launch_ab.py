@@ -63,11 +63,13 @@ def one_boot(arch: str, k: kernels.Kernels, kernel: Path, initrd: Path) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--base-kernel", required=True, type=Path, help="Debian's 6.1 vmlinuz for the same architecture")
+    ap.add_argument("--base-kernel", type=Path, help="Debian's 6.1 vmlinuz for the same architecture (required)")
     ap.add_argument("--boots", type=int, default=5, help="boots per kernel (2..30; default 5)")
     ap.add_argument("--arch", default="x86_64", choices=["x86_64"])
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "launch-ab.json")
-    a = ap.parse_args()
+    a = ap.parse_args()  # an unknown option is named before a missing --base-kernel
+    if a.base_kernel is None:
+        ap.error("--base-kernel is required")
     if not 2 <= a.boots <= 30:
         ap.error(f"--boots must be 2..30, not {a.boots}")
     if not a.base_kernel.is_file():

@@ -1,5 +1,6 @@
-"""Every benchmark that runs alone (``python bench/NAME.py``) answers --help and refuses an unknown
-option at once, with exit 2, instead of starting minutes of measuring."""
+"""Every benchmark script that runs alone (``python bench/NAME.py``: run.py, which runs any benchmark by
+name, and those with options of their own) answers --help and refuses an unknown option or name at
+once, with exit 2, instead of starting minutes of measuring."""
 
 import subprocess
 import sys
@@ -12,7 +13,14 @@ STANDALONE = sorted(p.name for p in BENCH.glob("*.py") if 'if __name__ == "__mai
 
 
 def test_the_benchmarks_that_run_alone_are_found():
-    assert {"run.py", "explore.py", "player.py", "interactive.py"} <= set(STANDALONE)
+    assert {"run.py", "player.py", "interactive.py"} <= set(STANDALONE)
+
+
+def test_run_names_an_unknown_benchmark_in_one_line_without_measuring():
+    refused = subprocess.run([sys.executable, str(BENCH / "run.py"), "explore", "no-such"], capture_output=True,
+                             text=True, timeout=120, cwd=BENCH.parent)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.count("\n") == 1 and "'no-such'" in refused.stderr, refused.stderr
 
 
 @pytest.mark.parametrize("name", STANDALONE)

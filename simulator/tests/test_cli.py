@@ -747,7 +747,7 @@ def test_a_scenario_may_name_its_variant_and_the_option_overrides_it(capsys, tmp
     text = resources.files("kstep.scenarios").joinpath("rcu", "grace-period-basics.toml").read_text()
     bad = tmp_path / "bad.toml"
     bad.write_text('variant = "no-such"\n' + text)
-    bad_input(capsys, "run", "rcu", "--scenario", str(bad), says="unknown variant 'no-such' for rcu")
+    bad_input(capsys, "run", "rcu", "--scenario", str(bad), says=f"{bad}: variant: 'no-such' is no variant of rcu")
 
 
 def test_questions_under_a_variant_without_their_step_are_never_reached_not_refused(capsys):

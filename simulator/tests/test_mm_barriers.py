@@ -1,11 +1,11 @@
 """mm-barriers graded as a class meets it: a release's bundles, the README's own commands, the
 cheapest fix, smp_mb() everywhere, and malformed litmus files (kstep.grading.barriers)."""
 
-import csv
 import subprocess
 import sys
 from pathlib import Path
 
+import class_release
 import pytest
 
 from kstep.cli import main
@@ -75,17 +75,7 @@ def render(text: str, test, changes) -> str:
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory):
     """A release of mm-barriers for three students: their bundles, by student."""
-    tmp = tmp_path_factory.mktemp("course")
-    (tmp / "exercises").mkdir()
-    (tmp / "exercises" / "mm-barriers").symlink_to(EX.path)
-    config = tmp / "course.toml"
-    config.write_text(f'name = "t"\nsecret = "{SECRET}"\nexercises = "exercises"\n')
-    students = ["ada", "grace", "linus"]
-    with open(tmp / "roster.csv", "w", newline="") as f:
-        csv.writer(f).writerows([["student", "name"]] + [[s, s] for s in students])
-    roster, out = tmp / "roster.csv", tmp / "out"
-    assert main(["release", "--config", str(config), "--roster", str(roster), "--out", str(out)]) == 0
-    return {s: out / "students" / s / "mm-barriers" for s in students}
+    return class_release.release(tmp_path_factory.mktemp("course"), EX.path, SECRET)[1]
 
 
 def grade(folder, student):

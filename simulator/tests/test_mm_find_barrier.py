@@ -2,12 +2,12 @@
 barrier the kernel has, smp_mb() in its place, a wrong line, and malformed answers
 (kstep.grading.missing)."""
 
-import csv
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import class_release
 import pytest
 
 from kstep.cli import main
@@ -46,18 +46,9 @@ def test_each_mutant_is_broken_on_the_weak_architectures_and_the_kernels_barrier
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory):
     """A release of mm-find-barrier for three students: their bundles, by student."""
-    tmp = tmp_path_factory.mktemp("course")
-    (tmp / "exercises").mkdir()
-    (tmp / "exercises" / "mm-find-barrier").symlink_to(EX.path)
-    config = tmp / "course.toml"
-    config.write_text(f'name = "t"\nsecret = "{SECRET}"\nexercises = "exercises"\n')
-    students = ["ada", "grace", "linus"]
-    with open(tmp / "roster.csv", "w", newline="") as f:
-        csv.writer(f).writerows([["student", "name"]] + [[s, s] for s in students])
-    out = tmp / "out"
-    assert main(["release", "--config", str(config), "--roster", str(tmp / "roster.csv"), "--out", str(out)]) == 0
+    out, bundles = class_release.release(tmp_path_factory.mktemp("course"), EX.path, SECRET)
     assert (out / "gradescope" / "mm-find-barrier.zip").is_file()
-    return {s: out / "students" / s / "mm-find-barrier" for s in students}
+    return bundles
 
 
 def grade(folder, student):

@@ -16,7 +16,7 @@ COURSE_JOBS ?= $(shell nproc)
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages linux-source course lint test test-fast test-browser-stress test-grade-batch notebook lab lab-kernels lab-guest lab-launch-ab bench calibrate verdicts clean distclean
+.PHONY: help setup system-packages linux-source course lint test test-fast test-browser-stress test-heavy test-grade-batch notebook lab lab-kernels lab-guest lab-launch-ab bench calibrate verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
@@ -26,6 +26,7 @@ help:
 	@echo "  lint             ruff's rules, and long lines and mypy errors no more than scripts/lint-ratchet.json"
 	@echo "  test-browser-stress  the player's play/pause browser tests 20 times under 2 busy loops per CPU"
 	@echo "                   (not part of test; about half an hour on a loaded 2-CPU machine)"
+	@echo "  test-heavy       the footprint checks over the largest scenarios' every state (make test leaves them out)"
 	@echo "  test-grade-batch grade 100 submissions with hostile ones mixed in, and a Gradescope zip in an"
 	@echo "                   emulated /autograder (several minutes; make test leaves these out)"
 	@echo "  notebook         start JupyterLab on notebooks/"
@@ -88,15 +89,19 @@ course: setup linux-source
 test: setup lab-kernels lab linux-source
 	@mkdir -p build
 	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course --jobs $(TEST_JOBS)
-	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not batch"
+	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not batch and not heavy"
 
 # The fast suite on every core too (whole files per worker, in conftest.py's order): CI's unit
 # failures show in minutes.
 test-fast: setup linux-source
-	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not slow and not qemu and not browser and not batch"
+	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not slow and not qemu and not browser and not batch and not heavy"
 
 lint: setup
 	$(VENV)/bin/python scripts/lint
+
+# The whole-state-space checks over the largest scenarios (tens of minutes on 2 cores).
+test-heavy: setup
+	$(PYTEST) -n $(TEST_JOBS) --dist loadfile -m heavy
 
 test-grade-batch: setup
 	$(PYTEST) -m batch

@@ -1,6 +1,8 @@
 """What every mechanism's model tests share: loading a bundled scenario, and the check that an
 invariant is violated by its breaker alone while the correct model of that scenario stays clean."""
 
+from typing import Optional
+
 import kstep
 from kstep.engine import explore
 from kstep.scenario_spec import scenario
@@ -76,14 +78,15 @@ def table_first(mech, variant, names, shows):
     return sorted(names, key=lambda n: (0, rows[n].get("states", 0)) if shows(rows[n]) else (1, 0))
 
 
-def bundled_runs(small: int, every_variant: bool = False):
+def bundled_runs(small: int, every_variant: bool = False, heavy: Optional[int] = None):
     """pytest params (mechanism, scenario, variant) of every bundled scenario under its default variant
     (or every variant), marked slow unless the committed verdicts show a search that exhausted the
     state space in at most ``small`` states, counted without symmetry (a stored state stands for at
     most the symmetry group's order of them; a rough count, since it also stands for every state
     that differs from it only in dead locals).  A scenario that says ``explorable = false`` (the table's "not
     explored": written for its scripted run, with no end to its state space) is left out, since these
-    tests search every run unreduced."""
+    tests search every run unreduced.  With ``heavy``, a run of more states than that (or of no
+    exhausted search) is marked ``heavy`` too: make test leaves it to make test-heavy."""
     from math import factorial, prod
 
     import pytest
@@ -99,7 +102,9 @@ def bundled_runs(small: int, every_variant: bool = False):
                     continue
                 m, _, s0 = load(mech, name, variant)
                 order = prod(factorial(len(c)) for c in m.symmetric_units(s0))
-                big = row is None or not row.get("exhausted") or row["states"] * order > small
-                out.append(pytest.param(mech, name, variant, id=f"{mech}-{name}-{variant}",
-                                        marks=[pytest.mark.slow] if big else []))
+                count = row["states"] * order if row is not None and row.get("exhausted") else None
+                marks = [pytest.mark.slow] if count is None or count > small else []
+                if heavy is not None and (count is None or count > heavy):
+                    marks.append(pytest.mark.heavy)
+                out.append(pytest.param(mech, name, variant, id=f"{mech}-{name}-{variant}", marks=marks))
     return out

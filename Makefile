@@ -26,7 +26,7 @@ help:
 	@echo "  lint             ruff's rules, and long lines and mypy errors no more than scripts/lint-ratchet.json"
 	@echo "  test-browser-stress  the player's play/pause browser tests 20 times under 2 busy loops per CPU"
 	@echo "                   (not part of test; about half an hour on a loaded 2-CPU machine)"
-	@echo "  test-heavy       the footprint checks over the largest scenarios' every state (make test leaves them out)"
+	@echo "  test-heavy       the footprint and tso-reduction checks over the largest scenarios (make test leaves them out)"
 	@echo "  test-grade-batch grade 100 submissions with hostile ones mixed in, and a Gradescope zip in an"
 	@echo "                   emulated /autograder (several minutes; make test leaves these out)"
 	@echo "  notebook         start JupyterLab on notebooks/"

@@ -27,3 +27,22 @@ def test_kstep_run_prints_the_note(capsys):
     assert main(["run", "vma-locks", "--scenario", "fork-vs-fault", "--variant", "seqcount", "-c"]) in (0, 1)
     out = capsys.readouterr().out
     assert "scheduler: the scenario's own schedule, written for v6.12: under seqcount its schedule entry 30" in out
+
+
+def test_a_claim_another_variant_cannot_read_is_unmet_with_why_and_on_its_own_variant_an_error():
+    """rwsem-reader-steals' W never finishes under its own variant; under another it does, and a claim
+    reading W's frame is then marked unmet with the reason, not an error that ends the run."""
+    from kstep.errors import UserError
+    from kstep.scenario_spec import expect
+
+    ex = kstep.open("vma-locks", "rwsem-reader-steals", "anon-prepare-blocks")
+    trace = ex.run(max_steps=2000)  # past its 11 steps, to where W has finished
+    why = dict(expect.check(ex.model, trace, ex.scenario.expect, strict=False))
+    (claim,) = [e for e in why if "frames[0]" in e.text]
+    assert "cannot be read at step" in why[claim] and "no such entry" in why[claim]
+    try:
+        expect.check(ex.model, trace, ex.scenario.expect)
+    except UserError as e:
+        assert "no such entry" in str(e)
+    else:
+        raise AssertionError("strict checking let an unreadable claim pass")

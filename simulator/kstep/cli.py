@@ -50,7 +50,7 @@ from typing import Any, Optional, Sequence
 
 from . import __version__
 from .caught import caught, lively
-from .engine import Random, RoundRobin, Scripted, replay
+from .engine import Random, RoundRobin, Scripted, reductions, replay
 from .engine.memory_model import MEMORY_MODELS
 from .engine.graph import dot, state_graph
 from .engine.liveness import LIVELOCK, describe
@@ -555,10 +555,11 @@ def cmd_explore(args) -> int:
                 write(json.dumps(row, separators=(",", ":")) + "\n")
         result = ex.explore(max_states=args.max_states, progress=progress_reporter(), symmetry=args.symmetry,
                             por=args.por, fingerprints=args.hash_compact, visit=visit, dead_vars=args.dead_vars)
-    units = [c for c in model.symmetric_units(state) if len(c) > 1] if args.symmetry else []
+    declared = reductions.of(model)
+    units = [c for c in declared.symmetric_units(state) if len(c) > 1] if args.symmetry else []
     how = ([f"one per symmetry orbit; interchangeable units: {'; '.join(' '.join(map(str, c)) for c in units)}"]
-           if units else []) + ([f"dead locals forgotten: {', '.join(model.locals)}"]
-                                if args.dead_vars and model.locals else [])
+           if units else []) + ([f"dead locals forgotten: {', '.join(declared.locals)}"]
+                                if args.dead_vars and declared.locals else [])
     print(f"states: {result.states}" + (f" ({'; '.join(how)})" if how else ""))
     if result.searches == 2:
         print("  (the states of two searches: the first, reduced or hash-compacted, found the violation; the "

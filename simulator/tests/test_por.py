@@ -8,7 +8,7 @@ from typing import NamedTuple
 import pytest
 from support import load
 
-from kstep.engine import HARM, Action, Footprint, Invariant, Model, Variant, explore
+from kstep.engine import HARM, Action, Footprint, Invariant, Model, Reductions, Variant, explore
 from kstep.engine.explore import search
 
 SMALLER_NESTING = ['cpus.2.locks=["B"]']  # C2 takes only B: the reduction finds ample sets
@@ -62,7 +62,7 @@ class Apart(NamedTuple):
     flag: int  # what B sets and the invariant reads
 
 
-class TwoActors(Model):
+class TwoActors(Model, Reductions):
     """A counts to 3 in steps no invariant sees; B sets the flag the invariant forbids, at once."""
 
     name = "two-actors"

@@ -59,7 +59,9 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any, Mapping, Optional
 
-from .model import FULL, Action, Footprint, Invariant, Model, Source, State
+from . import reductions
+from .model import FULL, Action, Invariant, Model, Source, State
+from .reductions import Footprint, Reductions
 
 MEMORY_MODELS = ("sc", "tso")
 DRAIN = "drain_store_buffer"  # a label is one schedulable word
@@ -87,7 +89,7 @@ def _buffered_type(inner: type) -> type:
     return out
 
 
-class StoreBuffered(Model):
+class StoreBuffered(Model, Reductions):
     """x86-TSO over a mechanism model (see the module docstring)."""
 
     def __init__(self, inner: Model, depth: int):
@@ -98,7 +100,7 @@ class StoreBuffered(Model):
         self.inner, self.depth = inner, depth
         self.memory_model = {"name": "tso", "store_buffer": depth}
         self.name, self.title, self.variants, self.variant = inner.name, inner.title, inner.variants, inner.variant
-        self.locals, self.progress_labels = inner.locals, inner.progress_labels
+        self.locals, self.progress_labels = reductions.of(inner).locals, inner.progress_labels
         self.scenario_schema = inner.scenario_schema
         self.invariants = tuple(self._wrapped(inv) for inv in inner.invariants)
         self._memory: tuple = ()  # field indices of the inner state that are memory
@@ -275,10 +277,10 @@ class StoreBuffered(Model):
             return Footprint(frozenset({own, loc}), frozenset({own, loc}))
         i = self._thread(mem, action.actor)
         if i is None:
-            return self.inner.footprint(mem, action)
+            return reductions.of(self.inner).footprint(mem, action)
         b = self.cpu(mem, i)
         v = apply(mem, state[-1][b])
-        fp = self.inner.footprint(v, action)
+        fp = reductions.of(self.inner).footprint(v, action)
         if fp is None:
             return None
         own = (BUFFERS, b)
@@ -294,7 +296,7 @@ class StoreBuffered(Model):
         return 0 if action.label == DRAIN else self.inner.cost(self._acting_view(state, action), action)
 
     def forget(self, state: State) -> State:
-        return self._with(self.inner.forget(self.memory(state)), state[-1])
+        return self._with(reductions.of(self.inner).forget(self.memory(state)), state[-1])
 
     def describe(self, state: State) -> Any:
         out = self.inner.describe(self.memory(state))

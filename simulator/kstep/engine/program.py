@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
-from .model import PLAIN, Action, Footprint, Model, Source, State, Variant
+from .model import PLAIN, Action, Model, Source, State, Variant
+from .reductions import Footprint, Reductions
 
 
 class Frame(NamedTuple):
@@ -196,7 +197,7 @@ class Program:
         return copy
 
 
-class ProgramModel(Model):
+class ProgramModel(Model, Reductions):
     """A Model whose state is a NamedTuple whose first field is ``threads``: a tuple of thread
     NamedTuples whose first two fields are ``name`` and ``frames`` (the engine relies on these
     positions to update them without ``_replace``, which dominated exploration time).

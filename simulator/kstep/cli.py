@@ -63,6 +63,7 @@ from .files import SMALL_CAP, STDIN, check_output, read_text, replacing, same_fi
 from .models import MODELS, make_model, model_class
 from .scenario_spec import expect, questions
 from .scenario_spec import scenario as scenarios
+from .views.presentation import present
 
 OK, VIOLATION, BAD_INPUT, BOUNDED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
 BROKEN_PIPE = 128 + signal.SIGPIPE
@@ -538,7 +539,7 @@ def cmd_explore(args) -> int:
         if graph is None:
             raise UserError(f"--dot: scenario {clean(sc.name)} has more than {DOT_LIMIT:,} reachable states; "
                             f"--dot draws up to {DOT_LIMIT:,}")
-        write_text(args.dot, dot(model, *graph))
+        write_text(args.dot, dot(model, *graph, present(model).summary))
     checks = [inv.name for inv in model.invariants] + ["deadlock"]
     print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}, memory model "
           + ("sc" if args.memory_model == "sc" else f"{args.memory_model}, store buffers of {sc.store_buffer} "
@@ -1191,7 +1192,8 @@ def print_table(model, trace, *, reveal: bool, labels: Optional[int] = None) -> 
     """The OSTEP step table: the initial state is given, later states are '?' unless revealed; steps
     past the first ``labels`` (None: every step) show who ran but not what they did ('?')."""
     sources = model.sources()
-    summaries = [model.summary(s) for s in trace.states]
+    summary = present(model).summary
+    summaries = [summary(s) for s in trace.states]
     columns: list[str] = []
     for row in summaries:
         columns += [c for c in row if c not in columns]
@@ -1211,7 +1213,7 @@ def print_table(model, trace, *, reveal: bool, labels: Optional[int] = None) -> 
 
 def print_answers(model, trace) -> None:
     print("Answers:")
-    for key, value in model.answers(trace).items():
+    for key, value in present(model).answers(trace).items():
         print(f"  {clean(str(key))}: {clean(plain(value))}")
     print(f"  steps: {len(trace)}")
     if trace.violation is not None:

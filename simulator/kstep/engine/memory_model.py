@@ -312,20 +312,15 @@ class StoreBuffered(Model, Reductions):
             where += "." + (mem[field][n] if n >= 0 else mem[field])._fields[part]
         return f"{where} &{mask:#x} = {value:#x}" if mask >= 0 else f"{where} = {value}"
 
-    def summary(self, state: State) -> dict[str, str]:
-        out = dict(self.inner.summary(self.memory(state)))
-        out["store buffers"] = " | ".join(
-            f"CPU{b}: " + ("; ".join(self.entry_text(state, e) for e in buf) or "-") for b, buf in enumerate(state[-1]))
-        return out
-
     def _acting_view(self, state: State, action: Action) -> State:
         mem = self.memory(state)
         i = self._thread(mem, action.actor)
         return mem if i is None else apply(mem, state[-1][self.cpu(mem, i)])
 
-    def blocked_on(self, state: State, actor: str) -> str:
+    def view_of(self, state: State, actor: str) -> Optional[State]:
+        """What thread ``actor`` reads (memory with its CPU's buffer applied); None for any other actor."""
         i = self._thread(self.memory(state), actor)
-        return "" if i is None else self.inner.blocked_on(self._acting_view(state, Action(actor, "")), actor)
+        return None if i is None else self._acting_view(state, Action(actor, ""))
 
     def what(self, label: str) -> str:
         return ("the oldest store waiting in this CPU's store buffer reaches memory (the cache)" if label == DRAIN
@@ -347,9 +342,6 @@ class StoreBuffered(Model, Reductions):
 
     def expect_functions(self):
         return self.inner.expect_functions()
-
-    def answers(self, trace: Any) -> dict[str, Any]:
-        return dict(trace.stats)
 
 
 def apply(state: State, entries: tuple) -> State:

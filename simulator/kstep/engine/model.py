@@ -246,22 +246,9 @@ class Model(abc.ABC):
         """A daemon (a kernel thread that waits for work) is idle when it has no step, never finished."""
         return False
 
-    def blocked_on(self, state: State, actor: str) -> str:
-        """What a blocked actor waits for, in a few words ("mmap_lock, held for write by W"), for a
-        student choosing who runs next; empty when the model does not say."""
-        return ""
-
-    def summary(self, state: State) -> dict[str, str]:
-        """A few short columns of the state for the step table (what a student predicts)."""
-        return {}
-
     def expect_functions(self) -> dict[str, Callable[..., Any]]:
         """Named helpers a scenario's ``[[expect]]`` expressions may call: ``fn(state, *args)``."""
         return {}
-
-    def answers(self, trace: Any) -> dict[str, Any]:
-        """What ``-c`` reveals after a run: counters, who waited how long."""
-        return dict(trace.stats)
 
 
 def to_jsonable(value: Any) -> Any:

@@ -273,20 +273,6 @@ def rcu_do_batch(ready: Callable[[int, int], bool], invoke: Callable):
     return run, guard
 
 
-def rcu_summary(s) -> dict[str, str]:
-    """Step-table columns for RCU: gp_seq, who the grace period waits for, queued callbacks."""
-    r = s.rcu
-    names = [t.name for t in s.threads]
-    waiting = [names[c] for c in awaited(r)]
-    gp = ("running, waits for " + ",".join(waiting) if waiting else "running") if gp_running(r) else "idle"
-    return {
-        "gp_seq": str(gp_seq_long(r.gp_seq)),
-        "grace period": gp,
-        "in section": ",".join(n for n, k in zip(names, r.nesting) if k) or "-",
-        "callbacks": " ".join(f"{cb.func}({cb.obj})@{gp_seq_long(cb.wait)}" for cb in r.callbacks) or "-",
-    }
-
-
 def rcu_expect_functions() -> dict:
     """What a scenario's ``[[expect]]`` may ask about RCU, by thread (= CPU) name."""
 
@@ -495,16 +481,8 @@ class RcuModel(ProgramModel):
             threads.append(Thread(t["name"], frames))
         return RcuState(tuple(threads), rcu_init(len(threads)), 0, (LIVE,))
 
-    def summary(self, s):
-        return rcu_summary(s) | {"objects": " ".join(f"{k}:{st}" for k, st in enumerate(s.objects))}
-
     def expect_functions(self):
         return rcu_expect_functions()
-
-    def answers(self, trace):
-        final = trace.states[-1]
-        return {"grace_periods": grace_periods_ended(trace.states[0].rcu.gp_seq, final.rcu.gp_seq),
-                "objects_freed": sum(st == FREED for st in final.objects), **trace.stats}
 
     invariants = [
         *rcu_invariants(),

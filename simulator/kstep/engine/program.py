@@ -252,6 +252,9 @@ class ProgramModel(Model, Reductions):
         new = tuple.__new__  # Action(...) through its generated __new__ costs twice as much
         guards = self._guards
         optional = [(guard(state), label) for guard, label in self._optional_guards]
+        offered = 0  # the threads some optional step is offered to: most steps offer none
+        for mask, _ in optional:
+            offered |= mask
         out = []
         idle = 0
         for i, t in enumerate(state[0]):
@@ -262,9 +265,10 @@ class ProgramModel(Model, Reductions):
                 if guard is None or guard(state, i, arg):
                     name = t[0]
                     out.append(new(Action, (name, label)))
-                    for mask, opt_label in optional:
-                        if mask >> i & 1:
-                            out.append(new(Action, (name, opt_label)))
+                    if offered >> i & 1:
+                        for mask, opt_label in optional:
+                            if mask >> i & 1:
+                                out.append(new(Action, (name, opt_label)))
                     continue
             idle |= 1 << i
         for name, label, guard, wants_idle in self._daemon_guards:

@@ -52,6 +52,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from ..engine import FULL, HARM, Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
+from ..engine.records import fast_replace
 from ..scenario_spec.expect import ExpectError
 from ..scenario_spec.scenario import Int, Key, List, Name, Str, Table, unique_names
 
@@ -111,6 +112,7 @@ def grace_periods_ended(before: int, after: int) -> int:
     return (rcu_seq_ctr(after) - rcu_seq_ctr(before)) & (ULONG_MAX >> RCU_SEQ_CTR_SHIFT)
 
 
+@fast_replace
 class Callback(NamedTuple):
     func: str  # which callback: "vm_area_free_rcu_cb", "kfree", "wakeme_after_rcu"
     obj: int  # the object it frees, or the thread it wakes
@@ -118,6 +120,7 @@ class Callback(NamedTuple):
     ghost_readers: tuple  # (cpu, section) of every read-side section running at call_rcu time
 
 
+@fast_replace
 class Rcu(NamedTuple):
     gp_seq: int  # rcu_state.gp_seq (an unsigned long)
     qsmask: int  # the rcu_node's qsmask: bit i while the running grace period awaits CPU i
@@ -351,6 +354,7 @@ def rcu_broken(invoke: Callable) -> dict:
 LIVE, FREED = "live", "freed"
 
 
+@fast_replace
 class Thread(NamedTuple):
     name: str
     frames: tuple
@@ -358,6 +362,7 @@ class Thread(NamedTuple):
     woken: bool = False  # synchronize_rcu: its wakeme callback has run
 
 
+@fast_replace
 class RcuState(NamedTuple):
     threads: tuple
     rcu: Rcu

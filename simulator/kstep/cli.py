@@ -50,7 +50,7 @@ from typing import Any, Optional, Sequence
 
 from . import __version__
 from .caught import caught, lively
-from .engine import Random, RoundRobin, Scripted, replay
+from .engine import Random, RoundRobin, Scripted, reductions, replay
 from .engine.memory_model import MEMORY_MODELS
 from .engine.graph import dot, state_graph
 from .engine.liveness import LIVELOCK, describe
@@ -66,6 +66,7 @@ from .models import MODELS, make_model, model_class
 from .scenario_spec import expect, questions
 from .scenario_spec import scenario as scenarios
 from .scenario_spec.runs import own_schedule
+from .views.presentation import present
 
 OK, VIOLATION, BAD_INPUT, BOUNDED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
 BROKEN_PIPE = 128 + signal.SIGPIPE
@@ -546,7 +547,7 @@ def cmd_explore(args) -> int:
         if graph is None:
             raise UserError(f"--dot: scenario {clean(sc.name)} has more than {DOT_LIMIT:,} reachable states; "
                             f"--dot draws up to {DOT_LIMIT:,}")
-        write_text(args.dot, dot(model, *graph))
+        write_text(args.dot, dot(model, *graph, present(model).summary))
     checks = [inv.name for inv in model.invariants] + ["deadlock"]
     print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}, memory model "
           + ("sc" if args.memory_model == "sc" else f"{args.memory_model}, store buffers of {sc.store_buffer} "
@@ -565,10 +566,11 @@ def cmd_explore(args) -> int:
                 write(json.dumps(row, separators=(",", ":")) + "\n")
         result = ex.explore(max_states=args.max_states, progress=progress_reporter(), symmetry=args.symmetry,
                             por=args.por, fingerprints=args.hash_compact, visit=visit, dead_vars=args.dead_vars)
-    units = [c for c in model.symmetric_units(state) if len(c) > 1] if args.symmetry else []
+    declared = reductions.of(model)
+    units = [c for c in declared.symmetric_units(state) if len(c) > 1] if args.symmetry else []
     how = ([f"one per symmetry orbit; interchangeable units: {'; '.join(' '.join(map(str, c)) for c in units)}"]
-           if units else []) + ([f"dead locals forgotten: {', '.join(model.locals)}"]
-                                if args.dead_vars and model.locals else [])
+           if units else []) + ([f"dead locals forgotten: {', '.join(declared.locals)}"]
+                                if args.dead_vars and declared.locals else [])
     print(f"states: {result.states}" + (f" ({'; '.join(how)})" if how else ""))
     if result.searches == 2:
         print("  (the states of two searches: the first, reduced or hash-compacted, found the violation; the "
@@ -1211,7 +1213,8 @@ def print_table(model, trace, *, reveal: bool, labels: Optional[int] = None) -> 
     """The OSTEP step table: the initial state is given, later states are '?' unless revealed; steps
     past the first ``labels`` (None: every step) show who ran but not what they did ('?')."""
     sources = model.sources()
-    summaries = [model.summary(s) for s in trace.states]
+    summary = present(model).summary
+    summaries = [summary(s) for s in trace.states]
     columns: list[str] = []
     for row in summaries:
         columns += [c for c in row if c not in columns]
@@ -1232,7 +1235,7 @@ def print_table(model, trace, *, reveal: bool, labels: Optional[int] = None) -> 
 def print_answers(model, trace) -> None:
     print("Answers:")
     timed = trace.stats if trace.scheduler == Timed.name else {}
-    for key, value in model.answers(trace).items():
+    for key, value in present(model).answers(trace).items():
         if key not in timed:  # a timed run's stats follow, whether the model's answers hold them or not
             print(f"  {clean(str(key))}: {clean(plain(value))}")
     for key, value in timed.items():

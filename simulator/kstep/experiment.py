@@ -41,6 +41,7 @@ from .models import make_model
 from .scenario_spec import scenario as scenarios
 from .scenario_spec.runs import own_run, own_schedule
 from .scenario_spec.scenario import Scenario
+from .views.presentation import present
 
 
 def open(mechanism: str, scenario: str, variant: Optional[str] = None, overrides: Sequence[str] = ()) -> "Experiment":
@@ -119,6 +120,10 @@ class Experiment:
     def liveness(self, **options: Any) -> LivenessResult:
         """Starvation, livelock and deadlock lassos under weak fairness (``engine.liveness``'s options)."""
         return liveness(self.model, self.start, scenario=self.scenario.name, config=self.scenario.config, **options)
+
+    def answers(self, trace: Trace) -> dict[str, Any]:
+        """What ``kstep run -c`` reveals after ``trace``: the mechanism's counters, the scheduler's stats."""
+        return present(self.model).answers(trace)
 
     def layout(self, trace: Trace):
         """The Bokeh player of ``trace``, for a notebook cell (loads Bokeh)."""

@@ -19,6 +19,8 @@ from kstep.engine import explore as engine_explore
 from kstep.scenario_spec import scenario as scenarios
 from kstep.models import MODELS, make_model
 from kstep.models.rcu import RcuModel
+from kstep.views.presentation import present
+from kstep.views.presentation.rcu import RcuPresentation
 
 from support import table_first
 
@@ -256,7 +258,7 @@ def test_run_on_a_broken_variant_shows_the_violation_only_with_c_and_exits_1(cap
 
 
 def test_a_model_without_state_columns_gets_the_step_columns_only(capsys, monkeypatch):
-    monkeypatch.setattr(RcuModel, "summary", lambda self, s: {})
+    monkeypatch.setattr(RcuPresentation, "summary", lambda self, s: {})
     _, out, _ = kstep(capsys, "run", *RCU)
     assert list(table(out)[0]) == list(STEP_COLUMNS)
 
@@ -266,7 +268,7 @@ def test_every_bundled_scenario_runs(capsys, mechanism):
     for sc in scenarios.bundled(mechanism):
         loaded = scenarios.load(mechanism, MODELS[mechanism].scenario_schema, sc)
         model = make_model(mechanism, loaded.variant or None)  # the variant kstep run runs: its own columns
-        columns = list(model.summary(model.initial(loaded.config)))
+        columns = list(present(model).summary(model.initial(loaded.config)))
         rc, out, err = kstep(capsys, "run", mechanism, "--scenario", sc)
         assert rc == 0 and err == "", (sc, err)
         rows = table(out)

@@ -13,7 +13,7 @@ import pytest
 from support import bundled_runs, load, reachable
 
 from kstep.engine import Action
-from kstep.engine.model import changed, covers
+from kstep.engine.reductions import changed, covers
 from kstep.engine.por import Reduction
 from kstep.models import make_model
 

@@ -231,3 +231,34 @@ def test_cycle_finder_finds_a_cycle():
     assert cycles(ring) == [["a", "b", "c", "a"]]
     assert cycles({"p": {"p.x"}, "p.x": {"p"}}) == [["p", "p.x", "p"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+# What only a reader sees (the step table's columns, what a blocked actor waits for, what -c
+# reveals) is the views' presentation of a model, never the model's or the engine's code.
+PRESENTATION = ("summary", "blocked_on", "answers")
+
+
+def presentation_defined_in(paths) -> list[str]:
+    return sorted(f"kstep/{path.as_posix().rpartition('kstep/')[2]}:{node.lineno} defines {node.name}"
+                  for path in paths for node in ast.walk(ast.parse(path.read_text(), str(path)))
+                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in PRESENTATION)
+
+
+def test_models_and_the_engine_hold_no_presentation():
+    found = presentation_defined_in([*(PACKAGE / "models").rglob("*.py"), *(PACKAGE / "engine").rglob("*.py")])
+    assert not found, "presentation belongs to kstep.views.presentation:\n  " + "\n  ".join(found)
+
+
+def test_presentation_finder_finds_a_method(tmp_path):
+    model = tmp_path / "kstep" / "models" / "toy.py"
+    model.parent.mkdir(parents=True)
+    model.write_text("class Toy:\n    def step(self, s, a):\n        return s\n\n"
+                     "    def summary(self, s):\n        return {}\n")
+    assert [line.split(" ", 1)[1] for line in presentation_defined_in([model])] == ["defines summary"]
+
+
+def test_every_mechanism_has_its_presentation():
+    from kstep.models import MODELS
+    from kstep.views.presentation import BY_MECHANISM
+
+    assert set(BY_MECHANISM) == set(MODELS)

@@ -8,7 +8,8 @@ from typing import NamedTuple
 import pytest
 from support import load
 
-from kstep.engine import HARM, Action, Footprint, Invariant, Model, Variant, explore
+from kstep.engine import HARM, Action, Footprint, Invariant, Model, Reductions, Variant, explore
+from kstep.engine import reductions
 from kstep.engine.explore import search
 
 SMALLER_NESTING = ['cpus.2.locks=["B"]']  # C2 takes only B: the reduction finds ample sets
@@ -62,7 +63,7 @@ class Apart(NamedTuple):
     flag: int  # what B sets and the invariant reads
 
 
-class TwoActors(Model):
+class TwoActorsSemantics(Model):
     """A counts to 3 in steps no invariant sees; B sets the flag the invariant forbids, at once."""
 
     name = "two-actors"
@@ -89,6 +90,10 @@ class TwoActors(Model):
     def sources(self):
         return {}
 
+
+class TwoActors(TwoActorsSemantics, Reductions):
+    """The same, declaring what each step touches: partial-order reduction may apply."""
+
     def footprint(self, s, action):
         loc = frozenset({("a",)} if action.actor == "A" else {("flag",)})
         return Footprint(loc, loc)
@@ -107,6 +112,13 @@ def test_reduction_leaves_out_interleavings_and_the_shortest_counterexample_is_f
     r = explore(m, Apart(0, 0))
     assert [str(a) for a in r.counterexample.actions] == ["B:boom"]
     assert r.states == first.states + full.states
+
+
+def test_a_model_that_declares_no_reductions_is_searched_in_full():
+    m = TwoActorsSemantics()
+    assert reductions.of(m) is reductions.NONE
+    r = search(m, Apart(0, 0), por=True)
+    assert r.reduced == 0 and [str(a) for a in r.counterexample.actions] == ["B:boom"]
 
 
 def test_a_model_explored_on_another_scenario_first_gives_the_same_future_footprints():

@@ -9,6 +9,7 @@ from kstep.scenario_spec.expect import ExpectError
 from kstep.models import rcu
 from kstep.models.rcu import (RCU_GP_SEQ_INIT, ULONG_MAX, RcuModel, gp_seq_long, rcu_do_batch, rcu_seq_done,
                               rcu_seq_snap)
+from kstep.views.presentation import present
 
 from support import assert_breaker_catches, load
 
@@ -30,7 +31,7 @@ def test_gp_seq_starts_where_6_12_starts_it_and_prints_as_the_tracepoints_do():
     # kernel/rcu/tree.c: .gp_seq = (0UL - 300UL) << RCU_SEQ_CTR_SHIFT, an unsigned long
     assert RCU_GP_SEQ_INIT == 2**64 - 1200
     m, sc, s0 = load(MECH, "grace-period-basics")
-    assert s0.rcu.gp_seq == RCU_GP_SEQ_INIT and m.summary(s0)["gp_seq"] == "-1200"
+    assert s0.rcu.gp_seq == RCU_GP_SEQ_INIT and present(m).summary(s0)["gp_seq"] == "-1200"
     assert [gp_seq_long(rcu_seq_snap(s)) for s in (RCU_GP_SEQ_INIT, RCU_GP_SEQ_INIT + 1)] == [-1196, -1192]
 
 
@@ -69,7 +70,7 @@ def test_grace_period_basics_frees_only_after_the_grace_period():
     during = tr.states[gp_start + 1:gp_end + 1]
     assert any(s.rcu.nesting[0] and s.threads[0].obj == 0 != s.gp for s in during)  # R holds the old object
     assert [gp_seq_long(s.rcu.gp_seq) for s in (tr.states[gp_start + 1], tr.states[-1])] == [-1199, -1196]
-    assert m.answers(tr)["grace_periods"] == 1
+    assert present(m).answers(tr)["grace_periods"] == 1
 
 
 def test_a_callback_queued_during_a_grace_period_waits_for_the_next():
@@ -82,7 +83,7 @@ def test_a_callback_queued_during_a_grace_period_waits_for_the_next():
     assert tr.states[end1].rcu.nesting[1] and tr.states[end1].threads[1].obj == 1  # R2 still holds object 1
     frees = [s.objects for a, s in zip(tr.actions, tr.states[1:]) if a.label == "rcu_do_batch"]
     assert frees[0][:2] == ("freed", "live") and frees[1][:2] == ("freed", "freed")
-    assert m.answers(tr)["grace_periods"] == 2
+    assert present(m).answers(tr)["grace_periods"] == 2
 
 
 def test_synchronize_rcu_sleeps_until_its_wakeme_callback_runs():

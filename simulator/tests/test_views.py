@@ -15,6 +15,7 @@ from kstep.models import MODELS, make_model
 from kstep.models.rcu import gp_seq_long
 from kstep.views import style
 from kstep.views.player import Frames
+from kstep.views.presentation import present
 
 NAMED = ["kstep-slider", "kstep-play", "kstep-step", "kstep-back", "kstep-reset", "kstep-speed", "kstep-status",
          "kstep-banner", "kstep-player", "kstep-frames"]
@@ -272,7 +273,7 @@ def test_a_run_that_repeats_forever_shows_no_counts_it_did_not_keep():
     faults and lock takings the run did.  A run that ends keeps both."""
     def counted(trace, model):
         titles = [p.title.text for p in views.layout(trace, model).select({"type": Plot}) if p.title]
-        return any(t.startswith("counters so far") for t in titles), model.answers(trace)
+        return any(t.startswith("counters so far") for t in titles), present(model).answers(trace)
 
     forever = run("vma-locks", "rwsem-reader-steals")
     assert forever[0].states[0].forever

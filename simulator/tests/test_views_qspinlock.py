@@ -21,6 +21,7 @@ from kstep.views import qspinlock as qv
 from kstep.views.boards import qspinlock as qb
 from kstep.views import style
 from kstep.views.player import Frames
+from kstep.views.presentation import present
 from support import load
 
 MECH = "qspinlock"
@@ -271,12 +272,12 @@ def test_an_interrupt_is_drawn_in_progress_exactly_while_the_model_holds_its_tas
 def test_counters_are_the_models_answers_step_by_step(drawn):
     trace, model, lay, frames = drawn
     names, counts = qb.counter_table(trace, model)
-    final = model.answers(trace)
+    final = present(model).answers(trace)
     assert names and {n: int(c) for n, c in zip(names, counts[-1])} == {n: final[n] for n in names}
     assert set(final) - set(names) <= set(trace.stats), "every counter of answers is drawn"
     for k in sorted({1, len(trace) // 2, len(trace)}):
         prefix = simulate_prefix(trace, k)
-        assert [int(c) for c in counts[k]] == [model.answers(prefix)[n] for n in names]
+        assert [int(c) for c in counts[k]] == [present(model).answers(prefix)[n] for n in names]
         shown = frames(k)["counters"]
         assert shown["value"] == [int(c) for c in counts[k]]
 

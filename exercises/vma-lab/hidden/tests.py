@@ -101,7 +101,7 @@ def test_result_holds_together(ctx):
 def model_counts(variant, mode, seed):
     """What kstep run vma-locks --scenario data/MODE.toml --variant VARIANT -s SEED -c counts."""
     ex = kstep.open("vma-locks", str(DATA / f"{mode}.toml"), variant)
-    a = ex.model.answers(ex.run(seed=seed))
+    a = ex.answers(ex.run(seed=seed))
     fell_back = a["vma_lock_abort"] + a["vma_lock_miss"]
     return {"faults": a["vma_lock_success"] + fell_back, "fell_back": fell_back, "retried": a["vma_lock_retry"]}
 

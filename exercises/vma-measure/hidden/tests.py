@@ -19,7 +19,7 @@ SCENARIO = Path(__file__).resolve().parent.parent / "data" / "launch.toml"
 def expected(variant, kernel):
     ex = kstep.open("vma-locks", str(SCENARIO), kernel,
                     [f"threads.0.count={variant['count']}", f"threads.0.work={variant['work']}"])
-    return ex.model.answers(ex.run(RoundRobin()))
+    return ex.answers(ex.run(RoundRobin()))
 
 
 def runs(ctx):

@@ -1,18 +1,19 @@
 """The kstep engine: pure step models, schedulers, exhaustive exploration and traces."""
 
 from .explore import ExploreResult, explore
-from .model import (ASSERTION, FULL, HARM, PLAIN, Action, Footprint, Invariant, Model, Renamed, Source, Variant,
-                    Violation, to_jsonable)
+from .model import ASSERTION, FULL, HARM, PLAIN, Action, Invariant, Model, Source, Variant, Violation, to_jsonable
 from .prng import SplitMix64
 from .program import (Call, Frame, Inline, Program, ProgramModel, Replacement, Step, push, set_thread,
                       thread_index)
+from .reductions import Footprint, Reductions, Renamed
 from .schedule import Random, Replay, RoundRobin, Scripted, parse_schedule, scheduler_for, simulate
 from .trace import Trace
 
 __all__ = [
     "ASSERTION", "FULL", "HARM", "PLAIN",
     "Action", "Call", "ExploreResult", "Footprint", "Frame", "Inline", "Invariant", "Model", "Program",
-    "ProgramModel", "Random", "Renamed", "Replacement", "Replay", "RoundRobin", "Scripted", "Source", "SplitMix64", "Step",
+    "ProgramModel", "Random", "Reductions", "Renamed", "Replacement", "Replay", "RoundRobin", "Scripted", "Source",
+    "SplitMix64", "Step",
     "Trace", "Variant", "Violation", "explore", "parse_schedule", "push", "scheduler_for", "set_thread", "simulate",
     "thread_index",
     "to_jsonable",

@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple, Optional
 
 from ..errors import UserError
-from .model import FULL, Action, Model, State, changed
+from . import reductions
+from .model import FULL, Action, Model, State
+from .reductions import changed
 
 FORMAT = "kstep-costs"
 VERSION = 1
@@ -179,7 +181,7 @@ def written(model: Model, before: State, after: State) -> set:
 
 def accesses(model: Model, state: State, action: Action, after: State) -> tuple[set, set]:
     """The lines a step reads and the lines it writes."""
-    fp = model.footprint(state, action)
+    fp = reductions.of(model).footprint(state, action)
     writes = written(model, state, after)
     reads: set = set()
     if fp is not None:
@@ -207,7 +209,7 @@ def spin_lines(model: Model, state: State, actor: str) -> set:
     if frames is None:
         return set()
     try:
-        fp = model.footprint(state, Action(actor, frames))
+        fp = reductions.of(model).footprint(state, Action(actor, frames))
     except (KeyError, IndexError, TypeError, ValueError):
         return set()
     return set() if fp is None else lines(model, state, fp.reads)

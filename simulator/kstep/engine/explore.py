@@ -22,6 +22,7 @@ from hashlib import blake2b
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from . import reductions
 from .codec import Codec
 from .model import HARM, Checks, Model, Quick, State, Violation, deadlock, without_cyclic_gc
 from .por import Reduction
@@ -123,7 +124,7 @@ def search(
 
     With ``symmetry`` (and a model that declares interchangeable units) one state per orbit is
     stored; ``states`` counts those, and the counterexample is replayed as a concrete run.  With
-    ``dead_vars`` a state is stored with its dead locals forgotten (``Model.forget``): states that
+    ``dead_vars`` a state is stored with its dead locals forgotten (``Reductions.forget``): states that
     differ only in values no step will read again are stored once.  Either way the states expanded,
     checked and visited are the concrete ones the steps reach; only what is stored is reduced.
 
@@ -146,7 +147,8 @@ def search(
     harm_on, harm_states = checks.quick_harm.on_label, checks.quick_harm.state
     assert_on, assert_states = checks.quick_assertion.on_label, checks.quick_assertion.state
     off = Quick((), ())  # the assertion checks once a broken one is noted
-    forget = model.forget if dead_vars and model.locals else None
+    declared = reductions.of(model)
+    forget = declared.forget if dead_vars and declared.locals else None
     codec = Codec(initial)
     encode = codec.encode
     group = Symmetry(model, initial, codec) if symmetry else None

@@ -3,7 +3,7 @@ reduction) and every step between two of them, drawn as Graphviz text."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from .model import Model, State
 
@@ -25,8 +25,8 @@ def state_graph(model: Model, initial: State, limit: int) -> Optional[tuple[list
     return states, edges
 
 
-def dot(model: Model, states: list, edges: list) -> str:
-    """Graphviz text: each state labelled with its summary columns, each edge with its action;
+def dot(model: Model, states: list, edges: list, summary: Callable[[State], dict]) -> str:
+    """Graphviz text: each state labelled with its ``summary`` columns (the step table's), each edge with its action;
     states in which an invariant fails are drawn red, the initial one doubled."""
     def escape(text: str) -> str:
         return text.replace("\\", "\\\\").replace('"', '\\"')
@@ -35,7 +35,7 @@ def dot(model: Model, states: list, edges: list) -> str:
     lines = ["digraph states {", "  node [shape=box, fontname=monospace, fontsize=9];"]
     for k, s in enumerate(states):
         bad = [name for name, check in failing.items() if check(s)]
-        rows = [f"state {k}"] + [f"{key}: {value}" for key, value in model.summary(s).items()]
+        rows = [f"state {k}"] + [f"{key}: {value}" for key, value in summary(s).items()]
         label = "\\l".join(escape(r) for r in rows + [f"violates {name}" for name in bad]) + "\\l"
         style = ", color=red, fontcolor=red" if bad else ", peripheries=2" if k == 0 else ""
         lines.append(f'  s{k} [label="{label}"{style}];')

@@ -68,7 +68,9 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any, Mapping, Optional
 
-from .model import FULL, Action, Footprint, Invariant, Model, Renamed, Source, State
+from . import reductions
+from .model import FULL, Action, Invariant, Model, Source, State
+from .reductions import Footprint, Reductions, Renamed
 
 MEMORY_MODELS = ("sc", "tso")
 DRAIN = "drain_store_buffer"  # a label is one schedulable word
@@ -96,7 +98,7 @@ def _buffered_type(inner: type) -> type:
     return out
 
 
-class StoreBuffered(Model):
+class StoreBuffered(Model, Reductions):
     """x86-TSO over a mechanism model (see the module docstring)."""
 
     def __init__(self, inner: Model, depth: int):
@@ -107,7 +109,7 @@ class StoreBuffered(Model):
         self.inner, self.depth = inner, depth
         self.memory_model = {"name": "tso", "store_buffer": depth}
         self.name, self.title, self.variants, self.variant = inner.name, inner.title, inner.variants, inner.variant
-        self.locals, self.progress_labels = inner.locals, inner.progress_labels
+        self.locals, self.progress_labels = reductions.of(inner).locals, inner.progress_labels
         self.scenario_schema = inner.scenario_schema
         self.invariants = tuple(self._wrapped(inv) for inv in inner.invariants)
         self._memory: tuple = ()  # field indices of the inner state that are memory
@@ -288,10 +290,10 @@ class StoreBuffered(Model):
             return Footprint(frozenset({own, loc}), frozenset({own, loc}))
         i = self._thread(mem, action.actor)
         if i is None:
-            return self.inner.footprint(mem, action)
+            return reductions.of(self.inner).footprint(mem, action)
         b = self.cpu(mem, i)
         v = apply(mem, state[-1][b])
-        fp = self.inner.footprint(v, action)
+        fp = reductions.of(self.inner).footprint(v, action)
         if fp is None:
             return None
         own = (BUFFERS, b)
@@ -311,9 +313,9 @@ class StoreBuffered(Model):
             return None if buffered is None else Footprint(buffered, buffered)
         i = self._thread(mem, actor)
         if i is None:
-            return self.inner.future_footprint(mem, actor)
+            return reductions.of(self.inner).future_footprint(mem, actor)
         b = self.cpu(mem, i)
-        future = self.inner.future_footprint(apply(mem, state[-1][b]), actor)
+        future = reductions.of(self.inner).future_footprint(apply(mem, state[-1][b]), actor)
         buffered = self._may_drain(state, b)
         if future is None or buffered is None:
             return None
@@ -327,7 +329,7 @@ class StoreBuffered(Model):
         view = apply(mem, state[-1][b])
         for i, t in enumerate(mem[0]):
             if self.cpu(mem, i) == b:
-                future = self.inner.future_footprint(view, t[0])
+                future = reductions.of(self.inner).future_footprint(view, t[0])
                 if future is None:
                     return None
                 out.update(w for w in future.writes if w[0] in names)
@@ -339,17 +341,17 @@ class StoreBuffered(Model):
 
     # -- symmetry: buffer k moves with CPU k, its entries renamed as their locations are ---------------
     def symmetric_units(self, state: State) -> tuple:
-        return self.inner.symmetric_units(self.memory(state)) if self.inner.cpu_field else ()
+        return reductions.of(self.inner).symmetric_units(self.memory(state)) if self.inner.cpu_field else ()
 
     def unit_count(self, state: State) -> int:
-        return self.inner.unit_count(self.memory(state))
+        return reductions.of(self.inner).unit_count(self.memory(state))
 
     def unit_keys(self, state: State) -> tuple:
-        return self.inner.unit_keys(self.memory(state))
+        return reductions.of(self.inner).unit_keys(self.memory(state))
 
     def renaming(self, state: State, perm: tuple) -> tuple:
         mem = self.memory(state)
-        how = self.inner.renaming(mem, perm)
+        how = reductions.of(self.inner).renaming(mem, perm)
         key = (perm, how)
         out = self._renamings.get(key)
         if out is None:
@@ -362,7 +364,7 @@ class StoreBuffered(Model):
         return 0 if action.label == DRAIN else self.inner.cost(self._acting_view(state, action), action)
 
     def forget(self, state: State) -> State:
-        return self._with(self.inner.forget(self.memory(state)), state[-1])
+        return self._with(reductions.of(self.inner).forget(self.memory(state)), state[-1])
 
     def describe(self, state: State) -> Any:
         out = self.inner.describe(self.memory(state))
@@ -378,20 +380,15 @@ class StoreBuffered(Model):
             where += "." + (mem[field][n] if n >= 0 else mem[field])._fields[part]
         return f"{where} &{mask:#x} = {value:#x}" if mask >= 0 else f"{where} = {value}"
 
-    def summary(self, state: State) -> dict[str, str]:
-        out = dict(self.inner.summary(self.memory(state)))
-        out["store buffers"] = " | ".join(
-            f"CPU{b}: " + ("; ".join(self.entry_text(state, e) for e in buf) or "-") for b, buf in enumerate(state[-1]))
-        return out
-
     def _acting_view(self, state: State, action: Action) -> State:
         mem = self.memory(state)
         i = self._thread(mem, action.actor)
         return mem if i is None else apply(mem, state[-1][self.cpu(mem, i)])
 
-    def blocked_on(self, state: State, actor: str) -> str:
+    def view_of(self, state: State, actor: str) -> Optional[State]:
+        """What thread ``actor`` reads (memory with its CPU's buffer applied); None for any other actor."""
         i = self._thread(self.memory(state), actor)
-        return "" if i is None else self.inner.blocked_on(self._acting_view(state, Action(actor, "")), actor)
+        return None if i is None else self._acting_view(state, Action(actor, ""))
 
     def what(self, label: str) -> str:
         return ("the oldest store waiting in this CPU's store buffer reaches memory (the cache)" if label == DRAIN
@@ -413,9 +410,6 @@ class StoreBuffered(Model):
 
     def expect_functions(self):
         return self.inner.expect_functions()
-
-    def answers(self, trace: Any) -> dict[str, Any]:
-        return dict(trace.stats)
 
 
 class _EntryRenaming:

@@ -79,46 +79,6 @@ class Source(NamedTuple):
         return f"{self.path}:{self.function}" if self.path else f"{OUTSIDE}{self.function}"
 
 
-class Footprint(NamedTuple):
-    """What one step reads and writes, as locations: ``(field,)`` is a whole field of the state,
-    ``(field, k)`` element k of a tuple field (``("threads", i)``: thread i's record, ``("words", 0)``).
-    Fields no step ever writes (constants of the run) need not be named."""
-
-    reads: frozenset
-    writes: frozenset
-    own: Optional[tuple] = None  # the stepping context's own record, ("threads", i), if it has one
-
-    def conflicts(self, other: "Footprint") -> bool:
-        """True when one step writes what the other reads or writes (so the two may not commute)."""
-        return (overlap(self.writes, other.reads | other.writes)
-                or overlap(other.writes, self.reads))
-
-
-def overlap(xs: frozenset, ys: frozenset) -> bool:
-    """Do two sets of locations share one (a whole field overlaps each of its elements)?"""
-    if not xs.isdisjoint(ys):  # the common case, decided without building the set of fields
-        return True
-    fields = {y[0] for y in ys}
-    return any(x in ys or (x[0],) in ys or (len(x) == 1 and x[0] in fields) for x in xs)
-
-
-def changed(s: State, t: State) -> set[tuple]:
-    """The locations in which state ``t`` differs from ``s`` (tuple fields element by element)."""
-    out: set[tuple] = set()
-    for name, a, b in zip(s._fields, s, t):
-        if a == b:
-            continue
-        if type(a) is tuple and type(b) is tuple and len(a) == len(b):
-            out.update((name, k) for k, (x, y) in enumerate(zip(a, b)) if x != y)
-        else:
-            out.add((name,))
-    return out
-
-
-def covers(locations: frozenset, loc: tuple) -> bool:
-    return loc in locations or (loc[0],) in locations
-
-
 class Invariant(NamedTuple):
     """A named safety check.
 
@@ -215,7 +175,6 @@ class Model(abc.ABC):
     default_variant: str = ""
     invariants: Sequence[Invariant] = ()
     scenario_schema: Any = None  # a scenario_spec.scenario.Table describing the mechanism's scenario files
-    locals: Mapping[str, Any] = {}  # local variables whose value ``forget`` may reset where it is dead, with that value
     memory_fields: tuple = ()  # the state fields that are shared memory (memory_model.py); none: no tso model
     private_parts: tuple = ()  # "field.part": parts of a memory field's elements that are no memory (change at once)
     cpu_field: Optional[str] = None  # the field of a thread's record naming the CPU whose store buffer it uses
@@ -291,87 +250,13 @@ class Model(abc.ABC):
         """Rounds the step keeps its actor busy under round-robin (0: CPU-local, takes no turn)."""
         return 1
 
-    def footprint(self, state: State, action: Action) -> Optional[Footprint]:
-        """What ``action`` reads and writes in ``state`` (its guard included); None: it may touch
-        anything (every reduction then treats it as depending on every other step)."""
-        return None
-
     def is_daemon(self, actor: str) -> bool:
         """A daemon (a kernel thread that waits for work) is idle when it has no step, never finished."""
         return False
 
-    def future_footprint(self, state: State, actor: str) -> Optional[Footprint]:
-        """Everything ``actor`` may read and write from ``state`` on, over every step it may still
-        take (an actor that has finished: nothing); None: anything."""
-        return None
-
-    def forget(self, state: State) -> State:
-        """The state with the values no step will read again (dead locals) reset, so that the explorer
-        may store one state for all that differ only there; the state itself when the model declares
-        none."""
-        return state
-
-    def symmetric_units(self, state: State) -> tuple:
-        """Classes of interchangeable units (numbered 0 .. unit_count - 1) of the run that starts in
-        ``state``: renaming units within a class maps every run to a run and keeps every
-        invariant's verdict.  Empty: no symmetry."""
-        return ()
-
-    def unit_count(self, state: State) -> int:
-        return 0
-
-    def unit_keys(self, state: State) -> tuple:
-        """Per unit, a comparable key that renaming units leaves unchanged."""
-        return ()
-
-    def renaming(self, state: State, perm: tuple) -> tuple:
-        """How renaming unit k perm[k] changes each field of ``state``: per field, None (unchanged)
-        or a ``Renamed``."""
-        raise NotImplementedError(f"{self.name} declares no symmetry")
-
-    def permute(self, state: State, perm: tuple) -> State:
-        """The state with unit k renamed perm[k] everywhere it is named."""
-        fields = [value if how is None else how.apply(value) for value, how in zip(state, self.renaming(state, perm))]
-        return tuple.__new__(type(state), fields)
-
-    def blocked_on(self, state: State, actor: str) -> str:
-        """What a blocked actor waits for, in a few words ("mmap_lock, held for write by W"), for a
-        student choosing who runs next; empty when the model does not say."""
-        return ""
-
-    def summary(self, state: State) -> dict[str, str]:
-        """A few short columns of the state for the step table (what a student predicts)."""
-        return {}
-
     def expect_functions(self) -> dict[str, Callable[..., Any]]:
         """Named helpers a scenario's ``[[expect]]`` expressions may call: ``fn(state, *args)``."""
         return {}
-
-    def answers(self, trace: Any) -> dict[str, Any]:
-        """What ``-c`` reveals after a run: counters, who waited how long."""
-        return dict(trace.stats)
-
-
-class Renamed(NamedTuple):
-    """How a renaming of units changes one state field.  A tuple field: ``element`` renames each
-    element (None: unchanged) and ``positions[k]`` is where element k goes (None: where it was).
-    Any other field: ``whole`` renames it.  The explorer renames a tuple field element by element,
-    each element once per renaming, so ``element`` must depend on the element alone."""
-
-    positions: Optional[tuple] = None
-    element: Optional[Callable[[Any], Any]] = None
-    whole: Optional[Callable[[Any], Any]] = None
-
-    def apply(self, value: Any) -> Any:
-        if self.whole is not None:
-            return self.whole(value)
-        items = value if self.element is None else map(self.element, value)
-        if self.positions is None:
-            return tuple(items)
-        out = [None] * len(value)
-        for k, x in zip(self.positions, items):
-            out[k] = x
-        return tuple(out)
 
 
 def to_jsonable(value: Any) -> Any:

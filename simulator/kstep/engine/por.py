@@ -4,7 +4,7 @@ At a state, the enabled steps of one actor form an ample set, and are the only o
 expands there, when
 
 - (C1) each is independent of everything any other actor may still do: its footprint conflicts
-  with no other actor's ``Model.future_footprint`` (all it may read or write from now on);
+  with no other actor's ``Reductions.future_footprint`` (all it may read or write from now on);
 - (C2) each is invisible: it writes no location a state invariant reads (``Invariant.reads``;
   of its own context's record, only when its label is one the invariant names in
   ``Invariant.steps``), and its label is none that can fire a transition invariant (``steps``);
@@ -21,16 +21,19 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .model import Action, Footprint, Model, State
+from . import reductions
+from .model import Action, Model, State
+from .reductions import Footprint
 
 
 class Reduction:
     def __init__(self, model: Model, initial: State):
         self.model = model
+        self.declared = reductions.of(model)  # the footprints it declares, if any
         self.fields: set = set()  # the fields some state invariant reads, besides the contexts' records
         self.threads_read = False  # some state invariant reads other contexts' records
         self.labels: Optional[set] = set()  # labels visible through a context's own record (None: all)
-        self.on = any(model.future_footprint(initial, a) is not None for a in model.actors(initial))
+        self.on = any(self.declared.future_footprint(initial, a) is not None for a in model.actors(initial))
         for inv in model.invariants:
             if inv.reads is None:
                 self.on = False
@@ -67,14 +70,14 @@ class Reduction:
         labels = self.labels
         if len(by_actor) < 2 or labels is None:  # None: every step is visible by its label alone
             return []
-        model, visible = self.model, self.visible
+        model, declared, visible = self.model, self.declared, self.visible
         invisible = []
         for actor, acts in by_actor.items():
             fps = []
             for a in acts:  # each step must be invisible: by its label, then by what it writes
                 if a.label in labels:
                     break
-                fp = model.footprint(state, a)
+                fp = declared.footprint(state, a)
                 if fp is None or visible(a, fp):
                     break
                 fps.append(fp)
@@ -90,7 +93,7 @@ class Reduction:
                     continue
                 f = futures.get(other, futures)
                 if f is futures:
-                    f = futures[other] = model.future_footprint(state, other)
+                    f = futures[other] = declared.future_footprint(state, other)
                 if f is None or any(fp.conflicts(f) for fp in fps):
                     break
             else:

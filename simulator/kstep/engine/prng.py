@@ -45,7 +45,10 @@ class SplitMix64:
         if n <= 0:
             raise ValueError("below() needs n >= 1")
         limit = (1 << 64) - ((1 << 64) % n)
-        while True:
-            x = self.next()
+        while True:  # next(), inlined: the random scheduler draws once per step
+            z = self.state = (self.state + GOLDEN_GAMMA) & MASK64
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+            x = z ^ (z >> 31)
             if x < limit:
                 return x % n

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
-from .model import PLAIN, Action, Footprint, Model, Source, State, Variant
+from .model import PLAIN, Action, Model, Source, State, Variant
+from .reductions import Footprint, Reductions
 
 
 class Frame(NamedTuple):
@@ -196,7 +197,7 @@ class Program:
         return copy
 
 
-class ProgramModel(Model):
+class ProgramModel(Model, Reductions):
     """A Model whose state is a NamedTuple whose first field is ``threads``: a tuple of thread
     NamedTuples whose first two fields are ``name`` and ``frames`` (the engine relies on these
     positions to update them without ``_replace``, which dominated exploration time).
@@ -251,6 +252,9 @@ class ProgramModel(Model):
         new = tuple.__new__  # Action(...) through its generated __new__ costs twice as much
         guards = self._guards
         optional = [(guard(state), label) for guard, label in self._optional_guards]
+        offered = 0  # the threads some optional step is offered to: most steps offer none
+        for mask, _ in optional:
+            offered |= mask
         out = []
         idle = 0
         for i, t in enumerate(state[0]):
@@ -261,9 +265,10 @@ class ProgramModel(Model):
                 if guard is None or guard(state, i, arg):
                     name = t[0]
                     out.append(new(Action, (name, label)))
-                    for mask, opt_label in optional:
-                        if mask >> i & 1:
-                            out.append(new(Action, (name, opt_label)))
+                    if offered >> i & 1:
+                        for mask, opt_label in optional:
+                            if mask >> i & 1:
+                                out.append(new(Action, (name, opt_label)))
                     continue
             idle |= 1 << i
         for name, label, guard, wants_idle in self._daemon_guards:

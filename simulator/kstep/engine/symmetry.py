@@ -1,9 +1,9 @@
 """Symmetry reduction: interchangeable units (a CPU with all its contexts and per-CPU data) stored
 once per orbit.
 
-A model says which units are interchangeable (``Model.symmetric_units``), how a renaming changes
-each field of a state (``Model.renaming``) and, per unit, a key that renaming leaves alone
-(``Model.unit_keys``).
+A model says which units are interchangeable (``Reductions.symmetric_units``), how a renaming changes
+each field of a state (``Reductions.renaming``) and, per unit, a key that renaming leaves alone
+(``Reductions.unit_keys``).
 The representative of a state's orbit is the permuted state with the smallest byte encoding among
 those whose units stand in key order (only units with equal keys are tried in every order), so the
 choice never depends on ``hash()``.  Every state of an orbit has the same representative: the
@@ -18,15 +18,17 @@ from __future__ import annotations
 
 from itertools import groupby, permutations, product
 from .codec import Codec
+from . import reductions
 from .model import Model, State
 
 
 class Symmetry:
     def __init__(self, model: Model, initial: State, codec: Codec):
         self.model = model
+        self.declared = reductions.of(model)  # the symmetry it declares, if any
         self.codec = codec
-        self.classes = tuple(c for c in model.symmetric_units(initial) if len(c) > 1)
-        self.units = model.unit_count(initial)
+        self.classes = tuple(c for c in self.declared.symmetric_units(initial) if len(c) > 1)
+        self.units = self.declared.unit_count(initial)
         self.identity = tuple(range(self.units))
         self._perms: dict = {}  # unit keys -> the renamings that put them in order
         self._plans: dict = {}  # (renaming, shape) -> rename(component indices)
@@ -36,7 +38,7 @@ class Symmetry:
 
     def perms(self, state: State) -> list:
         """Every renaming (new unit of each old unit) that puts each class in key order."""
-        keys = self.model.unit_keys(state)
+        keys = self.declared.unit_keys(state)
         out = self._perms.get(keys)
         if out is None:
             out = self._perms[keys] = list(self._ordering(keys))
@@ -96,7 +98,7 @@ class Symmetry:
         """``rename(ints)``: the component indices of the renamed state whose indices are ``ints``, as
         straight-line code for states of this shape; each component is renamed and interned the first
         time it is met (``_Renamed``), then looked up."""
-        codec, how = self.codec, self.model.renaming(state, perm)
+        codec, how = self.codec, self.declared.renaming(state, perm)
         env, items = {}, []
         k = 0
         for j, (f, n) in enumerate(zip(codec.split, shape)):

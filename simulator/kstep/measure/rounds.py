@@ -14,6 +14,7 @@ from typing import Iterable, Optional
 from ..engine import RoundRobin, simulate
 from ..scenario_spec import scenario
 from ..models import make_model
+from ..views.presentation import present
 
 
 def run_rounds(mechanism: str, variant: str, config: dict, max_steps: int = 2_000_000) -> dict:
@@ -22,7 +23,7 @@ def run_rounds(mechanism: str, variant: str, config: dict, max_steps: int = 2_00
     trace = simulate(model, model.initial(config), RoundRobin(), max_steps=max_steps, check=False)
     if trace.outcome != "finished":
         raise RuntimeError(f"{mechanism}/{variant} did not finish: {trace.outcome}")
-    answers = model.answers(trace)
+    answers = present(model).answers(trace)
     kinds = {t.name: t.kind for t in trace.states[0].threads} if hasattr(trace.states[0].threads[0], "kind") else {}
     blocked = trace.stats["blocked_rounds"]
     return {

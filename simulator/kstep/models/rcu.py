@@ -62,6 +62,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from ..engine import FULL, HARM, Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
+from ..engine.records import fast_replace
 from ..scenario_spec.expect import ExpectError
 from ..scenario_spec.scenario import Int, Key, List, Name, Str, Table, unique_names
 
@@ -121,6 +122,7 @@ def grace_periods_ended(before: int, after: int) -> int:
     return (rcu_seq_ctr(after) - rcu_seq_ctr(before)) & (ULONG_MAX >> RCU_SEQ_CTR_SHIFT)
 
 
+@fast_replace
 class Callback(NamedTuple):
     func: str  # which callback: "vm_area_free_rcu_cb", "kfree", "wakeme_after_rcu"
     obj: int  # the object it frees, or the thread it wakes
@@ -128,6 +130,7 @@ class Callback(NamedTuple):
     ghost_readers: tuple  # (cpu, section) of every read-side section running at call_rcu time
 
 
+@fast_replace
 class Rcu(NamedTuple):
     gp_seq: int  # rcu_state.gp_seq (an unsigned long)
     qsmask: int  # the rcu_node's qsmask: bit i while the running grace period awaits CPU i
@@ -285,20 +288,6 @@ def rcu_do_batch(ready: Callable[[int, int], bool], invoke: Callable):
     return run, guard
 
 
-def rcu_summary(s) -> dict[str, str]:
-    """Step-table columns for RCU: gp_seq, who the grace period waits for, queued callbacks."""
-    r = s.rcu
-    names = [t.name for t in s.threads]
-    waiting = [names[c] for c in awaited(r)]
-    gp = ("running, waits for " + ",".join(waiting) if waiting else "running") if gp_running(r) else "idle"
-    return {
-        "gp_seq": str(gp_seq_long(r.gp_seq)),
-        "grace period": gp,
-        "in section": ",".join(n for n, k in zip(names, r.nesting) if k) or "-",
-        "callbacks": " ".join(f"{cb.func}({cb.obj})@{gp_seq_long(cb.wait)}" for cb in r.callbacks) or "-",
-    }
-
-
 def rcu_expect_functions() -> dict:
     """What a scenario's ``[[expect]]`` may ask about RCU, by thread (= CPU) name."""
 
@@ -377,6 +366,7 @@ def rcu_broken(invoke: Callable) -> dict:
 LIVE, FREED = "live", "freed"
 
 
+@fast_replace
 class Thread(NamedTuple):
     name: str
     frames: tuple
@@ -384,6 +374,7 @@ class Thread(NamedTuple):
     woken: bool = False  # synchronize_rcu: its wakeme callback has run
 
 
+@fast_replace
 class RcuState(NamedTuple):
     threads: tuple
     rcu: Rcu
@@ -507,16 +498,8 @@ class RcuModel(ProgramModel):
             threads.append(Thread(t["name"], frames))
         return RcuState(tuple(threads), rcu_init(len(threads)), 0, (LIVE,))
 
-    def summary(self, s):
-        return rcu_summary(s) | {"objects": " ".join(f"{k}:{st}" for k, st in enumerate(s.objects))}
-
     def expect_functions(self):
         return rcu_expect_functions()
-
-    def answers(self, trace):
-        final = trace.states[-1]
-        return {"grace_periods": grace_periods_ended(trace.states[0].rcu.gp_seq, final.rcu.gp_seq),
-                "objects_freed": sum(st == FREED for st in final.objects), **trace.stats}
 
     invariants = [
         *rcu_invariants(),

@@ -34,6 +34,7 @@ from .boards import damon, fork_batch, qspinlock, rcu, vma_locks
 from .boxes import BoardSource, frames
 from .call_stacks import stack_replay
 from .columns import FrameColumns, Strings
+from .presentation import present
 
 # Each mechanism's boards and charts, given the model and the initial state: the sources its view draws
 # for playback, declared in its standard-library module.  A mechanism without a view of its own gets
@@ -71,7 +72,7 @@ class Session:
     def _begin(self, sc, model, board: list[BoardSource], charts: list[BoardSource], calls: str) -> None:
         """A run of ``model`` from the initial state of ``sc`` (its ``name`` and ``config``), drawn by
         ``board`` and ``charts``: what every session starts from, whatever it runs (litmus_live.py too)."""
-        self.scenario, self.model = sc, model
+        self.scenario, self.model, self.presentation = sc, model, present(model)
         self.checks = Checks(self.model.invariants)
         s0 = self.model.initial(self.scenario.config)
         self.states = [s0]
@@ -197,7 +198,7 @@ class Session:
             "board": self.rows(k, self.board),
             # Without a board here, the state as the step table shows it (short columns), else whole.
             "state": None if self.board else {k: str(v) for k, v in
-                                              (self.model.summary(state) or self.model.describe(state)).items()},
+                                              (self.presentation.summary(state) or self.model.describe(state)).items()},
         }
 
     def why(self, state, actor: str, k: int = -1) -> str:
@@ -211,7 +212,7 @@ class Session:
         label = t.frames[0].label
         where = self.sources.get(label)
         said = f"blocked at {label}" + (f" in {where.function}" if where and where.function != label else "")
-        on = self.model.blocked_on(state, actor)
+        on = self.presentation.blocked_on(state, actor)
         return f"{said}: waits for {on}" if on else said
 
     def _how_ended(self, state, actor: str) -> str:

@@ -796,15 +796,6 @@ class DamonModel(ProgramModel):
     def describe(self, state):
         return super().describe(state._replace(cfg=None))
 
-    def summary(self, s):
-        k = s.k
-        out = {"next": k.phase, "t": f"{k.now_us / 1000:g} ms", "samples": str(k.passed_sample_intervals),
-               "aggr": str(k.aggregations), "nr_regions": str(len(s.regions)),
-               "regions (start size:nr_accesses)": regions_text(s.regions)}
-        if s.cfg.schemes:
-            out["applied"] = " ".join(f"{ap.scheme}:{size_text(ap.end - ap.start)}" for ap in s.applied) or "-"
-        return out
-
     def expect_functions(self):
         def region_at(s, addr):
             for r in s.regions:
@@ -829,23 +820,3 @@ class DamonModel(ProgramModel):
             "draws": lambda s: s.k.rng.draws,
             "mapped": lambda s, addr: any(v.start <= addr < v.end for v in s.vmas),
         }
-
-    def answers(self, trace):
-        final = trace.states[-1]
-        counts = [len(s.regions) for s in trace.states if s.k.phase != INIT and s.regions]
-        out = {"aggregations": final.k.aggregations, "sampling intervals": final.k.passed_sample_intervals,
-               "random draws": final.k.rng.draws, "nr_regions at the end": len(final.regions),
-               "nr_regions min..max": f"{min(counts)}..{max(counts)}" if counts else "-"}
-        for k, (sc, ss) in enumerate(zip(final.cfg.schemes, final.schemes)):
-            st = ss.stat
-            out[f"scheme {k} ({sc.action})"] = (f"tried {st.nr_tried} ({size_text(st.sz_tried)}), applied "
-                                                f"{st.nr_applied} ({size_text(st.sz_applied)}), quota exceeded "
-                                                f"{st.qt_exceeds}")
-        return out
-
-
-def regions_text(regions: tuple, shown: int = 6) -> str:
-    parts = [f"{fmt(r.start)} {size_text(r.end - r.start)}:{r.nr_accesses}" for r in regions[:shown]]
-    if len(regions) > shown:
-        parts.append(f"+{len(regions) - shown} more")
-    return ", ".join(parts) or "-"

@@ -54,7 +54,7 @@ from .qspinlock import qspinlock
 from .qspinlock_types import U16
 from .scenario import SCHEMA, initial_state
 from .spinlock_types import TICKET_SHIFT
-from .state import (LOCK_NAMES, MAX_NODES, NEST_FIELD, NESTED_NMI, NMI, NULL, POWERPC, QSPINLOCK, TASK, TICKET,
+from .state import (LOCK_NAMES, MAX_NODES, NEST_FIELD, NESTED_NMI, NMI, POWERPC, QSPINLOCK, TASK, TICKET,
                     lock_name, node_id, set_ctx)
 from .symmetry import CpuSymmetry
 from .ticket import ticket
@@ -223,50 +223,3 @@ class QspinlockModel(Footprints, CpuSymmetry, ProgramModel):
         head = t.frames[0] if t.frames else None
         lock = head.arg if head is not None and head.label == "queued_spin_lock" == action.label else t.lock
         return f"lock {lock_name(lock)}" if 0 <= lock < len(s.words) else ""
-
-    def summary(self, s):
-        out = {f"lock {lock_name(lock)}": self.word_text(s, lock) for lock in range(len(s.words))}
-        if s.layout != TICKET:
-            for cpu, count in enumerate(s.count):
-                nodes = []
-                for idx in range(min(count, MAX_NODES)):
-                    n = s.nodes[node_id(cpu, idx)]
-                    nxt = "-" if n.next == NULL else "cpu{}/idx{}".format(*divmod(n.next, MAX_NODES))
-                    nodes.append(f"idx{idx} locked={n.locked} next={nxt}")
-                out[f"C{cpu} nodes"] = "; ".join(nodes) or "-"
-        for lock in range(len(s.words)):
-            out[f"queue {lock_name(lock)}"] = " ".join(s.threads[i].name for i in s.ghost_order[lock]) or "-"
-        return out
-
-    def answers(self, trace):
-        events = EVENTS[self.layout]
-        counts = dict.fromkeys((e for e, _ in events.values()), 0)
-        for a, after in zip(trace.actions, trace.states[1:]):
-            if a.label not in events:
-                continue
-            event, took = events[a.label]
-            frames = after.threads[thread_index(after, a.actor)].frames
-            if took is None or (frames and frames[0][0] in took):
-                counts[event] += 1
-        return {**counts, "acquisitions": sum(a.label == "critical_section" for a in trace.actions), **trace.stats}
-
-
-
-
-# The steps -c counts, by what they mean (a lock-taking step counts only when it took the lock).
-_HELD = ("critical_section",)
-_CLAIMED = ("release_node",)
-# What -c counts: label -> (event, the next steps that show it happened; None: every time).
-EVENTS = {
-    QSPINLOCK: {"queued_spin_lock": ("fast path", _HELD),
-                "clear_pending_set_locked": ("pending path", None),
-                "xchg_tail": ("queued", None),
-                "queued_spin_trylock": ("trylock in the slow path", _CLAIMED),
-                "trylock_pending_cmpxchg": ("trylock in the slow path", _HELD),
-                "claim_cmpxchg": ("head claims: cmpxchg", _CLAIMED + ("wait_next", "mcs_handoff")),
-                "set_locked": ("head claims: set_locked", None)},
-    TICKET: {"arch_spin_lock": ("ticket served at once", _HELD), "wait_ticket": ("waited for its ticket", None)},
-    POWERPC: {"queued_spin_lock": ("fast path", _HELD), "try_to_steal_lock": ("stolen", _HELD),
-              "publish_tail_cpu": ("queued", None), "set_mustq": ("must-queue set", None),
-              "trylock_clean_tail": ("head claims", _CLAIMED + ("wait_next",))},
-}

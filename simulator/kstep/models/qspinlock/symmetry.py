@@ -14,7 +14,7 @@ from .state import LEVELS, MAX_NODES, NULL, POWERPC, QSPINLOCK, Ctx, Node, QStat
 
 class _Renaming:
     """One renaming of CPUs (new CPU perm[k] for CPU k) in the states of one run: how it changes each
-    field (``fields``, what ``Model.renaming`` returns), every context's record renamed once."""
+    field (``fields``, what ``Reductions.renaming`` returns), every context's record renamed once."""
 
     def __init__(self, s, perm, ctxs):
         ncpus = len(s.count)

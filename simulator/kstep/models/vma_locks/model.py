@@ -49,7 +49,7 @@ from .invariants import INVARIANTS, tree_non_overlapping
 from .rwsem import NOBODY
 from .scenario import FOREVER, SCHEMA, thread_names, thread_program
 from .state import (LIVE, MM, NO_ANON_VMA, VM_LOCK_SEQ_INIT, Counters, Mm, Thread, Vma, VmaState, accountable,
-                    in_vma_start_read, is_write_locked, lock_of, set_local)
+                    in_vma_start_read, set_local)
 from .variants import VARIANTS
 
 # One table of every step and call: the lock's, the fault path's, the writers', a thread's loop
@@ -147,34 +147,6 @@ class VmaLocksModel(ProgramModel):
         dead = [t.died for t in s.threads if t.name == actor and t.died]
         return f"killed by {dead[0]}" if dead else ""
 
-    def blocked_on(self, s, actor):
-        """A thread queued on an rwsem (its next step's guard waits for a grant or a free lock)."""
-        if actor in self.daemons:  # the RCU kthread is idle, never blocked
-            return ""
-        t = s.threads[thread_index(s, actor)]
-        if not t.frames or t.frames[0].label not in ("rwsem_try_write_lock", "rwsem_down_read_slowpath"):
-            return ""
-        lock = t.frames[0].arg
-        sem, names = lock_of(s, lock), [u.name for u in s.threads]
-        held = ([f"held for write by {names[sem.owner]}"] if sem.owner != NOBODY else []) + \
-            ([f"held for read by {', '.join(names[r] for r in sem.readers)}"] if sem.readers else [])
-        return f"{rwsem_name(lock)} ({'; '.join(held) or 'free, granted in queue order'})"
-
-    def summary(self, s):
-        names = [t.name for t in s.threads]
-        out = {"mm_lock_seq": str(s.mm.mm_lock_seq), "mmap_lock": sem_text(s.mm.mmap_lock, names)}
-        for v in s.mm.tree:
-            vma = s.vmas[v]
-            parts = [f"[{vma.start},{vma.end}) {vma.prot}"]
-            if vma.vm_lock_seq is not None:
-                parts.append(f"seq={vma.vm_lock_seq}" + (" W" if is_write_locked(s, v) else ""))
-            held = sem_text(vma.lock, names)
-            out[f"vma{v}"] = " ".join(parts + ([held] if held != "-" else []))
-        dead = [f"{t.name} ({t.died})" for t in s.threads if t.died]
-        if dead:
-            out["killed"] = ", ".join(dead)
-        return out
-
     def expect_functions(self):
         """RCU's helpers, plus mmap_writer() (the name of the thread holding mmap_lock for write, or
         "") and tree_overlaps() (two VMAs in the maple tree share an address)."""
@@ -185,13 +157,6 @@ class VmaLocksModel(ProgramModel):
         return {**rcu_expect_functions(), "mmap_writer": mmap_writer,
                 "tree_overlaps": lambda s: tree_non_overlapping(s) is not None}
 
-    def answers(self, trace):
-        final = trace.states[-1]
-        killed = ", ".join(f"{t.name} by {t.died}" for t in final.threads if t.died) or "none"
-        counted = ({"counters": "not kept: a thread repeats forever, and a count would keep its states from ever "
-                                "repeating"} if final.forever else final.counters._asdict())
-        return {**counted, "killed": killed, **trace.stats}
-
 
 def forget_sections(s):
     """A run that goes on forever counts no read-side sections nobody remembers: RCU's ghost numbers a
@@ -201,16 +166,3 @@ def forget_sections(s):
     named = {c for c, _ in r.ghost_holdouts} | {c for cb in r.callbacks for c, _ in cb.ghost_readers}
     section = tuple(n if c in named or r.nesting[c] else 0 for c, n in enumerate(r.ghost_section))
     return s if section == r.ghost_section else s._replace(rcu=r._replace(ghost_section=section))
-
-
-def sem_text(sem, names):
-    parts = []
-    if sem.owner != NOBODY:
-        parts.append("W:" + names[sem.owner])
-    if sem.readers:
-        parts.append("R:" + ",".join(names[r] for r in sem.readers))
-    if sem.waiters:
-        parts.append("wait:" + ",".join(f"{names[w]}({k})" for w, k in sem.waiters))
-    if sem.handoff:
-        parts.append("HANDOFF")
-    return " ".join(parts) or "-"

@@ -52,11 +52,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ...engine.records import fast_replace
+
 NOBODY = -1
 READ, WRITE = "R", "W"
 NEVER = "never"  # handoff_after: RWSEM_WAIT_TIMEOUT never passes, so no writer sets HANDOFF
 
 
+@fast_replace
 class Rwsem(NamedTuple):
     owner: int = NOBODY  # the writer holding it (RWSEM_WRITER_LOCKED), or NOBODY
     readers: tuple = ()  # threads holding it for read (the reader count), sorted

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...engine import set_thread
+from ...engine.records import fast_replace
 from . import rwsem
 from .rwsem import NOBODY
 
@@ -20,6 +21,7 @@ LIVE, RCU_PENDING, FREED = "live", "rcu-pending", "freed"
 NO_ANON_VMA = -1
 
 
+@fast_replace
 class Vma(NamedTuple):
     start: int  # vm_start (page number)
     end: int  # vm_end, exclusive
@@ -32,12 +34,14 @@ class Vma(NamedTuple):
     account: bool = False  # VM_ACCOUNT in vm_flags (merges compare it with the protection)
 
 
+@fast_replace
 class Mm(NamedTuple):
     mmap_lock: rwsem.Rwsem
     mm_lock_seq: int
     tree: tuple  # mm->mm_mt: VMA ids in address order; writers replace it whole (RCU mode)
 
 
+@fast_replace
 class Thread(NamedTuple):
     name: str
     frames: tuple
@@ -52,6 +56,7 @@ class Thread(NamedTuple):
     ghost_writer_since_walk: bool = False
 
 
+@fast_replace
 class Counters(NamedTuple):
     vma_lock_success: int = 0
     vma_lock_abort: int = 0
@@ -61,6 +66,7 @@ class Counters(NamedTuple):
     sigsegv: int = 0  # faults on addresses no VMA covers
 
 
+@fast_replace
 class VmaState(NamedTuple):
     threads: tuple
     mm: Mm

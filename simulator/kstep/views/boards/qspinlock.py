@@ -15,6 +15,7 @@ from ...models.qspinlock import qspinlock_types as qtypes
 from ...models.qspinlock import spinlock_types as ttypes
 from ...models.qspinlock import state as q
 from .. import charts, style
+from ..presentation import present
 from ..boxes import LEFT, RIGHT, BoardSource, Box, columns, in_a_row
 
 # --- what a CPU (a task or an interrupt on it) is doing, in palette order ----------------------------
@@ -584,12 +585,13 @@ def lock_lanes(s0, first_lane: int) -> list[BoardSource]:
 
 
 def counter_table(trace, model) -> tuple[list[str], list[tuple]]:
-    """The model's own ``answers`` counters after every step: each step counted alone, then summed."""
-    final = model.answers(trace)
+    """The counters ``-c`` reveals after every step: each step counted alone, then summed."""
+    answers = present(model).answers
+    final = answers(trace)
     names = [k for k, v in final.items() if k not in trace.stats and isinstance(v, int) and not isinstance(v, bool)]
     per_step = []
     for a, before, after in zip(trace.actions, trace.states, trace.states[1:]):
-        one = model.answers(SimpleNamespace(actions=[a], states=[before, after], stats={}))
+        one = answers(SimpleNamespace(actions=[a], states=[before, after], stats={}))
         per_step.append([one[n] for n in names])
     return names, charts.cumulative(per_step, [0] * len(names))
 

@@ -118,6 +118,15 @@ class ForkBatchModel(vl_model.VmaLocksModel):
     def unstarted(self, config):
         return initial_state(config)
 
+    def refuses_memory_model(self, name):
+        # memory_fields, inherited, name vma-locks' mm and VMAs: store buffers would hold those stores
+        # but not the page tables, the folios or write_protect_seq, which is where fork meets GUP-fast
+        if name != "sc":
+            return ("store buffers would hold only the mm's and VMAs' stores, not the page tables or "
+                    "write_protect_seq; fork against GUP-fast is a litmus test "
+                    "(kstep litmus simulator/kstep/scenarios/litmus/fork-gup-fast.litmus)")
+        return ""
+
     def expect_functions(self):
         return {**rcu_expect_functions(), **expect_functions()}
 

@@ -34,7 +34,7 @@ help:
 	@echo "  linux-source     fetch Debian's linux-source-6.12 and unpack it into the user cache (once; the"
 	@echo "                   kernel lab and the tests that compare with the kernel read it there)"
 	@echo "  lab-kernels      fetch Debian's Linux 6.12 kernels for the real-kernel lab (kstep lab fetch; once)"
-	@echo "  lab-launch-ab    BASE=vmlinuz-6.1 [BOOTS=5]: launchbench on 6.1 against 6.12 in QEMU, 95% intervals"
+	@echo "  lab-launch-ab    [BASE=vmlinuz-6.1] [BOOTS=5]: launchbench on 6.1 against 6.12 in QEMU, 95% intervals"
 	@echo "  lab-guest        boot each architecture's real kernel in QEMU with every probe (kstep lab run --arch all),"
 	@echo "                   then once more with 4 CPUs for the qspinlock with three lockers"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot); BENCH='litmus explore' runs those only"
@@ -134,12 +134,13 @@ lab-guest: lab-kernels
 	$(VENV)/bin/python -m kstep lab run --arch all --smp 4 qspin
 
 # Per-VMA locks, Linux 6.1 against 6.12: BOOTS boots of each with the launch probe, alternating,
-# into bench/results/launch-ab.json.  BASE is Debian bookworm's 6.1 vmlinuz (not fetched by the lab yet).
+# into bench/results/launch-ab.json.  The 6.1 kernel is bookworm's newest, fetched the first time
+# (kstep.lab.guest.base_kernel), unless BASE names a vmlinuz; make bench runs it too (launch-ab).
 BOOTS ?= 5
 lab-launch-ab: lab-kernels
-	nice $(VENV)/bin/python bench/launch_ab.py --base-kernel "$(BASE)" --boots $(BOOTS)
+	nice $(VENV)/bin/python bench/launch_ab.py $(if $(BASE),--base-kernel "$(BASE)") --boots $(BOOTS)
 
-bench: setup
+bench: setup lab-kernels
 	$(VENV)/bin/python bench/run.py $(BENCH)
 
 # This machine's cost table for the timed scheduler, pinned to CPUs 0 and 1 (CALIBRATE_CPUS to change);

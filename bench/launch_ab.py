@@ -4,14 +4,16 @@ Each kernel is booted BOOTS times with only the launch probe (kernel-lab/guest/l
 threads creating stacks with mmap + mprotect of a guard page while two fault their working sets);
 each boot gives one p50, p90, p99 fault latency and one makespan, and the result is each one's mean
 over the boots with a 95% Student t interval.  The 6.12 kernel is the one ``kstep lab fetch``
-cached; the 6.1 one is a Debian bookworm ``vmlinuz`` given by path (the lab does not fetch it yet).
+cached; the 6.1 one is bookworm's newest ``linux-image-6.1.0-*-amd64-unsigned``, which
+``kstep.lab.guest.base_kernel`` fetches the first time (or a ``vmlinuz`` given by path).
 
 Times are TCG's: QEMU translates every guest instruction, so a fault costs tens of microseconds
 instead of about one, a contended cache line costs what the host's does for QEMU's own memory, and
 the vCPUs are host threads that the host's scheduler (and its load) interleaves.  Only a
 difference far outside the interval says anything, and then about TCG as much as about the kernel.
 
-    python bench/launch_ab.py --base-kernel PATH [--boots N] [--arch x86_64]
+    python bench/launch_ab.py [--base-kernel PATH] [--boots N] [--arch x86_64]
+    make bench BENCH=launch-ab
 """
 
 import argparse
@@ -26,10 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "simulator"))
 
-from kstep.lab.guest import kernels, probes, qemu as guest  # noqa: E402
+from kstep.lab.guest import base_kernel, kernels, probes, qemu as guest  # noqa: E402
 
 KEYS = ("p50_ns", "p90_ns", "p99_ns", "makespan_ns")
 SMP = 4  # two mappers and two faulters, each with a vCPU
+BOOTS = 5
 # two-sided 95% Student t quantiles by degrees of freedom
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
        10: 2.228, 15: 2.131, 20: 2.086, 30: 2.042}
@@ -61,45 +64,57 @@ def one_boot(arch: str, k: kernels.Kernels, kernel: Path, initrd: Path) -> dict:
     return {"uname_r": b.console.uname_r, **fields}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--base-kernel", type=Path, help="Debian's 6.1 vmlinuz for the same architecture (required)")
-    ap.add_argument("--boots", type=int, default=5, help="boots per kernel (2..30; default 5)")
-    ap.add_argument("--arch", default="x86_64", choices=["x86_64"])
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "launch-ab.json")
-    a = ap.parse_args()  # an unknown option is named before a missing --base-kernel
-    if a.base_kernel is None:
-        ap.error("--base-kernel is required")
-    if not 2 <= a.boots <= 30:
-        ap.error(f"--boots must be 2..30, not {a.boots}")
-    if not a.base_kernel.is_file():
-        ap.error(f"--base-kernel {a.base_kernel}: no such file")
+def measure(base: Path, boots: int, arch: str, out: Path, say=print) -> dict:
+    """Boot each kernel ``boots`` times, alternating; write and return the result."""
     k = kernels.load()
     if k is None:
-        ap.error("no 6.12 kernels fetched: run 'make lab-kernels'")
+        raise SystemExit("launch_ab: no 6.12 kernels fetched: run 'make lab-kernels'")
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        initrd = guest.build_initramfs(a.arch, k, Path(tmp), ["launch"])
+        initrd = guest.build_initramfs(arch, k, Path(tmp), ["launch"])
         runs: dict[str, list[dict]] = {"6.1": [], "6.12": []}
-        for i in range(a.boots):  # alternate the kernels so a change in the host's load falls on both
-            for name, kernel in (("6.1", a.base_kernel), ("6.12", k.kernel(a.arch))):
-                r = one_boot(a.arch, k, kernel, initrd)
+        for i in range(boots):  # alternate the kernels so a change in the host's load falls on both
+            for name, kernel in (("6.1", base), ("6.12", k.kernel(arch))):
+                r = one_boot(arch, k, kernel, initrd)
                 runs[name].append(r)
-                print(f"launch_ab: {name} boot {i + 1}: " + " ".join(f"{key}={r[key]}" for key in KEYS)
-                      + f" per_vma={r['per_vma']}", flush=True)
+                say(f"launch_ab: {name} boot {i + 1}/{boots}: " + " ".join(f"{key}={r[key]}" for key in KEYS)
+                    + f" per_vma={r['per_vma']}")
     summary = {name: {key: interval([r[key] for r in rs]) for key in KEYS} for name, rs in runs.items()}
-    result = {"arch": a.arch, "smp": SMP, "host_cpus": os.cpu_count(),
+    result = {"arch": arch, "smp": SMP, "host_cpus": os.cpu_count(), "base_kernel": base.name,
               "host_load_1min": {"before": load_before, "after": os.getloadavg()[0]},
               "timing": "TCG (no KVM): guest times are QEMU's, see bench/launch_ab.py",
               "summary": summary, "boots": runs}
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(result, indent=1) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
     for key in KEYS:
         old, new = summary["6.1"][key], summary["6.12"][key]
         scale, unit = (1e6, "ms") if key == "makespan_ns" else (1e3, "us")
-        print(f"launch_ab: {key[:-3]}: 6.1 {old['mean'] / scale:.1f} ± {old['ci95'] / scale:.1f} {unit}, "
-              f"6.12 {new['mean'] / scale:.1f} ± {new['ci95'] / scale:.1f} {unit} (95%, {a.boots} boots each)")
-    print(f"launch_ab: wrote {a.out}")
+        say(f"launch_ab: {key[:-3]}: 6.1 {old['mean'] / scale:.1f} ± {old['ci95'] / scale:.1f} {unit}, "
+            f"6.12 {new['mean'] / scale:.1f} ± {new['ci95'] / scale:.1f} {unit} (95%, {boots} boots each)")
+    say(f"launch_ab: wrote {out}")
+    return result
+
+
+def run(out_dir: Path, say=print) -> dict:
+    """``make bench``'s entry: bookworm's 6.1, fetched if need be, against the lab's 6.12 on x86_64."""
+    return measure(base_kernel.fetch(say), BOOTS, "x86_64", out_dir / "launch-ab.json", say)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--base-kernel", type=Path, help="a 6.1 vmlinuz for the same architecture "
+                    "(default: bookworm's newest, fetched the first time)")
+    ap.add_argument("--boots", type=int, default=BOOTS, help=f"boots per kernel (2..30; default {BOOTS})")
+    ap.add_argument("--arch", default="x86_64", choices=["x86_64"])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "launch-ab.json")
+    a = ap.parse_args()
+    if not 2 <= a.boots <= 30:
+        ap.error(f"--boots must be 2..30, not {a.boots}")
+    if a.base_kernel is not None and not a.base_kernel.is_file():
+        ap.error(f"--base-kernel {a.base_kernel}: no such file")
+    if kernels.load() is None:
+        ap.error("no 6.12 kernels fetched: run 'make lab-kernels'")
+    measure(a.base_kernel or base_kernel.fetch(), a.boots, a.arch, a.out, lambda m: print(m, flush=True))
     return 0
 
 

@@ -169,6 +169,44 @@ not ok 2 fork\r
 """
 
 
+def test_the_base_kernel_is_the_newest_6_1_image_of_the_suites_whose_index_reads(tmp_path, monkeypatch):
+    """bench/launch_ab.py's 6.1: the newest linux-image-6.1.0-N-amd64-unsigned over bookworm and
+    bookworm-security by Debian's version order, neither 6.12's image nor another flavour, and a suite
+    whose index failed left out."""
+    from kstep.lab.guest import base_kernel
+
+    stanzas = {
+        "bookworm": [("linux-image-6.1.0-40-amd64-unsigned", "6.1.150-1"),
+                     ("linux-image-6.1.0-41-cloud-amd64-unsigned", "6.1.160-1")],
+        "bookworm-security": [("linux-image-6.1.0-9-amd64-unsigned", "6.1.99-1"),
+                              ("linux-image-6.1.0-42-amd64-unsigned", "6.1.155-1"),
+                              ("linux-image-6.12.95+deb12-amd64-unsigned", "6.12.95-1~bpo12+1")],
+    }
+
+    class FakeApt:
+        def __init__(self, suite, fails):
+            self.suite, self.fails = suite, fails
+
+        def try_update(self):
+            return "Hash Sum mismatch" if self.fails else None
+
+        def lists(self):
+            path = tmp_path / f"{self.suite}_Packages"
+            path.write_text("\n\n".join(f"Package: {n}\nVersion: {v}\nFilename: pool/{n}.deb"
+                                          for n, v in stanzas[self.suite]))
+            return [path]
+
+    failing: set = set()
+    monkeypatch.setattr(base_kernel, "apt_for", lambda suite, arch, log: FakeApt(suite, suite in failing))
+    got = base_kernel.newest(lambda m: None)
+    assert got == ("linux-image-6.1.0-42-amd64-unsigned", "6.1.155-1", "bookworm-security", "6.1.0-42")
+    failing.add("bookworm-security")
+    assert base_kernel.newest(lambda m: None)[:3] == ("linux-image-6.1.0-40-amd64-unsigned", "6.1.150-1", "bookworm")
+    failing.add("bookworm")
+    with pytest.raises(debian.DebianFetchError, match="no linux-image-6.1.0"):
+        base_kernel.newest(lambda m: None)
+
+
 def test_ktap_parser_reads_results_data_and_markers():
     c = ktap.parse(CONSOLE)
     assert (c.version, c.nonce, c.end_nonce, c.plan, c.nproc) == (1, "abc123", "abc123", 2, 2)

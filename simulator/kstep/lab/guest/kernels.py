@@ -256,7 +256,7 @@ def load(root: Path | None = None) -> Kernels | None:
 _TAR_FILTER = {"filter": "tar"} if hasattr(tarfile, "data_filter") else {}
 
 
-def _members(deb: Path, wanted: Callable[[str], bool], dest: Path) -> list[str]:
+def deb_members(deb: Path, wanted: Callable[[str], bool], dest: Path) -> list[str]:
     """Extract the members of a .deb's data that ``wanted`` accepts into ``dest``."""
     proc = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
     names = []
@@ -274,19 +274,19 @@ def _members(deb: Path, wanted: Callable[[str], bool], dest: Path) -> list[str]:
 def _install(role: str, pkg: Package, deb: Path, work: Path, abi: str) -> None:
     """Keep what the lab uses of one downloaded package."""
     if role == "headers" or pkg.name.startswith("linux-headers-"):
-        _members(deb, lambda n: n.startswith(("usr/src/", "usr/lib/linux-kbuild")), work / "headers")
+        deb_members(deb, lambda n: n.startswith(("usr/src/", "usr/lib/linux-kbuild")), work / "headers")
         return
     arch = ARCHES[role]
     out = work / role
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=work) as tmp:
         if pkg.name == "busybox-static":
-            _members(deb, lambda n: n == "bin/busybox", Path(tmp))
+            deb_members(deb, lambda n: n == "bin/busybox", Path(tmp))
             shutil.move(Path(tmp) / "bin" / "busybox", out / "busybox")
             return
         kernel = f"boot/{arch.kernel_file.format(abi=abi)}"
         config = f"boot/config-{abi}-{arch.flavour}"
-        got = _members(deb, lambda n: n in (kernel, config), Path(tmp))
+        got = deb_members(deb, lambda n: n in (kernel, config), Path(tmp))
         if len(got) != 2:
             raise DebianFetchError(f"{pkg.name} has no {kernel} and {config}")
         shutil.move(Path(tmp) / kernel, out / "kernel")

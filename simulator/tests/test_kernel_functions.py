@@ -148,6 +148,35 @@ def test_a_macro_is_the_one_definition_the_configuration_builds(tmp_path, config
         assert copied in (tmp_path / "o.c").read_text()
 
 
+ARCH_HEADER = """#if 3 - defined(CONFIG_A) - \\
+	defined(CONFIG_B) == 1
+#define LEVELS_OK
+#endif
+#ifdef CONFIG_PA_52
+static inline long to_phys(long pte)
+{
+	return pte | 1;
+}
+#else
+#define to_phys(pte) (pte)
+#endif
+"""
+
+
+@pytest.mark.parametrize(("config", "copied"), [
+    ("CONFIG_PA_52,CONFIG_A,CONFIG_B", "#line 6 \"h.h\"\nstatic inline long to_phys(long pte)\n{\n"),
+    ("CONFIG_A", "#line 11 \"h.h\"\n#define to_phys(pte) (pte)\n"),
+])
+def test_a_function_is_the_one_definition_the_configuration_builds(tmp_path, config, copied):
+    """arm64's __pte_to_phys is a function under CONFIG_ARM64_PA_BITS_52 and a macro otherwise: the copy is
+    the one the configuration compiles, and an #if of sums continued over two lines is read."""
+    (tmp_path / "h.h").write_text(ARCH_HEADER)
+    p = subprocess.run([sys.executable, str(LAB / "scripts" / "kernel-functions"), str(tmp_path), str(tmp_path / "o.c"),
+                        "--config", config, "h.h:to_phys"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert copied in (tmp_path / "o.c").read_text()
+
+
 def drawn_seed() -> int:
     seed = random.randrange(1 << 32)
     print(f"drawn cases from seed {seed} (regioncheck.py --seed {seed} repeats them)")

@@ -139,29 +139,18 @@ def arch_excerpts(tree: Path, functions: Iterable[tuple[str, str]], excerpts: di
     return out
 
 
-def wanted() -> list[tuple[str, str]]:
+def wanted(with_arch: bool = False) -> list[tuple[str, str]]:
     """Every (path, function) of kernel code a label or call of any model variant mirrors (a step
-    outside the kernel has no path)."""
+    outside the kernel has no path); ``with_arch``: of the models whose state names an architecture."""
     from kstep.models import MODELS, make_model
 
-    out = set()
+    out: set[tuple[str, str]] = set()
     for mech, cls in MODELS.items():
+        if with_arch and not hasattr(cls, "arch"):
+            continue
         for variant in cls.variants:
             out.update((s.path, s.function) for s in make_model(mech, variant).locations().values()
                        if s is not None and s.path)
-    return sorted(out)
-
-
-def wanted_with_arch() -> list[tuple[str, str]]:
-    """The (path, function) of every label of the models whose state names an architecture (``arch``)."""
-    from kstep.models import MODELS, make_model
-
-    out = set()
-    for mech, cls in MODELS.items():
-        if hasattr(cls, "arch"):
-            for variant in cls.variants:
-                out.update((s.path, s.function) for s in make_model(mech, variant).locations().values()
-                           if s is not None and s.path)
     return sorted(out)
 
 
@@ -183,7 +172,7 @@ def build_all(tree: Path) -> dict:
     from kstep.memory.primitives import every_candidate
 
     data = build(tree, wanted(), every_candidate())
-    data["arches"] = arch_excerpts(tree, wanted_with_arch(), data["excerpts"])
+    data["arches"] = arch_excerpts(tree, wanted(with_arch=True), data["excerpts"])
     return data
 
 

@@ -288,3 +288,18 @@ def test_merge_of_products_past_64_bits(built):
 def test_bad_input_is_one_line_and_exit_2(built, text, message):
     p = subprocess.run([str(LAB / "build" / "x86_64" / "damon-regions")], input=text, capture_output=True, text=True)
     assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize(("text", "message"), [
+    ("hello\n", "stdin line 1: a case starts with case"),
+    ("case\nfirst 0 7\n", "stdin line 2: a case starts with first PFN VPN, VPN a multiple of PTRS_PER_PTE"),
+    ("case\nfirst 0 0\nfolios 1 99999999 2\n", "stdin line 3: a PFN outside the case's pages"),
+    ("case\nfirst 0 0\nfolios 0\nptes 2 3\n", "stdin line 4: ptes N, then N PTE words"),
+    ("case\nfirst 0 0\nfolios 0\nptes 1 3\nget 600\nend\n", "stdin line 5: an operation on an entry outside the table"),
+    ("case\nfirst 0 0\nfolios 0\nptes 1 3\nwrprotect 500 20\nend\n", "stdin line 5: get I, hint I PTE, wrprotect I NR"),
+])
+def test_the_contpte_harness_names_bad_input_in_one_line_and_exits_2(built, text, message):
+    p = subprocess.run(["qemu-aarch64", str(LAB / "build" / "arm64" / "contpte")], input=text, capture_output=True,
+                       text=True)
+    assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr

@@ -48,3 +48,50 @@ def test_an_anchored_step_marks_the_code_it_stands_for():
 
 def test_the_committed_excerpts_are_what_the_tree_has(linux_tree):
     assert excerpts.build_all(linux_tree) == excerpts.load()
+
+
+def test_each_architecture_is_shown_the_code_it_builds():
+    """A fork on arm64 steps through contpte's ptep_get, pte_batch_hint, wrprotect_ptes and set_ptes, not the
+    generic ones; flush_tlb_mm is each architecture's own; GUP-fast's ptep_get_lockless is ptep_get on 64-bit
+    x86, not x86-32 PAE's retry loop (the longest definition), and arm64's contpte one."""
+    sources = {label: where for variant in MODELS["fork-batch"].variants
+               for label, where in make_model("fork-batch", variant).sources().items()}
+    labels = sorted(sources)
+    shown = {arch: {label: t["excerpts"][c["excerpt"]] for label, c in zip(labels, t["code"]) if c}
+             for arch in ("x86-64", "arm64", "ppc64le")
+             for t in [code.tables(labels, sources, set(labels), arch)]}
+    for label in ("ptep_get", "pte_batch_hint", "wrprotect_ptes", "set_ptes", "ptep_get_lockless"):
+        assert shown["arm64"][label]["where"] == f"arch/arm64/include/asm/pgtable.h:{label}"
+        assert shown["x86-64"][label]["where"] == f"include/linux/pgtable.h:{label}"
+    assert "contpte_ptep_get(ptep, pte)" in "\n".join(shown["arm64"]["ptep_get"]["lines"])
+    assert [s["where"] for s in (shown[a]["flush_tlb_mm"] for a in ("x86-64", "arm64", "ppc64le"))] == [
+        "arch/x86/include/asm/tlbflush.h:flush_tlb_mm", "arch/arm64/include/asm/tlbflush.h:flush_tlb_mm",
+        "arch/powerpc/include/asm/book3s/64/tlbflush.h:flush_tlb_mm"]
+    assert shown["ppc64le"]["set_ptes"]["where"] == "arch/powerpc/mm/pgtable.c:set_ptes"
+    lockless = "\n".join(shown["x86-64"]["ptep_get_lockless"]["lines"])
+    assert "return ptep_get(ptep);" in lockless and "pte_low" not in lockless
+
+
+def test_a_fork_scenario_names_the_architecture_its_pte_format_is_from():
+    from kstep.scenario_spec import scenario
+
+    model = make_model("fork-batch", "folio-batch")
+    arches = {}
+    for name in scenario.bundled("fork-batch"):
+        sc = scenario.load("fork-batch", MODELS["fork-batch"].scenario_schema, name)
+        arches[name] = model.arch(model.initial(sc.config))
+    assert arches["contpte-arm64"] == "arm64" and arches["pinned-folio"] in ("x86-64", "arm64", "ppc64le")
+
+
+def test_an_architectures_excerpts_mark_each_steps_lines():
+    data = excerpts.load()["arches"]
+    unmarked = []
+    for mech, variant, label, where in all_labels():
+        for arch, table in data.items():
+            ex = table.get(str(where))
+            if ex is None:
+                continue
+            built = Source.parse(ex["where"])
+            if not code.marked_lines(label, built, ex["text"].split("\n")) and label != built.function:
+                unmarked.append(f"{arch}: {mech}/{variant}: {label} in {built}")
+    assert unmarked == []

@@ -28,6 +28,7 @@ from kstep.lab.source.index import definition_lines
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "kernel-lab"
 sys.path.insert(0, str(LAB / "tests"))
+import contptecheck  # noqa: E402
 import ptebatchcheck  # noqa: E402
 import regioncheck  # noqa: E402
 
@@ -57,6 +58,24 @@ PTE_BATCH_COPIED = PTE_BATCH_MACROS + [
                     "pte_clear_uffd_wp", "set_ptes", "wrprotect_ptes", "is_cow_mapping", "userfaultfd_wp",
                     "__copy_present_ptes"]
 LAYOUTS = 25  # drawn x86-64 fork layouts in make test
+ARM64_LAYOUTS = 1  # drawn arm64 fork layouts in make test (one is thousands of calls, under qemu-aarch64)
+CONTPTE_COPIED = ["_AT", "__AC", "_AC", "__ALIGN_KERNEL", "__ALIGN_KERNEL_MASK", "ALIGN_DOWN", "PTR_ALIGN_DOWN",
+                  "TLB_FLUSH_VMA", "PAGE_SHIFT", "PAGE_SIZE", "MT_NORMAL_TAGGED", "pte_val", "__pte", "pgprot_val",
+                  "__pgprot", "CONT_PTE_SHIFT", "CONT_PTES", "CONT_PTE_SIZE", "CONT_PTE_MASK", "PTE_VALID",
+                  "PTE_TYPE_MASK", "PTE_TYPE_PAGE", "PTE_USER", "PTE_RDONLY", "PTE_AF", "PTE_NG", "PTE_DBM", "PTE_CONT",
+                  "PTE_PXN", "PTE_UXN", "PTE_ADDR_LOW", "PTE_ATTRINDX", "PTE_ATTRINDX_MASK", "PTE_WRITE", "PTE_DIRTY",
+                  "PTE_SPECIAL", "PTE_PRESENT_INVALID", "PTE_UFFD_WP", "__pte_to_phys", "__phys_to_pte_val", "pte_pfn",
+                  "pfn_pte", "pte_page", "pte_present", "pte_young", "pte_special", "pte_write", "pte_rdonly",
+                  "pte_user", "pte_user_exec", "pte_cont", "pte_tagged", "pte_cont_addr_end", "pte_hw_dirty",
+                  "pte_sw_dirty", "pte_dirty", "pte_valid", "pte_present_invalid", "pte_valid_not_user",
+                  "pte_valid_cont", "clear_pte_bit", "set_pte_bit", "pte_mkclean", "pte_mkdirty", "pte_wrprotect",
+                  "pte_mkold", "pte_mkyoung", "pte_mkcont", "pte_mknoncont", "pte_access_permitted_no_overlay",
+                  "__set_pte_nosync", "__set_pte", "__ptep_get", "__check_safe_pte_update", "__sync_cache_and_tags",
+                  "pte_pgprot", "pte_advance_pfn", "__set_ptes", "__ptep_get_and_clear", "___ptep_set_wrprotect",
+                  "__ptep_set_wrprotect", "__wrprotect_ptes", "contpte_try_fold", "contpte_try_unfold", "pte_same",
+                  "mm_is_user", "contpte_align_down", "contpte_try_unfold_partial", "contpte_convert",
+                  "__contpte_try_fold", "__contpte_try_unfold", "contpte_ptep_get", "contpte_set_ptes",
+                  "contpte_wrprotect_ptes", "pte_batch_hint", "ptep_get", "set_ptes", "wrprotect_ptes"]
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +83,7 @@ def built(linux_tree):
     arches = [p.values[0] for p in ARCHES]
     targets = [f"build/{a}/damon-regions{m}" for a in arches for m in ("", "-merge-lt")]
     targets += [f"build/x86_64/fork-pte-batch{m}" for m in ("", "-keeps-young")]
+    targets += [f"build/arm64/contpte{m}" for m in ("", "-get-drops-dirty")]
     p = labmake.make("-s", "-j2", f"LINUX={linux_tree}", *targets)
     assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
 
@@ -96,7 +116,8 @@ def copies_differing(generated: Path, tree: Path) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize(("name", "copied"), [("damon-regions", COPIED), ("fork-pte-batch", PTE_BATCH_COPIED)])
+@pytest.mark.parametrize(("name", "copied"), [("damon-regions", COPIED), ("fork-pte-batch", PTE_BATCH_COPIED),
+                                              ("contpte", CONTPTE_COPIED)])
 def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree, name, copied):
     generated = LAB / "build" / "src" / f"{name}.c"
     assert [copied_name(body) for _, _, body in copies(generated)] == copied
@@ -107,6 +128,7 @@ def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree, n
     ("damon-regions-merge-lt/damon-regions.c", ["mm/damon/core.c:1801: damon_merge_regions_of"]),
     ("fork-pte-batch-keeps-young/fork-pte-batch.c",
      ["mm/internal.h:168: __pte_batch_clear_ignored", "mm/memory.c:950: __copy_present_ptes"]),
+    ("contpte-get-drops-dirty/contpte.c", ["arch/arm64/mm/contpte.c:155: contpte_ptep_get"]),
 ])
 def test_a_changed_copy_is_named(built, linux_tree, mutant, named):
     assert copies_differing(LAB / "build" / "src" / mutant, linux_tree) == named
@@ -146,6 +168,35 @@ def test_a_macro_is_the_one_definition_the_configuration_builds(tmp_path, config
     else:
         assert p.returncode == 0, p.stderr
         assert copied in (tmp_path / "o.c").read_text()
+
+
+ARCH_HEADER = """#if 3 - defined(CONFIG_A) - \\
+	defined(CONFIG_B) == 1
+#define LEVELS_OK
+#endif
+#ifdef CONFIG_PA_52
+static inline long to_phys(long pte)
+{
+	return pte | 1;
+}
+#else
+#define to_phys(pte) (pte)
+#endif
+"""
+
+
+@pytest.mark.parametrize(("config", "copied"), [
+    ("CONFIG_PA_52,CONFIG_A,CONFIG_B", "#line 6 \"h.h\"\nstatic inline long to_phys(long pte)\n{\n"),
+    ("CONFIG_A", "#line 11 \"h.h\"\n#define to_phys(pte) (pte)\n"),
+])
+def test_a_function_is_the_one_definition_the_configuration_builds(tmp_path, config, copied):
+    """arm64's __pte_to_phys is a function under CONFIG_ARM64_PA_BITS_52 and a macro otherwise: the copy is
+    the one the configuration compiles, and an #if of sums continued over two lines is read."""
+    (tmp_path / "h.h").write_text(ARCH_HEADER)
+    p = subprocess.run([sys.executable, str(LAB / "scripts" / "kernel-functions"), str(tmp_path), str(tmp_path / "o.c"),
+                        "--config", config, "h.h:to_phys"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert copied in (tmp_path / "o.c").read_text()
 
 
 def drawn_seed() -> int:
@@ -196,6 +247,32 @@ def test_a_build_that_keeps_the_accessed_bit_is_caught(built, fork_runs):
     assert ptebatchcheck.copy_differences(copies, "fork-pte-batch-keeps-young")
 
 
+@pytest.fixture(scope="module")
+def contpte_calls():
+    first = random.randrange(1 << 32)
+    print(f"arm64 layouts drawn from seed {first} on (contptecheck.py --first-seed {first} repeats them)")
+    return contptecheck.runs_calls(first, ARM64_LAYOUTS)
+
+
+@pytest.mark.qemu
+def test_the_kernels_contpte_helpers_do_what_the_models_arm64_format_does(built, contpte_calls):
+    """arm64's ptep_get, pte_batch_hint, wrprotect_ptes and set_ptes with contpte.c behind them, compiled for
+    arm64 and run under qemu-aarch64, on every call the model makes: the PTE or hint returned, the whole
+    table after, and the loads, stores, atomics and TLB flushes of page-table memory."""
+    ops = {c.op for c in contpte_calls}
+    assert ops == {"get", "hint", "wrprotect", "set"}
+    assert any(c.op == "wrprotect" and c.ops[3] for c in contpte_calls)  # an unfold: contpte_convert's flush
+    assert any(c.op == "set" and c.ops[3] for c in contpte_calls)  # a fold of the child's block
+    bad = contptecheck.differences(contpte_calls)
+    assert not bad, f"{len(bad)} of {len(contpte_calls)} calls differ; the first:\n{bad[0]}"
+
+
+@pytest.mark.qemu
+def test_a_contpte_build_that_drops_the_blocks_dirty_bits_is_caught(built, contpte_calls):
+    bundled = [c for c in contpte_calls if not c.origin.startswith("layout")]
+    assert contptecheck.differences(bundled, "contpte-get-drops-dirty")
+
+
 def test_merge_of_products_past_64_bits(built):
     big = 1 << 44  # 16 TiB regions with nr_accesses near UINT_MAX: the products pass 2^64
     rs = (regioncheck.core.Region(0, big, 0xFFFF_0000), regioncheck.core.Region(big, 2 * big, 0xFFFF_FFF0))
@@ -210,4 +287,19 @@ def test_merge_of_products_past_64_bits(built):
 ])
 def test_bad_input_is_one_line_and_exit_2(built, text, message):
     p = subprocess.run([str(LAB / "build" / "x86_64" / "damon-regions")], input=text, capture_output=True, text=True)
+    assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize(("text", "message"), [
+    ("hello\n", "stdin line 1: a case starts with case"),
+    ("case\nfirst 0 7\n", "stdin line 2: a case starts with first PFN VPN, VPN a multiple of PTRS_PER_PTE"),
+    ("case\nfirst 0 0\nfolios 1 99999999 2\n", "stdin line 3: a PFN outside the case's pages"),
+    ("case\nfirst 0 0\nfolios 0\nptes 2 3\n", "stdin line 4: ptes N, then N PTE words"),
+    ("case\nfirst 0 0\nfolios 0\nptes 1 3\nget 600\nend\n", "stdin line 5: an operation on an entry outside the table"),
+    ("case\nfirst 0 0\nfolios 0\nptes 1 3\nwrprotect 500 20\nend\n", "stdin line 5: get I, hint I PTE, wrprotect I NR"),
+])
+def test_the_contpte_harness_names_bad_input_in_one_line_and_exits_2(built, text, message):
+    p = subprocess.run(["qemu-aarch64", str(LAB / "build" / "arm64" / "contpte")], input=text, capture_output=True,
+                       text=True)
     assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr

@@ -107,25 +107,36 @@ def marked_lines(label: str, where: Source, lines: Sequence[str]) -> list[int]:
     return [i for i, line in enumerate(lines) if word.search(line)]
 
 
-def tables(labels: Sequence[str], sources: Mapping[str, Source], used: set[str]) -> dict:
+def built(where: Source, arch: Optional[str] = None) -> tuple[Source, Optional[dict]]:
+    """The function ``where`` names as ``arch``'s kernel builds it (arm64's contpte ``ptep_get`` for the
+    generic one), and its excerpt; without ``arch``, the cited one. No excerpt: None."""
+    data = load()
+    ex = data.get("arches", {}).get(arch, {}).get(str(where)) if arch else None
+    if ex is not None:
+        return Source.parse(ex["where"]), ex
+    return where, data["excerpts"].get(str(where))
+
+
+def tables(labels: Sequence[str], sources: Mapping[str, Source], used: set[str], arch: Optional[str] = None) -> dict:
     """What player.js needs for the pane: the excerpts of the labels ``used`` in the trace (the others
-    get none, to keep the page small), each label's excerpt index, marked lines and link."""
+    get none, to keep the page small), each label's excerpt index, marked lines and link; with ``arch``,
+    the code that architecture builds (:func:`built`)."""
     data = load()
     excerpts, index, code = [], {}, []
     for label in labels:
-        where = str(sources[label])
-        if label not in used or where not in data["excerpts"]:
+        source, ex = built(sources[label], arch)
+        where = str(source)
+        if label not in used or ex is None:
             code.append(None)
             continue
-        ex = data["excerpts"][where]
         lines = ex["text"].split("\n")
         if where not in index:
             index[where] = len(excerpts)
             excerpts.append({"where": where, "first": ex["line"], "lines": lines})
-        marked = marked_lines(label, sources[label], lines)
+        marked = marked_lines(label, source, lines)
         line = ex["line"] + (marked[0] if marked else 0)
         code.append({"excerpt": index[where], "marked": marked,
-                     "url": ELIXIR.format(release=data["release"], path=sources[label].path, line=line)})
+                     "url": ELIXIR.format(release=data["release"], path=source.path, line=line)})
     return {"excerpts": excerpts, "code": code, "release": data["release"]}
 
 

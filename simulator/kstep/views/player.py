@@ -22,7 +22,7 @@ from __future__ import annotations
 from functools import lru_cache
 from html import escape
 from importlib import resources
-from typing import Any, Callable, Hashable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Mapping, Optional, Sequence
 
 import numpy as np
 from bokeh.layouts import column, row
@@ -322,20 +322,26 @@ class Player:
         return {"stack": np.array([self.strings.index(s) for s in lines], dtype=np.int32),
                 "on": np.array([self.strings.index(s) for s in on], dtype=np.int32)}
 
+    def arch(self) -> Optional[str]:
+        """The architecture whose kernel build the code pane shows, when the model's state names one."""
+        arch = getattr(self.model, "arch", None)
+        return arch(self.trace.states[0]) if arch and self.trace.states else None
+
     def tables(self) -> dict:
         """The plain data player.js reads (besides Bokeh models): sizes, names and texts."""
         cols = self.trace.columns(self.model)
         labels = cols["labels"]
         sources = self.model.sources()
         what = getattr(self.model, "what", lambda label: "")
+        arch = self.arch()
         return {
             "n": self.n,
             "strings": self.strings.table,
             "actors": cols["actors"],
             "labels": labels,
-            "where": [str(sources[l]) for l in labels],
+            "where": [str(code.built(sources[l], arch)[0]) for l in labels],
             "what": [what(l) for l in labels],
-            **code.tables(labels, sources, {a.label for a in self.trace.actions}),
+            **code.tables(labels, sources, {a.label for a in self.trace.actions}, arch),
             "predictions": self.predictions,
             "code0": CODE0,
             "code_playing": CODE_PLAYING,

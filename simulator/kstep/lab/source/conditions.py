@@ -15,11 +15,11 @@ import re
 from typing import Mapping
 
 _DIRECTIVE = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")
-_TOKEN = re.compile(r"\s*(defined|IS_ENABLED|\d+[uUlL]*|[A-Za-z_]\w*|&&|\|\||==|!=|<=|>=|[()!<>])")
+_TOKEN = re.compile(r"\s*(defined|IS_ENABLED|\d+[uUlL]*|[A-Za-z_]\w*|&&|\|\||==|!=|<=|>=|[()!<>+*-])")
 
 
 class Undecidable(ValueError):
-    """An ``#if`` expression this evaluator does not read (arithmetic, a macro call)."""
+    """An ``#if`` expression this evaluator does not read (division, shifts, a macro call)."""
 
 
 def parse_config(text: str) -> dict[str, int]:
@@ -70,13 +70,17 @@ def built_lines(lines: list[str], config: Mapping[str, int]) -> list[bool]:
     their branch's parent is)."""
     stack: list[tuple[bool, bool]] = []  # (parent built, some branch of this conditional taken)
     out, active, continued = [], True, False
-    for line in lines:
+    for k, line in enumerate(lines):
         m = None if continued else _DIRECTIVE.match(line)
         continued = line.rstrip().endswith("\\") and (continued or line.lstrip().startswith("#"))
         out.append(active)
         if m is None:
             continue
         kind, rest = m.group(1), m.group(2).strip()
+        end = k
+        while rest.endswith("\\") and end + 1 < len(lines):  # "#if A - \" continued on the next line
+            end += 1
+            rest = rest[:-1] + " " + lines[end].strip()
         if kind in ("if", "ifdef", "ifndef"):
             name = rest.split()[0] if rest else ""
             truth = (name in config if kind == "ifdef" else name not in config if kind == "ifndef"

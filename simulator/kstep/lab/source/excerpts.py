@@ -10,6 +10,13 @@ kstep.lab.source.index build`` extracts into the user cache (or any unpacked lin
 tree given as ``--tree``) and rewrites the committed file.  A function defined more than once
 (``#ifdef`` branches, a stub for a disabled option) is excerpted from its longest definition:
 the stubs are one line, the code the model follows is the long one.
+
+A model whose state names an architecture (the fork model's PTE formats) is shown the code that
+architecture builds: ``arches`` holds, per architecture, the excerpts that differ from those, taken
+under the Kconfig symbols of Debian's kernel for it (:mod:`kstep.lab.source.conditions`) from the
+architecture's own headers where it overrides a generic function (arm64's contpte ``ptep_get``,
+``set_ptes``, ``wrprotect_ptes``, ``pte_batch_hint`` and ``ptep_get_lockless``; each one's
+``flush_tlb_mm``), else from the cited file (``ptep_get_lockless`` without x86-32 PAE's loop).
 """
 
 from __future__ import annotations
@@ -23,9 +30,27 @@ import sys
 from pathlib import Path
 from typing import Iterable, Optional
 
+from kstep.lab.source.conditions import Undecidable, built_lines
 from kstep.lab.source.index import PACKAGE, VERSION, kernel_release, tree_dir
 
 EXCERPTS_NAME = "linux-6.12-excerpts.json.gz"
+
+_COMMON = ("CONFIG_MMU", "CONFIG_64BIT", "CONFIG_SMP", "CONFIG_PER_VMA_LOCK", "CONFIG_RWSEM_SPIN_ON_OWNER",
+           "CONFIG_TRANSPARENT_HUGEPAGE", "CONFIG_USERFAULTFD")
+# Per architecture: the Kconfig symbols of Debian's kernel that decide among a function's definitions,
+# and the architecture's files that override generic PTE and TLB functions, searched in this order.
+ARCHES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "x86-64": (_COMMON + ("CONFIG_X86_64", "CONFIG_PGTABLE_LEVELS=5", "CONFIG_HAVE_ARCH_SOFT_DIRTY",
+                          "CONFIG_MEM_SOFT_DIRTY", "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),
+               ("arch/x86/include/asm/pgtable.h", "arch/x86/include/asm/tlbflush.h")),
+    "arm64": (_COMMON + ("CONFIG_ARM64", "CONFIG_PGTABLE_LEVELS=4", "CONFIG_ARM64_4K_PAGES", "CONFIG_ARM64_CONTPTE",
+                         "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),
+              ("arch/arm64/include/asm/pgtable.h", "arch/arm64/include/asm/tlbflush.h")),
+    "ppc64le": (_COMMON + ("CONFIG_PPC64", "CONFIG_PPC_BOOK3S_64", "CONFIG_PPC_RADIX_MMU", "CONFIG_PGTABLE_LEVELS=4",
+                           "CONFIG_HAVE_ARCH_SOFT_DIRTY", "CONFIG_MEM_SOFT_DIRTY"),
+                ("arch/powerpc/include/asm/book3s/64/pgtable.h", "arch/powerpc/include/asm/book3s/64/tlbflush.h",
+                 "arch/powerpc/mm/pgtable.c")),
+}
 
 
 def _definition_end(lines: list[str], start: int) -> Optional[int]:
@@ -80,13 +105,49 @@ def excerpt(tree: Path, path: str, function: str) -> dict:
     return {"line": first + 1, "text": "\n".join(lines[first:end])}
 
 
-def wanted() -> list[tuple[str, str]]:
+def arch_excerpt(tree: Path, path: str, function: str, arch: str) -> dict:
+    """{"where", "line", "text"}: the definition of ``function`` that ``arch`` builds, from its own files
+    when it overrides a generic header's (or another architecture's) function, else from ``path``."""
+    symbols, files = ARCHES[arch]
+    config = {name: int(value or 1) for name, _, value in (s.partition("=") for s in symbols)}
+    overridable = path.startswith(("include/", "arch/"))
+    for candidate in (files if overridable else ()) + (path,):
+        if candidate.startswith("arch/") and candidate != path and not (tree / candidate).is_file():
+            raise LookupError(f"{candidate}: not in the tree")
+        lines = (tree / candidate).read_text(errors="replace").splitlines()
+        try:
+            built = built_lines(lines, config)
+        except Undecidable as e:
+            raise LookupError(f"{candidate}: {e}") from None
+        found = [d for d in definitions(lines, function) if built[d[0]]]
+        if found:
+            first, end = max(found, key=lambda d: (d[1] - d[0], -d[0]))
+            return {"where": f"{candidate}:{function}", "line": first + 1, "text": "\n".join(lines[first:end])}
+    return {"where": f"{path}:{function}", **excerpt(tree, path, function)}
+
+
+def arch_excerpts(tree: Path, functions: Iterable[tuple[str, str]], excerpts: dict) -> dict:
+    """Per architecture, the excerpts of ``functions`` that differ from ``excerpts`` (the longest definitions)."""
+    out: dict[str, dict] = {}
+    for arch in ARCHES:
+        out[arch] = {}
+        for path, function in functions:
+            ex = arch_excerpt(tree, path, function, arch)
+            default = excerpts[f"{path}:{function}"]
+            if ex["where"] != f"{path}:{function}" or ex["text"] != default["text"]:
+                out[arch][f"{path}:{function}"] = ex
+    return out
+
+
+def wanted(with_arch: bool = False) -> list[tuple[str, str]]:
     """Every (path, function) of kernel code a label or call of any model variant mirrors (a step
-    outside the kernel has no path)."""
+    outside the kernel has no path); ``with_arch``: of the models whose state names an architecture."""
     from kstep.models import MODELS, make_model
 
-    out = set()
+    out: set[tuple[str, str]] = set()
     for mech, cls in MODELS.items():
+        if with_arch and not hasattr(cls, "arch"):
+            continue
         for variant in cls.variants:
             out.update((s.path, s.function) for s in make_model(mech, variant).locations().values()
                        if s is not None and s.path)
@@ -110,7 +171,9 @@ def build_all(tree: Path) -> dict:
     """What the committed file holds: every model's functions and the litmus primitives' definitions."""
     from kstep.memory.primitives import every_candidate
 
-    return build(tree, wanted(), every_candidate())
+    data = build(tree, wanted(), every_candidate())
+    data["arches"] = arch_excerpts(tree, wanted(with_arch=True), data["excerpts"])
+    return data
 
 
 def write(data: dict, path: Path) -> None:

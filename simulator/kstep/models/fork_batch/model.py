@@ -130,6 +130,10 @@ class ForkBatchModel(vl_model.VmaLocksModel):
     def expect_functions(self):
         return {**rcu_expect_functions(), **expect_functions()}
 
+    def arch(self, state) -> str:
+        """The architecture whose build the code pane shows: the one each PTE format's helpers are from."""
+        return pt.ARCH[state.fmt]
+
 
 def expect_functions() -> dict:
     """What a scenario's [[expect]] may ask about the copy."""

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The identity harness of arm64's contpte helpers (arch/arm64/mm/contpte.c and the wrappers of
+ * arch/arm64/include/asm/pgtable.h that core mm calls, copied from the tree into build/src/contpte.c),
+ * over one page table of a user mm. Reads cases on stdin:
+ *
+ *   case
+ *   first PFN VPN               the first PFN a PTE of the case may map (LAB_MAX_PAGES from it), and
+ *                               the virtual page number entry 0 maps (a multiple of PTRS_PER_PTE)
+ *   folios K P0 N0 ... P(K-1) N(K-1)   the large folios: first PFN and size (other pages are single)
+ *   ptes N W0 W1 ... W(N-1)     the table's first N entries, as arm64 PTE words (the rest are none)
+ *   OP                          one of: get I | hint I PTE | wrprotect I NR | set I PTE NR
+ *   end
+ *
+ * and runs ptep_get(&ptes[I]), pte_batch_hint(&ptes[I], PTE), wrprotect_ptes(mm, ADDR,
+ * &ptes[I], NR) or set_ptes(mm, ADDR, &ptes[I], PTE, NR), entry I mapping ADDR = (VPN + I) * PAGE_SIZE. Prints
+ * "ret R loads L stores S atomics A flushes F ptes W0 ... W(N-1)": what the call returned (the PTE, the
+ * hint, or 0), its accesses to page-table memory, its TLB flushes, and the entries after it (up to
+ * the last one that is not none).
+ * Bad input: one line naming it, exit status 2.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "contpte_internal.h"
+#include "contpte.c"
+
+#define PTRS_PER_PTE	512	/* one page table of 4 KiB pages */
+
+static pte_t table[PTRS_PER_PTE] __attribute__((aligned(4096)));
+static struct mm_struct user_mm = { .mm_users = 1 };
+static unsigned long line_no;
+static unsigned long declared;	/* lab_pages[0, declared) may hold the last case's folios */
+
+static void __attribute__((noreturn)) bad(const char *what)
+{
+	fprintf(stderr, "contpte: stdin line %lu: %s\n", line_no, what);
+	exit(2);
+}
+
+/* The next line's first word into @key, then its decimal numbers into @v (at most @max); their count. */
+static int next_line(char *key, size_t key_size, unsigned long long *v, int max)
+{
+	static char line[(PTRS_PER_PTE + 8) * 24];
+	char *tok, *end, *save;
+	int got = 0;
+
+	if (!fgets(line, sizeof(line), stdin))
+		return -1;
+	line_no++;
+	if (!strchr(line, '\n') && !feof(stdin))
+		bad("a line longer than a page table's entries");
+	line[strcspn(line, "\n")] = 0;
+	tok = strtok_r(line, " ", &save);
+	if (!tok || strlen(tok) >= key_size)
+		bad("a line without a known word first");
+	strcpy(key, tok);
+	while ((tok = strtok_r(NULL, " ", &save))) {
+		if (got == max || *tok < '0' || *tok > '9')
+			bad("not a decimal number, or too many");
+		v[got++] = strtoull(tok, &end, 10);
+		if (*end)
+			bad("not a decimal number");
+	}
+	return got;
+}
+
+static void expect(const char *want, int n_want)
+{
+	static unsigned long long v[4];
+	char key[16];
+
+	if (next_line(key, sizeof(key), v, 4) != n_want || strcmp(key, want))
+		bad("a line is not the one the case format has next");
+}
+
+/* Every PFN a case's PTEs or folios name must have a struct page in lab_pages. */
+static void check_pfn(unsigned long long pfn, unsigned long long nr)
+{
+	if (pfn < lab_first_pfn || pfn + nr > lab_first_pfn + LAB_MAX_PAGES || nr == 0)
+		bad("a PFN outside the case's pages");
+}
+
+static void run_case(void)
+{
+	static unsigned long long v[2 * PTRS_PER_PTE + 1];
+	unsigned long long ret = 0;
+	unsigned long addr;
+	char key[16];
+	int n, i, nptes;
+
+	if (next_line(key, sizeof(key), v, 2) != 2 || strcmp(key, "first") || v[1] % PTRS_PER_PTE)
+		bad("a case starts with first PFN VPN, VPN a multiple of PTRS_PER_PTE");
+	lab_first_pfn = v[0];
+	addr = v[1] * PAGE_SIZE;
+	memset(lab_pages, 0, sizeof(lab_pages[0]) * declared);
+	declared = 0;
+	n = next_line(key, sizeof(key), v, 2 * PTRS_PER_PTE + 1);
+	if (n < 1 || strcmp(key, "folios") || n != 1 + 2 * (int)v[0])
+		bad("folios K, then K pairs of PFN and size");
+	for (i = 0; i < (int)v[0]; i++) {
+		unsigned long long pfn = v[1 + 2 * i], nr = v[2 + 2 * i], k;
+
+		check_pfn(pfn, nr);
+		for (k = 0; k < nr; k++)
+			lab_pages[pfn - lab_first_pfn + k] = (struct page){ .head = pfn - lab_first_pfn, .nr_pages = nr };
+		if (pfn - lab_first_pfn + nr > declared)
+			declared = pfn - lab_first_pfn + nr;
+	}
+	n = next_line(key, sizeof(key), v, PTRS_PER_PTE + 1);
+	if (n < 1 || strcmp(key, "ptes") || n != 1 + (int)v[0])
+		bad("ptes N, then N PTE words");
+	memset(table, 0, sizeof(table));
+	nptes = v[0];
+	for (i = 0; i < nptes; i++) {
+		table[i] = __pte(v[1 + i]);
+		if (pte_valid(table[i]))
+			check_pfn(pte_pfn(table[i]), 1);
+	}
+	n = next_line(key, sizeof(key), v, 3);
+	if (n < 1 || v[0] >= PTRS_PER_PTE)
+		bad("an operation on an entry outside the table");
+	addr += v[0] * PAGE_SIZE;
+	lab_ops = (struct lab_ops){ 0 };
+	if (!strcmp(key, "get") && n == 1) {
+		ret = pte_val(ptep_get(&table[v[0]]));
+	} else if (!strcmp(key, "hint") && n == 2) {
+		ret = pte_batch_hint(&table[v[0]], __pte(v[1]));
+	} else if (!strcmp(key, "wrprotect") && n == 2 && v[1] >= 1 && v[0] + v[1] <= PTRS_PER_PTE) {
+		wrprotect_ptes(&user_mm, addr, &table[v[0]], v[1]);
+	} else if (!strcmp(key, "set") && n == 3 && v[2] >= 1 && v[0] + v[2] <= PTRS_PER_PTE) {
+		check_pfn(pte_pfn(__pte(v[1])), v[2]);
+		set_ptes(&user_mm, addr, &table[v[0]], __pte(v[1]), v[2]);
+	} else {
+		bad("get I, hint I PTE, wrprotect I NR or set I PTE NR, within the table");
+	}
+	printf("ret %llu loads %lu stores %lu atomics %lu flushes %lu ptes", ret, lab_ops.loads, lab_ops.stores,
+	       lab_ops.atomics, lab_ops.tlb_flushes);
+	for (nptes = PTRS_PER_PTE; nptes > 0 && !pte_val(table[nptes - 1]); nptes--)
+		;
+	for (i = 0; i < nptes; i++)
+		printf(" %llu", (unsigned long long)pte_val(table[i]));
+	printf("\n");
+	expect("end", 0);
+}
+
+int main(void)
+{
+	static unsigned long long none[1];
+	char key[16];
+	int n;
+
+	while ((n = next_line(key, sizeof(key), none, 0)) >= 0) {
+		if (strcmp(key, "case"))
+			bad("a case starts with case");
+		run_case();
+	}
+	return 0;
+}

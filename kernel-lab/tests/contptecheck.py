@@ -1,0 +1,253 @@
+"""Identity of arm64's contpte helpers, compiled from the tree, and the fork model's arm64 PTE format.
+
+kernel-lab/build/arm64/contpte runs arch/arm64/mm/contpte.c's functions and the wrappers core mm calls
+(arch/arm64/include/asm/pgtable.h's ptep_get, pte_batch_hint, wrprotect_ptes and set_ptes, under
+CONFIG_ARM64_CONTPTE), all copied from the tree by scripts/kernel-functions, under qemu-aarch64. This
+module records every call the fork model (simulator/kstep/models/fork_batch/pgtable.py, format
+arm64-4K-contpte) makes to those four helpers while it runs the bundled arm64 scenarios and layouts
+drawn from seeds: the page table before, the arguments, what it returned, what it counted and the
+table after. It writes the model's PTE words in arm64's layout, runs the kernel's helper on them, and
+compares the returned PTE or hint, the whole table after (read back in the model's bits), and the
+loads, stores, atomics and TLB flushes of page-table memory.
+
+    python kernel-lab/tests/contptecheck.py [--layouts N] [--first-seed S] [--binary NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NamedTuple
+
+from kstep.models.fork_batch import pgtable as pt
+
+LAB = Path(__file__).resolve().parents[1]
+# arch/arm64/include/asm/pgtable-hwdef.h and pgtable-prot.h
+PTE_VALID, PTE_TYPE_PAGE, PTE_USER, PTE_RDONLY = 1 << 0, 3 << 0, 1 << 6, 1 << 7
+PTE_AF, PTE_NG, PTE_WRITE, PTE_CONT, PTE_UXN = 1 << 10, 1 << 11, 1 << 51, 1 << 52, 1 << 54
+PTE_DIRTY, PTE_SPECIAL, PTE_UFFD_WP = 1 << 55, 1 << 56, 1 << 58
+PTE_ADDR_LOW = ((1 << (50 - 12)) - 1) << 12
+# every user data page's PTE carries these; a helper that dropped one would show as a difference
+USER_PAGE = PTE_TYPE_PAGE | PTE_USER | PTE_NG | PTE_UXN
+ARM64_BITS = {pt.PTE_WRITE: PTE_WRITE, pt.PTE_YOUNG: PTE_AF, pt.PTE_CONT: PTE_CONT, pt.PTE_SPECIAL: PTE_SPECIAL,
+              pt.PTE_UFFD_WP: PTE_UFFD_WP}
+LOW_BITS = (1 << pt.PFN_PTE_SHIFT) - 1
+COUNTED = (pt.LOADS, pt.STORES, pt.ATOMICS, pt.TLB_FLUSHES)
+# The model's virtual page 0 is mapped at 1 GiB: __contpte_try_fold() computes a folio's start address
+# in unsigned arithmetic, which wraps for a folio mapped in part near address 0, where user space never
+# is (mmap_min_addr).
+FIRST_VPN = 1 << 18
+
+
+def arm64(word: int) -> int:
+    """The model's PTE word as arm64 lays it out, as the kernel builds it: a dirty entry has the software
+    PTE_DIRTY, and PTE_RDONLY clear if it is writable too (pte_mkdirty(); do_anonymous_page() and the
+    write fault make them so); a clean one has PTE_RDONLY. An entry the hardware dirtied through DBM
+    (PTE_RDONLY cleared, no PTE_DIRTY) has no model word of its own. A non-present entry (none, or a
+    swap entry) is the model's word moved above the valid bit: no helper here reads more of it."""
+    if not word & pt.PTE_PRESENT:
+        return word << 12
+    if word & LOW_BITS & ~(pt.PTE_PRESENT | pt.PTE_DIRTY | sum(ARM64_BITS)):
+        raise ValueError(f"PTE {word:#x} has a bit arm64 does not have")
+    out = (word >> pt.PFN_PTE_SHIFT) << 12 | USER_PAGE
+    for bit, arm_bit in ARM64_BITS.items():
+        if word & bit:
+            out |= arm_bit
+    if word & pt.PTE_DIRTY:
+        return out | PTE_DIRTY if word & pt.PTE_WRITE else out | PTE_DIRTY | PTE_RDONLY
+    return out | PTE_RDONLY
+
+
+def from_arm64(word: int) -> int:
+    """An arm64 PTE word read back in the model's bits (dirty as pte_dirty() answers it)."""
+    if not word & PTE_VALID:
+        return word >> 12
+    if word & USER_PAGE != USER_PAGE:
+        raise ValueError(f"arm64 PTE {word:#x} lost a bit of a user page")
+    out = (word & PTE_ADDR_LOW) >> 12 << pt.PFN_PTE_SHIFT | pt.PTE_PRESENT
+    for bit, arm_bit in ARM64_BITS.items():
+        if word & arm_bit:
+            out |= bit
+    if word & PTE_DIRTY or (word & PTE_WRITE and not word & PTE_RDONLY):
+        out |= pt.PTE_DIRTY
+    return out
+
+
+class Call(NamedTuple):
+    op: str  # get, hint, wrprotect, set
+    table: tuple  # the model's words before
+    args: tuple  # (I,), (I, PTE), (I, NR), (I, PTE, NR)
+    folios: tuple  # (first PFN, nr pages) of every folio set_ptes could fold over
+    ret: int  # the PTE ptep_get returned, the hint, or 0
+    ops: tuple  # loads, stores, atomics, TLB flushes
+    after: tuple  # the model's words after
+    origin: str
+
+
+@contextmanager
+def recording(calls: list, origin: list):
+    """While inside, the fork model's calls to the four arm64 helpers are recorded into ``calls``
+    (``origin[0]`` names the run)."""
+    saved = {name: getattr(pt, name) for name in ("ptep_get", "pte_batch_hint", "wrprotect_ptes", "set_ptes")}
+
+    def record(op, table, args, folios, ret, before, ops, after):
+        calls.append(Call(op, tuple(table), args, folios, ret, tuple(ops[k] - before[k] for k in COUNTED),
+                          tuple(after), f"{origin[0]} call {len(calls)}"))
+
+    def ptep_get(fmt, table, i, ops):
+        before, old = list(ops), list(table)
+        pte = saved["ptep_get"](fmt, table, i, ops)
+        if fmt == pt.ARM64:
+            record("get", old, (i,), (), pte, before, ops, table)
+        return pte
+
+    def pte_batch_hint(fmt, i, pte):
+        nr = saved["pte_batch_hint"](fmt, i, pte)
+        if fmt == pt.ARM64:
+            calls.append(Call("hint", (), (i, pte), (), nr, (0, 0, 0, 0), (), f"{origin[0]} call {len(calls)}"))
+        return nr
+
+    def wrprotect_ptes(fmt, table, i, nr, ops):
+        before, old = list(ops), list(table)
+        saved["wrprotect_ptes"](fmt, table, i, nr, ops)
+        if fmt == pt.ARM64:
+            record("wrprotect", old, (i, nr), (), 0, before, ops, table)
+
+    def set_ptes(fmt, table, i, pte, nr, ops, folio_span):
+        before, old = list(ops), list(table)
+        pfns = {pt.pte_pfn(w) for w in old + [pte] if w & pt.PTE_PRESENT} | {pt.pte_pfn(pte) + k for k in range(nr)}
+        folios = tuple(sorted({span for span in map(folio_span, pfns) if span is not None and span[1] > 1}))
+        saved["set_ptes"](fmt, table, i, pte, nr, ops, folio_span)
+        if fmt == pt.ARM64:
+            record("set", old, (i, pte, nr), folios, 0, before, ops, table)
+
+    for name, fn in (("ptep_get", ptep_get), ("pte_batch_hint", pte_batch_hint),
+                     ("wrprotect_ptes", wrprotect_ptes), ("set_ptes", set_ptes)):
+        setattr(pt, name, fn)
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(pt, name, fn)
+
+
+# 6.12's batched copy, and the single-PTE path for every PTE, which write-protects and maps a folded block
+# one entry at a time: unfolding it (contpte_convert) and folding the child's back (contpte_try_fold)
+STRATEGIES = ("folio-batch", "per-pte")
+
+
+def runs_calls(first_seed: int, layouts: int) -> list[Call]:
+    """Every call the steps of the bundled arm64 scenarios (their schedules) and of ``layouts`` arm64
+    layouts random_layout() draws from seeds ``first_seed`` on (the fork alone) make under each of
+    ``STRATEGIES``. Building the
+    initial state is not recorded: it maps a scenario's folios with one set_ptes each, across PTE
+    tables, where the kernel's faults would map them table by table."""
+    from kstep.engine import Random, simulate
+    from kstep.engine.schedule import Scripted
+    from kstep.lab.replay.fork_batch import random_layout
+    from kstep.models import MODELS, make_model
+    from kstep.scenario_spec import scenario
+
+    runs = []
+    for name in scenario.bundled("fork-batch"):
+        sc = scenario.load("fork-batch", MODELS["fork-batch"].scenario_schema, name)
+        if sc.config["format"] == pt.ARM64:
+            runs.append((sc.config, Scripted(sc.schedule) if sc.schedule else Random(0), name))
+    seed, drawn = first_seed, 0
+    while drawn < layouts:
+        config = random_layout(seed)
+        if config["format"] == pt.ARM64:
+            runs.append((config, Random(0), f"layout seed {seed}"))
+            drawn += 1
+        seed += 1
+    calls: list[Call] = []
+    origin = [""]
+    for config, schedule, name in runs:
+        for strategy in STRATEGIES:
+            model = make_model("fork-batch", strategy)
+            state = model.initial(config)
+            origin[0] = f"{name} ({strategy})"
+            with recording(calls, origin):
+                simulate(model, state, schedule, max_steps=10_000_000, check=False)
+    return calls
+
+
+def table_span(call: Call) -> tuple[int, int]:
+    """The entries of the model's table the harness's table holds: the PTE table (PTRS_PER_PTE entries)
+    the call works in; for ptep_get, which only reads, that table up to the end of the block of entry I;
+    for pte_batch_hint, which reads no entry, none of it (only the address of entry I counts)."""
+    base = call.args[0] - call.args[0] % pt.PTRS_PER_PTE
+    if call.op == "hint":
+        return base, base
+    if call.op == "get":
+        return base, min(pt.block_start(call.args[0]) + pt.CONT_PTES, len(call.table))
+    return base, min(base + pt.PTRS_PER_PTE, len(call.table))
+
+
+def text(call: Call) -> str:
+    base, end = table_span(call)
+    words = [arm64(w) for w in call.table[base:end]]
+    while words and not words[-1]:
+        words.pop()
+    pfns = [(w & PTE_ADDR_LOW) >> 12 for w in words if w & PTE_VALID] + [first for first, _ in call.folios]
+    if call.op in ("hint", "set"):
+        pfns.append(pt.pte_pfn(call.args[1]))
+    args = [call.args[0] - base, *call.args[1:]]
+    if call.op in ("hint", "set"):
+        args[1] = arm64(args[1])
+    folios = " ".join(f"{first} {nr}" for first, nr in call.folios)
+    return (f"case\nfirst {min(pfns, default=0)} {FIRST_VPN + base}\nfolios {len(call.folios)}{' ' if folios else ''}{folios}\n"
+            f"ptes {len(words)}{''.join(f' {w}' for w in words)}\n{call.op} {' '.join(map(str, args))}\nend\n")
+
+
+def differences(calls: list[Call], binary: str = "contpte") -> list[str]:
+    """One message per call whose kernel result, table after or counts differ from the model's. The
+    kernel's helper runs once per distinct input (the model calls ptep_get on one table many times)."""
+    path = LAB / "build" / "arm64" / binary
+    inputs = list(dict.fromkeys(map(text, calls)))
+    p = subprocess.run(["qemu-aarch64", str(path)], input="".join(inputs), capture_output=True, text=True,
+                       timeout=600)
+    if p.returncode or p.stderr:
+        raise RuntimeError(f"{binary} exited {p.returncode}: {p.stderr.strip()}")
+    lines = p.stdout.splitlines()
+    if len(lines) != len(inputs):
+        raise RuntimeError(f"{binary} printed {len(lines)} results for {len(inputs)} inputs")
+    result = dict(zip(inputs, lines))
+    out = []
+    for call in calls:
+        f = result[text(call)].split()
+        ret, ops, words = int(f[1]), tuple(int(x) for x in f[3:10:2]), [int(w) for w in f[11:]]
+        ret = from_arm64(ret) if call.op == "get" else ret
+        base, end = table_span(call)
+        words += [0] * (end - base - len(words))
+        after = call.table[:base] + tuple(map(from_arm64, words)) + call.table[end:]
+        model_ops = call.ops if call.op != "hint" else ops
+        if (ret, after, ops) != (call.ret, call.after, model_ops):
+            changed = [k for k in range(len(after)) if after[k] != call.after[k]][:4]
+            out.append(f"{call.origin}: {call.op} {call.args}: kernel returned {ret:#x}, counted {ops}, entries "
+                       f"{[(k, hex(after[k])) for k in changed]}; model {call.ret:#x}, {call.ops}, "
+                       f"{[(k, hex(call.after[k])) for k in changed]}\ninput:\n{text(call)[:400]}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--layouts", type=int, default=200, metavar="N", help="arm64 layouts drawn (default 200)")
+    parser.add_argument("--first-seed", type=int, default=0, metavar="S")
+    parser.add_argument("--binary", default="contpte", help="contpte, or the mutated contpte-get-drops-dirty")
+    args = parser.parse_args(argv)
+    calls = runs_calls(args.first_seed, args.layouts)
+    bad = differences(calls, args.binary)
+    kinds = {op: sum(c.op == op for c in calls) for op in ("get", "hint", "wrprotect", "set")}
+    print(f"{len(calls)} calls ({', '.join(f'{n} {op}' for op, n in kinds.items())}) of the arm64 helpers, "
+          f"{len(bad)} differing")
+    for message in bad[:3]:
+        print(message)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import (  # noqa: E402
-    damon, damon_port, engine, explore, explore_tso, fork_batch, interactive, klitmus, litmus, player, plot, qspinlock,
-    seeds, traces, vma_locks, vma_locks_port,
+    course, damon, damon_port, engine, explore, explore_tso, fork_batch, interactive, klitmus, litmus, player, plot,
+    qspinlock, seeds, traces, vma_locks, vma_locks_port,
 )
 
 
@@ -41,6 +41,7 @@ BENCHES = {
     "klitmus": klitmus.run,
     "vma-locks-port": _vma_locks_port,
     "seeds": seeds.run,
+    "course": course.run,
 }
 
 

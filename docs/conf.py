@@ -22,6 +22,9 @@ smartquotes = False  # scenario texts and step labels appear exactly as the libr
 nb_execution_mode = "cache"
 nb_execution_raise_on_error = True
 nb_execution_timeout = 600  # seconds per cell: a guard against a hung kernel only
+# A cell's printed lines reach the page as one block: how the kernel happened to split them into messages
+# changed from one build to the next.
+nb_merge_streams = True
 nb_render_plugin = "kstep-site"  # kstep.views.site.outputs.SiteRenderer: Bokeh and widget outputs
 # The default loads require.js and the widget manager from CDNs; the site shows no widgets.
 nb_ipywidgets_js = {}

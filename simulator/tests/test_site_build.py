@@ -3,11 +3,14 @@ the exercise list, and what happens to notebook outputs (test_site.py builds and
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
 from docutils import nodes
 from docutils.utils import new_document
 
+from kstep.errors import UserError
 from kstep.scenario_spec import scenario
 from kstep.models import MODELS
 from kstep.views import course
@@ -56,6 +59,31 @@ def test_a_deleted_site_is_rebuilt_whole_even_with_its_cache_left(tmp_path, monk
     doctrees.mkdir(parents=True)
     course.build(docs, out)
     assert seen == [False, True], "a whole site's doctrees must be kept for the incremental build"
+
+
+@pytest.mark.parametrize("before", [None, "1"])
+def test_the_build_skips_bokehs_document_checks_fixes_the_kernels_hash_seed_and_gives_the_environment_back(
+        tmp_path, monkeypatch, before):
+    """Bokeh's checks of every document it serializes were a fifth of each player's embedding; they
+    only log, and test_views runs them on every bundled scenario's layout.  A notebook kernel's hash
+    seed ordered its plots' colour columns differently at each build."""
+    import sphinx.cmd.build
+    from bokeh.settings import settings
+
+    for name in course.BUILD_ENV:
+        if before is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, before)
+    seen = []
+    monkeypatch.setattr(sphinx.cmd.build, "build_main", lambda args: seen.append(
+        (settings.perform_document_validation(), os.environ["PYTHONHASHSEED"])) or 1)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "conf.py").write_text("")
+    with pytest.raises(UserError):  # a failed build gives it back too
+        course.build(tmp_path / "docs", tmp_path / "course")
+    assert seen == [(False, "0")]  # the notebook kernels inherit os.environ
+    assert [os.environ.get(name) for name in course.BUILD_ENV] == [before] * len(course.BUILD_ENV)
 
 
 def test_generated_pages_follow_the_scenarios_and_broken_variants(tmp_path):

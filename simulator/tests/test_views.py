@@ -53,6 +53,21 @@ def test_every_bundled_scenario_lays_out_cleanly(mech, name):
     kinds = (GlyphRenderer, ColumnDataSource, Plot, Widget, CustomJS, Range1d, BoxAnnotation)
     unnamed = [m for m in refs if isinstance(m, kinds) and not m.name]
     assert unnamed == [], "tests find models by name: give every view model one"
+    panels = lay.select_one({"name": "kstep-player"}).args["kstep"]["panels"]
+    assert {p for panel in panels for p in panel["plots"]} == {m for m in refs if isinstance(m, Plot)}, \
+        "player.js rescales the plots its panels list: every plot, and only those"
+
+
+def test_a_panels_plots_are_listed_in_the_order_it_draws_them():
+    """Not select()'s set order, which changed from one build of the site to the next."""
+    from bokeh.layouts import column, row
+    from bokeh.plotting import figure
+
+    from kstep.views.player import plots_in
+
+    plots = [figure(name=f"p{k}") for k in range(4)]
+    assert plots_in(column(row(plots[0], plots[1]), column(plots[2], row(plots[3])))) == plots
+    assert plots_in(row(plots[3], column(plots[1], plots[0]))) == [plots[3], plots[1], plots[0]]
 
 
 def test_mechanisms_have_their_own_views_and_others_get_the_generic_one():

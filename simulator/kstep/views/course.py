@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -37,6 +38,13 @@ MAX_STATES = 300_000  # per exploration: every shipped bug is found far below th
 PACKAGE = Path(__file__).resolve().parents[1]
 RECORDED = PACKAGE / "counterexamples.json"  # written by make verdicts (scripts/verdicts)
 DIGESTED = (".py", ".toml", ".js", ".json", ".gz")  # what a page of the site can depend on
+# Bokeh checks a document's integrity each time it serializes one (every player's components(), every
+# show() in a notebook): a fifth of that serialization's time, and what it finds only goes to the log,
+# which the site build never reads.  test_views checks every bundled scenario's layout the same way, so
+# the build, its Sphinx workers and its notebook kernels (which inherit the environment) skip it.
+# A notebook's plots come out the same at every build: bokeh.plotting orders a glyph's colour columns
+# by a set, so a kernel's hash seed is fixed.
+BUILD_ENV = {"BOKEH_VALIDATE_DOC": "false", "PYTHONHASHSEED": "0"}
 
 
 def scripted_run(mech: str, name: str):
@@ -183,7 +191,17 @@ def build(docs: Path, out: Path, *, jobs: int = 1) -> Path:
         shutil.rmtree(cache / "doctrees", ignore_errors=True)  # pages no longer there, so read every page again
     args = ["-b", "html", "-W", "--keep-going", "-j", str(jobs), "-d", str(cache / "doctrees"),
             "-D", f"nb_execution_cache_path={notebooks / digest}", str(docs), str(out)]
-    if build_main(args) != 0:
+    before = {name: os.environ.get(name) for name in BUILD_ENV}
+    os.environ.update(BUILD_ENV)
+    try:
+        status = build_main(args)
+    finally:  # the caller's environment as it was (the tests build in-process)
+        for name, value in before.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
+    if status != 0:
         shutil.rmtree(cache / "doctrees", ignore_errors=True)
         raise UserError(f"the site did not build cleanly (the warnings above); nothing in {out} is current")
     return out / "index.html"

@@ -80,6 +80,14 @@ def legible_width(lay) -> int:
     return sum(widths) + (lay.spacing or 0) * (len(widths) - 1) if isinstance(lay, Row) else max(widths)
 
 
+def plots_in(lay) -> list:
+    """The plots under ``lay`` in the order it draws them (``select`` gives a set's order, which changes
+    from one run to the next, and so would the page)."""
+    if isinstance(lay, Plot):
+        return [lay]
+    return [plot for child in getattr(lay, "children", ()) for plot in plots_in(child)]
+
+
 def player_js() -> str:
     here = resources.files(__package__)
     return here.joinpath("predict.js").read_text() + "\n" + here.joinpath("player.js").read_text()
@@ -217,8 +225,8 @@ class Player:
                     html_attributes={"aria-live": "polite", "aria-atomic": "true", "role": "status"})
         state = Pane(elements=[widgets["state"]], stylesheets=[self.stylesheet], name="kstep-state-pane",
                      styles=style.SCREEN_READER_ONLY)
-        # Each select walks every model under the panel: once per panel, kept for the spec and the rescale.
-        panel_plots = [list(p.select({"type": Plot})) for p in panels]
+        # Once per panel, kept for the spec and the rescale.
+        panel_plots = [plots_in(p) for p in panels]
         plots = [m for pp in panel_plots for m in pp]
         for plot in plots:
             plot.sizing_mode = "stretch_width"

@@ -510,7 +510,8 @@ def kernel_steps(fixes: frozenset, missing: list) -> dict:
     """Each step a missing fix changes, run as the kernel without those fixes, its text saying what
     that kernel does there instead (one sentence per missing fix)."""
     runs = kdamond_runs(fixes)
-    changed = {label for f in missing for label in f.steps}
+    # In the fixes' order: a set's would change with the hash seed, and so would each page listing the steps.
+    changed = dict.fromkeys(label for f in missing for label in f.steps)
     return {label: Replacement(runs[label], what="; ".join(
                 f"before 6.12.{f.version}: {f.old}" for f in missing if label in f.steps))
             for label in changed}

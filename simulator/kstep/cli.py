@@ -1083,7 +1083,7 @@ def variants_by_kind(cls) -> dict[str, list[str]]:
 
 
 def variant_tag(cls, name: str) -> str:
-    """``v6.12 (default; 6.12.0)``, ``tas``, ``count-after-init (broken; fixed in 11dc13224c97)``."""
+    """``v6.12 (default; 6.12.117)``, ``tas``, ``count-after-init (broken; fixed in 11dc13224c97)``."""
     variant = cls.variants[name]
     notes = ["default"] if name == cls.default_variant else []
     if variant.broken:

@@ -379,7 +379,7 @@ def test_a_malformed_retry_trace_is_a_user_error():
 
 
 def test_the_model_shapes_agree_with_the_kernel_qualitatively():
-    model = probes.vma_model("seqcount")
+    model = probes.vma_model("v6.12")
     assert model["faults"]["vma_lock_abort"] + model["faults"]["vma_lock_miss"] == 0
     assert model["faults"]["vma_lock_success"] > 0
     assert model["writer"]["vma_lock_abort"] + model["writer"]["vma_lock_miss"] > 0
@@ -420,7 +420,7 @@ def test_lab_show_prints_a_recorded_result_beside_the_model(capsys, tmp_path):
     [path] = RECORDED.glob("arm64-2*.json")  # the full probe set's boot
     rc, out, err = kstep(capsys, "lab", "show", path, "--plot", tmp_path / "arm64.png")
     assert rc == 0, (out, err)
-    assert "per-VMA locks (model variant seqcount" in out and "[FAIL]" not in out
+    assert "per-VMA locks (model variant v6.12" in out and "[FAIL]" not in out
     assert "model (folio-batch, arm64-4K-contpte PTEs)" in out and "  model (as-of-6.12.95, same maps" in out
     assert (tmp_path / "arm64.png").stat().st_size > 0
 

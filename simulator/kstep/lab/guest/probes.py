@@ -103,10 +103,11 @@ def judge_vma_retries(data: list[dict[str, str]], raw: dict[str, list[str]]) -> 
 
 
 def vma_variant(kernels: Kernels) -> str:
-    """``seqcount`` when the fetched kernel's mmap_lock.h has the mm_lock_seq seqcount."""
+    """``v6.12`` (6.12.117's form) when the fetched kernel's mmap_lock.h has the mm_lock_seq seqcount
+    (6.12.88 and later), ``v6.12.0`` when it does not."""
     mmap_lock = kernels.root / "headers" / "usr" / "src" / f"linux-headers-{kernels.abi}-common"
     text = (mmap_lock / "include" / "linux" / "mmap_lock.h").read_text()
-    return "seqcount" if "mm_lock_seqcount_begin" in text else "v6.12"
+    return "v6.12" if "mm_lock_seqcount_begin" in text else "v6.12.0"
 
 
 def vma_model(variant: str) -> dict[str, dict[str, int]]:

@@ -3,7 +3,7 @@
     echo '{"scenario": "data/race.toml", "base": "v6.12"}' | python driver.py
 
 Your two steps replace the model's ``vma_start_read`` and ``vma_start_read_recheck``; the rest
-of the model is Linux 6.12 (``base`` "v6.12") or the seqcount kernels (``base`` "seqcount").
+of the model is Linux 6.12.117 (``base`` "v6.12") or 6.12.0 (``base`` "v6.12.0").
 ``explore`` visits every interleaving of the scenario and prints one JSON line: the verdict, the
 invariant broken if any and its message, how many states the search visited, and the shortest
 interleaving to the violation.  A ``set`` list changes scenario values as ``kstep run --set`` does

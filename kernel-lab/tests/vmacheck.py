@@ -5,7 +5,7 @@ labcheck.py adds these to its list, so ``make -C kernel-lab test`` and
 ``kstep check vma-locks`` from the project's virtual environment (``make setup``).
 
 The torture mode runs every variant through one fixed menu of configurations (seeds, random step
-delays, a stall before one step that widens a race window), the same for all: v6.12, seqcount and
+delays, a stall before one step that widens a race window), the same for all: v6.12, v6.12.0 and
 no-per-vma-lock must come through every run with the checker accepting the log; each broken
 variant must be caught in some run, by the port itself (a use-after-free on a poisoned VMA, a
 hang) or by the checker (a step the model does not allow, a broken invariant, a run that did not
@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 TOOL = "vma-locks-torture"
-CORRECT = ("v6.12", "seqcount", "no-per-vma-lock")
+CORRECT = ("v6.12", "v6.12.0", "no-per-vma-lock")
 BROKEN = ("no-recheck", "free-immediately", "no-detached-check", "end-read-outside-rcu", "no-seq-bump",
           "write-lock-without-rwsem", "anon-prepare-blocks", "mprotect-without-vma-lock",
           "map-fixed-without-unmap", "fork-without-vma-locks", "gp-ends-early", "early-callback")

@@ -112,12 +112,12 @@ static struct vm_area_struct *new_vma(void)
 	return v;
 }
 
-/* vma_lock_alloc: 6.12.0's int vm_lock_seq = -1; UINT_MAX from 6.12.88 (the seqcount backport) */
+/* vma_lock_alloc: UINT_MAX since 6.12.88 (the seqcount backport); 6.12.0's int vm_lock_seq = -1 */
 int64_t vm_lock_seq_init(void)
 {
 	if (variant == VARIANT_NO_PER_VMA_LOCK)
 		return VM_LOCK_SEQ_NONE;
-	return variant == VARIANT_SEQCOUNT ? UINT_MAX_SEQ : -1;
+	return variant == VARIANT_V6_12_0 ? VM_LOCK_SEQ_6_12_0 : UINT_MAX_SEQ;
 }
 
 void mm_init_vma(unsigned long start, unsigned long end, bool writable, bool anon)
@@ -182,10 +182,11 @@ static void vm_area_free(int v)
 static void mmap_write_lock(void)
 {
 	down_write(WHO_MM);
-	if (variant != VARIANT_SEQCOUNT)
+	if (variant == VARIANT_V6_12_0 || variant == VARIANT_NO_PER_VMA_LOCK)	/* no seqcount there */
 		return;
 	step_begin(L_mm_lock_seqcount_begin);	/* 6.12.88+: odd while mmap_lock is write-held */
 	__atomic_store_n(&mm.mm_lock_seq, mm.mm_lock_seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);	/* smp_wmb() of do_raw_write_seqcount_begin (C11: a release fence) */
 	step_end(L_mm_lock_seqcount_begin, NO_VMA);
 }
 
@@ -194,8 +195,12 @@ static void vma_end_write_all(void)
 	if (variant == VARIANT_NO_PER_VMA_LOCK)
 		return;
 	step_begin(L_vma_end_write_all);
-	if (variant != VARIANT_NO_SEQ_BUMP)	/* BUG when skipped: the epoch never ends */
+	if (variant == VARIANT_V6_12_0) {	/* 6.12.0: smp_store_release() */
 		__atomic_store_n(&mm.mm_lock_seq, mm.mm_lock_seq + 1, __ATOMIC_RELEASE);
+	} else if (variant != VARIANT_NO_SEQ_BUMP) {	/* BUG when skipped: the epoch never ends */
+		__atomic_thread_fence(__ATOMIC_RELEASE);	/* smp_wmb() of do_raw_write_seqcount_end (C11: a release fence) */
+		__atomic_store_n(&mm.mm_lock_seq, mm.mm_lock_seq + 1, __ATOMIC_RELAXED);
+	}
 	step_end(L_vma_end_write_all, NO_VMA);
 }
 

@@ -22,11 +22,12 @@
 #define NO_VMA		(-1)
 #define VM_LOCK_SEQ_NONE INT64_MIN	/* CONFIG_PER_VMA_LOCK=n: the field does not exist */
 #define UINT_MAX_SEQ	4294967295LL	/* 6.12.88+ (seqcount): vma_lock_alloc's vm_lock_seq = UINT_MAX */
+#define VM_LOCK_SEQ_6_12_0 (-1)	/* 6.12.0: int vm_lock_seq = -1 */
 
 /* The variants: the model's names (kstep list vma-locks), each a block marked BUG in the code. */
 #define VARIANTS(X)							\
 	X(V6_12, "v6.12")						\
-	X(SEQCOUNT, "seqcount")						\
+	X(V6_12_0, "v6.12.0")						\
 	X(NO_PER_VMA_LOCK, "no-per-vma-lock")				\
 	X(NO_RECHECK, "no-recheck")					\
 	X(FREE_IMMEDIATELY, "free-immediately")				\

@@ -859,7 +859,7 @@ def cmd_lab_run(args) -> int:
 
 
 def cmd_lab_show(args) -> int:
-    from .lab.guest import qemu as guest
+    from .lab.guest import probes, qemu as guest
 
     result = guest.load_result(Path(args.result))
     if args.plot is not None:
@@ -868,6 +868,7 @@ def cmd_lab_show(args) -> int:
         check_output(args.plot, "--plot", [args.result])
     print(f"{result['arch']}: {result['kernel']['release']} ({result['kernel']['package_version']}), "
           f"smp {result['smp']}, {result['date']}, boot {result['boot_seconds']} s")
+    print(clean(probes.release_gap(result)))
     ok = print_lab_result(result)
     if args.plot is not None:
         from .lab.guest import plots
@@ -1083,7 +1084,7 @@ def variants_by_kind(cls) -> dict[str, list[str]]:
 
 
 def variant_tag(cls, name: str) -> str:
-    """``v6.12 (default; 6.12.0)``, ``tas``, ``count-after-init (broken; fixed in 11dc13224c97)``."""
+    """``v6.12 (default; 6.12.117)``, ``tas``, ``count-after-init (broken; fixed in 11dc13224c97)``."""
     variant = cls.variants[name]
     notes = ["default"] if name == cls.default_variant else []
     if variant.broken:

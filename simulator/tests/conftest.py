@@ -43,18 +43,25 @@ def browser():
         browser.close()
 
 
+# The one check that fails when the unpacked tree is not the pinned release.
+STALE_PIN_CHECK = "test_source_index.py::test_the_unpacked_tree_is_the_pinned_release"
+
+
 @pytest.fixture(scope="session")
 def linux_tree() -> Path:
     """Debian's linux-source-6.12 tree, unpacked by ``make linux-source`` (which ``make test`` runs
-    first).  A release-exact check fails here, naming the one reason, when the archive no longer
-    has the pinned release, rather than as a cascade of mismatches."""
+    first).  When the archive no longer has the pinned release, the release-exact checks that use it
+    are skipped, naming the reason, and one check fails on it (STALE_PIN_CHECK), rather than a
+    cascade of mismatches."""
     from kstep.lab.source import index as source_index
 
     tree = source_index.linux_tree()
     assert tree is not None, "no linux-source-6.12 tree in the user cache: run make linux-source"
     stale = source_index.stale_pin(tree)
-    assert stale is None, stale
+    if stale:
+        pytest.skip(f"{stale}: release-exact, so left to {STALE_PIN_CHECK}")
     return tree
+
 
 
 @pytest.fixture(scope="session")

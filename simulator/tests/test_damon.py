@@ -218,3 +218,16 @@ def test_no_scenario_reaches_the_merge_loop_hang_its_variant_text_says_so():
         load(MECH, "explore-sz-limit", overrides=["attrs.aggr_us=1001000", "attrs.sample_us=1000"])
     assert 1000 <= 0xFFFF_FFFF // 2
     assert "no scenario shows the hang" in DamonModel.variants["pre-6.12.111-merge-loop"].doc
+
+
+def test_6_12_0_already_merges_in_several_passes_and_ages_in_each():
+    """The multi-pass kdamond_merge_regions ("mm/damon/core: merge regions aggressively when
+    max_nr_regions is unmet") is older than 6.12: Debian's changelog has it in its 6.9.10-1 upload,
+    and 6.12.3-1's entry has no DAMON change.  So as-of-6.12.0 merges until max_nr_regions is met, as
+    6.12.117 does (three passes here), and differs only in ageing the regions in every pass (6.12.110's fix)."""
+    for variant, age in (("as-of-6.12.0", 3), (None, 1)):
+        m, sc, s0 = load(MECH, "explore-merge-passes", variant)
+        tr = simulate(m, s0, RoundRobin())
+        merges = [s for a, s in zip(tr.actions, tr.states[1:]) if a.label == "kdamond_merge_regions"]
+        assert len(merges) == 2 and all(s.k.merge_passes == 3 for s in merges), variant
+        assert {r.age for r in merges[0].regions} == {age}, variant

@@ -37,7 +37,7 @@ def test_a_missing_up_read_is_named_shown_and_scored_per_step(tmp_path):
     # the lockless check is right, the recheck is not: half of each explored scenario's points,
     # none of the public exploration's (a doctest passes or fails), all of the public fall-back's
     assert tests["falls-back-when-write-locked"].passed
-    for name in ("races-of-your-variant", "other-scenarios", "seqcount-kernels"):
+    for name in ("races-of-your-variant", "other-scenarios", "v6-12-0-kernel"):
         t = tests[name]
         assert t.score == t.max_score / 2, t
         assert "1 of your 2 steps behave as Linux's" in t.output and "vma_start_read: as Linux's" in t.output

@@ -191,7 +191,9 @@ def test_fork_batch_runs_vma_locks_program_with_the_copy_filled_in():
             assert ours.steps[label] is st, label
         elif label != "copy_page_range":  # the fault steps wrap vma-locks' own: same source, same text
             assert (ours.steps[label].source, ours.steps[label].what) == (st.source, st.what)
-    assert all(ours.calls[label] is c for label, c in vl.program.calls.items() if label not in replaced)
+    # fork still takes mmap_lock as 6.12.0 did (model.py says why)
+    assert all(ours.calls[label] is c for label, c in vl.program.calls.items()
+               if label not in replaced | {"mmap_write_lock"})
 
 
 # --- what each strategy does, counted -------------------------------------------------------------------

@@ -27,7 +27,7 @@ from kstep.views.interactive import Session, patched
 
 # T1 finds VMA B in the tree under RCU; W unmaps it and (free-immediately) frees it at once; T1's
 # vma_start_read then reads freed memory.  The student picks the actor of each step.
-UAF_SCHEDULE = ["T1", "T1"] + ["W"] * 9 + ["T1"]
+UAF_SCHEDULE = ["T1", "T1"] + ["W"] * 10 + ["T1"]
 
 
 def simulate_scenario(mech, name):
@@ -73,7 +73,7 @@ def test_a_student_schedule_reaches_the_use_after_free_of_free_immediately_and_6
         view = s.step(actor)
         assert view["step"] == k
     v = view["violation"]
-    assert (v["invariant"], v["kind"], v["step"], v["new"]) == ("no-use-after-free", "harm", 12, True)
+    assert (v["invariant"], v["kind"], v["step"], v["new"]) == ("no-use-after-free", "harm", 13, True)
     assert view["outcome"] == "violation" and view["choices"] == []  # harm ends the run, as simulate does
     assert "freed" in v["message"] and view["label"] == "vma_start_read"
     with pytest.raises(Exception, match="the run is over"):

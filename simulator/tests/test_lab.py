@@ -11,7 +11,7 @@ import pytest
 
 from kstep.cli import main
 from kstep.errors import UserError
-from kstep.lab.source import debian
+from kstep.lab.source import debian, index as source_index
 from kstep.lab.guest import qemu as guest, kernels, ktap, probes, vma_locks as vma_retries
 
 DATA = Path(__file__).parent / "data" / "lab"
@@ -417,7 +417,7 @@ def test_a_malformed_retry_trace_is_a_user_error():
 
 
 def test_the_model_shapes_agree_with_the_kernel_qualitatively():
-    model = probes.vma_model("seqcount")
+    model = probes.vma_model("v6.12")
     assert model["faults"]["vma_lock_abort"] + model["faults"]["vma_lock_miss"] == 0
     assert model["faults"]["vma_lock_success"] > 0
     assert model["writer"]["vma_lock_abort"] + model["writer"]["vma_lock_miss"] > 0
@@ -458,7 +458,7 @@ def test_lab_show_prints_a_recorded_result_beside_the_model(capsys, tmp_path):
     [path] = RECORDED.glob("arm64-2*.json")  # the full probe set's boot
     rc, out, err = kstep(capsys, "lab", "show", path, "--plot", tmp_path / "arm64.png")
     assert rc == 0, (out, err)
-    assert "per-VMA locks (model variant seqcount" in out and "[FAIL]" not in out
+    assert "per-VMA locks (model variant v6.12" in out and "[FAIL]" not in out
     assert "model (folio-batch, arm64-4K-contpte PTEs)" in out and "  model (as-of-6.12.95, same maps" in out
     assert (tmp_path / "arm64.png").stat().st_size > 0
 
@@ -665,3 +665,15 @@ def test_the_flavour_makefile_is_pointed_at_the_cached_common_headers(tmp_path):
         (flavour / "Makefile").write_text(f"include {old}/linux-headers-{ABI_OLD}-common/Makefile\n")
         kernels._fix_headers(tmp_path / "headers")
         assert (flavour / "Makefile").read_text() == f"include {src}/linux-headers-{ABI_OLD}-common/Makefile\n"
+
+
+def test_lab_show_says_how_the_booted_release_differs_from_the_source():
+    """The lab boots Debian's 6.12.95 while the source, code pane and default variants are 6.12.117:
+    lab show names the gap in the models' terms (the DAMON fixes the booted kernel lacks)."""
+    result = {"kernel": {"abi": "6.12.95+deb12-amd64"}, "models": {"vma-locks": "v6.12"}}
+    gap = probes.release_gap(result)
+    assert gap.startswith("booted 6.12.95, the source (code pane, step texts, default variants) is 6.12.117")
+    assert "DAMON as as-of-6.12.95, without charge-addr-from (6.12.97)," in gap and "merge-loop (6.12.111)" in gap
+    assert "evenly-split" not in gap and "per-VMA locks as v6.12" in gap
+    same = {"kernel": {"abi": f"{source_index.pinned_release()}+deb12-amd64"}, "models": {}}
+    assert probes.release_gap(same) == f"booted the source release {source_index.pinned_release()}"

@@ -11,7 +11,7 @@ from kstep.models import MODELS, make_model
 VMA_TEXT = """
 description = "T1 faults in B while W unmaps it."
 look_for = "the miss"
-schedule = "T1*2 W*10 T1*9"
+schedule = "T1*2 W*11 T1*9"
 [[vmas]]
 start = 0
 end = 4
@@ -79,12 +79,12 @@ def run(schedule, qs=QUESTIONS):
 
 
 def test_each_kind_is_answered_from_the_anchored_state():
-    m, sc, trace, answers = run("T1*2 W*10 T1*9")
+    m, sc, trace, answers = run("T1*2 W*11 T1*9")
     got = {a.question.id: a.value for a in answers}
-    assert got == {"seq": 1, "holders": ("T1",), "next": "vma_start_read", "detached": True, "misses": 1}
+    assert got == {"seq": 2, "holders": ("T1",), "next": "vma_start_read", "detached": True, "misses": 1}
     seq = next(a for a in answers if a.question.id == "seq")
     assert trace.actions[seq.step - 1] == ("W", "vma_end_write_all")
-    assert trace.states[seq.step].mm.mm_lock_seq == 1
+    assert trace.states[seq.step].mm.mm_lock_seq == 2
 
 
 def test_anchors_follow_the_step_not_its_number():
@@ -93,22 +93,22 @@ def test_anchors_follow_the_step_not_its_number():
     s = m.initial(load().config)
     while not m.done(s, "T2"):
         s, n = m.step(s, next(a for a in m.actions(s) if a.actor == "T2")), n + 1
-    _, _, _, first = run("T1*2 W*10 T1*9")
-    _, _, _, later = run(f"T2*{n} T1*2 W*10 T1*9")
+    _, _, _, first = run("T1*2 W*11 T1*9")
+    _, _, _, later = run(f"T2*{n} T1*2 W*11 T1*9")
     assert [a.value for a in first] == [a.value for a in later]
     assert all(a.step + n == b.step for a, b in zip(first[:4], later[:4]))  # "end" is the end of both
 
 
 def test_a_different_run_gives_a_different_answer():
     """W unmaps before T1 walks: T1 never sees VMA 1, so it never locks it and never misses."""
-    _, _, _, answers = run("W*10 T1*6")
+    _, _, _, answers = run("W*11 T1*6")
     got = {a.question.id: a for a in answers}
     assert got["misses"].value == 0
     assert got["holders"].step is None and got["holders"].value is None  # never reached in this run
 
 
 def test_the_last_and_nth_occurrence():
-    _, sc, trace, _ = run("T1*2 W*10 T1*9")
+    _, sc, trace, _ = run("T1*2 W*11 T1*9")
     walks = [k for k, a in enumerate(trace.actions) if a == ("T1", "mas_walk")]
     assert len(walks) == 2
     assert questions.anchored(questions.parse_anchor("after the 2nd T1:mas_walk"), trace) == walks[1] + 1
@@ -120,9 +120,9 @@ def test_the_last_and_nth_occurrence():
     assert questions.anchored(questions.parse_anchor("start"), trace) == 0
 
 
-@pytest.mark.parametrize("given, ok", [(1, True), (2, False), ("1", False), (True, False)])
+@pytest.mark.parametrize("given, ok", [(2, True), (1, False), ("2", False), (True, False)])
 def test_value_answers_keep_their_type(given, ok):
-    _, _, _, answers = run("T1*2 W*10 T1*9")
+    _, _, _, answers = run("T1*2 W*11 T1*9")
     assert questions.matches(answers[0], given) is ok
 
 
@@ -136,7 +136,7 @@ def test_an_unsigned_long_answer_may_be_given_signed():
 
 
 def test_thread_answers_are_a_set_of_names():
-    _, _, _, answers = run("T1*2 W*10 T1*9")
+    _, _, _, answers = run("T1*2 W*11 T1*9")
     holders = answers[1]
     assert questions.matches(holders, ["T1"]) and questions.matches(holders, "T1")
     assert not questions.matches(holders, ["T1", "T2"]) and not questions.matches(holders, [1])
@@ -192,7 +192,7 @@ def test_run_prints_questions_with_question_marks_and_c_the_answers(tmp_path, ca
     assert block.count("      ?") == 5 and "answer:" not in out
     assert main(["run", "vma-locks", "--scenario", str(path), "-c"]) == 0
     out = capsys.readouterr().out
-    assert "answer: 1  (state after step 9)" in out and "answer: T1  (state after step" in out
+    assert "answer: 2  (state after step 10)" in out and "answer: T1  (state after step" in out
     assert "answer: true" in out and "answer: vma_start_read" in out
-    assert main(["run", "vma-locks", "--scenario", str(path), "-P", "W*10 T1*6", "-c"]) == 0
+    assert main(["run", "vma-locks", "--scenario", str(path), "-P", "W*11 T1*6", "-c"]) == 0
     assert "(this run never gets there: no answer)" in capsys.readouterr().out

@@ -2,6 +2,10 @@
 
 import gzip
 import io
+import os
+import re
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -9,6 +13,8 @@ import pytest
 
 from kstep.lab.source import index as source_index
 from kstep.lab.source.debian import PrivateApt, host_mirrors
+
+from conftest import STALE_PIN_CHECK
 
 # Each was read in Debian's linux-source-6.12 6.12.117-1~deb12u1 before being listed here.
 KNOWN_GOOD = [
@@ -309,3 +315,29 @@ def test_an_interrupted_unpack_is_never_taken_for_a_tree(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     tree = source_index.unpack(deb, lambda line: None)
     assert source_index.linux_tree() == tree and source_index.stale_pin(tree) is None
+
+
+def test_the_unpacked_tree_is_the_pinned_release():
+    """The one release-exact check that fails when make linux-source had to take a newer 6.12.y
+    (the others, through the linux_tree fixture, are skipped naming it)."""
+    tree = source_index.linux_tree()
+    assert tree is not None, "no linux-source-6.12 tree in the user cache: run make linux-source"
+    assert source_index.stale_pin(tree) is None, source_index.stale_pin(tree)
+
+
+def test_a_stale_tree_fails_one_named_check_not_a_cascade(tmp_path):
+    """With only a 6.12.120 tree in the cache, the pinned-release check fails naming the stale pin,
+    and a release-exact check (the find-bug keys' kernel lines) is skipped with that reason."""
+    tree = tmp_path / "cache" / "kstep" / "src" / f"{source_index.PACKAGE}_6.12.120-1~deb12u1"
+    tree.mkdir(parents=True)
+    (tree / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 120\n")
+    (tree / source_index.COMPLETE).write_text("linux-source-6.12 6.12.120-1~deb12u1\n")
+    tests = Path(__file__).parent
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", str(tests / STALE_PIN_CHECK),
+         str(tests / "test_findbug.py::test_keys_name_the_lines_of_linux_6_12")],
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}, capture_output=True, text=True, cwd=tests)
+    out = run.stdout
+    assert run.returncode == 1 and re.search(r"\b1 failed, [2-9]\d* skipped\b", out), out[-2000:]
+    assert "AssertionError: stale pin: 6.12.117 -> 6.12.120" in out
+    assert "stale pin: 6.12.117 -> 6.12.120: release-exact" in out

@@ -50,7 +50,7 @@ def test_a_successful_fault_follows_lock_vma_under_rcu_in_order():
         "rcu_read_lock", "mas_walk", "vma_start_read", "down_read_trylock", "vma_start_read_recheck",
         "check_detached", "check_range", "rcu_read_unlock", "handle_mm_fault",
         "rcu_read_lock", "up_read", "rcu_read_unlock", "vma_lock_success"]
-    assert tr.states[-1].counters.vma_lock_success == 1
+    assert tr.states[13].counters.vma_lock_success == 1  # after T2's 13 steps (round-robin follows)
 
 
 def test_recheck_race_falls_back_to_mmap_lock():
@@ -92,14 +92,22 @@ def test_fork_write_locks_every_parent_vma_and_faults_wait():
     assert tr.states[-1].counters.vma_lock_retry == 1  # T2's vmf_anon_prepare trylock failed
 
 
-def test_seqcount_variant_is_odd_while_write_locked():
-    m, sc, s0 = load(MECH, "recheck-race", "seqcount")
+def test_the_6_12_117_mm_lock_seq_is_odd_while_write_locked():
+    m, sc, s0 = load(MECH, "recheck-race")
     assert all(v.vm_lock_seq == UINT_MAX for v in s0.vmas)
     tr = simulate(m, s0, RoundRobin())
     odd = [s for s in tr.states if s.mm.mm_lock_seq % 2]
     assert odd and all(s.mm.mmap_lock.owner != -1 for s in odd)
     assert all(s.mm.mm_lock_seq % 2 == 0 for s in tr.states if s.mm.mmap_lock.owner == -1)
     assert tr.states[-1].mm.mm_lock_seq == 2  # one write epoch: begin and end
+
+
+def test_6_12_0_bumps_mm_lock_seq_once_per_epoch():
+    m, sc, s0 = load(MECH, "recheck-race", "v6.12.0")
+    assert all(v.vm_lock_seq == -1 for v in s0.vmas)
+    tr = simulate(m, s0, RoundRobin())
+    assert "mm_lock_seqcount_begin" not in {a.label for a in tr.actions}
+    assert [s.mm.mm_lock_seq for s in tr.states[-1:]] == [1]  # one write epoch: one bump at its end
 
 
 def test_no_per_vma_lock_faults_only_under_mmap_lock():
@@ -162,16 +170,17 @@ def test_each_invariant_alone_catches_its_breaker(invariant):
 
 
 def test_no_recheck_counterexample_has_the_hand_derived_length():
-    """recheck-race on no-recheck.  The writer needs four steps to write-lock A and release its
-    rwsem (down_write mmap_lock, down_write A, store vm_lock_seq, up_write A); the fault must pass
-    the lockless check before the store (rcu_read_lock, mas_walk, vma_start_read) and take the
-    rwsem after the up_write (down_read_trylock), then the skipped recheck lets it in: 4 + 5 = 9."""
+    """recheck-race on no-recheck.  The writer needs five steps to write-lock A and release its
+    rwsem (down_write mmap_lock, mm_lock_seqcount_begin, down_write A, store vm_lock_seq, up_write A);
+    the fault must pass the lockless check before the store (rcu_read_lock, mas_walk, vma_start_read)
+    and take the rwsem after the up_write (down_read_trylock), then the skipped recheck lets it in:
+    5 + 5 = 10."""
     m, sc, s0 = load(MECH, "recheck-race", "no-recheck")
     r = explore(m, s0, harm_first=False)
     assert r.violation.invariant == "no-reader-in-write-locked-vma"
-    assert len(r.counterexample) == 9
+    assert len(r.counterexample) == 10
     assert [str(a) for a in r.counterexample.actions if a.actor == "W"] == [
-        "W:down_write", "W:down_write", "W:vma_write_seq", "W:up_write"]
+        "W:down_write", "W:mm_lock_seqcount_begin", "W:down_write", "W:vma_write_seq", "W:up_write"]
 
 
 def test_invariants_find_who_holds_a_vma_read_lock_from_the_state():
@@ -188,7 +197,7 @@ def test_invariants_find_who_holds_a_vma_read_lock_from_the_state():
     m, sc, s0 = load(MECH, "recheck-race")
     bug = Silent()
     r = explore(bug, bug.initial(sc.config), harm_first=False)
-    assert r.violation.invariant == "no-reader-in-write-locked-vma" and len(r.counterexample) == 9
+    assert r.violation.invariant == "no-reader-in-write-locked-vma" and len(r.counterexample) == 10
     assert explore(bug, bug.initial(sc.config)).violation.invariant == "read-locked-vma-unchanged"  # the harm
 
 
@@ -243,7 +252,7 @@ def test_traces_validate_and_tampered_traces_do_not(tmp_path):
     again, model = replay.load(path, lambda mech, v: make_model(mech, v))
     assert again.states == tr.states
     text = path.read_text()
-    path.write_text(text.replace('"vm_lock_seq": 0', '"vm_lock_seq": 5', 1))
+    path.write_text(text.replace('"vm_lock_seq": 4294967295', '"vm_lock_seq": 5', 1))
     with pytest.raises(Exception, match="does not reach|does not match"):
         replay.load(path, lambda mech, v: make_model(mech, v))
 
@@ -334,7 +343,7 @@ def test_partial_munmap_splits_and_unmaps_only_the_covered_pages():
 def test_munmap_of_a_hole_takes_the_write_lock_and_changes_nothing():
     """do_vmi_munmap: no VMA in the range, so mmap_write_unlock at once (no clear, no downgrade)."""
     tr, m = concrete(writer('{ op = "munmap", start = 10, end = 12 }'), "W")
-    assert labels_of(tr, "W") == ["down_write", "vma_end_write_all", "up_write"]
+    assert labels_of(tr, "W") == ["down_write", "mm_lock_seqcount_begin", "vma_end_write_all", "up_write"]
 
 
 def test_map_fixed_over_a_vma_middle_gathers_it_in_the_same_write_epoch():
@@ -392,13 +401,13 @@ def test_mprotect_stops_at_a_hole_and_keeps_what_it_changed():
     assert ranges(tr.states[-1]) == [(0, 4, "r"), (6, 8, "rw")]
     tr, m = concrete(writer('{ op = "mprotect", start = 4, end = 8, prot = "r" }', vmas=vmas), "W")
     assert ranges(tr.states[-1]) == [(0, 4, "rw"), (6, 8, "rw")]
-    assert labels_of(tr, "W") == ["down_write", "vma_end_write_all", "up_write"]
+    assert labels_of(tr, "W") == ["down_write", "mm_lock_seqcount_begin", "vma_end_write_all", "up_write"]
 
 
 def test_mprotect_to_the_same_flags_returns_early():
     """mprotect_fixup: newflags == oldflags, so no split, no merge, no VMA lock and no free."""
     tr, m = concrete(writer('{ op = "mprotect", start = 0, end = 2, prot = "rw" }'), "W")
-    assert labels_of(tr, "W") == ["down_write", "vma_end_write_all", "up_write"]
+    assert labels_of(tr, "W") == ["down_write", "mm_lock_seqcount_begin", "vma_end_write_all", "up_write"]
     assert ranges(tr.states[-1]) == [(0, 8, "rw")]
 
 
@@ -486,7 +495,7 @@ def test_map_fixed_vs_munmap_fault_outcomes(order, vma, died):
 def test_claims_can_name_the_mmap_writer_and_see_overlapping_vmas():
     """The helpers scenario [[expect]] tables use: mmap_writer() and tree_overlaps()."""
     m, sc, s0 = load(MECH, "map-fixed-vs-munmap", "map-fixed-without-unmap")
-    tr = simulate(m, s0, Scripted("M*7"), max_steps=7)  # mmap_write_lock ... vma_iter_store of [2, 6)
+    tr = simulate(m, s0, Scripted("M*8"), max_steps=8)  # mmap_write_lock ... vma_iter_store of [2, 6)
     helpers = m.expect_functions()
-    assert [helpers["mmap_writer"](s) for s in tr.states] == [""] + ["M"] * 7
-    assert [helpers["tree_overlaps"](s) for s in tr.states] == [False] * 7 + [True]
+    assert [helpers["mmap_writer"](s) for s in tr.states] == [""] + ["M"] * 8
+    assert [helpers["tree_overlaps"](s) for s in tr.states] == [False] * 8 + [True]

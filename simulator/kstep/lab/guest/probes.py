@@ -103,10 +103,11 @@ def judge_vma_retries(data: list[dict[str, str]], raw: dict[str, list[str]]) -> 
 
 
 def vma_variant(kernels: Kernels) -> str:
-    """``seqcount`` when the fetched kernel's mmap_lock.h has the mm_lock_seq seqcount."""
+    """``v6.12`` (6.12.117's form) when the fetched kernel's mmap_lock.h has the mm_lock_seq seqcount
+    (6.12.88 and later), ``v6.12.0`` when it does not."""
     mmap_lock = kernels.root / "headers" / "usr" / "src" / f"linux-headers-{kernels.abi}-common"
     text = (mmap_lock / "include" / "linux" / "mmap_lock.h").read_text()
-    return "seqcount" if "mm_lock_seqcount_begin" in text else "v6.12"
+    return "v6.12" if "mm_lock_seqcount_begin" in text else "v6.12.0"
 
 
 def vma_model(variant: str) -> dict[str, dict[str, int]]:
@@ -443,6 +444,26 @@ def damon_variant(abi: str) -> str:
     m = re.match(r"6\.12\.(\d+)", abi)
     name = f"as-of-6.12.{m[1]}" if m else ""
     return name if name in DamonModel.variants else DamonModel.default_variant
+
+
+def release_gap(result: dict) -> str:
+    """How the booted release differs from the source release the code pane, the step texts and the
+    default variants follow (the pinned linux-source), in the models' terms: the per-VMA lock variant
+    the result names, the fork variant, and the DAMON fixes the booted release lacks."""
+    from kstep.lab.source.index import pinned_release
+    from kstep.models.damon.variants import FIXES
+
+    source, booted = pinned_release(), result["kernel"]["abi"].split("+", 1)[0]
+    m, pinned = re.match(r"6\.12\.(\d+)$", booted), int(source.rsplit(".", 1)[1])
+    if booted == source:
+        return f"booted the source release {source}"
+    if not m or int(m[1]) > pinned:
+        return f"booted {booted}, not a 6.12.y up to the source release {source}: the models may not match it"
+    missing = [f"{f.name} (6.12.{f.version})" for f in FIXES if int(m[1]) < f.version <= pinned]
+    vma = result["models"].get("vma-locks")
+    return (f"booted {booted}, the source (code pane, step texts, default variants) is {source}: "
+            + (f"per-VMA locks as {vma}, " if vma else "") + f"fork as {fork_variant(booted)}, DAMON as "
+            f"{damon_variant(booted)}" + (f", without {', '.join(missing)}" if missing else ", no DAMON fix apart"))
 
 
 def damon_scenario(case: dict, result: dict) -> str:

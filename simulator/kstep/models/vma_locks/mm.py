@@ -37,7 +37,8 @@ def down_read_trylock(s, i, arg):
 
 
 @program.step("vma_start_read_recheck", "include/linux/mm.h:vma_start_read",
-              "under the rwsem, compare again with smp_load_acquire(mm_lock_seq); equal: up_read, give up",
+              "under the rwsem, compare again with raw_read_seqcount(mm_lock_seq), an smp_load_acquire of its "
+              "sequence; equal: up_read, give up",
               footprint=fp_seq)
 def vma_start_read_recheck(s, i, arg):
     v = s.threads[i].vma

@@ -1,5 +1,6 @@
-"""include/linux/mmap_lock.h of Linux 6.12 (mmap_write_lock, mmap_write_unlock, vma_end_write_all,
-mmap_write_downgrade, mmap_read_unlock), and the steps of kernel/locking/rwsem.c (down_write,
+"""include/linux/mmap_lock.h of Linux 6.12.117 (mmap_write_lock with mm_lock_seqcount_begin,
+mmap_write_unlock, vma_end_write_all, mmap_write_downgrade, mmap_read_unlock; 6.12.0's
+mmap_write_lock for its dated variant), and the steps of kernel/locking/rwsem.c (down_write,
 rwsem_optimistic_spin, rwsem_down_write_slowpath, rwsem_try_write_lock, up_write, down_read,
 rwsem_down_read_slowpath, up_read, rwsem_wake, downgrade_write) that apply rwsem.py's rules to
 mmap_lock or to a VMA's lock.
@@ -109,22 +110,24 @@ def rwsem_wake(s, i, lock):
 
 @program.call("mmap_write_lock", "include/linux/mmap_lock.h:mmap_write_lock")
 def mmap_write_lock(s, i, arg):
-    return (Frame("down_write", MM),)
-
-
-def mmap_write_lock_seqcount(s, i, arg):
-    """6.12.88+: mmap_write_lock() also starts the mm_lock_seq seqcount (it turns odd)."""
     return (Frame("down_write", MM), Frame("mm_lock_seqcount_begin"))
 
 
+def mmap_write_lock_6_12_0(s, i, arg):
+    """6.12.0: mmap_write_lock() is down_write() alone; mm_lock_seq moves only when the epoch ends."""
+    return (Frame("down_write", MM),)
+
+
 @program.step("mm_lock_seqcount_begin", "include/linux/mmap_lock.h:mm_lock_seqcount_begin",
-              "6.12.88+: mm_lock_seq++ after taking mmap_lock for write (odd while write-locked)")
+              "do_raw_write_seqcount_begin: mm_lock_seq++ then smp_wmb(); odd while mmap_lock is write-held")
 def mm_lock_seqcount_begin(s, i, arg):
     return set_mm(s, mm_lock_seq=s.mm.mm_lock_seq + 1)
 
 
 @program.step("vma_end_write_all", "include/linux/mmap_lock.h:vma_end_write_all",
-              "mm_lock_seq++ with release: every VMA write-locked in this epoch is unlocked at once")
+              "mm_lock_seqcount_end: smp_wmb() then a plain mm_lock_seq++ (even again): the epoch's stores are "
+              "ordered before it, its loads are not (6.12.0's release ordered both); every VMA write-locked "
+              "in this epoch is unlocked at once")
 def vma_end_write_all(s, i, arg):
     return set_mm(s, mm_lock_seq=s.mm.mm_lock_seq + 1)
 

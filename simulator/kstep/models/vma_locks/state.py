@@ -15,8 +15,9 @@ from .rwsem import NOBODY
 
 
 MM = -1  # the lock argument naming mm->mmap_lock (VMA locks are named by the VMA's id)
-VM_LOCK_SEQ_INIT = -1  # v6.12.0: int vm_lock_seq = -1 (6.12.88+: UINT_MAX)
 UINT_MAX = (1 << 32) - 1
+VM_LOCK_SEQ_INIT = UINT_MAX  # vma_lock_alloc: unsigned vm_lock_seq = UINT_MAX (since the seqcount, 6.12.88)
+VM_LOCK_SEQ_INIT_6_12_0 = -1  # 6.12.0: int vm_lock_seq = -1
 LIVE, RCU_PENDING, FREED = "live", "rcu-pending", "freed"
 NO_ANON_VMA = -1
 

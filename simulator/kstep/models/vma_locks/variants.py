@@ -1,6 +1,7 @@
-"""The variants of the per-VMA lock model: the 6.12 releases (``v6.12``, ``seqcount`` of 6.12.88 and
-later), one other implementation (``no-per-vma-lock``: the configuration without the per-VMA lock),
-and bugs, the broken twins of broken.py and of RCU.
+"""The variants of the per-VMA lock model: the 6.12 releases (``v6.12``, the default, is 6.12.117,
+whose ``mm_lock_seq`` is a seqcount since 6.12.88; ``v6.12.0`` is 6.12.0), one other implementation
+(``no-per-vma-lock``: the configuration without the per-VMA lock), and bugs, the broken twins of
+broken.py and of RCU.
 """
 
 from __future__ import annotations
@@ -12,27 +13,38 @@ from .broken import (detached_ignored, dup_mmap_without_vma_locks, mmap_region_w
                      vma_end_read_without_rcu, vma_start_write_without_rwsem, vmf_anon_prepare_blocking)
 from .fork import free_vma_rcu_cb, vm_area_alloc_with, vm_area_free_now
 from .mm import lock_vma_under_rcu_stub
-from .mmap_lock import mmap_write_lock_seqcount
-from .state import UINT_MAX
+from .mmap_lock import mmap_write_lock_6_12_0
+from .state import VM_LOCK_SEQ_INIT_6_12_0
 
 
 VARIANTS = {
     "v6.12": Variant.release(
-        "v6.12", "Linux 6.12.0: mm_lock_seq is bumped once per write epoch (vma_end_write_all)", "6.12.0"),
-    "seqcount": Variant.release(
-        "seqcount", "Linux 6.12.88 and later: mm_lock_seq is a seqcount, odd while mmap_lock is "
-        "write-held; fresh VMAs start at vm_lock_seq = UINT_MAX", "6.12.88",
-        replaces={"mmap_write_lock": mmap_write_lock_seqcount,
-                  "vm_area_alloc": Replacement(vm_area_alloc_with(UINT_MAX), what=(
-                      "allocate a VMA: attached, a fresh rwsem, vm_lock_seq = UINT_MAX (6.12.88 and "
-                      "later)"))},
-        params={"vm_lock_seq_init": UINT_MAX}),
+        "v6.12", "Linux 6.12.117 (the source the project pins): mm_lock_seq is a seqcount (since 6.12.88, "
+        "\"mm: convert mm_lock_seq to a proper seqcount\"), odd while mmap_lock is write-held; the recheck "
+        "is raw_read_seqcount (acquire), the epoch ends with smp_wmb() and a plain increment; fresh VMAs "
+        "start at vm_lock_seq = UINT_MAX", "6.12.117"),
+    "v6.12.0": Variant.release(
+        "v6.12.0", "Linux 6.12.0: mm_lock_seq is an int bumped once per write epoch, with "
+        "smp_store_release (vma_end_write_all) against the recheck's smp_load_acquire; fresh VMAs start "
+        "at vm_lock_seq = -1", "6.12.0",
+        replaces={"mmap_write_lock": mmap_write_lock_6_12_0,
+                  "vm_area_alloc": Replacement(vm_area_alloc_with(VM_LOCK_SEQ_INIT_6_12_0), what=(
+                      "allocate a VMA: attached, a fresh rwsem, int vm_lock_seq = -1 (6.12.0)")),
+                  "vma_end_write_all": Replacement(what=(
+                      "smp_store_release(&mm->mm_lock_seq, mm_lock_seq + 1): the epoch's loads and stores "
+                      "are ordered before it; every VMA write-locked in this epoch is unlocked at once")),
+                  "vma_start_read_recheck": Replacement(what=(
+                      "under the rwsem, compare again with smp_load_acquire(&mm->mm_lock_seq); equal: "
+                      "up_read, give up"))},
+        params={"vm_lock_seq_init": VM_LOCK_SEQ_INIT_6_12_0}),
     "no-per-vma-lock": Variant.implementation(
         "no-per-vma-lock", "Linux 6.12 with CONFIG_PER_VMA_LOCK=n (the only way before 6.4): "
         "lock_vma_under_rcu returns NULL, so every user fault takes mmap_lock for read "
-        "(lock_mm_and_find_vma); vma_start_write, vma_end_write_all and vma_mark_detached are empty, "
+        "(lock_mm_and_find_vma); vma_start_write, mm_lock_seqcount_begin, vma_end_write_all and "
+        "vma_mark_detached are empty, "
         "VMAs have no vm_lock_seq and vm_area_free frees at once",
         replaces={"lock_vma_under_rcu": lock_vma_under_rcu_stub, "vma_start_write": lambda s, i, v: (),
+                  "mm_lock_seqcount_begin": Inline(lambda s, i, arg: ()),
                   "vma_end_write_all": Inline(lambda s, i, arg: ()),
                   "vma_mark_detached": Inline(lambda s, i, v: ()),
                   "vm_area_free": Inline(lambda s, i, v: (Frame("__vm_area_free", v),)),
@@ -77,10 +89,11 @@ VARIANTS = {
         "keeps every other locker queued", rwsem_try_write_lock=try_write_lock_handoff_stops_first),
     "relaxed-mm-lock-seq": Variant.bug(
         "relaxed-mm-lock-seq", "the write epoch ends with a plain mm_lock_seq++, no barrier before it, as "
-        "before 2023's \"mm: fix memory ordering for mm_lock_seq and vm_lock_seq\": a fault may see the "
-        "epoch over and the VMA as it was; x86 keeps stores in order, so arm64 and POWER show it",
+        "before 2023's \"mm: fix memory ordering for mm_lock_seq and vm_lock_seq\" (stable 6.4.y, in "
+        "Debian's 6.4.11-1 of August 2023; every 6.12 release has the barrier): a fault may see the epoch "
+        "over and the VMA as it was; x86 keeps stores in order, so arm64 and POWER show it",
         params={"litmus": "vma-mm-lock-seq-no-wmb"}, fixed="2023",
         vma_end_write_all=Replacement(what=(
-            "mm_lock_seq++ with no smp_wmb() or release before it (x86: stores stay in order anyway)"))),
+            "mm_lock_seqcount_end without its smp_wmb(): a plain mm_lock_seq++ (x86: stores stay in order anyway)"))),
     **rcu_broken(free_vma_rcu_cb),
 }

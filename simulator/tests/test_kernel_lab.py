@@ -178,7 +178,9 @@ def test_kstep_check_rejects_a_logged_run_of_a_broken_variant(arch, variant, tmp
 
 # ---- the checks have teeth ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("variant", labcheck.BROKEN)
+# The first broken variant shows the check's teeth in make test-fast; the others run in make test.
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=[pytest.mark.slow] if i else [])
+                                     for i, v in enumerate(labcheck.BROKEN)])
 def test_spin_clean_check_fails_on_a_broken_variant(variant):
     with pytest.raises(labcheck.LabFailure, match="spin: "):
         labcheck.check_spin_clean(variant, 3)

@@ -502,6 +502,7 @@ def test_pending_not_undone_counterexample_has_the_hand_derived_length():
     assert r.violation.invariant == "one-pending-owner" and len(r.counterexample) == 14
 
 
+@pytest.mark.slow  # explores every scenario up to 50,000 states
 def test_scenarios_stay_small_enough_to_explore_in_class():
     for name in SCENARIOS:
         m, sc, s0 = load(MECH, name)

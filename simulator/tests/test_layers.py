@@ -298,6 +298,18 @@ def test_runs_start_from_kstep_open():
     assert not set(MAKE_MODEL_ALLOWED) - callers, f"no longer calls make_model: {sorted(set(MAKE_MODEL_ALLOWED) - callers)}"
 
 
+# The benchmarks and scripts beside the package, by path from the repository's root.
+OUTSIDE_ALLOWED = {"bench/player.py": "configs scaled up in code, no scenario"}
+
+
+def test_benchmarks_and_scripts_start_from_kstep_open():
+    root = PACKAGE.parents[1]
+    scripts = [p for p in root.joinpath("scripts").iterdir() if p.is_file() and p.read_bytes().startswith(b"#!/usr/bin/env python")]
+    files = [*root.joinpath("bench").glob("*.py"), *scripts]
+    callers = {p.relative_to(root).as_posix() for p in make_model_callers(files)}
+    assert callers == set(OUTSIDE_ALLOWED), f"make_model outside kstep.open: {sorted(callers ^ set(OUTSIDE_ALLOWED))}"
+
+
 def test_make_model_finder_finds_a_call(tmp_path):
     path = tmp_path / "x.py"
     path.write_text("import kstep.models as m\n\ndef f():\n    return m.make_model('rcu', None)\n")

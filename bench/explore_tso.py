@@ -28,17 +28,13 @@ ROWS = (("sc", "sc", True), ("sc, no symmetry/por", "sc", False), ("tso", "tso",
 CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, {simulator!r})
-from kstep.engine import explore
-from kstep.engine.memory_model import memory_model
-from kstep.models import make_model
-from kstep.scenario_spec import scenario
-m = make_model({mech!r})
-sc = scenario.load(m.name, m.scenario_schema, {name!r})
-w = memory_model({memory!r}, m, sc.store_buffer)
+import kstep
+from kstep.models import MODELS
+ex = kstep.open({mech!r}, {name!r}, MODELS[{mech!r}].default_variant).under({memory!r})
 start = time.process_time()
-r = explore(w, w.initial(sc.config), symmetry={reduce!r}, por={reduce!r})
+r = ex.explore(symmetry={reduce!r}, por={reduce!r})
 print(json.dumps({{"verdict": r.verdict, "states": r.states, "transitions": r.transitions,
-                  "cpu_seconds": round(time.process_time() - start, 3), "store_buffer": sc.store_buffer,
+                  "cpu_seconds": round(time.process_time() - start, 3), "store_buffer": ex.scenario.store_buffer,
                   "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}}))
 """
 

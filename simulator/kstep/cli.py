@@ -54,7 +54,7 @@ from .engine import Random, RoundRobin, Scripted, reductions, replay
 from .engine.memory_model import MEMORY_MODELS
 from .engine.graph import dot, state_graph
 from .engine.liveness import LIVELOCK, describe
-from .engine.model import BUG, IMPLEMENTATION, KINDS, RELEASE
+from .engine.model import BUG, IMPLEMENTATION, KINDS, RELEASE, by_kind
 from .engine import costs
 from .engine.schedule import LONGEST_RUN
 from .engine.timed import STEP_COSTS, Timed
@@ -436,7 +436,7 @@ def cmd_list(args) -> int:
         for name, cls in MODELS.items():
             print(f"\n{name} — {cls.title}")
             print(f"  scenarios: {', '.join(scenarios.bundled(name)) or '(none)'}")
-            for kind, names in variants_by_kind(cls).items():
+            for kind, names in by_kind(cls.variants).items():
                 print(f"  {KIND_HEADINGS[kind] + ':':<17}{', '.join(variant_tag(cls, v) for v in names)}")
         return OK
     cls = model_class(args.mechanism)
@@ -449,7 +449,7 @@ def cmd_list(args) -> int:
     print("\nVariants (--variant NAME):")
     found = caught(cls.name)
     live = lively(cls.name)
-    for kind, names in variants_by_kind(cls).items():
+    for kind, names in by_kind(cls.variants).items():
         print(f" {KIND_HEADINGS[kind]} (each {KINDS[kind]}):")
         for name in names:
             print_variant(cls, name, found, live)
@@ -465,6 +465,8 @@ def print_variant(cls, name: str, found: dict, live: dict) -> None:
     variant = cls.variants[name]
     print(f"  {variant_tag(cls, name)}")
     print(wrap(variant.doc, "      "))
+    if variant.unfixed:
+        print(wrap(f"no fix named: {variant.unfixed}", "      "))
     if variant.broken:
         shown = [f"{'deadlocks' if inv == 'deadlock' else 'breaks ' + inv}: explore catches it on "
                  f"{', '.join(sorted(names))}" for inv, names in sorted(found.get(name, {}).items())]
@@ -1073,14 +1075,6 @@ def report_check_progress(lines: int) -> None:
 
 
 KIND_HEADINGS = {RELEASE: "releases", IMPLEMENTATION: "implementations", BUG: "bugs"}
-
-
-def variants_by_kind(cls) -> dict[str, list[str]]:
-    """The mechanism's variant names under each kind it has, releases first."""
-    out: dict[str, list[str]] = {kind: [] for kind in KIND_HEADINGS}
-    for name, variant in cls.variants.items():
-        out[variant.kind].append(name)
-    return {kind: names for kind, names in out.items() if names}
 
 
 def variant_tag(cls, name: str) -> str:

@@ -263,6 +263,7 @@ def test_a_model_without_state_columns_gets_the_step_columns_only(capsys, monkey
     assert list(table(out)[0]) == list(STEP_COLUMNS)
 
 
+@pytest.mark.slow  # every scenario through kstep run twice: integration-sized (72 s for damon's on a loaded machine)
 @pytest.mark.parametrize("mechanism", sorted(MODELS))
 def test_every_bundled_scenario_runs(capsys, mechanism):
     for sc in scenarios.bundled(mechanism):

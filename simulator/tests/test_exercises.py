@@ -90,6 +90,7 @@ def test_exercise_is_well_formed(name):
         assert f"CANARY-KSTEP-SOLUTION-{name}" in solution and "CANARY" not in starter
 
 
+@pytest.mark.slow  # grades every variant of each predict exercise: integration-sized
 @pytest.mark.parametrize("name", [n for n in EXERCISES if load(n).kind == "predict"])
 def test_predict_variants_ask_different_questions_and_solutions_are_current(name, solutions, capsys):
     """Every variant's run reaches every question, at least K variants differ in their answers, and
@@ -104,6 +105,7 @@ def test_predict_variants_ask_different_questions_and_solutions_are_current(name
     assert solutions.main(["--check", name]) == 0, capsys.readouterr().out
 
 
+@pytest.mark.slow  # three full gradings per exercise: integration-sized
 @pytest.mark.parametrize("name", graded(EXERCISES))
 def test_solution_full_starter_less_hardcoded_fails_hidden(name, tmp_path):
     ex = load(name)

@@ -18,12 +18,12 @@ import zipfile
 import pytest
 
 from kstep.engine import Scripted, simulate
-from kstep.scenario_spec import scenario
 from kstep.errors import UserError
 from kstep.models import make_model
 from kstep.views import columns as fc
 from kstep.views import live
 from kstep.views.interactive import Session, patched
+from support import load
 
 # T1 finds VMA B in the tree under RCU; W unmaps it and (free-immediately) frees it at once; T1's
 # vma_start_read then reads freed memory.  The student picks the actor of each step.
@@ -32,9 +32,8 @@ UAF_SCHEDULE = ["T1", "T1"] + ["W"] * 10 + ["T1"]
 
 def simulate_scenario(mech, name):
     """The scenario's own scripted run under its own variant (what its page plays)."""
-    model = make_model(mech)
-    sc = scenario.load(mech, model.scenario_schema, name)
-    return simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
+    model, sc, start = load(mech, name)
+    return simulate(model, start, Scripted(sc.schedule), scenario=sc.name, config=sc.config)
 
 
 def test_interactive_mode_imports_only_the_standard_library_and_builds_columns_for_every_mechanism():

@@ -65,7 +65,13 @@ def run_check(check):
         pytest.fail(f"{check.name}: {e}", pytrace=False)
 
 
-@pytest.mark.parametrize("check", SPIN_ONLY, ids=lambda c: c.name)
+def spin_params():
+    """Every spin check; make test-fast runs the first clean one and the first caught one, make test all."""
+    firsts = {next(c.name for c in SPIN_ONLY if c.name.endswith(end)) for end in ("-clean", "-caught")}
+    return [pytest.param(c, id=c.name, marks=[] if c.name in firsts else [pytest.mark.slow]) for c in SPIN_ONLY]
+
+
+@pytest.mark.parametrize("check", spin_params())
 def test_spin(check):
     run_check(check)
 
@@ -178,7 +184,9 @@ def test_kstep_check_rejects_a_logged_run_of_a_broken_variant(arch, variant, tmp
 
 # ---- the checks have teeth ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("variant", labcheck.BROKEN)
+# The first broken variant shows the check's teeth in make test-fast; the others run in make test.
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=[pytest.mark.slow] if i else [])
+                                     for i, v in enumerate(labcheck.BROKEN)])
 def test_spin_clean_check_fails_on_a_broken_variant(variant):
     with pytest.raises(labcheck.LabFailure, match="spin: "):
         labcheck.check_spin_clean(variant, 3)

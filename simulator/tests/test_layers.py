@@ -262,3 +262,57 @@ def test_every_mechanism_has_its_presentation():
     from kstep.views.presentation import BY_MECHANISM
 
     assert set(BY_MECHANISM) == set(MODELS)
+
+
+# A run of a mechanism's scenario under a variant starts from kstep.open (kstep/experiment.py).
+# These build a model with no scenario (a log's header, a config made in code, a step file, every
+# variant's source locations), or a scenario from text, and so call make_model themselves.
+MAKE_MODEL_ALLOWED = {
+    "kstep.experiment": "kstep.open itself",
+    "kstep.cli": "kstep check's step files name a variant, no scenario",
+    "kstep.lab.replay.damon": "a config the lab log's workload gives, no scenario",
+    "kstep.lab.replay.fork_batch": "a config the lab log's header gives, no scenario",
+    "kstep.lab.replay.qspinlock": "a config the lab log's header gives, no scenario",
+    "kstep.lab.replay.vma_locks": "a config the lab log's header gives, no scenario",
+    "kstep.lab.guest.probes": "scenarios parsed from text made from a guest's result, no file or name",
+    "kstep.lab.source.excerpts": "every variant's source locations, no scenario",
+    "kstep.measure.fork_batch": "populated page tables built in code, no scenario",
+    "kstep.measure.rounds": "configs the caller builds; one scenario schema",
+    "kstep.views.site.pages": "a broken variant's page, before any scenario is chosen; one scenario schema",
+}
+
+
+def make_model_callers(paths) -> set[str]:
+    """Modules (by file) whose code calls ``make_model`` (``make_model(...)`` or ``x.make_model(...)``)."""
+    return {path for path in paths for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "make_model"}
+
+
+def test_runs_start_from_kstep_open():
+    files = {m: PACKAGE.parent / (m.replace(".", "/") + ".py") for m in graph()}
+    files = {m: p if p.exists() else p.with_suffix("") / "__init__.py" for m, p in files.items()}
+    callers = {m for m, p in files.items() if p in make_model_callers([p])}
+    assert not callers - set(MAKE_MODEL_ALLOWED), (
+        "build a run from a mechanism, scenario and variant with kstep.open, not make_model:\n  "
+        + "\n  ".join(sorted(callers - set(MAKE_MODEL_ALLOWED))))
+    assert not set(MAKE_MODEL_ALLOWED) - callers, f"no longer calls make_model: {sorted(set(MAKE_MODEL_ALLOWED) - callers)}"
+
+
+# The benchmarks and scripts beside the package, by path from the repository's root.
+OUTSIDE_ALLOWED = {"bench/player.py": "configs scaled up in code, no scenario"}
+
+
+def test_benchmarks_and_scripts_start_from_kstep_open():
+    root = PACKAGE.parents[1]
+    scripts = [p for p in root.joinpath("scripts").iterdir() if p.is_file() and p.read_bytes().startswith(b"#!/usr/bin/env python")]
+    files = [*root.joinpath("bench").glob("*.py"), *scripts]
+    callers = {p.relative_to(root).as_posix() for p in make_model_callers(files)}
+    assert callers == set(OUTSIDE_ALLOWED), f"make_model outside kstep.open: {sorted(callers ^ set(OUTSIDE_ALLOWED))}"
+
+
+def test_make_model_finder_finds_a_call(tmp_path):
+    path = tmp_path / "x.py"
+    path.write_text("import kstep.models as m\n\ndef f():\n    return m.make_model('rcu', None)\n")
+    assert make_model_callers([path]) == {path}
+    path.write_text("from kstep.models import make_model  # imported, never called\n")
+    assert make_model_callers([path]) == set()

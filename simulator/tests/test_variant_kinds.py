@@ -3,11 +3,13 @@ a bug is caught (explore finds a violation or a deadlock, or explore --liveness 
 bundled scenario, or, for a bug only weaker memory models show, its litmus test allows the bad outcome
 on one of them), a release or an implementation never breaks an invariant on any of them."""
 
+import re
+
 import pytest
 
 from kstep.caught import caught, lively
 from kstep.engine.liveness import LIVELOCK
-from kstep.engine.model import BUG, KINDS, RELEASE
+from kstep.engine.model import BUG, KINDS, RELEASE, by_kind
 from kstep.memory import bundled
 from kstep.models import MODELS
 
@@ -31,3 +33,19 @@ def test_each_variant_has_one_kind_and_bugs_are_the_caught_ones(mech, name):
 def test_every_mechanism_defaults_to_a_release():
     for cls in MODELS.values():
         assert cls.variants[cls.default_variant].kind == RELEASE
+
+
+FIX = re.compile(r"[0-9a-f]{12,40}|\d+\.\d+(\.\d+)?(, \d+\.\d+(\.\d+)?)*")  # a commit id, or the releases that fixed it
+
+
+@pytest.mark.parametrize("mech, name", ALL, ids=[f"{m}-{n}" for m, n in ALL])
+def test_a_variant_is_listed_under_one_kind_and_a_bug_names_its_fix_or_why_not(mech, name):
+    variant = MODELS[mech].variants[name]
+    assert [kind for kind, names in by_kind(MODELS[mech].variants).items() if name in names] == [variant.kind]
+    if variant.kind != BUG:
+        assert not variant.unfixed, f"{mech} {name}: only a bug lacks a fix"
+        return
+    assert bool(variant.when) != bool(variant.unfixed), \
+        f"{mech} {name}: a bug names the commit or releases that fixed it (fixed=...) or says why not (unfixed=...)"
+    assert not variant.when or FIX.fullmatch(variant.when), \
+        f"{mech} {name}: fixed={variant.when!r} is no commit id or release list"

@@ -6,12 +6,12 @@ import pytest
 from bokeh.core.validation import check_integrity
 from bokeh.models import BoxAnnotation, ColumnDataSource, CustomJS, GlyphRenderer, Plot, Range1d, Widget
 
+import kstep
 from kstep import views
-from kstep.engine import explore
 from kstep.scenario_spec import scenario
 from kstep.scenario_spec.runs import own_run
 from kstep.errors import UserError
-from kstep.models import MODELS, make_model
+from kstep.models import MODELS
 from kstep.models.rcu import gp_seq_long
 from kstep.views import style
 from kstep.views.player import Frames
@@ -23,17 +23,15 @@ NAMED = ["kstep-slider", "kstep-play", "kstep-step", "kstep-back", "kstep-reset"
 
 def run(mech, name, variant=None, seed=1):
     """A bundled scenario run as kstep runs it: under its own variant unless told another."""
-    sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
-    model = make_model(mech, variant or sc.variant or None)
-    return own_run(model, sc, seed), model
+    ex = kstep.open(mech, name, variant)
+    return own_run(ex.model, ex.scenario, seed), ex.model
 
 
 def counterexample(mech, variant, name):
-    model = make_model(mech, variant)
-    sc = scenario.load(mech, model.scenario_schema, name)
-    result = explore(model, model.initial(sc.config), scenario=sc.name, config=sc.config)
+    ex = kstep.open(mech, name, variant)
+    result = ex.explore()
     assert result.counterexample is not None
-    return result.counterexample, model
+    return result.counterexample, ex.model
 
 
 ALL_SCENARIOS = [(m, n) for m in sorted(MODELS) for n in scenario.bundled(m)]

@@ -19,15 +19,15 @@ from kstep.models import make_model
 from kstep.views import columns as fc
 from kstep.views import layout, player
 from kstep.views.player import Frames
+from support import load
 
 HARNESS = Path(__file__).with_name("player_harness.js")
 
 
 def rcu_trace(seed=1, name="grace-period-basics", variant=None):
-    model = make_model("rcu", variant)
-    sc = scenario.load("rcu", model.scenario_schema, name)
+    model, sc, start = load("rcu", name, variant)
     sched = Scripted(sc.schedule) if sc.schedule else Random(seed)
-    trace = simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config)
+    trace = simulate(model, start, sched, scenario=sc.name, config=sc.config)
     return trace, model
 
 

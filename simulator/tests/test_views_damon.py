@@ -18,15 +18,15 @@ from kstep.models import make_model
 from kstep.views.boards.damon import LOG_FROM, AddressAxis
 from kstep.views.player import Frames
 
+from support import load
 from test_damon_observed import DATA
 
 UNIT = re.compile(r"^\+\d+(\.\d)? (KiB|MiB|GiB|TiB)$")
 
 
 def layout_of(name, overrides=()):
-    model = make_model("damon")
-    sc = scenario.load("damon", model.scenario_schema, name, list(overrides))
-    trace = simulate(model, model.initial(sc.config), RoundRobin(), scenario=sc.name, config=sc.config)
+    model, sc, start = load("damon", name, overrides=overrides)
+    trace = simulate(model, start, RoundRobin(), scenario=sc.name, config=sc.config)
     return trace, views.layout(trace, model)
 
 

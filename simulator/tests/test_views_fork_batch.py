@@ -1,6 +1,7 @@
 """The fork-batch view: what its page-table grids and outlines show, frame by frame."""
 
 from kstep import views
+from support import load
 from kstep.engine import Random, simulate
 from kstep.scenario_spec import scenario
 from kstep.models import make_model
@@ -12,9 +13,8 @@ MECH = "fork-batch"
 
 
 def frames_of(name, variant=None):
-    model = make_model(MECH, variant)
-    sc = scenario.load(MECH, model.scenario_schema, name)
-    trace = simulate(model, model.initial(sc.config), Random(1), scenario=sc.name, config=sc.config)
+    model, sc, start = load(MECH, name, variant)
+    trace = simulate(model, start, Random(1), scenario=sc.name, config=sc.config)
     return trace, Frames(views.layout(trace, model))
 
 

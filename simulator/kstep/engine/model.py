@@ -111,6 +111,12 @@ IMPLEMENTATION = "implementation"  # another way to do the same job: another loc
 BUG = "bug"  # a broken twin: the steps a bug changes, replaced
 KINDS = {RELEASE: "a dated kernel version", IMPLEMENTATION: "a different implementation of the same job",
          BUG: "a broken twin that replaces the steps its bug changes"}
+MADE_UP = "made up to teach, not taken from a kernel commit"  # why a bug names no fix (Variant.unfixed)
+
+
+def by_kind(variants: Mapping[str, "Variant"]) -> dict[str, list[str]]:
+    """The variant names under each kind that has any, in ``KINDS``' order (releases first)."""
+    return {kind: names for kind in KINDS if (names := [n for n, v in variants.items() if v.kind == kind])}
 
 
 class Variant(NamedTuple):
@@ -120,7 +126,8 @@ class Variant(NamedTuple):
     default ones; a bug replaces exactly the steps the kernel bug changes, and no check ever looks
     at a variant's name or kind.  ``params`` holds the variant's constants (an initial value that
     differs between kernel versions).  ``when`` dates it: a release's kernel version (or year), a
-    bug's fix (commit or release) when the kernel once had it, empty for a bug made up to teach.
+    bug's fix (commit id or the releases that have it) when the kernel once had it.  A bug that
+    names no fix says why in ``unfixed`` (``MADE_UP``, or why its fix is not named).
     Build one with ``Variant.release``, ``Variant.implementation`` or ``Variant.bug``.
     """
 
@@ -130,6 +137,7 @@ class Variant(NamedTuple):
     replaces: Mapping[str, Any] = {}
     params: Mapping[str, Any] = {}
     when: str = ""
+    unfixed: str = ""
 
     @property
     def broken(self) -> bool:
@@ -156,10 +164,12 @@ class Variant(NamedTuple):
         return cls(name, doc, IMPLEMENTATION, replaces, params)
 
     @classmethod
-    def bug(cls, name: str, doc: str, params: Mapping[str, Any] = {}, fixed: str = "", **replaces: Any) -> "Variant":
+    def bug(cls, name: str, doc: str, params: Mapping[str, Any] = {}, fixed: str = "", unfixed: str = "",
+            **replaces: Any) -> "Variant":
         """A broken variant: ``doc`` says what it gets wrong, the keywords are the steps it replaces,
-        ``fixed`` the commit or release that fixed it when the kernel once had it."""
-        return cls(name, doc, BUG, replaces, params, fixed)
+        ``fixed`` the commit or releases that fixed it when the kernel once had it, else ``unfixed``
+        why no fix is named."""
+        return cls(name, doc, BUG, replaces, params, fixed, unfixed)
 
 
 class Model(abc.ABC):

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from ..engine import FULL, HARM, Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
+from ..engine import FULL, HARM, MADE_UP, Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
 from ..engine.records import fast_replace
 from ..scenario_spec.expect import ExpectError
 from ..scenario_spec.scenario import Int, Key, List, Name, Str, Table, unique_names
@@ -350,12 +350,14 @@ def rcu_broken(invoke: Callable) -> dict:
             "gp-ends-early",
             "rcu_gp_cleanup ends the grace period as soon as one CPU has reported a quiescent state, "
             "without waiting for every CPU",
+            unfixed=MADE_UP,
             rcu_gp_cleanup=(None, _gp_ends_on_first_report),
         ),
         "early-callback": Variant.bug(
             "early-callback",
             "rcu_do_batch invokes a callback as soon as the grace period it waits for has started, "
             "not when it has ended",
+            unfixed=MADE_UP,
             rcu_do_batch=rcu_do_batch(rcu_seq_started, invoke),
         ),
     }

@@ -25,14 +25,14 @@ import sys
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
-from ..engine import explore
 from ..engine.model import Violation
-from ..engine.schedule import Replay, simulate
+from ..engine.schedule import Replay
 from ..engine.trace import Trace
 from ..scenario_spec import scenario
 from ..scenario_spec.runs import SEED, own_run
+from .. import experiment
 from ..errors import UserError
-from ..models import MODELS, make_model
+from ..models import MODELS
 
 MAX_STATES = 300_000  # per exploration: every shipped bug is found far below this on its scenario
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -50,11 +50,8 @@ BUILD_ENV = {"BOKEH_VALIDATE_DOC": "false", "PYTHONHASHSEED": "0"}
 def scripted_run(mech: str, name: str):
     """(model, scenario, trace): the scenario's own run (its scripted schedule, else seed ``SEED``;
     a scenario whose runs never end, its declared steps or lasso)."""
-    model = make_model(mech)
-    sc = scenario.load(mech, model.scenario_schema, name)
-    if sc.variant:
-        model = make_model(mech, sc.variant)
-    return model, sc, own_run(model, sc, SEED)
+    ex = experiment.open(mech, name)
+    return ex.model, ex.scenario, own_run(ex.model, ex.scenario, SEED)
 
 
 class Found(NamedTuple):
@@ -103,12 +100,10 @@ def recorded(mech: str, variant: str) -> Optional[Found]:
     row = json.loads(RECORDED.read_text())["counterexamples"].get(mech, {}).get(variant)
     if row is None:
         return None
-    model = make_model(mech, variant)
-    sc = scenario.load(mech, model.scenario_schema, row["scenario"])
-    steps = len(row["schedule"].split())
+    ex = experiment.open(mech, row["scenario"], variant)
+    model, steps = ex.model, len(row["schedule"].split())
     try:
-        trace = simulate(model, model.initial(sc.config), Replay(row["schedule"]), max_steps=steps,
-                         scenario=sc.name, config=sc.config)
+        trace = ex.run(Replay(row["schedule"]), max_steps=steps)
     except UserError:  # an action the model no longer enables there
         return None
     if trace.violation is None or len(trace) != steps or trace.violation.invariant != row["invariant"]:
@@ -123,13 +118,11 @@ def search(mech: str, variant: str, *, order: tuple = (), max_states: int = MAX_
     ``order`` names scenarios to try first (the committed verdict table's); the rest follow in
     bundled order.  Returns what was found (or None) and what was searched without a result.
     """
-    model = make_model(mech, variant)
     names = scenario.bundled(mech)
     searched: list[str] = []
     for name in [n for n in order if n in names] + [n for n in names if n not in order]:
-        sc = scenario.load(mech, model.scenario_schema, name)
-        result = explore(model, model.initial(sc.config), max_states=max_states, scenario=sc.name,
-                         config=sc.config)
+        ex = experiment.open(mech, name, variant)
+        model, result = ex.model, ex.explore(max_states=max_states)
         if result.counterexample is not None and result.violation is not None:
             say(f"course: {mech} --variant {variant} on {name}: {result.violation.title} "
                 f"in {len(result.counterexample)} steps ({result.seconds:.1f} s)")

@@ -28,7 +28,7 @@ from ..scenario_spec import scenario
 from ..engine.model import Checks, Violation, deadlock
 from ..engine.schedule import deadlock_message
 from ..errors import UserError
-from ..models import make_model
+from .. import experiment
 from . import context, phases
 from .boards import damon, fork_batch, qspinlock, rcu, vma_locks
 from .boxes import BoardSource, frames
@@ -62,10 +62,8 @@ class Session:
     call stack of each step."""
 
     def __init__(self, mechanism: str, name: str, variant: Optional[str] = None, calls: str = "[]") -> None:
-        probe = make_model(mechanism)
-        sc = scenario.load(mechanism, probe.scenario_schema, name)
-        model = make_model(mechanism, variant or sc.variant or None)
-        s0 = model.initial(sc.config)
+        ex = experiment.open(mechanism, name, variant or None)
+        sc, model, s0 = ex.scenario, ex.model, ex.start
         self._begin(sc, model, BOARDS.get(mechanism, lambda s, model: [])(s0, model),
                     CHARTS.get(mechanism, phases.chart_sources)(s0, model), calls)
 

@@ -112,18 +112,16 @@ def vma_variant(kernels: Kernels) -> str:
 
 def vma_model(variant: str) -> dict[str, dict[str, int]]:
     """The model's counters over MODEL_SEEDS random schedules of each workload's shape."""
+    from kstep import experiment
     from kstep.engine import Random, simulate
-    from kstep.scenario_spec import scenario as scenarios
-    from kstep.models import make_model
 
     out = {}
     for mode in ("faults", "writer"):
-        model = make_model("vma-locks", variant)
-        sc = scenarios.load(model.name, model.scenario_schema, str(GUEST / "model" / f"vma-{mode}.toml"))
+        ex = experiment.open("vma-locks", str(GUEST / "model" / f"vma-{mode}.toml"), variant)
         total: dict[str, int] = {}
         for seed in MODEL_SEEDS:
-            final = simulate(model, model.initial(sc.config), Random(seed), scenario=sc.name,
-                             config=sc.config).states[-1]
+            final = simulate(ex.model, ex.start, Random(seed), scenario=ex.scenario.name,
+                             config=ex.scenario.config).states[-1]
             for key, value in final.counters._asdict().items():
                 total[key] = total.get(key, 0) + value
         out[mode] = total

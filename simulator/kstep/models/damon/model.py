@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
 
-from ...engine import HARM, Frame, Invariant, Program, ProgramModel, Replacement, Variant
+from ...engine import HARM, MADE_UP, Frame, Invariant, Program, ProgramModel, Replacement, Variant
 from ...scenario_spec.expect import ExpectError
 from ...scenario_spec.scenario import Bool, Int, Key, List, Str, Table, bad
 from . import damos as dm
@@ -554,16 +554,16 @@ def _variants() -> dict:
         return tuple(shaved), rng
 
     out["merge-ignores-sz-limit"] = Variant.bug(
-        "merge-ignores-sz-limit", "damon_merge_regions_of merges similar neighbours whatever their total size",
+        "merge-ignores-sz-limit", "damon_merge_regions_of merges similar neighbours whatever their total size", unfixed=MADE_UP,
         kdamond_merge_regions=kdamond_runs(fx.ALL, merge_of=never_limits)[MERGE])
     out["split-loses-a-byte"] = Variant.bug(
-        "split-loses-a-byte", "damon_split_region_at starts the new region one byte after the old one ends",
+        "split-loses-a-byte", "damon_split_region_at starts the new region one byte after the old one ends", unfixed=MADE_UP,
         kdamond_split_regions=kdamond_runs(fx.ALL, split_of=split_loses_a_byte)[SPLIT])
     out["aging-after-merge"] = Variant.bug(
-        "aging-after-merge", "kdamond_merge_regions ages every region once more after merging",
+        "aging-after-merge", "kdamond_merge_regions ages every region once more after merging", unfixed=MADE_UP,
         kdamond_merge_regions=kdamond_runs(fx.ALL, merge_again=True)[MERGE])
     out["quota-never-charged"] = Variant.bug(
-        "quota-never-charged", "damos_apply_scheme acts on a region without charging its bytes to the quota",
+        "quota-never-charged", "damos_apply_scheme acts on a region without charging its bytes to the quota", unfixed=MADE_UP,
         kdamond_apply_schemes=kdamond_runs(fx.ALL, charge=False)[APPLY])
     return out
 

@@ -5,16 +5,16 @@ two releases (``folio-batch`` of 6.12.117, ``v6.12.0-batch``) and three other im
 
 from __future__ import annotations
 
-from ...engine import Variant
+from ...engine import MADE_UP, Variant
 from .broken import (dup_mmap_without_vma_locks, gup_fast_ignoring_seq, keep_pin_regardless, wrprotect_first_only,
                      wrprotect_unfolding_every_block)
 from .internal import folio_pte_batch
 from .state import ARCH_HINT, FOLIO_BATCH, NO_HINT, PER_PTE, V6_12_0_BATCH
 
 
-def _broken(name, doc, fixed="", **replaces):
+def _broken(name, doc, fixed="", unfixed="", **replaces):
     """A broken variant of 6.12.117's folio batching."""
-    return Variant.bug(name, doc, params={"program": FOLIO_BATCH}, fixed=fixed, **replaces)
+    return Variant.bug(name, doc, params={"program": FOLIO_BATCH}, fixed=fixed, unfixed=unfixed, **replaces)
 
 
 VARIANTS = {
@@ -43,20 +43,20 @@ VARIANTS = {
         "by v4's own copy loop", params={"program": ARCH_HINT}),
     "batch-crosses-folio": _broken(
         "batch-crosses-folio", "folio_pte_batch has no limit at the folio's end (no clamp of max_nr, no PFN "
-        "check), so a batch runs on into the next folio when its pages follow on with the same bits",
+        "check), so a batch runs on into the next folio when its pages follow on with the same bits", unfixed=MADE_UP,
         folio_pte_batch=folio_pte_batch(clamp=False, pfn_check=False)),
     "any-writable-dropped": _broken(
         "any-writable-dropped", "copy_present_ptes drops 'if (any_writable) pte = pte_mkwrite(pte)': a batch "
         "whose first PTE is read-only is not write-protected, and the parent keeps writable PTEs to pages it "
-        "now shares with the child", pte_mkwrite=lambda s, i, arg: s),
+        "now shares with the child", unfixed=MADE_UP, pte_mkwrite=lambda s, i, arg: s),
     "wrprotect-first-only": _broken(
         "wrprotect-first-only", "__copy_present_ptes write-protects only the first PTE of a batch in the "
-        "parent (ptep_set_wrprotect, as the single-PTE code did), not all nr",
+        "parent (ptep_set_wrprotect, as the single-PTE code did), not all nr", unfixed=MADE_UP,
         __copy_present_ptes=wrprotect_first_only),
     "wrprotect-unfolds-blocks": _broken(
         "wrprotect-unfolds-blocks", "contpte_wrprotect_ptes unfolds every folded block it write-protects, not "
         "only one the range covers in part: the parent's 64 KiB blocks are broken up and nothing folds them "
-        "again", wrprotect_ptes=wrprotect_unfolding_every_block),
+        "again", unfixed=MADE_UP, wrprotect_ptes=wrprotect_unfolding_every_block),
     "gup-fast-ignores-seq": _broken(
         "gup-fast-ignores-seq", "GUP-fast as before write_protect_seq (57efa1fe5957, Linux 5.11): it neither "
         "gives up while a fork is write-protecting nor drops a pin taken meanwhile", fixed="57efa1fe5957",

@@ -6,7 +6,7 @@ broken twins of broken.py, each replacing the step(s) its bug changes in the gen
 
 from __future__ import annotations
 
-from ...engine import Replacement, Variant
+from ...engine import MADE_UP, Replacement, Variant
 from .before_set_locked import BEFORE_SET_LOCKED
 from .broken import (fetch_set_pending_no_undo, node_count_inc_init_late, node_count_inc_store_late, only_locked_gone,
                      set_word_locked_val, xchg_tail_16bit_always, xchg_tail_then_init)
@@ -14,9 +14,9 @@ from .state import POWERPC, QSPINLOCK, TICKET
 from .x86 import slowpath_virt
 
 
-def _broken(name, doc, fixed="", **replaces):
+def _broken(name, doc, fixed="", unfixed="", **replaces):
     """A broken variant of the generic qspinlock's program (not the ticket or powerpc one)."""
-    return Variant.bug(name, doc, params={"program": QSPINLOCK}, fixed=fixed, **replaces)
+    return Variant.bug(name, doc, params={"program": QSPINLOCK}, fixed=fixed, unfixed=unfixed, **replaces)
 
 
 VARIANTS = {
@@ -49,18 +49,20 @@ VARIANTS = {
             "free and the head's trylock_clean_tail")}),
     "clear-tail-always": _broken(
         "clear-tail-always", "the queue head sets the whole word to _Q_LOCKED_VAL even when others are "
-        "queued, clearing their tail", set_locked=set_word_locked_val),
+        "queued, clearing their tail", unfixed=MADE_UP, set_locked=set_word_locked_val),
     "pending-not-undone": _broken(
         "pending-not-undone", "after setting pending and seeing contention, the locker queues without "
-        "clear_pending()", queued_fetch_set_pending_acquire=fetch_set_pending_no_undo),
+        "clear_pending()", unfixed=MADE_UP,
+        queued_fetch_set_pending_acquire=fetch_set_pending_no_undo),
     "head-ignores-pending": _broken(
         "head-ignores-pending", "the queue head waits only for the locked byte to clear, not for the "
-        "pending owner", wait_head=(None, only_locked_gone)),
+        "pending owner", unfixed=MADE_UP, wait_head=(None, only_locked_gone)),
     "link-before-init": _broken(
         "link-before-init", "the node's initialisation becomes visible only after the node is linked in, as "
         "arm64 and POWER may show it when nothing orders the two (the 2018 bug was that reordering, fixed in "
         "February by a release store of prev->next, since April by one smp_wmb() before a relaxed xchg_tail()); "
-        "the model shows it as a program-order swap: a hand-off into the node can be wiped out", fixed="2018",
+        "the model shows it as a program-order swap: a hand-off into the node can be wiped out",
+        unfixed="the fix, February 2018's \"locking/qspinlock: Ensure node is initialised before updating prev->next\", is named by its title: its commit id is not checked against the kernel's history here",
         node_count_inc=Replacement(node_count_inc_init_late, what=(
             "idx = node->count++, and the node is not initialised here: that waits until it is linked in")),
         xchg_tail=Replacement(xchg_tail_then_init, what=(
@@ -73,17 +75,19 @@ VARIANTS = {
     "xchg16-one-bit-pending": _broken(
         "xchg16-one-bit-pending", "xchg_tail uses the 16-bit exchange of the tail half even with "
         "_Q_PENDING_BITS 1, where the tail starts at bit 9 (why qspinlock.c has two xchg_tail())",
-        xchg_tail=xchg_tail_16bit_always),
+        unfixed=MADE_UP, xchg_tail=xchg_tail_16bit_always),
     "no-wmb-before-xchg-tail": Variant.bug(
         "no-wmb-before-xchg-tail", "6.12 without the smp_wmb() before xchg_tail() that April 2018's \"locking/"
         "qspinlock: Elide back-to-back RELEASE operations with smp_wmb()\" added: nothing orders the node's "
         "initialisation before the tail's publication but the architecture; x86 keeps stores in order and "
         "its xchg is a locked instruction, so the bug shows on arm64 and POWER only",
         params={"program": QSPINLOCK, "litmus": "qspinlock-init-before-tail-no-wmb"},
+        unfixed="no release had this code: before April 2018 a release store ordered the node's initialisation",
         xchg_tail=Replacement(what=(
             "publish our tail with no smp_wmb() before it: xchg_relaxed() alone orders the node's "
             "initialisation (x86: a locked xchg, a full barrier; arm64, POWER: nothing)"))),
     "mcs-spin-skipped": _broken(
         "mcs-spin-skipped", "an arch_mcs_spin_lock_contended() that returns at once: a queued waiter goes "
-        "to the lock word without waiting for its predecessor's hand-off", mcs_spin=(None, lambda s, i, arg: True)),
+        "to the lock word without waiting for its predecessor's hand-off", unfixed=MADE_UP,
+        mcs_spin=(None, lambda s, i, arg: True)),
 }

@@ -6,7 +6,7 @@ broken.py and of RCU.
 
 from __future__ import annotations
 
-from ...engine import Frame, Inline, Replacement, Variant
+from ...engine import MADE_UP, Frame, Inline, Replacement, Variant
 from ..rcu import rcu_broken
 from .broken import (detached_ignored, dup_mmap_without_vma_locks, mmap_region_without_unmap,
                      mprotect_fixup_without_vma_lock, recheck_skipped, try_write_lock_handoff_stops_first,
@@ -54,31 +54,36 @@ VARIANTS = {
         params={"vm_lock_seq_init": None}),
     "no-recheck": Variant.bug(
         "no-recheck", "vma_start_read trusts its lockless check and skips the recheck under the rwsem",
-        vma_start_read_recheck=recheck_skipped),
+        unfixed=MADE_UP,        vma_start_read_recheck=recheck_skipped),
     "free-immediately": Variant.bug(
         "free-immediately", "vm_area_free frees the VMA at once instead of after an RCU grace period",
-        vm_area_free=vm_area_free_now),
+        unfixed=MADE_UP,        vm_area_free=vm_area_free_now),
     "no-detached-check": Variant.bug(
         "no-detached-check", "lock_vma_under_rcu does not check whether the VMA was detached",
-        check_detached=detached_ignored),
+        unfixed=MADE_UP,        check_detached=detached_ignored),
     "end-read-outside-rcu": Variant.bug(
         "end-read-outside-rcu", "vma_end_read releases the rwsem without holding rcu_read_lock",
-        vma_end_read=vma_end_read_without_rcu),
+        unfixed=MADE_UP,        vma_end_read=vma_end_read_without_rcu),
     "no-seq-bump": Variant.bug(
         "no-seq-bump", "the writer forgets to bump mm_lock_seq when its write epoch ends",
-        vma_end_write_all=lambda s, i, arg: s),
+        unfixed=MADE_UP,        vma_end_write_all=lambda s, i, arg: s),
     "write-lock-without-rwsem": Variant.bug(
         "write-lock-without-rwsem", "vma_start_write stores vm_lock_seq without taking the VMA's rwsem, "
-        "so it does not wait for readers", vma_start_write=vma_start_write_without_rwsem),
+        "so it does not wait for readers", unfixed=MADE_UP,
+        vma_start_write=vma_start_write_without_rwsem),
     "anon-prepare-blocks": Variant.bug(
         "anon-prepare-blocks", "vmf_anon_prepare sleeps on mmap_lock while holding the VMA read lock "
-        "(a trylock is the rule)", __vmf_anon_prepare=vmf_anon_prepare_blocking),
+        "(a trylock is the rule)", unfixed=MADE_UP,
+        __vmf_anon_prepare=vmf_anon_prepare_blocking),
     "mprotect-without-vma-lock": Variant.bug(
         "mprotect-without-vma-lock", "mprotect changes a VMA's vm_flags without vma_start_write "
-        "(the shape of the 6.4 mempolicy and dup_anon_vma bugs)", mprotect_fixup=mprotect_fixup_without_vma_lock),
+        "(the shape of the 6.4 mempolicy and dup_anon_vma bugs)",
+        unfixed="the shape two 6.4 bugs share (dup_anon_vma's was fixed by d8ab9f7b644a), not one commit's code",
+        mprotect_fixup=mprotect_fixup_without_vma_lock),
     "map-fixed-without-unmap": Variant.bug(
         "map-fixed-without-unmap", "__mmap_region stores the new VMA without first gathering and "
-        "unmapping the VMAs mapped in its range", __mmap_region=mmap_region_without_unmap),
+        "unmapping the VMAs mapped in its range", unfixed=MADE_UP,
+        __mmap_region=mmap_region_without_unmap),
     "fork-without-vma-locks": Variant.bug(
         "fork-without-vma-locks", "dup_mmap copies the parent's VMAs without write-locking them "
         "(the memory corruption fixed by fb49c455323f)", fixed="fb49c455323f", dup_mmap=dup_mmap_without_vma_locks),
@@ -86,13 +91,14 @@ VARIANTS = {
         "handoff-stops-first", "rwsem_try_write_lock honours RWSEM_FLAG_HANDOFF against the first waiter "
         "instead of the others (kernel/locking/rwsem.c:620, `waiter != first` made `waiter == first`): the "
         "writer that set HANDOFF can never take the free lock and retries without sleeping, while HANDOFF "
-        "keeps every other locker queued", rwsem_try_write_lock=try_write_lock_handoff_stops_first),
+        "keeps every other locker queued", unfixed=MADE_UP,
+        rwsem_try_write_lock=try_write_lock_handoff_stops_first),
     "relaxed-mm-lock-seq": Variant.bug(
         "relaxed-mm-lock-seq", "the write epoch ends with a plain mm_lock_seq++, no barrier before it, as "
         "before 2023's \"mm: fix memory ordering for mm_lock_seq and vm_lock_seq\" (stable 6.4.y, in "
         "Debian's 6.4.11-1 of August 2023; every 6.12 release has the barrier): a fault may see the epoch "
         "over and the VMA as it was; x86 keeps stores in order, so arm64 and POWER show it",
-        params={"litmus": "vma-mm-lock-seq-no-wmb"}, fixed="2023",
+        params={"litmus": "vma-mm-lock-seq-no-wmb"}, fixed="b1f02b95758d",
         vma_end_write_all=Replacement(what=(
             "mm_lock_seqcount_end without its smp_wmb(): a plain mm_lock_seq++ (x86: stores stay in order anyway)"))),
     **rcu_broken(free_vma_rcu_cb),

@@ -35,6 +35,7 @@ from ...engine import parse_schedule
 from ...scenario_spec import expect, scenario
 from ...memory import bundled
 from ...engine.liveness import describe, liveness
+from ...engine.model import by_kind
 from ...models import MODELS, make_model
 from .. import course, predict, seeds
 from ..export import layout
@@ -345,7 +346,8 @@ class VariantsDirective(KstepDirective):
         table = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"].get(mech, {})
         names = scenario.bundled(mech)
         rows = [["variant", "kind", "what it is"] + names]
-        for v in MODELS[mech].variants.values():
+        variants = MODELS[mech].variants
+        for v in (variants[n] for names in by_kind(variants).values() for n in names):
             cells = [f"{v.name}{' (broken)' if v.broken else ''}", v.dated, " ".join(v.doc.split())]
             for name in names:
                 row = table.get(name, {}).get(v.name)

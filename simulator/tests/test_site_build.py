@@ -187,3 +187,29 @@ def test_every_chapters_players_can_be_scheduled_by_hand_and_ask_their_scenarios
     outputs.add_bokehjs(SimpleNamespace(add_js_file=lambda name, **kw: added.append(name)), "chapters/rcu", None,
                         {}, {pages.BOKEH: True, pages.LIVE: True})
     assert "kstep/interactive.js" in added
+
+
+def test_the_variants_table_shows_each_tso_verdict_of_the_file_beneath_sc_in_its_own_cell():
+    """The instructor guide's tso cells are the table's: none dropped, none moved to another scenario or variant."""
+    import json
+    from types import SimpleNamespace
+
+    mech = "qspinlock"
+    table = json.loads((Path(course.__file__).parent.parent / "verdicts.json").read_text())["verdicts"][mech]
+    directive = SimpleNamespace(arguments=[mech], mechanism=lambda: mech)
+    grid, sentence = pages.VariantsDirective.run(directive)
+    header, *rows = ([[entry.astext().split("\n\n") for entry in row.findall(nodes.entry)]
+                      for row in grid.findall(nodes.row)])
+    names = [cell[0] for cell in header[3:]]
+    shown = {(name, row[0][0].removesuffix(" (broken)")): cell
+             for row in rows for name, cell in zip(names, row[3:])}
+    def said(r):
+        return f"{r['kind']}: {r['invariant']} in {r['steps']} steps" if r["verdict"] == "violation" else r["verdict"]
+
+    expected = {(name, variant): [said(r)] + ([] if "tso" not in r else ["tso: refused"] if r["tso"]["verdict"] == "refused"
+                                              else [f"tso (buffers of {r['tso']['store_buffer']}): {said(r['tso'])}"])
+                for name, by_variant in table.items() for variant, r in by_variant.items()}
+    assert shown == expected
+    tso = [cell[1] for cell in shown.values() if len(cell) == 2]
+    assert any(t.endswith(" steps") for t in tso) and "tso: refused" in tso, "the table has both"
+    assert "POWER" in sentence.astext() and "store buffers" in sentence.astext()

@@ -15,7 +15,7 @@ A page is a title and one directive; the directive runs the library when Sphinx 
   description; its hidden toctree makes the theme's previous/next links follow that order;
 - ``kstep-exercises MECH`` (on a chapter): the graded exercises found under ``exercises/``;
 - ``kstep-variants MECH`` (instructor guide): every variant against every bundled scenario, from the
-  committed verdict table.
+  committed verdict table, with the search under x86-TSO beneath sc's where the table has one.
 """
 
 from __future__ import annotations
@@ -351,11 +351,37 @@ class VariantsDirective(KstepDirective):
             cells = [f"{v.name}{' (broken)' if v.broken else ''}", v.dated, " ".join(v.doc.split())]
             for name in names:
                 row = table.get(name, {}).get(v.name)
-                cells.append("not in the table" if row is None else
-                             f"{row['kind']}: {row['invariant']} in {row['steps']} steps"
-                             if row["verdict"] == "violation" else row["verdict"])
+                if row is None:
+                    cells.append("not in the table")
+                elif "tso" in row:  # the same search under x86-TSO, beneath sc's
+                    cells.append((verdict_text(row), tso_text(row["tso"])))
+                else:
+                    cells.append(verdict_text(row))
             rows.append(cells)
-        return [grid(rows, classes=["kstep-variants"])]
+        out = [grid(rows, classes=["kstep-variants"])]
+        whys = sorted({r["tso"]["why"] for by_variant in table.values() for r in by_variant.values()
+                       if r.get("tso", {}).get("verdict") == "refused"})
+        if any("tso" in r for by_variant in table.values() for r in by_variant.values()):
+            said = (f"Beneath each verdict, tso: the same search with {mech}'s shared memory behind per-CPU FIFO "
+                    "store buffers (x86-TSO, kstep explore --memory-model tso), with the scenario's buffer "
+                    "depth and a tighter state bound; a scenario that is not explored has no tso verdict either."
+                    + (" Refused where: " + "; ".join(whys) + "." if whys else ""))
+            out.append(nodes.paragraph(said, said))
+        return out
+
+
+def verdict_text(row: dict) -> str:
+    """One search's verdict as the table shows it."""
+    if row["verdict"] == "violation":
+        return f"{row['kind']}: {row['invariant']} in {row['steps']} steps"
+    return row["verdict"]
+
+
+def tso_text(row: dict) -> str:
+    """The tso search's verdict: refused, or the verdict with the store-buffer depth it was found at."""
+    if row["verdict"] == "refused":
+        return "tso: refused"
+    return f"tso (buffers of {row['store_buffer']}): {verdict_text(row)}"
 
 
 class SeedsDirective(KstepDirective):
@@ -371,7 +397,7 @@ class SeedsDirective(KstepDirective):
         return [grid(rows, classes=["kstep-seeds"]), nodes.paragraph(comparable, comparable)]
 
 
-def grid(rows: list[list[str]], classes=()) -> nodes.table:
+def grid(rows: list[list], classes=()) -> nodes.table:
     """A plain docutils table, the first row its header."""
     width = len(rows[0])
     table = nodes.table(classes=list(classes))
@@ -381,8 +407,8 @@ def grid(rows: list[list[str]], classes=()) -> nodes.table:
     for part, chunk in ((nodes.thead(), rows[:1]), (nodes.tbody(), rows[1:])):
         for cells in chunk:
             row = nodes.row()
-            for text in cells:
-                row += nodes.entry("", nodes.paragraph(text, text))
+            for cell in cells:  # a cell of text, or of lines, each its own paragraph
+                row += nodes.entry("", *(nodes.paragraph(t, t) for t in ((cell,) if isinstance(cell, str) else cell)))
             part += row
         group += part
     return table

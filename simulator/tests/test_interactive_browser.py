@@ -34,8 +34,8 @@ from kstep.views.interactive import Session
 
 pytestmark = pytest.mark.browser
 
-UAF_SCHEDULE = ["T1", "T1"] + ["W"] * 9 + ["T1"]  # the student's choices, one actor per step
-BRANCH = ["T1", "T1"] + ["W"] * 5  # from step 2: T1 read-locks VMA B first, and W's unmap must wait
+UAF_SCHEDULE = ["T1", "T1"] + ["W"] * 10 + ["T1"]  # the student's choices, one actor per step
+BRANCH = ["T1", "T1"] + ["W"] * 6  # from step 2: T1 read-locks VMA B first, and W's unmap must wait
 BOOT_MS = 180_000  # Pyodide's first start on a loaded 2-core machine: compiling 10 MB of WebAssembly
 STEP_MS = 30_000
 
@@ -184,7 +184,7 @@ def test_a_student_schedules_the_munmap_race_into_the_use_after_free_offline(ope
     assert "no-use-after-free" in p.js("m('kstep-banner').text") and p.js("m('kstep-banner').visible")
 
     p.page.click('.kstep-live button[data-do="back"]')  # step back: the free happened, the read not yet
-    panel_at(p, "live", 11)
+    panel_at(p, "live", len(UAF_SCHEDULE) - 1)
     assert p.page.locator(".kstep-live [data-found]").count() == 0
 
     # Branch: slide back to step 2 and let T1 take VMA B's read lock before W unmaps it.

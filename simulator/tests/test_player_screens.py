@@ -74,8 +74,8 @@ def test_predict_mode_asks_before_each_marked_step_then_reveals_and_keeps_score(
     at(p, asked[0]["step"] + 2, n)
     p.click("predict mode")
     at(p, 0, n)
-    verdicts = ["✓ right: 1", "✗ not quite; the answer: true", "The answer: T1"]
-    for q, given, verdict in zip(asked, ["0x1", "false", None], verdicts):
+    verdicts = ["✓ right: 2", "✗ not quite; the answer: true", "The answer: T1"]
+    for q, given, verdict in zip(asked, ["0x2", "false", None], verdicts):
         p.js("m('kstep-slider').value = arg", n)  # a jump past the question stops before its step
         p.wait(f"m('kstep-slider').value === {q['step'] - 1} && !m('kstep-guess').disabled")
         assert f"step {q['step'] - 1} / {n}" in p.status()

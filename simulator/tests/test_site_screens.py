@@ -63,7 +63,7 @@ def test_axe_finds_no_serious_or_critical_issue(opened, origin, rel):
     if rel == "tour.html":  # the interactive players offer to let the student schedule
         p.page.wait_for_selector(".kstep-live[data-state=ready]")
     if p.documents() and p.is_player():  # at a step with code in the code pane and its lines marked
-        p.js("m('kstep-slider').value = 5")
+        p.js("m('kstep-slider').value = 6")
         p.wait("[].concat(m('kstep-code').html).join('').includes('kstep-marked')")
     p.page.evaluate(PAINTED)
     p.page.add_script_tag(path=str(AXE))

@@ -557,7 +557,13 @@ g = harness.grade(ex, Path({str(sub)!r}), student="s1", secret="x" * 16, mode="u
 print(json.dumps({{"score": g.score, "max": g.max_score, "outputs": {{t.name: t.output for t in g.tests}}}}))
 """
     system_python = "/usr/bin/python3"  # what scripts/setup-system installs
-    env = {**os.environ, "PYTHONPATH": str(Path(harness.__file__).resolve().parents[2])}
+    # The sandbox's uid runs kstep's own grading code too: a copy it can read, wherever the clone lies
+    # (a clone in mktemp -d's folder, mode 0700, is closed to it, as /root is)
+    shared = Path(tempfile.mkdtemp(prefix="kstep-user-mode-"))
+    shared.chmod(0o755)
+    shutil.copytree(Path(harness.__file__).resolve().parents[1], shared / "kstep",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(shared)}
 
     def graded(how: str) -> dict:
         p = subprocess.run([system_python, "-c", grading, how], env=env, capture_output=True, text=True,
@@ -565,10 +571,13 @@ print(json.dumps({{"score": g.score, "max": g.max_score, "outputs": {{t.name: t.
         assert p.returncode == 0, p.stderr
         return json.loads(p.stdout.splitlines()[-1])
 
-    (sub / "sub.py").write_text(reads)
-    g = graded("reads")
-    assert g["score"] == g["max"], g
-    (sub / "sub.py").write_text("while True:\n    pass\n")
-    g = graded("spin")
-    assert any(out.startswith("your code ran out of CPU time") for out in g["outputs"].values()), g
+    try:
+        (sub / "sub.py").write_text(reads)
+        g = graded("reads")
+        assert g["score"] == g["max"], g
+        (sub / "sub.py").write_text("while True:\n    pass\n")
+        g = graded("spin")
+        assert any(out.startswith("your code ran out of CPU time") for out in g["outputs"].values()), g
+    finally:
+        shutil.rmtree(shared)
     assert not sandbox_processes()

@@ -285,7 +285,8 @@ MAKE_MODEL_ALLOWED = {
 def make_model_callers(paths) -> set[str]:
     """Modules (by file) whose code calls ``make_model`` (``make_model(...)`` or ``x.make_model(...)``)."""
     return {path for path in paths for node in ast.walk(ast.parse(path.read_text(), str(path)))
-            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "make_model"}
+            if isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", None)) == "make_model"}
 
 
 def test_runs_start_from_kstep_open():
@@ -295,7 +296,8 @@ def test_runs_start_from_kstep_open():
     assert not callers - set(MAKE_MODEL_ALLOWED), (
         "build a run from a mechanism, scenario and variant with kstep.open, not make_model:\n  "
         + "\n  ".join(sorted(callers - set(MAKE_MODEL_ALLOWED))))
-    assert not set(MAKE_MODEL_ALLOWED) - callers, f"no longer calls make_model: {sorted(set(MAKE_MODEL_ALLOWED) - callers)}"
+    gone = sorted(set(MAKE_MODEL_ALLOWED) - callers)
+    assert not gone, f"no longer calls make_model: {gone}"
 
 
 # The benchmarks and scripts beside the package, by path from the repository's root.
@@ -304,7 +306,8 @@ OUTSIDE_ALLOWED = {"bench/player.py": "configs scaled up in code, no scenario"}
 
 def test_benchmarks_and_scripts_start_from_kstep_open():
     root = PACKAGE.parents[1]
-    scripts = [p for p in root.joinpath("scripts").iterdir() if p.is_file() and p.read_bytes().startswith(b"#!/usr/bin/env python")]
+    scripts = [p for p in root.joinpath("scripts").iterdir()
+               if p.is_file() and p.read_bytes().startswith(b"#!/usr/bin/env python")]
     files = [*root.joinpath("bench").glob("*.py"), *scripts]
     callers = {p.relative_to(root).as_posix() for p in make_model_callers(files)}
     assert callers == set(OUTSIDE_ALLOWED), f"make_model outside kstep.open: {sorted(callers ^ set(OUTSIDE_ALLOWED))}"

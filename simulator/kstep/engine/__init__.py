@@ -1,7 +1,8 @@
 """The kstep engine: pure step models, schedulers, exhaustive exploration and traces."""
 
 from .explore import ExploreResult, explore
-from .model import ASSERTION, FULL, HARM, MADE_UP, PLAIN, Action, Invariant, Model, Source, Variant, Violation, to_jsonable
+from .model import (ASSERTION, FULL, HARM, MADE_UP, PLAIN, Action, Invariant, Model, Source, Variant, Violation,
+                    to_jsonable)
 from .prng import SplitMix64
 from .program import (Call, Frame, Inline, Program, ProgramModel, Replacement, Step, push, set_thread,
                       thread_index)
@@ -14,7 +15,8 @@ __all__ = [
     "Action", "Call", "ExploreResult", "Footprint", "Frame", "Inline", "Invariant", "Model", "Program",
     "ProgramModel", "Random", "Reductions", "Renamed", "Replacement", "Replay", "RoundRobin", "Scripted", "Source",
     "SplitMix64", "Step",
-    "MADE_UP", "Trace", "Variant", "Violation", "explore", "parse_schedule", "push", "scheduler_for", "set_thread", "simulate",
+    "MADE_UP", "Trace", "Variant", "Violation", "explore", "parse_schedule", "push", "scheduler_for", "set_thread",
+    "simulate",
     "thread_index",
     "to_jsonable",
 ]

@@ -24,7 +24,6 @@ from array import array
 from typing import Any, Callable, Optional
 
 from ..engine import HARM, Action, Trace
-from ..scenario_spec import scenario
 from ..engine.model import Checks, Violation, deadlock
 from ..engine.schedule import deadlock_message
 from ..errors import UserError

@@ -366,7 +366,8 @@ def split_respects_max(s, a, t) -> Optional[str]:
         return None
     mx = t.cfg.attrs.max_nr_regions
     if len(t.regions) > mx and len(t.regions) != len(s.regions):
-        return f"kdamond_split_regions went from {len(s.regions)} to {len(t.regions)} regions, above max_nr_regions {mx}"
+        return (f"kdamond_split_regions went from {len(s.regions)} to {len(t.regions)} regions, "
+                f"above max_nr_regions {mx}")
     return None
 
 
@@ -554,16 +555,19 @@ def _variants() -> dict:
         return tuple(shaved), rng
 
     out["merge-ignores-sz-limit"] = Variant.bug(
-        "merge-ignores-sz-limit", "damon_merge_regions_of merges similar neighbours whatever their total size", unfixed=MADE_UP,
+        "merge-ignores-sz-limit", "damon_merge_regions_of merges similar neighbours whatever their total size",
+        unfixed=MADE_UP,
         kdamond_merge_regions=kdamond_runs(fx.ALL, merge_of=never_limits)[MERGE])
     out["split-loses-a-byte"] = Variant.bug(
-        "split-loses-a-byte", "damon_split_region_at starts the new region one byte after the old one ends", unfixed=MADE_UP,
+        "split-loses-a-byte", "damon_split_region_at starts the new region one byte after the old one ends",
+        unfixed=MADE_UP,
         kdamond_split_regions=kdamond_runs(fx.ALL, split_of=split_loses_a_byte)[SPLIT])
     out["aging-after-merge"] = Variant.bug(
         "aging-after-merge", "kdamond_merge_regions ages every region once more after merging", unfixed=MADE_UP,
         kdamond_merge_regions=kdamond_runs(fx.ALL, merge_again=True)[MERGE])
     out["quota-never-charged"] = Variant.bug(
-        "quota-never-charged", "damos_apply_scheme acts on a region without charging its bytes to the quota", unfixed=MADE_UP,
+        "quota-never-charged", "damos_apply_scheme acts on a region without charging its bytes to the quota",
+        unfixed=MADE_UP,
         kdamond_apply_schemes=kdamond_runs(fx.ALL, charge=False)[APPLY])
     return out
 

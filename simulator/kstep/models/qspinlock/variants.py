@@ -62,7 +62,8 @@ VARIANTS = {
         "arm64 and POWER may show it when nothing orders the two (the 2018 bug was that reordering, fixed in "
         "February by a release store of prev->next, since April by one smp_wmb() before a relaxed xchg_tail()); "
         "the model shows it as a program-order swap: a hand-off into the node can be wiped out",
-        unfixed="the fix, February 2018's \"locking/qspinlock: Ensure node is initialised before updating prev->next\", is named by its title: its commit id is not checked against the kernel's history here",
+        unfixed="the fix, February 2018's \"locking/qspinlock: Ensure node is initialised before updating "
+        "prev->next\", is named by its title: its commit id is not checked against the kernel's history here",
         node_count_inc=Replacement(node_count_inc_init_late, what=(
             "idx = node->count++, and the node is not initialised here: that waits until it is linked in")),
         xchg_tail=Replacement(xchg_tail_then_init, what=(

@@ -20,7 +20,7 @@
 #define FIRST_PFN	1024
 #define GIB_PAGES	(512L * PTRS_PER_PTE)
 
-static const char *const formats[] = { "x86-64", "arm64-4K-contpte", "generic" };
+static const char *const formats[NR_FORMATS] = { "x86-64", "arm64-4K-contpte", "generic", "arm64-4K" };
 static const char *const strategies[] = { "folio-batch", "v6.12.0-batch", "no-batch-hint", "per-pte", "arch-hint" };
 
 static int pick(const char *arg, const char *const *names, int n)
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fork-batch-bench: usage: fork-batch-bench FORMAT STRATEGY ORDER REPS\n");
 		return 2;
 	}
-	fmt = pick(argv[1], formats, 3);
+	fmt = pick(argv[1], formats, NR_FORMATS);
 	strategy = pick(argv[2], strategies, 5);
 	order = atoi(argv[3]);
 	reps = atoi(argv[4]);

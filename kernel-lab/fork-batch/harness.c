@@ -73,7 +73,7 @@ struct scenario {
 
 #define NR(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static const char *const formats[] = { "x86-64", "arm64-4K-contpte", "generic" };
+static const char *const formats[NR_FORMATS] = { "x86-64", "arm64-4K-contpte", "generic", "arm64-4K" };
 static const char *const strategies[] = { "folio-batch", "v6.12.0-batch", "no-batch-hint", "per-pte", "arch-hint" };
 static const char *const vma_kinds[] = { "private-anon", "private-file", "shared" };
 static const char *const folio_kinds[] = { "anon", "file", "shmem" };
@@ -196,7 +196,7 @@ static void set(void *arg, const char *key, const char *value)
 		bad("a seed and a layout: give one or the other");
 	sc->laid_out = true;
 	if (!strcmp(key, "format"))
-		sc->fmt = choice(value, formats, 3);
+		sc->fmt = choice(value, formats, NR_FORMATS);
 	else if (!strcmp(key, "mmf_has_pinned"))
 		sc->mmf_has_pinned = number(value, 0, 1);
 	else if (!strcmp(key, "vmas"))
@@ -255,7 +255,7 @@ static const int layout_orders[] = { 0, 0, 4, 4, 9 };
 static const int toggle_counts[] = { 0, 0, 1, 3 };
 static const long gaps[] = { 0, 0, 0, 1, 5 };
 
-static bool has_soft_dirty(enum pte_format fmt) { return fmt != FMT_ARM64; }
+static bool has_soft_dirty(enum pte_format fmt) { return fmt != FMT_ARM64 && fmt != FMT_ARM64_4K; }
 
 static struct vma *layout_vma(struct scenario *sc, long start, long end, struct splitmix64 *r)
 {
@@ -282,7 +282,7 @@ static void random_layout(struct scenario *sc, uint64_t seed)
 	sc->nr_threads = 1;
 	strcpy(sc->threads[0].name, "P");
 	sc->threads[0].kind = T_FORK;
-	sc->fmt = splitmix64_below(&r, 3);
+	sc->fmt = splitmix64_below(&r, NR_FORMATS);
 	end = layout_ends[splitmix64_below(&r, NR(layout_ends))];
 	split = splitmix64_below(&r, 2) ? (long)splitmix64_below(&r, end - 1) + 1 : end;
 	layout_vma(sc, 0, split, &r);

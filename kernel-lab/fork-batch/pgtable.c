@@ -114,6 +114,11 @@ void wrprotect_ptes(enum pte_format fmt, pte_t *pt, long i, long nr, struct ops 
 				pt[k] = pte_wrprotect(pt[k]);
 			}
 		}
+	} else if (fmt == FMT_ARM64_4K) {
+		for (long k = i; k < i + nr; k++) {	/* __wrprotect_ptes: __ptep_get, then the cmpxchg loop */
+			ops->loads++;
+			cmpxchg_wrprotect(pt, k, pt[k], ops);
+		}
 	} else if (nr == 1) {
 		pte_t orig = pt[i];
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The PTE layout and the arch helpers fork's copy calls (ptep_get, pte_batch_hint, wrprotect_ptes,
- * set_ptes and arm64's contpte_convert), in kstep's own layout for three formats, counting what
+ * set_ptes and arm64's contpte_convert), in kstep's own layout for four formats, counting what
  * each does to page-table memory exactly as simulator/kstep/models/fork_batch/pgtable.py does.  The PTE bits
  * sit below PFN_PTE_SHIFT, the same for all formats, so the C and Python page tables compare
  * entry for entry; the formats differ in what their helpers do, not in where their bits are.
@@ -32,7 +32,8 @@ typedef uint64_t pte_t;
 #define CONT_PTES	16
 #endif
 
-enum pte_format { FMT_X86_64, FMT_ARM64, FMT_GENERIC };
+/* FMT_ARM64 is arm64-4K-contpte; FMT_ARM64_4K arm64 with 4 KiB pages and no CONFIG_ARM64_CONTPTE */
+enum pte_format { FMT_X86_64, FMT_ARM64, FMT_GENERIC, FMT_ARM64_4K, NR_FORMATS };
 
 /* What the copy counts, in the order of models/fork_batch/pgtable.py's Ops. */
 struct ops {

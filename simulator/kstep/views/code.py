@@ -82,6 +82,16 @@ ANCHORS: Mapping[str, Mapping[str, Sequence[str]]] = {
         "mcs_handoff": ("WRITE_ONCE(next->locked, 1);", "WRITE_ONCE(next->locked, 1);"),
         "release_node": ("node->lock = NULL;", "barrier();", "qnodesp->count--;"),
     },
+    # arm64 without contpte builds the generic names as "#define ptep_get __ptep_get" and the like
+    "arch/arm64/include/asm/pgtable.h:__ptep_get": {
+        "ptep_get": ("return READ_ONCE(*ptep);",),
+    },
+    "arch/arm64/include/asm/pgtable.h:__wrprotect_ptes": {
+        "wrprotect_ptes": ("__ptep_set_wrprotect(mm, address, ptep);",),
+    },
+    "arch/arm64/include/asm/pgtable.h:__set_ptes": {
+        "set_ptes": ("__set_pte(ptep, pte);", "pte = pte_advance_pfn(pte, 1);"),
+    },
     "kernel/locking/mcs_spinlock.h:arch_mcs_spin_lock_contended": {
         "mcs_spin": ("smp_cond_load_acquire(l, VAL);",),
     },

@@ -46,6 +46,9 @@ ARCHES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "arm64": (_COMMON + ("CONFIG_ARM64", "CONFIG_PGTABLE_LEVELS=4", "CONFIG_ARM64_4K_PAGES", "CONFIG_ARM64_CONTPTE",
                          "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),
               ("arch/arm64/include/asm/pgtable.h", "arch/arm64/include/asm/tlbflush.h")),
+    "arm64-no-contpte": (_COMMON + ("CONFIG_ARM64", "CONFIG_PGTABLE_LEVELS=4", "CONFIG_ARM64_4K_PAGES",
+                                    "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),
+                         ("arch/arm64/include/asm/pgtable.h", "arch/arm64/include/asm/tlbflush.h")),
     "ppc64le": (_COMMON + ("CONFIG_PPC64", "CONFIG_PPC_BOOK3S_64", "CONFIG_PPC_RADIX_MMU", "CONFIG_PGTABLE_LEVELS=4",
                            "CONFIG_HAVE_ARCH_SOFT_DIRTY", "CONFIG_MEM_SOFT_DIRTY"),
                 ("arch/powerpc/include/asm/book3s/64/pgtable.h", "arch/powerpc/include/asm/book3s/64/tlbflush.h",
@@ -123,6 +126,11 @@ def arch_excerpt(tree: Path, path: str, function: str, arch: str) -> dict:
         if found:
             first, end = max(found, key=lambda d: (d[1] - d[0], -d[0]))
             return {"where": f"{candidate}:{function}", "line": first + 1, "text": "\n".join(lines[first:end])}
+        alias = re.compile(rf"^\s*#\s*define\s+{re.escape(function)}\s+(\w+)\s*$")
+        for k, line in enumerate(lines):  # arm64 without contpte: "#define ptep_get __ptep_get"
+            m = alias.match(line)
+            if m and built[k] and m.group(1) != function and candidate != path:
+                return arch_excerpt(tree, candidate, m.group(1), arch)
     return {"where": f"{path}:{function}", **excerpt(tree, path, function)}
 
 

@@ -44,7 +44,7 @@ arm64's contiguous-PTE blocks allowed.  The variants are the strategies of that 
 - ``arch-hint``: v4's ``pte_batch_remaining`` in place of ``folio_pte_batch``: a batch is the
   rest of a folded arm64 block, else one PTE.
 
-The PTE format (x86-64, arm64 with contiguous PTEs, or generic) is a scenario parameter;
+The PTE format (x86-64, arm64 with or without contiguous PTEs, or generic) is a scenario parameter;
 pgtable.py implements the arch helpers and counts what each does.  On arm64 the
 ``per-pte`` strategy is the thread's thought experiment (contiguous PTEs and fork batching
 landed together in 6.9): every folded block is unfolded in the parent and folded again in the

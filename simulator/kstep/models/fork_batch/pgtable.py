@@ -1,8 +1,8 @@
-"""Page-table entries and the arch helpers fork's copy calls, in three PTE formats.
+"""Page-table entries and the arch helpers fork's copy calls, in four PTE formats.
 
 Core mm copies PTEs through a handful of helpers each architecture may override:
 ``ptep_get``, ``pte_batch_hint``, ``wrprotect_ptes`` and ``set_ptes``.  This module implements
-them for three formats and counts what each does to page-table memory, as Linux 6.12 does it
+them for four formats and counts what each does to page-table memory, as Linux 6.12 does it
 with ``CONFIG_DEBUG_VM`` and ``CONFIG_PAGE_TABLE_CHECK`` off (as in Debian's kernels):
 
 ``x86-64``
@@ -18,13 +18,21 @@ with ``CONFIG_DEBUG_VM`` and ``CONFIG_PAGE_TABLE_CHECK`` off (as in Debian's ker
     writes them and a single ``set_ptes`` tries to fold the block it completes.  A fold or unfold
     is ``contpte_convert``: 16 atomic clears, one TLB flush, 16 stores.  uffd-wp exists,
     soft-dirty does not.
+``arm64-4K``
+    arch/arm64 with 4 KiB pages and without ``CONFIG_ARM64_CONTPTE`` (every arm64 kernel before
+    6.9, and the kernels the December 2023 thread timed): ``ptep_get`` is ``__ptep_get`` (one
+    ``READ_ONCE``), ``pte_batch_hint`` the generic 1, ``wrprotect_ptes`` is ``__wrprotect_ptes``,
+    whose ``__ptep_set_wrprotect`` reads the PTE and clears its write permission in
+    ``___ptep_set_wrprotect``'s ``cmpxchg_relaxed`` loop, and ``set_ptes`` is ``__set_ptes``'
+    loop of ``__set_pte`` (no barrier for a user PTE).  Nothing folds or unfolds.  uffd-wp exists,
+    soft-dirty does not.
 ``generic``
     the generic ``ptep_get`` (one ``READ_ONCE``) and ``pte_batch_hint`` (1), with ppc64le
     Book3S-64 radix's PTE helpers: ``ptep_set_wrprotect`` reads the PTE and, only if it is
     writable, ``pte_update``s it (an ``ldarx``/``stdcx.`` loop); ``set_ptes`` stores.  Soft-dirty
     exists, uffd-wp does not.
 
-A PTE is an int in kstep's own layout, the same for all three formats, so one picture shows
+A PTE is an int in kstep's own layout, the same for all four formats, so one picture shows
 them all: the PFN from ``PFN_PTE_SHIFT`` up and one bit per property below it.  The real
 positions differ (x86: RW bit 1, ACCESSED 5, DIRTY 6, SPECIAL 9, UFFD_WP 10, SOFT_DIRTY 11;
 arm64: VALID 0, RDONLY 7, AF 10, DBM/WRITE 51, CONT 52, DIRTY 55, SPECIAL 56, UFFD_WP 58), and
@@ -177,12 +185,13 @@ LOADS, STORES, ATOMICS, TLB_FLUSHES, FOLDS, UNFOLDS, REFS, RMAP, BATCHES = range
 
 # --- the formats ----------------------------------------------------------------------------------------
 
-X86_64, ARM64, GENERIC = "x86-64", "arm64-4K-contpte", "generic"
-FORMATS = (X86_64, ARM64, GENERIC)
-ARCH = {X86_64: "x86-64", ARM64: "arm64", GENERIC: "ppc64le"}  # whose kernel build each format's helpers are
+X86_64, ARM64, GENERIC, ARM64_4K = "x86-64", "arm64-4K-contpte", "generic", "arm64-4K"
+FORMATS = (X86_64, ARM64, GENERIC, ARM64_4K)  # the C port's enum pte_format, in its order
+# whose kernel build each format's helpers are (lab/source/excerpts.py's ARCHES)
+ARCH = {X86_64: "x86-64", ARM64: "arm64", GENERIC: "ppc64le", ARM64_4K: "arm64-no-contpte"}
 CONT_PTES = 16  # arm64, 4 KiB pages: 1 << CONFIG_ARM64_CONT_PTE_SHIFT (4)
-HAS_SOFT_DIRTY = {X86_64: True, ARM64: False, GENERIC: True}  # CONFIG_HAVE_ARCH_SOFT_DIRTY
-HAS_UFFD_WP = {X86_64: True, ARM64: True, GENERIC: False}  # CONFIG_HAVE_ARCH_USERFAULTFD_WP
+HAS_SOFT_DIRTY = {X86_64: True, ARM64: False, GENERIC: True, ARM64_4K: False}  # CONFIG_HAVE_ARCH_SOFT_DIRTY
+HAS_UFFD_WP = {X86_64: True, ARM64: True, GENERIC: False, ARM64_4K: True}  # CONFIG_HAVE_ARCH_USERFAULTFD_WP
 
 FolioSpan = Callable[[int], Optional[tuple]]  # pfn -> (first pfn, nr pages) of its folio, None if none
 
@@ -272,6 +281,10 @@ def wrprotect_ptes(fmt: str, pt: list, i: int, nr: int, ops: list) -> None:
             if pte_write(pt[k]):
                 ops[ATOMICS] += 1
                 pt[k] = pte_wrprotect(pt[k])
+    elif fmt == ARM64_4K:
+        for k in range(i, i + nr):  # __wrprotect_ptes: __ptep_get, then ___ptep_set_wrprotect's cmpxchg
+            ops[LOADS] += 1
+            _cmpxchg_wrprotect(pt, k, pt[k], ops)
     elif nr == 1:  # arm64: unfold a folded entry first, then write-protect the one
         orig = pt[i]
         ops[LOADS] += 1

@@ -177,8 +177,9 @@ def _thread_rules(sc, t, where, used, folios):
 
 
 SCHEMA = Table({
-    "format": Key(Str(FORMATS, doc="the PTE format: x86-64, arm64 with 4 KiB pages and contiguous PTEs, or "
-                                   "generic (the generic hint and ptep_get, as on ppc64le radix)"), X86_64),
+    "format": Key(Str(FORMATS, doc="the PTE format: x86-64, arm64 with 4 KiB pages and contiguous PTEs, "
+                                   "generic (the generic hint and ptep_get, as on ppc64le radix), or arm64 with "
+                                   "4 KiB pages without contiguous PTEs (arm64-4K)"), X86_64),
     "mmf_has_pinned": Key(Bool(doc="MMF_HAS_PINNED: the process has pinned pages with FOLL_PIN before"), False),
     "vmas": Key(List(Table({
         "start": Key(Int(0, MAX_PAGES - 1, "vm_start, a page number (a PTE table maps 512 pages)")),

@@ -43,8 +43,12 @@ VMA_SCENARIOS = {
 }
 QSPINLOCK_SCENARIOS = ("two-waiters", "three-waiters", "set-locked-contended")
 CONTPTE_UNTIMED = "not timed: argued in reads per folded block (16 with the hook against 256 without)"
-FORK_FORMATS = ("x86-64", "arm64-4K", "arm64-4K-contpte")
-FORK_THREAD = {  # (format, order) -> (where, the thread's number for generic batching)
+NOT_THREADS = "not the thread's configuration: 6.12's rmap also counts folio->_large_mapcount"
+THREAD_RMAP, RMAP_6_12 = "one _mapcount atomic per PTE (the thread's)", "6.12 (and _large_mapcount)"
+# The fork rows' configurations: (PTE format, whether folios keep _large_mapcount), the thread's first.
+FORK_CONFIGS = (("x86-64", False), ("x86-64", True), ("arm64-4K", False), ("arm64-4K", True),
+                ("arm64-4K-contpte", True))
+FORK_THREAD = {  # (format, order) -> (where, the thread's number for generic batching on its kernels)
     ("x86-64", 0): ("001_d9d6ae4fc76baf55.txt:209-211", "-1.7% (Xeon 4210R, David's prototype)"),
     ("x86-64", 9): ("001_d9d6ae4fc76baf55.txt:213-215", "-36.3% (Xeon 4210R, David's prototype)"),
     ("arm64-4K", 0): ("001_d9d6ae4fc76baf55.txt:280-299",
@@ -54,8 +58,8 @@ FORK_THREAD = {  # (format, order) -> (where, the thread's number for generic ba
     ("arm64-4K-contpte", 0): ("001_d9d6ae4fc76baf55.txt:227-240", CONTPTE_UNTIMED),
     ("arm64-4K-contpte", 9): ("001_d9d6ae4fc76baf55.txt:227-240", CONTPTE_UNTIMED),
 }
-FORK_LACKS = ("mm-unstable base", "hugetlb-rmap-cleanups", "v4 patch 02 with the hook fixed at 1",
-              "a pre-6.10 rmap with one mapcount atomic per PTE")
+THREAD_FORMATS = {fmt for fmt, large_mapcount in FORK_CONFIGS if not large_mapcount}  # the thread timed these
+FORK_LACKS = ("mm-unstable base", "hugetlb-rmap-cleanups", "v4 patch 02 with the hook fixed at 1")
 
 
 def _change(new: float, old: float) -> float:
@@ -104,14 +108,17 @@ def _fork_weights(table) -> dict:
 def fork() -> list:
     weights = _fork_weights(costs.load())
     rows = []
-    for fmt in FORK_FORMATS:
-        t = strategy_table(fmt, orders=(0, 9), strategies=("per-pte", "folio-batch"))
+    for fmt, large_mapcount in FORK_CONFIGS:
+        t = strategy_table(fmt, orders=(0, 9), strategies=("per-pte", "folio-batch"), large_mapcount=large_mapcount)
         for order in (0, 9):
             base, batch = t[f"order-{order}"]["per-pte"], t[f"order-{order}"]["folio-batch"]
             timed_ns = {s: sum(weights[k] * v for k, v in row["gib"].items()) for s, row in
                         (("per-pte", base), ("folio-batch", batch))}
             where, said = FORK_THREAD[(fmt, order)]
-            rows.append({"format": fmt, "order": order, "thread": said, "where": where,
+            if large_mapcount and fmt in THREAD_FORMATS:
+                said = NOT_THREADS
+            rows.append({"format": fmt, "order": order, "rmap": RMAP_6_12 if large_mapcount else THREAD_RMAP,
+                         "thread": said, "where": where,
                          "counted_change": batch["change_vs_per_pte"],
                          "timed_change": _change(timed_ns["folio-batch"], timed_ns["per-pte"]),
                          "timed_ns_per_gib": {s: round(v) for s, v in timed_ns.items()},
@@ -130,9 +137,10 @@ COMPARABLE = {
                   "Which variant moves fewer lines compares; the percentage does not."),
     "fork-batch": ("The thread times fork() of 1 GiB; the model counts per GiB the page-table and folio "
                    "operations the copier does and weights them with the cost table (load, store, atomic, TLB "
-                   "flush): no timed run. The thread's arm64 kernels had no contiguous PTEs: its numbers stand "
-                   "beside the arm64-4K rows; the contpte rows show what 6.12's arm64 does, which the thread "
-                   "argued about but did not time. The model lacks: " + ", ".join(FORK_LACKS) + "."),
+                   "flush): no timed run. The thread's kernels kept no folio->_large_mapcount and its arm64 ones "
+                   "had no contiguous PTEs: its numbers stand beside the rows of that rmap on x86-64 and arm64-4K; "
+                   "the 6.12 rows count 6.12's rmap, and the contpte rows what 6.12's arm64 does, which the "
+                   "thread argued about but did not time. The model lacks: " + ", ".join(FORK_LACKS) + "."),
 }
 
 

@@ -24,12 +24,13 @@ enum copy_how { HOW_BATCH, HOW_HINT, HOW_SINGLE, HOW_ZERO, HOW_COPIED, HOW_SWAP 
 
 #define GUP_PIN_COUNTING_BIAS	1024
 #define EAGAIN_COPY		(-11)
+#define NO_LARGE_MAPCOUNT	(-1)	/* a large folio's large_mapcount where the kernel keeps none */
 
 struct folio {
 	uint64_t pfn;		/* folio_pfn */
 	int order;
 	enum folio_kind kind;
-	long refcount, pincount, large_mapcount;
+	long refcount, pincount, large_mapcount;	/* NO_LARGE_MAPCOUNT: not kept */
 	long *mapcount;		/* per page: the PTEs that map it */
 	bool *exclusive;	/* per page: PageAnonExclusive */
 };

@@ -49,7 +49,8 @@ static void do_wp_page(struct mm *mm, long addr)
 		return;
 	}
 	folio->refcount--;
-	folio->large_mapcount = folio->order ? folio->large_mapcount - 1 : 0;
+	if (folio->order && folio->large_mapcount != NO_LARGE_MAPCOUNT)
+		folio->large_mapcount--;
 	folio->mapcount[off]--;
 	n = new_folio(mm, FOLIO_ANON, 1, 1, true);	/* wp_page_copy */
 	mm->parent[addr] = pfn_pte(mm->folios[n].pfn, PTE_PRESENT | PTE_WRITE | PTE_DIRTY | PTE_YOUNG);

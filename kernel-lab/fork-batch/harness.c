@@ -56,6 +56,7 @@ struct scenario {
 	enum pte_format fmt;
 	enum strategy strategy;
 	bool mmf_has_pinned;
+	bool no_large_mapcount;		/* large_mapcount=0: the rmap before folio->_large_mapcount */
 	int nr_vmas, nr_folios, nr_maps;
 	struct vma vmas[MAX_ITEMS];
 	struct { int order; enum folio_kind kind; bool pinned; } folios[MAX_ITEMS];
@@ -199,6 +200,8 @@ static void set(void *arg, const char *key, const char *value)
 		sc->fmt = choice(value, formats, NR_FORMATS);
 	else if (!strcmp(key, "mmf_has_pinned"))
 		sc->mmf_has_pinned = number(value, 0, 1);
+	else if (!strcmp(key, "large_mapcount"))
+		sc->no_large_mapcount = !number(value, 0, 1);
 	else if (!strcmp(key, "vmas"))
 		sc->nr_vmas = number(value, 1, MAX_ITEMS);
 	else if (!strcmp(key, "folios"))
@@ -485,7 +488,7 @@ static void build(struct mm *mm, const struct scenario *sc)
 			mapped += f->mapcount[j];
 		f->refcount = mapped + held;
 		f->pincount = sc->folios[k].pinned && f->order;
-		f->large_mapcount = f->order ? mapped : 0;
+		f->large_mapcount = !f->order ? 0 : sc->no_large_mapcount ? NO_LARGE_MAPCOUNT : mapped;
 	}
 }
 

@@ -114,6 +114,21 @@ static struct folio *page_folio(struct mm *mm, uint64_t pfn, long *off)
 	return &mm->folios[k];
 }
 
+/*
+ * The rmap's atomics once its nr pages' _mapcount are raised (one each; a small folio's is
+ * folio->_mapcount), and one more for a large folio's _large_mapcount where the kernel keeps one.
+ */
+static void add_large_mapcount(struct mm *mm, long k, long nr)
+{
+	struct folio *folio = &mm->folios[k];
+
+	mm->ops.rmap += nr;
+	if (folio->order && folio->large_mapcount != NO_LARGE_MAPCOUNT) {
+		folio->large_mapcount += nr;
+		mm->ops.rmap++;
+	}
+}
+
 /* __folio_try_dup_anon_rmap at PTE level: false when a maybe-pinned exclusive page must be copied. */
 static bool folio_try_dup_anon_rmap_ptes(struct mm *mm, long k, uint64_t pfn, long nr)
 {
@@ -131,13 +146,7 @@ static bool folio_try_dup_anon_rmap_ptes(struct mm *mm, long k, uint64_t pfn, lo
 		f->exclusive[off] = false;
 		f->mapcount[off]++;
 	}
-	folio = &mm->folios[k];
-	if (folio->order) {
-		folio->large_mapcount += nr;
-		mm->ops.rmap += nr + 1;
-	} else {
-		mm->ops.rmap++;
-	}
+	add_large_mapcount(mm, k, nr);
 	return true;
 }
 
@@ -147,12 +156,7 @@ static void folio_dup_file_rmap_ptes(struct mm *mm, long k, uint64_t pfn, long n
 
 	for (uint64_t p = pfn; p < pfn + nr; p++)
 		page_folio(mm, p, &off)->mapcount[off]++;
-	if (mm->folios[k].order) {
-		mm->folios[k].large_mapcount += nr;
-		mm->ops.rmap += nr + 1;
-	} else {
-		mm->ops.rmap++;
-	}
+	add_large_mapcount(mm, k, nr);
 }
 
 static pte_t __pte_batch_clear_ignored(pte_t pte, int flags)

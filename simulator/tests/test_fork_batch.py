@@ -39,7 +39,7 @@ def run(config, variant=None):
 def one_folio(fmt, order, pages=None, at=0):
     """A private anonymous VMA mapping one folio whole (or its first ``pages``) from page ``at``."""
     n = pages or 1 << order
-    return {"format": fmt, "mmf_has_pinned": False,
+    return {"format": fmt, "mmf_has_pinned": False, "large_mapcount": True,
             "vmas": [{"start": at, "end": at + n, "kind": "private-anon", "prot": "rw", "anon_vma": True,
                       "soft_dirty": False, "uffd_wp": False}],
             "folios": [{"name": "F", "order": order, "kind": "anon", "pinned": False}],
@@ -240,6 +240,20 @@ def test_an_order_9_folio_is_one_batch_with_folio_batching_and_512_without(fmt):
     assert (single.batches, single.refs, single.rmap) == (512, 512, 2 * 512)
     hint = run(thp, fb.ARCH_HINT).ops
     assert hint.batches == (512 // CONT_PTES if fmt == pt.ARM64 else 512)
+
+
+@pytest.mark.parametrize("strategy", [fb.FOLIO_BATCH, fb.PER_PTE])
+def test_without_large_mapcount_the_rmap_is_one_atomic_per_pte(strategy):
+    """The thread's kernels kept no folio->_large_mapcount: dup'ing the rmap of a 64 KiB folio's 16
+    PTEs is 16 page->_mapcount atomics, per PTE or batched, and the folio keeps no total."""
+    thp = {**one_folio(pt.X86_64, 4), "large_mapcount": False}
+    m = MODELS[MECH](strategy)
+    tr = simulate(m, m.initial(thp), Random(1), config=thp)  # every check on every step
+    assert tr.outcome == "finished"
+    s = tr.states[-1]
+    assert s.ops.rmap == 16
+    assert s.folios[0].large_mapcount == fb.NO_LARGE_MAPCOUNT and s.folios[0].mapcount == (2,) * 16
+    assert s.ops._replace(rmap=0) == run(one_folio(pt.X86_64, 4), strategy).ops._replace(rmap=0)
 
 
 def test_v6_12_0_reads_the_pte_past_a_folios_end_only_where_that_pte_could_continue_the_batch():

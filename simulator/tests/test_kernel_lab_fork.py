@@ -54,6 +54,19 @@ def test_every_bundled_scenario_copies_identically_in_c(arch, name, built, tmp_p
         assert p.stdout == lab.report(lab.simulated(config, strategy)), f"{name} {strategy} on {arch}"
 
 
+@pytest.mark.parametrize("arch", ARCHES)
+def test_the_rmap_without_large_mapcount_copies_identically_in_c(arch, built, tmp_path):
+    """large_mapcount = false (the thread's rmap): the same mapcounts, a large folio's large_mapcount
+    left at -1 and one rmap atomic per PTE on both sides."""
+    config = {**config_of("mthp-batches"), "large_mapcount": False}
+    for strategy in ("folio-batch", "per-pte"):
+        sub = tmp_path / strategy
+        sub.mkdir()
+        p = c_run(arch, lab.params(config, strategy), sub)
+        assert p.returncode == 0 and p.stderr == "", p.stderr
+        assert p.stdout == lab.report(lab.simulated(config, strategy)), f"{strategy} on {arch}"
+
+
 def drawn_seed() -> int:
     """A seed drawn at test time, printed so that a failing run can be had again."""
     seed = random.SystemRandom().randrange(1 << 32)

@@ -34,9 +34,10 @@ LAB_MODES = {"4K": 0, "64K mTHP": 4, "2M PTE-mapped": 9, "2M THP": None}
 UNIT_WEIGHTS = {name: 0 if name in ("folds", "unfolds", "batches") else 1 for name in Ops._fields}
 
 
-def populated(fmt: str, order: int, tables: int) -> dict:
+def populated(fmt: str, order: int, tables: int, large_mapcount: bool = True) -> dict:
     """A private anonymous VMA of ``tables`` PTE tables, every page written before the fork (writable,
-    dirty, young, exclusive), in folios of one order, each mapped whole: the thread's benchmark."""
+    dirty, young, exclusive), in folios of one order, each mapped whole: the thread's benchmark.
+    ``large_mapcount``: the folios keep folio->_large_mapcount (6.12), else the thread's rmap."""
     pages = tables * PTRS_PER_PTE
     n = 1 << order
     folios = [{"name": f"F{k}", "order": order, "kind": "anon", "pinned": False} for k in range(pages // n)]
@@ -44,27 +45,27 @@ def populated(fmt: str, order: int, tables: int) -> dict:
              "soft_dirty": False, "uffd_wp": False, "exclusive": True,
              **{f"toggle_{b}": [] for b in ("write", "dirty", "young", "soft_dirty", "uffd_wp")}}
             for k in range(pages // n)]
-    return {"format": fmt, "mmf_has_pinned": False,
+    return {"format": fmt, "mmf_has_pinned": False, "large_mapcount": large_mapcount,
             "vmas": [{"start": 0, "end": pages, "kind": "private-anon", "prot": "rw", "anon_vma": True,
                       "soft_dirty": False, "uffd_wp": False}],
             "folios": folios, "maps": maps, "threads": [{"name": "P", "kind": "fork", "faults": [], "addr": 0}]}
 
 
 @lru_cache(maxsize=None)
-def fork_ops(fmt: str, strategy: str, order: int, tables: int) -> Ops:
+def fork_ops(fmt: str, strategy: str, order: int, tables: int, large_mapcount: bool = True) -> Ops:
     """The model's counts for one fork of ``tables`` populated PTE tables (a run is deterministic, so
     each is run once per process)."""
     model = make_model("fork-batch", strategy)
-    config = populated(fmt, order, tables)
+    config = populated(fmt, order, tables, large_mapcount)
     trace = simulate(model, model.initial(config), Random(0), max_steps=10_000_000, check=False)
     if trace.outcome != "finished":
         raise RuntimeError(f"fork-batch {strategy} {fmt} order {order}: {trace.outcome}")
     return trace.states[-1].ops
 
 
-def per_gib(fmt: str, strategy: str, order: int) -> dict:
+def per_gib(fmt: str, strategy: str, order: int, large_mapcount: bool = True) -> dict:
     """Counts for copying 1 GiB: ``table`` (one more PTE table), ``fixed`` (once per fork) and ``gib``."""
-    one, two = fork_ops(fmt, strategy, order, 1), fork_ops(fmt, strategy, order, 2)
+    one, two = (fork_ops(fmt, strategy, order, n, large_mapcount) for n in (1, 2))
     table = [b - a for a, b in zip(one, two)]
     fixed = [a - t for a, t in zip(one, table)]
     return {"table": dict(zip(Ops._fields, table)), "fixed": dict(zip(Ops._fields, fixed)),
@@ -76,12 +77,12 @@ def weighted(counts: Mapping[str, int], weights: Optional[Mapping[str, float]] =
     return sum(w.get(k, 0) * v for k, v in counts.items())
 
 
-def strategy_table(fmt: str, orders=ORDERS, strategies=STRATEGIES) -> dict:
+def strategy_table(fmt: str, orders=ORDERS, strategies=STRATEGIES, large_mapcount: bool = True) -> dict:
     """For each order and strategy: the counts per GiB and the weighted operations' change relative to
     per-pte, in the shape of the thread's tables (negative: fewer operations)."""
     out = {}
     for order in orders:
-        rows = {s: per_gib(fmt, s, order) for s in strategies}
+        rows = {s: per_gib(fmt, s, order, large_mapcount) for s in strategies}
         base = weighted(rows[PER_PTE]["gib"])
         out[f"order-{order}"] = {s: {**row, "operations": weighted(row["gib"]),
                                      "change_vs_per_pte": round(weighted(row["gib"]) / base - 1, 4)}

@@ -32,7 +32,7 @@ def _qspinlock(r: dict) -> list[str]:
 
 
 def _fork(r: dict) -> list[str]:
-    return [f"{r['format']} order-{r['order']}", f"{r['thread']} [{r['where']}]",
+    return [f"{r['format']} order-{r['order']}", r["rmap"], f"{r['thread']} [{r['where']}]",
             f"counted {_pct(r['counted_change'])}, timed {_pct(r['timed_change'])} (folio-batch vs per-pte)",
             r["real"]]
 
@@ -41,7 +41,7 @@ HEADERS = {
     "vma-locks": (["scenario", "the thread", "kstep: no-per-vma-lock → v6.12, committed costs", "why",
                    "real kernel"], _vma),
     "qspinlock": (["scenario", "the thread", "kstep per acquisition, committed costs", "real kernel"], _qspinlock),
-    "fork-batch": (["format, order", "the thread", "kstep per GiB", "real kernel"], _fork),
+    "fork-batch": (["format, order", "rmap", "the thread", "kstep per GiB", "real kernel"], _fork),
 }
 
 

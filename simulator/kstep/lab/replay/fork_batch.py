@@ -28,7 +28,7 @@ FOLIO_KEYS = ("order", "kind", "pinned")
 THREAD_KEYS = ("name", "kind", "faults", "addr")
 MAP_KEYS = ("at", "folio", "first", "pages", *TOGGLES, "exclusive", *(f"toggle_{b}" for b in TOGGLES))
 SEED_KEYS = ("seed", "strategy")  # a random layout's parameter file: harness.c draws the layout itself
-PARAM_KEYS = ("format", "strategy", "mmf_has_pinned", "vmas", "folios", "maps", "threads", "schedule",
+PARAM_KEYS = ("format", "strategy", "mmf_has_pinned", "large_mapcount", "vmas", "folios", "maps", "threads", "schedule",
               *(f"vma.N.{k}" for k in VMA_KEYS), *(f"folio.N.{k}" for k in FOLIO_KEYS),
               *(f"map.N.{k}" for k in MAP_KEYS), *(f"thread.N.{k}" for k in THREAD_KEYS))
 
@@ -49,7 +49,8 @@ def params(config: dict, strategy: str, schedule: str = "") -> str:
     names = {f["name"]: k for k, f in enumerate(config["folios"])}
     vmas = sorted(config["vmas"], key=lambda v: v["start"])
     lines = [f"format={config['format']}", f"strategy={strategy}",
-             f"mmf_has_pinned={_value(config['mmf_has_pinned'])}", f"vmas={len(vmas)}",
+             f"mmf_has_pinned={_value(config['mmf_has_pinned'])}",
+             f"large_mapcount={_value(config['large_mapcount'])}", f"vmas={len(vmas)}",
              f"folios={len(config['folios'])}", f"maps={len(config['maps'])}"]
     for k, v in enumerate(vmas):
         lines += [f"vma.{k}.{key}={_value(v[key])}" for key in VMA_KEYS]

@@ -19,7 +19,7 @@ from typing import Optional
 
 from ...engine import HARM, Invariant, thread_index
 from .state import (ANON, BATCH, COPIED, GUP_PIN_COUNTING_BIAS, MM_ANONPAGES, MM_FILEPAGES, MM_SHMEMPAGES, MM_SWAPENTS,
-                    SHARED, SHMEM, SWAP)
+                    NO_LARGE_MAPCOUNT, SHARED, SHMEM, SWAP)
 from ..rcu import RCU_ACTOR
 from ..vma_locks.invariants import INVARIANTS as VMA_LOCKS_INVARIANTS
 from ..vma_locks.state import LIVE
@@ -222,7 +222,7 @@ def refcounts_follow_mappings(s, a, t):
             off = next(j for j, (m, c) in enumerate(zip(maps[k], f.mapcount)) if m != c)
             return (f"page {off} of the folio at PFN {f.pfn} has mapcount {f.mapcount[off]}, but {maps[k][off]} "
                     f"PTEs map it")
-        if f.order and f.large_mapcount != sum(maps[k]):
+        if f.order and f.large_mapcount not in (sum(maps[k]), NO_LARGE_MAPCOUNT):
             return f"folio at PFN {f.pfn} has _large_mapcount {f.large_mapcount}, but {sum(maps[k])} PTEs map it"
     return None
 

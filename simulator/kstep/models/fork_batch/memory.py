@@ -13,9 +13,9 @@ from . import pgtable as pt
 from .pgtable import BATCHES, PTE_DIRTY, PTE_PRESENT, PTE_SWP_EXCLUSIVE, PTE_UFFD_WP, PTE_WRITE, PTE_YOUNG, RMAP
 from .internal import add_folio_pte_batch
 from .state import (ANON, ARCH_HINT, BATCH, COPIED, Copy, FOLIO_BATCH, Folio, GUP_PIN_COUNTING_BIAS, HINT, MM_ANONPAGES,
-                    MM_SWAPENTS, NO_HINT, PER_PTE, SINGLE, SWAP, V6_12_0_BATCH, ZERO, add_ops, advance, bump,
-                    child_pte_template, folio_index, folio_ref, folio_span, new_folio, record, rss_counter, set_copy,
-                    set_folio, with_rss)
+                    MM_SWAPENTS, NO_HINT, NO_LARGE_MAPCOUNT, PER_PTE, SINGLE, SWAP, V6_12_0_BATCH, ZERO, add_ops,
+                    advance, bump, child_pte_template, folio_index, folio_ref, folio_span, new_folio, record,
+                    rss_counter, set_copy, set_folio, with_rss)
 
 
 def add_faults(program: Program) -> None:
@@ -263,10 +263,7 @@ def try_dup_anon_rmap(s, k: int, pfn: int, nr: int):
         off = p - g.pfn
         s = set_folio(s, j, exclusive=g.exclusive & ~(1 << off),
                       mapcount=g.mapcount[:off] + (g.mapcount[off] + 1,) + g.mapcount[off + 1:])
-    if f.order:
-        s = set_folio(s, k, large_mapcount=s.folios[k].large_mapcount + nr)
-        return bump(s, RMAP, nr + 1), True
-    return bump(s, RMAP), True
+    return add_large_mapcount(s, k, nr), True
 
 
 def dup_file_rmap(s, k: int, pfn: int, nr: int):
@@ -276,9 +273,17 @@ def dup_file_rmap(s, k: int, pfn: int, nr: int):
         g = s.folios[j]
         off = p - g.pfn
         s = set_folio(s, j, mapcount=g.mapcount[:off] + (g.mapcount[off] + 1,) + g.mapcount[off + 1:])
-    if s.folios[k].order:
-        return bump(set_folio(s, k, large_mapcount=s.folios[k].large_mapcount + nr), RMAP, nr + 1)
-    return bump(s, RMAP)
+    return add_large_mapcount(s, k, nr)
+
+
+def add_large_mapcount(s, k: int, nr: int):
+    """Count the rmap's atomics once its nr pages' _mapcount are raised (one each; a small folio's one
+    is folio->_mapcount), and raise a large folio's _large_mapcount by nr, one atomic more, where the
+    kernel keeps one."""
+    f = s.folios[k]
+    if f.order and f.large_mapcount != NO_LARGE_MAPCOUNT:
+        return bump(set_folio(s, k, large_mapcount=f.large_mapcount + nr), RMAP, nr + 1)
+    return bump(s, RMAP, nr)
 
 
 def folio_maybe_dma_pinned(f: Folio) -> bool:
@@ -338,7 +343,8 @@ def do_wp_page(s, addr: int):
     off = pt.pte_pfn(old) - f.pfn
     if f.exclusive >> off & 1:
         return s._replace(parent=s.parent[:addr] + (pt.pte_mkdirty(pt.pte_mkwrite(old)),) + s.parent[addr + 1:])
-    s = set_folio(s, k, refcount=f.refcount - 1, large_mapcount=f.large_mapcount - 1 if f.order else 0,
+    kept = f.order > 0 and f.large_mapcount != NO_LARGE_MAPCOUNT
+    s = set_folio(s, k, refcount=f.refcount - 1, large_mapcount=f.large_mapcount - kept,
                   mapcount=f.mapcount[:off] + (f.mapcount[off] - 1,) + f.mapcount[off + 1:])
     s, j = new_folio(s, ANON, 1, 1, 1)
     pte = pt.pfn_pte(s.folios[j].pfn, PTE_PRESENT | PTE_WRITE | PTE_DIRTY | PTE_YOUNG)

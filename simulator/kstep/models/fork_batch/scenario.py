@@ -12,8 +12,8 @@ from ..vma_locks import state as vl
 from . import pgtable as pt
 from .pgtable import (ARM64, FORMATS, HAS_SOFT_DIRTY, HAS_UFFD_WP, Ops, PTE_DIRTY, PTE_PRESENT, PTE_SOFT_DIRTY,
                       PTE_SPECIAL, PTE_SWP_EXCLUSIVE, PTE_UFFD_WP, PTE_WRITE, PTE_YOUNG, X86_64)
-from .state import (ANON, Copy, FILE, FIRST_PFN, Folio, ForkState, GUP_PIN_COUNTING_BIAS, MAX_PAGES, ORDERS,
-                    PRIVATE_ANON, PRIVATE_FILE, SHARED, SHMEM, Thread, Vm, ZERO_PFN)
+from .state import (ANON, Copy, FILE, FIRST_PFN, Folio, ForkState, GUP_PIN_COUNTING_BIAS, MAX_PAGES,
+                    NO_LARGE_MAPCOUNT, ORDERS, PRIVATE_ANON, PRIVATE_FILE, SHARED, SHMEM, Thread, Vm, ZERO_PFN)
 
 
 VMA_KINDS = (PRIVATE_ANON, PRIVATE_FILE, SHARED)
@@ -181,6 +181,9 @@ SCHEMA = Table({
                                    "generic (the generic hint and ptep_get, as on ppc64le radix), or arm64 with "
                                    "4 KiB pages without contiguous PTEs (arm64-4K)"), X86_64),
     "mmf_has_pinned": Key(Bool(doc="MMF_HAS_PINNED: the process has pinned pages with FOLL_PIN before"), False),
+    "large_mapcount": Key(Bool(doc="large folios keep folio->_large_mapcount, as 6.12's do: dup'ing a batch's rmap "
+                                   "is one atomic per page and one more; false: the rmap of the thread's December "
+                                   "2023 kernels, one page->_mapcount atomic per PTE and no more"), True),
     "vmas": Key(List(Table({
         "start": Key(Int(0, MAX_PAGES - 1, "vm_start, a page number (a PTE table maps 512 pages)")),
         "end": Key(Int(1, MAX_PAGES, "vm_end (exclusive)")),
@@ -268,8 +271,9 @@ def initial_state(config) -> ForkState:
         n = folio_pages(f["order"])
         mapped = tuple(refs[name])
         held = (n if f["kind"] != ANON else 0) + (1 if f["order"] else GUP_PIN_COUNTING_BIAS) * f["pinned"]
+        large = (sum(mapped) if config["large_mapcount"] else NO_LARGE_MAPCOUNT) if f["order"] else 0
         folio_table.append(Folio(start, f["order"], f["kind"], sum(mapped) + held, int(f["pinned"]) * (f["order"] > 0),
-                                 mapped, sum(mapped) if f["order"] else 0, excl[name], held))
+                                 mapped, large, excl[name], held))
     vmas, vms = [], []
     for k, v in enumerate(sorted(config["vmas"], key=lambda v: v["start"])):
         vmas.append(vl.Vma(v["start"], v["end"], vl.VM_LOCK_SEQ_INIT_6_12_0, False, rwsem.FREE, v["prot"],

@@ -17,6 +17,9 @@ from .pgtable import Ops, PTRS_PER_PTE, REFS
 
 ZERO_PFN = 1  # the shared zero page (a special PTE: vm_normal_page gives no page)
 FIRST_PFN = 1 << 10  # where folios start; each is aligned to its own size, as the buddy allocator gives them
+# A large folio's large_mapcount in a kernel that keeps no folio->_large_mapcount (the thread's December 2023
+# kernels): dup'ing a PTE's rmap is then one atomic, on page->_mapcount (the scenario's large_mapcount = false).
+NO_LARGE_MAPCOUNT = -1
 GUP_PIN_COUNTING_BIAS = 1 << 10  # include/linux/mm.h: a FOLL_PIN of a small folio adds this to its refcount
 ORDERS = (0, 4, 9)  # 4 KiB, 64 KiB (arm64's contiguous block) and 2 MiB (a PMD's worth, PTE-mapped)
 MAX_PAGES = 4 * PTRS_PER_PTE  # the address space a scenario may use: four PTE tables
@@ -39,7 +42,7 @@ class Folio(NamedTuple):
     refcount: int  # folio->_refcount
     pincount: int  # folio->_pincount (large folios; a small one counts pins in its refcount)
     mapcount: tuple  # per page: how many PTEs map it (page->_mapcount + 1; a small folio's folio->_mapcount + 1)
-    large_mapcount: int  # folio->_large_mapcount + 1 (large folios)
+    large_mapcount: int  # folio->_large_mapcount + 1 (large folios); NO_LARGE_MAPCOUNT: a kernel without it
     exclusive: int  # bit k: PageAnonExclusive of page k
     held: int  # references no page table and no pin of this run holds (the page cache's, older pins)
 

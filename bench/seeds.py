@@ -19,6 +19,7 @@ from pathlib import Path
 from kstep.engine import costs
 from kstep.measure import timed
 from kstep.measure.fork_batch import strategy_table
+from kstep.models.fork_batch.pgtable import OPS_COST
 
 COMMITTED = Path(__file__).resolve().parent.parent / "simulator" / "kstep" / "seeds.json"
 NOT_MEASURED = "not measured"  # the real-kernel column until a lab target measures the row
@@ -97,33 +98,49 @@ def qspinlock(scenarios=QSPINLOCK_SCENARIOS) -> list:
     return rows
 
 
-def _fork_weights(table) -> dict:
-    """ns per counted fork operation: a PTE load or store, an atomic on a folio's counters, a flush;
-    batches are calls and folds/unfolds are counted in their own loads and stores."""
-    ns = table.ns
-    return {"loads": ns["load"], "stores": ns["store"], "atomics": ns["atomic"], "refs": ns["atomic"],
-            "rmap": ns["atomic"], "tlb_flushes": ns["tlb_flush"], "folds": 0, "unfolds": 0, "batches": 0}
-
-
-def fork() -> list:
-    weights = _fork_weights(costs.load())
+def fork(configs=FORK_CONFIGS) -> list:
+    ns = costs.load().ns
     rows = []
-    for fmt, large_mapcount in FORK_CONFIGS:
-        t = strategy_table(fmt, orders=(0, 9), strategies=("per-pte", "folio-batch"), large_mapcount=large_mapcount)
+    for fmt, large_mapcount in configs:
+        t = strategy_table(fmt, orders=(0, 9), strategies=("per-pte", "folio-batch"), large_mapcount=large_mapcount,
+                           timed=True)
         for order in (0, 9):
-            base, batch = t[f"order-{order}"]["per-pte"], t[f"order-{order}"]["folio-batch"]
-            timed_ns = {s: sum(weights[k] * v for k, v in row["gib"].items()) for s, row in
-                        (("per-pte", base), ("folio-batch", batch))}
+            runs = {s: t[f"order-{order}"][s] for s in ("per-pte", "folio-batch")}
+            timed_ns = {s: r["makespan_ns"]["gib"] for s, r in runs.items()}
             where, said = FORK_THREAD[(fmt, order)]
             if large_mapcount and fmt in THREAD_FORMATS:
                 said = NOT_THREADS
             rows.append({"format": fmt, "order": order, "rmap": RMAP_6_12 if large_mapcount else THREAD_RMAP,
                          "thread": said, "where": where,
-                         "counted_change": batch["change_vs_per_pte"],
+                         "counted_per_gib": {s: r["operations"] for s, r in runs.items()},
+                         "counted_change": runs["folio-batch"]["change_vs_per_pte"],
+                         "timed_ns_per_gib": timed_ns,
                          "timed_change": _change(timed_ns["folio-batch"], timed_ns["per-pte"]),
-                         "timed_ns_per_gib": {s: round(v) for s, v in timed_ns.items()},
+                         "why": _fork_why(runs["per-pte"], runs["folio-batch"], ns),
                          "real": NOT_MEASURED})
     return rows
+
+
+SAME_WORK = ("the same steps and operations either way: copy_present_ptes sends a small folio down the single-PTE "
+             "path whether fork batches or not; what the thread measured at order 0 (a branch more per PTE, code "
+             "layout) is below what a step or an operation costs here")
+COST_NAMES = {"step": "steps", "load": "loads", "store": "stores", "atomic": "atomics", "tlb_flush": "TLB flushes"}
+
+
+def _fork_why(base: dict, batch: dict, ns) -> str:
+    """Where folio-batch's time per GiB differs from per-pte's, by kind of cost, the largest first."""
+    parts = {"step": (batch["steps"]["gib"] - base["steps"]["gib"]) * ns["step"]}
+    for field, kind in OPS_COST.items():
+        parts[kind] = parts.get(kind, 0) + (batch["gib"][field] - base["gib"][field]) * ns[kind]
+    total = batch["makespan_ns"]["gib"] - base["makespan_ns"]["gib"]
+    if not total and not any(parts.values()):
+        return SAME_WORK
+    named = sorted((k for k in parts if parts[k]), key=lambda k: -abs(parts[k]))
+    rest = total - sum(parts.values())
+    return (f"per GiB {abs(total) / 1e6:.2f} ms {'less' if total < 0 else 'more'}: "
+            + ", ".join(f"{COST_NAMES[k]} {parts[k] / 1e6:+.2f} ms" for k in named)
+            + (f", other {rest / 1e6:+.2f} ms" if round(rest / 1e6, 2) else "")
+            + f"; {COST_NAMES[named[0]]} decide")
 
 
 COMPARABLE = {
@@ -135,12 +152,14 @@ COMPARABLE = {
     "qspinlock": ("The thread's -2..-3% is the time of a 5M-loop microbenchmark on a 4-socket machine; the "
                   "model counts cache-line transfers per acquisition and charges each one transfer cost. "
                   "Which variant moves fewer lines compares; the percentage does not."),
-    "fork-batch": ("The thread times fork() of 1 GiB; the model counts per GiB the page-table and folio "
-                   "operations the copier does and weights them with the cost table (load, store, atomic, TLB "
-                   "flush): no timed run. The thread's kernels kept no folio->_large_mapcount and its arm64 ones "
-                   "had no contiguous PTEs: its numbers stand beside the rows of that rmap on x86-64 and arm64-4K; "
-                   "the 6.12 rows count 6.12's rmap, and the contpte rows what 6.12's arm64 does, which the "
-                   "thread argued about but did not time. The model lacks: " + ", ".join(FORK_LACKS) + "."),
+    "fork-batch": ("The thread times fork() of 1 GiB; the model times one fork of one and of two PTE tables under "
+                   "the committed cost table (each step's own cost, and its PTE loads, stores and atomics, folio "
+                   "atomics and TLB flushes) and takes 1 GiB as 512 tables; counted is the same operations, one "
+                   "each. The thread's kernels kept no folio->_large_mapcount and its arm64 ones had no "
+                   "contiguous PTEs: its numbers stand beside the rows of that rmap on x86-64 and arm64-4K; the "
+                   "6.12 rows count 6.12's rmap, and the contpte rows what 6.12's arm64 does, which the thread "
+                   "argued about but did not time. The cost table is one x86 machine's: an arm64 row prices arm64's "
+                   "operations as x86's. The model lacks: " + ", ".join(FORK_LACKS) + "."),
 }
 
 

@@ -25,8 +25,9 @@ another CPU writes the line, then one per such write (it re-reads the line): the
 is for, against a whole queue re-reading the one lock word.
 
 Work.  A step costs ``step`` (the instructions of one atomic step) plus its accesses' own costs,
-plus ``transfer`` per line transfer, plus the work the model names for its label
-(``Model.step_work``: page_zero, page_copy, tlb_flush, ipi, page_fault).
+plus ``transfer`` per line transfer, plus the work the model counts for it (``Model.work``: by
+default its label's ``Model.step_work``, page_zero, page_copy, tlb_flush, ipi, page_fault; a model
+whose memory is not shared lines, as fork's page tables, counts its loads, stores and atomics there).
 """
 
 from __future__ import annotations
@@ -199,7 +200,7 @@ def step_cost(model: Model, table: CostTable, directory: Directory, cpu: Any, st
     transfers += sum(directory.write(cpu, line) for line in sorted(writes, key=repr))
     per_write = ns["atomic"] if writes and model.ordering(state, action) == FULL else ns["store"]
     work = ns["step"] + ns["load"] * len(reads) + per_write * len(writes)
-    work += sum(ns[kind] for kind in model.step_work.get(action.label, ()))
+    work += sum(ns[kind] * n for kind, n in model.work(state, action, after).items())
     return Cost(work, ns["transfer"] * transfers, transfers)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 import functools
 import gc
+from collections import Counter
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 State = Any  # any immutable, hashable value; models use NamedTuples of tuples and ints
@@ -259,6 +260,11 @@ class Model(abc.ABC):
     def cost(self, state: State, action: Action) -> int:
         """Rounds the step keeps its actor busy under round-robin (0: CPU-local, takes no turn)."""
         return 1
+
+    def work(self, state: State, action: Action, after: State) -> Mapping[str, int]:
+        """What the step does besides its accesses to shared memory, as a count per kind of cost
+        (engine/costs.py's KINDS) for the timed scheduler: by default its label's ``step_work``."""
+        return Counter(self.step_work.get(action.label, ()))
 
     def is_daemon(self, actor: str) -> bool:
         """A daemon (a kernel thread that waits for work) is idle when it has no step, never finished."""

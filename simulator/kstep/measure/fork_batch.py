@@ -7,7 +7,9 @@ that is about operation counts (16 against 256 loads per folded block, unfolding
 order-0 work).  Every number here comes from running the model: ``copy_pte_range`` works on one
 PTE table at a time and its counts add up table by table, so the model copies one table and two,
 and the difference is the cost of one more table; what is left is the fork's own fixed cost
-(``dup_mmap``'s one ``flush_tlb_mm``).  1 GiB is then that fixed cost plus 512 tables.
+(``dup_mmap``'s one ``flush_tlb_mm``).  1 GiB is then that fixed cost plus 512 tables.  A timed run
+(engine/timed.py, the committed cost table) adds up the same way: the fork runs alone, so its
+makespan is its steps' own costs plus the operations they counted, priced (the model's ``work``).
 
 ``predicted_relative_cost`` is what the real-kernel lab puts beside its measured fork latencies:
 the model's operations per copied GiB in each of the lab's memory modes, relative to 4 KiB pages.
@@ -18,9 +20,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Mapping, Optional
 
-from ..engine import Random, simulate
+from ..engine import Random, costs, simulate
+from ..engine.timed import Timed
 from ..models import make_model
-from ..models.fork_batch.pgtable import FORMATS, PTRS_PER_PTE, Ops
+from ..models.fork_batch.pgtable import FORMATS, OPS_COST, PTRS_PER_PTE, Ops
 from ..models.fork_batch.state import ARCH_HINT, FOLIO_BATCH, NO_HINT, PER_PTE
 
 GIB_TABLES = (1 << 30) // (PTRS_PER_PTE * 4096)  # PTE tables that map 1 GiB with 4 KiB pages: 512
@@ -30,8 +33,8 @@ ORDERS = (0, 4, 9)
 # by copy_huge_pmd, one PMD entry: the model has no PMD level, so it predicts nothing for it.
 LAB_MODES = {"4K": 0, "64K mTHP": 4, "2M PTE-mapped": 9, "2M THP": None}
 # An operation's weight in a relative cost: every counted access to a PTE or to a folio's counters
-# is one; batches are calls, not memory operations.
-UNIT_WEIGHTS = {name: 0 if name in ("folds", "unfolds", "batches") else 1 for name in Ops._fields}
+# is one, every operation the timed scheduler charges (OPS_COST); batches are calls, not memory operations.
+UNIT_WEIGHTS = {name: int(name in OPS_COST) for name in Ops._fields}
 
 
 def populated(fmt: str, order: int, tables: int, large_mapcount: bool = True) -> dict:
@@ -52,24 +55,36 @@ def populated(fmt: str, order: int, tables: int, large_mapcount: bool = True) ->
 
 
 @lru_cache(maxsize=None)
-def fork_ops(fmt: str, strategy: str, order: int, tables: int, large_mapcount: bool = True) -> Ops:
-    """The model's counts for one fork of ``tables`` populated PTE tables (a run is deterministic, so
-    each is run once per process)."""
+def fork_run(fmt: str, strategy: str, order: int, tables: int, large_mapcount: bool = True,
+             timed: bool = False) -> tuple[Ops, int, Optional[float]]:
+    """The model's counts and steps for one fork of ``tables`` populated PTE tables, and with ``timed``
+    the makespan in ns of a timed run under the committed cost table (None without: a timed run takes
+    three times as long).  A run is deterministic, so each is run once per process."""
     model = make_model("fork-batch", strategy)
     config = populated(fmt, order, tables, large_mapcount)
-    trace = simulate(model, model.initial(config), Random(0), max_steps=10_000_000, check=False)
+    scheduler = Timed(costs.load()) if timed else Random(0)
+    trace = simulate(model, model.initial(config), scheduler, max_steps=10_000_000, check=False)
     if trace.outcome != "finished":
         raise RuntimeError(f"fork-batch {strategy} {fmt} order {order}: {trace.outcome}")
-    return trace.states[-1].ops
+    return trace.states[-1].ops, len(trace.actions), trace.stats["makespan_ns"] if timed else None
 
 
-def per_gib(fmt: str, strategy: str, order: int, large_mapcount: bool = True) -> dict:
-    """Counts for copying 1 GiB: ``table`` (one more PTE table), ``fixed`` (once per fork) and ``gib``."""
-    one, two = (fork_ops(fmt, strategy, order, n, large_mapcount) for n in (1, 2))
+def per_gib(fmt: str, strategy: str, order: int, large_mapcount: bool = True, timed: bool = False) -> dict:
+    """Counts for copying 1 GiB: ``table`` (one more PTE table), ``fixed`` (once per fork) and ``gib``;
+    ``steps`` likewise, and with ``timed`` ``makespan_ns`` (one fork runs alone: its time adds up table
+    by table as its counts do)."""
+    (one, s1, t1), (two, s2, t2) = (fork_run(fmt, strategy, order, n, large_mapcount, timed) for n in (1, 2))
     table = [b - a for a, b in zip(one, two)]
     fixed = [a - t for a, t in zip(one, table)]
     return {"table": dict(zip(Ops._fields, table)), "fixed": dict(zip(Ops._fields, fixed)),
-            "gib": {k: f + GIB_TABLES * t for k, f, t in zip(Ops._fields, fixed, table)}}
+            "gib": {k: f + GIB_TABLES * t for k, f, t in zip(Ops._fields, fixed, table)},
+            "steps": _gib(s1, s2), **({"makespan_ns": _gib(t1, t2)} if timed else {})}
+
+
+def _gib(one, two) -> dict:
+    """What one table and two cost, as one more table, the fixed rest and a GiB's worth."""
+    table = two - one
+    return {"table": round(table, 1), "fixed": round(one - table, 1), "gib": round(one - table + GIB_TABLES * table, 1)}
 
 
 def weighted(counts: Mapping[str, int], weights: Optional[Mapping[str, float]] = None) -> float:
@@ -77,12 +92,13 @@ def weighted(counts: Mapping[str, int], weights: Optional[Mapping[str, float]] =
     return sum(w.get(k, 0) * v for k, v in counts.items())
 
 
-def strategy_table(fmt: str, orders=ORDERS, strategies=STRATEGIES, large_mapcount: bool = True) -> dict:
-    """For each order and strategy: the counts per GiB and the weighted operations' change relative to
-    per-pte, in the shape of the thread's tables (negative: fewer operations)."""
+def strategy_table(fmt: str, orders=ORDERS, strategies=STRATEGIES, large_mapcount: bool = True,
+                   timed: bool = False) -> dict:
+    """For each order and strategy: the counts per GiB (and with ``timed`` the makespan) and the weighted
+    operations' change relative to per-pte, in the shape of the thread's tables (negative: fewer operations)."""
     out = {}
     for order in orders:
-        rows = {s: per_gib(fmt, s, order, large_mapcount) for s in strategies}
+        rows = {s: per_gib(fmt, s, order, large_mapcount, timed) for s in strategies}
         base = weighted(rows[PER_PTE]["gib"])
         out[f"order-{order}"] = {s: {**row, "operations": weighted(row["gib"]),
                                      "change_vs_per_pte": round(weighted(row["gib"]) / base - 1, 4)}

@@ -32,16 +32,18 @@ def _qspinlock(r: dict) -> list[str]:
 
 
 def _fork(r: dict) -> list[str]:
+    ms = {s: f"{ns / 1e6:.2f}" for s, ns in r["timed_ns_per_gib"].items()}
     return [f"{r['format']} order-{r['order']}", r["rmap"], f"{r['thread']} [{r['where']}]",
-            f"counted {_pct(r['counted_change'])}, timed {_pct(r['timed_change'])} (folio-batch vs per-pte)",
-            r["real"]]
+            f"timed {ms['per-pte']} → {ms['folio-batch']} ms ({_pct(r['timed_change'])}); counted "
+            f"{_pct(r['counted_change'])}", r["why"], r["real"]]
 
 
 HEADERS = {
     "vma-locks": (["scenario", "the thread", "kstep: no-per-vma-lock → v6.12, committed costs", "why",
                    "real kernel"], _vma),
     "qspinlock": (["scenario", "the thread", "kstep per acquisition, committed costs", "real kernel"], _qspinlock),
-    "fork-batch": (["format, order", "rmap", "the thread", "kstep per GiB", "real kernel"], _fork),
+    "fork-batch": (["format, order", "rmap", "the thread", "kstep per GiB: per-pte → folio-batch, committed costs",
+                    "why", "real kernel"], _fork),
 }
 
 

@@ -139,6 +139,15 @@ class ForkBatchModel(vl_model.VmaLocksModel):
         """The architecture whose build the code pane shows: the one each PTE format's helpers are from."""
         return pt.ARCH[state.fmt]
 
+    def work(self, state, action, after):
+        """The page tables and folios are no shared lines here: a step's loads, stores and atomics on
+        them, and its TLB flushes, are the operations it counted (``Ops``), priced by pgtable.OPS_COST."""
+        out = super().work(state, action, after)
+        for field, a, b in zip(pt.Ops._fields, state.ops, after.ops):
+            if b != a and field in pt.OPS_COST:
+                out[pt.OPS_COST[field]] += b - a
+        return out
+
 
 def expect_functions() -> dict:
     """What a scenario's [[expect]] may ask about the copy."""

@@ -181,6 +181,10 @@ class Ops(NamedTuple):
 
 
 LOADS, STORES, ATOMICS, TLB_FLUSHES, FOLDS, UNFOLDS, REFS, RMAP, BATCHES = range(len(Ops._fields))
+# The kind of cost (engine/costs.py's KINDS) of each counted operation: folds and unfolds are paid in
+# their own atomics, flush and stores, and batches are calls, no memory operation.
+OPS_COST = {"loads": "load", "stores": "store", "atomics": "atomic", "tlb_flushes": "tlb_flush", "refs": "atomic",
+            "rmap": "atomic"}
 
 
 # --- the formats ----------------------------------------------------------------------------------------

@@ -46,21 +46,26 @@ QSPINLOCK_SCENARIOS = ("two-waiters", "three-waiters", "set-locked-contended")
 CONTPTE_UNTIMED = "not timed: argued in reads per folded block (16 with the hook against 256 without)"
 NOT_THREADS = "not the thread's configuration: 6.12's rmap also counts folio->_large_mapcount"
 THREAD_RMAP, RMAP_6_12 = "one _mapcount atomic per PTE (the thread's)", "6.12 (and _large_mapcount)"
-# The fork rows' configurations: (PTE format, whether folios keep _large_mapcount), the thread's first.
-FORK_CONFIGS = (("x86-64", False), ("x86-64", True), ("arm64-4K", False), ("arm64-4K", True),
-                ("arm64-4K-contpte", True))
-FORK_THREAD = {  # (format, order) -> (where, the thread's number for generic batching on its kernels)
-    ("x86-64", 0): ("001_d9d6ae4fc76baf55.txt:209-211", "-1.7% (Xeon 4210R, David's prototype)"),
-    ("x86-64", 9): ("001_d9d6ae4fc76baf55.txt:213-215", "-36.3% (Xeon 4210R, David's prototype)"),
-    ("arm64-4K", 0): ("001_d9d6ae4fc76baf55.txt:280-299",
-                      "+3.5% M2 / +5.5% Altra (David's prototype; no contpte)"),
-    ("arm64-4K", 9): ("001_d9d6ae4fc76baf55.txt:287-306",
-                      "-35.6% M2 / -10.3% Altra (David's prototype; no contpte)"),
-    ("arm64-4K-contpte", 0): ("001_d9d6ae4fc76baf55.txt:227-240", CONTPTE_UNTIMED),
-    ("arm64-4K-contpte", 9): ("001_d9d6ae4fc76baf55.txt:227-240", CONTPTE_UNTIMED),
+# The fork rows' configurations, each against per-pte on the same format and rmap: (PTE format, whether
+# folios keep _large_mapcount, the strategy), the thread's own first.
+FORK_CONFIGS = (("x86-64", False, "folio-batch"), ("x86-64", True, "folio-batch"),
+                ("arm64-4K", False, "folio-batch"), ("arm64-4K", True, "folio-batch"),
+                ("arm64-4K", False, "arch-hint"), ("arm64-4K-contpte", True, "folio-batch"))
+V4_PATCH_02 = "v4 patch 02 alone, the hook a compile-time 1"
+FORK_THREAD = {  # (format, strategy, order) -> (where, the thread's number on its kernels)
+    ("x86-64", "folio-batch", 0): ("001_d9d6ae4fc76baf55.txt:209-211", "-1.7% (Xeon 4210R, David's prototype)"),
+    ("x86-64", "folio-batch", 9): ("001_d9d6ae4fc76baf55.txt:213-215", "-36.3% (Xeon 4210R, David's prototype)"),
+    ("arm64-4K", "folio-batch", 0): ("001_d9d6ae4fc76baf55.txt:280-299",
+                                     "+3.5% M2 / +5.5% Altra (David's prototype; no contpte)"),
+    ("arm64-4K", "folio-batch", 9): ("001_d9d6ae4fc76baf55.txt:287-306",
+                                     "-35.6% M2 / -10.3% Altra (David's prototype; no contpte)"),
+    ("arm64-4K", "arch-hint", 0): ("001_d9d6ae4fc76baf55.txt:91-103", f"-1.0% M2 / -0.1% Altra ({V4_PATCH_02})"),
+    ("arm64-4K", "arch-hint", 9): ("001_d9d6ae4fc76baf55.txt:91-103", f"-0.1% M2 / -0.1% Altra ({V4_PATCH_02})"),
+    ("arm64-4K-contpte", "folio-batch", 0): ("001_d9d6ae4fc76baf55.txt:227-240", CONTPTE_UNTIMED),
+    ("arm64-4K-contpte", "folio-batch", 9): ("001_d9d6ae4fc76baf55.txt:227-240", CONTPTE_UNTIMED),
 }
-THREAD_FORMATS = {fmt for fmt, large_mapcount in FORK_CONFIGS if not large_mapcount}  # the thread timed these
-FORK_LACKS = ("mm-unstable base", "hugetlb-rmap-cleanups", "v4 patch 02 with the hook fixed at 1")
+THREADS_TIMED = {(fmt, strategy) for fmt, large_mapcount, strategy in FORK_CONFIGS if not large_mapcount}
+FORK_LACKS = ("mm-unstable base", "hugetlb-rmap-cleanups")
 
 
 def _change(new: float, old: float) -> float:
@@ -101,34 +106,34 @@ def qspinlock(scenarios=QSPINLOCK_SCENARIOS) -> list:
 def fork(configs=FORK_CONFIGS) -> list:
     ns = costs.load().ns
     rows = []
-    for fmt, large_mapcount in configs:
-        t = strategy_table(fmt, orders=(0, 9), strategies=("per-pte", "folio-batch"), large_mapcount=large_mapcount,
+    for fmt, large_mapcount, strategy in configs:
+        t = strategy_table(fmt, orders=(0, 9), strategies=("per-pte", strategy), large_mapcount=large_mapcount,
                            timed=True)
         for order in (0, 9):
-            runs = {s: t[f"order-{order}"][s] for s in ("per-pte", "folio-batch")}
+            runs = {s: t[f"order-{order}"][s] for s in ("per-pte", strategy)}
             timed_ns = {s: r["makespan_ns"]["gib"] for s, r in runs.items()}
-            where, said = FORK_THREAD[(fmt, order)]
-            if large_mapcount and fmt in THREAD_FORMATS:
+            where, said = FORK_THREAD[(fmt, strategy, order)]
+            if large_mapcount and (fmt, strategy) in THREADS_TIMED:
                 said = NOT_THREADS
-            rows.append({"format": fmt, "order": order, "rmap": RMAP_6_12 if large_mapcount else THREAD_RMAP,
-                         "thread": said, "where": where,
+            rows.append({"format": fmt, "order": order, "strategy": strategy,
+                         "rmap": RMAP_6_12 if large_mapcount else THREAD_RMAP, "thread": said, "where": where,
                          "counted_per_gib": {s: r["operations"] for s, r in runs.items()},
-                         "counted_change": runs["folio-batch"]["change_vs_per_pte"],
+                         "counted_change": runs[strategy]["change_vs_per_pte"],
                          "timed_ns_per_gib": timed_ns,
-                         "timed_change": _change(timed_ns["folio-batch"], timed_ns["per-pte"]),
-                         "why": _fork_why(runs["per-pte"], runs["folio-batch"], ns),
+                         "timed_change": _change(timed_ns[strategy], timed_ns["per-pte"]),
+                         "why": _fork_why(runs["per-pte"], runs[strategy], ns),
                          "real": NOT_MEASURED})
     return rows
 
 
 SAME_WORK = ("the same steps and operations either way: copy_present_ptes sends a small folio down the single-PTE "
-             "path whether fork batches or not; what the thread measured at order 0 (a branch more per PTE, code "
+             "path whatever the strategy; what the thread measured at order 0 (a branch more per PTE, code "
              "layout) is below what a step or an operation costs here")
 COST_NAMES = {"step": "steps", "load": "loads", "store": "stores", "atomic": "atomics", "tlb_flush": "TLB flushes"}
 
 
 def _fork_why(base: dict, batch: dict, ns) -> str:
-    """Where folio-batch's time per GiB differs from per-pte's, by kind of cost, the largest first."""
+    """Where a strategy's time per GiB differs from per-pte's, by kind of cost, the largest first."""
     parts = {"step": (batch["steps"]["gib"] - base["steps"]["gib"]) * ns["step"]}
     for field, kind in OPS_COST.items():
         parts[kind] = parts.get(kind, 0) + (batch["gib"][field] - base["gib"][field]) * ns[kind]

@@ -29,24 +29,30 @@ def test_the_committed_fork_rows_are_what_the_model_times():
     """Every fork row's changes follow from its own numbers per GiB, every configuration has its rows,
     and the rows of the thread's arm64 kernels (no contpte, no _large_mapcount) are timed again and must
     match number for number."""
-    assert [(r["format"], r["rmap"] == seeds.RMAP_6_12, r["order"]) for r in FORK["rows"]] == \
-        [(fmt, large, order) for fmt, large in seeds.FORK_CONFIGS for order in (0, 9)]
+    assert [(r["format"], r["rmap"] == seeds.RMAP_6_12, r["strategy"], r["order"]) for r in FORK["rows"]] == \
+        [(*config, order) for config in seeds.FORK_CONFIGS for order in (0, 9)]
     for r in FORK["rows"]:
         for change, per_gib in (("counted_change", "counted_per_gib"), ("timed_change", "timed_ns_per_gib")):
-            assert r[change] == seeds._change(r[per_gib]["folio-batch"], r[per_gib]["per-pte"]), (r, change)
+            assert r[change] == seeds._change(r[per_gib][r["strategy"]], r[per_gib]["per-pte"]), (r, change)
     assert FORK["comparable"] == seeds.COMPARABLE["fork-batch"]
-    assert seeds.fork((("arm64-4K", False),)) == [r for r in THREADS if r["format"] == "arm64-4K"]
+    again = [r for r in THREADS if r["format"] == "arm64-4K" and r["strategy"] == "folio-batch"]
+    assert seeds.fork((("arm64-4K", False, "folio-batch"),)) == again
 
 
 def test_the_fork_chapter_says_what_the_thread_rows_show():
     """docs/chapters/fork-batch.md: at order 0 the thread's configurations take the same steps and
-    operations either way; at order 9 batching is faster, and atomics, then steps, decide."""
-    assert {r["format"] for r in THREADS} == {"x86-64", "arm64-4K"}
+    operations either way; at order 9 batching is faster, and atomics, then steps, decide; v4's patch 02
+    alone counts what per-pte does and is slower by steps alone."""
+    assert {(r["format"], r["strategy"]) for r in THREADS} == \
+        {("x86-64", "folio-batch"), ("arm64-4K", "folio-batch"), ("arm64-4K", "arch-hint")}
     for r in THREADS:
         if r["order"] == 0:
             assert r["counted_change"] == r["timed_change"] == 0 and r["why"] == seeds.SAME_WORK
-        else:
+        elif r["strategy"] == "folio-batch":
             assert r["timed_change"] < 0 and r["why"].endswith("; atomics decide") and "steps -" in r["why"]
+        else:
+            assert r["counted_change"] == 0 < r["timed_change"]
+            assert r["why"].endswith("; steps decide") and "," not in r["why"]
 
 
 def test_each_seed_chapter_opens_its_story_with_the_bench_table():

@@ -33,8 +33,8 @@ def _qspinlock(r: dict) -> list[str]:
 
 def _fork(r: dict) -> list[str]:
     ms = {s: f"{ns / 1e6:.2f}" for s, ns in r["timed_ns_per_gib"].items()}
-    return [f"{r['format']} order-{r['order']}", r["rmap"], f"{r['thread']} [{r['where']}]",
-            f"timed {ms['per-pte']} → {ms['folio-batch']} ms ({_pct(r['timed_change'])}); counted "
+    return [f"{r['format']} order-{r['order']}: {r['strategy']}", r["rmap"], f"{r['thread']} [{r['where']}]",
+            f"timed {ms['per-pte']} → {ms[r['strategy']]} ms ({_pct(r['timed_change'])}); counted "
             f"{_pct(r['counted_change'])}", r["why"], r["real"]]
 
 
@@ -42,8 +42,8 @@ HEADERS = {
     "vma-locks": (["scenario", "the thread", "kstep: no-per-vma-lock → v6.12, committed costs", "why",
                    "real kernel"], _vma),
     "qspinlock": (["scenario", "the thread", "kstep per acquisition, committed costs", "real kernel"], _qspinlock),
-    "fork-batch": (["format, order", "rmap", "the thread", "kstep per GiB: per-pte → folio-batch, committed costs",
-                    "why", "real kernel"], _fork),
+    "fork-batch": (["format, order: strategy", "rmap", "the thread",
+                    "kstep per GiB: per-pte → the strategy, committed costs", "why", "real kernel"], _fork),
 }
 
 

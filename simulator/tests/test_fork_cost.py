@@ -47,14 +47,14 @@ def test_a_timed_fork_pays_for_the_operations_it_counts():
     grows by that much for each one that table did (dup_mmap's locks are in the fixed part), and three
     tables take the fixed part and three times one table's."""
     table = costs.load()
-    model = make_model("fork-batch", PER_PTE)
+    model = make_model("fork-batch", FOLIO_BATCH)
 
     def one_more_table(**dearer):
         t = table._replace(ns={**table.ns, **{k: table.ns[k] + v for k, v in dearer.items()}})
         runs = [simulate(model, model.initial(fc.populated(X86_64, 4, n)), Timed(t), check=False) for n in (1, 2)]
         return runs[1].stats["makespan_ns"] - runs[0].stats["makespan_ns"]
 
-    ops = fc.per_gib(X86_64, PER_PTE, 4)["table"]
+    ops = fc.per_gib(X86_64, FOLIO_BATCH, 4)["table"]
     base = one_more_table()
     assert one_more_table(atomic=10) - base == pytest.approx(10 * (ops["atomics"] + ops["refs"] + ops["rmap"]))
     assert one_more_table(load=10) - base == pytest.approx(10 * ops["loads"])

@@ -135,10 +135,10 @@ def verdicts(text: str) -> dict[str, bool]:
 
 # -- the student's execution ------------------------------------------------------------------------
 
-def names(c: Candidate, registers: tuple) -> dict[int, str]:
-    """Each read and write of the candidate by the name answer.toml gives it."""
+def names(events, registers: tuple) -> dict[int, str]:
+    """Each read and write of a candidate's events by the name answer.toml gives it."""
     out, seen = {}, [0] * len(registers)
-    for e in c.events:
+    for e in events:
         if e.kind == "W":
             out[e.id] = f"{e.loc}={e.value}"
         elif e.kind == "R":
@@ -195,7 +195,7 @@ def build(test: Test, litmus: Litmus, entry: dict, model: str) -> Built:
     if unknown:
         raise Fail(f"{ANSWER}: [{model}] co: {unknown[0][:40]!r} is not a location of {TEST}")
     for c, rf in with_reads_from(litmus):
-        named = names(c, test.registers)
+        named = names(c.events, test.registers)
         if {named[r]: named[w] for w, r in rel.pairs(rf)} == rf_given:
             co = _co(c, named, co_given, model)
             fr = sc.from_reads(c, co, rf)
@@ -261,12 +261,12 @@ def check_verdicts(ctx) -> None:
         raise Fail(f"the verdict is wrong for {', '.join(wrong)}", credit=1 - len(wrong) / len(MODELS))
 
 
-def judge(model: str, allowed: bool, built: Built, axiom: str, truth: bool) -> str | None:
-    """Why the model's execution (allowed) or axiom (forbidden) is wrong; None when it is right."""
+def judge(model: str, allowed: bool, built: Built, axiom: str) -> str | None:
+    """Why the model's execution (allowed) or axiom (forbidden) is wrong; None when it is right.  Judged
+    by the model's axioms on the student's own execution, whatever the verdict: a wrong verdict has
+    no execution the model allows, or no candidate that breaks an axiom, to back it."""
     if not built.reaches:
         return f"{model}: your execution does not reach the exists clause"
-    if allowed != truth:
-        return f"{model}: the verdict is wrong, so no execution or axiom can be right"
     breaks = broken(model, built)
     if allowed and breaks:
         return f"{model}: the model forbids your execution (it breaks {breaks[0]})"
@@ -278,9 +278,8 @@ def judge(model: str, allowed: bool, built: Built, axiom: str, truth: bool) -> s
 def check_executions(ctx) -> None:
     """Per model, the execution is consistent and reaches the outcome, or the named axiom is one the
     candidate breaks; partly right: the share of models right."""
-    test, given = submitted(ctx)
-    truth = verdicts(test.text)
-    why = [w for m in MODELS if (w := judge(m, *given[m], truth[m])) is not None]
+    _, given = submitted(ctx)
+    why = [w for m in MODELS if (w := judge(m, *given[m])) is not None]
     if why:
         raise Fail("; ".join(why), credit=1 - len(why) / len(MODELS))
 

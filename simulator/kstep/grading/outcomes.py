@@ -37,7 +37,7 @@ from ..errors import UserError
 from ..files import SMALL_CAP, read_text
 from ..memory import arm64, power, sc, tso
 from ..memory import relations as rel
-from ..memory.executions import Candidate, with_reads_from
+from ..memory.executions import Candidate, coherence_orders, initial_co0, with_reads_from
 from ..memory.litmus import Litmus, parse
 from ..memory.verdict import check, final_memory, holds
 from .harness import Fail
@@ -87,13 +87,24 @@ def _access(op: tuple, first: bool, ordering: str, loc: str, reg: str) -> str:
 
 
 def generate(shape: str, seed: int) -> Test:
-    """The variant's litmus test: ``shape`` with the orderings and the names ``seed`` draws."""
+    """The variant's litmus test: ``shape`` with the orderings and the names ``seed`` draws.  Orderings
+    that leave no candidate execution reaching the outcome are drawn again: LB with a control dependency
+    in both threads asks for values only a write made out of thin air could give, and kstep's candidates
+    read only values the program can produce (:func:`kstep.memory.executions.value_domains`), so there
+    would be no execution for the student to write down."""
     if shape not in SHAPES:
         raise UserError(f"unknown litmus shape {shape!r} ({', '.join(SHAPES)})")
     rng = SplitMix64(seed)
     pool = list(LOCATION_NAMES)
     names = [pool.pop(rng.below(len(pool))) for _ in range(2)]
     prefix = REGISTER_PREFIXES[rng.below(len(REGISTER_PREFIXES))]
+    while True:
+        test = _draw(shape, seed, rng, names, prefix)
+        if reaching(parse(test.text, TEST)):
+            return test
+
+
+def _draw(shape: str, seed: int, rng: SplitMix64, names: list, prefix: str) -> Test:
     params = ", ".join(f"int *{n}" for n in names)
     lines, registers, asked = [f"C {shape.lower()}-{seed}", "{}"], [], []
     for t, ops in enumerate(SHAPES[shape]):
@@ -117,6 +128,17 @@ def generate(shape: str, seed: int) -> Test:
     asked += [f"{names[loc]}={value}" for loc, value in FINAL.get(shape, ())]
     lines.append("exists (" + " /\\ ".join(asked) + ")")
     return Test("\n".join(lines) + "\n", tuple(registers))
+
+
+def reaching(litmus: Litmus) -> int:
+    """How many candidate executions (an rf and a co, whatever a model says of them) reach the exists clause."""
+    n = 0
+    for c, _rf in with_reads_from(litmus):
+        regs = {(t, k): v for t, path in enumerate(c.paths) for k, v in path.regs}
+        writes = c.set_of(lambda e: e.kind == "W")
+        n += sum(holds(litmus.condition, regs, final_memory(c, co))
+                 for co in coherence_orders(c, writes, initial_co0(c, writes)))
+    return n
 
 
 def variant_test(variant: dict) -> Test:
@@ -233,6 +255,9 @@ def answer(text: str, test: Test) -> dict[str, tuple[bool, Built, str]]:
         entry = raw.get(model)
         if not isinstance(entry, dict):
             raise Fail(f"{ANSWER}: [{model}] is missing (a table with allowed, rf, co and, if forbidden, axiom)")
+        unknown = sorted(set(entry) - {"allowed", "rf", "co", "axiom"})
+        if unknown:
+            raise Fail(f"{ANSWER}: [{model}] {unknown[0][:40]!r} is not a key (allowed, rf, co, axiom)")
         allowed = entry.get("allowed")
         if not isinstance(allowed, bool):
             raise Fail(f"{ANSWER}: [{model}] allowed must be true or false")

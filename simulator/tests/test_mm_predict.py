@@ -123,26 +123,20 @@ def test_two_grader_mutants_are_caught(monkeypatch):
     assert any("accepted as the axiom" in p for p in wrong_answers_lose())
 
 
-@pytest.mark.slow  # every variant's four models twice over: about 20 s of CPU
-def test_every_variant_has_one_candidate_reaching_the_outcome_and_its_reference_answer_scores_full():
+def test_every_variant_has_one_candidate_reaching_the_outcome_and_the_first_seeds_differ_and_score_full():
     """What the instructor guide says: one candidate per variant reaches the outcome (so the grader
-    cannot ask for another execution than kstep prints), and no variant is left without an answer."""
-    for v in variants.all_variants(EX.variants):
-        test = outcomes.generate(v["shape"], v["seed"])
-        assert outcomes.reaching(parse(test.text)) == 1, v
-        right = reference(test)
-        assert score(outcomes.check_verdicts, v, right) == score(outcomes.check_executions, v, right) == 1.0, v
-
-
-def test_every_shape_has_variants_that_differ_in_verdicts():
-    """Per shape, its first six seeds (all of them: make bench's cost, not make test's)."""
+    cannot ask for another execution than kstep prints; LB-23 draws its orderings again, since its first
+    draw asks for thin-air values). Per shape, the first five seeds differ in their verdicts and their
+    reference answers score full (all 512: 17 s of CPU, more than this file's share of make test)."""
     seen = set()
     for v in variants.all_variants(EX.variants):
-        if v["seed"] >= 6 and not (v["shape"], v["seed"]) == ("LB", 23):  # LB-23 draws its orderings again
-            continue
         test = outcomes.generate(v["shape"], v["seed"])
         assert outcomes.reaching(parse(test.text)) == 1, v
-        seen.add((v["shape"], tuple(outcomes.verdicts(test.text).values())))
+        if v["seed"] >= 5 and (v["shape"], v["seed"]) != ("LB", 23):
+            continue
+        right = reference(test)
+        assert score(outcomes.check_verdicts, v, right) == score(outcomes.check_executions, v, right) == 1.0, v
+        seen.add((v["shape"], tuple(e["allowed"] for e in right.values())))
     for shape in outcomes.SHAPES:
         assert len({s for s in seen if s[0] == shape}) > 1, shape
     assert any(s[1] == (False, True, True, True) for s in seen)  # SB: x86's store buffer

@@ -29,6 +29,8 @@ KINDS = {
                            "changed (not: that it forbids anything)", "barriers", ""),
     "find-barrier-well-formed": ("answer.toml names a line of mutant.litmus and a barrier that fits there, changing "
                                  "only ordering (not: that it forbids anything)", "missing", ""),
+    "outcome-well-formed": ("answer.toml has a verdict for each model, reads and writes of test.litmus in rf and "
+                            "co, and a model's axiom where forbidden (not: the right ones)", "outcomes", ""),
 }
 
 

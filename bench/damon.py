@@ -98,8 +98,9 @@ def schemes(say) -> dict:
                      "interval 1400), each run with the thread's prcl or ethp schemes as the bundled prcl and "
                      "ethp scenarios convert them",
         "prcl": {"proxy": f"slowdown: refaults x {fault_ns:g} ns (the committed cost table's page_fault + page_copy: "
-                          f"the least a zram swap-in costs, its decompression unmeasured) added to the run's time; memory: resident bytes averaged over the sampling intervals, orig = every "
-                          f"mapped byte resident",
+                          f"the least a zram swap-in costs, its decompression unmeasured) added to the run's time; "
+                          f"memory: resident bytes averaged over the sampling intervals, orig = every mapped byte "
+                          f"resident",
                  "refault_ns": fault_ns, "rows": prcl},
         "ethp": {"proxy": "speedup kept: hot bytes covered by huge pages (share of the hot bytes, averaged over the "
                           "sampling intervals); memory waste: cold bytes inside huge pages (averaged); orig: no huge "

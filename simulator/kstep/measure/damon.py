@@ -1,12 +1,13 @@
 """What DAMON's monitoring costs and what it finds, counted by running the damon model.
 
-Every number comes from kdamond's own run, one model step at a time (nothing is timed):
+Every number comes from kdamond's own run, one model step at a time (no clock is read; where a
+count becomes nanoseconds, a cost table prices it):
 
 **Overhead.**  An access check is one region's sampled folio read by ``damon_va_check_accesses``;
 the checks of an aggregation interval are the regions of every check step in it, summed.  The
 patch thread's claim is that this is at most ``max_nr_regions`` x the sampling intervals of an
 aggregation, whatever the size of the target, where checking every page at every sampling
-interval (page-granularity scanning) costs pages x samples.
+interval (page-granularity scanning) costs pages x samples.  ``access_check_ns`` prices one check.
 
 **Accuracy.**  After an aggregation, rank the regions as ``kdamond_reset_aggregated`` reported them
 by nr_accesses, hottest first, and take the smallest set whose total size is at least the true
@@ -20,10 +21,11 @@ actions DAMOS applied (``kdamond_apply_schemes``) and the workload's accesses at
 interval beside the run.  ``pageout`` makes its pages non-resident; the workload's next access to
 such a page is a refault, charged ``refault_ns`` of the cost table (simulator/kstep/costs.json):
 a page fault's entry and return and a 4 KiB copy, the least a swap-in from zram does (its
-decompression is more than a copy, and the table does not measure it).  ``hugepage`` makes every 2 MiB-aligned block inside the region a huge page at once
-(khugepaged's collapse, without its delay) and ``nohugepage`` makes them regular again (the
-thread's ethp: "use regular pages").  Hot bytes are those inside the workload's active blocks in a
-sampling interval; cold bytes in huge pages are what THP wastes.
+decompression is more than a copy, and the table does not measure it).  ``hugepage`` makes every
+2 MiB-aligned block inside the region a huge page at once (khugepaged's collapse, without its
+delay) and ``nohugepage`` makes them regular again (the thread's ethp: "use regular pages").
+Hot bytes are those inside the workload's active blocks in a sampling interval; cold bytes in huge
+pages are what THP wastes.
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ def overhead(size: int, workload: str, *, aggregations_n: int, max_nr_regions: i
     samples = aggs[0].samples
     pages = size // PAGE_SIZE
     checks = [a.checks for a in aggs]
-    return {"bytes": size, "pages": pages, "samples_per_aggregation": samples,
+    return {"bytes": size, "pages": pages, "aggr_us": cfg["attrs"]["aggr_us"], "samples_per_aggregation": samples,
             "max_nr_regions": max_nr_regions, "bound": max_nr_regions * samples,
             "page_scan_checks_per_aggregation": pages * samples,
             "checks_per_aggregation": checks, "max_checks": max(checks),

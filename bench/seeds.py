@@ -174,20 +174,8 @@ def damon(overhead_workloads=DAMON_OVERHEAD_WORKLOADS, prcl=tuple(dc.SCHEME_WORK
 
 
 COMPARABLE = {
-    "vma-locks": ("The thread times whole app launches on phones; the model times a few faulting and mapping "
-                  "threads on its cost table. The direction and its cause compare: faults stop waiting behind "
-                  "mmap_lock writers. Cache-line transfers do not explain it here: the model moves more lines "
-                  "with per-VMA locks, as each VMA lock's line passes between faulters. The percentage does "
-                  "not compare."),
-    "qspinlock": ("The thread's -2..-3% is the time of a 5M-loop microbenchmark on a 4-socket machine; the "
-                  "model counts cache-line transfers per acquisition and charges each one transfer cost. "
-                  "Which variant moves fewer lines compares; the percentage does not."),
-    "fork-batch": ("The thread times fork() of 1 GiB; the model counts per GiB the page-table and folio "
-                   "operations the copier does and weights them with the cost table (load, store, atomic, TLB "
-                   "flush): no timed run. The model lacks: " + ", ".join(FORK_LACKS) + ", so its arm64 rows are "
-                   "the contpte format, not the thread's."),
     "damon": ("The thread times PARSEC3 and SPLASH-2X workloads in a KVM guest on Linux 5.5; the model runs one "
-              "process and times nothing: overhead is its access checks per aggregation (the worst of "
+              "process and reads no clock: overhead is its access checks per aggregation (the worst of "
               f"{OVERHEAD_AGGREGATIONS}) times what one check costs under the cost table (damon_va_mkold and "
               "damon_va_young, counted by kind in kstep.measure.damon, with one cache-line transfer for the sampled "
               "PTE). The bound compares: the cost stays flat from 1 GiB to 1 TiB where page scanning grows with the "
@@ -203,6 +191,18 @@ COMPARABLE = {
               "mean of 3.23 accesses of 20 for a range the probe writes all the time, where the model reads 17.41 "
               "(kernel-lab/guest/README.md, kstep lab show); damon_ptep_mkold() clearing the accessed bit without "
               "a TLB flush is one candidate, neither measured nor modelled."),
+    "vma-locks": ("The thread times whole app launches on phones; the model times a few faulting and mapping "
+                  "threads on its cost table. The direction and its cause compare: faults stop waiting behind "
+                  "mmap_lock writers. Cache-line transfers do not explain it here: the model moves more lines "
+                  "with per-VMA locks, as each VMA lock's line passes between faulters. The percentage does "
+                  "not compare."),
+    "qspinlock": ("The thread's -2..-3% is the time of a 5M-loop microbenchmark on a 4-socket machine; the "
+                  "model counts cache-line transfers per acquisition and charges each one transfer cost. "
+                  "Which variant moves fewer lines compares; the percentage does not."),
+    "fork-batch": ("The thread times fork() of 1 GiB; the model counts per GiB the page-table and folio "
+                   "operations the copier does and weights them with the cost table (load, store, atomic, TLB "
+                   "flush): no timed run. The model lacks: " + ", ".join(FORK_LACKS) + ", so its arm64 rows are "
+                   "the contpte format, not the thread's."),
 }
 
 

@@ -31,6 +31,7 @@ def test_the_committed_damon_rows_are_what_the_model_gives():
     slice_ = {(r["kind"], r["workload"]) for r in now}
     assert len(now) == len(slice_) == 2
     assert now == [r for r in COMMITTED["damon"]["rows"] if (r["kind"], r["workload"]) in slice_]
+    assert COMMITTED["damon"]["comparable"] == seeds.COMPARABLE["damon"]
 
 
 

@@ -5,7 +5,8 @@ line), the model's number counted (steps, transfers, operations) and timed under
 table (simulator/kstep/costs.json), the real kernel's where one is measured, and a sentence on what
 can and cannot be compared.  A row that disagrees stays, with its reason; nothing is tuned.
 
-``model_tables(names)`` computes the model's part alone and is cheap for the bundled sizes.
+``model_tables(names)`` computes the model's part alone and is cheap for the bundled sizes; DAMON's
+rows take minutes (kdamond's run on a busy 1 TiB target), so its slice is ``damon(...)``'s arguments.
 ``python bench/run.py seeds`` writes bench/results/seeds.json and seeds.png, and the same JSON to
 simulator/kstep/seeds.json, committed, which the chapters are to quote (nothing typed by hand):
 simulator/tests/test_seeds.py regenerates its bundled slice and compares.
@@ -168,6 +169,7 @@ def damon_ethp(name: str) -> dict:
 
 def damon(overhead_workloads=DAMON_OVERHEAD_WORKLOADS, prcl=tuple(dc.SCHEME_WORKLOADS),
           ethp=tuple(dc.SCHEME_WORKLOADS)) -> list:
+    """DAMON's rows: each overhead workload over every size, then prcl and ethp on the named processes."""
     table = costs.load()
     return ([damon_overhead(w, table) for w in overhead_workloads] + [damon_prcl(n, table) for n in prcl]
             + [damon_ethp(n) for n in ethp])

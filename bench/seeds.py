@@ -7,7 +7,7 @@ can and cannot be compared.  A row that disagrees stays, with its reason; nothin
 
 ``model_tables(names)`` computes the model's part alone and is cheap for the bundled sizes; DAMON's
 rows take minutes (kdamond's run on a busy 1 TiB target), so its slice is ``damon(...)``'s arguments.
-``python bench/run.py seeds`` writes bench/results/seeds.json and seeds.png, and the same JSON to
+``python bench/run.py seeds`` writes bench/results/seeds.json, seeds.png and seeds-damon.png, and the same JSON to
 simulator/kstep/seeds.json, committed, which the chapters are to quote (nothing typed by hand):
 simulator/tests/test_seeds.py regenerates its bundled slice and compares.
 """
@@ -227,6 +227,30 @@ def draw(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def draw_damon(result: dict, path: Path) -> None:
+    """DAMON's overhead rows: kdamond's priced access checks per aggregation against page scanning's."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = [r for r in result["damon"]["rows"] if r["kind"] == "overhead"]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    gib = [int(size.split()[0]) for size in rows[0]["sizes"]]
+    ax.plot(gib, [s["page_scan_ns_per_aggregation"] / 1e6 for s in rows[0]["sizes"].values()], "s-",
+            label="page-granularity scanning")
+    for r in rows:
+        ax.plot(gib, [s["ns_per_aggregation"] / 1e6 for s in r["sizes"].values()], "o-",
+                label=f"DAMON, {r['workload']} (largest / smallest {r['spread']:g})")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("target size (GiB)")
+    ax.set_ylabel("ms per 100 ms aggregation")
+    ax.set_title(f"access checks x {rows[0]['access_check_ns']:g} ns each, committed cost table", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def run(out_dir, say=print) -> dict:
     say("seeds: the model's side of each seed table ...")
     result = model_tables()
@@ -234,4 +258,5 @@ def run(out_dir, say=print) -> dict:
     (out_dir / "seeds.json").write_text(text)
     COMMITTED.write_text(text)
     draw(result, out_dir / "seeds.png")
+    draw_damon(result, out_dir / "seeds-damon.png")
     return result

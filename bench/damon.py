@@ -5,7 +5,8 @@ Overhead (the primary result, deterministic): access checks per aggregation inte
 than max_nr_regions x samples checks in any aggregation fails the bench.  Accuracy: the share of
 the true hot bytes DAMON's hottest regions hold after each aggregation, by max_nr_regions and
 workload shape, over SEEDS seeds.  Schemes: the thread's prcl and ethp on the bundled processes,
-laid out as its tables (memory, then the slowdown proxy), with the proxies stated in the JSON.
+laid out as its tables (memory, then the slowdown proxy, each refault costed by the committed cost
+table), with the proxies stated in the JSON.
 
 ``python bench/run.py damon`` runs it alone; `make bench` runs it with the others;
 either writes damon.json and damon.png.
@@ -17,6 +18,7 @@ import json
 import statistics
 from pathlib import Path
 
+from kstep.engine import costs
 from kstep.measure import damon as dc
 
 OVERHEAD_AGGREGATIONS = 40  # enough for "every page at 50%" to split up to its plateau
@@ -72,9 +74,11 @@ def change(new, old) -> float:
 
 def schemes(say) -> dict:
     prcl, ethp = {}, {}
+    table = costs.load()
+    fault_ns = dc.refault_ns(table)
     for name in dc.SCHEME_WORKLOADS:
         say(f"damon: prcl and ethp on {name} ...")
-        p = dc.prcl(name, SCHEME_AGGREGATIONS)
+        p = dc.prcl(name, SCHEME_AGGREGATIONS, table)
         p["rss_change_pct"] = change(p["rss_avg_prcl_kib"], p["rss_avg_orig_kib"])
         p["runtime_overhead_pct"] = change(p["runtime_prcl_s"], p["runtime_orig_s"])
         prcl[name] = p
@@ -93,10 +97,11 @@ def schemes(say) -> dict:
                      "prcl scenarios; 'back at 7 s': phase-change whose heap is touched again from sampling "
                      "interval 1400), each run with the thread's prcl or ethp schemes as the bundled prcl and "
                      "ethp scenarios convert them",
-        "prcl": {"proxy": f"slowdown: refaults x {dc.FAULT_US} us (a stated stand-in for one zram swap-in fault, not "
-                          f"a measurement) added to the run's time; memory: resident bytes averaged over the "
-                          f"sampling intervals, orig = every mapped byte resident",
-                 "fault_us": dc.FAULT_US, "rows": prcl},
+        "prcl": {"proxy": f"slowdown: refaults x {fault_ns:g} ns (the committed cost table's page_fault + page_copy: "
+                          f"the least a zram swap-in costs, its decompression unmeasured) added to the run's time; "
+                          f"memory: resident bytes averaged over the sampling intervals, orig = every mapped byte "
+                          f"resident",
+                 "refault_ns": fault_ns, "rows": prcl},
         "ethp": {"proxy": "speedup kept: hot bytes covered by huge pages (share of the hot bytes, averaged over the "
                           "sampling intervals); memory waste: cold bytes inside huge pages (averaged); orig: no huge "
                           "pages (madvise policy, nothing advised), thp: every 2 MiB-aligned block huge (always), "
@@ -191,7 +196,7 @@ def prcl_panel(ax, s: dict) -> None:
                         for n in names], fontsize=7)
     ax.set_xticks(list(xs), [n.replace(", ", ",\n") for n in names], fontsize=8)
     ax.set_ylabel("resident MiB, averaged over the run")
-    ax.set_title(f"prcl: memory saved against refaults x {s['prcl']['fault_us']} us (a stated fault cost)",
+    ax.set_title(f"prcl: memory saved against refaults x {s['prcl']['refault_ns']:g} ns (committed cost table)",
                  fontsize=10)
     ax.legend(fontsize=7)
 

@@ -7,6 +7,7 @@ fraction of a second, and a split that ignores max_nr_regions must break the bou
 
 import pytest
 
+from kstep.engine import costs
 from kstep.measure import damon as dc
 from kstep.engine import Variant
 from kstep.models.damon.core import Region, damon_split_regions_of
@@ -62,9 +63,14 @@ def test_the_true_hot_bytes_of_an_aggregation_follow_a_moving_block():
 
 def test_prcl_counts_a_refault_for_every_paged_out_page_touched_again():
     """phase-change's heap is cold from sampling interval 200, old enough for prcl (age 50) by about
-    1200, and touched whole again from 1400 in the variant: its 2048 pages come back as refaults."""
+    1200, and touched whole again from 1400 in the variant: its 2048 pages come back as refaults,
+    each costing what the table it is given says (a student's own table moves the slowdown)."""
+    committed = costs.load()
+    slow = committed._replace(ns={**committed.ns, "page_fault": 50_000.0})
     plain = dc.prcl("phase-change", 72)
-    back = dc.prcl("phase-change, back at 7 s", 72)
+    back = dc.prcl("phase-change, back at 7 s", 72, slow)
     assert back["refaults"] - plain["refaults"] == (0x555555D50000 - 0x555555550000) // 4096
-    assert back["runtime_prcl_s"] == pytest.approx(back["runtime_orig_s"] + back["refaults"] * dc.FAULT_US / 1e6)
+    assert plain["refault_ns"] == committed.ns["page_fault"] + committed.ns["page_copy"]
+    assert back["refault_ns"] == 50_000 + committed.ns["page_copy"]
+    assert back["runtime_prcl_s"] == pytest.approx(back["runtime_orig_s"] + back["refaults"] * back["refault_ns"] / 1e9)
     assert back["rss_avg_prcl_kib"] > plain["rss_avg_prcl_kib"]

@@ -1,12 +1,13 @@
 """What DAMON's monitoring costs and what it finds, counted by running the damon model.
 
-Every number comes from kdamond's own run, one model step at a time (nothing is timed):
+Every number comes from kdamond's own run, one model step at a time (no clock is read; where a
+count becomes nanoseconds, a cost table prices it):
 
 **Overhead.**  An access check is one region's sampled folio read by ``damon_va_check_accesses``;
 the checks of an aggregation interval are the regions of every check step in it, summed.  The
 patch thread's claim is that this is at most ``max_nr_regions`` x the sampling intervals of an
 aggregation, whatever the size of the target, where checking every page at every sampling
-interval (page-granularity scanning) costs pages x samples.
+interval (page-granularity scanning) costs pages x samples.  ``access_check_ns`` prices one check.
 
 **Accuracy.**  After an aggregation, rank the regions as ``kdamond_reset_aggregated`` reported them
 by nr_accesses, hottest first, and take the smallest set whose total size is at least the true
@@ -18,17 +19,20 @@ expected when ties are broken at random.
 **Schemes.**  The model does not keep which pages are resident or huge: the bench follows the
 actions DAMOS applied (``kdamond_apply_schemes``) and the workload's accesses at every sampling
 interval beside the run.  ``pageout`` makes its pages non-resident; the workload's next access to
-such a page is a refault, charged ``FAULT_US``, a stated stand-in for a zram swap-in fault, not a
-measurement.  ``hugepage`` makes every 2 MiB-aligned block inside the region a huge page at once
-(khugepaged's collapse, without its delay) and ``nohugepage`` makes them regular again (the
-thread's ethp: "use regular pages").  Hot bytes are those inside the workload's active blocks in a
-sampling interval; cold bytes in huge pages are what THP wastes.
+such a page is a refault, charged ``refault_ns`` of the cost table (simulator/kstep/costs.json):
+a page fault's entry and return and a 4 KiB copy, the least a swap-in from zram does (its
+decompression is more than a copy, and the table does not measure it).  ``hugepage`` makes every
+2 MiB-aligned block inside the region a huge page at once (khugepaged's collapse, without its
+delay) and ``nohugepage`` makes them regular again (the thread's ethp: "use regular pages").
+Hot bytes are those inside the workload's active blocks in a sampling interval; cold bytes in huge
+pages are what THP wastes.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Iterator, NamedTuple, Optional
 
+from ..engine import costs
 from ..scenario_spec import scenario
 from ..scenario_spec.scenario import to_config
 from ..models.damon.core import PAGE_SIZE
@@ -42,7 +46,6 @@ SIZES_GIB = (1, 4, 16, 64, 256, 1024)
 HEAP = (0x555555550000, 0x555555550000 + 8 * MIB)
 AREA = 0x600000000000  # the big mapping, between heap and stack with room for 1 TiB
 STACK = (0x7FFC00000000, 0x7FFC00000000 + MIB)
-FAULT_US = 10  # the stated cost of one refault (a zram swap-in fault), a stand-in, not a measurement
 
 
 class Aggregation(NamedTuple):
@@ -126,11 +129,28 @@ def overhead(size: int, workload: str, *, aggregations_n: int, max_nr_regions: i
     samples = aggs[0].samples
     pages = size // PAGE_SIZE
     checks = [a.checks for a in aggs]
-    return {"bytes": size, "pages": pages, "samples_per_aggregation": samples,
+    return {"bytes": size, "pages": pages, "aggr_us": cfg["attrs"]["aggr_us"], "samples_per_aggregation": samples,
             "max_nr_regions": max_nr_regions, "bound": max_nr_regions * samples,
             "page_scan_checks_per_aggregation": pages * samples,
             "checks_per_aggregation": checks, "max_checks": max(checks),
             "nr_regions_reported": [len(a.regions) for a in aggs]}
+
+
+# What one access check does in 6.12 (mm/damon/vaddr.c, ops-common.c), counted per kind of cost:
+# damon_va_mkold when the sample is prepared, then damon_va_young when it is checked.  Each takes
+# mmap_read_lock and drops it (2 atomics), walks pgd, p4d, pud, pmd and pte to the sampled address
+# (walk_page_range: 5 loads), takes and releases the PTE lock (pte_offset_map_lock: an atomic;
+# pte_unmap_unlock: a store), and gets and puts the folio (damon_get_folio, folio_put: 2 atomics).
+# mkold also clears the accessed bit and marks the folio idle (ptep_clear_young_notify,
+# folio_set_idle: 2 atomics); young reads the idle flag (folio_test_idle: a load).
+ACCESS_CHECK_WORK = {"step": 2, "load": 2 * 5 + 1, "store": 2, "atomic": 2 * (2 + 1 + 2) + 2,
+                     # the sampled PTE's line: a random page of the whole target, not in kdamond's cache
+                     "transfer": 1}
+
+
+def access_check_ns(table: costs.CostTable) -> float:
+    """What one access check (one region, one sampling interval) costs under ``table``."""
+    return sum(table.ns[kind] * n for kind, n in ACCESS_CHECK_WORK.items())
 
 
 def bound_broken(row: dict) -> Optional[str]:
@@ -314,8 +334,16 @@ def scheme_config(name: str, schemes_from: str, aggregations_n: int) -> dict:
     return cfg
 
 
-def prcl(name: str, aggregations_n: int) -> dict:
-    """Resident bytes with and without the thread's prcl, and the refaults it costs."""
+def refault_ns(table: costs.CostTable) -> float:
+    """What one refault costs: do_swap_page's fault entry and return, and the page's 4 KiB brought back
+    (a copy: zram's decompression costs more, and the table has no cost for it)."""
+    return table.ns["page_fault"] + table.ns["page_copy"]
+
+
+def prcl(name: str, aggregations_n: int, table: Optional[costs.CostTable] = None) -> dict:
+    """Resident bytes with and without the thread's prcl, and the refaults it costs under ``table``
+    (the committed cost table by default)."""
+    fault_ns = refault_ns(table or costs.load())
     cfg = scheme_config(name, "prcl", aggregations_n)
     mapped = sum(v["end"] - v["start"] for v in cfg["vmas"])
     acct = Prcl(mapped)
@@ -323,7 +351,8 @@ def prcl(name: str, aggregations_n: int) -> dict:
     run_us = sum(a.samples for a in aggs) * cfg["attrs"]["sample_us"]
     return {"rss_avg_orig_kib": mapped // 1024, "rss_avg_prcl_kib": round(acct.resident_sum / acct.samples / 1024),
             "paged_out_kib": acct.paged_out // 1024, "refaults": acct.refaults,
-            "runtime_orig_s": run_us / 1e6, "runtime_prcl_s": (run_us + acct.refaults * FAULT_US) / 1e6}
+            "refault_ns": fault_ns, "runtime_orig_s": run_us / 1e6,
+            "runtime_prcl_s": (run_us * 1000 + acct.refaults * fault_ns) / 1e9}
 
 
 def ethp(name: str, aggregations_n: int) -> dict:

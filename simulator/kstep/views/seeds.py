@@ -38,12 +38,44 @@ def _fork(r: dict) -> list[str]:
             f"{_pct(r['counted_change'])}", r["why"], r["real"]]
 
 
+def _damon_overhead(r: dict) -> list:
+    lines = [f"{size}: {s['max_checks']} checks → {s['ns_per_aggregation'] / 1e3:.0f} µs per aggregation "
+             f"({100 * s['cpu_share']:.2f}% of a CPU); page scanning {s['page_scan_ns_per_aggregation'] / 1e9:,.1f} s"
+             for size, s in r["sizes"].items()]
+    flat = "flat within 20%" if r["flat"] else "NOT flat within 20%"
+    return [f"monitoring overhead vs target size, {r['workload']} (proxy: the worst of {r['aggregations']} "
+            f"aggregations' access checks × {r['access_check_ns']:g} ns per check)",
+            f"{r['thread']} [{r['where']}]", lines + [f"largest / smallest: {r['spread']:g}× ({flat})"]]
+
+
+def _damon_prcl(r: dict) -> list:
+    m = r["model"]
+    return [f"prcl, {r['workload']} (proxy: slowdown = refaults × {m['refault_ns']:g} ns, the table's page_fault "
+            f"+ page_copy; memory = resident bytes averaged)", f"{r['thread']} [{r['where']}]",
+            f"runtime {100 * r['runtime_change']:+.4f}% ({m['refaults']} refaults in {m['runtime_orig_s']:g} s); "
+            f"resident {_pct(r['rss_change'])} ({m['rss_avg_orig_kib']:,} → {m['rss_avg_prcl_kib']:,} KiB)"]
+
+
+def _damon_ethp(r: dict) -> list:
+    thp, ethp = r["model"]["thp"], r["model"]["ethp"]
+    return [f"ethp, {r['workload']} (proxy: speedup kept = hot bytes covered by huge pages, ethp's share of thp's; "
+            f"waste = cold bytes in huge pages)", f"{r['thread']} [{r['where']}]",
+            f"hot covered {thp['hot_covered_pct']:g}% (thp) → {ethp['hot_covered_pct']:g}% (ethp): "
+            f"{100 * r['coverage_kept']:.2f}% kept; waste {thp['cold_in_huge_avg_kib']:,} → "
+            f"{ethp['cold_in_huge_avg_kib']:,} KiB: {100 * r['waste_removed']:.2f}% removed"]
+
+
+def _damon(r: dict) -> list:
+    return {"overhead": _damon_overhead, "prcl": _damon_prcl, "ethp": _damon_ethp}[r["kind"]](r) + [r["real"]]
+
+
 HEADERS = {
     "vma-locks": (["scenario", "the thread", "kstep: no-per-vma-lock → v6.12, committed costs", "why",
                    "real kernel"], _vma),
     "qspinlock": (["scenario", "the thread", "kstep per acquisition, committed costs", "real kernel"], _qspinlock),
     "fork-batch": (["format, order: strategy", "rmap", "the thread",
                     "kstep per GiB: per-pte → the strategy, committed costs", "why", "real kernel"], _fork),
+    "damon": (["claim (kstep's proxy)", "the thread", "kstep, committed costs", "real kernel"], _damon),
 }
 
 

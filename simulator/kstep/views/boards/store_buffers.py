@@ -32,12 +32,12 @@ def buffer_boxes(model, state) -> list[Box]:
     for b, buf in enumerate(state[-1]):
         slots = in_a_row(model.depth, y=-b * ROW, h=0.8, max_w=3.2)
         for j, (x, y, w, h) in enumerate(slots):
-            if j < len(buf):
+            if j < len(buf):  # the CPU in words too: the player's text table for a screen reader reads boxes alone
                 where, value = model.entry_parts(state, buf[j])
-                out.append(Box(x, y, w, h, ENTRY[1], where, f"= {value}" + ("\n(oldest: drains next)" if j == 0
-                                                                             else "")))
+                out.append(Box(x, y, w, h, ENTRY[1], where, f"= {value}\nCPU {b}, {j + 1} of {len(buf)}"
+                                                            + (": drains next" if j == 0 else "")))
             else:
-                out.append(Box(x, y, w, h, FREE_SLOT[1], "", "free slot"))
+                out.append(Box(x, y, w, h, FREE_SLOT[1], "", f"CPU {b}: free slot"))
     return out
 
 

@@ -1,7 +1,8 @@
 """kstep's command line, in the tradition of the OSTEP homework simulators.
 
     kstep list [MECH] [--schema]
-    kstep run MECH --scenario S [-s SEED | -P SCHEDULE | --round-robin | --timed [--costs F]] [-c] [--json F] [--html F]
+    kstep run MECH --scenario S [-s SEED | -P SCHEDULE | --round-robin | --timed [--costs F]] [--memory-model sc|tso]
+              [-c] [--json F] [--html F]
     kstep explore MECH --scenario S [--memory-model sc|tso] [--max-states N] [--no-symmetry] [--no-por]
                   [--no-dead-vars] [--hash-compact]
                   [--states F [--columns A,B]] [--dot F] [--json F] [--html F]
@@ -203,6 +204,7 @@ def build_parser() -> Parser:
                    help=f"stop after N steps (1..{LONGEST_RUN:,}; default {scenarios.SCENARIO_RUN:,}, or the steps a "
                         f"scenario whose runs never end declares)")
     p.add_argument("-c", "--compute", action="store_true", help="show the state columns, counters and outcome")
+    memory_model_option(p)
     outputs(p, "the trace")
     p.set_defaults(run=cmd_run)
 
@@ -215,9 +217,7 @@ def build_parser() -> Parser:
     p.add_argument("--max-states", type=bounded(MAX_STATES), default=EXPLORE_MAX_STATES, metavar="N",
                    help=f"store at most N states, then expand those without storing and stop at the first "
                         f"new one (1..{MAX_STATES:,}; default {EXPLORE_MAX_STATES:,})")
-    p.add_argument("--memory-model", choices=MEMORY_MODELS, default="sc",
-                   help="sc (default): every store is seen at once; tso: x86's per-CPU store buffers, as deep as "
-                        "the scenario's store_buffer (no symmetry or partial-order reduction)")
+    memory_model_option(p)
     p.add_argument("--no-symmetry", dest="symmetry", action="store_false",
                    help="store every state, not one per orbit of interchangeable CPUs")
     p.add_argument("--no-por", dest="por", action="store_false",
@@ -370,6 +370,12 @@ def mechanism_and_scenario(p: Parser) -> None:
                    help="override one scenario value, e.g. threads.0.sections=3 (TOML value; repeatable)")
 
 
+def memory_model_option(p: Parser) -> None:
+    p.add_argument("--memory-model", choices=MEMORY_MODELS, default="sc",
+                   help="sc (default): every store is seen at once; tso: x86's per-CPU store buffers, as deep as "
+                        "the scenario's store_buffer")
+
+
 def outputs(p: Parser, what: str) -> None:
     p.add_argument("--json", metavar="FILE", help=f"write {what} as a kstep trace (JSON)")
     p.add_argument("--html", metavar="FILE", help=f"write {what} as a standalone, offline HTML animation")
@@ -485,7 +491,7 @@ def print_variant(cls, name: str, found: dict, live: dict) -> None:
 
 
 def cmd_run(args) -> int:
-    ex = experiment(args)
+    ex = experiment(args).under(args.memory_model)
     model, sc = ex.model, ex.scenario
     check_outputs(args.json, args.html, scenario_inputs(args))
     scheduler, how = pick_scheduler(args, sc, model)
@@ -507,6 +513,9 @@ def cmd_run(args) -> int:
         print(f"look for:\n{wrap(sc.look_for, '  ')}")
     else:
         print(f"scenario {clean(sc.name)}: its description tells the outcome, so -c shows it with the answers")
+    if args.memory_model != "sc":
+        print(f"memory model: {args.memory_model}, store buffers of {sc.store_buffer} entries per CPU (the "
+              f"scenario's store_buffer)")
     print(f"scheduler: {clean(how)}\n")
     print_table(model, trace, reveal=args.compute, labels=shown)
     print()

@@ -286,6 +286,19 @@ def test_a_tso_counterexample_is_saved_and_played_again_with_its_store_buffers(t
     assert main(["show", str(path)]) == 2
 
 
+def test_run_takes_the_memory_model_and_follows_a_scripted_schedule_as_far_as_it_fits(tmp_path, capsys):
+    from kstep.cli import main
+    path = tmp_path / "run.json"
+    assert main(["run", "qspinlock", "--scenario", "two-waiters", "--memory-model", "tso", "-c",
+                 "--json", str(path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "memory model: tso, store buffers of 2 entries per CPU" in out
+    assert "under v6.12 with tso its schedule entry 11 names C1, which is blocked" in out  # C0's unlock waits
+    assert '"memory_model": {"name": "tso", "store_buffer": 2}' in path.read_text()
+    assert main(["run", "damon", "--scenario", "ethp", "--memory-model", "tso"]) == 2
+    assert "damon declares no shared memory fields" in capsys.readouterr().err
+
+
 # -- the committed verdicts' tso column --------------------------------------------------------------
 
 def tso_rows():

@@ -109,6 +109,7 @@ class StoreBuffered(Model, Reductions):
         self.inner, self.depth = inner, depth
         self.memory_model = {"name": "tso", "store_buffer": depth}
         self.name, self.title, self.variants, self.variant = inner.name, inner.title, inner.variants, inner.variant
+        self.default_variant = inner.default_variant
         self.locals, self.progress_labels = reductions.of(inner).locals, inner.progress_labels
         self.scenario_schema = inner.scenario_schema
         self.invariants = tuple(self._wrapped(inv) for inv in inner.invariants)
@@ -373,12 +374,16 @@ class StoreBuffered(Model, Reductions):
 
     def entry_text(self, state: State, entry: tuple) -> str:
         """One buffered store in a few words: ``words[0] &0xff = 0x1``, ``nodes[5].locked = 1``."""
+        return " = ".join(self.entry_parts(state, entry))
+
+    def entry_parts(self, state: State, entry: tuple) -> tuple[str, str]:
+        """Where a buffered store writes and the value it writes there: (``words[0] &0xff``, ``0x1``)."""
         field, n, part, mask, value = entry
         mem = self.memory(state)
         where = mem._fields[field] + (f"[{n}]" if n >= 0 else "")
         if part >= 0:
             where += "." + (mem[field][n] if n >= 0 else mem[field])._fields[part]
-        return f"{where} &{mask:#x} = {value:#x}" if mask >= 0 else f"{where} = {value}"
+        return (f"{where} &{mask:#x}", f"{value:#x}") if mask >= 0 else (where, str(value))
 
     def _acting_view(self, state: State, action: Action) -> State:
         mem = self.memory(state)

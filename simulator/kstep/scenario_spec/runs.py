@@ -22,7 +22,7 @@ def own_run(model: Model, sc: Scenario, seed: int = SEED) -> Trace:
     sched = Scripted(schedule) if sc.schedule else Random(seed)
     trace = simulate(model, model.initial(sc.config), sched, max_steps=sc.max_steps, scenario=sc.name,
                      config=sc.config)
-    if sc.cycle_start >= 0 and model.variant.name == (sc.variant or model.default_variant):
+    if sc.cycle_start >= 0 and written_for(model, sc):
         trace.cycle_start = sc.cycle_start
         trace.lasso = judge(model, trace, sc.cycle_start)
     return trace
@@ -33,14 +33,21 @@ def own_schedule(model: Model, sc: Scenario) -> tuple[str, str]:
     cannot.  A schedule is written for the scenario's own variant; under another, an entry may name
     an actor that is blocked or done there: the entries before it are kept, round-robin takes over
     from it, and the note says so (empty when the whole schedule fits)."""
-    own = sc.variant or model.default_variant
-    if not sc.schedule or model.variant.name == own:
+    if not sc.schedule or written_for(model, sc):
         return sc.schedule, ""
     sched = Scripted(sc.schedule)
     try:
         simulate(model, model.initial(sc.config), sched, max_steps=sc.max_steps, check=False)
     except UserError as e:
         kept = sched.script[:sched.pos - 1]
-        return " ".join(kept), (f"the scenario's own schedule, written for {own}: under {model.variant.name} its {e}, "
+        own = sc.variant or model.default_variant
+        under = model.variant.name + (f" with {model.memory_model['name']}" if model.memory_model else "")
+        return " ".join(kept), (f"the scenario's own schedule, written for {own}: under {under} its {e}, "
                                 f"so its first {len(kept)} entries are followed, then round-robin")
     return sc.schedule, ""
+
+
+def written_for(model: Model, sc: Scenario) -> bool:
+    """Whether ``model`` runs the scenario as it was written: its own variant, every store seen at once
+    (under a memory model's store buffers a scripted actor may still wait where it did not)."""
+    return model.variant.name == (sc.variant or model.default_variant) and not model.memory_model

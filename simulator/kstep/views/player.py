@@ -34,6 +34,7 @@ from bokeh.models.ui import Pane
 from ..engine.liveness import describe
 
 from ..engine import Model, Trace
+from ..engine.memory_model import StoreBuffered
 from . import charts, code, context, predict, style, timed
 from .columns import FrameColumns, Strings, decode
 
@@ -208,6 +209,11 @@ class Player:
         if self.trace.scheduler == "timed":  # time on the x-axis, under every mechanism's own panels
             panels += (timed.cost_timeline(self),)
             key += timed.key()
+        if isinstance(self.model, StoreBuffered):  # the stores still waiting, under the board that shows memory
+            from .store_buffers import buffers_figure, key as buffers_key  # it draws with board.py, which imports us
+
+            panels = (column(panels[0], buffers_figure(self), sizing_mode="stretch_width"), *panels[1:])
+            key += buffers_key()
         if key:
             key += self.every_panel_key()
         controls = row(widgets["reset"], widgets["back"], widgets["toggle"], widgets["step"], widgets["speed"],

@@ -9,6 +9,8 @@ A page is a title and one directive; the directive runs the library when Sphinx 
   player asks the scenario's questions, the text (which answers them) comes after it, folded;
 - ``kstep-counterexample MECH VARIANT``: what the variant breaks and the shortest run in which the
   explorer catches it;
+- ``kstep-tso-counterexample MECH VARIANT NAME``: a broken variant's shortest run under x86-TSO, its
+  store buffers drawn, with the chapter's claim of what one buffer holds checked against it;
 - ``kstep-player MECH NAME`` (at the top of a chapter): the player of its main scenario's run, with a
   link to the scenario's page;
 - ``kstep-animations MECH`` (on a chapter): the list of those pages in lecture order, with each
@@ -27,10 +29,12 @@ from pathlib import Path
 
 from bokeh.embed import components
 from docutils import nodes
+from docutils.parsers.rst import directives
 from sphinx import addnodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from ... import experiment
 from ...engine import parse_schedule
 from ...scenario_spec import expect, scenario
 from ...memory import bundled
@@ -138,12 +142,14 @@ class KstepDirective(SphinxDirective):
 
     def animation(self, trace, model) -> nodes.raw:
         """The trace's player, embedded; BokehJS itself comes from the site's _static folder.  Its
-        bundled scenario can also be scheduled by hand (interactive mode, over HTTP)."""
+        bundled scenario can also be scheduled by hand (interactive mode, over HTTP), except under a
+        memory model's store buffers: interactive mode runs a scenario with every store seen at once."""
         lay = layout(trace, model)
-        enable(lay, trace, model)
+        if not model.memory_model:
+            enable(lay, trace, model)
+            self.state.document[LIVE] = True
         script, div = components(lay)
         self.state.document[BOKEH] = True
-        self.state.document[LIVE] = True
         return nodes.raw("", f'<div class="kstep-animation">{div}</div>\n{script}', format="html")
 
 
@@ -253,6 +259,43 @@ class CounterexampleDirective(KstepDirective):
         out.append(self.animation(lasso, model))
         out.append(command(f"kstep explore {mech} --scenario {name} --variant {variant} --liveness --html lasso.html"))
         return out
+
+
+class TsoCounterexampleDirective(KstepDirective):
+    """``kstep-tso-counterexample MECH VARIANT SCENARIO`` with ``:step: K``, ``:cpu: B`` and ``:holds: ENTRY``:
+    the broken variant's shortest counterexample on the scenario under x86-TSO, found when the site is
+    built and played with its store buffers drawn, and the chapter's claim that after step K CPU B's
+    buffer holds ENTRY (as the step table writes it) checked against that run: a build warning when not."""
+    required_arguments = 3
+    option_spec = {"step": directives.nonnegative_int, "cpu": directives.nonnegative_int,
+                   "holds": directives.unchanged_required}
+
+    def run(self):
+        mech, variant, name = self.mechanism(), self.arguments[1], self.arguments[2]
+        ex = experiment.open(mech, name, variant).under("tso")
+        model, result = ex.model, ex.explore()
+        trace, v = result.counterexample, result.violation
+        if trace is None or v is None:
+            raise self.error(f"{mech} variant {variant} breaks nothing on {name} under tso")
+        step, cpu, holds = (self.options.get(k) for k in ("step", "cpu", "holds"))
+        if step is None or cpu is None or not holds:
+            raise self.error("give :step:, :cpu: and :holds:, the claim checked against the run")
+        state = trace.states[min(step, len(trace))]
+        held = [model.entry_text(state, e) for e in state[-1][cpu]] if cpu < len(state[-1]) else []
+        if step > len(trace) or holds not in held:
+            logger.warning(f"{mech} {variant} under tso: after step {step} CPU {cpu}'s store buffer holds "
+                           f"{held or 'nothing'}, not {holds!r}", location=(self.env.docname, self.lineno))
+        action = trace.actions[step - 1] if 0 < step <= len(trace) else None
+        after = f"step {step} ({action.actor}: {action.label})" if action else f"step {step}"
+        return [labelled("What the explorer finds under x86-TSO:",
+                         f"variant {variant} on scenario {name}, store buffers of {model.depth}: {v.title} after "
+                         f"{len(trace)} steps ({result.states} states searched): {v.message}",
+                         classes=["kstep-violation"]),
+                nodes.paragraph("", f"{'✓' if holds in held else '✗'} After {after}, CPU {cpu}'s store buffer "
+                                    f"holds {holds} (checked against the run when this page was built)."),
+                self.animation(trace, model),
+                command(f"kstep explore {mech} --scenario {name} --variant {variant} --memory-model tso "
+                        f"--json cex.json && kstep show cex.json --html cex.html")]
 
 
 class PlayerDirective(KstepDirective):
@@ -418,6 +461,7 @@ DIRECTIVES = {
     "kstep-scenario": ScenarioDirective,
     "kstep-counterexample": CounterexampleDirective,
     "kstep-player": PlayerDirective,
+    "kstep-tso-counterexample": TsoCounterexampleDirective,
     "kstep-animations": AnimationsDirective,
     "kstep-exercises": ExercisesDirective,
     "kstep-variants": VariantsDirective,

@@ -56,7 +56,7 @@ def litmus_model(text: str, name: str, run: str, kernel: dict):
     module = AXIOMATIC[model]
     if not reads:
         return Reveal(test, module, choose_execution(test, module), kernel)
-    picked = dict(candidate_executions(test, module)).get(reads)
+    picked = dict(candidate_executions(test, module, only=reads)).get(reads)
     if picked is None:
         raise UserError(f"{name} has no candidate execution where {reads}")
     return Reveal(test, module, picked, kernel)

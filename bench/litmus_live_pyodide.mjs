@@ -46,7 +46,8 @@ for name, text in tests:
         LitmusSession(text, name, run).page_json()
         picks.append(time.perf_counter() - start)
     rows.append({"test": name, "start_s": round(opened, 4), "moves": len(moves), "max_move_s": round(max(moves), 4),
-                 "last_move_s": round(moves[-1], 4), "verdict": "allowed" if violation is None else violation["invariant"],
+                 "last_move_s": round(moves[-1], 4),
+                 "verdict": "allowed" if violation is None else violation["invariant"],
                  "candidates": len(picks), "max_pick_start_s": round(max(picks, default=0), 4)})
 json.dumps({"lkmm_files": str(kernel_tree.kernel_root()), "rows": rows})
 `));

@@ -6,13 +6,15 @@ holding; Never: the outcome forbidden, the last step naming the axiom of linux-k
 candidate reaching it at all; DEADLOCK: no execution the model allows).  Any candidate the student picks
 ends allowed exactly when the LKMM allows its final state.  In the browser the model runs from the copy of
 the tree's files that kstep.zip ships: unpacked with the standard library alone and no user cache, the zip
-steps a test to its axiom, and to another end once that axiom is dropped from its copy.
+steps a test to its axiom, and to another end once that axiom is dropped from its copy; without the copy it
+says in one line what to do.
 """
 
 import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -97,13 +99,14 @@ IN_THE_BROWSER = live.ONLY_STDLIB + textwrap.dedent("""
 """)
 
 
-def in_the_browser(unpacked, tmp_path):
+def in_the_browser(unpacked, tmp_path, fails: bool = False):
+    """What IN_THE_BROWSER prints (its stderr's last line if it ``fails``, as it must then)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(XDG_CACHE_HOME=str(tmp_path / "empty-cache"), HOME=str(tmp_path / "home"))
     out = subprocess.run([sys.executable, "-c", IN_THE_BROWSER, str(unpacked), SHAPES["MP+wmb+rmb"]],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout.splitlines()
+    assert (out.returncode != 0) == fails, out.stderr[-3000:]
+    return out.stderr.strip().splitlines()[-1] if fails else out.stdout.splitlines()
 
 
 def test_the_zip_steps_the_lkmm_from_its_own_copy_of_the_trees_files(linux_tree, tmp_path):
@@ -128,3 +131,8 @@ def test_the_zip_steps_the_lkmm_from_its_own_copy_of_the_trees_files(linux_tree,
     assert cat.read_text().count(axiom) == 1
     cat.write_text(cat.read_text().replace(axiom, ""))
     assert in_the_browser(unpacked, tmp_path) == ["kstep/memory/kernel-tree", "allowed"]
+    # A zip without the copy (a site built without the tree) says so in one line.
+    shutil.rmtree(shipped)
+    assert in_the_browser(unpacked, tmp_path, fails=True) == \
+        "kstep.errors.UserError: this page's kstep.zip has no copy of the LKMM's files: build the site again " \
+        "after make linux-source"

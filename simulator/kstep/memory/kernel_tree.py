@@ -34,7 +34,11 @@ def kernel_root() -> Path:
     in the user cache, else one line saying how to get it."""
     if (SHIPPED / ORIGIN).is_file():
         return SHIPPED
-    from kstep.lab.source import index as source_index  # the lab's cache, which the browser has not
+    try:
+        from kstep.lab.source import index as source_index  # the lab's cache, which the browser has not
+    except ImportError:  # the browser, and the page's zip has no copy: its site was built without the tree
+        raise UserError("this page's kstep.zip has no copy of the LKMM's files: build the site again after "
+                        "make linux-source") from None
 
     tree = source_index.linux_tree()
     if tree is None:

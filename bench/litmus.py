@@ -11,6 +11,10 @@
 * The same 47 in Pyodide under node (bench/litmus_pyodide.mjs, with the Pyodide that make setup puts
   in node_modules/), as a page's interactive mode runs them: wall seconds of each test, and the CPU
   seconds of the whole run. Goal: a mechanism-sized test in under 1 s in the browser.
+* The bundled mechanism tests stepped by hand under the LKMM in Pyodide under node
+  (bench/litmus_live_pyodide.mjs, from the kstep.zip a site ships, with its copy of the tree's LKMM files):
+  wall seconds to open a page's session (the LKMM's verdict on its execution), of each move to the end, and
+  to open each other candidate execution the page offers. Goal: each under :data:`LIVE_GOAL_S`.
 * :data:`GENERATED` seeded random tests (2-4 threads, 2-4 locations, at most :data:`MAX_EVENTS`
   memory events, every primitive the hardware models accept; kstep.memory.generate) under sc, tso,
   arm64, power and the LKMM, each also with its threads and locations renamed: CPU seconds per model
@@ -30,6 +34,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -37,16 +42,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "simulator"))
 
-from kstep.memory import crosscheck, kernel_tree, lkmm  # noqa: E402
+from kstep.memory import bundled, crosscheck, kernel_tree, lkmm  # noqa: E402
 from kstep.memory.generate import accesses, generate  # noqa: E402
 from kstep.memory.litmus import parse  # noqa: E402
 from kstep.memory.verdict import check  # noqa: E402
+from kstep.views import live  # noqa: E402
 
 GENERATED = 1000
 # the generated set's seeds start here: make test's 100 tests of at most 8 events use seeds 0-99
 FIRST_SEED = 100_000
 MAX_EVENTS = 10
 GOALS = {"kernel_total_cpu_s": 10.0, "kernel_max_cpu_s": 2.0}
+LIVE_GOAL_S = 1.0  # issue 24, section 6: a mechanism litmus test in the browser
 HERD7_ANCHOR = {"version": "herdtools7 7.56.3", "kernel_47_wall_s": 2.3, "how": "one process per test"}
 
 
@@ -113,6 +120,25 @@ def pyodide_times(root: Path, rows: list[dict], say) -> dict:
     return result
 
 
+def live_pyodide_times(say) -> dict:
+    """The bundled mechanism tests stepped by hand under the LKMM in Pyodide (or why not measured)."""
+    node, pyodide = shutil.which("node"), ROOT / "node_modules" / "pyodide" / "pyodide.mjs"
+    if node is None or not pyodide.exists():
+        return {"not_measured": "needs node and node_modules/pyodide (make setup installs both)"}
+    say("litmus: the mechanism tests stepped by hand under the LKMM in Pyodide ...")
+    with tempfile.TemporaryDirectory() as tmp:
+        zip_path = Path(tmp) / "kstep.zip"
+        zip_path.write_bytes(live.package_zip())
+        out = subprocess.run([node, str(ROOT / "bench" / "litmus_live_pyodide.mjs"), str(pyodide), str(zip_path),
+                              *(str(bundled.path(name)) for name in bundled.names())],
+                             check=True, capture_output=True, text=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    worst = {what: max(result["rows"], key=lambda r: r[what]) for what in ("start_s", "max_move_s", "max_pick_start_s")}
+    result.update(goal_s=LIVE_GOAL_S, slowest={what: {"test": r["test"], "s": r[what]} for what, r in worst.items()},
+                  met=all(r[what] < LIVE_GOAL_S for what, r in worst.items()))
+    return result
+
+
 def generated_set(count: int, say) -> tuple[dict, list[str]]:
     """CPU seconds per model over the generated tests (each test checked twice: as generated and
     renamed), and every disagreement."""
@@ -164,6 +190,7 @@ def _measure(root: Path, count: int, say) -> tuple[dict, list[str]]:
     kernel_peaks(root, rows)
     processes = kernel_processes(root, rows, say)
     in_pyodide = pyodide_times(root, rows, say)
+    live_in_pyodide = live_pyodide_times(say)
     wrong = [r["test"] for r in rows if r["result"] != r["expected"]] + in_pyodide.get("wrong", [])
     total, slowest = sum(r["cpu_s"] for r in rows), max(rows, key=lambda r: r["cpu_s"])
     generated, problems = generated_set(count, say)
@@ -182,6 +209,7 @@ def _measure(root: Path, count: int, say) -> tuple[dict, list[str]]:
         "times_are": "CPU seconds of this process on one pinned core, unless named wall",
         "goals": GOALS, "herd7_anchor": HERD7_ANCHOR,
         "kernel": kernel,
+        "mechanism_tests_by_hand_in_pyodide": live_in_pyodide,
         "generated": generated,
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "disagreements": problems,

@@ -104,8 +104,8 @@ def test_every_reveal_order_ends_on_the_models_verdict_naming_the_broken_axiom(n
 
 
 def test_bad_input_is_one_line():
-    with pytest.raises(UserError, match="not 'lkmm'"):
-        LitmusSession(SHAPES["SB"], "SB", "lkmm")
+    with pytest.raises(UserError, match="not 'x86'"):
+        LitmusSession(SHAPES["SB"], "SB", "x86")
     with pytest.raises(UserError, match="line"):
         LitmusSession("C bad\n{}\nP0(int *x) { frobnicate(x); }\nexists (x=1)\n", "bad", "tso")
     assert isinstance(LitmusSession(SHAPES["SB"], "SB", "tso").model, TsoMachine)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kstep.memory import cat
 from kstep.memory import relations as rel
+from kstep.memory.kernel_tree import MEMORY_MODEL, kernel_root
 from kstep.memory.axioms import Axiom
 from kstep.memory.executions import (
     LOCK_KINDS,
@@ -35,15 +36,9 @@ TAGS = ("once", "release", "acquire", "noreturn", "wmb", "rmb", "mb", "barrier",
 
 @functools.cache
 def statements(root: Path | None = None) -> tuple:
-    """bell then cat statements of the tree at ``root`` (default: the unpacked 6.12 tree).
-
-    Finding the tree is the lab's business; in the browser the caller passes ``root``.
-    """
-    if root is None:
-        from kstep.memory.kernel_tree import kernel_root
-
-        root = kernel_root()
-    model = root / "tools" / "memory-model"
+    """bell then cat statements of the tree at ``root`` (default: kernel_tree.kernel_root, the unpacked 6.12
+    tree, or in the browser the copy of its LKMM files the page ships)."""
+    model = (kernel_root() if root is None else root) / MEMORY_MODEL
     return tuple(cat.load(model / "linux-kernel.bell") + cat.load(model / "linux-kernel.cat"))
 
 

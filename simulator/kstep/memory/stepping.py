@@ -316,15 +316,18 @@ def choose_execution(litmus: Litmus, module, lkmm_root=None) -> Execution:
     return fallback
 
 
-def candidate_executions(litmus: Litmus, module) -> list[tuple[str, Execution]]:
+def candidate_executions(litmus: Litmus, module, only: Optional[str] = None) -> list[tuple[str, Execution]]:
     """Every candidate of the test (which write each read reads from: ``b<-init y d<-a``), with the execution
     the model makes of it: allowed with the first coherence order it allows, else forbidden with the first
-    axiom it breaks.  What a student picks on a litmus page before revealing the execution."""
+    axiom it breaks.  What a student picks on a litmus page before revealing the execution.  ``only``: the
+    candidate so named alone (the one picked: the model runs on no other)."""
     out = []
     for c, rf in with_reads_from(litmus):
         regs = {(t, k): v for t, path in enumerate(c.paths) for k, v in path.regs}
         names = event_names(c.events)
         picked = " ".join(sorted(f"{names[r]}<-{names[w]}" for w, r in rel.pairs(rf))) or "no reads"
+        if only is not None and picked != only:
+            continue
         found = None
         for co, full_rf, fr, _ in module.executions(c, rf):
             memory = final_memory(c, co)

@@ -20,16 +20,16 @@ import json
 from typing import NamedTuple
 
 from ..errors import UserError
-from ..memory import arm64, power, sc
+from ..memory import arm64, lkmm, power, sc
 from ..memory.litmus import parse
 from ..memory.stepping import Reveal, TsoMachine, candidate_executions, choose_execution
 from .interactive import Session
 from .boards.litmus import reveal_sources, tso_sources
 
 
-# The models a page steps by hand in the browser.  The LKMM runs the kernel tree's own .bell and .cat files,
-# which the browser does not have: its pages play their recorded execution only.
-AXIOMATIC = {m.NAME: m for m in (sc, arm64, power)}
+# The models a page steps by hand in the browser.  The LKMM runs the kernel tree's own .bell and .cat files:
+# in the browser, the copy of them the page's zip ships (kernel_tree.kernel_root finds it).
+AXIOMATIC = {m.NAME: m for m in (sc, arm64, power, lkmm)}
 MODELS = ("tso", *AXIOMATIC)
 
 
@@ -56,7 +56,7 @@ def litmus_model(text: str, name: str, run: str, kernel: dict):
     module = AXIOMATIC[model]
     if not reads:
         return Reveal(test, module, choose_execution(test, module), kernel)
-    picked = dict(candidate_executions(test, module)).get(reads)
+    picked = dict(candidate_executions(test, module, only=reads)).get(reads)
     if picked is None:
         raise UserError(f"{name} has no candidate execution where {reads}")
     return Reveal(test, module, picked, kernel)

@@ -4,8 +4,10 @@ modules as one zip, and interactive.js, all in the site's own static folder (nev
 The runtime is the npm ``pyodide`` package's core (the version package-lock.json pins), which
 ``make setup`` installs into node_modules/; ``KSTEP_PYODIDE`` names another copy of it.  The zip
 holds exactly the kstep modules that ``kstep.views.interactive`` and ``litmus_live`` import with nothing but the
-standard library importable (found by importing it so, in a child process), and the bundled
-scenarios they load.
+standard library importable (found by importing it so, in a child process), the bundled
+scenarios they load, and the LKMM's files from the unpacked linux-source tree (kernel_tree.lkmm_copy, with
+their origin), where kernel_tree.kernel_root finds them in the browser.  Without a tree the zip has no LKMM
+files, which only an LKMM page needs (and building one needs the tree).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import UserError
+from ..memory import kernel_tree
 
 RUNTIME = ("pyodide.js", "pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
            "pyodide-lock.json")
@@ -70,17 +73,30 @@ def stdlib_modules(entries: tuple[str, ...] = ENTRIES) -> list[Path]:
 
 
 def package_zip() -> bytes:
-    """kstep's interactive modules and bundled scenarios, as the zip the page unpacks into Pyodide."""
+    """kstep's interactive modules, bundled scenarios and the LKMM's kernel files, as the zip the page
+    unpacks into Pyodide."""
     root = Path(__file__).resolve().parents[2]  # the folder holding the kstep package
     scenarios = resources.files("kstep.scenarios")
     files = set(stdlib_modules()) | {Path(str(p)) for p in Path(str(scenarios)).rglob("*.toml")}
+    contents = {path.relative_to(root).as_posix(): path.read_bytes() for path in files}
+    shipped = kernel_tree.SHIPPED.relative_to(root).as_posix()
+    contents.update({f"{shipped}/{name}": data for name, data in lkmm_files().items()})
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for path in sorted(files):
-            info = zipfile.ZipInfo(path.relative_to(root).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
+        for name in sorted(contents):
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, path.read_bytes())  # fixed dates: the same sources give the same zip
+            z.writestr(info, contents[name])  # fixed dates: the same sources give the same zip
     return buf.getvalue()
+
+
+def lkmm_files() -> dict[str, bytes]:
+    """The LKMM's files of the unpacked tree with their origin (kernel_tree.lkmm_copy), or none without a tree."""
+    try:
+        tree = kernel_tree.kernel_root()
+    except UserError:
+        return {}
+    return kernel_tree.lkmm_copy(tree)
 
 
 def install(static: Path) -> None:

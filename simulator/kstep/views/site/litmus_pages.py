@@ -7,8 +7,8 @@ mechanism test (``kstep/scenarios/litmus/``); ``docs/litmus.md`` lists the shape
 - ``kstep-litmus NAME``: the test, each model's verdict on its ``exists`` clause (computed, never
   written down), and the player of one execution with the command that writes it: per model for a
   shape, under arm64 for a mechanism test (under the LKMM when it takes a lock or RCU, which the
-  hardware models do not); served over HTTP, the student steps it by hand (litmus_live.py; every
-  model but the LKMM, whose .cat files the browser lacks);
+  hardware models do not); served over HTTP, the student steps it by hand under every model
+  (litmus_live.py; the LKMM from the copy of the tree's .bell and .cat files the site's zip ships);
 - ``kstep-litmus-index``: the list of the shape pages, with a hidden toctree for the site's navigation;
 - ``kstep-litmus-verdicts NAME...`` (on a chapter): a table of the named tests' verdicts per model,
   computed at build time, with a link to each test's page.

@@ -18,7 +18,7 @@ architecture builds: ``arches`` holds, per architecture, the excerpts that diffe
 under the Kconfig symbols of Debian's kernel for it (:mod:`kstep.lab.source.conditions`) from the
 architecture's own headers where it overrides a generic function (arm64's contpte ``ptep_get``,
 ``set_ptes``, ``wrprotect_ptes``, ``pte_batch_hint`` and ``ptep_get_lockless``; each one's
-``flush_tlb_mm``), else from the cited file (``ptep_get_lockless`` without x86-32 PAE's loop).
+``flush_tlb_mm``), else from the cited file under that architecture's configuration.
 """
 
 from __future__ import annotations

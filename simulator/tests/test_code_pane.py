@@ -58,9 +58,9 @@ static inline void vma_mark_detached(struct vm_area_struct *vma, bool detached)
 }
 #else /* CONFIG_PER_VMA_LOCK */
 static inline void vma_mark_detached(struct vm_area_struct *vma,
-				     bool detached) {}
+                                     bool detached) {}
 static inline void vma_mark_detached_spare(struct vm_area_struct *vma,
-				     bool detached) {}
+                                     bool detached) {}
 #endif
 """
 

@@ -43,8 +43,9 @@ _COMMON = ("CONFIG_MMU", "CONFIG_64BIT", "CONFIG_SMP", "CONFIG_PER_VMA_LOCK", "C
 # Per architecture: the Kconfig symbols of Debian's kernel that decide among a function's definitions,
 # and the architecture's files that override generic PTE and TLB functions, searched in this order.
 ARCHES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "x86-64": (_COMMON + ("CONFIG_X86_64", "CONFIG_NR_CPUS=8192", "CONFIG_PARAVIRT_SPINLOCKS", "CONFIG_PGTABLE_LEVELS=5",
-                          "CONFIG_PREEMPT_RCU", "CONFIG_HAVE_ARCH_SOFT_DIRTY", "CONFIG_MEM_SOFT_DIRTY", "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),
+    "x86-64": (_COMMON + ("CONFIG_X86_64", "CONFIG_NR_CPUS=8192", "CONFIG_PARAVIRT_SPINLOCKS", "CONFIG_PREEMPT_RCU",
+                          "CONFIG_PGTABLE_LEVELS=5", "CONFIG_HAVE_ARCH_SOFT_DIRTY", "CONFIG_MEM_SOFT_DIRTY",
+                          "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),
                ("arch/x86/include/asm/pgtable.h", "arch/x86/include/asm/tlbflush.h")),
     "arm64": (_COMMON + ("CONFIG_ARM64", "CONFIG_NR_CPUS=512", "CONFIG_PGTABLE_LEVELS=4", "CONFIG_ARM64_4K_PAGES",
                          "CONFIG_ARM64_CONTPTE", "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),

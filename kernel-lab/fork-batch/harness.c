@@ -22,6 +22,7 @@
  * that cannot step, or a fault the port does not have (no VMA there, no anon_vma yet).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,7 +412,7 @@ static void build(struct mm *mm, const struct scenario *sc)
 	LAB_CHECK(mm->vmas != NULL);
 	memcpy(mm->vmas, sc->vmas, sc->nr_vmas * sizeof(*mm->vmas));
 	for (int v = 0; v < sc->nr_vmas; v++)
-		mm->vmas[v].vm_lock_seq = -1;		/* v6.12.0's VMA: vm_lock_seq = -1 */
+		mm->vmas[v].vm_lock_seq = UINT_MAX;	/* vma_lock_alloc (6.12.88+): vm_lock_seq = UINT_MAX */
 	mm->npages = sc->vmas[sc->nr_vmas - 1].end;
 	mm->copying = -1;
 	build_threads(mm, sc);

@@ -475,14 +475,18 @@ static void vma_start_write(struct mm *mm, int v)
 }
 
 /*
- * kernel/fork.c's fork path around the copy: mmap_write_lock(oldmm), dup_mmap write-locks each VMA
- * before copy_page_range copies it (so a fault under a VMA lock cannot race the copy), then
- * flush_tlb_mm(oldmm); mmap_write_unlock ends the epoch (vma_end_write_all) and up_write wakes
- * the queued readers.
+ * kernel/fork.c's fork path around the copy: mmap_write_lock(oldmm) (down_write, then
+ * mm_lock_seqcount_begin makes mm_lock_seq odd), dup_mmap write-locks each VMA before
+ * copy_page_range copies it (so a fault under a VMA lock cannot race the copy), then
+ * flush_tlb_mm(oldmm); mmap_write_unlock ends the epoch (vma_end_write_all: mm_lock_seq even again)
+ * and up_write wakes the queued readers.  One thread runs at a time here: the seqcount's smp_wmb()
+ * orders nothing the port can observe.
  */
 void dup_mmap(struct mm *mm)
 {
 	down_write(mm, &mm->mmap_lock);
+	STEP(mm, "mm_lock_seqcount_begin");
+	mm->mm_lock_seq++;
 	for (int v = 0; v < mm->nr_vmas; v++) {
 		if (LOCKS_VMAS)
 			vma_start_write(mm, v);

@@ -50,6 +50,44 @@ def test_the_committed_excerpts_are_what_the_tree_has(linux_tree):
     assert excerpts.build_all(linux_tree) == excerpts.load()
 
 
+STUBBED = """\
+#ifdef CONFIG_PER_VMA_LOCK
+static inline void vma_mark_detached(struct vm_area_struct *vma, bool detached)
+{
+	vma->detached = detached;
+}
+#else /* CONFIG_PER_VMA_LOCK */
+static inline void vma_mark_detached(struct vm_area_struct *vma,
+                                     bool detached) {}
+static inline void vma_mark_detached_spare(struct vm_area_struct *vma,
+                                     bool detached) {}
+#endif
+"""
+
+
+def test_a_function_with_a_stub_is_excerpted_from_the_body_the_configuration_builds(tmp_path):
+    """6.12's include/linux/mm.h defines vma_mark_detached twice: the body under CONFIG_PER_VMA_LOCK, which
+    the models mirror, and a stub for kernels without it.  The stub wraps over two lines, so it is the
+    longer one and the first is not always the body: the excerpt must be the one the configuration builds."""
+    (tmp_path / "include" / "linux").mkdir(parents=True)
+    (tmp_path / "include" / "linux" / "mm.h").write_text(STUBBED)
+    body = excerpts.excerpt(tmp_path, "include/linux/mm.h", "vma_mark_detached")
+    assert body["line"] == 2 and "vma->detached = detached;" in body["text"]
+    (tmp_path / "include" / "linux" / "mm.h").write_text(STUBBED.replace("#ifdef", "#ifndef"))
+    assert excerpts.excerpt(tmp_path, "include/linux/mm.h", "vma_mark_detached")["line"] == 7
+
+
+def test_the_committed_excerpts_are_the_mirrored_builds():
+    """The committed file, read without the tree: vma_mark_detached is the CONFIG_PER_VMA_LOCK body (not
+    the stub), xchg_tail the 16-bit exchange of 8,192-CPU kernels (not the one-pending-bit cmpxchg loop),
+    smp_load_acquire the SMP one, and __wait_rcu_gp is found past an #if of IS_MODULE()."""
+    data = excerpts.load()["excerpts"]
+    assert "vma->detached = detached;" in data["include/linux/mm.h:vma_mark_detached"]["text"]
+    assert "xchg_relaxed(&lock->tail" in data["kernel/locking/qspinlock.c:xchg_tail"]["text"]
+    assert "__smp_load_acquire(p)" in data["include/asm-generic/barrier.h:smp_load_acquire"]["text"]
+    assert "kernel/rcu/update.c:__wait_rcu_gp" in data
+
+
 def test_each_architecture_is_shown_the_code_it_builds():
     """A fork on arm64 steps through contpte's ptep_get, pte_batch_hint, wrprotect_ptes and set_ptes, not the
     generic ones; flush_tlb_mm is each architecture's own; GUP-fast's ptep_get_lockless is ptep_get on 64-bit

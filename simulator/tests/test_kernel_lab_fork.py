@@ -203,7 +203,7 @@ def test_gup_fast_ignoring_write_protect_seq_breaks_the_pin_in_c_too(built, tmp_
     """The port built without GUP-fast's write_protect_seq checks runs as the model's
     gup-fast-ignores-seq does, and its own check catches the child mapping the pinned page at the
     same step; the correct port runs that scenario without the violation."""
-    text, want = beside("gup-fast-vs-fork", "gup-fast-ignores-seq", "G*3 P*10 G*3")
+    text, want = beside("gup-fast-vs-fork", "gup-fast-ignores-seq", "G*3 P*11 G*3")
     assert "violation pinned-page-not-shared" in want
     p = c_run("x86_64", text, tmp_path, "fork-batch-gup-ignores-seq")
     assert p.returncode == 0 and p.stdout == want

@@ -1,6 +1,8 @@
 """Which lines of a kernel source file a configuration builds: the preprocessor's conditionals
 (``#if``, ``#ifdef``, ``#ifndef``, ``#elif``, ``#else``, ``#endif``) evaluated over a set of defined
-symbols, as cpp evaluates them: a symbol the configuration does not define is 0 in an ``#if``.
+symbols, as cpp evaluates them: a symbol the configuration does not define is 0 in an ``#if``, and
+``IS_ENABLED``/``IS_BUILTIN``/``IS_REACHABLE`` of a defined one is 1 (``IS_MODULE`` is 0: the
+configurations name built-in symbols only).
 
 A header may define one macro in several branches (``_PAGE_SOFT_DIRTY`` with and without
 ``CONFIG_MEM_SOFT_DIRTY``); the configuration of the architecture a lab build models picks the one
@@ -46,10 +48,11 @@ def evaluate(expr: str, config: Mapping[str, int]) -> bool:
     out, k = [], 0
     while k < len(tokens):
         tok = tokens[k]
-        if tok in ("defined", "IS_ENABLED"):
+        if tok in ("defined", "IS_ENABLED", "IS_BUILTIN", "IS_REACHABLE", "IS_MODULE"):
             paren = k + 1 < len(tokens) and tokens[k + 1] == "("
             name = tokens[k + 2] if paren else tokens[k + 1]
-            out.append(str(int(name in config)))
+            # a configuration here names built-in symbols only: none of them is a module
+            out.append(str(int(name in config and tok != "IS_MODULE")))
             k += 4 if paren else 2
             continue
         if tok[0].isdigit():

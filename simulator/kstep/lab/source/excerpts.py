@@ -8,15 +8,17 @@ release in the file, and each excerpt's first line number in its file.
 ``python -m kstep.lab.source.excerpts build [--tree DIR]`` reads the tree that ``python -m
 kstep.lab.source.index build`` extracts into the user cache (or any unpacked linux-source-6.12
 tree given as ``--tree``) and rewrites the committed file.  A function defined more than once
-(``#ifdef`` branches, a stub for a disabled option) is excerpted from its longest definition:
-the stubs are one line, the code the model follows is the long one.
+(``#ifdef`` branches, a stub for a disabled option) is excerpted from the definition that the
+configuration the models mirror compiles: Debian's x86-64 kernel (``CONFIG_PER_VMA_LOCK=y``, so
+``vma_mark_detached`` is the body that asserts the write lock, not the empty stub; 8,192 CPUs, so
+qspinlock's pending byte).  A function that configuration does not build is an error, not a guess.
 
 A model whose state names an architecture (the fork model's PTE formats) is shown the code that
 architecture builds: ``arches`` holds, per architecture, the excerpts that differ from those, taken
 under the Kconfig symbols of Debian's kernel for it (:mod:`kstep.lab.source.conditions`) from the
 architecture's own headers where it overrides a generic function (arm64's contpte ``ptep_get``,
 ``set_ptes``, ``wrprotect_ptes``, ``pte_batch_hint`` and ``ptep_get_lockless``; each one's
-``flush_tlb_mm``), else from the cited file (``ptep_get_lockless`` without x86-32 PAE's loop).
+``flush_tlb_mm``), else from the cited file under that architecture's configuration.
 """
 
 from __future__ import annotations
@@ -30,30 +32,47 @@ import sys
 from pathlib import Path
 from typing import Iterable, Optional
 
-from kstep.lab.source.conditions import Undecidable, built_lines
+from kstep.lab.source.conditions import Undecidable, built_lines, parse_config
 from kstep.lab.source.index import PACKAGE, VERSION, kernel_release, tree_dir
 
 EXCERPTS_NAME = "linux-6.12-excerpts.json.gz"
 
 _COMMON = ("CONFIG_MMU", "CONFIG_64BIT", "CONFIG_SMP", "CONFIG_PER_VMA_LOCK", "CONFIG_RWSEM_SPIN_ON_OWNER",
-           "CONFIG_TRANSPARENT_HUGEPAGE", "CONFIG_USERFAULTFD")
+           "CONFIG_TRANSPARENT_HUGEPAGE", "CONFIG_USERFAULTFD", "CONFIG_HAVE_GUP_FAST", "CONFIG_ARCH_HAS_PTE_SPECIAL",
+           "CONFIG_ARCH_HAS_PTE_DEVMAP", "CONFIG_PARAVIRT", "CONFIG_LOCK_MM_AND_FIND_VMA", "CONFIG_TREE_RCU")
 # Per architecture: the Kconfig symbols of Debian's kernel that decide among a function's definitions,
 # and the architecture's files that override generic PTE and TLB functions, searched in this order.
 ARCHES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "x86-64": (_COMMON + ("CONFIG_X86_64", "CONFIG_PGTABLE_LEVELS=5", "CONFIG_HAVE_ARCH_SOFT_DIRTY",
-                          "CONFIG_MEM_SOFT_DIRTY", "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),
+    "x86-64": (_COMMON + ("CONFIG_X86_64", "CONFIG_NR_CPUS=8192", "CONFIG_PARAVIRT_SPINLOCKS", "CONFIG_PREEMPT_RCU",
+                          "CONFIG_PGTABLE_LEVELS=5", "CONFIG_HAVE_ARCH_SOFT_DIRTY", "CONFIG_MEM_SOFT_DIRTY",
+                          "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),
                ("arch/x86/include/asm/pgtable.h", "arch/x86/include/asm/tlbflush.h")),
-    "arm64": (_COMMON + ("CONFIG_ARM64", "CONFIG_PGTABLE_LEVELS=4", "CONFIG_ARM64_4K_PAGES", "CONFIG_ARM64_CONTPTE",
-                         "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),
+    "arm64": (_COMMON + ("CONFIG_ARM64", "CONFIG_NR_CPUS=512", "CONFIG_PGTABLE_LEVELS=4", "CONFIG_ARM64_4K_PAGES",
+                         "CONFIG_ARM64_CONTPTE", "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),
               ("arch/arm64/include/asm/pgtable.h", "arch/arm64/include/asm/tlbflush.h")),
-    "arm64-no-contpte": (_COMMON + ("CONFIG_ARM64", "CONFIG_PGTABLE_LEVELS=4", "CONFIG_ARM64_4K_PAGES",
-                                    "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),
+    "arm64-no-contpte": (_COMMON + ("CONFIG_ARM64", "CONFIG_NR_CPUS=512", "CONFIG_PGTABLE_LEVELS=4",
+                                    "CONFIG_ARM64_4K_PAGES", "CONFIG_HAVE_ARCH_USERFAULTFD_WP"),
                          ("arch/arm64/include/asm/pgtable.h", "arch/arm64/include/asm/tlbflush.h")),
-    "ppc64le": (_COMMON + ("CONFIG_PPC64", "CONFIG_PPC_BOOK3S_64", "CONFIG_PPC_RADIX_MMU", "CONFIG_PGTABLE_LEVELS=4",
-                           "CONFIG_HAVE_ARCH_SOFT_DIRTY", "CONFIG_MEM_SOFT_DIRTY"),
+    "ppc64le": (_COMMON + ("CONFIG_PPC64", "CONFIG_NR_CPUS=2048", "CONFIG_PARAVIRT_SPINLOCKS", "CONFIG_PPC_BOOK3S_64",
+                           "CONFIG_PPC_RADIX_MMU", "CONFIG_PGTABLE_LEVELS=4", "CONFIG_HAVE_ARCH_SOFT_DIRTY",
+                           "CONFIG_MEM_SOFT_DIRTY"),
                 ("arch/powerpc/include/asm/book3s/64/pgtable.h", "arch/powerpc/include/asm/book3s/64/tlbflush.h",
                  "arch/powerpc/mm/pgtable.c")),
 }
+
+MIRRORED = "x86-64"  # the build every model follows unless its state names another architecture
+_OWN_FILES = {"arch/x86/": "x86-64", "arch/arm64/": "arm64", "arch/powerpc/": "ppc64le"}  # built by that one only
+
+
+def config_of(arch: str) -> dict[str, int]:
+    """The symbols an ``#if`` sees when ``arch``'s Debian kernel builds: its Kconfig symbols, ``__KERNEL__``
+    (the kernel's build defines it, uapi users do not), and the one macro the excerpted files test that is
+    derived from them (include/asm-generic/qspinlock_types.h: a pending byte below 16K CPUs, one pending
+    bit from there on)."""
+    config = parse_config(",".join(ARCHES[arch][0]))
+    config["__KERNEL__"] = 1
+    config["_Q_PENDING_BITS"] = 8 if config["CONFIG_NR_CPUS"] < 1 << 14 else 1
+    return config
 
 
 def _definition_end(lines: list[str], start: int) -> Optional[int]:
@@ -68,7 +87,7 @@ def _definition_end(lines: list[str], start: int) -> Optional[int]:
         text = lines[k].split("//")[0].rstrip()
         if text.endswith(";") and "{" not in text:
             return None
-        if text.endswith("}") and "{" in text and k == start:  # a one-line stub
+        if text.endswith("}") and "{" in text:  # a stub, "{ return false; }" or "bool detached) {}" after a wrap
             return k + 1
         if text == "{" or text.endswith("{"):
             for end in range(k + 1, len(lines)):
@@ -98,44 +117,60 @@ def definitions(lines: list[str], function: str) -> list[tuple[int, int]]:
     return found
 
 
+def built_definition(lines: list[str], path: str, function: str, arch: str) -> Optional[tuple[int, int]]:
+    """(first, end) of the one definition of ``function`` in ``lines`` (the file ``path``) that ``arch``'s
+    configuration compiles; None if it compiles none there."""
+    try:
+        built = built_lines(lines, config_of(arch))
+    except Undecidable as e:
+        raise LookupError(f"{path}: {e}") from None
+    found = [d for d in definitions(lines, function) if built[d[0]]]
+    if len(found) > 1:
+        raise LookupError(f"{path}: {arch} builds {function} {len(found)} times (lines "
+                          f"{', '.join(str(d[0] + 1) for d in found)}): a conditional the evaluator takes both ways")
+    return found[0] if found else None
+
+
 def excerpt(tree: Path, path: str, function: str) -> dict:
-    """{"line": first line number, "text": the definition} of ``function`` in ``tree/path``."""
+    """{"line": first line number, "text": the definition} of ``function`` in ``tree/path`` that the
+    mirrored configuration builds (an architecture's own file: that architecture's)."""
     lines = (tree / path).read_text(errors="replace").splitlines()
-    found = definitions(lines, function)
-    if not found:
-        raise LookupError(f"{path}: no definition of {function}")
-    first, end = max(found, key=lambda d: (d[1] - d[0], -d[0]))
+    arch = next((a for prefix, a in _OWN_FILES.items() if path.startswith(prefix)), MIRRORED)
+    found = built_definition(lines, path, function, arch)
+    if found is None:
+        raise LookupError(f"{path}: no definition of {function} that {arch}'s configuration builds")
+    first, end = found
     return {"line": first + 1, "text": "\n".join(lines[first:end])}
 
 
 def arch_excerpt(tree: Path, path: str, function: str, arch: str) -> dict:
     """{"where", "line", "text"}: the definition of ``function`` that ``arch`` builds, from its own files
     when it overrides a generic header's (or another architecture's) function, else from ``path``."""
-    symbols, files = ARCHES[arch]
-    config = {name: int(value or 1) for name, _, value in (s.partition("=") for s in symbols)}
+    files = ARCHES[arch][1]
     overridable = path.startswith(("include/", "arch/"))
     for candidate in (files if overridable else ()) + (path,):
         if candidate.startswith("arch/") and candidate != path and not (tree / candidate).is_file():
             raise LookupError(f"{candidate}: not in the tree")
         lines = (tree / candidate).read_text(errors="replace").splitlines()
-        try:
-            built = built_lines(lines, config)
-        except Undecidable as e:
-            raise LookupError(f"{candidate}: {e}") from None
-        found = [d for d in definitions(lines, function) if built[d[0]]]
+        found = built_definition(lines, candidate, function, arch)
         if found:
-            first, end = max(found, key=lambda d: (d[1] - d[0], -d[0]))
+            first, end = found
             return {"where": f"{candidate}:{function}", "line": first + 1, "text": "\n".join(lines[first:end])}
+        if candidate == path:
+            continue
+        # An architecture's file may send the function to another name it builds (arm64 without contpte:
+        # "#define ptep_get __ptep_get"): excerpt that one.
         alias = re.compile(rf"^\s*#\s*define\s+{re.escape(function)}\s+(\w+)\s*$")
-        for k, line in enumerate(lines):  # arm64 without contpte: "#define ptep_get __ptep_get"
+        built = built_lines(lines, config_of(arch))
+        for k, line in enumerate(lines):
             m = alias.match(line)
-            if m and built[k] and m.group(1) != function and candidate != path:
+            if m and built[k] and m.group(1) != function:
                 return arch_excerpt(tree, candidate, m.group(1), arch)
-    return {"where": f"{path}:{function}", **excerpt(tree, path, function)}
+    raise LookupError(f"{path}: no definition of {function} that {arch}'s configuration builds")
 
 
 def arch_excerpts(tree: Path, functions: Iterable[tuple[str, str]], excerpts: dict) -> dict:
-    """Per architecture, the excerpts of ``functions`` that differ from ``excerpts`` (the longest definitions)."""
+    """Per architecture, the excerpts of ``functions`` that differ from ``excerpts`` (the mirrored build's)."""
     out: dict[str, dict] = {}
     for arch in ARCHES:
         out[arch] = {}

@@ -75,7 +75,6 @@ from typing import NamedTuple
 from ...engine import Program
 from ...scenario_spec.expect import ExpectError
 from ..rcu import rcu_expect_functions
-from ..vma_locks import mmap_lock as vl_mmap_lock
 from ..vma_locks import model as vl_model
 from . import pgtable as pt
 from .pgtable import PTE_SOFT_DIRTY
@@ -91,11 +90,7 @@ from .variants import VARIANTS
 def build(strategy: str) -> Program:
     """The program of one copying strategy, on vma-locks' program."""
     program = Program()
-    program.include(vl_model.program, without=("copy_page_range", "dup_mmap", "handle_mm_fault", "do_anonymous_page",
-                                                "mmap_write_lock"))
-    # fork's scenarios, its C port and its exercises still take mmap_lock as 6.12.0 did (no
-    # mm_lock_seqcount_begin, whose extra step nothing here observes): moving them is issue 23's to do.
-    program.call("mmap_write_lock", "include/linux/mmap_lock.h:mmap_write_lock")(vl_mmap_lock.mmap_write_lock_6_12_0)
+    program.include(vl_model.program, without=("copy_page_range", "dup_mmap", "handle_mm_fault", "do_anonymous_page"))
     add_dup_mmap(program)
     add_faults(program)
     add_copy(program, strategy)

@@ -276,7 +276,7 @@ def initial_state(config) -> ForkState:
                                  mapped, large, excl[name], held))
     vmas, vms = [], []
     for k, v in enumerate(sorted(config["vmas"], key=lambda v: v["start"])):
-        vmas.append(vl.Vma(v["start"], v["end"], vl.VM_LOCK_SEQ_INIT_6_12_0, False, rwsem.FREE, v["prot"],
+        vmas.append(vl.Vma(v["start"], v["end"], vl.VM_LOCK_SEQ_INIT, False, rwsem.FREE, v["prot"],
                            k if v["anon_vma"] else vl.NO_ANON_VMA, vl.LIVE, vl.accountable(v["prot"])))
         vms.append(Vm(v["kind"], v["soft_dirty"], v["uffd_wp"]))
     threads = tuple(Thread(t["name"], _program(t), t["kind"]) for t in config["threads"])

@@ -103,3 +103,36 @@ def test_a_schedule_naming_a_blocked_actor_says_where():
 
 def test_switches_count_changes_of_actor():
     assert findbug.switches(["T1", "T1", "W", "T1", "T1"]) == 2 and findbug.switches([]) == 0
+
+
+def readme_example(ex):
+    """The README's example run (its argv after ``kstep``) and its example answer.toml."""
+    import shlex
+    import re
+    text = (ex.path / "README.md").read_text()
+    (run,) = [shlex.split(line, comments=True)[1:] for block in re.findall(r"```sh\n(.*?)```", text, re.S)
+              for line in block.splitlines() if line.startswith("kstep run")]
+    (answer,) = re.findall(r"```toml\n(.*?)```", text, re.S)
+    return run, tomllib.loads(answer)
+
+
+@pytest.mark.parametrize("ex", FINDBUG, ids=lambda e: e.id)
+def test_the_readmes_example_runs_and_answers_no_case(ex, capsys):
+    """The README's example run works as printed, and its example answer scores for no student: its
+    line is in no case's key, and its schedule reaches no case's harm within that case's budget (the
+    vma and qspinlock READMEs once handed one case its line and schedule, and their runs had gone
+    stale with the 6.12.117 writer's extra step)."""
+    from kstep.cli import main
+    run, answer = readme_example(ex)
+    assert main(run) == 0, capsys.readouterr()
+    assert "outcome: finished" in capsys.readouterr().out
+    path, line = answer["line"].rsplit(":", 1)
+    for broken, key in keys(ex).items():
+        assert not (path == key["path"] and any(a <= int(line) <= b for a, b in key["lines"])), broken
+    actors = findbug.parse_schedule(answer["schedule"])
+    for broken, scenario_name, budget in ex.variants["case"]:
+        for bits in ex.variants.get("pending_bits", [None]):
+            overrides = [] if bits is None else [f"pending_bits={bits}"]
+            r = findbug.replay(*findbug.start(ex.mechanism, broken, scenario_name, overrides), actors)
+            reached = r.harm is not None and findbug.switches([a.actor for a in r.actions]) <= budget
+            assert not reached, (broken, scenario_name, bits)

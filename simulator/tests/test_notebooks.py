@@ -145,7 +145,7 @@ def test_executes(path):
             continue
         html = [out.data["text/html"] for out in cell.outputs if "text/html" in out.get("data", {})]
         if ASK.search(cell.source):
-            assert html and html[0].startswith(f'<div class="{BLOCK}"'), cell.id
+            assert html and re.match(rf'<div class="{BLOCK}"[^>]*? data-about="', html[0]), cell.id
         for h in html:
             for kind, about in re.findall(rf'<div class="({BLOCK}|{ANSWERS})"[^>]*? data-about="([^"]*)"', h):
                 assert kind == ANSWERS or about not in answered, \

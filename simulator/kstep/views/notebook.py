@@ -54,6 +54,13 @@ def says(why: str, answer: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(answer)}(?![\w-])", why, re.IGNORECASE) is not None
 
 
+def opens_with(why: str, names: tuple, answer: tuple) -> bool:
+    """Does a thread answer's explanation open (before its first '.' or ':') with exactly the answer's
+    names of the run's names?  "tso, arm64, power" also says "arm64, power", so says() is not enough."""
+    opening = re.split(r"[.:]", why, maxsplit=1)[0]
+    return {n for n in names if says(opening, n)} == set(answer)
+
+
 def block(notebook: str, trace: Trace, model: Model, qid: str) -> str:
     """The question block of question ``qid`` asked about ``trace``."""
     if qid not in notebook_questions(notebook):
@@ -64,10 +71,11 @@ def block(notebook: str, trace: Trace, model: Model, qid: str) -> str:
     if a.step is None:
         raise UserError(f"question {qid}: the run never gets to {q.at}")
     p = prediction(a)
-    if not says(why, p["text"]):
+    names = tuple(t.name for t in trace.states[0].threads) if q.kind == "thread" else ()
+    if not says(why, p["text"]) or (names and not opens_with(why, names, a.value)):
         raise UserError(f"question {qid}: its why does not say this run's answer, {p['text']}")
-    if q.kind == "thread":  # the run's own names: a comparison of memory models has no T1, T2
-        p["hint"] = "names, some of: " + ", ".join(t.name for t in trace.states[0].threads) + " (or none)"
+    if names:  # the run's own names: a comparison of memory models has no T1, T2
+        p["hint"] = "names, some of: " + ", ".join(names) + " (or none)"
     data = json.dumps({"want": p["want"], "text": p["text"], "why": why}).replace("<", "\\u003c")
     return (f'<div class="{BLOCK}" id="kstep-ask-{escape(notebook)}-{escape(qid)}" data-about="{escape(model.title)}" '
             f'style="border-left: 6px solid #555555; padding: 4px 10px; margin: 6px 0">'

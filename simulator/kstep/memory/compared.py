@@ -32,7 +32,7 @@ class Judging(NamedTuple):
 
 
 class Compared(Model):
-    name = "litmus"
+    name = "litmus-verdicts"  # no player view: its run is a table (kstep.views.notebook.verdict_table)
     variants = {"verdicts": Variant.implementation(
         "verdicts", "each memory model's verdict on the test's exists clause, one model a step")}
     default_variant = "verdicts"

@@ -75,7 +75,7 @@ def block(notebook: str, trace: Trace, model: Model, qid: str) -> str:
     if not says(why, p["text"]) or (names and not opens_with(why, names, a.value)):
         raise UserError(f"question {qid}: its why does not say this run's answer, {p['text']}")
     if names:  # the run's own names: a comparison of memory models has no T1, T2
-        p["hint"] = "names, some of: " + ", ".join(names) + " (or none)"
+        p["hint"] = "names, some of: " + ", ".join(names) + "; or none"
     data = json.dumps({"want": p["want"], "text": p["text"], "why": why}).replace("<", "\\u003c")
     return (f'<div class="{BLOCK}" id="kstep-ask-{escape(notebook)}-{escape(qid)}" data-about="{escape(model.title)}" '
             f'style="border-left: 6px solid #555555; padding: 4px 10px; margin: 6px 0">'

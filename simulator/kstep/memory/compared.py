@@ -18,6 +18,7 @@ from kstep.engine.trace import Trace
 from kstep.memory.litmus import Litmus
 from kstep.memory.verdict import check
 
+HARDWARE = ("sc", "tso", "arm64", "power")  # the models every notebook comparison shows
 CHECK = Source.outside("the memory model's axioms over every candidate execution (no kernel code)")
 
 
@@ -41,7 +42,9 @@ class Compared(Model):
         super().__init__()
         self.litmus, self.models = litmus, models
         self.modules = {m: import_module(f"kstep.memory.{m}") for m in models}
-        self.title = litmus.name
+        # What a question block and a verdict table name as the run they are about: another set of models
+        # is another run (IRIW+acquires with the LKMM beside the hardware asks something new).
+        self.title = litmus.name if models == HARDWARE else f"{litmus.name} ({', '.join(models)})"
 
     def initial(self, config=None) -> Judging:
         return Judging(tuple(Judged(m, "", False) for m in self.models))
@@ -64,7 +67,8 @@ class Compared(Model):
         return next(j for j in s.threads if j.name == actor).result != ""
 
 
-def compared(litmus: Litmus, models: tuple[str, ...] = ("sc", "tso", "arm64", "power")) -> tuple[Compared, Trace]:
-    """The models' verdicts on ``litmus``, one model a step, in the order given."""
+def compared(litmus: Litmus, models: tuple[str, ...] = HARDWARE) -> tuple[Compared, Trace]:
+    """The models' verdicts on ``litmus``, one model a step, in the order given (``lkmm`` reads the
+    kernel tree's tools/memory-model/: without the tree, one line saying how to get it)."""
     model = Compared(litmus, models)
     return model, simulate(model, model.initial(), RoundRobin())

@@ -18,12 +18,12 @@ from kstep.engine.trace import Trace
 from kstep.memory.litmus import Litmus
 from kstep.memory.verdict import check
 
-HARDWARE = ("sc", "tso", "arm64", "power")  # the models every notebook comparison shows
+MODELS = ("sc", "tso", "arm64", "power")  # sequential consistency and the three hardware models
 CHECK = Source.outside("the memory model's axioms over every candidate execution (no kernel code)")
 
 
 class Judged(NamedTuple):
-    name: str  # the memory model: sc, tso, arm64, power
+    name: str  # the memory model: sc, tso, arm64, power or lkmm
     result: str  # herd's verdict, Always, Sometimes, Never or DEADLOCK; "" until checked
     allowed: bool  # some allowed execution satisfies the exists clause
 
@@ -44,7 +44,7 @@ class Compared(Model):
         self.modules = {m: import_module(f"kstep.memory.{m}") for m in models}
         # What a question block and a verdict table name as the run they are about: another set of models
         # is another run (IRIW+acquires with the LKMM beside the hardware asks something new).
-        self.title = litmus.name if models == HARDWARE else f"{litmus.name} ({', '.join(models)})"
+        self.title = litmus.name if models == MODELS else f"{litmus.name} ({', '.join(models)})"
 
     def initial(self, config=None) -> Judging:
         return Judging(tuple(Judged(m, "", False) for m in self.models))
@@ -67,7 +67,7 @@ class Compared(Model):
         return next(j for j in s.threads if j.name == actor).result != ""
 
 
-def compared(litmus: Litmus, models: tuple[str, ...] = HARDWARE) -> tuple[Compared, Trace]:
+def compared(litmus: Litmus, models: tuple[str, ...] = MODELS) -> tuple[Compared, Trace]:
     """The models' verdicts on ``litmus``, one model a step, in the order given (``lkmm`` reads the
     kernel tree's tools/memory-model/: without the tree, one line saying how to get it)."""
     model = Compared(litmus, models)

@@ -135,16 +135,22 @@ def test_executes(path):
     errors = [cell.id for cell in nb.cells if cell.cell_type == "code"
               for out in cell.outputs if out.output_type == "error"]
     assert not errors, f"cells that raised: {errors}"
-    # After Run All: each question is one block, and no answer's why shows anywhere outside its block.
-    from kstep.views.notebook import BLOCK, notebook_questions
+    # After Run All: each question is one block, no answer's why shows anywhere outside its block, and
+    # no output that shows a run's answers outright (a verdict table) comes before a question about that run.
+    from kstep.views.notebook import ANSWERS, BLOCK, notebook_questions
 
-    outside = []
+    outside, answered = [], set()
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         html = [out.data["text/html"] for out in cell.outputs if "text/html" in out.get("data", {})]
         if ASK.search(cell.source):
-            assert html and html[0].startswith(f'<div class="{BLOCK}"'), cell.id
+            assert html and re.match(rf'<div class="{BLOCK}"[^>]*? data-about="', html[0]), cell.id
+        for h in html:
+            for kind, about in re.findall(rf'<div class="({BLOCK}|{ANSWERS})"[^>]*? data-about="([^"]*)"', h):
+                assert kind == ANSWERS or about not in answered, \
+                    f"cell {cell.id}: {about}'s answers show above its question"
+                answered |= {about} if kind == ANSWERS else set()
         outside += [re.sub(rf'<div class="{BLOCK}".*?</script></div>', "", h, flags=re.S) for h in html]
         outside += [out.get("text", "") for out in cell.outputs if out.output_type == "stream"]
         outside += [out.data.get("text/plain", "") for out in cell.outputs if "data" in out]

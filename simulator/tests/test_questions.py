@@ -139,6 +139,7 @@ def test_thread_answers_are_a_set_of_names():
     _, _, _, answers = run("T1*2 W*11 T1*9")
     holders = answers[1]
     assert questions.matches(holders, ["T1"]) and questions.matches(holders, "T1")
+    assert questions.matches(holders, "t1")  # notebook 06's names are models: POWER is power
     assert not questions.matches(holders, ["T1", "T2"]) and not questions.matches(holders, [1])
     assert questions.text(holders.value) == "T1" and questions.text(()) == "none"
 

@@ -210,7 +210,7 @@ def matches(answer: Answer, given: Any) -> bool:
     """Does what a student gave (a TOML value) equal the computed answer?
 
     Numbers must be numbers, true/false booleans; strings compare without surrounding blanks; a
-    "thread" answer is a list of names (or one name) in any order.  A number may be given as the
+    "thread" answer is a list of names (or one name) in any order and any case.  A number may be given as the
     signed or the unsigned view of the same 64-bit word (the step table shows RCU's gp_seq signed).
     """
     want = answer.value
@@ -218,7 +218,7 @@ def matches(answer: Answer, given: Any) -> bool:
         names = [given] if isinstance(given, str) else given
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             return False
-        return sorted(n.strip() for n in names) == sorted(want)
+        return sorted(n.strip().lower() for n in names) == sorted(n.lower() for n in want)
     if isinstance(want, bool) or isinstance(given, bool):
         return isinstance(want, bool) and isinstance(given, bool) and want == given
     if isinstance(want, int):

@@ -26,6 +26,9 @@ from ..errors import UserError
 from .predict import prediction
 
 BLOCK = "kstep-predict-block"  # the class of a question block: the only place an answer may be written
+# The class of an output that shows a run's answers outright (verdict_table); its data-about names the
+# run as a question block's does, and no such output may come before a question about the same run.
+ANSWERS = "kstep-answers"
 NOTEBOOK_QUESTION = Table({**QUESTION.keys, "why": Key(Str(doc="the explanation shown with the answer"))},
                           rules=QUESTION.rules)
 FILE = Table({"questions": Key(List(NOTEBOOK_QUESTION, 1, 32, "the notebook's questions"))})
@@ -51,6 +54,13 @@ def says(why: str, answer: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(answer)}(?![\w-])", why, re.IGNORECASE) is not None
 
 
+def opens_with(why: str, names: tuple, answer: tuple) -> bool:
+    """Does a thread answer's explanation open (before its first '.' or ':') with exactly the answer's
+    names of the run's names?  "tso, arm64, power" also says "arm64, power", so says() is not enough."""
+    opening = re.split(r"[.:]", why, maxsplit=1)[0]
+    return {n for n in names if says(opening, n)} == set(answer)
+
+
 def block(notebook: str, trace: Trace, model: Model, qid: str) -> str:
     """The question block of question ``qid`` asked about ``trace``."""
     if qid not in notebook_questions(notebook):
@@ -61,16 +71,29 @@ def block(notebook: str, trace: Trace, model: Model, qid: str) -> str:
     if a.step is None:
         raise UserError(f"question {qid}: the run never gets to {q.at}")
     p = prediction(a)
-    if not says(why, p["text"]):
+    names = tuple(t.name for t in trace.states[0].threads) if q.kind == "thread" else ()
+    if not says(why, p["text"]) or (names and not opens_with(why, names, a.value)):
         raise UserError(f"question {qid}: its why does not say this run's answer, {p['text']}")
+    if names:  # the run's own names: a comparison of memory models has no T1, T2
+        p["hint"] = "names, some of: " + ", ".join(names) + "; or none"
     data = json.dumps({"want": p["want"], "text": p["text"], "why": why}).replace("<", "\\u003c")
-    return (f'<div class="{BLOCK}" id="kstep-ask-{escape(notebook)}-{escape(qid)}" style="border-left: 6px solid #555555; '
-            f'padding: 4px 10px; margin: 6px 0">'
+    return (f'<div class="{BLOCK}" id="kstep-ask-{escape(notebook)}-{escape(qid)}" data-about="{escape(model.title)}" '
+            f'style="border-left: 6px solid #555555; padding: 4px 10px; margin: 6px 0">'
             f'<p><b>Predict:</b> {escape(" ".join(q.ask.split()))} <i>({escape(p["hint"])})</i></p>'
             '<input type="text" size="30" aria-label="your prediction"> <button class="kstep-check">Check</button> '
             '<button class="kstep-show">Show me</button><div class="kstep-reveal" aria-live="polite"></div>'
             f'<script type="application/json">{data}</script>'
             f'<script>{script()}</script></div>')
+
+
+def verdict_table(trace: Trace, model: Model) -> str:
+    """The last state of a kstep.memory.compared run: each model's verdict on the test's exists clause.
+    An answer shown outright, so it carries ANSWERS and goes below the questions about the same run."""
+    last = trace.states[-1].threads
+    head = "".join(f"<th>{escape(j.name)}</th>" for j in last)
+    cells = "".join(f"<td>{escape(j.result)}</td>" for j in last)
+    return (f'<div class="{ANSWERS}" data-about="{escape(model.title)}"><p><b>{escape(model.title)}</b>: '
+            f'is the exists clause reachable?</p><table><tr>{head}</tr><tr>{cells}</tr></table></div>')
 
 
 @lru_cache(maxsize=1)

@@ -8,15 +8,15 @@ a blue halo, the colour of the timeline's cursor: blue always means "this step".
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Hashable, Mapping, Protocol, Sequence
 
 from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, Range1d
 from bokeh.plotting import figure
 
+from ..engine import Trace
 from . import style
 from .boxes import RIGHT, BoardSource, frames
-from .player import Player
 
 CHANGED_NOTE = " (blue: this step changed it)"  # the halo's key, in the title of every board with one
 
@@ -36,7 +36,18 @@ def board_figure(name: str, title: str, rows: Sequence[tuple[float, str]], *, he
     return p
 
 
-def board_source(player: Player, src: BoardSource) -> ColumnDataSource:
+class Drawing(Protocol):
+    """What a board needs of the player that draws it (player.py's Player; the player draws with this
+    module's helpers, so this module names only what it uses of it)."""
+
+    trace: Trace
+
+    def frame_source(self, name: str, columns: Mapping[str, type], rows: Callable[[Any], Mapping[str, Sequence]],
+                     key: Callable[[Any], Hashable] | None = None,
+                     frames: Sequence[Any] | None = None) -> ColumnDataSource: ...
+
+
+def board_source(player: Drawing, src: BoardSource) -> ColumnDataSource:
     """The per-frame source a board declares (``src``, from its standard-library module) over the
     player's trace: the same frames interactive mode lays out for a student's run (boxes.frames)."""
     values, rows, key, kinds = frames(src, player.trace)

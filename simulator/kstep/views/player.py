@@ -37,6 +37,7 @@ from ..engine import Model, Trace
 from ..engine.memory_model import StoreBuffered
 from . import charts, code, context, predict, style, timed
 from .columns import FrameColumns, Strings, decode
+from .store_buffers import buffers_figure, key as buffers_key
 
 PLAY, PAUSE = "▶ Play", "▮▮ Pause"  # glyphs every DejaVu/Arial install has
 # The play/pause toggle's label holds both words and CSS shows the one its state needs: BokehJS
@@ -210,8 +211,6 @@ class Player:
             panels += (timed.cost_timeline(self),)
             key += timed.key()
         if isinstance(self.model, StoreBuffered):  # the stores still waiting, under the board that shows memory
-            from .store_buffers import buffers_figure, key as buffers_key  # it draws with board.py, which imports us
-
             panels = (column(panels[0], buffers_figure(self), sizing_mode="stretch_width"), *panels[1:])
             key += buffers_key()
         if key:

@@ -25,13 +25,11 @@ import functools
 import re
 import sys
 import tomllib
-from pathlib import Path
 
 from ..errors import UserError
-from ..files import SMALL_CAP, read_text
 from ..memory import bundled
 from ..memory.litmus import PRIMITIVES, Litmus, parse
-from . import barriers
+from . import barriers, litmus_files
 from .harness import Fail
 
 ANSWER, MUTANT = "answer.toml", "mutant.litmus"
@@ -183,34 +181,19 @@ def check_cheapest(ctx) -> None:
 
 def well_formed(mechanism: str, folder=".") -> list[str]:
     """What is wrong with the form of answer.toml (not whether the barrier is the right one)."""
-    folder = Path(folder)
-    try:
-        variant = tomllib.loads((folder / "variant.toml").read_text())
-        fixed(mutant(variant), *_answer((folder / ANSWER).read_text()))
-    except Fail as f:
-        return [f.message]
-    except (OSError, UnicodeDecodeError) as e:
-        return [f"{ANSWER}: cannot read it: {e}"]
-    return []
+    return litmus_files.form_problems(folder, ANSWER, lambda variant, text: fixed(mutant(variant), *_answer(text)))
+
+
+def _mutant_text(variant: dict) -> str:
+    m = variant.get("mutant")
+    if not (isinstance(m, list) and len(m) == 2 and m[0] in bundled.names() and type(m[1]) is int):
+        raise UserError("variant.toml: not a find-the-barrier variant (mutant = [test, pick])")
+    return mutant(variant)
 
 
 def main(argv: list[str]) -> int:
     """``python -m kstep.grading.missing [FOLDER]``: write FOLDER/mutant.litmus from its variant.toml."""
-    folder = Path(argv[0] if argv else ".")
-    try:
-        variant = tomllib.loads(read_text(folder / "variant.toml", SMALL_CAP, "variant"))
-        m = variant.get("mutant")
-        if not (isinstance(m, list) and len(m) == 2 and m[0] in bundled.names() and type(m[1]) is int):
-            raise UserError(f"{folder / 'variant.toml'}: not a find-the-barrier variant (mutant = [test, pick])")
-        (folder / MUTANT).write_text(mutant(variant))
-    except tomllib.TOMLDecodeError as e:
-        print(f"kstep: {folder / 'variant.toml'}: not TOML: {e}", file=sys.stderr)
-        return 2
-    except (UserError, OSError) as e:
-        print(f"kstep: {e}", file=sys.stderr)
-        return 2
-    print(f"wrote {folder / MUTANT}")
-    return 0
+    return litmus_files.write_test(argv, MUTANT, _mutant_text)
 
 
 if __name__ == "__main__":

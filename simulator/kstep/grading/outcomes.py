@@ -29,17 +29,16 @@ from __future__ import annotations
 import functools
 import sys
 import tomllib
-from pathlib import Path
 from typing import NamedTuple
 
 from ..engine.prng import SplitMix64
 from ..errors import UserError
-from ..files import SMALL_CAP, read_text
 from ..memory import arm64, power, sc, tso
 from ..memory import relations as rel
 from ..memory.executions import Candidate, coherence_orders, initial_co0, with_reads_from
 from ..memory.litmus import Litmus, parse
 from ..memory.verdict import check, final_memory, holds
+from . import litmus_files
 from .harness import Fail
 
 ANSWER, TEST = "answer.toml", "test.litmus"
@@ -311,31 +310,12 @@ def check_executions(ctx) -> None:
 
 def well_formed(mechanism: str, folder=".") -> list[str]:
     """What is wrong with the form of answer.toml (not whether its verdicts or executions are right)."""
-    folder = Path(folder)
-    try:
-        test = variant_test(tomllib.loads((folder / "variant.toml").read_text()))
-        answer((folder / ANSWER).read_text(), test)
-    except Fail as f:
-        return [f.message]
-    except (OSError, UnicodeDecodeError) as e:
-        return [f"{ANSWER}: cannot read it: {e}"]
-    return []
+    return litmus_files.form_problems(folder, ANSWER, lambda variant, text: answer(text, variant_test(variant)))
 
 
 def main(argv: list[str]) -> int:
     """``python -m kstep.grading.outcomes [FOLDER]``: write FOLDER/test.litmus from its variant.toml."""
-    folder = Path(argv[0] if argv else ".")
-    try:
-        variant = tomllib.loads(read_text(folder / "variant.toml", SMALL_CAP, "variant"))
-        (folder / TEST).write_text(variant_test(variant).text)
-    except tomllib.TOMLDecodeError as e:
-        print(f"kstep: {folder / 'variant.toml'}: not TOML: {e}", file=sys.stderr)
-        return 2
-    except (UserError, OSError) as e:
-        print(f"kstep: {e}", file=sys.stderr)
-        return 2
-    print(f"wrote {folder / TEST}")
-    return 0
+    return litmus_files.write_test(argv, TEST, lambda variant: variant_test(variant).text)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ def asked_scenarios():
                 yield pytest.param(mech, name, [], id=f"{mech}/{name}")
     for path in sorted((ROOT / "exercises").glob("*-predict")):
         ex = exercise.load(path)
+        if ex.kind != "predict":  # mm-predict asks about a litmus test, not a scenario's run
+            continue
         seeds = {}  # each scenario file once, with the first seed a variant gives it
         for v in variants.all_variants(ex.variants):
             seeds.setdefault(v["scenario"], v["seed"])

@@ -68,6 +68,13 @@ def test_every_kernel_litmus_test_steps_by_hand_to_its_result(linux_tree):
                                                           "rcu"}
 
 
+def test_the_last_step_names_the_lkmm_file_it_checks_and_the_hardware_models_none(linux_tree):
+    """The LKMM's axioms are the kernel tree's linux-kernel.cat; the hardware models' are no file of it."""
+    said = {m: str(LitmusSession(SHAPES["SB"], "SB", m).model.sources()["check"]) for m in ("lkmm", "arm64")}
+    assert "tools/memory-model/linux-kernel.cat" in said["lkmm"]
+    assert "linux-kernel.cat" not in said["arm64"]
+
+
 @pytest.mark.parametrize("name", ("SB", "MP+wmb+rmb", "LB"))
 def test_every_candidate_picked_then_revealed_ends_allowed_exactly_when_the_lkmm_allows_its_state(name, linux_tree):
     test = parse(SHAPES[name], name)

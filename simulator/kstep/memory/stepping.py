@@ -40,6 +40,7 @@ from kstep.memory.verdict import final_memory, holds, observed
 
 STORE_BUFFER = Source.outside("the CPU's store buffer (x86-TSO hardware, no kernel code)")
 MODEL_CHECK = Source.outside("the memory model's axioms (no kernel code)")
+LKMM_CHECK = Source.outside("the LKMM's axioms in tools/memory-model/linux-kernel.cat (no code)")
 EDGES = Source.outside("the memory model's candidate execution (no kernel code)")
 PLAIN = Source.outside("a plain C access (no kernel macro)")
 MODEL_TITLES = {"sc": "sequential consistency", "tso": "x86-TSO", "arm64": "arm64 (ARMv8)", "power": "POWER",
@@ -418,7 +419,7 @@ class Reveal(Model):
         prims = {e.primitive for e in execution.events if e.thread >= 0}
         defs = primitive_sources(module.NAME, prims, excerpts)
         self._sources = {self.label(e): defs[step_label(e.primitive)] for e in execution.events if e.id in self.stepped}
-        self._sources.update({"edges": EDGES, "check": MODEL_CHECK})
+        self._sources.update({"edges": EDGES, "check": LKMM_CHECK if module.NAME == "lkmm" else MODEL_CHECK})
         self.cpus = tuple(f"P{t}" for t in range(len(litmus.threads)))
         if execution.broken is not None:  # the player's end banner names the axiom and shows the cycle
             name = execution.broken.name

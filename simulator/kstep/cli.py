@@ -57,7 +57,7 @@ from .engine.graph import dot, state_graph
 from .engine.liveness import LIVELOCK, describe
 from .engine.model import BUG, IMPLEMENTATION, KINDS, RELEASE, by_kind
 from .engine import costs
-from .engine.schedule import LONGEST_RUN
+from .engine.schedule import LONGEST_RUN, schedule_text
 from .engine.timed import STEP_COSTS, Timed
 from .errors import UserError, shorten
 from .experiment import Experiment
@@ -519,6 +519,9 @@ def cmd_run(args) -> int:
     print(f"scheduler: {clean(how)}\n")
     print_table(model, trace, reveal=args.compute, labels=shown)
     print()
+    if trace.scheduler == Timed.name:  # who ran is in the table already; this is it as -P takes it
+        print(wrap(f"its schedule, for -P or a C port (qspinlock-torture --schedule): "
+                   f"{schedule_text(a.actor for a in trace.actions)}", "") + "\n")
     if shown is not None and shown < len(trace):
         print(f"Steps {shown + 1}..{len(trace)} show only who ran: what they did is for you to predict.\n")
     if sc.questions:

@@ -13,6 +13,7 @@ import pytest
 import labmake
 
 from kstep.engine import Random, simulate
+from kstep.engine.schedule import schedule_text
 from kstep.scenario_spec import scenario
 from kstep.lab.replay import fork_batch as lab
 from kstep.models import MODELS, make_model
@@ -157,7 +158,7 @@ def beside(name, variant="folio-batch", schedule=None):
     the scenario's schedule (or the one given), and that run's every step as the port's schedule."""
     sc = scenario.load(MECH, MODELS[MECH].scenario_schema, name)
     trace = lab.simulated(sc.config, variant, schedule or sc.schedule)
-    return lab.params(sc.config, "folio-batch", lab.schedule_of(trace)), lab.report(trace)
+    return lab.params(sc.config, "folio-batch", schedule_text(a.actor for a in trace.actions)), lab.report(trace)
 
 
 @pytest.mark.parametrize("arch", ARCHES)
@@ -191,7 +192,7 @@ def test_random_interleavings_run_identically_in_c(name, built, tmp_path):
     model = make_model(MECH)
     for k in range(8):
         trace = simulate(model, model.initial(config), Random(seed + k), max_steps=100_000)
-        schedule = lab.schedule_of(trace)
+        schedule = schedule_text(a.actor for a in trace.actions)
         sub = tmp_path / str(k)
         sub.mkdir()
         p = c_run("x86_64", lab.params(config, "folio-batch", schedule), sub)

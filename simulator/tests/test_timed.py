@@ -14,6 +14,7 @@ from test_cli import ROOT, bad_input, kstep
 from kstep.engine import costs, scheduler_for, simulate
 from kstep.experiment import open as open_scenario
 from kstep.engine.costs import Directory
+from kstep.engine.schedule import parse_schedule, schedule_text
 from kstep.engine.timed import STEP_COSTS, Timed
 
 TABLE = costs.load()
@@ -134,6 +135,23 @@ def test_a_timed_run_prints_its_makespan_and_waiting(capsys):
     assert rc == 0, err
     assert "scheduler: timed, the earliest clock first, costs from the committed cost table" in out
     assert "makespan_ns: " in out and "waiting_ns: C3=" in out and STEP_COSTS not in out
+
+
+def test_a_timed_run_prints_its_schedule_and_p_replays_it(capsys, tmp_path):
+    """The printed schedule is the run's, entry for entry: -P takes the same steps (the C port's
+    --schedule takes it too: test_kernel_lab)."""
+    rc, out, err = kstep(capsys, "run", "qspinlock", "--scenario", "three-waiters", "--timed", "--json",
+                         tmp_path / "timed.json")
+    assert rc == 0, err
+    said = out.split("its schedule, for -P or a C port (qspinlock-torture --schedule): ")[1].split("\n\n")[0]
+    rc, out, err = kstep(capsys, "run", "qspinlock", "--scenario", "three-waiters", "-P", said, "--json",
+                         tmp_path / "scripted.json")
+    assert rc == 0, err
+    steps = [[(s["actor"], s["label"]) for s in json.loads((tmp_path / f).read_text())["steps"]]
+             for f in ("timed.json", "scripted.json")]
+    assert steps[0] == steps[1] and len(steps[0]) > 20
+    assert schedule_text(["C0", "C1", "C1", "C0"]) == "C0 C1*2 C0"
+    assert parse_schedule(schedule_text(a for a, _ in steps[0])) == [a for a, _ in steps[0]]
 
 
 @pytest.mark.slow

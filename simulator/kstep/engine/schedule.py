@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Optional
+from typing import Iterable, Optional
 
 from ..errors import UserError, shorten
 from .model import HARM, Action, Checks, Model, State, deadlock, without_cyclic_gc
@@ -227,6 +227,18 @@ def parse_schedule(text: str, limit: int = LONGEST_RUN) -> list[str]:
     if not out:
         raise UserError("schedule: empty")
     return out
+
+
+def schedule_text(actors: Iterable[str]) -> str:
+    """Who took each step, as ``parse_schedule`` reads it back: ``["C0", "C1", "C1"]`` -> ``"C0 C1*2"``.
+    ``-P`` replays it, and the C ports take it (qspinlock-torture's --schedule, fork-batch's schedule=)."""
+    runs: list[list] = []
+    for actor in actors:
+        if runs and runs[-1][0] == actor:
+            runs[-1][1] += 1
+        else:
+            runs.append([actor, 1])
+    return " ".join(actor if n == 1 else f"{actor}*{n}" for actor, n in runs)
 
 
 def _shown(entry: str) -> str:

@@ -6,7 +6,7 @@ the C program reads (kernel-lab/fork-batch/harness.c; ``PARAM_KEYS`` are the key
 the counters, the child's rss, both page tables, every folio's counts and each GUP thread's pin,
 and the invariant the run broke, if one did.  The identity test compares the two texts.  With
 fault or GUP threads the schedule is the simulation's own, every step named
-(``schedule_of(trace)``), so both sides take the same interleaving.
+(``engine.schedule.schedule_text``), so both sides take the same interleaving.
 
 ``random_layout(seed)`` draws a fork-alone scenario from a seed with kstep's SplitMix64; the C
 program's ``random_layout`` (harness.c) makes the same draws in the same order, so the parameter
@@ -65,17 +65,6 @@ def params(config: dict, strategy: str, schedule: str = "") -> str:
     if schedule:
         lines.append(f"schedule={schedule}")
     return "\n".join(lines) + "\n"
-
-
-def schedule_of(trace) -> str:
-    """Every step of a run as a schedule: ``G*3 P*10 G*4``."""
-    runs: list = []
-    for a in trace.actions:
-        if runs and runs[-1][0] == a.actor:
-            runs[-1][1] += 1
-        else:
-            runs.append([a.actor, 1])
-    return " ".join(f"{actor}*{n}" for actor, n in runs)
 
 
 def seed_params(seed: int, strategy: str) -> str:

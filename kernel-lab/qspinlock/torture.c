@@ -102,7 +102,7 @@ static const struct lab_lock locks[] = {
 /* ---- options ----------------------------------------------------------------------------- */
 
 static struct {
-	const char *lock, *variant, *log_path;
+	const char *lock, *variant, *log_path, *schedule;
 	int pending_bits, threads;
 	uint64_t acquisitions, seed, delay_in, delay_out;
 	int64_t step_delay, spin_yield;
@@ -131,9 +131,12 @@ static void usage(FILE *f)
 "                       threads than processors, else 0; torture build)\n"
 "  --log FILE           write the observation log for 'kstep check' (torture build): the steps\n"
 "                       run one at a time in an order drawn from --seed, so the log repeats\n"
+"  --schedule TEXT      with --log: take the steps in this order instead, a CPU per step as\n"
+"                       kstep writes a run's schedule ('C0 C1*4 C2', e.g. kstep run --timed)\n"
 "  --hang-timeout S     report a hang after S seconds without an acquisition (default 10)\n"
 "  --list               list the locks and variants\n"
-"exit status: 0 clean, 1 violation, 2 bad input, 3 hang, 4 inconclusive\n");
+"exit status: 0 clean, 1 violation (or a --schedule the port cannot follow), 2 bad input, 3 hang,\n"
+"4 inconclusive\n");
 }
 
 static void __attribute__((__noreturn__, __format__(printf, 1, 2))) bad(const char *fmt, ...)
@@ -231,6 +234,8 @@ static void parse_options(int argc, char **argv)
 			opt.spin_yield = parse_uint(a, v, 0, 1U << 30);
 		else if (!strcmp(a, "--log"))
 			opt.log_path = v;
+		else if (!strcmp(a, "--schedule"))
+			opt.schedule = v;
 		else if (!strcmp(a, "--hang-timeout"))
 			opt.hang_timeout = parse_seconds(a, v, 0.1, 3600);
 		else
@@ -242,8 +247,8 @@ static void parse_options(int argc, char **argv)
 	if (opt.threads < 2)
 		bad("--threads: a torture run needs at least 2 CPUs (qspinlock-bench runs 1)");
 #else
-	if (opt.log_path || opt.step_delay > 0 || opt.spin_yield > 0)
-		bad("--log, --step-delay and --spin-yield need the step hooks: use qspinlock-torture");
+	if (opt.log_path || opt.schedule || opt.step_delay > 0 || opt.spin_yield > 0)
+		bad("--log, --schedule, --step-delay and --spin-yield need the step hooks: use qspinlock-torture");
 #endif
 }
 
@@ -381,6 +386,49 @@ static struct {
 } sched;
 
 /*
+ * --schedule: who takes each logged step, written as kstep writes a run's schedule ("C0 C1*4 C2"):
+ * the turn goes down this list instead of to a CPU drawn from the seed, so the port takes the steps
+ * of a simulator run (its timed scheduler's, say) in the same order.  The model could take each
+ * listed step at that point; a waiting step whose condition the port finds false there, a step with
+ * no entry left, or an entry for a CPU that has done all its acquisitions (entries left over at the
+ * end are one) is where the port and the model disagree, and the run stops there (exit status 1).
+ */
+#define LAB_MAX_SCHEDULE (1L << 24)
+static struct {
+	int *cpu;			/* the CPU of each step; NULL: draw from the seed */
+	long len, pos;			/* entries, and how many the turn has taken */
+	int left[LAB_MAX_CPUS];		/* the CPU has done all its acquisitions */
+} order;
+
+static void __attribute__((__noreturn__)) order_broken(const char *fmt, ...);
+
+/* "C0 C1*4 C2": a CPU of --threads per step (kstep's ACTOR:label entries name steps it cannot). */
+static void parse_schedule(const char *text)
+{
+	char *copy = strdup(text), *save, *word;
+
+	LAB_CHECK(copy != NULL);
+	for (word = strtok_r(copy, " \t\n", &save); word; word = strtok_r(NULL, " \t\n", &save)) {
+		char *star = strchr(word, '*');
+		uint64_t count = star ? (*star = 0, parse_uint("--schedule: a repeat", star + 1, 1, LAB_MAX_SCHEDULE)) : 1;
+
+		if (word[0] != 'C' || !word[1] || strchr(word, ':'))
+			bad("--schedule: '%s' is not a CPU (C0 .. C%d, with *N to repeat)", word, opt.threads - 1);
+		int cpu = (int)parse_uint("--schedule: a CPU", word + 1, 0, opt.threads - 1);
+
+		if (order.len + (long)count > LAB_MAX_SCHEDULE)
+			bad("--schedule: more than %ld steps", LAB_MAX_SCHEDULE);
+		order.cpu = realloc(order.cpu, (order.len + count) * sizeof(int));
+		LAB_CHECK(order.cpu != NULL);
+		while (count--)
+			order.cpu[order.len++] = cpu;
+	}
+	free(copy);
+	if (!order.len)
+		bad("--schedule: no step in '%s'", text);
+}
+
+/*
  * A CPU waiting for its turn sleeps on sched.turn (a futex) after a short spin: with more CPU
  * threads than processors, or on a busy machine, spinners would take the processor from the
  * one CPU that may step.  Sleeping changes no step's order: that is the seed's alone.
@@ -391,9 +439,16 @@ static struct {
 
 static void sched_pass_turn(void)
 {
-	int next = sched.nr_active ? sched.active[splitmix64_below(&sched.prng, sched.nr_active)] : -1;
+	int next;
 
+	if (order.cpu)
+		next = order.pos < order.len ? order.cpu[order.pos++] : -1;
+	else
+		next = sched.nr_active ? sched.active[splitmix64_below(&sched.prng, sched.nr_active)] : -1;
 	__atomic_store_n(&sched.turn, next, __ATOMIC_SEQ_CST);
+	/* Turn, then left; sched_leave() stores left, then reads the turn: one of the two sees the other. */
+	if (order.cpu && next >= 0 && __atomic_load_n(&order.left[next], __ATOMIC_SEQ_CST))
+		order_broken("step %" PRIu64 " is C%d's, which has done all its acquisitions", log_ticket + 1, next);
 	if (__atomic_load_n(&sched.sleepers, __ATOMIC_SEQ_CST))
 		syscall(SYS_futex, &sched.turn, LAB_FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
@@ -403,6 +458,8 @@ static void log_lock(void)
 	int turn;
 
 	for (unsigned int spins = 1; (turn = __atomic_load_n(&sched.turn, __ATOMIC_ACQUIRE)) != lab_cpu_id; spins++) {
+		if (order.cpu && turn < 0)
+			order_broken("the schedule has no step left for C%d, which has one to take", lab_cpu_id);
 		if (spins < 64)
 			continue;
 		__atomic_add_fetch(&sched.sleepers, 1, __ATOMIC_SEQ_CST);
@@ -433,6 +490,13 @@ static void sched_leave(void)
 
 	if (!(lab_hook_mode & LAB_MODE_LOG))
 		return;
+	if (order.cpu) {	/* the list, not the active set, passes the turn: leave without it */
+		__atomic_store_n(&order.left[lab_cpu_id], 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&sched.turn, __ATOMIC_SEQ_CST) == lab_cpu_id)
+			order_broken("step %" PRIu64 " is C%d's, which has done all its acquisitions",
+				     log_ticket + 1, lab_cpu_id);
+		return;
+	}
 	log_lock();
 	while (sched.active[i] != lab_cpu_id)
 		i++;
@@ -527,6 +591,9 @@ void lab_spin_hook_slow(void)
 	}
 	if (!c->in_step)
 		return;
+	if (order.cpu)
+		order_broken("step %" PRIu64 " is C%d's %s, whose condition is false here", log_ticket + 1,
+			     lab_cpu_id, lab_label_names[c->last]);
 	log_unlock();
 	sched_yield();
 	log_lock();
@@ -629,6 +696,29 @@ static void __attribute__((__noreturn__)) violation(int cpu, uint64_t n, const c
 	summary("violation", 0, what);
 	exit(EXIT_VIOLATION);
 }
+
+#if LAB_HOOKS
+/* --schedule could not be followed: what the log holds so far is the port's side of the disagreement. */
+static void __attribute__((__noreturn__)) order_broken(const char *fmt, ...)
+{
+	static int reported;
+	char why[200];
+	va_list ap;
+
+	if (__atomic_exchange_n(&reported, 1, __ATOMIC_SEQ_CST))
+		for (;;)
+			pause();	/* another CPU is reporting */
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	flush_log();
+	fflush(stdout);
+	fprintf(stderr, TOOL ": --schedule: %s: the port and the model disagree\n", why);
+	print_state(stderr);
+	summary("disagreement", 0, why);
+	exit(EXIT_VIOLATION);
+}
+#endif
 
 static void critical_section(struct cpu_ctx *c, uint64_t n)
 {
@@ -754,6 +844,10 @@ int main(int argc, char **argv)
 	if (opt.step_delay > 0 && !lk->steps)
 		bad("--step-delay: %s has no labelled steps to delay", lk->lock);
 #if LAB_HOOKS
+	if (opt.schedule && !opt.log_path)
+		bad("--schedule orders a logged run's steps: give --log too");
+	if (opt.schedule)
+		parse_schedule(opt.schedule);
 	if (opt.log_path)
 		open_log();
 	if (opt.step_delay < 0)

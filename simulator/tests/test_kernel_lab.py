@@ -182,6 +182,67 @@ def test_kstep_check_rejects_a_logged_run_of_a_broken_variant(arch, variant, tmp
     pytest.fail(f"{arch} {variant}: " + "; ".join(verdicts))
 
 
+TIMED_RUNS = {  # name: (variant, pending bits): the port driven in the timed scheduler's order
+    "v6.12": ("v6.12", 8),
+    "v6.12-pb1": ("v6.12", 1),
+    "before-set-locked": ("before-set-locked", 8),
+}
+
+
+def timed_run(variant, cpus, acquisitions, pending_bits):
+    """The model's timed run (the committed cost table) of the port's configuration: the header's model,
+    the trace, and the log the port must write when it takes the trace's steps in that order."""
+    from kstep.engine import costs, simulate
+    from kstep.engine.timed import Timed
+    from kstep.lab.replay import qspinlock as q
+
+    header = q.header_line(variant, cpus, acquisitions, pending_bits)
+    h = q.parse_header("qspinlock", header, "timed run")
+    trace = simulate(h.model, h.model.initial(h.config), Timed(costs.load()))
+    assert trace.outcome == "finished"
+    return trace, [header] + q.log_lines(h.model, trace) + [q.end_line(len(trace))]
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("run", TIMED_RUNS)
+@pytest.mark.parametrize("arch", labcheck.ARCHES)
+def test_the_port_takes_the_timed_schedulers_steps_and_writes_the_models_log(arch, run, tmp_path, lab_built):
+    """qspinlock-torture --schedule takes a timed run's steps in the simulator's order: its log is the
+    model's own log of that run, line for line (words, MCS fields), and kstep check replays it.  The
+    seeded order of the same configuration is another log, so following the schedule is what matches."""
+    from kstep.engine.schedule import schedule_text
+
+    variant, pending_bits = TIMED_RUNS[run]
+    trace, want = timed_run(variant, 3, 5, pending_bits)
+    args = ["--variant", variant, "--pending-bits", pending_bits, "--threads", 3, "--acquisitions", 5]
+    path = tmp_path / "timed.log"
+    labcheck.expect_clean(labcheck.logged_run(
+        arch, path, args + ["--schedule", schedule_text(a.actor for a in trace.actions)]))
+    assert path.read_text().splitlines() == want
+    r = kstep_check().check_file("qspinlock", path)
+    assert r.ok and r.steps == len(trace), f"{arch} {run}: kstep check stops at line {r.line}: {r.why}"
+    seeded = tmp_path / "seeded.log"
+    r = labcheck.logged_run(arch, seeded, args + ["--seed", 5])  # it may miss a racing path: inconclusive
+    assert r.rc in (labcheck.CLEAN, labcheck.INCONCLUSIVE) and seeded.read_text().splitlines() != want
+
+
+def test_the_port_stops_where_it_cannot_follow_a_schedule(tmp_path, lab_built):
+    """C1's third step waits for C0, which still holds the lock: a schedule the model could not have
+    made, and the port says so (exit 1) instead of waiting; so it does for a schedule that ends early or
+    runs on (C1, uncontended once C0 is done, takes three steps, not the four a contended run takes)."""
+    args = ["--variant", "v6.12", "--threads", 2, "--acquisitions", 1]
+    for schedule, says in (("C0 C1 C1 C1 C0*2 C1*3", "step 4 is C1's wait_locked_clear, whose condition is false here"),
+                           ("C0*3", "the schedule has no step left for C1"),
+                           ("C0*3 C1*3 C1", "step 7 is C1's, which has done all its acquisitions"),
+                           ("C0*3 C1*4", "step 7 is C1's, which has done all its acquisitions")):
+        r = labcheck.logged_run("x86_64", tmp_path / "run.log", args + ["--schedule", schedule])
+        assert r.rc == labcheck.VIOLATION and says in r.stderr and "disagree" in r.stderr, (schedule, r.stderr)
+    for schedule, says in (("C2", "'2' is not a decimal integer in 0..1"), ("C0:lock", "is not a CPU"),
+                           ("", "no step")):
+        r = labcheck.logged_run("x86_64", tmp_path / "run.log", args + ["--schedule", schedule])
+        assert r.rc == labcheck.USAGE and says in r.stderr, (schedule, r.stderr)
+
+
 # ---- the checks have teeth ---------------------------------------------------------------------------
 
 # The first broken variant shows the check's teeth in make test-fast; the others run in make test.

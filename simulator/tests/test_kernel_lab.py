@@ -226,6 +226,7 @@ def test_the_port_takes_the_timed_schedulers_steps_and_writes_the_models_log(arc
     assert r.rc in (labcheck.CLEAN, labcheck.INCONCLUSIVE) and seeded.read_text().splitlines() != want
 
 
+@pytest.mark.qemu  # the lab build: cross compilers, as every port test
 def test_the_port_stops_where_it_cannot_follow_a_schedule(tmp_path, lab_built):
     """C1's third step waits for C0, which still holds the lock: a schedule the model could not have
     made, and the port says so (exit 1) instead of waiting; so it does for a schedule that ends early or

@@ -121,9 +121,11 @@ notebook: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
 # The C ports compile the kernel's own files from the linux-source tree; make -C kernel-lab test runs
-# the lab's checks alone.
+# the lab's checks alone.  Its 160-odd compiler runs are mostly independent: one per core at a time
+# (LAB_JOBS=1: one at a time), each one's output kept together.
+LAB_JOBS ?= $(shell nproc)
 lab: linux-source
-	$(MAKE) -C kernel-lab
+	$(MAKE) -C kernel-lab -j$(LAB_JOBS) --output-sync=target
 
 # The pinned release, or the newest 6.12.y when Debian no longer has it (the checks that need the
 # pinned release exactly then fail on one named reason, "stale pin").

@@ -85,11 +85,15 @@ course: setup linux-source
 # it has a target of its own.
 # The qemu tests boot Debian's kernels: fetch them first (a no-op once they are in the cache).
 # The kernel lab's ports are built once before the workers start, so no two of them run make at once;
-# so is the course site, on every core (the site tests then find it built and only check it).
+# so is the course site, on every core.  The run's id goes beside the site (build/course.built-for) and
+# to the workers (--testrunuid): conftest.py's site fixture then takes this build as the run's own
+# instead of building the site a second time.
 test: setup lab-kernels lab linux-source
 	@mkdir -p build
 	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course --jobs $(TEST_JOBS)
-	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not batch and not heavy"
+	@$(VENV)/bin/python -c 'import uuid; print(uuid.uuid4().hex, end="")' > build/course.built-for
+	$(PYTEST) -n $(TEST_JOBS) --testrunuid "$$(cat build/course.built-for)" --dist loadfile --no-loadscope-reorder \
+		-m "not batch and not heavy"
 
 # The fast suite on every core too (whole files per worker, in conftest.py's order): CI's unit
 # failures show in minutes.
@@ -117,9 +121,11 @@ notebook: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
 # The C ports compile the kernel's own files from the linux-source tree; make -C kernel-lab test runs
-# the lab's checks alone.
+# the lab's checks alone.  Its 160-odd compiler runs are mostly independent: one per core at a time
+# (LAB_JOBS=1: one at a time), each one's output kept together.
+LAB_JOBS ?= $(shell nproc)
 lab: linux-source
-	$(MAKE) -C kernel-lab
+	$(MAKE) -C kernel-lab -j$(LAB_JOBS) --output-sync=target
 
 # The pinned release, or the newest 6.12.y when Debian no longer has it (the checks that need the
 # pinned release exactly then fail on one named reason, "stale pin").

@@ -68,10 +68,10 @@ def linux_tree() -> Path:
 def site() -> Path:
     """The site as ``make course`` builds it, by the same command (Sphinx keeps to its own process).
 
-    ``make test`` builds it before the workers start, so here it is a build from warm caches that
-    takes seconds (18 s under load: Sphinx reads its environment and checks every page).  Workers
-    take turns (a file lock): the first builds and notes the run's id (xdist's, the same in every
-    worker) beside the site, and the others of that run find the note and use its build."""
+    ``make test`` builds it before the workers start and notes its run's id (xdist's --testrunuid,
+    the same in every worker) beside the site, so here it is only found.  Run otherwise, workers take
+    turns (a file lock): the first builds (from warm caches 18 s under load: Sphinx reads its
+    environment and checks every page) and notes the run's id, and the others find the note."""
     (ROOT / "build").mkdir(exist_ok=True)
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     built_for = ROOT / "build" / "course.built-for"

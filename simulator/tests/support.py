@@ -1,6 +1,7 @@
 """What every mechanism's model tests share: loading a bundled scenario, and the check that an
 invariant is violated by its breaker alone while the correct model of that scenario stays clean."""
 
+import functools
 from typing import Optional
 
 import kstep
@@ -78,6 +79,17 @@ def table_first(mech, variant, names, shows):
     return sorted(names, key=lambda n: (0, rows[n].get("states", 0)) if shows(rows[n]) else (1, 0))
 
 
+@functools.cache
+def symmetry_order(mech, name, variant) -> int:
+    """How many states one stored state of the scenario's search stands for at most: the order of its
+    symmetry group.  Kept: four test files ask for every scenario and variant when they are collected,
+    in every worker, and each answer loads the scenario."""
+    from math import factorial, prod
+
+    m, _, s0 = load(mech, name, variant)
+    return prod(factorial(len(c)) for c in m.symmetric_units(s0))
+
+
 def bundled_runs(small: int, every_variant: bool = False, heavy: Optional[int] = None):
     """pytest params (mechanism, scenario, variant) of every bundled scenario under its default variant
     (or every variant), marked slow unless the committed verdicts show a search that exhausted the
@@ -87,8 +99,6 @@ def bundled_runs(small: int, every_variant: bool = False, heavy: Optional[int] =
     explored": written for its scripted run, with no end to its state space) is left out, since these
     tests search every run unreduced.  With ``heavy``, a run of more states than that (or of no
     exhausted search) is marked ``heavy`` too: make test leaves it to make test-heavy."""
-    from math import factorial, prod
-
     import pytest
 
     out = []
@@ -100,9 +110,8 @@ def bundled_runs(small: int, every_variant: bool = False, heavy: Optional[int] =
                 row = table.get(name, {}).get(variant)
                 if row is not None and row.get("verdict") == "not explored":
                     continue
-                m, _, s0 = load(mech, name, variant)
-                order = prod(factorial(len(c)) for c in m.symmetric_units(s0))
-                count = row["states"] * order if row is not None and row.get("exhausted") else None
+                exhausted = row is not None and row.get("exhausted")
+                count = row["states"] * symmetry_order(mech, name, variant) if exhausted else None
                 marks = [pytest.mark.slow] if count is None or count > small else []
                 if heavy is not None and (count is None or count > heavy):
                     marks.append(pytest.mark.heavy)

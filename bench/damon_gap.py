@@ -60,14 +60,15 @@ def one_boot(arch: str, k: kernels.Kernels, initrd: Path, tlb: str, hot_kib: int
     ran = next((d for d in case["data"] if "passes" in d), None)
     if ran is None:
         raise SystemExit("damon_gap: the guest did not say how many passes the hot threads made")
-    passes_per_sample = int(ran["passes"]) / float(ran["seconds"]) * sample_us / 1e6
+    per_sample = sample_us / 1e6 / float(ran["seconds"])
     result = {"arch": arch, "seed": SEED, "kernel": {"abi": k.abi}}
     hot_mean, rest_mean = probes.damon_ratio(aggs, hot)
     model_mean, _ = probes.damon_ratio(probes.damon_model(case, result), hot)
     return {"arch": arch, "uname_r": b.console.uname_r, "tlb": tlb, "hot_kib": hot_kib, "sample_us": sample_us,
             "samples_per_aggregation": AGGR_US // sample_us, "aggregations": len(aggs),
             "hot_mean": round(hot_mean, 3), "rest_mean": round(rest_mean, 5), "model_hot_mean": round(model_mean, 3),
-            "passes_per_sample": round(passes_per_sample, 2)}
+            "passes_per_sample": round(int(ran["passes"]) * per_sample, 2),
+            **({"flushes_per_sample": round(int(ran["flushes"]) * per_sample, 2)} if tlb == "flush" else {})}
 
 
 def measure(arches, modes, hot_sizes, intervals, boots: int, out: Path | None, say=print) -> dict:
@@ -93,7 +94,8 @@ def measure(arches, modes, hot_sizes, intervals, boots: int, out: Path | None, s
                     say(f"damon_gap: {arch} boot {i + 1}/{boots} tlb={tlb} hot {kib} KiB sample {us} us: hot "
                         f"mean nr_accesses {r['hot_mean']:.2f} of {most} ({r['hot_mean'] / most:.1%} of samples) "
                         f"over {r['aggregations']} aggregations; model {r['model_hot_mean']:.2f}; the hot threads "
-                        f"passed over the range {r['passes_per_sample']:.1f} times per sample")
+                        f"passed over the range {r['passes_per_sample']:.1f} times per sample"
+                        + (f", the flush thread flushed {r['flushes_per_sample']:.1f} times" if tlb == "flush" else ""))
                     if out is not None:
                         out.parent.mkdir(parents=True, exist_ok=True)
                         out.write_text(json.dumps(result, indent=1) + "\n")

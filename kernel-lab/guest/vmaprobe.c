@@ -41,7 +41,8 @@
  * A shared mapping never merges with the private ones, so the maps DAMON reads stay the same.
  * None of them changes the target's hot VMA.  Hot mode also prints clk_tck=, the unit of
  * /proc/PID/stat's utime and stime, and SIGTERM ends it early: it then prints its passes and
- * how long its threads ran (seconds=), so a monitor can tell how often each hot page was written.
+ * how long its threads ran (seconds=), so a monitor can tell how often each hot page was written,
+ * and how many times the flush thread flushed (flushes=).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -71,6 +72,7 @@ static char *hot;
 static long page;
 static atomic_int stop;
 static atomic_long passes;
+static atomic_long flushes;
 static int dontneed;
 static pthread_barrier_t start;
 
@@ -150,6 +152,7 @@ static void *flusher(void *arg)
 	while (!atomic_load(&stop)) {
 		mprotect(flushed, FLUSH_BYTES, PROT_NONE);
 		mprotect(flushed, FLUSH_BYTES, PROT_READ | PROT_WRITE);
+		atomic_fetch_add(&flushes, 1);
 		usleep(FLUSH_US);
 	}
 	return NULL;
@@ -291,8 +294,8 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &ended);
 	mark(marker, "kstep-vma window stop");
 	faults = pgfault() - faults;
-	printf("vmaprobe mode=%s pid=%d passes=%ld pages=%lu pgfault=%ld seconds=%.3f\n", mode, getpid(),
-	       atomic_load(&passes), hot_bytes / page, faults,
+	printf("vmaprobe mode=%s pid=%d passes=%ld pages=%lu pgfault=%ld flushes=%ld seconds=%.3f\n", mode,
+	       getpid(), atomic_load(&passes), hot_bytes / page, faults, atomic_load(&flushes),
 	       (ended.tv_sec - began.tv_sec) + (ended.tv_nsec - began.tv_nsec) / 1e9);
 	print_maps();
 	return 0;

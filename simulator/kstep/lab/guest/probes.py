@@ -578,8 +578,8 @@ def judge_damoncpu(data: list[dict[str, str]]) -> list[Check]:
                                   for s in sizes), timing=True))
     if len(sizes) >= 2:
         spread = damoncpu_spread(sizes)
-        checks.append(Check("damoncpu", f"kdamond's CPU share flat within {FLAT - 1:.0%} from the smallest target "
-                            "to the largest", spread is not None and spread <= FLAT,
+        checks.append(Check("damoncpu", f"kdamond's CPU share at the largest target at most {FLAT:g}x the "
+                            "smallest's (bounded whatever the size)", spread is not None and spread <= FLAT,
                             f"largest / smallest {spread:.2f}" if spread is not None else "no time at the smallest",
                             timing=True))
     return checks

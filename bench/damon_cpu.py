@@ -5,8 +5,8 @@ boots one lab kernel BOOTS times with only the ``damoncpu`` probe (kernel-lab/gu
 (sysfs, vaddr, the thread's 5 ms sampling, 100 ms aggregation, 10..1000 regions) monitors a
 process that writes 1 MiB of an 8, 64 and 512 MiB mapping, and kdamond's utime + stime is read
 over 10 s of each.  Per size the result is kdamond's share of one CPU and its time over the
-workload's, mean and 95% Student t interval over the boots, and the largest target's share over
-the smallest's.
+workload's, mean and 95% Student t interval and median over the boots, and the largest target's
+share over the smallest's.
 
 The guest runs under TCG: every instruction is translated, so each share is an emulated CPU's and
 far above what a machine would spend; what compares with the thread is how the share moves (or
@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import secrets
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -33,6 +34,12 @@ from kstep.lab.guest import kernels, probes, qemu as guest  # noqa: E402
 
 BOOTS = 3
 KEYS = ("kdamond_cpu", "workload_cpu", "kdamond_per_workload")
+
+
+def _summary(xs: list[float]) -> dict:
+    """Mean and 95% interval, and the median: a boot whose vCPU the busy host descheduled charges kdamond
+    for time it never ran, one outlier that moves the mean and not the median."""
+    return {**interval(xs), "median": statistics.median(xs)}
 
 
 def one_boot(arch: str, k: kernels.Kernels, initrd: Path) -> list[dict]:
@@ -65,23 +72,23 @@ def measure(boots: int, arch: str, out: Path, say=print) -> dict:
             say(f"damon_cpu: {arch} boot {i + 1}/{boots}: "
                 + ", ".join(f"{s['map_mib']} MiB kdamond {100 * s['kdamond_cpu']:.2f}%" for s in sizes))
     mib = [s["map_mib"] for s in runs[0]]
-    summary = {f"{m} MiB": {key: interval([r[j][key] for r in runs if r[j][key] is not None]) for key in KEYS}
+    summary = {f"{m} MiB": {key: _summary([r[j][key] for r in runs if r[j][key] is not None]) for key in KEYS}
                for j, m in enumerate(mib)}
-    spreads = [probes.damoncpu_spread(r) for r in runs]
+    spreads = [s for s in (probes.damoncpu_spread(r) for r in runs) if s is not None]
     result = {"arch": arch, "kernel": k.release(arch), "package_version": k.package_version(arch),
               "smp": guest.SMP, "host_cpus": os.cpu_count(),
               "host_load_1min": {"before": load_before, "after": os.getloadavg()[0]},
               "timing": "TCG (no KVM): guest CPU time is QEMU's, see bench/damon_cpu.py",
-              "summary": summary, "spread": interval([s for s in spreads if s is not None]), "boots": runs}
+              "summary": summary, "spread": _summary(spreads), "boots": runs}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     for size, s in summary.items():
         kd = s["kdamond_cpu"]
         say(f"damon_cpu: {size}: kdamond {100 * kd['mean']:.2f}% ± {100 * (kd['ci95'] or 0):.2f}% of a CPU "
-            f"(95%, {kd['n']} boots)")
+            f"(95%, {kd['n']} boots; median {100 * kd['median']:.2f}%)")
     sp = result["spread"]
-    say(f"damon_cpu: largest / smallest target: {sp['mean']:.2f} ± {sp['ci95'] or 0:.2f} for {mib[-1] // mib[0]}x "
-        f"the size; wrote {out}")
+    say(f"damon_cpu: largest / smallest target: {sp['mean']:.2f} ± {sp['ci95'] or 0:.2f} (median {sp['median']:.2f}) "
+        f"for {mib[-1] // mib[0]}x the size; wrote {out}")
     return result
 
 

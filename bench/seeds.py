@@ -29,6 +29,7 @@ from kstep.models.fork_batch.pgtable import OPS_COST
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "simulator" / "kstep" / "seeds.json"
 RECORDED = ROOT / "kernel-lab" / "guest" / "recorded"  # real-kernel runs, each with where and when it ran
+DAMON_GAP = RECORDED / "damon-gap"  # bench/damon_gap.py's runs (not lab results: kept out of recorded/*.json)
 NOT_MEASURED = "not measured"  # the real-kernel column until a lab target measures the row
 
 VMA_SIZES = {  # scenario -> size -> overrides; a scenario has at most 16 threads
@@ -192,7 +193,7 @@ def damon_real_overhead() -> str:
 def damon_gap_text() -> str:
     """The hot-range gap measured per TLB mode: every recorded bench/damon_gap.py run, with where and when."""
     parts = []
-    for path in sorted(RECORDED.glob("damon-gap-*.json")):
+    for path in sorted(DAMON_GAP.glob("*.json")):
         g = json.loads(path.read_text())
         groups: dict[tuple[str, int], list[dict]] = {}
         for r in g["runs"]:

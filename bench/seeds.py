@@ -182,8 +182,8 @@ def damon_real_overhead() -> str:
     return (f"kdamond's utime + stime over {min(s['seconds'] for s in sizes):g}-{max(s['seconds'] for s in sizes):g} "
             f"s while the workload writes {int(sizes[0]['hot_kib']) // 1024} MiB of its target: "
             + ", ".join(f"{s['map_mib']} MiB {100 * s['kdamond_cpu']:.2f}%" for s in sizes)
-            + f" of one emulated CPU (largest / smallest {spread:.2f} for {sizes[-1]['map_mib'] // sizes[0]['map_mib']}x"
-            " the size), "
+            + f" of one emulated CPU (largest / smallest {spread:.2f} for "
+            f"{sizes[-1]['map_mib'] // sizes[0]['map_mib']}x the size), "
             + "/".join(f"{100 * s['kdamond_per_workload']:.2f}" for s in sizes) + "% of the workload's CPU time. "
             f"Debian {result['uname_r']} in {result['qemu']['version'].split(' (')[0]} under TCG, {result['arch']}, "
             f"smp {result['smp']}, {result['date'][:10]} ({path.relative_to(ROOT)}; bench/damon_cpu.py repeats it). "

@@ -518,7 +518,8 @@ def damon_rows(case: dict, result: dict) -> list[str]:
                 f"QEMU's TLB does not hold the hot range (this boot: tlb={fields.get('tlb', 'yield')}): "
                 "damon_ptep_mkold() clears a PTE's accessed bit with ptep_test_and_clear_young() and flushes no TLB, "
                 "so a vCPU that keeps the page's translation writes it without setting the bit, while the model's "
-                "process sets it on every touch (bench/damon_gap.py measures each TLB mode, kernel-lab/guest/README.md); "
+                "process sets it on every touch (bench/damon_gap.py measures each TLB mode, "
+                "kernel-lab/guest/README.md); "
                 "the rest is above 0 in both where a region straddles the hot range's edge, and in the kernel "
                 "also from the program's own code and stack")
     return rows

@@ -167,10 +167,10 @@ FLAT = 1.2  # the issue's "flat within 20%": the largest target's cost over the 
 
 def _recorded(pattern: str) -> Path:
     """The newest recorded real-kernel run whose name matches (names end in their UTC date)."""
-    found = sorted(RECORDED.glob(pattern))
+    found = list(RECORDED.glob(pattern))
     if not found:
         raise FileNotFoundError(f"no {pattern} in {RECORDED}: record one (kernel-lab/guest/README.md)")
-    return found[-1]
+    return max(found, key=lambda p: p.stem.rsplit("-", 1)[-1])
 
 
 def damon_real_overhead() -> str:

@@ -29,6 +29,7 @@ from kstep.models.fork_batch.pgtable import OPS_COST
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "simulator" / "kstep" / "seeds.json"
 RECORDED = ROOT / "kernel-lab" / "guest" / "recorded"  # real-kernel runs, each with where and when it ran
+DAMONCPU = "x86_64-damoncpu-*.json"  # the seed table's real kernel: x86_64, as the thread's machines were
 DAMON_GAP = RECORDED / "damon-gap"  # bench/damon_gap.py's runs (not lab results: kept out of recorded/*.json)
 NOT_MEASURED = "not measured"  # the real-kernel column until a lab target measures the row
 
@@ -175,7 +176,7 @@ def _recorded(pattern: str) -> Path:
 
 def damon_real_overhead() -> str:
     """The real-kernel cell of the overhead rows: kdamond's CPU time in the recorded damoncpu boot."""
-    path = _recorded("*-damoncpu-*.json")
+    path = _recorded(DAMONCPU)
     result = guest.load_result(path)
     sizes = lab_probes.damoncpu_sizes(next(c for c in result["cases"] if c["name"] == "damoncpu")["data"])
     spread = lab_probes.damoncpu_spread(sizes)

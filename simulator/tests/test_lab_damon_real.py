@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import seeds  # noqa: E402
 
-RECORDED = seeds._recorded("*-damoncpu-*.json")
+RECORDED = seeds._recorded(seeds.DAMONCPU)
 RESULT = guest.load_result(RECORDED)
 CASE = next(c for c in RESULT["cases"] if c["name"] == "damoncpu")
 

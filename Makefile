@@ -16,7 +16,7 @@ COURSE_JOBS ?= $(shell nproc)
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages linux-source course lint test test-fast test-browser-stress test-heavy test-grade-batch notebook lab lab-kernels lab-guest lab-launch-ab bench calibrate verdicts clean distclean
+.PHONY: help setup system-packages linux-source course lint test test-fast test-browser-stress test-heavy test-grade-batch notebook lab lab-kernels lab-guest lab-launch-ab lab-damon-cpu bench calibrate verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
@@ -35,6 +35,7 @@ help:
 	@echo "                   kernel lab and the tests that compare with the kernel read it there)"
 	@echo "  lab-kernels      fetch Debian's Linux 6.12 kernels for the real-kernel lab (kstep lab fetch; once)"
 	@echo "  lab-launch-ab    [BASE=vmlinuz-6.1] [BOOTS=5]: launchbench on 6.1 against 6.12 in QEMU, 95% intervals"
+	@echo "  lab-damon-cpu    [BOOTS=3] [ARCH=x86_64]: kdamond's CPU time in QEMU for 8, 64 and 512 MiB targets"
 	@echo "  lab-guest        boot each architecture's real kernel in QEMU with every probe (kstep lab run --arch all),"
 	@echo "                   then once more with 4 CPUs for the qspinlock with three lockers"
 	@echo "  bench            run the benchmarks; results in bench/results/ (JSON and a plot); BENCH='litmus explore' runs those only"
@@ -145,6 +146,12 @@ lab-guest: lab-kernels
 BOOTS ?= 5
 lab-launch-ab: lab-kernels
 	nice $(VENV)/bin/python bench/launch_ab.py $(if $(BASE),--base-kernel "$(BASE)") --boots $(BOOTS)
+
+# kdamond's CPU time against its target's size: BOOTS boots (3 unless given) with the damoncpu probe
+# into bench/results/damon-cpu.json; make bench runs it too (damon-cpu).
+lab-damon-cpu: lab-kernels
+	nice $(VENV)/bin/python bench/damon_cpu.py --boots $(if $(filter command line,$(origin BOOTS)),$(BOOTS),3) \
+		--arch $(or $(ARCH),x86_64)
 
 bench: setup lab-kernels
 	$(VENV)/bin/python bench/run.py $(BENCH)

@@ -352,7 +352,8 @@ def lab_parser(sub) -> None:
     p.add_argument("--cpu", metavar="MODEL",
                    help="QEMU -cpu model instead of the lab's, e.g. 'max' on x86_64: its hypervisor bit "
                         "makes Linux use virt_spin_lock()'s test-and-set lock instead of the qspinlock")
-    p.add_argument("probes", nargs="*", metavar="PROBE", help=f"{', '.join(guest.PROBES)} (default: all)")
+    p.add_argument("probes", nargs="*", metavar="PROBE",
+                   help=f"{', '.join(guest.KNOWN)} (default: {', '.join(guest.PROBES)})")
     p.set_defaults(run=cmd_lab_run)
     p = cmds.add_parser("show", help="print (or --plot) one recorded result beside the model", allow_abbrev=False)
     p.add_argument("result", metavar="RESULT.json")

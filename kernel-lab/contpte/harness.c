@@ -1,21 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The identity harness of arm64's contpte helpers (arch/arm64/mm/contpte.c and the wrappers of
- * arch/arm64/include/asm/pgtable.h that core mm calls, copied from the tree into build/src/contpte.c),
- * over one page table of a user mm. Reads cases on stdin:
+ * arch/arm64/include/asm/pgtable.h that core mm calls) and of mm/internal.h's folio_pte_batch() over
+ * them, all copied from the tree into build/src/contpte.c, over one page table of a user mm. Reads cases
+ * on stdin:
  *
  *   case
  *   first PFN VPN               the first PFN a PTE of the case may map (LAB_MAX_PAGES from it), and
  *                               the virtual page number entry 0 maps (a multiple of PTRS_PER_PTE)
  *   folios K P0 N0 ... P(K-1) N(K-1)   the large folios: first PFN and size (other pages are single)
  *   ptes N W0 W1 ... W(N-1)     the table's first N entries, as arm64 PTE words (the rest are none)
- *   OP                          one of: get I | hint I PTE | wrprotect I NR | set I PTE NR
+ *   OP                          one of: get I | hint I PTE | wrprotect I NR | set I PTE NR |
+ *                               batch I MAX_NR FPB
  *   end
  *
  * and runs ptep_get(&ptes[I]), pte_batch_hint(&ptes[I], PTE), wrprotect_ptes(mm, ADDR,
- * &ptes[I], NR) or set_ptes(mm, ADDR, &ptes[I], PTE, NR), entry I mapping ADDR = (VPN + I) * PAGE_SIZE. Prints
- * "ret R loads L stores S atomics A flushes F ptes W0 ... W(N-1)": what the call returned (the PTE, the
- * hint, or 0), its accesses to page-table memory, its TLB flushes, and the entries after it (up to
+ * &ptes[I], NR), set_ptes(mm, ADDR, &ptes[I], PTE, NR), or, as copy_pte_range() and copy_present_ptes()
+ * do, pte = ptep_get(&ptes[I]) and then folio_pte_batch(folio of pte, ADDR, &ptes[I], pte, MAX_NR, FPB,
+ * &writable, ...), entry I mapping ADDR = (VPN + I) * PAGE_SIZE. Prints "ret R writable W loads L stores S
+ * atomics A flushes F ptes W0 ... W(N-1)": what the call returned (the PTE, the hint, the batch's length,
+ * or 0), folio_pte_batch()'s any_writable (else 0), the accesses to page-table memory and TLB flushes of
+ * the call (of folio_pte_batch() alone, not the ptep_get() before it), and the entries after it (up to
  * the last one that is not none).
  * Bad input: one line naming it, exit status 2.
  */
@@ -86,6 +91,7 @@ static void run_case(void)
 {
 	static unsigned long long v[2 * PTRS_PER_PTE + 1];
 	unsigned long long ret = 0;
+	bool writable = false, young, dirty;
 	unsigned long addr;
 	char key[16];
 	int n, i, nptes;
@@ -132,11 +138,20 @@ static void run_case(void)
 	} else if (!strcmp(key, "set") && n == 3 && v[2] >= 1 && v[0] + v[2] <= PTRS_PER_PTE) {
 		check_pfn(pte_pfn(__pte(v[1])), v[2]);
 		set_ptes(&user_mm, addr, &table[v[0]], __pte(v[1]), v[2]);
+	} else if (!strcmp(key, "batch") && n == 3 && v[1] >= 1 && v[0] + v[1] <= PTRS_PER_PTE &&
+		   v[2] <= (FPB_IGNORE_DIRTY | FPB_IGNORE_SOFT_DIRTY)) {
+		pte_t pte = ptep_get(&table[v[0]]);
+		struct folio *folio = page_folio(pfn_to_page(pte_pfn(pte)));
+
+		if (!pte_valid(pte) || !folio_test_large(folio))
+			bad("batch I: entry I must map a page of a large folio");
+		lab_ops = (struct lab_ops){ 0 };
+		ret = folio_pte_batch(folio, addr, &table[v[0]], pte, v[1], v[2], &writable, &young, &dirty);
 	} else {
-		bad("get I, hint I PTE, wrprotect I NR or set I PTE NR, within the table");
+		bad("get I, hint I PTE, wrprotect I NR, set I PTE NR or batch I MAX_NR FPB, within the table");
 	}
-	printf("ret %llu loads %lu stores %lu atomics %lu flushes %lu ptes", ret, lab_ops.loads, lab_ops.stores,
-	       lab_ops.atomics, lab_ops.tlb_flushes);
+	printf("ret %llu writable %d loads %lu stores %lu atomics %lu flushes %lu ptes", ret, writable, lab_ops.loads,
+	       lab_ops.stores, lab_ops.atomics, lab_ops.tlb_flushes);
 	for (nptes = PTRS_PER_PTE; nptes > 0 && !pte_val(table[nptes - 1]); nptes--)
 		;
 	for (i = 0; i < nptes; i++)

@@ -1,14 +1,17 @@
-"""Identity of arm64's contpte helpers, compiled from the tree, and the fork model's arm64 PTE format.
+"""Identity of arm64's contpte helpers and folio_pte_batch() over them, compiled from the tree, and the
+fork model's arm64 PTE format.
 
 kernel-lab/build/arm64/contpte runs arch/arm64/mm/contpte.c's functions and the wrappers core mm calls
 (arch/arm64/include/asm/pgtable.h's ptep_get, pte_batch_hint, wrprotect_ptes and set_ptes, under
-CONFIG_ARM64_CONTPTE), all copied from the tree by scripts/kernel-functions, under qemu-aarch64. This
-module records every call the fork model (simulator/kstep/models/fork_batch/pgtable.py, format
-arm64-4K-contpte) makes to those four helpers while it runs the bundled arm64 scenarios and layouts
-drawn from seeds: the page table before, the arguments, what it returned, what it counted and the
-table after. It writes the model's PTE words in arm64's layout, runs the kernel's helper on them, and
-compares the returned PTE or hint, the whole table after (read back in the model's bits), and the
-loads, stores, atomics and TLB flushes of page-table memory.
+CONFIG_ARM64_CONTPTE), and mm/internal.h's folio_pte_batch() as the arm64 kernel builds it, over those
+wrappers, all copied from the tree by scripts/kernel-functions, under qemu-aarch64. This module records
+every call the fork model (simulator/kstep/models/fork_batch/pgtable.py, format arm64-4K-contpte) makes
+to those four helpers, and every folio_pte_batch() it runs (kstep.models.fork_batch.internal), while it
+runs the bundled arm64 scenarios and layouts drawn from seeds: the page table before, the arguments, what
+it returned, what it counted and the table after. It writes the model's PTE words in arm64's layout, runs
+the kernel's function on them, and compares the returned PTE, hint or batch length (and the batch's
+any_writable), the whole table after (read back in the model's bits), and the loads, stores, atomics and
+TLB flushes of page-table memory.
 
     python kernel-lab/tests/contptecheck.py [--layouts N] [--first-seed S] [--binary NAME]
 """
@@ -23,6 +26,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kstep.models.fork_batch import pgtable as pt
+from kstep.models.fork_batch.internal import fpb_flags
+from ptebatchcheck import batches
 
 LAB = Path(__file__).resolve().parents[1]
 # arch/arm64/include/asm/pgtable-hwdef.h and pgtable-prot.h
@@ -77,14 +82,28 @@ def from_arm64(word: int) -> int:
 
 
 class Call(NamedTuple):
-    op: str  # get, hint, wrprotect, set
+    op: str  # get, hint, wrprotect, set, batch
     table: tuple  # the model's words before
-    args: tuple  # (I,), (I, PTE), (I, NR), (I, PTE, NR)
-    folios: tuple  # (first PFN, nr pages) of every folio set_ptes could fold over
-    ret: int  # the PTE ptep_get returned, the hint, or 0
+    args: tuple  # (I,), (I, PTE), (I, NR), (I, PTE, NR), (I, MAX_NR, FPB)
+    folios: tuple  # (first PFN, nr pages) of every folio set_ptes could fold over; the batch's folio
+    ret: int  # the PTE ptep_get returned, the hint, the batch's length, or 0
     ops: tuple  # loads, stores, atomics, TLB flushes
     after: tuple  # the model's words after
     origin: str
+    writable: bool = False  # folio_pte_batch's any_writable
+
+
+def batch_calls(trace, origin: str) -> list[Call]:
+    """Every folio_pte_batch() call of a fork model run on the arm64 format: the parent's table, entry
+    and max_nr it started from, and the length, any_writable and page-table accesses of the model's."""
+    out = []
+    for step, start, end in batches(trace):
+        c, f = start.copy, start.folios[start.copy.folio]
+        ops = tuple(end.ops[k] - start.ops[k] for k in COUNTED)
+        out.append(Call("batch", tuple(start.parent), (c.addr, c.max_nr, fpb_flags(start.vm[c.vma])),
+                        ((f.pfn, 1 << f.order),), end.copy.nr, ops, tuple(start.parent), f"{origin} step {step}",
+                        end.copy.any_writable))
+    return out
 
 
 @contextmanager
@@ -142,7 +161,7 @@ STRATEGIES = ("folio-batch", "per-pte")
 def runs_calls(first_seed: int, layouts: int) -> list[Call]:
     """Every call the steps of the bundled arm64 scenarios (their schedules) and of ``layouts`` arm64
     layouts random_layout() draws from seeds ``first_seed`` on (the fork alone) make under each of
-    ``STRATEGIES``. Building the
+    ``STRATEGIES``, and every folio_pte_batch() they run. Building the
     initial state is not recorded: it maps a scenario's folios with one set_ptes each, across PTE
     tables, where the kernel's faults would map them table by table."""
     from kstep.engine import Random, simulate
@@ -171,14 +190,16 @@ def runs_calls(first_seed: int, layouts: int) -> list[Call]:
             state = model.initial(config)
             origin[0] = f"{name} ({strategy})"
             with recording(calls, origin):
-                simulate(model, state, schedule, max_steps=10_000_000, check=False)
+                trace = simulate(model, state, schedule, max_steps=10_000_000, check=False)
+            calls += batch_calls(trace, origin[0])
     return calls
 
 
 def table_span(call: Call) -> tuple[int, int]:
     """The entries of the model's table the harness's table holds: the PTE table (PTRS_PER_PTE entries)
     the call works in; for ptep_get, which only reads, that table up to the end of the block of entry I;
-    for pte_batch_hint, which reads no entry, none of it (only the address of entry I counts)."""
+    for pte_batch_hint, which reads no entry, none of it (only the address of entry I counts); for
+    folio_pte_batch, the whole table."""
     base = call.args[0] - call.args[0] % pt.PTRS_PER_PTE
     if call.op == "hint":
         return base, base
@@ -205,7 +226,7 @@ def text(call: Call) -> str:
 
 def differences(calls: list[Call], binary: str = "contpte") -> list[str]:
     """One message per call whose kernel result, table after or counts differ from the model's. The
-    kernel's helper runs once per distinct input (the model calls ptep_get on one table many times)."""
+    kernel's function runs once per distinct input (the model calls ptep_get on one table many times)."""
     path = LAB / "build" / "arm64" / binary
     inputs = list(dict.fromkeys(map(text, calls)))
     p = subprocess.run(["qemu-aarch64", str(path)], input="".join(inputs), capture_output=True, text=True,
@@ -218,17 +239,19 @@ def differences(calls: list[Call], binary: str = "contpte") -> list[str]:
     result = dict(zip(inputs, lines))
     out = []
     for call in calls:
-        f = result[text(call)].split()
-        ret, ops, words = int(f[1]), tuple(int(x) for x in f[3:10:2]), [int(w) for w in f[11:]]
+        head, _, tail = result[text(call)].partition(" ptes")
+        f = dict(zip(head.split()[::2], map(int, head.split()[1::2])))
+        ret, ops, words = f["ret"], (f["loads"], f["stores"], f["atomics"], f["flushes"]), [int(w) for w in tail.split()]
         ret = from_arm64(ret) if call.op == "get" else ret
         base, end = table_span(call)
         words += [0] * (end - base - len(words))
         after = call.table[:base] + tuple(map(from_arm64, words)) + call.table[end:]
         model_ops = call.ops if call.op != "hint" else ops
-        if (ret, after, ops) != (call.ret, call.after, model_ops):
+        if (ret, bool(f["writable"]), after, ops) != (call.ret, call.writable, call.after, model_ops):
             changed = [k for k in range(len(after)) if after[k] != call.after[k]][:4]
-            out.append(f"{call.origin}: {call.op} {call.args}: kernel returned {ret:#x}, counted {ops}, entries "
-                       f"{[(k, hex(after[k])) for k in changed]}; model {call.ret:#x}, {call.ops}, "
+            out.append(f"{call.origin}: {call.op} {call.args}: kernel returned {ret:#x} (writable {f['writable']}), "
+                       f"counted {ops}, entries {[(k, hex(after[k])) for k in changed]}; model {call.ret:#x} "
+                       f"(writable {int(call.writable)}), {call.ops}, "
                        f"{[(k, hex(call.after[k])) for k in changed]}\ninput:\n{text(call)[:400]}")
     return out
 
@@ -241,8 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     calls = runs_calls(args.first_seed, args.layouts)
     bad = differences(calls, args.binary)
-    kinds = {op: sum(c.op == op for c in calls) for op in ("get", "hint", "wrprotect", "set")}
-    print(f"{len(calls)} calls ({', '.join(f'{n} {op}' for op, n in kinds.items())}) of the arm64 helpers, "
+    kinds = {op: sum(c.op == op for c in calls) for op in ("get", "hint", "wrprotect", "set", "batch")}
+    print(f"{len(calls)} calls ({', '.join(f'{n} {op}' for op, n in kinds.items())}) of the arm64 helpers and folio_pte_batch, "
           f"{len(bad)} differing")
     for message in bad[:3]:
         print(message)

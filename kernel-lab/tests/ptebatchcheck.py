@@ -126,18 +126,26 @@ def copy_differences(all_copies: list[Copy], binary: str = "fork-pte-batch") -> 
     return out
 
 
-def calls(trace, origin: str) -> list[Call]:
-    """Every folio_pte_batch() call of a fork model run: its inputs, and what it returned."""
-    out, start = [], None
+def batches(trace):
+    """(step, before, after) of every folio_pte_batch() call of a fork model run: the state before its
+    first step and the state after its last one (the model's call is a step per loop turn)."""
+    start = None
     for step, (action, pre) in enumerate(zip(trace.actions, trace.states)):
         label = getattr(action, "label", "")
         if label == "folio_pte_batch" and start is None:
             start = pre
         elif label != "folio_pte_batch" and start is not None:
-            c, f = start.copy, start.folios[start.copy.folio]
-            out.append(Call(tuple(start.parent[c.addr:c.addr + c.max_nr]), c.max_nr, fpb_flags(start.vm[c.vma]),
-                            f.pfn, 1 << f.order, pre.copy.nr, pre.copy.any_writable, f"{origin} step {step}"))
+            yield step, start, pre
             start = None
+
+
+def calls(trace, origin: str) -> list[Call]:
+    """Every folio_pte_batch() call of a fork model run: its inputs, and what it returned."""
+    out = []
+    for step, start, end in batches(trace):
+        c, f = start.copy, start.folios[start.copy.folio]
+        out.append(Call(tuple(start.parent[c.addr:c.addr + c.max_nr]), c.max_nr, fpb_flags(start.vm[c.vma]),
+                        f.pfn, 1 << f.order, end.copy.nr, end.copy.any_writable, f"{origin} step {step}"))
     return out
 
 

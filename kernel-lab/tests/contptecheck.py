@@ -13,7 +13,7 @@ the kernel's function on them, and compares the returned PTE, hint or batch leng
 any_writable), the whole table after (read back in the model's bits), and the loads, stores, atomics and
 TLB flushes of page-table memory.
 
-    python kernel-lab/tests/contptecheck.py [--layouts N] [--first-seed S] [--binary NAME]
+    python kernel-lab/tests/contptecheck.py [--layouts N] [--edge-layouts N] [--first-seed S] [--binary NAME]
 """
 
 from __future__ import annotations
@@ -153,15 +153,81 @@ def recording(calls: list, origin: list):
             setattr(pt, name, fn)
 
 
+# What edge_layout draws: runs of folios that end inside a contpte block or at its edge.
+EDGE_END = 200  # the address space of an edge layout: one PTE table
+EDGE_RUNS = ("small", "whole", "part")  # order-0 folios side by side; order-4 ones mapped whole; one in part
+
+
+def edge_layout(seed: int) -> dict:
+    """An arm64 fork-alone layout drawn from a seed, where folios end inside contpte blocks and at their
+    edges, with the next folio's pages physically contiguous and mapped with the same bits:
+
+    - runs of order-0 folios side by side (the allocator places them at consecutive PFNs), mapped from an
+      address that is the first one's PFN modulo CONT_PTES and on past the next whole block (a block of
+      separate folios that looks foldable but for __contpte_try_fold()'s folio test, and a run that ends
+      inside the block after it), or from anywhere, 1 to 20 of them;
+    - runs of order-4 folios mapped whole, one after the other (a folded block's batch ends at its
+      folio's end, with the next folio's block of the same bits right after it);
+    - an order-4 folio mapped in part, from or up to a page inside its block.
+
+    Every layout starts with one run of each of the first two kinds, then draws its runs. Folios are
+    placed as the scenario's initial_state places them (in order, each aligned to its size, from
+    FIRST_PFN). random_layout() seldom draws a whole block of order-0 folios."""
+    from kstep.engine.prng import SplitMix64
+    from kstep.models.fork_batch.scenario import MAX_MAPS, SCHEMA
+    from kstep.models.fork_batch.state import FIRST_PFN
+
+    r = SplitMix64(seed)
+    folios, maps = [], []
+    at, pfn, block = r.below(pt.CONT_PTES), FIRST_PFN, pt.CONT_PTES
+
+    def place(order, first, pages, bits):
+        nonlocal at, pfn
+        pfn = (pfn + (1 << order) - 1) >> order << order
+        folios.append({"name": f"F{len(folios)}", "order": order, "pinned": False})
+        maps.append({"at": at, "folio": folios[-1]["name"], "first": first, "pages": pages, **bits})
+        at += pages
+        pfn += 1 << order
+
+    def run(kind, aligned=True, count=1):
+        nonlocal at
+        bits = {b: r.below(2) == 1 for b in ("write", "dirty", "young")}
+        if kind == "small":
+            if aligned:
+                at += (pfn - at) % block
+                count = -pfn % block + block + r.below(block)
+            for _ in range(count):
+                place(0, 0, 1, bits)
+        elif kind == "whole":
+            at += -at % block  # an order-4 folio's PFN is a multiple of CONT_PTES
+            for _ in range(count):
+                place(4, 0, block, bits)
+        else:
+            first = r.below(block)
+            at += (first - at) % block
+            place(4, first, block - first if r.below(2) else 1 + r.below(block - first), bits)
+        at += (0, 0, 1)[r.below(3)]
+
+    run("small")
+    run("whole", count=2 + r.below(2))
+    while at + 4 * block <= EDGE_END and len(maps) <= MAX_MAPS - 3 * block:  # room for the longest run
+        kind = EDGE_RUNS[r.below(len(EDGE_RUNS))]
+        run(kind, aligned=r.below(2) == 1, count=1 + r.below(20 if kind == "small" else 3))
+    return SCHEMA.check({"format": pt.ARM64, "mmf_has_pinned": False,
+                         "vmas": [{"start": 0, "end": EDGE_END, "soft_dirty": False}], "folios": folios,
+                         "maps": maps, "threads": [{"name": "P", "kind": "fork"}]}, "edge layout")
+
+
 # 6.12's batched copy, and the single-PTE path for every PTE, which write-protects and maps a folded block
 # one entry at a time: unfolding it (contpte_convert) and folding the child's back (contpte_try_fold)
 STRATEGIES = ("folio-batch", "per-pte")
 
 
-def runs_calls(first_seed: int, layouts: int) -> list[Call]:
-    """Every call the steps of the bundled arm64 scenarios (their schedules) and of ``layouts`` arm64
-    layouts random_layout() draws from seeds ``first_seed`` on (the fork alone) make under each of
-    ``STRATEGIES``, and every folio_pte_batch() they run. Building the
+def runs_calls(first_seed: int, layouts: int, edges: int) -> list[Call]:
+    """Every call the steps of the bundled arm64 scenarios (their schedules), of ``layouts`` arm64
+    layouts random_layout() draws from seeds ``first_seed`` on and of ``edges`` edge_layout() draws from
+    the same seeds (the fork alone) make under each of ``STRATEGIES``, and every folio_pte_batch() they
+    run. Building the
     initial state is not recorded: it maps a scenario's folios with one set_ptes each, across PTE
     tables, where the kernel's faults would map them table by table."""
     from kstep.engine import Random, simulate
@@ -182,6 +248,8 @@ def runs_calls(first_seed: int, layouts: int) -> list[Call]:
             runs.append((config, Random(0), f"layout seed {seed}"))
             drawn += 1
         seed += 1
+    runs += [(edge_layout(seed), Random(0), f"edge layout seed {seed}")
+             for seed in range(first_seed, first_seed + edges)]
     calls: list[Call] = []
     origin = [""]
     for config, schedule, name in runs:
@@ -259,10 +327,12 @@ def differences(calls: list[Call], binary: str = "contpte") -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layouts", type=int, default=200, metavar="N", help="arm64 layouts drawn (default 200)")
+    parser.add_argument("--edge-layouts", type=int, default=20, metavar="N",
+                        help="edge_layout() draws: folios ending inside contpte blocks and at their edges (default 20)")
     parser.add_argument("--first-seed", type=int, default=0, metavar="S")
     parser.add_argument("--binary", default="contpte", help="contpte, or the mutated contpte-get-drops-dirty")
     args = parser.parse_args(argv)
-    calls = runs_calls(args.first_seed, args.layouts)
+    calls = runs_calls(args.first_seed, args.layouts, args.edge_layouts)
     bad = differences(calls, args.binary)
     kinds = {op: sum(c.op == op for c in calls) for op in ("get", "hint", "wrprotect", "set", "batch")}
     print(f"{len(calls)} calls ({', '.join(f'{n} {op}' for op, n in kinds.items())}) of the arm64 helpers and folio_pte_batch, "

@@ -100,7 +100,7 @@ class VmaLocksModel(ProgramModel):
     step_work = {"handle_mm_fault": ("page_fault",), "do_anonymous_page": ("page_zero",),
                  "vm_flags_reset": ("tlb_flush", "ipi"), "vma_iter_clear_gfp": ("tlb_flush", "ipi")}
     # The kernel builds a variant may name (lab/source/excerpts.py's BUILDS): its params' kernel_build.
-    kernel_builds = (NO_PER_VMA_LOCK_BUILD,)
+    kernel_builds: tuple[str, ...] = (NO_PER_VMA_LOCK_BUILD,)
 
     def kernel_build(self, state):
         """The kernel build whose code the code pane shows: the variant's configuration, if it is not the

@@ -3,10 +3,10 @@
  * What arch/arm64/mm/contpte.c and the contpte wrappers of arch/arm64/include/asm/pgtable.h need beyond
  * their own text, in the manner of tools/testing/vma/vma_internal.h. The functions, the PTE bits and
  * the PTE helpers are the tree's (build/src/contpte.c, copied under Debian's arm64 Kconfig symbols), and
- * so is mm/internal.h's folio_pte_batch() over them; here are the types, the Kconfig values, the
- * accesses to page-table memory (counted), a TLB flush that only counts (tlbi traps at EL0 under
- * qemu-user), folios reduced to a head page and a size, and the configuration: no debug checks, no
- * page-table check, no MTE, no EFI mm.
+ * so are mm/internal.h's folio_pte_batch() and mm/memory.c's __copy_present_ptes() over them; here are
+ * the types, the VMA flags, the Kconfig values, the accesses to page-table memory (counted), a TLB flush
+ * that only counts (tlbi traps at EL0 under qemu-user), folios reduced to a head page and a size, and the
+ * configuration: no debug checks, no page-table check, no MTE, no EFI mm.
  */
 #ifndef LAB_CONTPTE_INTERNAL_H
 #define LAB_CONTPTE_INTERNAL_H
@@ -115,6 +115,12 @@ typedef int __bitwise fpb_t;
 #define FPB_IGNORE_SOFT_DIRTY	((__force fpb_t)BIT(1))
 #define min(a, b)		((a) < (b) ? (a) : (b))
 #define min_t(type, a, b)	min((type)(a), (type)(b))
+
+/* __copy_present_ptes(): the VMA flags it tests (include/linux/mm.h) */
+typedef unsigned long vm_flags_t;
+#define VM_SHARED		0x00000008
+#define VM_MAYWRITE		0x00000020
+#define VM_UFFD_WP		0x00001000
 
 /* contpte.c's entry points, as pgtable.h declares them */
 void __contpte_try_fold(struct mm_struct *mm, unsigned long addr, pte_t *ptep, pte_t pte);

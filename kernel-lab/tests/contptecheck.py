@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from kstep.models.fork_batch import pgtable as pt
 from kstep.models.fork_batch.internal import fpb_flags
-from ptebatchcheck import batches
+from ptebatchcheck import batches, copy_steps
 
 LAB = Path(__file__).resolve().parents[1]
 # arch/arm64/include/asm/pgtable-hwdef.h and pgtable-prot.h
@@ -82,15 +82,16 @@ def from_arm64(word: int) -> int:
 
 
 class Call(NamedTuple):
-    op: str  # get, hint, wrprotect, set, batch
+    op: str  # get, hint, wrprotect, set, batch, copy
     table: tuple  # the model's words before
-    args: tuple  # (I,), (I, PTE), (I, NR), (I, PTE, NR), (I, MAX_NR, FPB)
-    folios: tuple  # (first PFN, nr pages) of every folio set_ptes could fold over; the batch's folio
+    args: tuple  # (I,), (I, PTE), (I, NR), (I, PTE, NR), (I, MAX_NR, FPB), (I, NR, PTE, SRC_FLAGS, DST_FLAGS)
+    folios: tuple  # (first PFN, nr pages) of every folio set_ptes could fold over; the batch's or copy's folio
     ret: int  # the PTE ptep_get returned, the hint, the batch's length, or 0
     ops: tuple  # loads, stores, atomics, TLB flushes
     after: tuple  # the model's words after
     origin: str
     writable: bool = False  # folio_pte_batch's any_writable
+    child: tuple = ((), ())  # __copy_present_ptes: the child's table before and after
 
 
 def batch_calls(trace, origin: str) -> list[Call]:
@@ -103,6 +104,20 @@ def batch_calls(trace, origin: str) -> list[Call]:
         out.append(Call("batch", tuple(start.parent), (c.addr, c.max_nr, fpb_flags(start.vm[c.vma])),
                         ((f.pfn, 1 << f.order),), end.copy.nr, ops, tuple(start.parent), f"{origin} step {step}",
                         end.copy.any_writable))
+    return out
+
+
+def copy_calls(trace, origin: str) -> list[Call]:
+    """Every __copy_present_ptes() call of a fork model run on the arm64 format: both tables before and
+    after, the template, the VMAs' flags, and the page-table accesses of the model's."""
+    out = []
+    for step, pre, post, nr, src, dst in copy_steps(trace):
+        c = pre.copy
+        f = pre.folios[c.folio] if c.folio >= 0 else None
+        ops = tuple(post.ops[k] - pre.ops[k] for k in COUNTED)
+        out.append(Call("copy", tuple(pre.parent), (c.addr, nr, c.pte, src, dst),
+                        ((f.pfn, 1 << f.order),) if f and f.order else (), 0, ops, tuple(post.parent),
+                        f"{origin} step {step}", child=(tuple(pre.child), tuple(post.child))))
     return out
 
 
@@ -259,7 +274,7 @@ def runs_calls(first_seed: int, layouts: int, edges: int) -> list[Call]:
             origin[0] = f"{name} ({strategy})"
             with recording(calls, origin):
                 trace = simulate(model, state, schedule, max_steps=10_000_000, check=False)
-            calls += batch_calls(trace, origin[0])
+            calls += batch_calls(trace, origin[0]) + copy_calls(trace, origin[0])
     return calls
 
 
@@ -281,15 +296,21 @@ def text(call: Call) -> str:
     words = [arm64(w) for w in call.table[base:end]]
     while words and not words[-1]:
         words.pop()
-    pfns = [(w & PTE_ADDR_LOW) >> 12 for w in words if w & PTE_VALID] + [first for first, _ in call.folios]
-    if call.op in ("hint", "set"):
-        pfns.append(pt.pte_pfn(call.args[1]))
+    child = [arm64(w) for w in call.child[0][base:end]]
+    while child and not child[-1]:
+        child.pop()
+    pfns = [(w & PTE_ADDR_LOW) >> 12 for w in words + child if w & PTE_VALID] + [first for first, _ in call.folios]
     args = [call.args[0] - base, *call.args[1:]]
-    if call.op in ("hint", "set"):
-        args[1] = arm64(args[1])
+    template = {"hint": 1, "set": 1, "copy": 2}.get(call.op)
+    if template:
+        pfns.append(pt.pte_pfn(args[template]))
+        args[template] = arm64(args[template])
     folios = " ".join(f"{first} {nr}" for first, nr in call.folios)
+    tables = f"ptes {len(words)}{''.join(f' {w}' for w in words)}\n{call.op} {' '.join(map(str, args))}\n"
+    if call.op == "copy":
+        tables += f"child {len(child)}{''.join(f' {w}' for w in child)}\n"
     return (f"case\nfirst {min(pfns, default=0)} {FIRST_VPN + base}\nfolios {len(call.folios)}{' ' if folios else ''}{folios}\n"
-            f"ptes {len(words)}{''.join(f' {w}' for w in words)}\n{call.op} {' '.join(map(str, args))}\nend\n")
+            f"{tables}end\n")
 
 
 def differences(calls: list[Call], binary: str = "contpte") -> list[str]:
@@ -309,13 +330,22 @@ def differences(calls: list[Call], binary: str = "contpte") -> list[str]:
     for call in calls:
         head, _, tail = result[text(call)].partition(" ptes")
         f = dict(zip(head.split()[::2], map(int, head.split()[1::2])))
-        ret, ops, words = f["ret"], (f["loads"], f["stores"], f["atomics"], f["flushes"]), [int(w) for w in tail.split()]
+        parent, _, child = tail.partition(" child")
+        ret, ops = f["ret"], (f["loads"], f["stores"], f["atomics"], f["flushes"])
         ret = from_arm64(ret) if call.op == "get" else ret
         base, end = table_span(call)
-        words += [0] * (end - base - len(words))
-        after = call.table[:base] + tuple(map(from_arm64, words)) + call.table[end:]
+
+        def read_back(words: str, model: tuple) -> tuple:
+            kernel = [int(w) for w in words.split()]
+            return model[:base] + tuple(map(from_arm64, kernel + [0] * (end - base - len(kernel)))) + model[end:]
+
+        after = read_back(parent, call.after)
+        child_after = read_back(child, call.child[1]) if call.op == "copy" else call.child[1]
         model_ops = call.ops if call.op != "hint" else ops
-        if (ret, bool(f["writable"]), after, ops) != (call.ret, call.writable, call.after, model_ops):
+        if (ret, bool(f["writable"]), after, child_after, ops) != (call.ret, call.writable, call.after, call.child[1],
+                                                                 model_ops):
+            if child_after != call.child[1]:  # name the child's entries that differ
+                after, call = child_after, call._replace(after=call.child[1])
             changed = [k for k in range(len(after)) if after[k] != call.after[k]][:4]
             out.append(f"{call.origin}: {call.op} {call.args}: kernel returned {ret:#x} (writable {f['writable']}), "
                        f"counted {ops}, entries {[(k, hex(after[k])) for k in changed]}; model {call.ret:#x} "
@@ -334,8 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     calls = runs_calls(args.first_seed, args.layouts, args.edge_layouts)
     bad = differences(calls, args.binary)
-    kinds = {op: sum(c.op == op for c in calls) for op in ("get", "hint", "wrprotect", "set", "batch")}
-    print(f"{len(calls)} calls ({', '.join(f'{n} {op}' for op, n in kinds.items())}) of the arm64 helpers and folio_pte_batch, "
+    kinds = {op: sum(c.op == op for c in calls) for op in ("get", "hint", "wrprotect", "set", "batch", "copy")}
+    print(f"{len(calls)} calls ({', '.join(f'{n} {op}' for op, n in kinds.items())}) of the arm64 helpers, folio_pte_batch and __copy_present_ptes, "
           f"{len(bad)} differing")
     for message in bad[:3]:
         print(message)

@@ -76,7 +76,8 @@ CONTPTE_COPIED = ["_AT", "__AC", "_AC", "__ALIGN_KERNEL", "__ALIGN_KERNEL_MASK",
                   "mm_is_user", "contpte_align_down", "contpte_try_unfold_partial", "contpte_convert",
                   "__contpte_try_fold", "__contpte_try_unfold", "contpte_ptep_get", "contpte_set_ptes",
                   "contpte_wrprotect_ptes", "pte_batch_hint", "ptep_get", "set_ptes", "wrprotect_ptes",
-                  "pte_clear_soft_dirty", "__pte_batch_clear_ignored", "folio_pte_batch"]
+                  "pte_clear_soft_dirty", "__pte_batch_clear_ignored", "folio_pte_batch", "pte_clear_uffd_wp",
+                  "is_cow_mapping", "userfaultfd_wp", "__copy_present_ptes"]
 EDGE_LAYOUTS = 1  # edge_layout() draws in make test: each has a whole block of order-0 folios, and order-4 ones
 # side by side
 # the contpte builds with a folio-end mutation (kernel-lab/Makefile)
@@ -89,7 +90,7 @@ def built(linux_tree):
     targets = [f"build/{a}/damon-regions{m}" for a in arches for m in ("", "-merge-lt")]
     targets += [f"build/x86_64/fork-pte-batch{m}" for m in ("", "-keeps-young")]
     targets += [f"build/arm64/contpte{m}" for m in ("", "-get-drops-dirty", "-fold-across-folios",
-                                                    "-batch-past-folio-end")]
+                                                    "-batch-past-folio-end", "-copy-keeps-young")]
     p = labmake.make("-s", "-j2", f"LINUX={linux_tree}", *targets)
     assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
 
@@ -137,6 +138,7 @@ def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree, n
     ("contpte-get-drops-dirty/contpte.c", ["arch/arm64/mm/contpte.c:155: contpte_ptep_get"]),
     ("contpte-fold-across-folios/contpte.c", ["arch/arm64/mm/contpte.c:76: __contpte_try_fold"]),
     ("contpte-batch-past-folio-end/contpte.c", ["mm/internal.h:204: folio_pte_batch"]),
+    ("contpte-copy-keeps-young/contpte.c", ["mm/memory.c:950: __copy_present_ptes"]),
 ])
 def test_a_changed_copy_is_named(built, linux_tree, mutant, named):
     assert copies_differing(LAB / "build" / "src" / mutant, linux_tree) == named
@@ -265,11 +267,11 @@ def contpte_calls():
 @pytest.mark.qemu
 def test_the_kernels_contpte_helpers_do_what_the_models_arm64_format_does(built, contpte_calls):
     """arm64's ptep_get, pte_batch_hint, wrprotect_ptes and set_ptes with contpte.c behind them, and
-    folio_pte_batch() over them, compiled for arm64 and run under qemu-aarch64, on every call the model
-    makes: the PTE, hint or batch (and its any_writable) returned, the whole table after, and the loads,
-    stores, atomics and TLB flushes of page-table memory."""
+    folio_pte_batch() and __copy_present_ptes() over them, compiled for arm64 and run under qemu-aarch64,
+    on every call the model makes: the PTE, hint or batch (and its any_writable) returned, the whole table
+    after (both, for a copy), and the loads, stores, atomics and TLB flushes of page-table memory."""
     ops = {c.op for c in contpte_calls}
-    assert ops == {"get", "hint", "wrprotect", "set", "batch"}
+    assert ops == {"get", "hint", "wrprotect", "set", "batch", "copy"}
     # a folded block's batch, which pte_batch_hint() makes in one turn
     assert any(c.op == "batch" and c.ret == contptecheck.pt.CONT_PTES and c.ops[0] == 0 for c in contpte_calls)
     assert any(c.op == "wrprotect" and c.ops[3] for c in contpte_calls)  # an unfold: contpte_convert's flush
@@ -286,6 +288,12 @@ def test_a_contpte_build_that_stops_at_the_wrong_place_at_a_folios_end_is_caught
     edges = [c for c in contpte_calls if c.origin.startswith("edge layout")]
     bad = contptecheck.differences(edges, binary)
     assert bad, f"{binary} is not caught on {len(edges)} calls of the edge layouts"
+
+
+@pytest.mark.qemu
+def test_a_contpte_build_whose_copy_keeps_the_accessed_bit_is_caught(built, contpte_calls):
+    bad = contptecheck.differences(contpte_calls, "contpte-copy-keeps-young")
+    assert bad and {m.split(": ")[1].split()[0] for m in bad} == {"copy"}
 
 
 @pytest.mark.qemu

@@ -292,7 +292,8 @@ def test_a_contpte_build_that_stops_at_the_wrong_place_at_a_folios_end_is_caught
 
 @pytest.mark.qemu
 def test_a_contpte_build_whose_copy_keeps_the_accessed_bit_is_caught(built, contpte_calls):
-    bad = contptecheck.differences(contpte_calls, "contpte-copy-keeps-young")
+    bundled = [c for c in contpte_calls if "layout" not in c.origin]  # young entries are copied there
+    bad = contptecheck.differences(bundled, "contpte-copy-keeps-young")
     assert bad and {m.split(": ")[1].split()[0] for m in bad} == {"copy"}
 
 

@@ -2,9 +2,10 @@
 /*
  * What arch/arm64/mm/contpte.c and the contpte wrappers of arch/arm64/include/asm/pgtable.h need beyond
  * their own text, in the manner of tools/testing/vma/vma_internal.h. The functions, the PTE bits and
- * the PTE helpers are the tree's (build/src/contpte.c, copied under Debian's arm64 Kconfig symbols);
- * here are the types, the Kconfig values, the accesses to page-table memory (counted), a TLB flush that
- * only counts (tlbi traps at EL0 under qemu-user), folios reduced to a head page and a size, and the
+ * the PTE helpers are the tree's (build/src/contpte.c, copied under Debian's arm64 Kconfig symbols), and
+ * so are mm/internal.h's folio_pte_batch() and mm/memory.c's __copy_present_ptes() over them; here are
+ * the types, the VMA flags, the Kconfig values, the accesses to page-table memory (counted), a TLB flush
+ * that only counts (tlbi traps at EL0 under qemu-user), folios reduced to a head page and a size, and the
  * configuration: no debug checks, no page-table check, no MTE, no EFI mm.
  */
 #ifndef LAB_CONTPTE_INTERNAL_H
@@ -98,8 +99,28 @@ struct folio { struct page page; };
 static struct page lab_pages[LAB_MAX_PAGES];
 static unsigned long lab_first_pfn;
 #define pfn_to_page(pfn)	(&lab_pages[(pfn) - lab_first_pfn])
+#define page_to_pfn(p)		((unsigned long)((p) - lab_pages) + lab_first_pfn)
 #define page_folio(p)		((struct folio *)((p)->nr_pages ? &lab_pages[(p)->head] : (p)))
+#define folio_pfn(folio)	page_to_pfn(&(folio)->page)
 #define folio_nr_pages(folio)	((folio)->page.nr_pages ?: 1)
+#define folio_test_large(folio)	(folio_nr_pages(folio) > 1)
+#define VM_WARN_ON_FOLIO(cond, folio)	((void)sizeof(cond))	/* CONFIG_DEBUG_VM=n */
+
+/* mm/internal.h's flags of folio_pte_batch() (a typedef and macros: not copied) */
+#define __bitwise
+#define __force
+#define BIT(n)			(1UL << (n))
+typedef int __bitwise fpb_t;
+#define FPB_IGNORE_DIRTY	((__force fpb_t)BIT(0))
+#define FPB_IGNORE_SOFT_DIRTY	((__force fpb_t)BIT(1))
+#define min(a, b)		((a) < (b) ? (a) : (b))
+#define min_t(type, a, b)	min((type)(a), (type)(b))
+
+/* __copy_present_ptes(): the VMA flags it tests (include/linux/mm.h) */
+typedef unsigned long vm_flags_t;
+#define VM_SHARED		0x00000008
+#define VM_MAYWRITE		0x00000020
+#define VM_UFFD_WP		0x00001000
 
 /* contpte.c's entry points, as pgtable.h declares them */
 void __contpte_try_fold(struct mm_struct *mm, unsigned long addr, pte_t *ptep, pte_t pte);

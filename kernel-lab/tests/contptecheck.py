@@ -1,16 +1,19 @@
-"""Identity of arm64's contpte helpers, compiled from the tree, and the fork model's arm64 PTE format.
+"""Identity of arm64's contpte helpers and folio_pte_batch() over them, compiled from the tree, and the
+fork model's arm64 PTE format.
 
 kernel-lab/build/arm64/contpte runs arch/arm64/mm/contpte.c's functions and the wrappers core mm calls
 (arch/arm64/include/asm/pgtable.h's ptep_get, pte_batch_hint, wrprotect_ptes and set_ptes, under
-CONFIG_ARM64_CONTPTE), all copied from the tree by scripts/kernel-functions, under qemu-aarch64. This
-module records every call the fork model (simulator/kstep/models/fork_batch/pgtable.py, format
-arm64-4K-contpte) makes to those four helpers while it runs the bundled arm64 scenarios and layouts
-drawn from seeds: the page table before, the arguments, what it returned, what it counted and the
-table after. It writes the model's PTE words in arm64's layout, runs the kernel's helper on them, and
-compares the returned PTE or hint, the whole table after (read back in the model's bits), and the
-loads, stores, atomics and TLB flushes of page-table memory.
+CONFIG_ARM64_CONTPTE), and mm/internal.h's folio_pte_batch() as the arm64 kernel builds it, over those
+wrappers, all copied from the tree by scripts/kernel-functions, under qemu-aarch64. This module records
+every call the fork model (simulator/kstep/models/fork_batch/pgtable.py, format arm64-4K-contpte) makes
+to those four helpers, and every folio_pte_batch() it runs (kstep.models.fork_batch.internal), while it
+runs the bundled arm64 scenarios and layouts drawn from seeds: the page table before, the arguments, what
+it returned, what it counted and the table after. It writes the model's PTE words in arm64's layout, runs
+the kernel's function on them, and compares the returned PTE, hint or batch length (and the batch's
+any_writable), the whole table after (read back in the model's bits), and the loads, stores, atomics and
+TLB flushes of page-table memory.
 
-    python kernel-lab/tests/contptecheck.py [--layouts N] [--first-seed S] [--binary NAME]
+    python kernel-lab/tests/contptecheck.py [--layouts N] [--edge-layouts N] [--first-seed S] [--binary NAME]
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kstep.models.fork_batch import pgtable as pt
+from kstep.models.fork_batch.internal import fpb_flags
+from ptebatchcheck import batches, copy_steps
 
 LAB = Path(__file__).resolve().parents[1]
 # arch/arm64/include/asm/pgtable-hwdef.h and pgtable-prot.h
@@ -77,14 +82,43 @@ def from_arm64(word: int) -> int:
 
 
 class Call(NamedTuple):
-    op: str  # get, hint, wrprotect, set
+    op: str  # get, hint, wrprotect, set, batch, copy
     table: tuple  # the model's words before
-    args: tuple  # (I,), (I, PTE), (I, NR), (I, PTE, NR)
-    folios: tuple  # (first PFN, nr pages) of every folio set_ptes could fold over
-    ret: int  # the PTE ptep_get returned, the hint, or 0
+    args: tuple  # (I,), (I, PTE), (I, NR), (I, PTE, NR), (I, MAX_NR, FPB), (I, NR, PTE, SRC_FLAGS, DST_FLAGS)
+    folios: tuple  # (first PFN, nr pages) of every folio set_ptes could fold over; the batch's or copy's folio
+    ret: int  # the PTE ptep_get returned, the hint, the batch's length, or 0
     ops: tuple  # loads, stores, atomics, TLB flushes
     after: tuple  # the model's words after
     origin: str
+    writable: bool = False  # folio_pte_batch's any_writable
+    child: tuple = ((), ())  # __copy_present_ptes: the child's table before and after
+
+
+def batch_calls(trace, origin: str) -> list[Call]:
+    """Every folio_pte_batch() call of a fork model run on the arm64 format: the parent's table, entry
+    and max_nr it started from, and the length, any_writable and page-table accesses of the model's."""
+    out = []
+    for step, start, end in batches(trace):
+        c, f = start.copy, start.folios[start.copy.folio]
+        ops = tuple(end.ops[k] - start.ops[k] for k in COUNTED)
+        out.append(Call("batch", tuple(start.parent), (c.addr, c.max_nr, fpb_flags(start.vm[c.vma])),
+                        ((f.pfn, 1 << f.order),), end.copy.nr, ops, tuple(start.parent), f"{origin} step {step}",
+                        end.copy.any_writable))
+    return out
+
+
+def copy_calls(trace, origin: str) -> list[Call]:
+    """Every __copy_present_ptes() call of a fork model run on the arm64 format: both tables before and
+    after, the template, the VMAs' flags, and the page-table accesses of the model's."""
+    out = []
+    for step, pre, post, nr, src, dst in copy_steps(trace):
+        c = pre.copy
+        f = pre.folios[c.folio] if c.folio >= 0 else None
+        ops = tuple(post.ops[k] - pre.ops[k] for k in COUNTED)
+        out.append(Call("copy", tuple(pre.parent), (c.addr, nr, c.pte, src, dst),
+                        ((f.pfn, 1 << f.order),) if f and f.order else (), 0, ops, tuple(post.parent),
+                        f"{origin} step {step}", child=(tuple(pre.child), tuple(post.child))))
+    return out
 
 
 @contextmanager
@@ -134,15 +168,81 @@ def recording(calls: list, origin: list):
             setattr(pt, name, fn)
 
 
+# What edge_layout draws: runs of folios that end inside a contpte block or at its edge.
+EDGE_END = 200  # the address space of an edge layout: one PTE table
+EDGE_RUNS = ("small", "whole", "part")  # order-0 folios side by side; order-4 ones mapped whole; one in part
+
+
+def edge_layout(seed: int) -> dict:
+    """An arm64 fork-alone layout drawn from a seed, where folios end inside contpte blocks and at their
+    edges, with the next folio's pages physically contiguous and mapped with the same bits:
+
+    - runs of order-0 folios side by side (the allocator places them at consecutive PFNs), mapped from an
+      address that is the first one's PFN modulo CONT_PTES and on past the next whole block (a block of
+      separate folios that looks foldable but for __contpte_try_fold()'s folio test, and a run that ends
+      inside the block after it), or from anywhere, 1 to 20 of them;
+    - runs of order-4 folios mapped whole, one after the other (a folded block's batch ends at its
+      folio's end, with the next folio's block of the same bits right after it);
+    - an order-4 folio mapped in part, from or up to a page inside its block.
+
+    Every layout starts with one run of each of the first two kinds, then draws its runs. Folios are
+    placed as the scenario's initial_state places them (in order, each aligned to its size, from
+    FIRST_PFN). random_layout() seldom draws a whole block of order-0 folios."""
+    from kstep.engine.prng import SplitMix64
+    from kstep.models.fork_batch.scenario import MAX_MAPS, SCHEMA
+    from kstep.models.fork_batch.state import FIRST_PFN
+
+    r = SplitMix64(seed)
+    folios, maps = [], []
+    at, pfn, block = r.below(pt.CONT_PTES), FIRST_PFN, pt.CONT_PTES
+
+    def place(order, first, pages, bits):
+        nonlocal at, pfn
+        pfn = (pfn + (1 << order) - 1) >> order << order
+        folios.append({"name": f"F{len(folios)}", "order": order, "pinned": False})
+        maps.append({"at": at, "folio": folios[-1]["name"], "first": first, "pages": pages, **bits})
+        at += pages
+        pfn += 1 << order
+
+    def run(kind, aligned=True, count=1):
+        nonlocal at
+        bits = {b: r.below(2) == 1 for b in ("write", "dirty", "young")}
+        if kind == "small":
+            if aligned:
+                at += (pfn - at) % block
+                count = -pfn % block + block + r.below(block)
+            for _ in range(count):
+                place(0, 0, 1, bits)
+        elif kind == "whole":
+            at += -at % block  # an order-4 folio's PFN is a multiple of CONT_PTES
+            for _ in range(count):
+                place(4, 0, block, bits)
+        else:
+            first = r.below(block)
+            at += (first - at) % block
+            place(4, first, block - first if r.below(2) else 1 + r.below(block - first), bits)
+        at += (0, 0, 1)[r.below(3)]
+
+    run("small")
+    run("whole", count=2 + r.below(2))
+    while at + 4 * block <= EDGE_END and len(maps) <= MAX_MAPS - 3 * block:  # room for the longest run
+        kind = EDGE_RUNS[r.below(len(EDGE_RUNS))]
+        run(kind, aligned=r.below(2) == 1, count=1 + r.below(20 if kind == "small" else 3))
+    return SCHEMA.check({"format": pt.ARM64, "mmf_has_pinned": False,
+                         "vmas": [{"start": 0, "end": EDGE_END, "soft_dirty": False}], "folios": folios,
+                         "maps": maps, "threads": [{"name": "P", "kind": "fork"}]}, "edge layout")
+
+
 # 6.12's batched copy, and the single-PTE path for every PTE, which write-protects and maps a folded block
 # one entry at a time: unfolding it (contpte_convert) and folding the child's back (contpte_try_fold)
 STRATEGIES = ("folio-batch", "per-pte")
 
 
-def runs_calls(first_seed: int, layouts: int) -> list[Call]:
-    """Every call the steps of the bundled arm64 scenarios (their schedules) and of ``layouts`` arm64
-    layouts random_layout() draws from seeds ``first_seed`` on (the fork alone) make under each of
-    ``STRATEGIES``. Building the
+def runs_calls(first_seed: int, layouts: int, edges: int) -> list[Call]:
+    """Every call the steps of the bundled arm64 scenarios (their schedules), of ``layouts`` arm64
+    layouts random_layout() draws from seeds ``first_seed`` on and of ``edges`` edge_layout() draws from
+    the same seeds (the fork alone) make under each of ``STRATEGIES``, and every folio_pte_batch() they
+    run. Building the
     initial state is not recorded: it maps a scenario's folios with one set_ptes each, across PTE
     tables, where the kernel's faults would map them table by table."""
     from kstep.engine import Random, simulate
@@ -163,6 +263,8 @@ def runs_calls(first_seed: int, layouts: int) -> list[Call]:
             runs.append((config, Random(0), f"layout seed {seed}"))
             drawn += 1
         seed += 1
+    runs += [(edge_layout(seed), Random(0), f"edge layout seed {seed}")
+             for seed in range(first_seed, first_seed + edges)]
     calls: list[Call] = []
     origin = [""]
     for config, schedule, name in runs:
@@ -171,14 +273,16 @@ def runs_calls(first_seed: int, layouts: int) -> list[Call]:
             state = model.initial(config)
             origin[0] = f"{name} ({strategy})"
             with recording(calls, origin):
-                simulate(model, state, schedule, max_steps=10_000_000, check=False)
+                trace = simulate(model, state, schedule, max_steps=10_000_000, check=False)
+            calls += batch_calls(trace, origin[0]) + copy_calls(trace, origin[0])
     return calls
 
 
 def table_span(call: Call) -> tuple[int, int]:
     """The entries of the model's table the harness's table holds: the PTE table (PTRS_PER_PTE entries)
     the call works in; for ptep_get, which only reads, that table up to the end of the block of entry I;
-    for pte_batch_hint, which reads no entry, none of it (only the address of entry I counts)."""
+    for pte_batch_hint, which reads no entry, none of it (only the address of entry I counts); for
+    folio_pte_batch, the whole table."""
     base = call.args[0] - call.args[0] % pt.PTRS_PER_PTE
     if call.op == "hint":
         return base, base
@@ -192,20 +296,26 @@ def text(call: Call) -> str:
     words = [arm64(w) for w in call.table[base:end]]
     while words and not words[-1]:
         words.pop()
-    pfns = [(w & PTE_ADDR_LOW) >> 12 for w in words if w & PTE_VALID] + [first for first, _ in call.folios]
-    if call.op in ("hint", "set"):
-        pfns.append(pt.pte_pfn(call.args[1]))
+    child = [arm64(w) for w in call.child[0][base:end]]
+    while child and not child[-1]:
+        child.pop()
+    pfns = [(w & PTE_ADDR_LOW) >> 12 for w in words + child if w & PTE_VALID] + [first for first, _ in call.folios]
     args = [call.args[0] - base, *call.args[1:]]
-    if call.op in ("hint", "set"):
-        args[1] = arm64(args[1])
+    template = {"hint": 1, "set": 1, "copy": 2}.get(call.op)
+    if template:
+        pfns.append(pt.pte_pfn(args[template]))
+        args[template] = arm64(args[template])
     folios = " ".join(f"{first} {nr}" for first, nr in call.folios)
+    tables = f"ptes {len(words)}{''.join(f' {w}' for w in words)}\n{call.op} {' '.join(map(str, args))}\n"
+    if call.op == "copy":
+        tables += f"child {len(child)}{''.join(f' {w}' for w in child)}\n"
     return (f"case\nfirst {min(pfns, default=0)} {FIRST_VPN + base}\nfolios {len(call.folios)}{' ' if folios else ''}{folios}\n"
-            f"ptes {len(words)}{''.join(f' {w}' for w in words)}\n{call.op} {' '.join(map(str, args))}\nend\n")
+            f"{tables}end\n")
 
 
 def differences(calls: list[Call], binary: str = "contpte") -> list[str]:
     """One message per call whose kernel result, table after or counts differ from the model's. The
-    kernel's helper runs once per distinct input (the model calls ptep_get on one table many times)."""
+    kernel's function runs once per distinct input (the model calls ptep_get on one table many times)."""
     path = LAB / "build" / "arm64" / binary
     inputs = list(dict.fromkeys(map(text, calls)))
     p = subprocess.run(["qemu-aarch64", str(path)], input="".join(inputs), capture_output=True, text=True,
@@ -218,17 +328,28 @@ def differences(calls: list[Call], binary: str = "contpte") -> list[str]:
     result = dict(zip(inputs, lines))
     out = []
     for call in calls:
-        f = result[text(call)].split()
-        ret, ops, words = int(f[1]), tuple(int(x) for x in f[3:10:2]), [int(w) for w in f[11:]]
+        head, _, tail = result[text(call)].partition(" ptes")
+        f = dict(zip(head.split()[::2], map(int, head.split()[1::2])))
+        parent, _, child = tail.partition(" child")
+        ret, ops = f["ret"], (f["loads"], f["stores"], f["atomics"], f["flushes"])
         ret = from_arm64(ret) if call.op == "get" else ret
         base, end = table_span(call)
-        words += [0] * (end - base - len(words))
-        after = call.table[:base] + tuple(map(from_arm64, words)) + call.table[end:]
+
+        def read_back(words: str, model: tuple) -> tuple:
+            kernel = [int(w) for w in words.split()]
+            return model[:base] + tuple(map(from_arm64, kernel + [0] * (end - base - len(kernel)))) + model[end:]
+
+        after = read_back(parent, call.after)
+        child_after = read_back(child, call.child[1]) if call.op == "copy" else call.child[1]
         model_ops = call.ops if call.op != "hint" else ops
-        if (ret, after, ops) != (call.ret, call.after, model_ops):
+        if (ret, bool(f["writable"]), after, child_after, ops) != (call.ret, call.writable, call.after, call.child[1],
+                                                                 model_ops):
+            if child_after != call.child[1]:  # name the child's entries that differ
+                after, call = child_after, call._replace(after=call.child[1])
             changed = [k for k in range(len(after)) if after[k] != call.after[k]][:4]
-            out.append(f"{call.origin}: {call.op} {call.args}: kernel returned {ret:#x}, counted {ops}, entries "
-                       f"{[(k, hex(after[k])) for k in changed]}; model {call.ret:#x}, {call.ops}, "
+            out.append(f"{call.origin}: {call.op} {call.args}: kernel returned {ret:#x} (writable {f['writable']}), "
+                       f"counted {ops}, entries {[(k, hex(after[k])) for k in changed]}; model {call.ret:#x} "
+                       f"(writable {int(call.writable)}), {call.ops}, "
                        f"{[(k, hex(call.after[k])) for k in changed]}\ninput:\n{text(call)[:400]}")
     return out
 
@@ -236,13 +357,15 @@ def differences(calls: list[Call], binary: str = "contpte") -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layouts", type=int, default=200, metavar="N", help="arm64 layouts drawn (default 200)")
+    parser.add_argument("--edge-layouts", type=int, default=20, metavar="N",
+                        help="edge_layout() draws: folios ending inside contpte blocks and at their edges (default 20)")
     parser.add_argument("--first-seed", type=int, default=0, metavar="S")
     parser.add_argument("--binary", default="contpte", help="contpte, or the mutated contpte-get-drops-dirty")
     args = parser.parse_args(argv)
-    calls = runs_calls(args.first_seed, args.layouts)
+    calls = runs_calls(args.first_seed, args.layouts, args.edge_layouts)
     bad = differences(calls, args.binary)
-    kinds = {op: sum(c.op == op for c in calls) for op in ("get", "hint", "wrprotect", "set")}
-    print(f"{len(calls)} calls ({', '.join(f'{n} {op}' for op, n in kinds.items())}) of the arm64 helpers, "
+    kinds = {op: sum(c.op == op for c in calls) for op in ("get", "hint", "wrprotect", "set", "batch", "copy")}
+    print(f"{len(calls)} calls ({', '.join(f'{n} {op}' for op, n in kinds.items())}) of the arm64 helpers, folio_pte_batch and __copy_present_ptes, "
           f"{len(bad)} differing")
     for message in bad[:3]:
         print(message)

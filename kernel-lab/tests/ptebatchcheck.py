@@ -79,11 +79,11 @@ class Copy(NamedTuple):
     origin: str
 
 
-def copies(trace, origin: str) -> list[Copy]:
-    """Every __copy_present_ptes() call of a fork model run: the batch before, and both tables after.
-    The model's call has no step of its own: it starts at the first of its steps (wrprotect_ptes, when
-    it write-protects the parent, then set_ptes) and ends after set_ptes."""
-    out = []
+def copy_steps(trace):
+    """(step, before, after, nr, src_flags, dst_flags) of every __copy_present_ptes() call of a fork model
+    run. The model's call has no step of its own: it starts at the first of its steps (wrprotect_ptes,
+    when it write-protects the parent, then set_ptes) and ends after set_ptes; nr is the child's entries
+    from the call's on that it set."""
     labels = [getattr(a, "label", "") for a in trace.actions]
     for step, (label, pre) in enumerate(zip(labels, trace.states)):
         if label not in ("wrprotect_ptes", "set_ptes") or step and labels[step - 1] == "wrprotect_ptes":
@@ -97,9 +97,16 @@ def copies(trace, origin: str) -> list[Copy]:
             nr += 1
         vm = pre.vm[c.vma]
         src = VM_MAYWRITE | (VM_SHARED if vm.kind == SHARED else 0)
-        out.append(Copy(tuple(pre.parent[c.addr:c.addr + nr]), c.pte, src, VM_UFFD_WP if vm.uffd_wp else 0,
-                        (tuple(post.parent[c.addr:c.addr + nr]), tuple(post.child[c.addr:c.addr + nr])),
-                        f"{origin} step {step}"))
+        yield step, pre, post, nr, src, VM_UFFD_WP if vm.uffd_wp else 0
+
+
+def copies(trace, origin: str) -> list[Copy]:
+    """Every __copy_present_ptes() call of a fork model run: the batch before, and both tables after."""
+    out = []
+    for step, pre, post, nr, src, dst in copy_steps(trace):
+        a = pre.copy.addr
+        out.append(Copy(tuple(pre.parent[a:a + nr]), pre.copy.pte, src, dst,
+                        (tuple(post.parent[a:a + nr]), tuple(post.child[a:a + nr])), f"{origin} step {step}"))
     return out
 
 
@@ -126,18 +133,26 @@ def copy_differences(all_copies: list[Copy], binary: str = "fork-pte-batch") -> 
     return out
 
 
-def calls(trace, origin: str) -> list[Call]:
-    """Every folio_pte_batch() call of a fork model run: its inputs, and what it returned."""
-    out, start = [], None
+def batches(trace):
+    """(step, before, after) of every folio_pte_batch() call of a fork model run: the state before its
+    first step and the state after its last one (the model's call is a step per loop turn)."""
+    start = None
     for step, (action, pre) in enumerate(zip(trace.actions, trace.states)):
         label = getattr(action, "label", "")
         if label == "folio_pte_batch" and start is None:
             start = pre
         elif label != "folio_pte_batch" and start is not None:
-            c, f = start.copy, start.folios[start.copy.folio]
-            out.append(Call(tuple(start.parent[c.addr:c.addr + c.max_nr]), c.max_nr, fpb_flags(start.vm[c.vma]),
-                            f.pfn, 1 << f.order, pre.copy.nr, pre.copy.any_writable, f"{origin} step {step}"))
+            yield step, start, pre
             start = None
+
+
+def calls(trace, origin: str) -> list[Call]:
+    """Every folio_pte_batch() call of a fork model run: its inputs, and what it returned."""
+    out = []
+    for step, start, end in batches(trace):
+        c, f = start.copy, start.folios[start.copy.folio]
+        out.append(Call(tuple(start.parent[c.addr:c.addr + c.max_nr]), c.max_nr, fpb_flags(start.vm[c.vma]),
+                        f.pfn, 1 << f.order, end.copy.nr, end.copy.any_writable, f"{origin} step {step}"))
     return out
 
 

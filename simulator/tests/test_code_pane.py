@@ -117,19 +117,71 @@ def test_a_fork_scenario_names_the_architecture_its_pte_format_is_from():
     arches = {}
     for name in scenario.bundled("fork-batch"):
         sc = scenario.load("fork-batch", MODELS["fork-batch"].scenario_schema, name)
-        arches[name] = model.arch(model.initial(sc.config))
+        arches[name] = model.kernel_build(model.initial(sc.config))
     assert arches["contpte-arm64"] == "arm64" and arches["pinned-folio"] in ("x86-64", "arm64", "ppc64le")
 
 
 def test_an_architectures_excerpts_mark_each_steps_lines():
-    data = excerpts.load()["arches"]
+    """Every architecture's own code marks each step's lines (a configuration's stubs have none to mark:
+    CONFIG_PER_VMA_LOCK=n's vma_start_read has no down_read_trylock)."""
+    data = excerpts.load()["builds"]
     unmarked = []
     for mech, variant, label, where in all_labels():
         for arch, table in data.items():
             ex = table.get(str(where))
-            if ex is None:
+            if ex is None or excerpts.BUILDS[arch][1]:
                 continue
             built = Source.parse(ex["where"])
             if not code.marked_lines(label, built, ex["text"].split("\n")) and label != built.function:
                 unmarked.append(f"{arch}: {mech}/{variant}: {label} in {built}")
     assert unmarked == []
+
+
+def shown_in_scenario(mech: str, variant: str, scenario_name: str) -> dict[str, str]:
+    """Per function of ``mech``'s steps (by the name the model cites), the code the pane shows for its steps
+    when ``variant`` runs the bundled ``scenario_name``: the kernel build its model names for that run."""
+    from kstep.scenario_spec import scenario
+
+    model = make_model(mech, variant)
+    sc = scenario.load(mech, MODELS[mech].scenario_schema, scenario_name)
+    build = model.kernel_build(model.initial(sc.config))
+    sources = model.sources()
+    labels = sorted(label for label, where in sources.items() if where.path)
+    t = code.tables(labels, sources, set(labels), build)
+    return {sources[label].function: "\n".join(t["excerpts"][c["excerpt"]]["lines"]) if c else ""
+            for label, c in zip(labels, t["code"])}
+
+
+def test_no_per_vma_lock_is_shown_the_stubs_config_per_vma_lock_n_builds():
+    """Without CONFIG_PER_VMA_LOCK (the kernel before 6.4) lock_vma_under_rcu is include/linux/mm.h's stub
+    returning NULL, vma_start_read returns false and vma_start_write is empty: not the =y bodies the
+    default variant shows, which walk the maple tree and compare mm_lock_seq."""
+    per_vma = shown_in_scenario("vma-locks", "v6.12", "fork-vs-fault")
+    without = shown_in_scenario("vma-locks", "no-per-vma-lock", "fork-vs-fault")
+    assert "mas_walk" in per_vma["lock_vma_under_rcu"] and "mm_lock_seq" in per_vma["vma_start_read"]
+    assert "__is_vma_write_locked" in per_vma["vma_start_write"]
+    assert "return NULL;" in without["lock_vma_under_rcu"] and "mas_walk" not in without["lock_vma_under_rcu"]
+    assert "{ return false; }" in without["vma_start_read"] and "mm_lock_seq" not in without["vma_start_read"]
+    assert without["vma_start_write"] == "static inline void vma_start_write(struct vm_area_struct *vma) {}"
+
+
+def test_one_pending_bit_is_shown_the_word_wide_atomics_of_16k_cpus():
+    """With _Q_PENDING_BITS == 1 (16K CPUs or more) clear_pending, clear_pending_set_locked and xchg_tail
+    work on the whole word (atomic_andnot, atomic_add, a cmpxchg loop), not on the pending byte and the
+    16-bit tail the 8-bit layout's versions store."""
+    byte = shown_in_scenario("qspinlock", "v6.12", "pending-path")
+    bit = shown_in_scenario("qspinlock", "v6.12", "one-bit-pending")
+    assert "WRITE_ONCE(lock->pending, 0);" in byte["clear_pending"]
+    assert "atomic_andnot(_Q_PENDING_VAL, &lock->val);" in bit["clear_pending"]
+    assert "WRITE_ONCE(lock->locked_pending, _Q_LOCKED_VAL);" in byte["clear_pending_set_locked"]
+    assert "atomic_add(-_Q_PENDING_VAL + _Q_LOCKED_VAL, &lock->val);" in bit["clear_pending_set_locked"]
+    assert "xchg_relaxed(&lock->tail" in byte["xchg_tail"]
+    assert "atomic_try_cmpxchg_relaxed(&lock->val, &old, new)" in bit["xchg_tail"]
+    assert "lock->tail" not in bit["xchg_tail"]
+
+
+def test_every_build_a_model_names_is_one_the_excerpts_have():
+    data = excerpts.load()["builds"]
+    for mech, cls in MODELS.items():
+        for build in getattr(cls, "kernel_builds", ()):
+            assert build in excerpts.BUILDS and build in data, f"{mech}: {build}"

@@ -75,7 +75,13 @@ CONTPTE_COPIED = ["_AT", "__AC", "_AC", "__ALIGN_KERNEL", "__ALIGN_KERNEL_MASK",
                   "__ptep_set_wrprotect", "__wrprotect_ptes", "contpte_try_fold", "contpte_try_unfold", "pte_same",
                   "mm_is_user", "contpte_align_down", "contpte_try_unfold_partial", "contpte_convert",
                   "__contpte_try_fold", "__contpte_try_unfold", "contpte_ptep_get", "contpte_set_ptes",
-                  "contpte_wrprotect_ptes", "pte_batch_hint", "ptep_get", "set_ptes", "wrprotect_ptes"]
+                  "contpte_wrprotect_ptes", "pte_batch_hint", "ptep_get", "set_ptes", "wrprotect_ptes",
+                  "pte_clear_soft_dirty", "__pte_batch_clear_ignored", "folio_pte_batch", "pte_clear_uffd_wp",
+                  "is_cow_mapping", "userfaultfd_wp", "__copy_present_ptes"]
+EDGE_LAYOUTS = 1  # edge_layout() draws in make test: each has a whole block of order-0 folios, and order-4 ones
+# side by side
+# the contpte builds with a folio-end mutation (kernel-lab/Makefile)
+FOLIO_END_MUTANTS = ("contpte-fold-across-folios", "contpte-batch-past-folio-end")
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +89,8 @@ def built(linux_tree):
     arches = [p.values[0] for p in ARCHES]
     targets = [f"build/{a}/damon-regions{m}" for a in arches for m in ("", "-merge-lt")]
     targets += [f"build/x86_64/fork-pte-batch{m}" for m in ("", "-keeps-young")]
-    targets += [f"build/arm64/contpte{m}" for m in ("", "-get-drops-dirty")]
+    targets += [f"build/arm64/contpte{m}" for m in ("", "-get-drops-dirty", "-fold-across-folios",
+                                                    "-batch-past-folio-end", "-copy-keeps-young")]
     p = labmake.make("-s", "-j2", f"LINUX={linux_tree}", *targets)
     assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
 
@@ -129,6 +136,9 @@ def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree, n
     ("fork-pte-batch-keeps-young/fork-pte-batch.c",
      ["mm/internal.h:168: __pte_batch_clear_ignored", "mm/memory.c:950: __copy_present_ptes"]),
     ("contpte-get-drops-dirty/contpte.c", ["arch/arm64/mm/contpte.c:155: contpte_ptep_get"]),
+    ("contpte-fold-across-folios/contpte.c", ["arch/arm64/mm/contpte.c:76: __contpte_try_fold"]),
+    ("contpte-batch-past-folio-end/contpte.c", ["mm/internal.h:204: folio_pte_batch"]),
+    ("contpte-copy-keeps-young/contpte.c", ["mm/memory.c:950: __copy_present_ptes"]),
 ])
 def test_a_changed_copy_is_named(built, linux_tree, mutant, named):
     assert copies_differing(LAB / "build" / "src" / mutant, linux_tree) == named
@@ -251,16 +261,19 @@ def test_a_build_that_keeps_the_accessed_bit_is_caught(built, fork_runs):
 def contpte_calls():
     first = random.randrange(1 << 32)
     print(f"arm64 layouts drawn from seed {first} on (contptecheck.py --first-seed {first} repeats them)")
-    return contptecheck.runs_calls(first, ARM64_LAYOUTS)
+    return contptecheck.runs_calls(first, ARM64_LAYOUTS, EDGE_LAYOUTS)
 
 
 @pytest.mark.qemu
 def test_the_kernels_contpte_helpers_do_what_the_models_arm64_format_does(built, contpte_calls):
-    """arm64's ptep_get, pte_batch_hint, wrprotect_ptes and set_ptes with contpte.c behind them, compiled for
-    arm64 and run under qemu-aarch64, on every call the model makes: the PTE or hint returned, the whole
-    table after, and the loads, stores, atomics and TLB flushes of page-table memory."""
+    """arm64's ptep_get, pte_batch_hint, wrprotect_ptes and set_ptes with contpte.c behind them, and
+    folio_pte_batch() and __copy_present_ptes() over them, compiled for arm64 and run under qemu-aarch64,
+    on every call the model makes: the PTE, hint or batch (and its any_writable) returned, the whole table
+    after (both, for a copy), and the loads, stores, atomics and TLB flushes of page-table memory."""
     ops = {c.op for c in contpte_calls}
-    assert ops == {"get", "hint", "wrprotect", "set"}
+    assert ops == {"get", "hint", "wrprotect", "set", "batch", "copy"}
+    # a folded block's batch, which pte_batch_hint() makes in one turn
+    assert any(c.op == "batch" and c.ret == contptecheck.pt.CONT_PTES and c.ops[0] == 0 for c in contpte_calls)
     assert any(c.op == "wrprotect" and c.ops[3] for c in contpte_calls)  # an unfold: contpte_convert's flush
     assert any(c.op == "set" and c.ops[3] for c in contpte_calls)  # a fold of the child's block
     bad = contptecheck.differences(contpte_calls)
@@ -268,9 +281,45 @@ def test_the_kernels_contpte_helpers_do_what_the_models_arm64_format_does(built,
 
 
 @pytest.mark.qemu
+@pytest.mark.parametrize("binary", FOLIO_END_MUTANTS)
+def test_a_contpte_build_that_stops_at_the_wrong_place_at_a_folios_end_is_caught(built, contpte_calls, binary):
+    """A block folded over a folio's end, or a batch run past it, differs on the edge layouts, whose
+    first runs are a whole block of order-0 folios and order-4 folios side by side with the same bits."""
+    edges = [c for c in contpte_calls if c.origin.startswith("edge layout")]
+    bad = contptecheck.differences(edges, binary)
+    assert bad, f"{binary} is not caught on {len(edges)} calls of the edge layouts"
+
+
+@pytest.mark.qemu
+def test_a_contpte_build_whose_copy_keeps_the_accessed_bit_is_caught(built, contpte_calls):
+    bundled = [c for c in contpte_calls if "layout" not in c.origin]  # young entries are copied there
+    bad = contptecheck.differences(bundled, "contpte-copy-keeps-young")
+    assert bad and {m.split(": ")[1].split()[0] for m in bad} == {"copy"}
+
+
+@pytest.mark.qemu
 def test_a_contpte_build_that_drops_the_blocks_dirty_bits_is_caught(built, contpte_calls):
     bundled = [c for c in contpte_calls if not c.origin.startswith("layout")]
     assert contptecheck.differences(bundled, "contpte-get-drops-dirty")
+
+
+# Each kernel-code port's stand-ins, and where its README and kernel-lab/README.md's table count their lines.
+SHIMS = {
+    "damon-regions": (("damon-regions/regions_internal.h", "damon-regions/include/linux/*.h"),
+                      "damon-regions/README.md", r"## The shims: (\d+) lines"),
+    "fork-pte-batch": (("fork-pte-batch/pte_internal.h",), "fork-batch/README.md",
+                       r"`fork-pte-batch/pte_internal.h`, are (\d+) lines"),
+    "contpte": (("contpte/contpte_internal.h",), "contpte/README.md", r"`contpte_internal.h` is (\d+) lines"),
+}
+
+
+@pytest.mark.parametrize("port", SHIMS)
+def test_each_ports_readme_counts_its_shims_lines(port):
+    """Issue 23: each port's README gives its shims' line count; the count is the files' own."""
+    patterns, readme, said = SHIMS[port]
+    lines = sum(len(f.read_text().splitlines()) for p in patterns for f in LAB.glob(p))
+    table = re.search(rf"^\| `{port}/` \|[^\n]*?(\d+) lines of stand-ins", (LAB / "README.md").read_text(), re.M)
+    assert [int(re.search(said, (LAB / readme).read_text()).group(1)), int(table.group(1))] == [lines, lines]
 
 
 def test_merge_of_products_past_64_bits(built):

@@ -108,8 +108,11 @@ def marked_lines(label: str, where: Source, lines: Sequence[str]) -> list[int]:
         out = []
         for text in anchors:
             start = out[-1] + 1 if out else 0
-            out.append(len(lines) - 1 if text == RETURNS else next(i for i in range(start, len(lines))
-                                                                    if text in lines[i]))
+            found = len(lines) - 1 if text == RETURNS else next(
+                (i for i in range(start, len(lines)) if text in lines[i]), None)
+            if found is None:  # a build's stub of the function (CONFIG_PER_VMA_LOCK=n): not the step's code
+                return []
+            out.append(found)
         return out
     if label == where.function:
         return []
@@ -117,24 +120,26 @@ def marked_lines(label: str, where: Source, lines: Sequence[str]) -> list[int]:
     return [i for i, line in enumerate(lines) if word.search(line)]
 
 
-def built(where: Source, arch: Optional[str] = None) -> tuple[Source, Optional[dict]]:
-    """The function ``where`` names as ``arch``'s kernel builds it (arm64's contpte ``ptep_get`` for the
-    generic one), and its excerpt; without ``arch``, the cited one. No excerpt: None."""
+def built(where: Source, build: Optional[str] = None) -> tuple[Source, Optional[dict]]:
+    """The function ``where`` names as the kernel build ``build`` compiles it (arm64's contpte ``ptep_get``
+    for the generic one, CONFIG_PER_VMA_LOCK=n's stub of ``lock_vma_under_rcu``), and its excerpt; without
+    ``build``, the cited one. No excerpt (or none that build compiles): None."""
     data = load()
-    ex = data.get("arches", {}).get(arch, {}).get(str(where)) if arch else None
-    if ex is not None:
-        return Source.parse(ex["where"]), ex
-    return where, data["excerpts"].get(str(where))
+    table = data.get("builds", {}).get(build, {}) if build else {}
+    if str(where) not in table:
+        return where, data["excerpts"].get(str(where))
+    ex = table[str(where)]
+    return (where, None) if ex is None else (Source.parse(ex["where"]), ex)
 
 
-def tables(labels: Sequence[str], sources: Mapping[str, Source], used: set[str], arch: Optional[str] = None) -> dict:
+def tables(labels: Sequence[str], sources: Mapping[str, Source], used: set[str], build: Optional[str] = None) -> dict:
     """What player.js needs for the pane: the excerpts of the labels ``used`` in the trace (the others
-    get none, to keep the page small), each label's excerpt index, marked lines and link; with ``arch``,
-    the code that architecture builds (:func:`built`)."""
+    get none, to keep the page small), each label's excerpt index, marked lines and link; with ``build``,
+    the code that kernel build compiles (:func:`built`)."""
     data = load()
     excerpts, index, code = [], {}, []
     for label in labels:
-        source, ex = built(sources[label], arch)
+        source, ex = built(sources[label], build)
         where = str(source)
         if label not in used or ex is None:
             code.append(None)

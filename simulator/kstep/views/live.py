@@ -123,7 +123,8 @@ def enable(lay, trace, model) -> None:
     of the model's functions call which in the 6.12 code (each step's call stack needs it)."""
     from . import code, context  # the calls: Bokeh-free, but they read the excerpts
 
-    spec = _every_step(lay, model)
+    build = getattr(model, "kernel_build", None)
+    spec = _every_step(lay, model, build(trace.states[0]) if build and trace.states else None)
     variants = [v for v in type(model).variants.values() if sorted(type(model)(v.name).sources()) == spec["labels"]]
     spec["live"] = {"mechanism": trace.mechanism, "scenario": trace.scenario, "variant": trace.variant,
                     "title": model.title or model.name, "calls": context.call_pairs(model, code.calls),
@@ -148,12 +149,13 @@ def enable_litmus(lay, model, text: str) -> None:
                     "pick": "Execution"}
 
 
-def _every_step(lay, model) -> dict:
-    """The player spec of layout ``lay``, with the code pane of every step ``model`` has."""
+def _every_step(lay, model, build=None) -> dict:
+    """The player spec of layout ``lay``, with the code pane of every step ``model`` has, as the kernel
+    build ``build`` compiles it (code.built)."""
     from . import code  # the code pane's tables: Bokeh-free, but they read the excerpts
 
     spec = lay.select_one({"name": "kstep-player"}).args["kstep"]
     labels = spec["labels"]
-    spec.update(code.tables(labels, model.sources(), set(labels)))
+    spec.update(code.tables(labels, model.sources(), set(labels), build))
     return spec
 

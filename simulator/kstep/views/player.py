@@ -335,10 +335,11 @@ class Player:
         return {"stack": np.array([self.strings.index(s) for s in lines], dtype=np.int32),
                 "on": np.array([self.strings.index(s) for s in on], dtype=np.int32)}
 
-    def arch(self) -> Optional[str]:
-        """The architecture whose kernel build the code pane shows, when the model's state names one."""
-        arch = getattr(self.model, "arch", None)
-        return arch(self.trace.states[0]) if arch and self.trace.states else None
+    def kernel_build(self) -> Optional[str]:
+        """The kernel build (an architecture's, or a configuration) whose code the code pane shows, when the
+        model's state or variant names one."""
+        build = getattr(self.model, "kernel_build", None)
+        return build(self.trace.states[0]) if build and self.trace.states else None
 
     def tables(self) -> dict:
         """The plain data player.js reads (besides Bokeh models): sizes, names and texts."""
@@ -346,15 +347,15 @@ class Player:
         labels = cols["labels"]
         sources = self.model.sources()
         what = getattr(self.model, "what", lambda label: "")
-        arch = self.arch()
+        build = self.kernel_build()
         return {
             "n": self.n,
             "strings": self.strings.table,
             "actors": cols["actors"],
             "labels": labels,
-            "where": [str(code.built(sources[l], arch)[0]) for l in labels],
+            "where": [str(code.built(sources[l], build)[0]) for l in labels],
             "what": [what(l) for l in labels],
-            **code.tables(labels, sources, {a.label for a in self.trace.actions}, arch),
+            **code.tables(labels, sources, {a.label for a in self.trace.actions}, build),
             "predictions": self.predictions,
             "code0": CODE0,
             "code_playing": CODE_PLAYING,

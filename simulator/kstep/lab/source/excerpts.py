@@ -13,12 +13,16 @@ configuration the models mirror compiles: Debian's x86-64 kernel (``CONFIG_PER_V
 ``vma_mark_detached`` is the body that asserts the write lock, not the empty stub; 8,192 CPUs, so
 qspinlock's pending byte).  A function that configuration does not build is an error, not a guess.
 
-A model whose state names an architecture (the fork model's PTE formats) is shown the code that
-architecture builds: ``arches`` holds, per architecture, the excerpts that differ from those, taken
-under the Kconfig symbols of Debian's kernel for it (:mod:`kstep.lab.source.conditions`) from the
-architecture's own headers where it overrides a generic function (arm64's contpte ``ptep_get``,
-``set_ptes``, ``wrprotect_ptes``, ``pte_batch_hint`` and ``ptep_get_lockless``; each one's
-``flush_tlb_mm``), else from the cited file under that architecture's configuration.
+A model whose state or variant names another kernel build (``kernel_build(state)``: the fork model's
+PTE formats name an architecture; vma-locks' ``no-per-vma-lock`` names ``CONFIG_PER_VMA_LOCK=n``; a
+qspinlock scenario with ``pending_bits = 1`` names 16K CPUs) is shown the code that build compiles:
+``builds`` holds, per build (``BUILDS``), the excerpts that differ from those, taken under its Kconfig
+symbols (:mod:`kstep.lab.source.conditions`) from the architecture's own headers where it overrides a
+generic function (arm64's contpte ``ptep_get``, ``set_ptes``, ``wrprotect_ptes``, ``pte_batch_hint``
+and ``ptep_get_lockless``; each one's ``flush_tlb_mm``), from the headers where a disabled option's
+stubs are (``CONFIG_PER_VMA_LOCK=n``: ``lock_vma_under_rcu`` returns NULL, ``vma_start_read`` false),
+else from the cited file under that configuration.  A function an architecture's build does not
+compile is an error; one a configuration's build does not compile is ``None`` (no code to show).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 from kstep.lab.source.conditions import Undecidable, built_lines, parse_config
 from kstep.lab.source.index import PACKAGE, VERSION, kernel_release, tree_dir
@@ -61,15 +65,33 @@ ARCHES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 MIRRORED = "x86-64"  # the build every model follows unless its state names another architecture
+# The builds a model may name (``kernel_build(state)``): each architecture's Debian build, and
+# configurations on top of one: the Kconfig symbols set (=N) or unset (=n), and the headers that hold
+# what the build compiles instead of the cited function (a disabled option's stubs).
+BUILDS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    **{arch: (arch, (), ()) for arch in ARCHES},
+    # before 6.4, and 6.12 built without it: every fault takes mmap_lock
+    "x86-64 CONFIG_PER_VMA_LOCK=n": ("x86-64", ("CONFIG_PER_VMA_LOCK=n",),
+                                     ("include/linux/mm.h", "include/linux/mmap_lock.h")),
+    # _Q_PENDING_BITS == 1: qspinlock.c's branch for 16K CPUs or more (x86-64's Kconfig stops at 8,192,
+    # NR_CPUS_RANGE_END; no 6.12 architecture with queued spinlocks allows more, but the file has it)
+    "x86-64 CONFIG_NR_CPUS=16384": ("x86-64", ("CONFIG_NR_CPUS=16384",), ()),
+}
 _OWN_FILES = {"arch/x86/": "x86-64", "arch/arm64/": "arm64", "arch/powerpc/": "ppc64le"}  # built by that one only
 
 
-def config_of(arch: str) -> dict[str, int]:
-    """The symbols an ``#if`` sees when ``arch``'s Debian kernel builds: its Kconfig symbols, ``__KERNEL__``
-    (the kernel's build defines it, uapi users do not), and the one macro the excerpted files test that is
-    derived from them (include/asm-generic/qspinlock_types.h: a pending byte below 16K CPUs, one pending
-    bit from there on)."""
+def config_of(build: str) -> dict[str, int]:
+    """The symbols an ``#if`` sees when ``build`` (an architecture's Debian kernel, or a configuration on
+    top of it) compiles: its Kconfig symbols, ``__KERNEL__`` (the kernel's build defines it, uapi users do
+    not), and the one macro the excerpted files test that is derived from them
+    (include/asm-generic/qspinlock_types.h: a pending byte below 16K CPUs, one pending bit from there on)."""
+    arch, changes, _ = BUILDS[build]
     config = parse_config(",".join(ARCHES[arch][0]))
+    for change in changes:
+        name, _, value = change.partition("=")
+        config.pop(name, None)
+        if value != "n":
+            config.update(parse_config(change))
     config["__KERNEL__"] = 1
     config["_Q_PENDING_BITS"] = 8 if config["CONFIG_NR_CPUS"] < 1 << 14 else 1
     return config
@@ -118,8 +140,8 @@ def definitions(lines: list[str], function: str) -> list[tuple[int, int]]:
 
 
 def built_definition(lines: list[str], path: str, function: str, arch: str) -> Optional[tuple[int, int]]:
-    """(first, end) of the one definition of ``function`` in ``lines`` (the file ``path``) that ``arch``'s
-    configuration compiles; None if it compiles none there."""
+    """(first, end) of the one definition of ``function`` in ``lines`` (the file ``path``) that the build
+    ``arch`` compiles; None if it compiles none there."""
     try:
         built = built_lines(lines, config_of(arch))
     except Undecidable as e:
@@ -143,12 +165,14 @@ def excerpt(tree: Path, path: str, function: str) -> dict:
     return {"line": first + 1, "text": "\n".join(lines[first:end])}
 
 
-def arch_excerpt(tree: Path, path: str, function: str, arch: str) -> dict:
-    """{"where", "line", "text"}: the definition of ``function`` that ``arch`` builds, from its own files
-    when it overrides a generic header's (or another architecture's) function, else from ``path``."""
-    files = ARCHES[arch][1]
-    overridable = path.startswith(("include/", "arch/"))
-    for candidate in (files if overridable else ()) + (path,):
+def arch_excerpt(tree: Path, path: str, function: str, arch: str) -> Optional[dict]:
+    """{"where", "line", "text"}: the definition of ``function`` that the build ``arch`` compiles, from its
+    architecture's own files when it overrides a generic header's (or another architecture's) function,
+    from the build's own headers (a disabled option's stubs), else from ``path``; None if a configuration
+    (not an architecture's own build) compiles none."""
+    base, _, own = BUILDS[arch]
+    files = ARCHES[base][1] if path.startswith(("include/", "arch/")) else ()
+    for candidate in files + own + (path,):
         if candidate.startswith("arch/") and candidate != path and not (tree / candidate).is_file():
             raise LookupError(f"{candidate}: not in the tree")
         lines = (tree / candidate).read_text(errors="replace").splitlines()
@@ -166,35 +190,49 @@ def arch_excerpt(tree: Path, path: str, function: str, arch: str) -> dict:
             m = alias.match(line)
             if m and built[k] and m.group(1) != function:
                 return arch_excerpt(tree, candidate, m.group(1), arch)
+    if BUILDS[arch][1]:
+        return None
     raise LookupError(f"{path}: no definition of {function} that {arch}'s configuration builds")
 
 
-def arch_excerpts(tree: Path, functions: Iterable[tuple[str, str]], excerpts: dict) -> dict:
-    """Per architecture, the excerpts of ``functions`` that differ from ``excerpts`` (the mirrored build's)."""
+def arch_excerpts(tree: Path, functions: Mapping[str, Iterable[tuple[str, str]]], excerpts: dict) -> dict:
+    """Per build, the excerpts of its ``functions`` that differ from ``excerpts`` (the mirrored build's)."""
     out: dict[str, dict] = {}
-    for arch in ARCHES:
+    for arch, wanted_there in functions.items():
         out[arch] = {}
-        for path, function in functions:
+        for path, function in wanted_there:
             ex = arch_excerpt(tree, path, function, arch)
             default = excerpts[f"{path}:{function}"]
-            if ex["where"] != f"{path}:{function}" or ex["text"] != default["text"]:
+            if ex is None or ex["where"] != f"{path}:{function}" or ex["text"] != default["text"]:
                 out[arch][f"{path}:{function}"] = ex
     return out
 
 
-def wanted(with_arch: bool = False) -> list[tuple[str, str]]:
-    """Every (path, function) of kernel code a label or call of any model variant mirrors (a step
-    outside the kernel has no path); ``with_arch``: of the models whose state names an architecture."""
+def _functions(mech: str) -> set[tuple[str, str]]:
+    """Every (path, function) of kernel code a label or call of a variant of ``mech`` mirrors (a step
+    outside the kernel has no path)."""
     from kstep.models import MODELS, make_model
 
-    out: set[tuple[str, str]] = set()
+    return {(s.path, s.function) for variant in MODELS[mech].variants
+            for s in make_model(mech, variant).locations().values() if s is not None and s.path}
+
+
+def wanted() -> list[tuple[str, str]]:
+    """Every (path, function) of kernel code a label or call of any model variant mirrors."""
+    from kstep.models import MODELS
+
+    return sorted(set().union(*map(_functions, MODELS)))
+
+
+def wanted_by_build() -> dict[str, list[tuple[str, str]]]:
+    """Per build a model may name (its ``kernel_builds``), the functions of the models that may name it."""
+    from kstep.models import MODELS
+
+    out: dict[str, set] = {}
     for mech, cls in MODELS.items():
-        if with_arch and not hasattr(cls, "arch"):
-            continue
-        for variant in cls.variants:
-            out.update((s.path, s.function) for s in make_model(mech, variant).locations().values()
-                       if s is not None and s.path)
-    return sorted(out)
+        for build in getattr(cls, "kernel_builds", ()):
+            out.setdefault(build, set()).update(_functions(mech))
+    return {build: sorted(functions) for build, functions in out.items()}
 
 
 def build(tree: Path, functions: Iterable[tuple[str, str]], optional: Iterable[tuple[str, str]] = ()) -> dict:
@@ -215,7 +253,7 @@ def build_all(tree: Path) -> dict:
     from kstep.memory.primitives import every_candidate
 
     data = build(tree, wanted(), every_candidate())
-    data["arches"] = arch_excerpts(tree, wanted(with_arch=True), data["excerpts"])
+    data["builds"] = arch_excerpts(tree, wanted_by_build(), data["excerpts"])
     return data
 
 

@@ -130,8 +130,11 @@ class ForkBatchModel(vl_model.VmaLocksModel):
     def expect_functions(self):
         return {**rcu_expect_functions(), **expect_functions()}
 
-    def arch(self, state) -> str:
-        """The architecture whose build the code pane shows: the one each PTE format's helpers are from."""
+    kernel_builds = tuple(pt.ARCH.values())
+
+    def kernel_build(self, state) -> str:
+        """The kernel build whose code the code pane shows: the architecture each PTE format's helpers are
+        from."""
         return pt.ARCH[state.fmt]
 
     def work(self, state, action, after):

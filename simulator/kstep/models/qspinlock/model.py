@@ -66,6 +66,9 @@ for part in (qspinlock, before_set_locked.program, x86.program, broken.program):
     generic.include(part)
 PROGRAMS = {QSPINLOCK: generic, TICKET: ticket, POWERPC: powerpc}
 ENTRY = {QSPINLOCK: "queued_spin_lock", TICKET: "arch_spin_lock", POWERPC: "queued_spin_lock"}
+# The kernel build a run of the generic lock with one pending bit compiles (lab/source/excerpts.py's
+# BUILDS): _Q_PENDING_BITS is 1 from 16K CPUs on.
+PENDING_BIT_BUILD = "x86-64 CONFIG_NR_CPUS=16384"
 
 
 def _context(s, name):
@@ -107,6 +110,7 @@ class QspinlockModel(Footprints, CpuSymmetry, ProgramModel):
     # CPU's qnodes[0].mcs.count is touched by that CPU alone, which always sees its own stores.
     memory_fields = ("words", "nodes")
     cpu_field = "cpu"
+    kernel_builds = (PENDING_BIT_BUILD,)
 
     def __init__(self, variant=None):
         chosen = self.variants[variant or self.default_variant]
@@ -117,6 +121,12 @@ class QspinlockModel(Footprints, CpuSymmetry, ProgramModel):
         self._footprints = {}  # (label, footprint function, context index, its record, nesting, nodes) -> footprint
         self._renamings = {}  # (perm, the run's layout of contexts) -> its _Renaming
         super().__init__(variant)
+
+    def kernel_build(self, state):
+        """The kernel build whose code the code pane shows: with one pending bit, the qspinlock.c functions
+        _Q_PENDING_BITS == 1 compiles (clear_pending, clear_pending_set_locked and xchg_tail as atomics on
+        the whole word); else the mirrored one."""
+        return PENDING_BIT_BUILD if self.layout == QSPINLOCK and state.pending_bits == 1 else None
 
     def refuses_memory_model(self, name):
         if name == "tso" and self.layout == POWERPC:

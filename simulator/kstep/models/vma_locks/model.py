@@ -50,7 +50,7 @@ from .rwsem import NOBODY
 from .scenario import FOREVER, SCHEMA, thread_names, thread_program
 from .state import (LIVE, MM, NO_ANON_VMA, VM_LOCK_SEQ_INIT, Counters, Mm, Thread, Vma, VmaState, accountable,
                     in_vma_start_read, set_local)
-from .variants import VARIANTS
+from .variants import NO_PER_VMA_LOCK_BUILD, VARIANTS
 
 # One table of every step and call: the lock's, the fault path's, the writers', a thread's loop
 # (scenario.py) and RCU's.
@@ -99,6 +99,13 @@ class VmaLocksModel(ProgramModel):
     # mprotect's and munmap's TLB flush, with an IPI to the other CPUs running the mm's threads.
     step_work = {"handle_mm_fault": ("page_fault",), "do_anonymous_page": ("page_zero",),
                  "vm_flags_reset": ("tlb_flush", "ipi"), "vma_iter_clear_gfp": ("tlb_flush", "ipi")}
+    # The kernel builds a variant may name (lab/source/excerpts.py's BUILDS): its params' kernel_build.
+    kernel_builds: tuple[str, ...] = (NO_PER_VMA_LOCK_BUILD,)
+
+    def kernel_build(self, state):
+        """The kernel build whose code the code pane shows: the variant's configuration, if it is not the
+        mirrored one (no-per-vma-lock: the stubs CONFIG_PER_VMA_LOCK=n compiles)."""
+        return self.variant.params.get("kernel_build")
 
     def unstarted(self, config):
         init = self.variant.params.get("vm_lock_seq_init", VM_LOCK_SEQ_INIT)

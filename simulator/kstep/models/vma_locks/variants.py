@@ -16,6 +16,8 @@ from .mm import lock_vma_under_rcu_stub
 from .mmap_lock import mmap_write_lock_6_12_0
 from .state import VM_LOCK_SEQ_INIT_6_12_0
 
+NO_PER_VMA_LOCK_BUILD = "x86-64 CONFIG_PER_VMA_LOCK=n"  # the kernel build no-per-vma-lock's code pane shows
+
 
 VARIANTS = {
     "v6.12": Variant.release(
@@ -51,7 +53,7 @@ VARIANTS = {
                   "vm_area_alloc": Replacement(vm_area_alloc_with(None), what=(
                       "allocate a VMA and vma_init it: no range or flags yet; with CONFIG_PER_VMA_LOCK=n "
                       "it has no VMA lock and no vm_lock_seq; nobody else can reach it"))},
-        params={"vm_lock_seq_init": None}),
+        params={"vm_lock_seq_init": None, "kernel_build": NO_PER_VMA_LOCK_BUILD}),
     "no-recheck": Variant.bug(
         "no-recheck", "vma_start_read trusts its lockless check and skips the recheck under the rwsem",
         unfixed=MADE_UP,        vma_start_read_recheck=recheck_skipped),

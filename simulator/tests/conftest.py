@@ -33,7 +33,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def browser():
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: run scripts/setup-system (Debian package chromium)")
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/setup-system (Debian package chromium-headless-shell)")
     from playwright.sync_api import sync_playwright
 
     # Playwright gives the browser a fresh temporary profile itself.
@@ -95,6 +95,12 @@ def origin(site):
     class Quiet(SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
+
+        def end_headers(self):
+            # The site does not change while it is served: a page's BokehJS, theme and fonts come from the
+            # browser's cache on every later page, not asked for again (a request and a 304 each).
+            self.send_header("Cache-Control", "max-age=3600")
+            super().end_headers()
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -143,9 +143,10 @@ def test_a_thread_held_back_by_its_buffer_says_so():
 
 
 def test_head_ignores_pendings_tso_counterexample_can_be_scheduled_by_hand():
-    """The qspinlock chapter's claim: on the interactive tso page of head-ignores-pending, the explorer's
+    """The qspinlock chapter's claims: on the interactive tso page of head-ignores-pending, the explorer's
     shortest run is a sequence of choices the panel offers, with CPU 1's buffer holding C1's 16-bit store
-    after step 15, and it ends on the broken mutual exclusion."""
+    after step 15, and it ends on the broken mutual exclusion; drained before the cmpxchg, that store
+    makes it fail."""
     ex = experiment.open("qspinlock", "two-waiters", "head-ignores-pending").under("tso")
     cex = ex.explore().counterexample
     s = Session("qspinlock", "two-waiters", "head-ignores-pending", memory_model="tso")
@@ -155,6 +156,11 @@ def test_head_ignores_pendings_tso_counterexample_can_be_scheduled_by_hand():
     assert s.states == cex.states
     assert [s.model.entry_text(s.states[15], e) for e in s.states[15][-1][1]] == ["words[0] &0xffff = 0x1"]
     assert view["outcome"] == "violation" and view["violation"]["invariant"] == cex.violation.invariant
+    # Slid back to step 14, CPU 1's store drained first: the cmpxchg fails on the locked byte, on to set_locked.
+    assert str(cex.actions[14]) == "C2:claim_cmpxchg"
+    s.step("SB1:drain_store_buffer", at=14)
+    view = s.step("C2:claim_cmpxchg")
+    assert "C2:set_locked" in [c["action"] for c in view["choices"]] and view["violation"] is None
 
 
 def test_a_tso_page_is_marked_live_under_tso_with_the_variants_that_have_a_tso_model():

@@ -154,7 +154,7 @@ def test_head_ignores_pendings_tso_counterexample_can_be_scheduled_by_hand():
         assert str(action) in [c["action"] for c in s.view()["choices"]], f"step {k}"
         view = s.step(str(action))
     assert s.states == cex.states
-    assert [s.model.entry_text(s.states[15], e) for e in s.states[15][-1][1]] == ["words[0] &0xffff = 0x1"]
+    assert [s.model.entry_text(s.states[15], e) for e in s.states[15][-1][1]] == ["A->locked_pending = 1"]
     assert view["outcome"] == "violation" and view["violation"]["invariant"] == cex.violation.invariant
     # Slid back to step 14, CPU 1's store drained first: the cmpxchg fails on the locked byte, on to set_locked.
     assert str(cex.actions[14]) == "C2:claim_cmpxchg"

@@ -71,10 +71,10 @@ def test_a_student_drains_a_store_buffer_by_hand_then_scrubs_back_and_branches(b
         same_buffers(p, expected, 0)
         for k, action in enumerate(unlocked, start=1):
             pick(p, action, k, expected)
-        assert drawn(p.shown(SOURCE), 3)[0] == [("words[0] &0xff", "0x0")], "C0's unlock waits in CPU 0's buffer"
+        assert drawn(p.shown(SOURCE), 3)[0] == [("A->locked", "0")], "C0's unlock waits in CPU 0's buffer"
         assert offered(p) == [c["action"] for c in expected.view()["choices"]]
         button = p.page.locator('.kstep-live button[data-action="SB0:drain_store_buffer"]')
-        assert button.inner_text() == "CPU 0 drains words[0] &0xff = 0x0 to memory"
+        assert button.inner_text() == "CPU 0 drains A->locked = 0 to memory"
         pick(p, "SB0:drain_store_buffer", UNLOCKED + 1, expected)
         assert drawn(p.shown(SOURCE), 3)[0] == [], "CPU 0's drawn buffer shrank"
         pick(p, "C1:queued_spin_lock", UNLOCKED + 2, expected)
@@ -83,7 +83,7 @@ def test_a_student_drains_a_store_buffer_by_hand_then_scrubs_back_and_branches(b
         same_buffers(p, expected, UNLOCKED)
         assert offered(p) == [c["action"] for c in expected.view(UNLOCKED)["choices"]]
         pick(p, "C1:queued_spin_lock", UNLOCKED + 1, expected)  # the run branches: C1 runs, the store still waits
-        assert drawn(p.shown(SOURCE), 3)[0] == [("words[0] &0xff", "0x0")]
+        assert drawn(p.shown(SOURCE), 3)[0] == [("A->locked", "0")]
         assert f"step {UNLOCKED + 1} / {UNLOCKED + 1}" in p.status()
         schedule = p.page.inner_text(".kstep-live-schedule")
         assert schedule == expected.schedule() == " ".join(unlocked + ["C1:queued_spin_lock"])

@@ -2,10 +2,10 @@
 offers exactly the engine's moves (each thread's next step, and a drain of each CPU whose store buffer
 holds a store, named after its oldest entry), steps as the engine does, branches as under sc, and sends
 the page the store-buffer panel's rows as the static player draws them (test_store_buffers_view.py's
-``drawn`` and ``held``).  test_interactive_tso_browser.py drives the same in Chromium.
+``drawn`` and ``held``).  test_interactive_browser.py drives the same in Chromium.
 
 The mutant tests show the comparisons catch a drain of the newest store, a panel drawn newest first or
-left as it was, and a branch that keeps the dropped steps' states.
+left as it was, and a panel scrubbed back that still offers the last step's choices.
 """
 
 from __future__ import annotations

@@ -490,6 +490,7 @@
     ctx.variant = get(ctx.P.live, "variant");
     ctx.el = panel(ctx);
     ctx.el.dataset.mechanism = get(ctx.P.live, "mechanism");  // which player a panel drives, on a page of several
+    ctx.el.dataset.memory = memory_name(ctx);  // and under which memory model
     if (location.protocol === "file:") {
       ctx.el.dataset.state = "file";
       ctx.el.innerHTML = "<b>Interactive scheduling</b> (you choose which thread runs next) needs this page " +

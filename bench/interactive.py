@@ -15,9 +15,9 @@ every other request is aborted and counted) and measures
   Session built and shown);
 - ``python``: for every bundled scenario of every mechanism, under sc and, where the mechanism and the
   scenario's variant have one, under x86-TSO (the store buffers' drains are choices too), a Session in
-  the page's Pyodide takes up to ``--steps`` seeded random choices; each step is timed as the page does it (``Session.step`` and
-  ``Session.page_json``: the view and what the step changed in the columns of the run so far), with
-  Pyodide's clock;
+  the page's Pyodide takes up to ``--steps`` seeded random choices; each step is timed as the page does
+  it (``Session.step`` and ``Session.page_json``: the view and what the step changed in the columns of
+  the run so far), with Pyodide's clock;
 - ``click_ms``: on the page, from a click on a thread's button to the second animation frame after
   the panel and the player show the step (Python, the columns handed to the player, its redraw),
   along the student's schedule that reaches the use-after-free, ``--rounds`` times (Start again in

@@ -32,7 +32,7 @@ from typing import Any, Optional, Sequence
 
 from .engine.explore import ExploreResult, explore
 from .engine.liveness import LivenessResult, liveness
-from .engine.memory_model import memory_model as wrap_memory
+from .engine.memory_model import MEMORY_MODELS, memory_model as wrap_memory
 from .engine.model import Model, State
 from .engine.schedule import Random, RoundRobin, Scripted, simulate
 from .engine.trace import Trace
@@ -81,7 +81,9 @@ class Experiment:
         """The same run on a machine with memory model ``memory_model`` ("sc": this one; "tso": a store
         buffer per CPU, ``engine.memory_model``), its buffers as deep as the scenario's ``store_buffer``.
         A model that declares no shared memory, or a variant whose code runs on another machine, is a
-        UserError saying so."""
+        UserError saying so, as is a name that is no memory model."""
+        if memory_model not in MEMORY_MODELS:
+            raise UserError(f"--memory-model {memory_model}: no such memory model (one of: {', '.join(MEMORY_MODELS)})")
         if memory_model == "sc":
             return self
         model = self.model

@@ -8,9 +8,11 @@ use-after-free; the player shows each of their steps (status line, board, timeli
 Python Session computes it.  Sliding back to an earlier step offers that step's choices, and a pick
 there branches the run as the model does; a refused pick is one line, and the panel stays usable.
 These tests share the page (one Pyodide start), in this order.
-On a page of three players (qspinlock, fork-batch and vma-locks, as a chapter holds several), each
-player's boards, charts, code pane and call stack follow the student's own steps, and a chart's axis
-holds the student's run when it counts higher than the recorded one.  Pyodide
+On a page of four players (qspinlock, fork-batch and vma-locks, as a chapter holds several, and the
+qspinlock chapter's x86-TSO counterexample), each player's boards, charts, code pane and call stack follow
+the student's own steps, a chart's axis holds the student's run when it counts higher than the recorded
+one, and under x86-TSO a store buffer's drain is a choice whose drawn buffer shrinks, and scrubbing back
+branches as under sc.  Pyodide
 takes seconds to start: every wait is on a state of the page, with a generous limit, never a sleep.
 """
 
@@ -25,12 +27,13 @@ from bokeh.embed import components
 from bokeh.resources import INLINE
 
 from browser import Opened
-from kstep import views
+from kstep import experiment, views
 from kstep.engine import Scripted, simulate
 from kstep.scenario_spec import scenario
 from kstep.models import make_model
 from kstep.views import code, columns, context, course, export, live
 from kstep.views.interactive import Session
+from test_store_buffers_view import SOURCE, drawn, held
 
 pytestmark = pytest.mark.browser
 
@@ -286,9 +289,16 @@ def test_from_file_the_page_plays_its_recorded_run_and_says_how_to_schedule_it(b
         p.close()
 
 
-# --- a page of three players: qspinlock, fork-batch and vma-locks -----------------------------------------------
+# --- a page of four players: qspinlock, fork-batch, vma-locks, and qspinlock under x86-TSO -------------------------
 
 LAB = (("qspinlock", "pending-path"), ("fork-batch", "batch-ends"), ("vma-locks", "munmap-vs-fault"))
+TSO = ("qspinlock", "two-waiters", "head-ignores-pending")  # the qspinlock chapter's x86-TSO player
+
+
+def tso_counterexample():
+    """The explorer's shortest run of head-ignores-pending under x86-TSO, which the chapter plays."""
+    ex = experiment.open(*TSO).under("tso")
+    return ex.explore().counterexample, ex.model
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>kstep lab</title>{bokeh}</head>
 <body>{divs}{scripts}<script src="_static/kstep/interactive.js" defer></script></body></html>"""
@@ -299,8 +309,9 @@ def lab(browser, tmp_path_factory):
     """The players' page, served and opened once: one Pyodide serves every player (and every test)."""
     folder = tmp_path_factory.mktemp("lab")
     parts = []
-    for mech, name in LAB:
-        model, _, trace = course.scripted_run(mech, name)
+    runs = [(model, trace) for model, _, trace in (course.scripted_run(mech, name) for mech, name in LAB)]
+    runs.append(tso_counterexample()[::-1])
+    for model, trace in runs:
         lay = views.layout(trace, model)
         live.enable(lay, trace, model)
         parts.append(components(lay))
@@ -316,17 +327,21 @@ def lab(browser, tmp_path_factory):
             p.close()
 
 
-def start(p, mech):
-    """Start scheduling the player of ``mech`` by hand; the Session the page runs, in this Python."""
-    doc = p.page.evaluate("(mech) => { const g = (o, k) => o instanceof Map ? o.get(k) : o[k];"
-                          " return Bokeh.documents.findIndex((d) => g(g(g(d.get_model_by_name('kstep-player')"
-                          ".args, 'kstep'), 'live'), 'mechanism') === mech); }", mech)
+def start(p, mech, memory="sc"):
+    """Start scheduling the player of ``mech`` (under ``memory``) by hand; the Session the page runs, in
+    this Python."""
+    doc = p.page.evaluate("([mech, tso]) => { const g = (o, k) => o instanceof Map ? o.get(k) : o[k];"
+                          " return Bokeh.documents.findIndex((d) => { const live = g(g(d.get_model_by_name("
+                          "'kstep-player').args, 'kstep'), 'live'); return g(live, 'mechanism') === mech &&"
+                          " (g(live, 'memory_model') !== null) === tso; }); }", [mech, memory == "tso"])
     assert doc >= 0, mech
     p.use(doc)
-    panel = f'.kstep-live[data-mechanism="{mech}"]'
+    panel = f'.kstep-live[data-mechanism="{mech}"][data-memory="{memory}"]'
     p.page.wait_for_selector(panel + '[data-state="ready"]', timeout=STEP_MS)
     p.page.click(panel + ' button[data-do="start"]')
     p.page.wait_for_selector(panel + '[data-state="live"][data-step="0"]', timeout=BOOT_MS)
+    if memory == "tso":
+        return panel, Session(*TSO, memory_model="tso")
     name = dict(LAB)[mech]
     model = make_model(mech)
     return panel, Session(mech, name, calls=json.dumps(context.call_pairs(model, code.calls)))
@@ -407,3 +422,54 @@ def test_a_run_that_counts_past_the_recorded_one_widens_the_counters_axis(lab):
     assert top * 1.15 > recorded, "the student's run counts past the recorded one"
     assert p.shown("counters")["value"] == shown_frame(s, "counters", k)["value"]
     assert p.js("m('kstep-x-counters').end") == pytest.approx(top * 1.15)
+
+
+def test_under_tso_a_drain_shrinks_the_drawn_buffer_and_scrubbing_back_branches(lab):
+    """The qspinlock chapter's x86-TSO player scheduled by hand: the student follows the explorer's run
+    until C0's unlock waits in CPU 0's store buffer, picks CPU 0's drain (its button names the store as
+    the panel draws it) and sees the drawn buffer shrink; lets C1 lock; then scrubs back to before the
+    drain, where the store is drawn again, and branches: C1 runs with the store still waiting, and the
+    page's run is the model's.  At every step the store-buffer panel draws what the Session's state holds
+    (test_store_buffers_view's ``drawn`` and ``held``); that the whole counterexample is a sequence of
+    choices the panel offers, test_interactive_tso.py checks on the same Session."""
+    p = lab
+    trace, _ = tso_counterexample()
+    unlocked = [str(a) for a in trace.actions[:3]]  # C0 locks, runs its critical section and unlocks
+    assert unlocked[-1] == "C0:queued_spin_unlock"
+    panel, expected = start(p, "qspinlock", "tso")
+    assert "on x86-TSO, store buffers of 2" in p.js("m('kstep-header').text")
+    assert "at most 2 per CPU (the scenario's store_buffer" in p.page.inner_text(panel + " .kstep-live-memory")
+
+    def offered_here():
+        return p.page.eval_on_selector_all(panel + " button[data-action]", "(bs) => bs.map((b) => b.dataset.action)")
+
+    def buffers():
+        return drawn(p.shown(SOURCE), len(expected.states[0][-1]))
+
+    def pick(action, k):
+        p.page.click(f'{panel} button[data-action="{action}"]')
+        p.page.wait_for_selector(f'{panel}[data-state="live"][data-step="{k}"]', timeout=STEP_MS)
+        expected.step(action, at=None if k - 1 == len(expected.actions) else k - 1)
+        assert buffers() == held(expected.model, expected.states[k]), f"step {k}"
+        assert offered_here() == [c["action"] for c in expected.view()["choices"]], f"step {k}"
+
+    assert buffers() == held(expected.model, expected.states[0])
+    for k, action in enumerate(unlocked, start=1):
+        pick(action, k)
+    assert buffers()[0] == [("A->locked", "0")], "C0's unlock waits in CPU 0's buffer"
+    drain = p.page.locator(f'{panel} button[data-action="SB0:drain_store_buffer"]')
+    assert drain.inner_text() == "CPU 0 drains A->locked = 0 to memory"
+    pick("SB0:drain_store_buffer", 4)
+    assert buffers()[0] == [], "CPU 0's drawn buffer shrank"
+    pick("C1:queued_spin_lock", 5)
+
+    p.js("m('kstep-slider').value = 3")  # back before the drain: the store drawn again, its drain offered again
+    p.page.wait_for_selector(f'{panel}[data-state="live"][data-step="3"]', timeout=STEP_MS)
+    assert buffers() == held(expected.model, expected.states[3])
+    assert offered_here() == [c["action"] for c in expected.view(3)["choices"]]
+    pick("C1:queued_spin_lock", 4)  # the run branches: C1 runs, the store still waits
+    assert buffers()[0] == [("A->locked", "0")] and "step 4 / 4" in p.status()
+    schedule = p.page.inner_text(panel + " .kstep-live-schedule")
+    assert schedule == expected.schedule() == " ".join(unlocked + ["C1:queued_spin_lock"])
+    ex = experiment.open(*TSO).under("tso")
+    assert simulate(ex.model, ex.start, Scripted(schedule), max_steps=4).states == expected.states

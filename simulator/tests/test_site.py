@@ -150,6 +150,18 @@ def test_each_chapter_opens_with_its_main_scenarios_player_above_its_first_secti
         assert '"live"' in text[player:heading.start()], f"{mech}: the chapter's player cannot be scheduled by hand"
 
 
+def test_the_qspinlock_chapters_tso_player_is_scheduled_by_hand_under_tso(site):
+    """The chapter tells the student to reach the tso counterexample's state by hand on the player of its
+    section "Under x86's store buffers" (test_interactive_tso.py checks that run on the Session): that
+    player carries the live mark with the memory model, so its panel runs the Session under tso."""
+    text = (site / "chapters" / "qspinlock.html").read_text()
+    start = re.search(r'id="under-x86[^"]*store-buffers"', text)
+    assert start is not None, "no section on x86's store buffers"
+    section = text[start.end():text.index("<h2", start.end())]
+    assert 'class="kstep-animation"' in section and '"live"' in section
+    assert '["memory_model",{"type":"map","entries":[["name","tso"],["store_buffer",2]]}]' in section
+
+
 def test_the_real_kernel_lab_notebook_is_on_the_site_with_the_models_beside(site):
     assert 'href="notebooks/05-real-kernel-lab.html"' in (site / "kernel-lab.html").read_text()
     page = html.unescape((site / "notebooks" / "05-real-kernel-lab.html").read_text())

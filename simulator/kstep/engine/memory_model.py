@@ -18,6 +18,8 @@ What a model declares for this (the whole interface):
   memory, only the model's bookkeeping (a VMA's allocation status): they change at once.
 - ``Model.cpu_field``: the field of a thread's record naming the CPU whose store buffer it
   uses (a CPU's task and the interrupts nesting on it share one); None: one buffer per thread.
+- ``Model.store_parts(state, entry)``, optional: a buffered store as the kernel's code names what it
+  writes (qspinlock: ``A->locked``, ``0``), for the views; None where the state's names do.
 - ``ProgramModel.ordering(state, action)``: ``PLAIN`` (loads, plain and ONCE stores, and on x86
   every acquire load, release store, ``smp_rmb``/``smp_wmb``: compiler barriers only) or
   ``FULL`` (an atomic RMW, a locked instruction, ``smp_mb``): each step's ``order=`` beside its
@@ -373,13 +375,19 @@ class StoreBuffered(Model, Reductions):
         return out
 
     def entry_text(self, state: State, entry: tuple) -> str:
-        """One buffered store in a few words: ``words[0] &0xff = 0x1``, ``nodes[5].locked = 1``."""
+        """One buffered store in a few words: ``A->locked = 0``, ``nodes[5].locked = 1``, ``words[0] &0xff = 0x1``."""
         return " = ".join(self.entry_parts(state, entry))
 
     def entry_parts(self, state: State, entry: tuple) -> tuple[str, str]:
-        """Where a buffered store writes and the value it writes there: (``words[0] &0xff``, ``0x1``)."""
+        """Where a buffered store writes and the value it writes there: as the inner model's ``store_parts``
+        names it when it does (qspinlock: the member of struct qspinlock, ``A->locked``), else the
+        location in the state (``words[0] &0xff``, ``0x1``; ``nodes[5].locked``, ``1``)."""
         field, n, part, mask, value = entry
         mem = self.memory(state)
+        named = getattr(self.inner, "store_parts", None)
+        said = named(mem, entry) if named else None
+        if said is not None:
+            return said
         where = mem._fields[field] + (f"[{n}]" if n >= 0 else "")
         if part >= 0:
             where += "." + (mem[field][n] if n >= 0 else mem[field])._fields[part]

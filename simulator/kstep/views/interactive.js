@@ -263,8 +263,10 @@
       ctx.W.banner.text = banner;
     }
     const live = ctx.P.live, v = variant_of(ctx);
+    const memory = get(live, "memory_model");
     const header = '<div class="kstep-header"><b>' + esc(get(live, "title")) + "</b> &mdash; " +
-      esc(get(live, "scenario")) + '<div class="kstep-sub">your run · ' + (get(v, "broken") ?
+      esc(get(live, "scenario")) + '<div class="kstep-sub">your run' + (memory === null || memory === undefined ?
+      "" : " on x86-TSO, store buffers of " + esc(get(memory, "store_buffer"))) + " · " + (get(v, "broken") ?
       '<span class="kstep-broken">broken variant ' + esc(get(v, "name")) + ":</span> " + esc(get(v, "doc")) :
       esc(get(v, "name"))) + "</div></div>";
     const head = ctx.doc.get_model_by_name("kstep-header");
@@ -288,6 +290,22 @@
     }
     return '<div class="kstep-banner stopped">■ the end of your run so far' +
       '<div class="kstep-message">no invariant is violated up to here; choose who runs next</div></div>';
+  }
+
+  // The memory model the page's run is under, as the Session takes it: "sc", or "tso" (x86's store buffers).
+  function memory_name(ctx) {
+    const m = get(ctx.P.live, "memory_model");
+    return m === null || m === undefined ? "sc" : get(m, "name");
+  }
+
+  // Under x86-TSO, what a drain is and how many stores a buffer holds (the scenario's bound), in one line.
+  function memory_html(m) {
+    return '<p class="kstep-live-memory">Under x86-TSO: a plain store waits in its CPU\'s store buffer, at most ' +
+      m.store_buffer + " per CPU (the scenario's <code>store_buffer</code>; a store that finds it full first drains " +
+      "the oldest), and reaches memory when you choose that CPU's drain, oldest first; until then only that CPU " +
+      "reads it. A locked instruction (<code>xchg</code>, <code>cmpxchg</code>) or <code>smp_mb()</code> waits " +
+      "for its own CPU's buffer to drain. The boards show memory; the store-buffer rows under them, the waiting " +
+      "stores.</p>";
   }
 
   function variant_of(ctx) {
@@ -331,7 +349,10 @@
     if (v.choices.length) {
       parts.push('<div class="kstep-live-choices">Who runs next? ' + v.choices.map((c) =>
         '<button data-action="' + esc(c.action) + '" title="' + esc(c.where + ": " + c.what) + '">' +
-        esc(c.actor) + " &rarr; " + esc(c.label) + "</button>").join("") + "</div>");
+        esc(c.text) + "</button>").join("") + "</div>");
+    }
+    if (v.memory_model !== null) {
+      parts.push(memory_html(v.memory_model));
     }
     if (v.waiting.length) {
       parts.push('<ul class="kstep-live-waiting">' + v.waiting.map((w) =>
@@ -443,7 +464,7 @@
       py.globals.get("LitmusSession")(get(live, "litmus"), get(live, "scenario"), ctx.variant,
                                       JSON.stringify(get(live, "kernel"))) :
       py.globals.get("Session")(get(live, "mechanism"), get(live, "scenario"), ctx.variant,
-                                JSON.stringify(get(live, "calls")));
+                                JSON.stringify(get(live, "calls")), memory_name(ctx));
     if (ctx.session !== undefined) {
       ctx.session.destroy();
     }
@@ -469,6 +490,7 @@
     ctx.variant = get(ctx.P.live, "variant");
     ctx.el = panel(ctx);
     ctx.el.dataset.mechanism = get(ctx.P.live, "mechanism");  // which player a panel drives, on a page of several
+    ctx.el.dataset.memory = memory_name(ctx);  // and under which memory model
     if (location.protocol === "file:") {
       ctx.el.dataset.state = "file";
       ctx.el.innerHTML = "<b>Interactive scheduling</b> (you choose which thread runs next) needs this page " +

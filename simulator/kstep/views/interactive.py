@@ -24,12 +24,13 @@ from array import array
 from typing import Any, Callable, Optional
 
 from ..engine import HARM, Action, Trace
-from ..engine.model import Checks, Violation, deadlock
+from ..engine.memory_model import DRAIN, StoreBuffered
+from ..engine.model import FULL, Checks, Violation, deadlock
 from ..engine.schedule import deadlock_message
 from ..errors import UserError
 from .. import experiment
 from . import context, phases
-from .boards import damon, fork_batch, qspinlock, rcu, vma_locks
+from .boards import damon, fork_batch, qspinlock, rcu, store_buffers, vma_locks
 from .boxes import BoardSource, frames
 from .call_stacks import stack_replay
 from .columns import FrameColumns, Strings
@@ -58,13 +59,21 @@ class Session:
     """A hand-scheduled run of scenario ``name`` of ``mechanism`` (under ``variant``, else the
     scenario's own variant, else the model's default).  ``calls``: which of the model's functions
     call which in the 6.12 code, as JSON pairs (context.call_pairs; the page carries them), for the
-    call stack of each step."""
+    call stack of each step.
 
-    def __init__(self, mechanism: str, name: str, variant: Optional[str] = None, calls: str = "[]") -> None:
-        ex = experiment.open(mechanism, name, variant or None)
+    ``memory_model`` "tso" runs it on x86-TSO (``Experiment.under``: a model or variant that has no
+    tso model is a UserError saying so): the choices are then the model's, each thread's next step and
+    the drain of the oldest store in each non-empty store buffer, and the board has the store-buffer
+    panel the static player draws under the mechanism's (boards/store_buffers.py)."""
+
+    def __init__(self, mechanism: str, name: str, variant: Optional[str] = None, calls: str = "[]",
+                 memory_model: str = "sc") -> None:
+        ex = experiment.open(mechanism, name, variant or None).under(memory_model)
         sc, model, s0 = ex.scenario, ex.model, ex.start
-        self._begin(sc, model, BOARDS.get(mechanism, lambda s, model: [])(s0, model),
-                    CHARTS.get(mechanism, phases.chart_sources)(s0, model), calls)
+        board = BOARDS.get(mechanism, lambda s, model: [])(s0, model)
+        if isinstance(model, StoreBuffered):
+            board.append(store_buffers.board_source(model))
+        self._begin(sc, model, board, CHARTS.get(mechanism, phases.chart_sources)(s0, model), calls)
 
     def _begin(self, sc, model, board: list[BoardSource], charts: list[BoardSource], calls: str) -> None:
         """A run of ``model`` from the initial state of ``sc`` (its ``name`` and ``config``), drawn by
@@ -181,14 +190,16 @@ class Session:
             "label": last.label if last else None,
             "where": str(self.sources[last.label]) if last else None,
             "what": self._what(last.label) if last else None,
-            "choices": [{"action": str(a), "actor": a.actor, "label": a.label, "where": str(self.sources[a.label]),
-                         "what": self._what(a.label)} for a in enabled],
-            "waiting": [{"actor": actor, "why": self.why(state, actor, k)} for actor in self.model.actors(state)
+            "choices": [{"action": str(a), "actor": a.actor, "label": a.label, "text": self._choice_text(state, a),
+                         "where": str(self.sources[a.label]), "what": self._what(a.label)} for a in enabled],
+            "waiting": [{"actor": actor, "why": self.why(state, actor, k)} for actor in self._actors(state)
                         if actor not in movers and not self.model.done(state, actor)],
-            "done": [actor for actor in self.model.actors(state) if self.model.done(state, actor)],
+            "done": [actor for actor in self._actors(state) if self.model.done(state, actor)],
             # How an actor ended that did not run to its end ("killed by SIGSEGV"), as the player's banner says.
-            "ended": {actor: how for actor in self.model.actors(state)
+            "ended": {actor: how for actor in self._actors(state)
                       if self.model.done(state, actor) and (how := self._how_ended(state, actor))},
+            # Under x86-TSO, the bound on each CPU's store buffer (the scenario's store_buffer): None under sc.
+            "memory_model": self.model.memory_model,
             "violation": None if v is None else {**v._asdict(), "title": v.title, "new": self._new_violation(k)},
             "outcome": self.outcome(k),
             "schedule": self.schedule(k),
@@ -198,9 +209,23 @@ class Session:
                                               (self.presentation.summary(state) or self.model.describe(state)).items()},
         }
 
+    def _actors(self, state) -> tuple[str, ...]:
+        """The threads and daemons of ``state``: under tso not the store buffers, whose drains are
+        choices when they hold a store and the board draws them (an empty one is neither done nor waiting)."""
+        if isinstance(self.model, StoreBuffered):
+            return self.model.inner.actors(self.model.memory(state))
+        return self.model.actors(state)
+
+    def _choice_text(self, state, action: Action) -> str:
+        """A choice as its button says it: a thread's next step, or under tso which CPU's oldest store
+        reaches memory, written as the store-buffer panel draws it."""
+        if isinstance(self.model, StoreBuffered) and action.label == DRAIN:
+            return f"CPU {action.actor[2:]} drains {self.model.acts_on(state, action)} to memory"
+        return f"{action.actor} → {action.label}"
+
     def why(self, state, actor: str, k: int = -1) -> str:
         """Why an unfinished actor has no enabled action in ``state`` (step k of the run): its next
-        step, and the lock it waits on."""
+        step, and the lock it waits on, or under tso the stores its CPU must drain first."""
         if self.over(k):
             return "the run is over"
         t = next((t for t in getattr(state, "threads", ()) if t.name == actor), None)
@@ -209,8 +234,27 @@ class Session:
         label = t.frames[0].label
         where = self.sources.get(label)
         said = f"blocked at {label}" + (f" in {where.function}" if where and where.function != label else "")
+        fence = self._fenced(state, actor)
+        if fence is not None:
+            return (f"{said}: {label} is a full barrier on x86 (a locked instruction or smp_mb()), so it waits "
+                    f"until CPU {fence}'s store buffer has drained")
         on = self.presentation.blocked_on(state, actor)
         return f"{said}: waits for {on}" if on else said
+
+    def _fenced(self, state, actor: str) -> Optional[int]:
+        """Under tso, the CPU of thread ``actor`` when its next step is a full barrier that the model
+        enables on the CPU's view but its store buffer, not empty, holds back; else None."""
+        m = self.model
+        if not isinstance(m, StoreBuffered):
+            return None
+        view = m.view_of(state, actor)
+        mem = m.memory(state)
+        i = next(i for i, t in enumerate(mem.threads) if t.name == actor)
+        cpu = m.cpu(mem, i)
+        if not state[-1][cpu]:
+            return None
+        full = [a for a in m.inner.actions(view) if a.actor == actor and m.inner.ordering(view, a) == FULL]
+        return cpu if full else None
 
     def _how_ended(self, state, actor: str) -> str:
         how = getattr(self.model, "how_ended", None)

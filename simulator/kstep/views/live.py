@@ -22,6 +22,7 @@ import zipfile
 from importlib import resources
 from pathlib import Path
 
+from ..engine.memory_model import StoreBuffered, memory_model as wrap_memory
 from ..errors import UserError
 from ..memory import kernel_tree
 
@@ -120,14 +121,22 @@ def enable(lay, trace, model) -> None:
 
     The mark lists the variants the student may run the scenario under: those with the same steps
     as the page's model (the player's label tables, code pane included, hold for them all), and which
-    of the model's functions call which in the 6.12 code (each step's call stack needs it)."""
+    of the model's functions call which in the 6.12 code (each step's call stack needs it).  A model
+    run under a memory model (x86-TSO's store buffers) is scheduled under it, drains included: the
+    mark names it, and the variants are those that have a model under it."""
     from . import code, context  # the calls: Bokeh-free, but they read the excerpts
 
-    build = getattr(model, "kernel_build", None)
+    build = getattr(model, "kernel_build", None)  # under tso: None, x86-64's build (as the player's)
     spec = _every_step(lay, model, build(trace.states[0]) if build and trace.states else None)
-    variants = [v for v in type(model).variants.values() if sorted(type(model)(v.name).sources()) == spec["labels"]]
+    memory = model.memory_model  # None: sc
+    kernel = model.inner if isinstance(model, StoreBuffered) else model
+    under = (lambda m: m) if memory is None else (lambda m: wrap_memory(memory["name"], m, memory["store_buffer"]))
+    variants = [v for v in type(kernel).variants.values()
+                if not (memory and type(kernel)(v.name).refuses_memory_model(memory["name"]))
+                and sorted(under(type(kernel)(v.name)).sources()) == spec["labels"]]
     spec["live"] = {"mechanism": trace.mechanism, "scenario": trace.scenario, "variant": trace.variant,
-                    "title": model.title or model.name, "calls": context.call_pairs(model, code.calls),
+                    "title": model.title or model.name, "calls": context.call_pairs(kernel, code.calls),
+                    "memory_model": memory,
                     "variants": [{"name": v.name, "doc": v.doc, "broken": v.broken} for v in variants]}
 
 

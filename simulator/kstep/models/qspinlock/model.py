@@ -51,7 +51,7 @@ from .invariants import INVARIANTS, holders, pending_locked, tail_text
 from .powerpc import (PPC_LOCKED_VAL, PPC_MUST_Q_VAL, PPC_OWNER_CPU_MASK, PPC_OWNER_CPU_OFFSET, PPC_TAIL_CPU_MASK,
                       powerpc)
 from .qspinlock import qspinlock
-from .qspinlock_types import U16
+from .qspinlock_types import LAYOUTS, U16, word_parts
 from .scenario import SCHEMA, initial_state
 from .spinlock_types import TICKET_SHIFT
 from .state import (LOCK_NAMES, MAX_NODES, NEST_FIELD, NESTED_NMI, NMI, POWERPC, QSPINLOCK, TASK, TICKET,
@@ -197,6 +197,16 @@ class QspinlockModel(Footprints, CpuSymmetry, ProgramModel):
                 parts.append(f"locked by cpu{(w & PPC_OWNER_CPU_MASK) >> PPC_OWNER_CPU_OFFSET}")
             return f"{w:#010x} ({', '.join(parts) or 'free'})"
         return f"{w:#010x} (next {w >> TICKET_SHIFT}, owner {w & U16})"
+
+    def store_parts(self, s, entry):
+        """A store to a generic qspinlock's word waiting in a store buffer, as the kernel writes it:
+        (``A->locked``, ``0``), the member of struct qspinlock it stores to and that member's value;
+        None for any other store (memory_model.StoreBuffered then names the location)."""
+        field, lock, _, mask, value = entry
+        if s._fields[field] != "words" or s.layout != QSPINLOCK:
+            return None
+        part = word_parts(LAYOUTS[s.pending_bits]).get(mask)
+        return None if part is None else (f"{lock_name(lock)}->{part[0]}", str(value >> part[1]))
 
     def expect_functions(self):
         """What a scenario's ``[[expect]]`` may ask about a lock, named "A" to "E": ``tail(L)`` (the

@@ -2,7 +2,8 @@
 
 One row per CPU, under the mechanism's own board: the entries of its buffer as ``StoreBuffered`` holds
 them, oldest on the left (the next ``drain_store_buffer`` writes it to memory and it is gone), each the
-location the store writes and its value (a byte store names its bytes' mask), then the slots still free
+location the store writes and its value as the model names them (``A->locked``: the member of struct
+qspinlock a byte store writes; else the state's field, a byte store with its bytes' mask), then the slots still free
 up to the scenario's ``store_buffer`` depth.  The mechanism's board draws memory, without these stores.
 """
 

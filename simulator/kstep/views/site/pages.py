@@ -142,12 +142,11 @@ class KstepDirective(SphinxDirective):
 
     def animation(self, trace, model) -> nodes.raw:
         """The trace's player, embedded; BokehJS itself comes from the site's _static folder.  Its
-        bundled scenario can also be scheduled by hand (interactive mode, over HTTP), except under a
-        memory model's store buffers: interactive mode runs a scenario with every store seen at once."""
+        bundled scenario can also be scheduled by hand (interactive mode, over HTTP), under the trace's
+        memory model (x86-TSO: each CPU's drains are choices too)."""
         lay = layout(trace, model)
-        if not model.memory_model:
-            enable(lay, trace, model)
-            self.state.document[LIVE] = True
+        enable(lay, trace, model)
+        self.state.document[LIVE] = True
         script, div = components(lay)
         self.state.document[BOKEH] = True
         return nodes.raw("", f'<div class="kstep-animation">{div}</div>\n{script}', format="html")

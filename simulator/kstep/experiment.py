@@ -14,7 +14,8 @@ What happens underneath, in the order data flows (DESIGN.md, "One data flow"):
   and friends); a model is pure: ``initial(config)``, ``actions(state)``, ``step(state, action)``
   and named invariants, and its ``variants`` are releases, other implementations or bugs.
 * ``kstep.scenario_spec`` reads a scenario (a bundled name or a TOML file, checked against the
-  mechanism's schema, with ``KEY.PATH=VALUE`` overrides) into the config ``initial`` starts from.
+  mechanism's schema, with ``KEY.PATH=VALUE`` overrides) into the config ``initial`` starts from;
+  ``from_text`` takes a scenario written in code instead.
 * ``kstep.engine`` runs a model: ``simulate`` under a scheduler (``schedule.py``), ``explore``
   (``explore.py``, with its reductions) and ``liveness`` (``liveness.py``); each run is a
   ``Trace`` (``trace.py``) that ``engine.replay`` can load and run again.
@@ -28,6 +29,7 @@ the graders all start from ``open``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from .engine.explore import ExploreResult, explore
@@ -51,11 +53,25 @@ def open(mechanism: str, scenario: str, variant: Optional[str] = None, overrides
     value that does not fit is a UserError saying which."""
     model = make_model(mechanism, variant)
     sc = scenarios.load(model.name, model.scenario_schema, scenario, list(overrides))
+    return _bound(model, variant, sc, scenario)
+
+
+def from_text(mechanism: str, text: str, variant: Optional[str] = None, where: str = "text.toml") -> "Experiment":
+    """As ``open``, for a scenario written in code: ``text`` is what a scenario file would hold
+    (``description`` and ``look_for`` included); errors name it ``where``, and its runs, as a file's
+    are, by that name's stem."""
+    model = make_model(mechanism, variant)
+    sc = scenarios.parse(model.name, model.scenario_schema, Path(where).stem, text, where, [])
+    return _bound(model, variant, sc, where)
+
+
+def _bound(model: Model, variant: Optional[str], sc: Scenario, where: str) -> "Experiment":
+    """``model`` in ``sc`` (read from ``where``), under the scenario's own variant when the caller named none."""
     if sc.variant and sc.variant not in model.variants:  # the schema knows no mechanism's variants
-        raise UserError(f"{scenario}: variant: {sc.variant!r} is no variant of {model.name} "
+        raise UserError(f"{where}: variant: {sc.variant!r} is no variant of {model.name} "
                         f"(choose from: {', '.join(model.variants)})")
     if variant is None and sc.variant:
-        model = make_model(mechanism, sc.variant)
+        model = make_model(model.name, sc.variant)
     return Experiment(model, sc)
 
 

@@ -17,7 +17,7 @@ from kstep import experiment
 from kstep.cli import main
 from kstep.engine import explore as engine_explore
 from kstep.scenario_spec import scenario as scenarios
-from kstep.models import MODELS, make_model
+from kstep.models import MODELS
 from kstep.models.rcu import RcuModel
 from kstep.views.presentation import present
 from kstep.views.presentation.rcu import RcuPresentation
@@ -267,9 +267,8 @@ def test_a_model_without_state_columns_gets_the_step_columns_only(capsys, monkey
 @pytest.mark.parametrize("mechanism", sorted(MODELS))
 def test_every_bundled_scenario_runs(capsys, mechanism):
     for sc in scenarios.bundled(mechanism):
-        loaded = scenarios.load(mechanism, MODELS[mechanism].scenario_schema, sc)
-        model = make_model(mechanism, loaded.variant or None)  # the variant kstep run runs: its own columns
-        columns = list(present(model).summary(model.initial(loaded.config)))
+        ex = experiment.open(mechanism, sc)  # the variant kstep run runs: its own columns
+        columns = list(present(ex.model).summary(ex.start))
         rc, out, err = kstep(capsys, "run", mechanism, "--scenario", sc)
         assert rc == 0 and err == "", (sc, err)
         rows = table(out)

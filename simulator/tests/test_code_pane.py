@@ -111,13 +111,13 @@ def test_each_architecture_is_shown_the_code_it_builds():
 
 
 def test_a_fork_scenario_names_the_architecture_its_pte_format_is_from():
+    import kstep
     from kstep.scenario_spec import scenario
 
-    model = make_model("fork-batch", "folio-batch")
     arches = {}
     for name in scenario.bundled("fork-batch"):
-        sc = scenario.load("fork-batch", MODELS["fork-batch"].scenario_schema, name)
-        arches[name] = model.kernel_build(model.initial(sc.config))
+        ex = kstep.open("fork-batch", name, variant="folio-batch")
+        arches[name] = ex.model.kernel_build(ex.start)
     assert arches["contpte-arm64"] == "arm64" and arches["pinned-folio"] in ("x86-64", "arm64", "ppc64le")
 
 

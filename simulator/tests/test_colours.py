@@ -14,10 +14,8 @@ import numpy as np
 import pytest
 from bokeh.models import Annotation, ColorMapper, GlyphRenderer, Title
 
+import kstep
 from kstep import views
-from kstep.engine import Random, Scripted, simulate
-from kstep.scenario_spec import scenario
-from kstep.models import MODELS, make_model
 from kstep.views import style
 
 STEPS = 12  # a page's keys and glyphs do not depend on how long its run is
@@ -31,10 +29,10 @@ PAGES = [("damon", "hot-block", None), ("fork-batch", "mthp-batches", None), ("f
 
 
 def short_run(mech, name, variant):
-    sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
-    model = make_model(mech, variant or sc.variant or None)
-    sched = Scripted(sc.schedule) if sc.schedule and not variant else Random(1)
-    return simulate(model, model.initial(sc.config), sched, max_steps=STEPS, scenario=sc.name, config=sc.config), model
+    ex = kstep.open(mech, name, variant)
+    if ex.scenario.schedule and not variant:
+        return ex.run(schedule=ex.scenario.schedule, max_steps=STEPS), ex.model
+    return ex.run(seed=1, max_steps=STEPS), ex.model
 
 
 def chips(key_html: str) -> list[tuple[str, str]]:

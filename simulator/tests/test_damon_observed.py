@@ -10,11 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import kstep
 from kstep.cli import main
-from kstep.engine import RoundRobin, simulate
-from kstep.scenario_spec import scenario
 from kstep.lab.replay import damon_observed as observed
-from kstep.models import make_model
 from kstep.models.damon.model import RESET
 
 DATA = Path(__file__).parent / "data" / "damon"
@@ -24,9 +22,7 @@ LINE = ("       kdamond.0-71      [001] .....     4.100000: damon_aggregated: ta
 
 
 def model_reports():
-    m = make_model("damon")
-    sc = scenario.load("damon", m.scenario_schema, "hot-block")
-    tr = simulate(m, m.initial(sc.config), RoundRobin())
+    tr = kstep.open("damon", "hot-block").run(round_robin=True)
     return [[(r.start, r.end, r.nr_accesses, r.age) for r in s.regions] for s in tr.states if s.k.phase == RESET]
 
 

@@ -9,12 +9,13 @@ fail on the run stopped before its first step.
 
 import pytest
 
+import kstep
 from kstep.cli import main
+from kstep.experiment import from_text
 from kstep.engine import RoundRobin, Scripted, parse_schedule, simulate
 from kstep.scenario_spec import expect, scenario
-from kstep.scenario_spec.runs import own_run as engine_own_run
 from kstep.errors import UserError
-from kstep.models import MODELS, make_model
+from kstep.models import MODELS
 
 RCU_TEXT = """
 description = "R reads inside a section while U replaces the object and frees the old one with call_rcu."
@@ -30,9 +31,9 @@ kind = "updater"
 
 
 def rcu(expects, text=RCU_TEXT):
-    sc = scenario.parse("rcu", MODELS["rcu"].scenario_schema, "x", text + expects, "x.toml", [])
-    m = make_model("rcu")
-    return m, sc, simulate(m, m.initial(sc.config), Scripted(sc.schedule), config=sc.config)
+    ex = from_text("rcu", text + expects, where="x.toml")
+    sc = ex.scenario
+    return ex.model, sc, simulate(ex.model, ex.start, Scripted(sc.schedule), config=sc.config)
 
 
 def failures(expects, text=RCU_TEXT):
@@ -148,11 +149,6 @@ def bundled():
             yield pytest.param(mech, name, id=f"{mech}-{name}")
 
 
-def own_run(mech, sc):
-    m = make_model(mech, sc.variant or None)
-    return m, engine_own_run(m, sc)
-
-
 @pytest.mark.parametrize("mech", sorted(MODELS))
 def test_every_bundled_scenario_makes_claims(mech):
     """A scenario's text is checked only through its claims: one without any could say anything."""
@@ -163,8 +159,8 @@ def test_every_bundled_scenario_makes_claims(mech):
 
 @pytest.mark.parametrize("mech, name", list(bundled()))
 def test_bundled_claims_hold_on_the_scenarios_own_run_and_quote_its_text(mech, name):
-    sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
-    m, tr = own_run(mech, sc)
+    ex = kstep.open(mech, name)
+    m, sc, tr = ex.model, ex.scenario, ex.run()
     assert expect.check(m, tr, sc.expect) == []
     text = " ".join((sc.description + " " + sc.look_for).split())
     for e in sc.expect:
@@ -178,12 +174,12 @@ def with_claims(scheduled: bool):
             yield p
 
 
-def followed_as_far_as_it_can_be(mech, sc, steps):
-    m = make_model(mech, sc.variant or None)
+def followed_as_far_as_it_can_be(ex, steps):
+    m, sc = ex.model, ex.scenario
     while True:
         sched = Scripted(" ".join(steps)) if steps else RoundRobin()
         try:
-            return m, simulate(m, m.initial(sc.config), sched, max_steps=sc.max_steps, config=sc.config)
+            return m, simulate(m, ex.start, sched, max_steps=sc.max_steps, config=sc.config)
         except UserError:  # entry sched.pos names an actor that is blocked or finished there
             steps = steps[:sched.pos - 1]
 
@@ -196,10 +192,11 @@ def test_dropping_a_schedule_entry_breaks_a_claim(mech, name):
     actor that cannot take a step at that point (a spinning waiter, which a lock scenario's script
     otherwise reaches only after the holder lets go), it ends there and the run finishes
     round-robin, as any script does."""
-    sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
+    ex = kstep.open(mech, name)
+    sc = ex.scenario
     steps = parse_schedule(sc.schedule)
     for k in range(len(steps)):
-        m, tr = followed_as_far_as_it_can_be(mech, sc, steps[:k] + steps[k + 1:])
+        m, tr = followed_as_far_as_it_can_be(ex, steps[:k] + steps[k + 1:])
         if expect.check(m, tr, sc.expect):
             return
     pytest.fail(f"no single dropped entry of {sc.schedule!r} breaks any claim of {name}")
@@ -209,8 +206,8 @@ def test_dropping_a_schedule_entry_breaks_a_claim(mech, name):
 def test_claims_without_a_schedule_are_about_the_only_run(mech, name):
     """No schedule is needed only where no scheduler has a choice; the claims must still say
     something the run makes true: on the run stopped at its initial state, some claim fails."""
-    sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
-    m, tr = own_run(mech, sc)
+    ex = kstep.open(mech, name)
+    m, sc, tr = ex.model, ex.scenario, ex.run()
     choices = [len(m.actions(s)) for s in tr.states]
     assert max(choices) == 1, (f"{name} has claims but no schedule, and its run is not its only one: a state "
                                f"offers {max(choices)} steps")

@@ -83,8 +83,7 @@ def test_a_schedule_over_the_budget_is_refused():
 def test_a_trace_is_replayed_from_its_actors_not_believed():
     """A trace.json of the correct kernel's run, edited to claim the harm, earns nothing: only its
     actors are used, and on the broken variant they reach no harm."""
-    m = make_model("vma-locks")
-    _, s0 = findbug.start("vma-locks", "v6.12", "recheck-race")
+    m, s0 = findbug.start("vma-locks", "v6.12", "recheck-race")
     trace = simulate(m, s0, Scripted("T2*3"), config={})
     data = json.loads(trace.dumps(m))
     data["steps"] = data["steps"][:3]

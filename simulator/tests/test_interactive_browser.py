@@ -27,9 +27,9 @@ from bokeh.embed import components
 from bokeh.resources import INLINE
 
 from browser import Opened
+import kstep
 from kstep import experiment, views
 from kstep.engine import Scripted, simulate
-from kstep.scenario_spec import scenario
 from kstep.models import make_model
 from kstep.views import code, columns, context, course, export, live
 from kstep.views.interactive import Session
@@ -45,18 +45,16 @@ STEP_MS = 30_000
 
 def scripted_run():
     """munmap-vs-fault under its scripted schedule on 6.12: T1 faults on the VMA W unmaps and dies of it."""
-    model = make_model("vma-locks")
-    sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
-    return simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
+    ex = kstep.open("vma-locks", "munmap-vs-fault")
+    return ex.run(schedule=ex.scenario.schedule)
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """munmap-vs-fault's page as the course has it (its scripted run on 6.12), with interactive mode's files."""
     folder = tmp_path_factory.mktemp("live")
-    model = make_model("vma-locks")
-    sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
-    export.write_page(folder, scripted_run(), model, about=sc)
+    ex = kstep.open("vma-locks", "munmap-vs-fault")
+    export.write_page(folder, scripted_run(), ex.model, about=ex.scenario)
     return folder
 
 
@@ -249,10 +247,8 @@ def test_scrubbing_back_and_picking_another_thread_branches_the_run_as_the_model
         panel_at(p, "live", k + 1)
     assert p.page.locator(".kstep-live[data-error]").count() == 0
     # The page's run is the model's: its schedule replays, in this Python, to the states the session holds.
-    model = make_model("vma-locks")
-    s0 = model.initial(scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault").config)
     schedule = p.page.inner_text(".kstep-live-schedule")
-    replay = simulate(model, s0, Scripted(schedule), max_steps=len(schedule.split()))
+    replay = kstep.open("vma-locks", "munmap-vs-fault").run(schedule=schedule, max_steps=len(schedule.split()))
     assert replay.states == expected.states and len(expected.states) > 10
     for name, rows in expected.view()["board"].items():
         col = "head" if "head" in rows else "text"

@@ -282,11 +282,15 @@ MAKE_MODEL_ALLOWED = {
 }
 
 
+def calls_make_model(source: str, where: str) -> bool:
+    """Does ``source`` call ``make_model`` (``make_model(...)`` or ``x.make_model(...)``)?"""
+    return any(isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "make_model"
+               for node in ast.walk(ast.parse(source, where)))
+
+
 def make_model_callers(paths) -> set[str]:
-    """Modules (by file) whose code calls ``make_model`` (``make_model(...)`` or ``x.make_model(...)``)."""
-    return {path for path in paths for node in ast.walk(ast.parse(path.read_text(), str(path)))
-            if isinstance(node, ast.Call)
-            and getattr(node.func, "id", getattr(node.func, "attr", None)) == "make_model"}
+    """Modules (by file) whose code calls ``make_model``."""
+    return {path for path in paths if calls_make_model(path.read_text(), str(path))}
 
 
 def test_runs_start_from_kstep_open():
@@ -319,3 +323,52 @@ def test_make_model_finder_finds_a_call(tmp_path):
     assert make_model_callers([path]) == {path}
     path.write_text("from kstep.models import make_model  # imported, never called\n")
     assert make_model_callers([path]) == set()
+
+
+# The tests and notebooks that call make_model, by path from the repository's root: each checks a
+# model itself (its variants, labels, sources or declarations) or runs a config made in code; a
+# run of a scenario they build with kstep.open, kstep.experiment.from_text or support.load.
+USERS_ALLOWED = {
+    "simulator/tests/test_check.py": "qspinlock configs made in code, for logs the checker reads",
+    "simulator/tests/test_check_vma.py": "a vma-locks config made in code, for logs the checker reads",
+    "simulator/tests/test_cli_inputs.py": "a config made in code for a log; the model's class patched",
+    "simulator/tests/test_code_pane.py": "every variant's source locations",
+    "simulator/tests/test_dead_vars.py": "a model's step table",
+    "simulator/tests/test_experiment.py": "kstep.open checked against make_model and the engine",
+    "simulator/tests/test_findbug.py": "each case's broken variant, in the registry",
+    "simulator/tests/test_footprints.py": "what a model declares",
+    "simulator/tests/test_fork_cost.py": "populated page tables made in code",
+    "simulator/tests/test_fuzz_cli.py": "a model's expect functions",
+    "simulator/tests/test_fuzz_hostile.py": "a mechanism, variant and config drawn at random",
+    "simulator/tests/test_interactive.py": "a model's call pairs",
+    "simulator/tests/test_interactive_browser.py": "a model's call pairs",
+    "simulator/tests/test_kernel_lab_fork.py": "a crowd of threads made in code",
+    "simulator/tests/test_liveness.py": "endless configs made in code",
+    "simulator/tests/test_memory_model.py": "which variants refuse tso",
+    "simulator/tests/test_rwsem.py": "the step table's view of a state reached step by step",
+    "simulator/tests/test_views_columns.py": "a config raised past its schema's bound",
+    "simulator/tests/test_views_qspinlock.py": "every variant's step labels",
+    "notebooks/01-per-vma-locks-and-rcu.ipynb": "the table of variants and the variant menu",
+    "notebooks/02-qspinlock.ipynb": "labels and variants' texts",
+    "notebooks/04-fork-pte-batching.ipynb": "labels",
+}
+
+
+def notebook_code(path: Path) -> str:
+    """A notebook's code cells as one module (IPython's % and ! lines left out)."""
+    import json
+
+    cells = json.loads(path.read_text())["cells"]
+    return "\n".join(line for cell in cells if cell["cell_type"] == "code"
+                     for line in "".join(cell["source"]).splitlines() if not line.lstrip().startswith(("%", "!")))
+
+
+def test_tests_and_notebooks_start_from_kstep_open():
+    root = PACKAGE.parents[1]
+    sources = {p.relative_to(root).as_posix(): p.read_text() for p in root.joinpath("simulator", "tests").rglob("*.py")}
+    sources |= {p.relative_to(root).as_posix(): notebook_code(p) for p in root.joinpath("notebooks").glob("*.ipynb")}
+    callers = {where for where, source in sources.items() if "make_model" in source and calls_make_model(source, where)}
+    assert not callers - set(USERS_ALLOWED), (
+        "run a scenario with kstep.open (or from_text, or support.load), not make_model:\n  "
+        + "\n  ".join(sorted(callers - set(USERS_ALLOWED))))
+    assert not set(USERS_ALLOWED) - callers, f"no longer calls make_model: {sorted(set(USERS_ALLOWED) - callers)}"

@@ -8,10 +8,10 @@ from re import escape as re_escape
 
 import pytest
 
+import kstep
 from kstep.cli import main
 from kstep.engine import Action, Model, Replay, Source, Variant, simulate
 from kstep.scenario_spec import scenario
-from kstep.scenario_spec.runs import own_run
 from kstep.engine.liveness import judge, liveness
 from kstep.engine.replay import load, validate
 from kstep.errors import UserError
@@ -82,14 +82,14 @@ def test_the_trace_file_holds_the_lasso_and_loading_judges_it_again(tas, tmp_pat
     data = json.loads(path.read_text())
     validate(data)
     assert data["cycle_start"] == t.cycle_start and data["lasso"] == t.lasso
-    again, _ = load(path, lambda mech, variant: make_model(mech, variant))
+    again, _ = load(path, make_model)
     assert again.cycle_start == t.cycle_start and again.lasso == t.lasso
 
     def tampered(**changes):
         bad = tmp_path / "bad.json"
         bad.write_text(json.dumps({**data, **changes}))
         with pytest.raises(UserError) as e:
-            load(bad, lambda mech, variant: make_model(mech, variant))
+            load(bad, make_model)
         return str(e.value)
 
     assert "the cycle does not close" in tampered(cycle_start=t.cycle_start + 1)
@@ -205,10 +205,10 @@ def test_a_forever_scenarios_own_run_is_its_lasso_or_its_declared_steps_and_the_
     """The run a page plays stops at the steps the scenario declares; a declared lasso is judged on it
     and is one explore --liveness finds (the same victims, or a livelock), and the committed verdict
     table says starvation or livelock exactly for the scenarios with a lasso, freedom for the others."""
-    m = make_model(mech, sc.variant or None)
-    t = own_run(m, sc)
+    ex = kstep.open(mech, sc.name)
+    m, t = ex.model, ex.run()
     assert len(t) == sc.steps and t.outcome == "max-steps"
-    r = liveness(m, m.initial(sc.config), config=sc.config)
+    r = ex.liveness()
     row = json.loads(resources.files("kstep").joinpath("verdicts.json").read_text())["verdicts"][mech][sc.name][
         m.variant.name]
     assert row["liveness"] == r.verdict
@@ -277,7 +277,6 @@ def test_a_livelocking_variants_page_shows_its_lasso():
 
     assert course.livelock_scenarios("vma-locks", "handoff-stops-first") == ["rwsem-handoff-livelock"]
     assert course.livelock_scenarios("vma-locks", "no-recheck") == []  # it breaks an invariant: that is its page
-    m = make_model("vma-locks", "handoff-stops-first")
-    sc = scenario.load("vma-locks", m.scenario_schema, "rwsem-handoff-livelock")
-    lasso = liveness(m, m.initial(sc.config), scenario=sc.name, config=sc.config).livelock
-    assert lasso.cycle_start == sc.cycle_start and lasso.lasso["kind"] == "livelock"
+    ex = kstep.open("vma-locks", "rwsem-handoff-livelock", variant="handoff-stops-first")
+    lasso = ex.liveness().livelock
+    assert lasso.cycle_start == ex.scenario.cycle_start and lasso.lasso["kind"] == "livelock"

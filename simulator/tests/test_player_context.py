@@ -5,19 +5,16 @@ import dataclasses
 
 import pytest
 
+import kstep
 from kstep import views
-from kstep.engine import explore
 from kstep.scenario_spec import scenario
-from kstep.scenario_spec.runs import own_run
-from kstep.models import MODELS, make_model
 from kstep.views import code, context, predict
 from kstep.views.call_stacks import call_stacks
 
 
 def run(mech, name):
-    sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
-    model = make_model(mech, sc.variant or None)
-    return own_run(model, sc), model
+    ex = kstep.open(mech, name)
+    return ex.run(), ex.model
 
 
 @pytest.fixture(scope="module")
@@ -105,15 +102,15 @@ def test_a_killed_thread_says_how_it_died(munmap):
 
 
 def test_a_broken_variant_shows_its_change_beside_the_6_12_lines():
-    model = make_model("vma-locks", "free-immediately")
-    trace, _ = run("vma-locks", "munmap-vs-fault")
-    header = views.layout(trace, model).select_one({"name": "kstep-header"}).text
+    ex = kstep.open("vma-locks", "munmap-vs-fault")
+    trace = ex.run()
+    header = ex.variant("free-immediately").layout(trace).select_one({"name": "kstep-header"}).text
     row = header[header.index('<table class="kstep-change">'):]
     # 6.12's vm_area_free defers the free with call_rcu; the variant's own text says it frees at once.
     assert "call_rcu(&amp;vma-&gt;vm_rcu, vm_area_free_rcu_cb);" in row
     assert "broken (free-immediately): vm_area_free frees the VMA at once" in row
     assert row.index("call_rcu") < row.index("broken (free-immediately)")  # 6.12 on the left
-    correct = views.layout(trace, make_model("vma-locks")).select_one({"name": "kstep-header"}).text
+    correct = ex.layout(trace).select_one({"name": "kstep-header"}).text
     assert "kstep-change" not in correct
 
 
@@ -128,8 +125,6 @@ def test_predict_mode_asks_the_scenarios_questions_only_of_the_run_they_describe
         "check_detached"
     assert asked["killed"]["want"] == {"type": "threads", "value": ["T1"]}
     # A counterexample of the same scenario, or its run under another variant, is not the run described.
-    broken = make_model("vma-locks", "free-immediately")
-    sc = scenario.load("vma-locks", broken.scenario_schema, "munmap-vs-fault")
-    cex = explore(broken, broken.initial(sc.config), scenario=sc.name, config=sc.config).counterexample
-    assert predict.predictions(cex, broken) == []
-    assert predict.predictions(trace, make_model("vma-locks", "no-recheck")) == []
+    broken = kstep.open("vma-locks", "munmap-vs-fault", variant="free-immediately")
+    assert predict.predictions(broken.explore().counterexample, broken.model) == []
+    assert predict.predictions(trace, broken.variant("no-recheck").model) == []

@@ -11,10 +11,7 @@ from pathlib import Path
 import pytest
 
 from browser import PAINTED, SIDEWAYS, Opened, misfits, player_parts
-from kstep import views
-from kstep.engine import Scripted, simulate
-from kstep.scenario_spec import scenario
-from kstep.models import make_model
+import kstep
 from kstep.views import code, predict, style
 from kstep.views.call_stacks import call_stacks
 
@@ -28,11 +25,10 @@ SHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 @pytest.fixture(scope="module")
 def opened(browser, tmp_path_factory):
     """munmap-vs-fault's page (its late fault is killed by SIGSEGV), opened once, and its run."""
-    model = make_model("vma-locks")
-    sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
-    trace = simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
+    ex = kstep.open("vma-locks", "munmap-vs-fault")
+    trace, model = ex.run(schedule=ex.scenario.schedule), ex.model
     path = tmp_path_factory.mktemp("screens") / "vma.html"
-    views.save_html(trace, model, path, about=sc)
+    ex.save_html(trace, path)
     p = Opened(browser, path, viewport=(1024, 900), predict=True)
     yield p, trace, model
     p.check_clean()

@@ -35,7 +35,7 @@ def asked_scenarios():
     """(mechanism, scenario argument, extra arguments) of every scenario file that asks questions."""
     for mech in MODELS:
         for name in scenario.bundled(mech):
-            sc = scenario.load(mech, make_model(mech).scenario_schema, name)
+            sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
             if sc.questions:
                 yield pytest.param(mech, name, [], id=f"{mech}/{name}")
     for path in sorted((ROOT / "exercises").glob("*-predict")):
@@ -161,7 +161,7 @@ def asked_runs():
     The player's charts and their axes are one code path for every page (player.js); these two runs ask
     mid-run and at the end, of counters that grow after the question."""
     for mech in MODELS:
-        schema = make_model(mech).scenario_schema
+        schema = MODELS[mech].scenario_schema
         asks = {name: len(scenario.load(mech, schema, name).questions) for name in scenario.bundled(mech)}
         name = max(asks, key=asks.get, default=None)
         if name is not None and asks[name]:

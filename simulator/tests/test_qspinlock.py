@@ -5,7 +5,6 @@ import pytest
 from kstep.engine import Invariant, Random, Scripted, explore, simulate, thread_index
 from kstep.scenario_spec import scenario
 from kstep.errors import UserError
-from kstep.models import make_model
 from kstep.models.qspinlock import QspinlockModel
 from kstep.models.qspinlock import powerpc as qppc
 from kstep.models.qspinlock import qspinlock as qgen
@@ -109,12 +108,11 @@ def test_labels_are_the_contracts():
 
 
 def test_6_12_runs_take_every_contract_label_and_no_other():
-    m = make_model(MECH)
     seen = set()
     for name in SCENARIOS:
-        sc = scenario.load(MECH, m.scenario_schema, name)
+        m, sc, s0 = load(MECH, name)
         for seed in range(40):
-            seen |= {a.label for a in simulate(m, m.initial(sc.config), Random(seed), max_steps=sc.max_steps).actions}
+            seen |= {a.label for a in simulate(m, s0, Random(seed), max_steps=sc.max_steps).actions}
     # clear_pending needs a narrow race: test_clear_pending_undoes_only_our_pending scripts it
     assert seen == set(CONTRACT) - {"clear_pending", "trylock_pending_cmpxchg"}
 
@@ -245,19 +243,18 @@ def test_a_nested_nmi_starts_only_inside_the_nmi_and_holds_everything_below_it()
     ('locks = ["C"]\nnmi = ["B"]\n[[cpus]]\nlocks = ["A"]\nnmi = ["C"]\n', "spin_lock_irqsave"),
 ])
 def test_a_context_may_not_share_a_lock_with_one_that_can_interrupt_it(cpu, says):
-    m = make_model(MECH)
     with pytest.raises(UserError, match=says):
-        scenario.parse(MECH, m.scenario_schema, "x", f'description = "d"\nlook_for = "l"\n[[cpus]]\n{cpu}',
-                       "x.toml", [])
+        scenario.parse(MECH, QspinlockModel.scenario_schema, "x",
+                       f'description = "d"\nlook_for = "l"\n[[cpus]]\n{cpu}', "x.toml", [])
 
 
 def test_an_interrupt_may_not_share_a_lock_with_its_own_task():
-    m = make_model(MECH)
+    schema = QspinlockModel.scenario_schema
     text = 'description = "d"\nlook_for = "l"\n[[cpus]]\nlocks = ["A"]\nirq = ["A"]\n'
     with pytest.raises(UserError, match="spin_lock_irqsave"):
-        scenario.parse(MECH, m.scenario_schema, "x", text, "x.toml", [])
+        scenario.parse(MECH, schema, "x", text, "x.toml", [])
     with pytest.raises(UserError, match="pending_bits: 4 is neither"):
-        scenario.parse(MECH, m.scenario_schema, "x", "pending_bits = 4\n" + text.replace('irq = ["A"]', ""),
+        scenario.parse(MECH, schema, "x", "pending_bits = 4\n" + text.replace('irq = ["A"]', ""),
                        "x.toml", [])
 
 

@@ -3,10 +3,10 @@
 import pytest
 
 from kstep.cli import main
-from kstep.engine import Scripted, simulate
 from kstep.scenario_spec import questions, scenario
 from kstep.errors import UserError
-from kstep.models import MODELS, make_model
+from kstep.experiment import from_text
+from kstep.models import MODELS
 
 VMA_TEXT = """
 description = "T1 faults in B while W unmaps it."
@@ -72,10 +72,9 @@ def load(qs=QUESTIONS, text=VMA_TEXT):
 
 
 def run(schedule, qs=QUESTIONS):
-    sc = load(qs)
-    m = make_model("vma-locks")
-    trace = simulate(m, m.initial(sc.config), Scripted(schedule), config=sc.config)
-    return m, sc, trace, questions.answers(m, sc.questions, trace)
+    ex = from_text("vma-locks", VMA_TEXT + qs, where="x.toml")
+    trace = ex.run(schedule=schedule)
+    return ex.model, ex.scenario, trace, questions.answers(ex.model, ex.scenario.questions, trace)
 
 
 def test_each_kind_is_answered_from_the_anchored_state():
@@ -89,8 +88,8 @@ def test_each_kind_is_answered_from_the_anchored_state():
 
 def test_anchors_follow_the_step_not_its_number():
     """T2 running its whole fault first shifts every step number; the anchored answers do not move."""
-    m, n = make_model("vma-locks"), 0
-    s = m.initial(load().config)
+    ex, n = from_text("vma-locks", VMA_TEXT + QUESTIONS, where="x.toml"), 0
+    m, s = ex.model, ex.start
     while not m.done(s, "T2"):
         s, n = m.step(s, next(a for a in m.actions(s) if a.actor == "T2")), n + 1
     _, _, _, first = run("T1*2 W*11 T1*9")

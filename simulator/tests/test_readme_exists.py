@@ -65,3 +65,28 @@ def test_the_readme_counts_the_exercises_there_are():
 
 def test_the_readme_says_nothing_is_planned():
     assert "planned" not in README.lower()
+
+
+def test_the_layout_says_what_each_entry_of_the_package_holds():
+    """Every folder and file of simulator/kstep/ has its line in the README's layout section."""
+    section = README.split("\n## Layout", 1)[1].split("\n## ", 1)[0]
+    block = section.split("\nsimulator/kstep/", 1)[1].split("\nsimulator/tests/", 1)[0]
+    named = set(re.findall(r"[\w.-]+/?", block))
+    package = ROOT / "simulator" / "kstep"
+    entries = {p.name + "/" * p.is_dir() for p in package.iterdir() if p.name not in ("__init__.py", "__pycache__")}
+    assert entries - named == set(), "simulator/kstep/ entries the README's layout does not mention"
+
+
+def test_the_table_of_names_holds_to_the_tree():
+    """The layout's one table of names: a row per mechanism; its exercises are exactly those whose ids
+    carry its prefix; its modules exist; its probe is one ``kstep lab`` knows."""
+    section = README.split("\n## Layout", 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("| `")]
+    assert sorted(row[0].strip("`") for row in rows) == sorted(MODELS)
+    for mech, prefix, *where, probe, _measure in rows:
+        mech, prefix = mech.strip("`"), prefix.strip("`").rstrip("*")
+        assert {e for e, m in exercises().items() if m == mech} == {e for e in exercises() if e.startswith(prefix)}
+        paths = [p for cell in where + [probe, _measure] for p in re.findall(r"`([\w/.]+)`", cell) if "/" in p]
+        assert paths and all((ROOT / "simulator" / "kstep" / p).exists() for p in paths), (mech, paths)
+        assert probe == "none" or probe.split()[0].strip("`") in PROBES, probe

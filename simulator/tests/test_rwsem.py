@@ -8,9 +8,10 @@ import functools
 
 import pytest
 
+import kstep
 from kstep.cli import main
-from kstep.scenario_spec import scenario
 from kstep.engine.liveness import liveness
+from kstep.experiment import from_text
 from kstep.models import make_model
 from kstep.models.vma_locks import rwsem
 from kstep.models.vma_locks.rwsem import FREE, NOBODY, READ, WRITE, Rwsem
@@ -59,8 +60,8 @@ ops = [{ op = "mprotect", start = 0, end = 4, prot = "r" }]
 @functools.cache
 def transitions(text):
     """Every reachable transition (state, action, next state) of a scenario on v6.12."""
-    model = make_model("vma-locks")
-    s0 = model.initial(scenario.parse("vma-locks", model.scenario_schema, "test", text, "test", []).config)
+    ex = from_text("vma-locks", text, where="test")
+    model, s0 = ex.model, ex.start
     seen, layer, out = {s0}, [s0], []
     while layer:
         nxt = []
@@ -232,10 +233,8 @@ def test_a_fault_read_locks_its_vma_while_vma_start_write_spins():
 
 def forever(handoff_after):
     """rwsem-reader-steals with another handoff_after: R faults forever, W's mprotect waits once."""
-    model = make_model("vma-locks", "no-per-vma-lock")
-    sc = scenario.load("vma-locks", model.scenario_schema, "rwsem-reader-steals",
-                       overrides=[f"handoff_after={handoff_after}"])
-    return model, model.initial(sc.config)
+    ex = kstep.open("vma-locks", "rwsem-reader-steals", "no-per-vma-lock", [f"handoff_after={handoff_after}"])
+    return ex.model, ex.start
 
 
 @functools.cache
@@ -305,9 +304,8 @@ def test_a_handoff_that_stops_its_own_writer_livelocks():
     """handoff-stops-first (rwsem.c:620 with == for !=): W, first in line with HANDOFF set, fails on
     the free VMA lock and retries at once, forever, while F sleeps on the mmap_lock W holds.  Not a
     deadlock (W always moves) and not one thread's starvation (nobody progresses)."""
-    model = make_model("vma-locks", "handoff-stops-first")
-    sc = scenario.load("vma-locks", model.scenario_schema, "rwsem-handoff-livelock")
-    r = liveness(model, model.initial(sc.config))
+    ex = kstep.open("vma-locks", "rwsem-handoff-livelock", "handoff-stops-first")
+    r = ex.liveness()
     assert r.verdict == "livelock" and r.deadlock is None and r.exhausted
     t = r.livelock
     assert t.lasso["kind"] == "livelock" and t.lasso["actors"] == ["F", "W"]
@@ -316,8 +314,7 @@ def test_a_handoff_that_stops_its_own_writer_livelocks():
     lock = states[0].vmas[0].lock
     assert lock.owner == NOBODY and not lock.readers and lock.handoff and lock.waiters[0] == (1, WRITE)
     assert states[0].mm.mmap_lock.owner == 1 and rwsem.waiting(states[0].mm.mmap_lock, 0)
-    fixed = make_model("vma-locks")
-    assert liveness(fixed, fixed.initial(sc.config)).free  # 6.12's line 620 lets W take it
+    assert ex.variant(None).liveness().free  # 6.12's line 620 lets W take it
 
 
 def test_explore_names_the_scenario_that_shows_the_livelock(capsys):

@@ -20,7 +20,7 @@ import pytest
 
 from browser import Opened, plays_steps_and_resets, site_pages, visit_pages
 from kstep.scenario_spec import scenario
-from kstep.models import MODELS, make_model
+from kstep.models import MODELS
 from kstep.views import course
 from kstep.views.site import outputs, pages
 
@@ -117,9 +117,8 @@ def test_chapters_come_in_lecture_order_and_reach_every_scenario_and_notebook(si
     assert sorted(chapters) == sorted(MODELS), "every mechanism has a chapter, and only those"
     for mech in chapters:
         text = (site / "chapters" / f"{mech}.html").read_text()
-        model = make_model(mech)
         for name in scenario.bundled(mech):
-            sc = scenario.load(mech, model.scenario_schema, name)
+            sc = scenario.load(mech, MODELS[mech].scenario_schema, name)
             assert f'href="../animations/{mech}/{name}.html"' in text, name
             page = " ".join(html.unescape((site / "animations" / mech / f"{name}.html").read_text()).split())
             for sentence in (sc.description, sc.look_for):

@@ -9,11 +9,10 @@ view computed in Python for that frame.
 import pytest
 
 from browser import Opened
+import kstep
 from kstep import views
-from kstep.engine import Random, Scripted, explore, simulate
-from kstep.scenario_spec import scenario
 from kstep.lab.source import excerpts
-from kstep.models import make_model
+from kstep.models import MODELS
 from kstep.views import code
 from kstep.views.player import Frames
 
@@ -29,10 +28,9 @@ def assert_on_screen(opened, lay, k):
 
 
 def trace_of(mech, name, variant=None):
-    model = make_model(mech, variant)
-    sc = scenario.load(mech, model.scenario_schema, name)
-    sched = Scripted(sc.schedule) if sc.schedule else Random(1)
-    return simulate(model, model.initial(sc.config), sched, scenario=sc.name, config=sc.config), model
+    ex = kstep.open(mech, name, variant or MODELS[mech].default_variant)
+    schedule = ex.scenario.schedule
+    return (ex.run(schedule=schedule) if schedule else ex.run(seed=1)), ex.model
 
 
 @pytest.fixture(scope="module")
@@ -210,9 +208,8 @@ def test_plots_out_of_view_catch_up_when_playback_stops(browser, pages):
 
 
 def test_a_counterexample_ends_with_the_violated_invariant_in_view(browser, tmp_path):
-    model = make_model("vma-locks", "free-immediately")
-    sc = scenario.load("vma-locks", model.scenario_schema, "munmap-vs-fault")
-    trace = explore(model, model.initial(sc.config), scenario=sc.name, config=sc.config).counterexample
+    ex = kstep.open("vma-locks", "munmap-vs-fault", "free-immediately")
+    trace, model = ex.explore().counterexample, ex.model
     path = tmp_path / "cex.html"
     views.save_html(trace, model, path)
     p = Opened(browser, path)

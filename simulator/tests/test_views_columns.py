@@ -203,9 +203,8 @@ def test_player_js_status_names_the_step_its_kernel_function_and_what_it_does():
 def test_player_js_shows_a_step_outside_the_kernel_without_a_link_or_code():
     """A lock's critical section is its caller's code: the status names whose code it is, with no
     link, and the code pane says there is no kernel code to show (rather than failing)."""
-    model = make_model("qspinlock")
-    sc = scenario.load("qspinlock", model.scenario_schema, "two-waiters")
-    trace = simulate(model, model.initial(sc.config), Scripted(sc.schedule), scenario=sc.name, config=sc.config)
+    model, sc, s0 = load("qspinlock", "two-waiters")
+    trace = simulate(model, s0, Scripted(sc.schedule), scenario=sc.name, config=sc.config)
     outside = [k for k, a in enumerate(trace.actions, start=1) if not model.sources()[a.label].path]
     assert outside, "two-waiters runs no step outside the kernel"
     k = outside[0]

@@ -12,9 +12,7 @@ import pytest
 from browser import Opened
 from kstep import views
 from kstep.engine import RoundRobin, simulate
-from kstep.scenario_spec import scenario
 from kstep.lab.replay import damon_observed as observed
-from kstep.models import make_model
 from kstep.views.boards.damon import LOG_FROM, AddressAxis
 from kstep.views.player import Frames
 
@@ -93,9 +91,8 @@ def test_the_axis_turns_logarithmic_at_log_from_bytes():
 
 @pytest.mark.browser
 def test_the_damon_page_loads_offline_and_stepping_redraws_the_region_strip(browser, tmp_path):
-    model = make_model("damon")
-    sc = scenario.load("damon", model.scenario_schema, "hot-block", ["aggregations=2"])
-    trace = simulate(model, model.initial(sc.config), RoundRobin(), scenario=sc.name, config=sc.config)
+    model, sc, start = load("damon", "hot-block", overrides=["aggregations=2"])
+    trace = simulate(model, start, RoundRobin(), scenario=sc.name, config=sc.config)
     path = tmp_path / "damon.html"
     views.save_html(trace, model, path)
     frames = Frames(views.layout(trace, model))

@@ -3,8 +3,6 @@
 from kstep import views
 from support import load
 from kstep.engine import Random, simulate
-from kstep.scenario_spec import scenario
-from kstep.models import make_model
 from kstep.models.fork_batch.pgtable import CONT_PTES
 from kstep.views import style
 from kstep.views.player import Frames
@@ -64,9 +62,8 @@ def test_the_parent_and_the_child_grids_stand_side_by_side_on_the_same_grid():
     page and its copy sit at the same place in the two grids."""
     from bokeh.layouts import Row
 
-    model = make_model(MECH)
-    sc = scenario.load(MECH, model.scenario_schema, "table-boundary")
-    trace = simulate(model, model.initial(sc.config), Random(1), scenario=sc.name, config=sc.config)
+    model, sc, start = load(MECH, "table-boundary")
+    trace = simulate(model, start, Random(1), scenario=sc.name, config=sc.config)
     layout = views.layout(trace, model)
     tables = layout.select_one({"name": "kstep-page-tables"})
     assert isinstance(tables, Row)

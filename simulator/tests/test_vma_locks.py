@@ -9,6 +9,7 @@ from kstep.engine import Frame, RoundRobin, Scripted, Variant, explore, push, si
 from kstep.scenario_spec import scenario
 from kstep.engine import replay
 from kstep.engine.liveness import liveness
+from kstep.experiment import from_text
 from kstep.models import make_model
 from kstep.models.vma_locks import VmaLocksModel, rwsem
 from kstep.models.vma_locks.invariants import vma_read_locked
@@ -249,19 +250,17 @@ def test_traces_validate_and_tampered_traces_do_not(tmp_path):
     tr = simulate(m, s0, Scripted(sc.schedule), scenario="munmap-vs-fault", config=sc.config)
     path = tmp_path / "t.json"
     tr.write(m, path)
-    again, model = replay.load(path, lambda mech, v: make_model(mech, v))
+    again, model = replay.load(path, make_model)
     assert again.states == tr.states
     text = path.read_text()
     path.write_text(text.replace('"vm_lock_seq": 4294967295', '"vm_lock_seq": 5', 1))
     with pytest.raises(Exception, match="does not reach|does not match"):
-        replay.load(path, lambda mech, v: make_model(mech, v))
+        replay.load(path, make_model)
 
 
 def test_same_seed_same_bytes_in_separate_processes():
-    code = ("from kstep.engine import Random, simulate;from kstep.scenario_spec import scenario;"
-            "from kstep.models import make_model;"
-            "m=make_model('vma-locks');sc=scenario.load('vma-locks',m.scenario_schema,'android-app-launch');"
-            "import sys;sys.stdout.write(simulate(m,m.initial(sc.config),Random(7),config=sc.config).dumps(m))")
+    code = ("import sys, kstep;ex=kstep.open('vma-locks','android-app-launch');"
+            "sys.stdout.write(ex.run(seed=7).dumps(ex.model))")
     outs = [subprocess.run([sys.executable, "-c", code], env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
                            capture_output=True, check=True).stdout for seed in ("1", "4242")]
     assert outs[0] == outs[1] and len(outs[0]) > 1000
@@ -291,9 +290,8 @@ class WriterFirst:
 
 def case(toml, variant=None):
     """The model and the initial state of a scenario given as TOML text (vmas and threads only)."""
-    m = make_model(MECH, variant)
-    sc = scenario.parse(MECH, m.scenario_schema, "case", 'description = "-"\nlook_for = "-"\n' + toml, "<test>", [])
-    return m, m.initial(sc.config)
+    ex = from_text(MECH, 'description = "-"\nlook_for = "-"\n' + toml, variant, where="<test>")
+    return ex.model, ex.start
 
 
 def concrete(toml, *order, variant=None):

@@ -1,4 +1,4 @@
-"""The chapters name only what exists: every variant, scenario, litmus test and kernel-lab build they
+"""The chapters name only what exists: every variant, scenario, litmus test, exercise and kernel-lab build they
 quote in backticks is one kstep has, every ``function()`` is defined in the 6.12 source (a system call as
 its ``sys_`` entry), and the DAMON chapter lists every 6.12.y DAMON fix the model leaves out."""
 
@@ -29,13 +29,14 @@ def quoted(chapter):
 def names():
     out = set(MODELS) | set(litmus.names())
     out |= set(re.findall(r"build/\$\(1\)/([\w-]+)", (ROOT / "kernel-lab" / "Makefile").read_text()))
+    out |= {p.parent.name for p in (ROOT / "exercises").glob("*/exercise.toml")}
     for mech, model in MODELS.items():
         out |= set(model.variants) | set(scenario.bundled(mech))
     return out
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
-def test_every_variant_scenario_litmus_test_and_lab_build_a_chapter_names_exists(chapter):
+def test_every_variant_scenario_litmus_test_exercise_and_lab_build_a_chapter_names_exists(chapter):
     assert sorted(t for t in quoted(chapter) if NAME.fullmatch(t) and t not in names()) == []
 
 

@@ -11,6 +11,7 @@ from kstep.views.site.litmus_pages import MODULES, shapes, verdicts
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = (ROOT / "docs" / "chapters" / "memory-ordering.md").read_text()
 DIRECTIVE = re.compile(r"```\{kstep-litmus-verdicts\}([^\n]*)\n```")
+ANY_DIRECTIVE = re.compile(r"```\{kstep-[a-z-]+\}[^\n]*\n```")
 # Where 6.12 defines or uses the kernel names the chapter mentions.
 KERNEL_FILES = (
     "kernel/locking/qspinlock.c", "kernel/locking/mcs_spinlock.h", "include/asm-generic/qspinlock.h",
@@ -27,7 +28,7 @@ def named_tests() -> list[str]:
 
 def prose() -> str:
     """The chapter's own words: without the directives and the {doc} links to other pages."""
-    return re.sub(r"\{doc\}`[^`]*`", "", DIRECTIVE.sub("", CHAPTER))
+    return re.sub(r"\{doc\}`[^`]*`", "", ANY_DIRECTIVE.sub("", CHAPTER))
 
 
 def quoted() -> set[str]:
@@ -68,7 +69,8 @@ def test_every_model_and_litmus_name_in_backquotes_is_one_kstep_has():
         if re.fullmatch(r"[a-z0-9]+", token) and token in models:
             continue
         if re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)+", token):
-            if token not in names and f"`{token}`" not in lab:  # a litmus test or a kernel-lab build
+            exercise = (ROOT / "exercises" / token / "exercise.toml").is_file()
+            if token not in names and f"`{token}`" not in lab and not exercise:  # a litmus test, lab build, exercise
                 unknown.append(token)
         elif token.startswith("-") and token not in suffixes:
             unknown.append(token)

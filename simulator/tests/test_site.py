@@ -135,6 +135,12 @@ def test_chapters_come_in_lecture_order_and_reach_every_scenario_and_notebook(si
         assert re.search(r'href="\.\./notebooks/[^"]+\.html"', text), f"{mech}: no notebook linked"
         for folder, meta in pages.exercises(ROOT / "exercises", mech):
             assert html.escape(meta["title"], quote=False) in text, f"{mech}: exercise {folder.name} is not listed"
+    # the memory-ordering exercises span the mechanisms: their chapter lists them (issue 24 asks for three)
+    text = (site / "chapters" / "memory-ordering.html").read_text()
+    memory = pages.exercises(ROOT / "exercises", pages.MEMORY_ORDERING)
+    assert len(memory) >= 3
+    for folder, meta in memory:
+        assert html.escape(meta["title"], quote=False) in text, f"memory ordering: exercise {folder.name} is not listed"
 
 
 def test_each_chapter_opens_with_its_main_scenarios_player_above_its_first_section(site):

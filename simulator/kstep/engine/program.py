@@ -27,6 +27,8 @@ named (``Scripted``: ``ACTOR:label``) or first in the thread's turn (``RoundRobi
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import is_, is_not
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
 from .model import PLAIN, Action, Model, Source, State, Variant
@@ -275,6 +277,79 @@ class ProgramModel(Model, Reductions):
             if guard(state, idle) if wants_idle else guard(state):
                 out.append(new(Action, (name, label)))
         return out
+
+    def actions_along(self) -> Callable[[State], list[Action]]:
+        """``actions`` for the states of one run in order, looking again only at what changed.
+
+        A thread whose next step has no guard offers that step whatever the rest of the state holds:
+        while its record is the very object it was in the state before, it offers what it offered
+        then.  So each state looks only at the records the step replaced (usually its own thread's,
+        found by identity in C) and at the threads whose next step has a guard, which may read
+        anything and are asked again every time, as are the optional and daemon steps' guards.  The
+        result equals ``actions(state)`` (test_actions_along holds them equal on seeded runs of every
+        mechanism).  A model that overrides ``actions`` gets its own ``actions``.
+        """
+        if type(self).actions is not ProgramModel.actions:
+            return self.actions
+        new = tuple.__new__
+        guards, optional_guards, daemon_guards = self._guards, self._optional_guards, self._daemon_guards
+        last: tuple = ()
+        mains: list = []  # per thread: the Action of its next step if that has no guard and is enabled, else None
+        guarded: dict = {}  # thread index -> (name, label, arg, guard) of a next step with a guard
+        any_idle = self._wants_idle
+        bits: list = []  # 1 << i for thread i, and None per thread: the idle mask from `now` in C
+        nones: tuple = ()
+
+        def head(i: int, t: Any) -> Optional[Action]:
+            guarded.pop(i, None)
+            frames = t[1]
+            if not frames:
+                return None
+            label, arg = frames[0]
+            guard = guards[label]
+            if guard is not None:
+                guarded[i] = (t[0], label, arg, guard)
+                return None
+            return new(Action, (t[0], label))
+
+        def actions(state: State) -> list[Action]:
+            nonlocal last, bits, nones
+            threads = state[0]
+            if len(threads) != len(last):
+                guarded.clear()
+                bits, nones = [1 << i for i in range(len(threads))], (None,) * len(threads)
+                mains[:] = [head(i, t) for i, t in enumerate(threads)]
+            else:
+                for i in compress(range(len(threads)), map(is_not, threads, last)):
+                    mains[i] = head(i, threads[i])
+            last = threads
+            now = mains
+            if guarded:
+                now = mains.copy()
+                for i, (name, label, arg, guard) in guarded.items():
+                    if guard(state, i, arg):
+                        now[i] = new(Action, (name, label))
+            out = list(filter(None, now))
+            offered = 0
+            if optional_guards:
+                optional = [(guard(state), label) for guard, label in optional_guards]
+                for mask, _ in optional:
+                    offered |= mask
+                if offered:  # rare: the optional steps go right after their thread's next step
+                    out = []
+                    for i, a in enumerate(now):
+                        if a is not None:
+                            out.append(a)
+                            if offered >> i & 1:
+                                out += [new(Action, (a[0], opt)) for mask, opt in optional if mask >> i & 1]
+            if daemon_guards:
+                idle = sum(compress(bits, map(is_, now, nones))) if any_idle else 0
+                for name, label, guard, wants_idle in daemon_guards:
+                    if guard(state, idle) if wants_idle else guard(state):
+                        out.append(new(Action, (name, label)))
+            return out
+
+        return actions
 
     def idle(self, state: State) -> int:
         """Bit i set when thread i has finished or cannot take its next step (nothing to run)."""

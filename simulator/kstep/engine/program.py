@@ -28,7 +28,7 @@ named (``Scripted``: ``ACTOR:label``) or first in the thread's turn (``RoundRobi
 from __future__ import annotations
 
 from itertools import compress
-from operator import is_, is_not
+from operator import attrgetter, is_, is_not
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
 from .model import PLAIN, Action, Model, Source, State, Variant
@@ -53,6 +53,10 @@ class Step(NamedTuple):
     (see ``Footprint``) the step and its guard read and write besides its own thread's record.
     None: undeclared, the step may touch anything.
 
+    ``guard_reads`` names the state fields an optional or daemon step's guard reads (with the idle
+    mask, for an ``idle`` step); None: any.  While they are the very objects they were, a run need
+    not ask the guard again (``ProgramModel.actions_along``).
+
     ``live`` names the locals of its own thread (``ProgramModel.locals``) that this step, or a later
     one of the thread, may read before writing them; every other local is dead while this step is
     next, and the explorer forgets its value (``ProgramModel.forget``).
@@ -70,6 +74,7 @@ class Step(NamedTuple):
     footprint: Optional[Callable[..., tuple]] = None
     live: tuple = ()
     order: Any = PLAIN
+    guard_reads: Optional[tuple] = None
 
 
 class Replacement(NamedTuple):
@@ -131,11 +136,12 @@ class Program:
 
         return register
 
-    def guard(self, label: str):
-        """Register when the step ``label`` is enabled (default: always)."""
+    def guard(self, label: str, reads: Optional[tuple] = None):
+        """Register when the step ``label`` is enabled (default: always); ``reads``: the state fields the
+        guard of an optional or daemon step reads (see ``Step``)."""
 
         def register(fn):
-            self.steps[label] = self.steps[label]._replace(guard=fn)
+            self.steps[label] = self.steps[label]._replace(guard=fn, guard_reads=reads)
             return fn
 
         return register
@@ -299,6 +305,23 @@ class ProgramModel(Model, Reductions):
         any_idle = self._wants_idle
         bits: list = []  # 1 << i for thread i, and None per thread: the idle mask from `now` in C
         nones: tuple = ()
+        # The optional and daemon steps' guards, asked again only when a field they declare they read
+        # is another object or the idle mask changed (every time, if one of them declares nothing).
+        state_guarded = bool(optional_guards or daemon_guards)
+        reads = [self._steps[label].guard_reads for _, label in optional_guards]
+        reads += [self._steps[label].guard_reads for _, label, _, _ in daemon_guards]
+        names = sorted({f for r in reads if r is not None for f in r})
+        read = attrgetter(*names) if names and None not in reads else None
+        one = len(names) == 1  # attrgetter of one name gives the object itself
+        seen: Any = object()  # what the guards were last asked about: the fields read, the idle mask,
+        seen_idle = -1  # and their answers
+        answers: tuple = ((), ())
+
+        def ask(state: State, idle: int) -> tuple:
+            """(mask, label) of each optional step, and the enabled daemon steps' actions."""
+            return ([(guard(state), label) for guard, label in optional_guards],
+                    [new(Action, (name, label)) for name, label, guard, wants_idle in daemon_guards
+                     if (guard(state, idle) if wants_idle else guard(state))])
 
         def head(i: int, t: Any) -> Optional[Action]:
             guarded.pop(i, None)
@@ -313,7 +336,7 @@ class ProgramModel(Model, Reductions):
             return new(Action, (t[0], label))
 
         def actions(state: State) -> list[Action]:
-            nonlocal last, bits, nones
+            nonlocal last, bits, nones, seen, seen_idle, answers
             threads = state[0]
             if len(threads) != len(last):
                 guarded.clear()
@@ -330,23 +353,27 @@ class ProgramModel(Model, Reductions):
                     if guard(state, i, arg):
                         now[i] = new(Action, (name, label))
             out = list(filter(None, now))
+            if not state_guarded:
+                return out
+            idle = sum(compress(bits, map(is_, now, nones))) if any_idle else 0
+            if read is None:
+                optional, daemons = ask(state, idle)
+            else:
+                fields = read(state)
+                if idle != seen_idle or not (fields is seen if one else all(map(is_, fields, seen))):
+                    seen, seen_idle, answers = fields, idle, ask(state, idle)
+                optional, daemons = answers
             offered = 0
-            if optional_guards:
-                optional = [(guard(state), label) for guard, label in optional_guards]
-                for mask, _ in optional:
-                    offered |= mask
-                if offered:  # rare: the optional steps go right after their thread's next step
-                    out = []
-                    for i, a in enumerate(now):
-                        if a is not None:
-                            out.append(a)
-                            if offered >> i & 1:
-                                out += [new(Action, (a[0], opt)) for mask, opt in optional if mask >> i & 1]
-            if daemon_guards:
-                idle = sum(compress(bits, map(is_, now, nones))) if any_idle else 0
-                for name, label, guard, wants_idle in daemon_guards:
-                    if guard(state, idle) if wants_idle else guard(state):
-                        out.append(new(Action, (name, label)))
+            for mask, _ in optional:
+                offered |= mask
+            if offered:  # rare: the optional steps go right after their thread's next step
+                out = []
+                for i, a in enumerate(now):
+                    if a is not None:
+                        out.append(a)
+                        if offered >> i & 1:
+                            out += [new(Action, (a[0], opt)) for mask, opt in optional if mask >> i & 1]
+            out += daemons
             return out
 
         return actions

@@ -224,6 +224,9 @@ class ProgramModel(Model, Reductions):
         self.table = self.program.replaced(self.variant.replaces, self.variant if self.variant.broken else None)
         self._steps = self.table.steps
         self._guards = {label: st.guard for label, st in self._steps.items()}
+        # label -> run of a thread's own next step (not a daemon's, nor an optional one): step's fast path
+        self._frame_runs = {label: st.run for label, st in self._steps.items() if not st.daemon and not st.optional}
+        self._calls = self.table.calls
         self._daemon_steps = {
             name: tuple(self._steps[label] for label in labels) for name, labels in self.daemons.items()
         }
@@ -402,22 +405,26 @@ class ProgramModel(Model, Reductions):
         return self._steps[action.label].optional
 
     def step(self, state: State, action: Action) -> State:
-        st = self._steps[action.label]
-        if st.daemon:
-            return st.run(state, self.idle(state)) if st.idle else st.run(state)
-        i = thread_index(state, action.actor)
-        if st.optional:
-            return st.run(state, i)
+        name, label = action
+        run = self._frame_runs.get(label)
+        if run is None:
+            st = self._steps[label]
+            if st.daemon:
+                return st.run(state, self.idle(state)) if st.idle else st.run(state)
+            return st.run(state, thread_index(state, name))
         threads = state[0]
+        i = _last_index.get(name)  # thread_index, inlined: every step pays it
+        if i is None or i >= len(threads) or threads[i][0] != name:
+            i = thread_index(state, name)
         t = threads[i]
         frames = t[1]
-        label, arg = frames[0]
-        if label != action.label:
-            raise ValueError(f"{action} is not {t.name}'s next step ({label})")
+        head, arg = frames[0]
+        if head != label:
+            raise ValueError(f"{action} is not {t.name}'s next step ({head})")
         new = tuple.__new__  # set_thread(state, i, with_frames(t, frames[1:])), inlined: every step pays it
         popped = new(type(t), (t[0], frames[1:]) + t[2:])
         state = new(type(state), (threads[:i] + (popped,) + threads[i + 1:],) + state[1:])
-        return self.normalize(st.run(state, i, arg), i)
+        return self.normalize(run(state, i, arg), i)
 
     def done(self, state: State, actor: str) -> bool:
         if actor in self._daemon_steps:
@@ -492,7 +499,7 @@ class ProgramModel(Model, Reductions):
     # -- helpers for subclasses -------------------------------------------------------------------
     def normalize(self, state: State, i: int) -> State:
         """Expand calls at the head of thread ``i`` until an atomic step (or nothing) is next."""
-        calls = self.table.calls
+        calls = self._calls
         t = state[0][i]
         frames = t[1]
         if not frames or frames[0][0] not in calls:

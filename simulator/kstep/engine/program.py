@@ -306,8 +306,7 @@ class ProgramModel(Model, Reductions):
         mains: list = []  # per thread: the Action of its next step if that has no guard and is enabled, else None
         guarded: dict = {}  # thread index -> (name, label, arg, guard) of a next step with a guard
         any_idle = self._wants_idle
-        bits: list = []  # 1 << i for thread i, and None per thread: the idle mask from `now` in C
-        nones: tuple = ()
+        idle_heads = 0  # bit i: thread i has finished or its next step has a guard (see `guarded`)
         # The optional and daemon steps' guards, asked again only when a field they declare they read
         # is another object or the idle mask changed (every time, if one of them declares nothing).
         state_guarded = bool(optional_guards or daemon_guards)
@@ -318,13 +317,17 @@ class ProgramModel(Model, Reductions):
         one = len(names) == 1  # attrgetter of one name gives the object itself
         seen: Any = object()  # what the guards were last asked about: the fields read, the idle mask,
         seen_idle = -1  # and their answers
-        answers: tuple = ((), ())
+        answers: tuple = ((), (), 0)
 
         def ask(state: State, idle: int) -> tuple:
-            """(mask, label) of each optional step, and the enabled daemon steps' actions."""
-            return ([(guard(state), label) for guard, label in optional_guards],
-                    [new(Action, (name, label)) for name, label, guard, wants_idle in daemon_guards
-                     if (guard(state, idle) if wants_idle else guard(state))])
+            """(mask, label) of each optional step, the enabled daemon steps' actions, and the threads some
+            optional step is offered to."""
+            optional = [(guard(state), label) for guard, label in optional_guards]
+            offered = 0
+            for mask, _ in optional:
+                offered |= mask
+            return (optional, [new(Action, (name, label)) for name, label, guard, wants_idle in daemon_guards
+                               if (guard(state, idle) if wants_idle else guard(state))], offered)
 
         def head(i: int, t: Any) -> Optional[Action]:
             guarded.pop(i, None)
@@ -339,36 +342,38 @@ class ProgramModel(Model, Reductions):
             return new(Action, (t[0], label))
 
         def actions(state: State) -> list[Action]:
-            nonlocal last, bits, nones, seen, seen_idle, answers
+            nonlocal last, idle_heads, seen, seen_idle, answers
             threads = state[0]
             if len(threads) != len(last):
                 guarded.clear()
-                bits, nones = [1 << i for i in range(len(threads))], (None,) * len(threads)
-                mains[:] = [head(i, t) for i, t in enumerate(threads)]
+                mains[:] = [None] * len(threads)
+                idle_heads = 0
+                changed: Iterable[int] = range(len(threads))
             else:
-                for i in compress(range(len(threads)), map(is_not, threads, last)):
-                    mains[i] = head(i, threads[i])
+                changed = compress(range(len(threads)), map(is_not, threads, last))
+            for i in changed:
+                a = mains[i] = head(i, threads[i])
+                idle_heads = idle_heads | 1 << i if a is None else idle_heads & ~(1 << i)
             last = threads
-            now = mains
+            now, idle = mains, idle_heads
             if guarded:
                 now = mains.copy()
                 for i, (name, label, arg, guard) in guarded.items():
                     if guard(state, i, arg):
                         now[i] = new(Action, (name, label))
+                        idle &= ~(1 << i)
             out = list(filter(None, now))
             if not state_guarded:
                 return out
-            idle = sum(compress(bits, map(is_, now, nones))) if any_idle else 0
+            if not any_idle:
+                idle = 0
             if read is None:
-                optional, daemons = ask(state, idle)
+                optional, daemons, offered = ask(state, idle)
             else:
                 fields = read(state)
                 if idle != seen_idle or not (fields is seen if one else all(map(is_, fields, seen))):
                     seen, seen_idle, answers = fields, idle, ask(state, idle)
-                optional, daemons = answers
-            offered = 0
-            for mask, _ in optional:
-                offered |= mask
+                optional, daemons, offered = answers
             if offered:  # rare: the optional steps go right after their thread's next step
                 out = []
                 for i, a in enumerate(now):

@@ -214,6 +214,12 @@ class Model(abc.ABC):
     def step(self, state: State, action: Action) -> State:
         ...
 
+    def actions_along(self) -> Callable[[State], list[Action]]:
+        """``actions`` for the states of one run, asked in the order the run reaches them: it may
+        remember the state before and look again only at what the step changed (``simulate`` asks
+        this once per run).  By default ``actions`` itself."""
+        return self.actions
+
     @abc.abstractmethod
     def done(self, state: State, actor: str) -> bool:
         """True when the actor has finished its work (so having no action is not a deadlock)."""

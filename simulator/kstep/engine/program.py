@@ -27,6 +27,8 @@ named (``Scripted``: ``ACTOR:label``) or first in the thread's turn (``RoundRobi
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import attrgetter, is_, is_not
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
 from .model import PLAIN, Action, Model, Source, State, Variant
@@ -51,6 +53,10 @@ class Step(NamedTuple):
     (see ``Footprint``) the step and its guard read and write besides its own thread's record.
     None: undeclared, the step may touch anything.
 
+    ``guard_reads`` names the state fields an optional or daemon step's guard reads (with the idle
+    mask, for an ``idle`` step); None: any.  While they are the very objects they were, a run need
+    not ask the guard again (``ProgramModel.actions_along``).
+
     ``live`` names the locals of its own thread (``ProgramModel.locals``) that this step, or a later
     one of the thread, may read before writing them; every other local is dead while this step is
     next, and the explorer forgets its value (``ProgramModel.forget``).
@@ -68,6 +74,7 @@ class Step(NamedTuple):
     footprint: Optional[Callable[..., tuple]] = None
     live: tuple = ()
     order: Any = PLAIN
+    guard_reads: Optional[tuple] = None
 
 
 class Replacement(NamedTuple):
@@ -129,11 +136,12 @@ class Program:
 
         return register
 
-    def guard(self, label: str):
-        """Register when the step ``label`` is enabled (default: always)."""
+    def guard(self, label: str, reads: Optional[tuple] = None):
+        """Register when the step ``label`` is enabled (default: always); ``reads``: the state fields the
+        guard of an optional or daemon step reads (see ``Step``)."""
 
         def register(fn):
-            self.steps[label] = self.steps[label]._replace(guard=fn)
+            self.steps[label] = self.steps[label]._replace(guard=fn, guard_reads=reads)
             return fn
 
         return register
@@ -216,6 +224,9 @@ class ProgramModel(Model, Reductions):
         self.table = self.program.replaced(self.variant.replaces, self.variant if self.variant.broken else None)
         self._steps = self.table.steps
         self._guards = {label: st.guard for label, st in self._steps.items()}
+        # label -> run of a thread's own next step (not a daemon's, nor an optional one): step's fast path
+        self._frame_runs = {label: st.run for label, st in self._steps.items() if not st.daemon and not st.optional}
+        self._calls = self.table.calls
         self._daemon_steps = {
             name: tuple(self._steps[label] for label in labels) for name, labels in self.daemons.items()
         }
@@ -276,6 +287,105 @@ class ProgramModel(Model, Reductions):
                 out.append(new(Action, (name, label)))
         return out
 
+    def actions_along(self) -> Callable[[State], list[Action]]:
+        """``actions`` for the states of one run in order, looking again only at what changed.
+
+        A thread whose next step has no guard offers that step whatever the rest of the state holds:
+        while its record is the very object it was in the state before, it offers what it offered
+        then.  So each state looks only at the records the step replaced (usually its own thread's,
+        found by identity in C) and at the threads whose next step has a guard, which may read
+        anything and are asked again every time, as are the optional and daemon steps' guards.  The
+        result equals ``actions(state)`` (test_actions_along holds them equal on seeded runs of every
+        mechanism).  A model that overrides ``actions`` gets its own ``actions``.
+        """
+        if type(self).actions is not ProgramModel.actions:
+            return self.actions
+        new = tuple.__new__
+        guards, optional_guards, daemon_guards = self._guards, self._optional_guards, self._daemon_guards
+        last: tuple = ()
+        mains: list = []  # per thread: the Action of its next step if that has no guard and is enabled, else None
+        guarded: dict = {}  # thread index -> (name, label, arg, guard) of a next step with a guard
+        any_idle = self._wants_idle
+        idle_heads = 0  # bit i: thread i has finished or its next step has a guard (see `guarded`)
+        # The optional and daemon steps' guards, asked again only when a field they declare they read
+        # is another object or the idle mask changed (every time, if one of them declares nothing).
+        state_guarded = bool(optional_guards or daemon_guards)
+        reads = [self._steps[label].guard_reads for _, label in optional_guards]
+        reads += [self._steps[label].guard_reads for _, label, _, _ in daemon_guards]
+        names = sorted({f for r in reads if r is not None for f in r})
+        read = attrgetter(*names) if names and None not in reads else None
+        one = len(names) == 1  # attrgetter of one name gives the object itself
+        seen: Any = object()  # what the guards were last asked about: the fields read, the idle mask,
+        seen_idle = -1  # and their answers
+        answers: tuple = ((), (), 0)
+
+        def ask(state: State, idle: int) -> tuple:
+            """(mask, label) of each optional step, the enabled daemon steps' actions, and the threads some
+            optional step is offered to."""
+            optional = [(guard(state), label) for guard, label in optional_guards]
+            offered = 0
+            for mask, _ in optional:
+                offered |= mask
+            return (optional, [new(Action, (name, label)) for name, label, guard, wants_idle in daemon_guards
+                               if (guard(state, idle) if wants_idle else guard(state))], offered)
+
+        def head(i: int, t: Any) -> Optional[Action]:
+            guarded.pop(i, None)
+            frames = t[1]
+            if not frames:
+                return None
+            label, arg = frames[0]
+            guard = guards[label]
+            if guard is not None:
+                guarded[i] = (t[0], label, arg, guard)
+                return None
+            return new(Action, (t[0], label))
+
+        def actions(state: State) -> list[Action]:
+            nonlocal last, idle_heads, seen, seen_idle, answers
+            threads = state[0]
+            if len(threads) != len(last):
+                guarded.clear()
+                mains[:] = [None] * len(threads)
+                idle_heads = 0
+                changed: Iterable[int] = range(len(threads))
+            else:
+                changed = compress(range(len(threads)), map(is_not, threads, last))
+            for i in changed:
+                a = mains[i] = head(i, threads[i])
+                idle_heads = idle_heads | 1 << i if a is None else idle_heads & ~(1 << i)
+            last = threads
+            now, idle = mains, idle_heads
+            if guarded:
+                now = mains.copy()
+                for i, (name, label, arg, guard) in guarded.items():
+                    if guard(state, i, arg):
+                        now[i] = new(Action, (name, label))
+                        idle &= ~(1 << i)
+            out = list(filter(None, now))
+            if not state_guarded:
+                return out
+            if not any_idle:
+                idle = 0
+            if read is None:
+                optional, daemons, offered = ask(state, idle)
+            else:
+                fields = read(state)
+                if idle != seen_idle or not (fields is seen if one else all(map(is_, fields, seen))):
+                    seen, seen_idle, answers = fields, idle, ask(state, idle)
+                optional, daemons, offered = answers
+            if offered:  # rare: the optional steps go right after their thread's next step
+                out = []
+                for i, a in enumerate(now):
+                    if a is not None:
+                        out.append(a)
+                        if offered >> i & 1:
+                            out += [new(Action, (a[0], opt)) for mask, opt in optional if mask >> i & 1]
+            out += daemons
+            return out
+
+        return actions
+
     def idle(self, state: State) -> int:
         """Bit i set when thread i has finished or cannot take its next step (nothing to run)."""
         return self._runnable(state)[1]
@@ -300,22 +410,26 @@ class ProgramModel(Model, Reductions):
         return self._steps[action.label].optional
 
     def step(self, state: State, action: Action) -> State:
-        st = self._steps[action.label]
-        if st.daemon:
-            return st.run(state, self.idle(state)) if st.idle else st.run(state)
-        i = thread_index(state, action.actor)
-        if st.optional:
-            return st.run(state, i)
+        name, label = action
+        run = self._frame_runs.get(label)
+        if run is None:
+            st = self._steps[label]
+            if st.daemon:
+                return st.run(state, self.idle(state)) if st.idle else st.run(state)
+            return st.run(state, thread_index(state, name))
         threads = state[0]
+        i = _last_index.get(name)  # thread_index, inlined: every step pays it
+        if i is None or i >= len(threads) or threads[i][0] != name:
+            i = thread_index(state, name)
         t = threads[i]
         frames = t[1]
-        label, arg = frames[0]
-        if label != action.label:
-            raise ValueError(f"{action} is not {t.name}'s next step ({label})")
+        head, arg = frames[0]
+        if head != label:
+            raise ValueError(f"{action} is not {t.name}'s next step ({head})")
         new = tuple.__new__  # set_thread(state, i, with_frames(t, frames[1:])), inlined: every step pays it
         popped = new(type(t), (t[0], frames[1:]) + t[2:])
         state = new(type(state), (threads[:i] + (popped,) + threads[i + 1:],) + state[1:])
-        return self.normalize(st.run(state, i, arg), i)
+        return self.normalize(run(state, i, arg), i)
 
     def done(self, state: State, actor: str) -> bool:
         if actor in self._daemon_steps:
@@ -390,7 +504,7 @@ class ProgramModel(Model, Reductions):
     # -- helpers for subclasses -------------------------------------------------------------------
     def normalize(self, state: State, i: int) -> State:
         """Expand calls at the head of thread ``i`` until an atomic step (or nothing) is next."""
-        calls = self.table.calls
+        calls = self._calls
         t = state[0][i]
         frames = t[1]
         if not frames or frames[0][0] not in calls:

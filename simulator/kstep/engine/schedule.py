@@ -271,7 +271,7 @@ def simulate(
     harm_on, harm_state = checks.quick_harm.on_label, checks.quick_harm.state
     assert_on, assert_state = checks.quick_assertion.on_label, checks.quick_assertion.state
     actions, ticks, states = trace.actions, trace.ticks, trace.states
-    actions_of, step, choose = model.actions, model.step, scheduler.choose
+    actions_of, step, choose = model.actions_along(), model.step, scheduler.choose
     trace.violation = checks.after(None, None, state, 0)
     k = 0  # steps taken
     while trace.violation is None or trace.violation.kind != HARM:

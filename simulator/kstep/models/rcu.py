@@ -72,6 +72,7 @@ RCU_SEQ_STATE_MASK = (1 << RCU_SEQ_CTR_SHIFT) - 1
 RCU_GP_SEQ_INIT = ((0 - 300) << RCU_SEQ_CTR_SHIFT) & ULONG_MAX  # kernel/rcu/tree.c: rcu_state.gp_seq
 RCU_ACTOR = "rcu"
 RCU_GP_KTHREAD = ("rcu_gp_init", "rcu_gp_fqs", "rcu_gp_cleanup", "rcu_do_batch")  # the rcu actor's steps
+READS = ("rcu",)  # what every guard here reads of the state (rcu_gp_fqs's also reads the idle mask)
 
 
 def ulong_cmp_ge(a: int, b: int) -> bool:
@@ -221,7 +222,7 @@ def add_rcu(program: Program, invoke: Callable) -> None:
         r = s.rcu
         return s._replace(rcu=r._replace(qsmask=r.qsmask & ~(1 << i)))
 
-    @program.guard("rcu_report_qs_rdp")
+    @program.guard("rcu_report_qs_rdp", reads=READS)
     def qs_to_report(s):
         """The CPUs still in qsmask that are outside every read-side section."""
         r = s.rcu
@@ -237,7 +238,7 @@ def add_rcu(program: Program, invoke: Callable) -> None:
         return s._replace(rcu=r._replace(gp_seq=rcu_seq_start(r.gp_seq), qsmask=(1 << len(r.nesting)) - 1,
                                          ghost_holdouts=running_sections(r)))
 
-    @program.guard("rcu_gp_init")
+    @program.guard("rcu_gp_init", reads=READS)
     def gp_needed(s):
         r = s.rcu
         return bool(r.callbacks) and not gp_running(r) and any(
@@ -250,7 +251,7 @@ def add_rcu(program: Program, invoke: Callable) -> None:
         r = s.rcu
         return s._replace(rcu=r._replace(qsmask=r.qsmask & ~idle_quiescent(r, idle)))
 
-    @program.guard("rcu_gp_fqs")
+    @program.guard("rcu_gp_fqs", reads=READS)
     def idle_cpus_to_report(s, idle):
         return bool(idle_quiescent(s.rcu, idle))
 
@@ -260,7 +261,7 @@ def add_rcu(program: Program, invoke: Callable) -> None:
         r = s.rcu
         return s._replace(rcu=r._replace(gp_seq=rcu_seq_end(r.gp_seq), ghost_holdouts=()))
 
-    @program.guard("rcu_gp_cleanup")
+    @program.guard("rcu_gp_cleanup", reads=READS)
     def all_reported(s):
         r = s.rcu
         return gp_running(r) and not r.qsmask
@@ -268,7 +269,7 @@ def add_rcu(program: Program, invoke: Callable) -> None:
     run, guard = rcu_do_batch(rcu_seq_done, invoke)
     program.step("rcu_do_batch", "kernel/rcu/tree.c:rcu_do_batch",
                  "invoke the oldest callback whose grace period has ended", daemon=True)(run)
-    program.guard("rcu_do_batch")(guard)
+    program.guard("rcu_do_batch", reads=READS)(guard)
 
 
 def rcu_do_batch(ready: Callable[[int, int], bool], invoke: Callable):

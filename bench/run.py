@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import (  # noqa: E402
-    course, damon, damon_port, engine, explore, explore_tso, fork_batch, interactive, klitmus, launch_ab, litmus,
+    course, damon, damon_port, engine, explore, explore_tso, fork_ab, fork_batch, interactive, klitmus, launch_ab, litmus,
     player, plot, qspinlock, seeds, traces, vma_locks, vma_locks_port,
 )
 
@@ -42,6 +42,7 @@ BENCHES = {
     "vma-locks-port": _vma_locks_port,
     "seeds": seeds.run,
     "launch-ab": launch_ab.run,
+    "fork-ab": fork_ab.run,
     "course": course.run,
 }
 

@@ -113,6 +113,12 @@ def _ci(x: dict, scale: float, unit: str) -> str:
     return f"{x['mean'] / scale:.1f} ± {x['ci95'] / scale:.1f} {unit}"
 
 
+def _apart(old: dict, new: dict) -> str:
+    """Whether two 95% intervals overlap: if they do, these boots cannot tell the kernels apart."""
+    overlap = abs(new["mean"] - old["mean"]) <= old["ci95"] + new["ci95"]
+    return "intervals overlap" if overlap else "intervals apart"
+
+
 def _provenance(r: dict) -> str:
     load = r["host_load_1min"]
     boots = len(r["boots"]["6.1"])
@@ -131,10 +137,11 @@ def real_vma(scenario: str, size: str) -> str:
             cells.append(f"{arch}: {NOT_MEASURED} (no recorded launch A/B)")
             continue
         old, new = r["summary"]["6.1"], r["summary"]["6.12"]
-        lat = "; ".join(f"fault {k[:-3]} {_ci(old[k], 1e3, 'us')} → {_ci(new[k], 1e3, 'us')}"
+        lat = "; ".join(f"fault {k[:-3]} {_ci(old[k], 1e3, 'us')} → {_ci(new[k], 1e3, 'us')} ({_apart(old[k], new[k])})"
                         for k in ("p50_ns", "p90_ns", "p99_ns"))
         cells.append(f"launchbench (2 mappers, 2 faulters, not the row's thread counts) 6.1 → 6.12: makespan "
-                     f"{_ci(old['makespan_ns'], 1e6, 'ms')} → {_ci(new['makespan_ns'], 1e6, 'ms')}; {lat} "
+                     f"{_ci(old['makespan_ns'], 1e6, 'ms')} → {_ci(new['makespan_ns'], 1e6, 'ms')} "
+                     f"({_apart(old['makespan_ns'], new['makespan_ns'])}); {lat} "
                      f"({_provenance(r)})")
     return " | ".join(cells) + f". {VMA_CHANGED}"
 
@@ -152,7 +159,7 @@ def real_fork(fmt: str, large_mapcount: bool, strategy: str, order: int) -> str:
     mode = FORK_MODES[order]
     old, new = r["summary"]["6.1"][mode], r["summary"]["6.12"][mode]
     said = "; ".join(f"{what} {_ci(old[k], 1e3, 'ms')} → {_ci(new[k], 1e3, 'ms')} "
-                     f"({_change(new[k]['mean'], old[k]['mean']):+.1%})"
+                     f"({_change(new[k]['mean'], old[k]['mean']):+.1%}, {_apart(old[k], new[k])})"
                      for what, k in (("first fork", "first_us"), ("later forks' median", "median_us")))
     return (f"fork() of 256 MiB, forkbench {mode}, 6.1 → 6.12: {said} ({_provenance(r)}). "
             + (FORK_CHANGED + (": 6.1 has no contpte, so 6.12 also folds the PTEs into contiguous blocks"

@@ -16,7 +16,7 @@ COURSE_JOBS ?= $(shell nproc)
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages linux-source course lint test test-fast test-browser-stress test-heavy test-grade-batch notebook lab lab-kernels lab-guest lab-launch-ab lab-damon-cpu bench calibrate verdicts clean distclean
+.PHONY: help setup system-packages linux-source course lint test test-fast test-browser-stress test-heavy test-grade-batch notebook lab lab-kernels lab-guest lab-launch-ab lab-fork-ab lab-damon-cpu bench calibrate verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
@@ -34,7 +34,8 @@ help:
 	@echo "  linux-source     fetch Debian's linux-source-6.12 and unpack it into the user cache (once; the"
 	@echo "                   kernel lab and the tests that compare with the kernel read it there)"
 	@echo "  lab-kernels      fetch Debian's Linux 6.12 kernels for the real-kernel lab (kstep lab fetch; once)"
-	@echo "  lab-launch-ab    [BASE=vmlinuz-6.1] [BOOTS=5]: launchbench on 6.1 against 6.12 in QEMU, 95% intervals"
+	@echo "  lab-launch-ab    [BASE=vmlinuz-6.1] [BOOTS=5] [ARCH=x86_64|arm64]: launchbench on 6.1 against 6.12 in QEMU, 95% intervals"
+	@echo "  lab-fork-ab      [BASE=vmlinuz-6.1] [BOOTS=3] [ARCH=x86_64|arm64]: forkbench 4k and 2m-pte on 6.1 against 6.12"
 	@echo "  lab-damon-cpu    [BOOTS=3] [ARCH=x86_64]: kdamond's CPU time in QEMU for 8, 64 and 512 MiB targets"
 	@echo "  lab-guest        boot each architecture's real kernel in QEMU with every probe (kstep lab run --arch all),"
 	@echo "                   then once more with 4 CPUs for the qspinlock with three lockers"
@@ -143,9 +144,14 @@ lab-guest: lab-kernels
 # Per-VMA locks, Linux 6.1 against 6.12: BOOTS boots of each with the launch probe, alternating,
 # into bench/results/launch-ab.json.  The 6.1 kernel is bookworm's newest, fetched the first time
 # (kstep.lab.guest.base_kernel), unless BASE names a vmlinuz; make bench runs it too (launch-ab).
-BOOTS ?= 5
+ARCH ?= x86_64
 lab-launch-ab: lab-kernels
-	nice $(VENV)/bin/python bench/launch_ab.py $(if $(BASE),--base-kernel "$(BASE)") --boots $(BOOTS)
+	nice $(VENV)/bin/python bench/launch_ab.py $(if $(BASE),--base-kernel "$(BASE)") --boots $(or $(BOOTS),5) --arch $(ARCH)
+
+# Fork batching, 6.1 (PTE by PTE) against 6.12 (folio_pte_batch): BOOTS boots of each with the fork
+# probe, alternating, into bench/results/fork-ab.json (bench/fork_ab.py; make bench runs it: fork-ab).
+lab-fork-ab: lab-kernels
+	nice $(VENV)/bin/python bench/fork_ab.py $(if $(BASE),--base-kernel "$(BASE)") --boots $(or $(BOOTS),3) --arch $(ARCH)
 
 # kdamond's CPU time against its target's size: BOOTS boots (3 unless given) with the damoncpu probe
 # into bench/results/damon-cpu.json; make bench runs it too (damon-cpu).

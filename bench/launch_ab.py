@@ -4,7 +4,7 @@ Each kernel is booted BOOTS times with only the launch probe (kernel-lab/guest/l
 threads creating stacks with mmap + mprotect of a guard page while two fault their working sets);
 each boot gives one p50, p90, p99 fault latency and one makespan, and the result is each one's mean
 over the boots with a 95% Student t interval.  The 6.12 kernel is the one ``kstep lab fetch``
-cached; the 6.1 one is bookworm's newest ``linux-image-6.1.0-*-amd64-unsigned``, which
+cached; the 6.1 one is bookworm's newest ``linux-image-6.1.0-*-{amd64,arm64}-unsigned``, which
 ``kstep.lab.guest.base_kernel`` fetches the first time (or a ``vmlinuz`` given by path).
 
 Times are TCG's: QEMU translates every guest instruction, so a fault costs tens of microseconds
@@ -12,7 +12,7 @@ instead of about one, a contended cache line costs what the host's does for QEMU
 the vCPUs are host threads that the host's scheduler (and its load) interleaves.  Only a
 difference far outside the interval says anything, and then about TCG as much as about the kernel.
 
-    python bench/launch_ab.py [--base-kernel PATH] [--boots N] [--arch x86_64]
+    python bench/launch_ab.py [--base-kernel PATH] [--boots N] [--arch x86_64|arm64] [--out FILE]
     make bench BENCH=launch-ab
 """
 
@@ -23,6 +23,7 @@ import secrets
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +72,7 @@ def measure(base: Path, boots: int, arch: str, out: Path, say=print) -> dict:
         print("launch_ab: no 6.12 kernels fetched: run 'make lab-kernels'", file=sys.stderr)
         raise SystemExit(2)
     load_before = os.getloadavg()[0]
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     with tempfile.TemporaryDirectory() as tmp:
         initrd = guest.build_initramfs(arch, k, Path(tmp), ["launch"])
         runs: dict[str, list[dict]] = {"6.1": [], "6.12": []}
@@ -81,7 +83,9 @@ def measure(base: Path, boots: int, arch: str, out: Path, say=print) -> dict:
                 say(f"launch_ab: {name} boot {i + 1}/{boots}: " + " ".join(f"{key}={r[key]}" for key in KEYS)
                     + f" per_vma={r['per_vma']}")
     summary = {name: {key: interval([r[key] for r in rs]) for key in KEYS} for name, rs in runs.items()}
-    result = {"arch": arch, "smp": SMP, "host_cpus": os.cpu_count(), "base_kernel": base.name,
+    result = {"bench": "launch-ab", "arch": arch, "smp": SMP, "host_cpus": os.cpu_count(),
+              "host": os.uname().nodename, "date": started, "base_kernel": base.name,
+              "kernels": {name: rs[0]["uname_r"] for name, rs in runs.items()},
               "host_load_1min": {"before": load_before, "after": os.getloadavg()[0]},
               "timing": "TCG (no KVM): guest times are QEMU's, see bench/launch_ab.py",
               "summary": summary, "boots": runs}
@@ -106,14 +110,14 @@ def main() -> int:
     ap.add_argument("--base-kernel", type=Path, help="a 6.1 vmlinuz for the same architecture "
                     "(default: bookworm's newest, fetched the first time)")
     ap.add_argument("--boots", type=int, default=BOOTS, help=f"boots per kernel (2..30; default {BOOTS})")
-    ap.add_argument("--arch", default="x86_64", choices=["x86_64"])
+    ap.add_argument("--arch", default="x86_64", choices=sorted(base_kernel.DEB_ARCH))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "launch-ab.json")
     a = ap.parse_args()
     if not 2 <= a.boots <= 30:
         ap.error(f"--boots must be 2..30, not {a.boots}")
     if a.base_kernel is not None and not a.base_kernel.is_file():
         ap.error(f"--base-kernel {a.base_kernel}: no such file")
-    measure(a.base_kernel or base_kernel.fetch(), a.boots, a.arch, a.out, lambda m: print(m, flush=True))
+    measure(a.base_kernel or base_kernel.fetch(arch=a.arch), a.boots, a.arch, a.out, lambda m: print(m, flush=True))
     return 0
 
 

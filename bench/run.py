@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import (  # noqa: E402
-    course, damon, damon_cpu, damon_gap, damon_port, engine, explore, explore_tso, fork_batch, interactive, klitmus,
-    launch_ab, litmus, player, plot, qspinlock, seeds, traces, vma_locks, vma_locks_port,
+    course, damon, damon_cpu, damon_gap, damon_port, engine, explore, explore_tso, fork_ab, fork_batch,
+    interactive, klitmus, launch_ab, litmus, player, plot, qspinlock, seeds, traces, vma_locks, vma_locks_port,
 )
 
 
@@ -44,6 +44,7 @@ BENCHES = {
     "launch-ab": launch_ab.run,
     "damon-cpu": damon_cpu.run,
     "damon-gap": damon_gap.run,
+    "fork-ab": fork_ab.run,
     "course": course.run,
 }
 

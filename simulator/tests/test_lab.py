@@ -170,7 +170,7 @@ not ok 2 fork\r
 
 
 def test_the_base_kernel_is_the_newest_6_1_image_of_the_suites_whose_index_reads(tmp_path, monkeypatch):
-    """bench/launch_ab.py's 6.1: the newest linux-image-6.1.0-N-amd64-unsigned over bookworm and
+    """bench/launch_ab.py's 6.1: the newest linux-image-6.1.0-N-amd64-unsigned (arm64: -arm64-) over bookworm and
     bookworm-security by Debian's version order, neither 6.12's image nor another flavour, and a suite
     whose index failed left out."""
     from kstep.lab.guest import base_kernel
@@ -180,7 +180,8 @@ def test_the_base_kernel_is_the_newest_6_1_image_of_the_suites_whose_index_reads
                      ("linux-image-6.1.0-41-cloud-amd64-unsigned", "6.1.160-1")],
         "bookworm-security": [("linux-image-6.1.0-9-amd64-unsigned", "6.1.99-1"),
                               ("linux-image-6.1.0-42-amd64-unsigned", "6.1.155-1"),
-                              ("linux-image-6.12.95+deb12-amd64-unsigned", "6.12.95-1~bpo12+1")],
+                              ("linux-image-6.12.95+deb12-amd64-unsigned", "6.12.95-1~bpo12+1"),
+                              ("linux-image-6.1.0-43-arm64-unsigned", "6.1.156-1")],
     }
 
     class FakeApt:
@@ -200,6 +201,8 @@ def test_the_base_kernel_is_the_newest_6_1_image_of_the_suites_whose_index_reads
     monkeypatch.setattr(base_kernel, "apt_for", lambda suite, arch, log: FakeApt(suite, suite in failing))
     got = base_kernel.newest(lambda m: None)
     assert got == ("linux-image-6.1.0-42-amd64-unsigned", "6.1.155-1", "bookworm-security", "6.1.0-42")
+    assert base_kernel.newest(lambda m: None, "arm64") == \
+        ("linux-image-6.1.0-43-arm64-unsigned", "6.1.156-1", "bookworm-security", "6.1.0-43")
     failing.add("bookworm-security")
     assert base_kernel.newest(lambda m: None)[:3] == ("linux-image-6.1.0-40-amd64-unsigned", "6.1.150-1", "bookworm")
     failing.add("bookworm")

@@ -83,3 +83,41 @@ def test_each_seed_chapter_opens_its_story_with_the_bench_table():
         assert text.index(f"```{{kstep-seeds}} {mech}\n", story) < text.index("\n## ", story + 1)
         rows, comparable = view.table(mech)
         assert len(rows) == 1 + len(COMMITTED[mech]["rows"]) and comparable == COMMITTED[mech]["comparable"]
+
+
+AB = sorted(seeds.RECORDED_AB.glob("*.json"))
+
+
+def test_the_recorded_ab_files_hold_what_their_bench_wrote():
+    """Each recorded A/B (bench/launch_ab.py, bench/fork_ab.py) names its kernels, host and load, has at
+    least 3 boots of each kernel, and its summary is the interval of its own boots: an edited number in
+    either shows."""
+    from bench.launch_ab import interval
+
+    assert {p.name for p in AB} >= {"fork-ab-x86_64.json", "fork-ab-arm64.json"}
+    for path in AB:
+        r = json.loads(path.read_text())
+        assert path.name == f"{r['bench']}-{r['arch']}.json", path
+        assert r["kernels"]["6.1"].startswith("6.1.") and r["kernels"]["6.12"].startswith("6.12."), path
+        assert {"before", "after"} <= set(r["host_load_1min"]) and r["host"] and r["date"], path
+        for name, boots in r["boots"].items():
+            assert len(boots) >= 3, (path, name)
+            assert all(b["uname_r"] == r["kernels"][name] for b in boots), (path, name)
+            if r["bench"] == "fork-ab":
+                got = {m: {k: interval([b["modes"][m][k] for b in boots]) for k in ("first_us", "median_us")}
+                       for m in seeds.FORK_MODES.values()}
+            else:
+                got = {k: interval([b[k] for b in boots]) for k in r["summary"][name]}
+            assert got == r["summary"][name], (path, name)
+
+
+def test_the_real_cells_are_the_recorded_ab_files():
+    """Every vma-locks and fork row's real-kernel cell is what seeds builds from the recorded files now,
+    and the rows a real kernel stands beside quote them rather than 'not measured'."""
+    for r in COMMITTED["vma-locks"]["rows"]:
+        assert r["real"] == seeds.real_vma(r["scenario"], r["size"]), r["scenario"]
+    for r in FORK["rows"]:
+        assert r["real"] == seeds.real_fork(r["format"], r["rmap"] == seeds.RMAP_6_12, r["strategy"], r["order"])
+    measured = [r for r in FORK["rows"] if not r["real"].startswith(seeds.NOT_MEASURED)]
+    assert {(r["format"], r["order"]) for r in measured} == \
+        {("x86-64", 0), ("x86-64", 9), ("arm64-4K-contpte", 0), ("arm64-4K-contpte", 9)}

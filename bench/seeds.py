@@ -110,7 +110,7 @@ FORK_MODES = {0: "4k", 9: "2m-pte"}  # forkbench's mode for each order of the fo
 FORK_ROW_ARCH = {("x86-64", True, "folio-batch"): "x86_64", ("arm64-4K-contpte", True, "folio-batch"): "arm64"}
 
 
-def _recorded(bench: str, arch: str) -> dict | None:
+def _recorded_ab(bench: str, arch: str) -> dict | None:
     path = RECORDED_AB / f"{bench}-{arch}.json"
     return json.loads(path.read_text()) if path.is_file() else None
 
@@ -138,7 +138,7 @@ def real_vma(scenario: str, size: str) -> str:
         return f"{NOT_MEASURED}: no lab probe runs TCP zerocopy receive against madvise"
     cells = []
     for arch in ("x86_64", "arm64"):
-        r = _recorded("launch-ab", arch)
+        r = _recorded_ab("launch-ab", arch)
         if r is None:
             cells.append(f"{arch}: {NOT_MEASURED} (no recorded launch A/B)")
             continue
@@ -159,7 +159,7 @@ def real_fork(fmt: str, large_mapcount: bool, strategy: str, order: int) -> str:
         return (f"{NOT_MEASURED}: no real kernel is this configuration (6.12 keeps _large_mapcount and batches; "
                 "its x86-64 stands beside the x86-64 6.12-rmap row, its arm64 (CONFIG_ARM64_CONTPTE) beside the "
                 "arm64-4K-contpte row)")
-    r = _recorded("fork-ab", arch)
+    r = _recorded_ab("fork-ab", arch)
     if r is None:
         return f"{NOT_MEASURED}: no recorded fork A/B for {arch}"
     mode = FORK_MODES[order]

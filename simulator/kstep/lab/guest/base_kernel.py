@@ -2,9 +2,10 @@
 
 bookworm ships 6.1 (``linux-image-6.1.0-N-{amd64,arm64}-unsigned``, in ``bookworm`` and, newer, in
 ``bookworm-security``); its config has no ``CONFIG_PER_VMA_LOCK`` (the option came in 6.4), so every
-fault takes ``mmap_lock``; and copy_present_ptes() copies PTE by PTE (folio_pte_batch() came in 6.9).  ``fetch`` takes the newest image either suite has, keeps its ``vmlinuz``
-under ``<cache>/lab/base-6.1/`` with a manifest per architecture (package, version, suite, SHA256), and does nothing
-when that file is already there.  Only the image: the probes are static user programs in the 6.12
+fault takes ``mmap_lock``; and copy_present_ptes() copies PTE by PTE (folio_pte_batch() came in
+6.9).  ``fetch`` takes the newest image either suite has, keeps its ``vmlinuz`` under
+``<cache>/lab/base-6.1/`` with a manifest per architecture (package, version, suite, SHA256), and
+does nothing when that file is already there.  Only the image: the probes are static user programs in the 6.12
 lab's initramfs, which boots on 6.1 as it is (bench/launch_ab.py, bench/fork_ab.py).
 """
 

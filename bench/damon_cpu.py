@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "simulator"))
 sys.path.insert(0, str(ROOT))
 
-from bench.launch_ab import interval  # noqa: E402
+from bench.ab import interval  # noqa: E402
 from kstep.lab.guest import kernels, probes, qemu as guest  # noqa: E402
 
 BOOTS = 3

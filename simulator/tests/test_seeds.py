@@ -92,7 +92,7 @@ def test_the_recorded_ab_files_hold_what_their_bench_wrote():
     """Each recorded A/B (bench/launch_ab.py, bench/fork_ab.py) names its kernels, host and load, has at
     least 3 boots of each kernel, and its summary is the interval of its own boots: an edited number in
     either shows."""
-    from bench.launch_ab import interval
+    from bench.ab import interval
 
     assert {p.name for p in AB} >= {"fork-ab-x86_64.json", "fork-ab-arm64.json"}
     for path in AB:

@@ -160,9 +160,10 @@ def test_the_qspinlock_chapters_tso_player_is_scheduled_by_hand_under_tso(site):
     section "Under x86's store buffers" (test_interactive_tso.py checks that run on the Session): that
     player carries the live mark with the memory model, so its panel runs the Session under tso."""
     text = (site / "chapters" / "qspinlock.html").read_text()
-    start = re.search(r'id="under-x86[^"]*store-buffers"', text)
+    start = re.search(r'<section id="under-x86[^"]*store-buffers">', text)
     assert start is not None, "no section on x86's store buffers"
-    section = text[start.end():text.index("<h2", start.end())]
+    heading = text.index("</h2>", start.end())  # the section's own heading, then its text up to the next one
+    section = text[heading:text.index("<h2", heading)]
     assert 'class="kstep-animation"' in section and '"live"' in section
     assert '["memory_model",{"type":"map","entries":[["name","tso"],["store_buffer",2]]}]' in section
 

@@ -203,7 +203,6 @@ def test_a_tick_past_int32_is_refused_not_drawn(capsys, tmp_path):
 
 
 def test_a_scenario_file_named_with_bytes_that_are_not_utf8(capsys, tmp_path):
-    pytest.importorskip("kstep.views")
     path = Path(os.fsdecode(bytes(tmp_path) + b"/r\xe9sum\xff.toml"))
     path.write_text(GOOD)
     out_json, out_html = Path(os.fsdecode(bytes(tmp_path) + b"/\xff.json")), tmp_path / "a.html"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat", reason="the notebook extra is not installed")
+import nbformat
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -108,7 +108,7 @@ def executed_by_the_site_build(nb):
 
 
 def executed_here(nb):
-    nbclient = pytest.importorskip("nbclient", reason="the notebook extra is not installed")
+    import nbclient
     # One extra cell, run last, tells which interpreter the kernel was: the venv's, not a system one.
     nb.cells.append(nbformat.v4.new_code_cell("import sys; print(sys.prefix, end='')"))
     client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT,

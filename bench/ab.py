@@ -43,12 +43,27 @@ def interval(xs: list[float]) -> dict:
     return {"mean": mean, "ci95": t * statistics.stdev(xs) / len(xs) ** 0.5, "n": len(xs)}
 
 
-def boot_probe(bench: str, probe: str, arch: str, k: kernels.Kernels, kernel: Path, initrd: Path, smp: int):
-    """Boot ``kernel`` with only ``probe``; its case, or SystemExit saying what went wrong."""
-    nonce = secrets.token_hex(8)
-    cmd = guest.qemu_command(arch, k, initrd, smp, f"kstep_nonce={nonce} kstep_probes={probe}")
-    cmd[cmd.index("-kernel") + 1] = str(kernel)
-    b = guest.boot(cmd, nonce, guest.TIMEOUT_S, lambda line: None)
+def boot_probe(bench: str, probe: str, arch: str, k: kernels.Kernels, kernel: Path, initrd: Path, smp: int,
+               failed: list[dict]):
+    """Boot ``kernel`` with only ``probe``; its case, or SystemExit saying what went wrong.
+
+    A boot that ends without the guest's end marker (a kernel crash before the probe finished, or
+    QEMU killed at the time limit) is booted once more, as ``kstep lab run`` does, and appended to
+    ``failed`` with the first line of what stopped it; a probe that reports a failure is not retried."""
+    def once():
+        nonce = secrets.token_hex(8)
+        cmd = guest.qemu_command(arch, k, initrd, smp, f"kstep_nonce={nonce} kstep_probes={probe}")
+        cmd[cmd.index("-kernel") + 1] = str(kernel)
+        return guest.boot(cmd, nonce, guest.TIMEOUT_S, lambda line: None)
+
+    b = once()
+    if not b.console.finished:
+        c = b.console
+        why = c.crash.splitlines()[0] if c.crash else f"no end marker after {b.seconds:.0f} s"
+        failed.append({"kernel": kernel.name, "uname_r": c.uname_r, "why": why})
+        print(f"{bench}: {kernel.name} stopped before its end marker ({why}); booting it once more",
+              file=sys.stderr, flush=True)
+        b = once()
     cases = b.console.cases
     if b.timed_out or [c.name for c in cases] != [probe] or not cases[0].ok:
         raise SystemExit(f"{bench}: {kernel} did not run the {probe} probe:\n{b.log[-2000:]}")
@@ -68,15 +83,17 @@ def alternate(bench: str, probe: str, base: Path, boots: int, arch: str, smp: in
     with tempfile.TemporaryDirectory() as tmp:
         initrd = guest.build_initramfs(arch, k, Path(tmp), [probe])
         runs: dict[str, list[dict]] = {"6.1": [], "6.12": []}
+        failed: list[dict] = []
         for i in range(boots):
             for name, kernel in (("6.1", base), ("6.12", k.kernel(arch))):
-                r = one(*boot_probe(bench, probe, arch, k, kernel, initrd, smp))
+                r = one(*boot_probe(bench, probe, arch, k, kernel, initrd, smp, failed))
                 runs[name].append(r)
                 say(f"{bench}: {arch} {name} boot {i + 1}/{boots}: {said(r)}")
     return {"bench": bench, "arch": arch, "smp": smp, "host_cpus": os.cpu_count(), "host": os.uname().nodename,
             "date": started, "base_kernel": base.name, "kernels": {n: rs[0]["uname_r"] for n, rs in runs.items()},
             "host_load_1min": {"before": load_before, "after": os.getloadavg()[0]},
-            "timing": "TCG (no KVM): guest times are QEMU's, see bench/ab.py", "boots": runs}
+            "timing": "TCG (no KVM): guest times are QEMU's, see bench/ab.py", "boots": runs,
+            "failed_boots": failed}
 
 
 def write(result: dict, out: Path) -> None:

@@ -128,8 +128,12 @@ def _apart(old: dict, new: dict) -> str:
 def _provenance(r: dict) -> str:
     load = r["host_load_1min"]
     boots = len(r["boots"]["6.1"])
+    failed = r.get("failed_boots", [])
+    rebooted = "".join(f"; a {f['uname_r'] or f['kernel']} boot stopped before its probe ({f['why']}) and was booted "
+                       "again" for f in failed)
     return (f"{r['arch']}, {r['kernels']['6.1']} → {r['kernels']['6.12']}, {boots} boots each, 95% intervals, "
-            f"{r['date']}, host load {load['before']:.1f}→{load['after']:.1f} on {r['host_cpus']} CPUs; {TCG}")
+            f"{r['date']}, host load {load['before']:.1f}→{load['after']:.1f} on {r['host_cpus']} CPUs"
+            f"{rebooted}; {TCG}")
 
 
 def real_vma(scenario: str, size: str) -> str:

@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
@@ -109,6 +111,34 @@ def test_the_recorded_ab_files_hold_what_their_bench_wrote():
             else:
                 got = {k: interval([b[k] for b in boots]) for k in r["summary"][name]}
             assert got == r["summary"][name], (path, name)
+
+
+def test_an_ab_boot_that_crashes_before_its_probe_is_booted_once_more_and_recorded(monkeypatch, tmp_path):
+    """A TCG boot can crash before the probe ends (an oops in the idle loop, seen on 6.12 x86_64): the
+    A/B boots that kernel once more and names the crash in the result, which the real-kernel cell then
+    quotes; a second crash, or a probe that fails, still stops the bench."""
+    from types import SimpleNamespace as NS
+
+    from bench import ab
+
+    case = NS(name="fork", ok=True, data={"x": 1})
+    crashed = NS(console=NS(finished=False, crash="BUG: kernel NULL pointer dereference\nRIP: x", cases=[],
+                            uname_r="6.12.95+deb12-amd64"), timed_out=False, seconds=3.0, log="oops")
+    good = NS(console=NS(finished=True, crash=None, cases=[case], uname_r="6.12.95+deb12-amd64"),
+              timed_out=False, seconds=9.0, log="ok")
+    boots = iter([crashed, good, crashed, crashed])
+    monkeypatch.setattr(ab.guest, "qemu_command", lambda *a, **k: ["qemu", "-kernel", "k"])
+    monkeypatch.setattr(ab.guest, "boot", lambda *a, **k: next(boots))
+    failed: list = []
+    assert ab.boot_probe("fork-ab", "fork", "x86_64", None, tmp_path / "vmlinuz", tmp_path, 2, failed) == \
+        ("6.12.95+deb12-amd64", {"x": 1})
+    assert failed == [{"kernel": "vmlinuz", "uname_r": "6.12.95+deb12-amd64",
+                       "why": "BUG: kernel NULL pointer dereference"}]
+    with pytest.raises(SystemExit, match="did not run the fork probe"):
+        ab.boot_probe("fork-ab", "fork", "x86_64", None, tmp_path / "vmlinuz", tmp_path, 2, failed)
+    r = json.loads(AB[0].read_text())
+    said = seeds._provenance({**r, "failed_boots": failed[:1]})
+    assert "a 6.12.95+deb12-amd64 boot stopped before its probe (BUG: kernel NULL pointer dereference)" in said
 
 
 def test_the_real_cells_are_the_recorded_ab_files():

@@ -173,7 +173,7 @@ def test_the_calibration_program_writes_a_table_kstep_takes(tmp_path, capsys):
 # -- what the timed runs measure (measure/timed.py) ------------------------------------------------
 
 def test_fault_latency_is_each_faults_own_steps_and_waits():
-    from kstep.measure.timed import fault_latencies, vma_faults
+    from kstep.measure.timed import actor_ends, fault_latencies, vma_faults
     rows = vma_faults()
     # android-app-launch: F1 and F2 fault twice each, under either variant; only without per-VMA
     # locks do they wait for the writer's mmap_lock
@@ -189,6 +189,18 @@ def test_fault_latency_is_each_faults_own_steps_and_waits():
             from_ticks.append(trace.ticks[k] + work + transfer - first.pop(action.actor))
     assert fault_latencies(trace) == pytest.approx(from_ticks, abs=1.0)
     assert max(fault_latencies(trace)) > min(fault_latencies(trace))  # one fault waited for the writer
+
+    # each actor's end from the scheduler's ticks too: the last of them is the makespan, and the
+    # faults are done when the last fault thread's last step ends (the writer S ends the run here)
+    ends = {}
+    for k, action in enumerate(trace.actions):
+        work, _, transfer = trace.stats[STEP_COSTS][k]
+        ends[action.actor] = trace.ticks[k] + work + transfer
+    assert actor_ends(trace) == pytest.approx(ends, abs=1.0)
+    assert max(ends.values()) == pytest.approx(trace.stats["makespan_ns"], abs=1.0)
+    row = rows["no-per-vma-lock"]
+    assert row["last"] == "writer S" and row["faults_done_ns"] == pytest.approx(max(ends["F1"], ends["F2"]), abs=1.0)
+    assert row["faults_done_ns"] < row["makespan_ns"]
 
 
 # -- the player ----------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Measurements on timed runs (engine/timed.py): nanoseconds from a cost table, not rounds.
 
-``vma_faults`` compares per-VMA locks with ``no-per-vma-lock`` on a vma-locks scenario: makespan,
-fault latency percentiles, time faults spent blocked and cache-line transfers.  A fault's latency
+``vma_faults`` compares per-VMA locks with ``no-per-vma-lock`` on a vma-locks scenario: makespan, the
+time the last fault thread finished, which thread finished last, fault latency percentiles, time
+faults spent blocked and cache-line transfers.  A fault's latency
 runs from the first step its thread takes after its previous fault ended to the end of the step
 that counts it handled (``vma_lock_success``, a fault completed under mmap_lock, or SIGSEGV).
 ``qspinlock_transfers`` counts cache-line transfers per lock acquisition for each variant.
@@ -28,20 +29,31 @@ def timed_run(mech: str, scenario: str, variant: str, overrides: Iterable[str] =
     return ex, trace
 
 
-def fault_latencies(trace) -> list[float]:
-    """Each fault's latency in ns (see the module docstring), in the order they ended.  An actor's
-    clock moves only by its own steps' waits, work and transfers, so it is summed from those."""
-    out: list[float] = []
+def _clocked(trace):
+    """Each step of a timed run with its actor's clock when it started and ended: an actor's clock
+    moves only by its own steps' waits, work and transfers, so it is summed from those."""
     clock: dict = {}
-    started: dict = {}
     for a, before, after, (work, wait, transfer) in zip(trace.actions, trace.states, trace.states[1:],
                                                         trace.stats[STEP_COSTS]):
-        t = clock.get(a.actor, 0.0) + wait
-        started.setdefault(a.actor, t)
-        clock[a.actor] = t + work + transfer
+        start = clock.get(a.actor, 0.0) + wait
+        clock[a.actor] = start + work + transfer
+        yield a, before, after, start, clock[a.actor]
+
+
+def fault_latencies(trace) -> list[float]:
+    """Each fault's latency in ns (see the module docstring), in the order they ended."""
+    out: list[float] = []
+    started: dict = {}
+    for a, before, after, start, end in _clocked(trace):
+        started.setdefault(a.actor, start)
         if any(getattr(after.counters, c) > getattr(before.counters, c) for c in FAULT_ENDS):
-            out.append(clock[a.actor] - started.pop(a.actor))
+            out.append(end - started.pop(a.actor))
     return out
+
+
+def actor_ends(trace) -> dict[str, float]:
+    """The ns at which each actor took the end of its last step."""
+    return {a.actor: end for a, _, _, _, end in _clocked(trace)}
 
 
 def percentile(values: list[float], p: int) -> float:
@@ -58,8 +70,12 @@ def vma_faults(scenario: str = "android-app-launch", overrides: Iterable[str] = 
         kinds = {t.name: t.kind for t in trace.states[0].threads}
         lat = fault_latencies(trace)
         waits = trace.stats["waiting_ns"]
+        ends = actor_ends(trace)
+        last = max(ends, key=lambda a: (ends[a], a))
         out[v] = {
             "makespan_ns": trace.stats["makespan_ns"],
+            "faults_done_ns": round(max(e for a, e in ends.items() if kinds.get(a) == "fault"), 1),
+            "last": f"{kinds[last]} {last}",
             "faults": len(lat),
             "fault_latency_ns": {f"p{p}": round(percentile(lat, p), 1) for p in (50, 90, 99)},
             "fault_waiting_ns": round(sum(w for a, w in waits.items() if kinds.get(a) == "fault"), 1),

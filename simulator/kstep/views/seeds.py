@@ -21,6 +21,7 @@ def _vma(r: dict) -> list[str]:
     lat = lambda m: "/".join(f"{m['fault_latency_ns'][p]:g}" for p in ("p50", "p90", "p99"))  # noqa: E731
     return [f"{r['scenario']} ({r['size']})", f"{r['thread']} [{r['where']}]",
             f"makespan {old['makespan_ns']:g} → {new['makespan_ns']:g} ns ({_pct(r['makespan_change'])}); "
+            f"faults done at {old['faults_done_ns']:g} → {new['faults_done_ns']:g} ns; "
             f"fault p50/p90/p99 {lat(old)} → {lat(new)} ns", r["why"], r["real"]]
 
 

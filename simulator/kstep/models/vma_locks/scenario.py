@@ -45,7 +45,7 @@ def _scenario_rules(sc, path):
         raise bad("threads", f"{len(names)} threads; at most {MAX_THREADS}")
 
 
-MAX_THREADS = 16
+MAX_THREADS = 128  # the thread's app launch has about 100 threads: a timed run simulates that many
 FOREVER = "forever"  # a thread's repeat with no end: the state keeps no count (liveness)
 # A fault's own work (allocate a page, zero it, set the PTE) against one lock operation: zeroing a
 # 4 KiB page took 18 times as long as an uncontended atomic read-modify-write on the development

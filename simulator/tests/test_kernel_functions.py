@@ -358,6 +358,7 @@ SHIMS = {
                       "damon-regions/README.md", r"## The shims: (\d+) lines"),
     "fork-pte-batch": (("fork-pte-batch/pte_internal.h",), "fork-batch/README.md",
                        r"`fork-pte-batch/pte_internal.h`, are (\d+) lines"),
+    "fork-copy": (("fork-copy/copy_internal.h",), "fork-batch/README.md", r"`fork-copy/copy_internal.h`, are (\d+) lines"),
     "contpte": (("contpte/contpte_internal.h",), "contpte/README.md", r"`contpte_internal.h` is (\d+) lines"),
 }
 
@@ -400,4 +401,15 @@ def test_bad_input_is_one_line_and_exit_2(built, text, message):
 def test_the_contpte_harness_names_bad_input_in_one_line_and_exits_2(built, text, message):
     p = subprocess.run(["qemu-aarch64", str(LAB / "build" / "arm64" / "contpte")], input=text, capture_output=True,
                        text=True)
+    assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("hello\n", "stdin line 1: a line is not the one the case format has next"),
+    ("case\nmm 0\nvma 1 2\n", "stdin line 3: vma takes FLAGS DST_FLAGS PROT"),
+    ("case\nmm 0\nvma 0 0 33\nfolio 1024 3 0 1 0 0\n", "stdin line 4: a folio is NR (a power of two up to 512)"),
+    ("case\nmm 0\nvma 0 0 33\nprealloc 0\nptes 1 4194403\nend\n", "stdin line 6: an entry maps a page of no folio"),
+])
+def test_the_fork_copy_harness_names_bad_input_in_one_line_and_exits_2(built, text, message):
+    p = subprocess.run([str(LAB / "build" / "x86_64" / "fork-copy")], input=text, capture_output=True, text=True)
     assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr

@@ -37,6 +37,7 @@ VM_WRITE, VM_SOFTDIRTY = 0x2, 0x08000000  # include/linux/mm.h
 EAGAIN = 11
 KINDS = {ANON: 0, FILE: 1, SHMEM: 2}
 NEW = 3  # the harness's kind of a preallocated page not mapped yet
+RETURNS_TO = ("ptep_get", "add_mm_rss_vec")  # the steps copy_pte_range takes after copy_present_ptes() returns
 
 
 class Call(NamedTuple):
@@ -48,7 +49,8 @@ class Call(NamedTuple):
 def folio_text(f, kind: int) -> str:
     pages = " ".join(map(str, f.mapcount))
     excl = " ".join(str(f.exclusive >> k & 1) for k in range(f.nr_pages))
-    return f"folio {f.pfn} {f.nr_pages} {kind} {f.refcount} {f.pincount} {f.large_mapcount}\npages {pages}\nexcl {excl}\n"
+    return (f"folio {f.pfn} {f.nr_pages} {kind} {f.refcount} {f.pincount} {f.large_mapcount}\n"
+            f"pages {pages}\nexcl {excl}\n")
 
 
 def folio_result(f) -> str:
@@ -85,7 +87,7 @@ def calls(trace, origin: str) -> tuple[list[Call], int]:
         if getattr(a, "label", "") != "copy_present_ptes":
             continue
         k = step + 1
-        while k < len(actions) and not (actions[k].actor == a.actor and actions[k].label in ("ptep_get", "add_mm_rss_vec")):
+        while k < len(actions) and not (actions[k].actor == a.actor and actions[k].label in RETURNS_TO):
             k += 1
         pre, post = trace.states[step], trace.states[k] if k < len(trace.states) else None
         c = pre.copy

@@ -53,7 +53,8 @@ PAGE_NAMES = {"vma_end_write_all": "include/linux/mmap_lock.h:vma_end_write_all"
 OTHER_RELEASE = re.compile(r"6\.12\.0|\b(19|20)\d\d\b|\b6\.(?:[1-9]|1[01])\b|6\.12\.\d\d\b(?<!117)|before 6\.12|"
                            r"older|earlier|was\b|were\b|used to|until|removed|without|no `?smp_|broken|bug")
 TEXTS = ["docs/chapters/*.md", "docs/instructor/*.md", "docs/reference/*.md", "notebooks/*.ipynb",
-         "exercises/*/README.md", "kernel-lab/README.md", "kernel-lab/*/README.md", "simulator/kstep/scenarios/*/*.toml"]
+         "exercises/*/README.md", "kernel-lab/README.md", "kernel-lab/*/README.md",
+         "simulator/kstep/scenarios/*/*.toml"]
 
 
 def body(tree: Path, where: str) -> str:

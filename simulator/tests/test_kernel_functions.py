@@ -358,7 +358,8 @@ SHIMS = {
                       "damon-regions/README.md", r"## The shims: (\d+) lines"),
     "fork-pte-batch": (("fork-pte-batch/pte_internal.h",), "fork-batch/README.md",
                        r"`fork-pte-batch/pte_internal.h`, are (\d+) lines"),
-    "fork-copy": (("fork-copy/copy_internal.h",), "fork-batch/README.md", r"`fork-copy/copy_internal.h`, are (\d+) lines"),
+    "fork-copy": (("fork-copy/copy_internal.h",), "fork-batch/README.md",
+                  r"`fork-copy/copy_internal.h`, are (\d+) lines"),
     "contpte": (("contpte/contpte_internal.h",), "contpte/README.md", r"`contpte_internal.h` is (\d+) lines"),
 }
 

@@ -259,7 +259,6 @@ static const int layout_orders[] = { 0, 0, 4, 4, 9 };
 static const int toggle_counts[] = { 0, 0, 1, 3 };
 static const long gaps[] = { 0, 0, 0, 1, 5 };
 
-static bool has_soft_dirty(enum pte_format fmt) { return fmt != FMT_ARM64 && fmt != FMT_ARM64_4K; }
 
 static struct vma *layout_vma(struct scenario *sc, long start, long end, struct splitmix64 *r)
 {

@@ -35,6 +35,9 @@ typedef uint64_t pte_t;
 /* FMT_ARM64 is arm64-4K-contpte; FMT_ARM64_4K arm64 with 4 KiB pages and no CONFIG_ARM64_CONTPTE */
 enum pte_format { FMT_X86_64, FMT_ARM64, FMT_GENERIC, FMT_ARM64_4K, NR_FORMATS };
 
+/* CONFIG_HAVE_ARCH_SOFT_DIRTY: pgtable.py's HAS_SOFT_DIRTY */
+static inline bool has_soft_dirty(enum pte_format fmt) { return fmt != FMT_ARM64 && fmt != FMT_ARM64_4K; }
+
 /* What the copy counts, in the order of models/fork_batch/pgtable.py's Ops. */
 struct ops {
 	long loads, stores, atomics, tlb_flushes, folds, unfolds, refs, rmap, batches;

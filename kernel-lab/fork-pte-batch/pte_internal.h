@@ -46,11 +46,13 @@ typedef int __bitwise fpb_t;
 #define min(a, b)		((a) < (b) ? (a) : (b))
 #define min_t(type, a, b)	min((type)(a), (type)(b))
 
-/* include/linux/mm_types.h: a large folio as folio_pte_batch() sees it */
+/* include/linux/mm_types.h: a large folio as folio_pte_batch() sees it (fork-copy/ has one with its counts) */
+#ifndef LAB_FOLIO_COUNTS
 struct folio {
 	unsigned long pfn;
 	unsigned long nr_pages;
 };
+#endif
 #define folio_pfn(folio)	((folio)->pfn)
 #define folio_nr_pages(folio)	((folio)->nr_pages)
 
@@ -61,9 +63,11 @@ typedef unsigned long vm_flags_t;
 #define VM_MAYWRITE		0x00000020
 #define VM_UFFD_WP		0x00001000
 struct mm_struct;
+typedef struct pgprot { pgprotval_t pgprot; } pgprot_t;	/* pgtable_types.h */
 struct vm_area_struct {
 	struct mm_struct *vm_mm;
 	vm_flags_t vm_flags;
+	pgprot_t vm_page_prot;	/* copy_present_page()'s new PTE */
 };
 #define WRITE_ONCE(x, val)	(*(volatile typeof(x) *)&(x) = (val))
 #define try_cmpxchg(ptr, oldp, new)	\

@@ -10,7 +10,10 @@ sample of every bundled scenario's operations and of drawn cases, on every archi
 for a build with `<` for `<=` in the merge threshold. ``make -C kernel-lab identity`` runs the
 1,000-per-function version. Likewise kernel-lab/tests/ptebatchcheck.py: mm/internal.h's
 folio_pte_batch() over x86-64's own PTE helpers against every call the fork model makes on x86-64
-layouts (bundled and drawn), and a build whose __pte_batch_clear_ignored() keeps the accessed bit.
+layouts (bundled and drawn), and a build whose __pte_batch_clear_ignored() keeps the accessed bit. And
+kernel-lab/tests/copycheck.py: mm/memory.c's copy_present_ptes() with the rmap dup functions, refcount and
+pin queries and copy_present_page() it calls, against every such call on those layouts (the folio counts,
+PageAnonExclusive, rss, return value and the child's entries), and a dup that forgets a page's mapcount.
 """
 
 import random
@@ -29,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "kernel-lab"
 sys.path.insert(0, str(LAB / "tests"))
 import contptecheck  # noqa: E402
+import copycheck  # noqa: E402
 import ptebatchcheck  # noqa: E402
 import regioncheck  # noqa: E402
 
@@ -57,6 +61,18 @@ PTE_BATCH_COPIED = PTE_BATCH_MACROS + [
                     "__pte_batch_clear_ignored", "folio_pte_batch", "native_set_pte", "ptep_set_wrprotect",
                     "pte_clear_uffd_wp", "set_ptes", "wrprotect_ptes", "is_cow_mapping", "userfaultfd_wp",
                     "__copy_present_ptes"]
+FORK_COPY_COPIED = ["PAGE_MAPPING_ANON", "folio_test_anon", "PF_POISONED_CHECK", "PF_ANY", "PageAnonExclusive",
+                    "SetPageAnonExclusive", "ClearPageAnonExclusive", "page_ref_count", "folio_ref_count",
+                    "page_ref_add", "folio_ref_add", "page_ref_sub", "folio_ref_sub", "page_ref_inc", "folio_ref_inc",
+                    "page_ref_dec_and_test", "MMF_HAS_PINNED", "VM_WRITE", "VM_SOFTDIRTY", "put_page_testzero",
+                    "folio_put_testzero", "folio_get", "folio_put", "GUP_PIN_COUNTING_BIAS", "folio_maybe_dma_pinned",
+                    "folio_needs_cow_for_dma", "mm_counter_file", "vma_soft_dirty_enabled", "RMAP_EXCLUSIVE",
+                    "__folio_rmap_sanity_checks", "__folio_dup_file_rmap", "folio_dup_file_rmap_ptes",
+                    "folio_dup_file_rmap_pte", "__folio_try_dup_anon_rmap", "folio_try_dup_anon_rmap_ptes",
+                    "folio_try_dup_anon_rmap_pte", "_PAGE_BIT_SOFTW1", "_PAGE_BIT_SPECIAL", "_PAGE_SPECIAL",
+                    "pte_special", "pte_uffd_wp", "pte_mkuffd_wp", "pte_mkdirty", "pte_mkwrite_novma",
+                    "pte_mkwrite_shstk", "clear_saveddirty_shift", "pte_clear_saveddirty", "pte_mkwrite",
+                    "maybe_mkwrite", "userfaultfd_pte_wp", "set_pte_at", "copy_present_page", "copy_present_ptes"]
 LAYOUTS = 25  # drawn x86-64 fork layouts in make test
 ARM64_LAYOUTS = 1  # drawn arm64 fork layouts in make test (one is thousands of calls, under qemu-aarch64)
 CONTPTE_COPIED = ["_AT", "__AC", "_AC", "__ALIGN_KERNEL", "__ALIGN_KERNEL_MASK", "ALIGN_DOWN", "PTR_ALIGN_DOWN",
@@ -89,6 +105,7 @@ def built(linux_tree):
     arches = [p.values[0] for p in ARCHES]
     targets = [f"build/{a}/damon-regions{m}" for a in arches for m in ("", "-merge-lt")]
     targets += [f"build/x86_64/fork-pte-batch{m}" for m in ("", "-keeps-young")]
+    targets += [f"build/x86_64/fork-copy{m}" for m in ("", "-dup-skips-mapcount")]
     targets += [f"build/arm64/contpte{m}" for m in ("", "-get-drops-dirty", "-fold-across-folios",
                                                     "-batch-past-folio-end", "-copy-keeps-young")]
     p = labmake.make("-s", "-j2", f"LINUX={linux_tree}", *targets)
@@ -98,7 +115,7 @@ def built(linux_tree):
 def copied_name(body: list[str]) -> str:
     """The name a copy defines: a macro's after #define, a function's before its parameter list."""
     macro = DEFINE.match(body[0])
-    return macro.group(1) if macro else re.search(r"(\w+)\(", body[0] + (body[1] if len(body) > 1 else "")).group(1)
+    return macro.group(1) if macro else re.search(r"(\w+)\(", " ".join(body[:2])).group(1)
 
 
 def copies(generated: Path) -> list[tuple[int, str, list[str]]]:
@@ -124,7 +141,7 @@ def copies_differing(generated: Path, tree: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(("name", "copied"), [("damon-regions", COPIED), ("fork-pte-batch", PTE_BATCH_COPIED),
-                                              ("contpte", CONTPTE_COPIED)])
+                                              ("fork-copy", FORK_COPY_COPIED), ("contpte", CONTPTE_COPIED)])
 def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree, name, copied):
     generated = LAB / "build" / "src" / f"{name}.c"
     assert [copied_name(body) for _, _, body in copies(generated)] == copied
@@ -135,6 +152,7 @@ def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree, n
     ("damon-regions-merge-lt/damon-regions.c", ["mm/damon/core.c:1801: damon_merge_regions_of"]),
     ("fork-pte-batch-keeps-young/fork-pte-batch.c",
      ["mm/internal.h:168: __pte_batch_clear_ignored", "mm/memory.c:950: __copy_present_ptes"]),
+    ("fork-copy-dup-skips-mapcount/fork-copy.c", ["include/linux/rmap.h:391: __folio_try_dup_anon_rmap"]),
     ("contpte-get-drops-dirty/contpte.c", ["arch/arm64/mm/contpte.c:155: contpte_ptep_get"]),
     ("contpte-fold-across-folios/contpte.c", ["arch/arm64/mm/contpte.c:76: __contpte_try_fold"]),
     ("contpte-batch-past-folio-end/contpte.c", ["mm/internal.h:204: folio_pte_batch"]),
@@ -236,10 +254,16 @@ def test_a_build_with_a_changed_merge_threshold_is_caught(built, scenario_cases)
 
 
 @pytest.fixture(scope="module")
-def fork_runs():
+def fork_traces():
     first = random.randrange(1 << 32)
-    print(f"x86-64 layouts drawn from seed {first} on (ptebatchcheck.py --first-seed {first} repeats them)")
-    runs = ptebatchcheck.scenario_runs() + ptebatchcheck.drawn_runs(first, LAYOUTS)
+    print(f"x86-64 layouts drawn from seed {first} on (ptebatchcheck.py and copycheck.py --first-seed {first} "
+          "repeat them)")
+    return ptebatchcheck.scenario_runs() + ptebatchcheck.drawn_runs(first, LAYOUTS)
+
+
+@pytest.fixture(scope="module")
+def fork_runs(fork_traces):
+    runs = fork_traces
     return ([c for trace, origin in runs for c in ptebatchcheck.calls(trace, origin)],
             [c for trace, origin in runs for c in ptebatchcheck.copies(trace, origin)])
 
@@ -255,6 +279,31 @@ def test_a_build_that_keeps_the_accessed_bit_is_caught(built, fork_runs):
     calls, copies = fork_runs
     assert ptebatchcheck.differences(calls, "fork-pte-batch-keeps-young")
     assert ptebatchcheck.copy_differences(copies, "fork-pte-batch-keeps-young")
+
+
+@pytest.fixture(scope="module")
+def copy_calls(fork_traces):
+    return [c for trace, origin in fork_traces for c in copycheck.calls(trace, origin)[0]]
+
+
+def test_the_kernels_copy_present_ptes_leaves_the_folio_counts_the_model_does(built, copy_calls):
+    """copy_present_ptes() and the rmap functions it calls, from the tree: each folio's _refcount,
+    _large_mapcount, every page's _mapcount and PageAnonExclusive, the rss vector, the return value and
+    the child's entries, on every way out (the bundled pinned-folio scenario takes the copy and -EAGAIN)."""
+    ways = copycheck.paths(copy_calls)
+    assert all(not way.startswith("0 ") for way in ways.split(", ")), ways
+    bad = copycheck.differences(copy_calls)
+    assert not bad, f"{len(bad)} of {len(copy_calls)} calls differ; the first:\n{bad[0]}"
+
+
+def test_a_dup_that_forgets_a_pages_mapcount_is_caught(built, copy_calls):
+    """__folio_try_dup_anon_rmap() that raises _large_mapcount but not each page's _mapcount: the counts
+    differ, the entries do not."""
+    bad = copycheck.differences(copy_calls, "fork-copy-dup-skips-mapcount")
+    assert bad
+    for message in bad:
+        kernel, model = (line.split(" child ") for line in message.split("\n")[1:3])
+        assert kernel[0].split()[1:] != model[0].split()[1:] and kernel[1] == model[1], message
 
 
 @pytest.fixture(scope="module")
@@ -309,6 +358,8 @@ SHIMS = {
                       "damon-regions/README.md", r"## The shims: (\d+) lines"),
     "fork-pte-batch": (("fork-pte-batch/pte_internal.h",), "fork-batch/README.md",
                        r"`fork-pte-batch/pte_internal.h`, are (\d+) lines"),
+    "fork-copy": (("fork-copy/copy_internal.h",), "fork-batch/README.md",
+                  r"`fork-copy/copy_internal.h`, are (\d+) lines"),
     "contpte": (("contpte/contpte_internal.h",), "contpte/README.md", r"`contpte_internal.h` is (\d+) lines"),
 }
 
@@ -351,4 +402,15 @@ def test_bad_input_is_one_line_and_exit_2(built, text, message):
 def test_the_contpte_harness_names_bad_input_in_one_line_and_exits_2(built, text, message):
     p = subprocess.run(["qemu-aarch64", str(LAB / "build" / "arm64" / "contpte")], input=text, capture_output=True,
                        text=True)
+    assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("hello\n", "stdin line 1: a line is not the one the case format has next"),
+    ("case\nmm 0\nvma 1 2\n", "stdin line 3: vma takes FLAGS DST_FLAGS PROT"),
+    ("case\nmm 0\nvma 0 0 33\nfolio 1024 3 0 1 0 0\n", "stdin line 4: a folio is NR (a power of two up to 512)"),
+    ("case\nmm 0\nvma 0 0 33\nprealloc 0\nptes 1 4194403\nend\n", "stdin line 6: an entry maps a page of no folio"),
+])
+def test_the_fork_copy_harness_names_bad_input_in_one_line_and_exits_2(built, text, message):
+    p = subprocess.run([str(LAB / "build" / "x86_64" / "fork-copy")], input=text, capture_output=True, text=True)
     assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr

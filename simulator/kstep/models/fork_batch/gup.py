@@ -46,7 +46,8 @@ def add_gup(program: Program) -> None:
 
     @program.step("try_grab_folio_fast", "mm/gup.c:try_grab_folio_fast",
                   "pin the folio: a large one gets a reference and _pincount + 1, a small one "
-                  "GUP_PIN_COUNTING_BIAS references (what folio_maybe_dma_pinned reads); then smp_mb")
+                  "GUP_PIN_COUNTING_BIAS references (what folio_maybe_dma_pinned reads); then "
+                  "smp_mb__after_atomic(), a full barrier after the atomic, before the PTE is read again")
     def try_grab_folio_fast(s, i, arg):
         t = s.threads[i]
         k = folio_index(s, pt.pte_pfn(t.pte))

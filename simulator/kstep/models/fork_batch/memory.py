@@ -10,7 +10,8 @@ from ...engine import Frame, Program, push
 from ..vma_locks import memory as vl_memory
 from ..vma_locks import model as vl_model
 from . import pgtable as pt
-from .pgtable import BATCHES, PTE_DIRTY, PTE_PRESENT, PTE_SWP_EXCLUSIVE, PTE_UFFD_WP, PTE_WRITE, PTE_YOUNG, RMAP
+from .pgtable import (BATCHES, PTE_DIRTY, PTE_PRESENT, PTE_SOFT_DIRTY, PTE_SWP_EXCLUSIVE, PTE_UFFD_WP, PTE_WRITE,
+                      PTE_YOUNG, RMAP)
 from .internal import add_folio_pte_batch
 from .state import (ANON, ARCH_HINT, BATCH, COPIED, Copy, FOLIO_BATCH, Folio, GUP_PIN_COUNTING_BIAS, HINT, MM_ANONPAGES,
                     MM_SWAPENTS, NO_HINT, NO_LARGE_MAPCOUNT, PER_PTE, SINGLE, SWAP, V6_12_0_BATCH, ZERO, add_ops,
@@ -204,7 +205,8 @@ def add_copy(program: Program, strategy: str) -> None:
 
     @program.step("copy_present_page", "mm/memory.c:copy_present_page",
                   "no preallocated page: -EAGAIN; else copy the page into it, map it exclusive in the child "
-                  "(folio_add_new_anon_rmap), writable and dirty, uffd-wp as the parent's PTE has it; the "
+                  "(folio_add_new_anon_rmap), writable, dirty (soft-dirty too where the architecture tracks it: "
+                  "pte_mkdirty), uffd-wp as the parent's PTE has it; the "
                   "parent keeps its page as it was")
     def copy_present_page(s, i, arg):
         c = s.copy
@@ -215,7 +217,10 @@ def add_copy(program: Program, strategy: str) -> None:
         ops = list(s.ops)
         child = list(s.child)
         src = pt.ptep_get(s.fmt, s.parent, c.addr, ops)
-        pte = pt.pfn_pte(new.pfn, PTE_PRESENT | PTE_DIRTY | PTE_YOUNG)
+        # mk_pte(vm_page_prot: young), pte_mkdirty: x86-64's, like every soft-dirty architecture's, marks
+        # the PTE soft-dirty with the dirty bit (arch/x86/include/asm/pgtable.h)
+        soft_dirty = PTE_SOFT_DIRTY if pt.HAS_SOFT_DIRTY[s.fmt] else 0
+        pte = pt.pfn_pte(new.pfn, PTE_PRESENT | PTE_DIRTY | soft_dirty | PTE_YOUNG)
         if "w" in s.vmas[c.vma].prot:  # maybe_mkwrite
             pte = pt.pte_mkwrite(pte)
         if s.vm[c.vma].uffd_wp and pt.pte_uffd_wp(src):  # userfaultfd_pte_wp(dst_vma, ptep_get(src_pte))

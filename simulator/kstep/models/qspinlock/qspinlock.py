@@ -53,7 +53,7 @@ def lock_section(s, i, lock):
 
 
 @qspinlock.step("queued_spin_lock", "include/asm-generic/qspinlock.h:queued_spin_lock",
-                "fast path: try_cmpxchg_acquire(val 0 -> _Q_LOCKED_VAL); on failure enter the slow "
+                "fast path: atomic_try_cmpxchg_acquire(val 0 -> _Q_LOCKED_VAL); on failure enter the slow "
                 "path with the val it saw", footprint=fp_word_arg, order=FULL)
 def queued_spin_lock(s, i, lock):
     w = s.words[lock]

@@ -1,0 +1,167 @@
+"""Identity of the kernel's copy_present_ptes() and the fork model's: the folio counts it leaves.
+
+kernel-lab/build/x86_64/fork-copy runs mm/memory.c's copy_present_ptes() and copy_present_page() with
+include/linux/rmap.h's folio_try_dup_anon_rmap_pte(s)/folio_dup_file_rmap_pte(s), include/linux/
+page_ref.h's and mm.h's refcount and pin queries and page-flags.h's PageAnonExclusive, all copied from
+the tree by scripts/kernel-functions, over x86-64's PTE helpers. This module takes every
+copy_present_ptes() call the fork model (strategy folio-batch, x86-64 format) makes in the bundled
+scenarios and in layouts drawn from seeds, from its step to the one its return leads to (the next
+ptep_get, or add_mm_rss_vec at the table's end or on -EAGAIN), gives the kernel's function the same
+parent entries, folios, preallocated page, VMA flags and MMF_HAS_PINNED, and compares what both leave:
+the return value, the rss vector, each folio's _refcount, _large_mapcount, every page's _mapcount and
+PageAnonExclusive, whether the preallocated page was used, and the child's entries. A call another
+thread's step interleaves with (a GUP-fast pin between two of the model's steps) is left out and
+counted: the kernel runs the call under the page-table lock, which GUP-fast does not take, so the
+kernel's function run alone is no reference for it.
+
+    python kernel-lab/tests/copycheck.py [--layouts N] [--first-seed S] [--binary NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ptebatchcheck import VM_MAYWRITE, VM_SHARED, VM_UFFD_WP, drawn_runs, from_x86, scenario_runs, x86  # noqa: E402
+
+from kstep.models.fork_batch import pgtable as pt  # noqa: E402
+from kstep.models.fork_batch.state import (ANON, COPIED, FILE, NO_LARGE_MAPCOUNT, SHARED, SHMEM,  # noqa: E402
+                                           folio_index)
+
+LAB = Path(__file__).resolve().parents[1]
+VM_WRITE, VM_SOFTDIRTY = 0x2, 0x08000000  # include/linux/mm.h
+EAGAIN = 11
+KINDS = {ANON: 0, FILE: 1, SHMEM: 2}
+NEW = 3  # the harness's kind of a preallocated page not mapped yet
+RETURNS_TO = ("ptep_get", "add_mm_rss_vec")  # the steps copy_pte_range takes after copy_present_ptes() returns
+
+
+class Call(NamedTuple):
+    text: str  # the harness's input
+    want: str  # what the model left, in the harness's output format
+    origin: str
+
+
+def folio_text(f, kind: int) -> str:
+    pages = " ".join(map(str, f.mapcount))
+    excl = " ".join(str(f.exclusive >> k & 1) for k in range(f.nr_pages))
+    return (f"folio {f.pfn} {f.nr_pages} {kind} {f.refcount} {f.pincount} {f.large_mapcount}\n"
+            f"pages {pages}\nexcl {excl}\n")
+
+
+def folio_result(f) -> str:
+    excl = " ".join(str(f.exclusive >> k & 1) for k in range(f.nr_pages))
+    # an order-0 folio has no _large_mapcount of its own: the harness prints what it was given
+    return f"folio {f.refcount} {f.large_mapcount} {' '.join(map(str, f.mapcount))} {excl}"
+
+
+def involved(s, c) -> list[int]:
+    """The folios the parent's present entries from the copy's on map, and the preallocated one."""
+    ks = set()
+    for w in s.parent[c.addr:c.addr + c.max_nr]:
+        if pt.pte_present(w) and not pt.pte_special(w):
+            ks.add(folio_index(s, pt.pte_pfn(w)))
+    if c.prealloc >= 0:
+        ks.add(c.prealloc)
+    return sorted(ks)
+
+
+def vm_flags(s, c) -> tuple[int, int]:
+    """The source and the child's VMA's vm_flags, as the model's VMA has them."""
+    vm = s.vm[c.vma]
+    flags = VM_MAYWRITE | (VM_SHARED if vm.kind == SHARED else 0) | (VM_WRITE if "w" in s.vmas[c.vma].prot else 0)
+    flags |= 0 if vm.soft_dirty else VM_SOFTDIRTY
+    return flags, flags | (VM_UFFD_WP if vm.uffd_wp else 0)
+
+
+def calls(trace, origin: str) -> tuple[list[Call], int]:
+    """Every copy_present_ptes() call of a fork model run no other thread interleaves with, and the
+    count of those left out."""
+    out, left_out = [], 0
+    actions = trace.actions
+    for step, a in enumerate(actions):
+        if getattr(a, "label", "") != "copy_present_ptes":
+            continue
+        k = step + 1
+        while k < len(actions) and not (actions[k].actor == a.actor and actions[k].label in RETURNS_TO):
+            k += 1
+        pre, post = trace.states[step], trace.states[k] if k < len(trace.states) else None
+        c = pre.copy
+        ks = involved(pre, c)
+        if (post is None or any(b.actor != a.actor for b in actions[step:k])
+                or any(pre.folios[j].large_mapcount == NO_LARGE_MAPCOUNT for j in ks)):
+            left_out += 1
+            continue
+        src, dst = vm_flags(pre, c)
+        folios = "".join(folio_text(pre.folios[j], NEW if j == c.prealloc else KINDS[pre.folios[j].kind]) for j in ks)
+        parent = pre.parent[c.addr:c.addr + c.max_nr]
+        prealloc = pre.folios[c.prealloc].pfn if c.prealloc >= 0 else 0
+        text = (f"case\nmm {int(pre.mmf_has_pinned)}\nvma {src} {dst} {x86(pt.PTE_PRESENT | pt.PTE_YOUNG)}\n{folios}"
+                f"prealloc {prealloc}\nptes {len(parent)} {' '.join(str(x86(w)) for w in parent)}\nend\n")
+        child = post.child[c.addr:c.addr + c.max_nr]
+        nr = sum(1 for before, after in zip(pre.child[c.addr:], child) if before != after)
+        rss = [x - y for x, y in zip(post.copy.rss, c.rss)]
+        # a preallocated page the call did not use: the model's step drops it at once (copy_pte_range's
+        # folio_put(prealloc) after the call), so count back that reference
+        left = c.prealloc >= 0 and not (nr and post.ghost_batches[-1].how == COPIED)
+        after = [post.folios[j]._replace(refcount=post.folios[j].refcount + (left and j == c.prealloc)) for j in ks]
+        want = " ".join([f"ret {nr or -EAGAIN} rss {' '.join(map(str, rss))}", *map(folio_result, after),
+                         f"prealloc {int(left)} child {' '.join(hex(w) for w in child)}"])
+        out.append(Call(text, want, f"{origin} step {step}"))
+    return out, left_out
+
+
+def paths(all_calls: list[Call]) -> str:
+    """How many calls took each of copy_present_ptes()'s ways out, as the model's results say."""
+    counts = {"a batch": 0, "one PTE": 0, "a copied page": 0, "-EAGAIN": 0}
+    for call in all_calls:
+        ret = int(call.want.split()[1])
+        used = "prealloc 0" in call.want and "\nprealloc 0\n" not in call.text
+        way = "-EAGAIN" if ret < 0 else "a batch" if ret > 1 else "a copied page" if used else "one PTE"
+        counts[way] += 1
+    return ", ".join(f"{n} {way}" for way, n in counts.items())
+
+
+def differences(all_calls: list[Call], binary: str = "fork-copy") -> list[str]:
+    path = LAB / "build" / "x86_64" / binary
+    p = subprocess.run([str(path)], input="".join(c.text for c in all_calls), capture_output=True, text=True,
+                       timeout=600)
+    if p.returncode or p.stderr:
+        raise RuntimeError(f"{binary} exited {p.returncode}: {p.stderr.strip()}")
+    lines = p.stdout.splitlines()
+    if len(lines) != len(all_calls):
+        raise RuntimeError(f"{binary} printed {len(lines)} results for {len(all_calls)} calls")
+    out = []
+    for call, line in zip(all_calls, lines):
+        head, child = line.split(" child")
+        got = f"{head} child {' '.join(hex(from_x86(int(w))) for w in child.split())}"
+        if got != call.want:
+            out.append(f"{call.origin}:\n kernel {got}\n model  {call.want}\ninput:\n{call.text}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--layouts", type=int, default=200, metavar="N", help="x86-64 layouts drawn (default 200)")
+    parser.add_argument("--first-seed", type=int, default=0, metavar="S")
+    parser.add_argument("--binary", default="fork-copy", help="a build of kernel-lab/build/x86_64/ (a mutant)")
+    args = parser.parse_args(argv)
+    all_calls, left_out = [], 0
+    for trace, origin in scenario_runs() + drawn_runs(args.first_seed, args.layouts):
+        got, n = calls(trace, origin)
+        all_calls += got
+        left_out += n
+    bad = differences(all_calls, args.binary)
+    print(f"{len(all_calls)} copy_present_ptes() calls ({left_out} left out: another thread between their steps; "
+          f"{paths(all_calls)}), {len(bad)} differing")
+    for message in bad[:3]:
+        print(message)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

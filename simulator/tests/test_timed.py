@@ -52,6 +52,29 @@ def test_a_local_spin_costs_no_transfer_until_its_line_is_written():
     assert d.load(3, "node") == 0
 
 
+def test_cpus_that_take_one_line_wait_their_turn_and_readers_of_a_shared_line_do_not():
+    d = Directory()
+    d.write(0, "L")
+    assert d.take(1, "L") is True  # from its owner: the transfer queues on the line
+    assert d.take(2, "L") is False  # from the sharers: served beside them
+    assert d.take(2, "L") is None  # a hit
+    t, per = Timed(TABLE), TABLE.ns["transfer"]
+    # three CPUs want line L at time 0: the second waits one transfer, the third two
+    assert [t._queue(0.0, ("L",)) for _ in range(3)] == [0.0, per, 2 * per]
+    assert t._queue(10 * per, ("L",)) == 0.0  # the line is free again by then
+    assert t._queue(0.0, ("M",)) == 0.0  # another line is another queue
+
+
+def test_faulters_on_one_mmap_lock_queue_for_its_line():
+    # 12 faulting threads under no-per-vma-lock: each fault takes mmap_lock's line twice (down_read,
+    # up_read), so with more faulters on it, each one's steps wait longer for the line
+    def line_wait(count):
+        _, trace = timed("vma-locks", "android-app-launch", "no-per-vma-lock", (f"threads.0.count={count}",))
+        waits = trace.stats["line_wait_ns"]
+        return sum(w for a, w in waits.items() if a.startswith("F")) / count
+    assert 0 < line_wait(2) < line_wait(12)
+
+
 def test_mcs_waiter_spins_on_its_own_node_without_a_transfer():
     # three-waiters: C3 spins in mcs_spin on its own node (last written by itself), which costs
     # nothing until C2's handoff writes it; its one re-read is its mcs_spin step's transfer.  Then,

@@ -24,6 +24,14 @@ what its next step reads) keeps a shared copy and spins in its own cache: no tra
 another CPU writes the line, then one per such write (it re-reads the line): the local spinning MCS
 is for, against a whole queue re-reading the one lock word.
 
+Queueing.  A line moves to one CPU at a time: a fetch for ownership, or a load that takes the line
+from its owner, cannot start before the line's previous such transfer has ended, so CPUs hammering
+one line (faulters on ``mmap_lock``, waiters on a lock word) wait in turn for it, and N of them
+cost N transfers' time where 2 cost two.  A load of a line others merely share is served beside
+them and waits for nobody.  The timed scheduler keeps when each line is free (``Cost.serial``
+names the lines a step takes in turn, in the order it takes them); the wait is part of the step's
+transfer time.
+
 Work.  A step costs ``step`` (the instructions of one atomic step) plus its accesses' own costs,
 plus ``transfer`` per line transfer, plus the work the model counts for it (``Model.work``: by
 default its label's ``Model.step_work``, page_zero, page_copy, tlb_flush, ipi, page_fault; a model
@@ -115,6 +123,7 @@ class Cost(NamedTuple):
     work: float
     transfer: float
     transfers: int
+    serial: tuple = ()  # the lines whose transfer waits for the line's previous one (see Queueing)
 
     @property
     def total(self) -> float:
@@ -130,17 +139,22 @@ class Directory:
 
     def load(self, cpu: Any, line: Any) -> int:
         """Transfers a load of ``line`` by ``cpu`` costs (0 or 1); the CPU holds the line after it."""
+        return 1 if self.take(cpu, line) else 0
+
+    def take(self, cpu: Any, line: Any) -> Optional[bool]:
+        """A load of ``line`` by ``cpu``: None for a hit, False for a fetch from the sharers, True for a
+        fetch from the line's owner (the transfer that waits its turn on the line)."""
         owner = self.owner.get(line)
         shared = self.sharers.get(line, frozenset())
         if owner == cpu or cpu in shared or (owner is None and not shared):
             if owner is None:
                 self.sharers[line] = shared | {cpu}
-            return 0
+            return None
         if owner is not None:  # the owner's copy is written back and kept Shared
             del self.owner[line]
             shared = shared | {owner}
         self.sharers[line] = shared | {cpu}
-        return 1
+        return owner is not None
 
     def write(self, cpu: Any, line: Any) -> int:
         """Transfers a store or RMW of ``line`` by ``cpu`` costs (0 or 1); the CPU owns it after it."""
@@ -196,12 +210,20 @@ def step_cost(model: Model, table: CostTable, directory: Directory, cpu: Any, st
     """What ``action`` of ``cpu`` costs from ``state`` (to ``after``), the directory updated."""
     ns = table.ns
     reads, writes = accesses(model, state, action, after)
-    transfers = sum(directory.load(cpu, line) for line in sorted(reads, key=repr))
-    transfers += sum(directory.write(cpu, line) for line in sorted(writes, key=repr))
+    transfers, serial = 0, []
+    for line in sorted(reads, key=repr):
+        took = directory.take(cpu, line)
+        transfers += took is not None
+        if took:
+            serial.append(line)
+    for line in sorted(writes, key=repr):
+        if directory.write(cpu, line):
+            transfers += 1
+            serial.append(line)
     per_write = ns["atomic"] if writes and model.ordering(state, action) == FULL else ns["store"]
     work = ns["step"] + ns["load"] * len(reads) + per_write * len(writes)
     work += sum(ns[kind] * n for kind, n in model.work(state, action, after).items())
-    return Cost(work, ns["transfer"] * transfers, transfers)
+    return Cost(work, ns["transfer"] * transfers, transfers, tuple(serial))
 
 
 def spin_lines(model: Model, state: State, actor: str) -> set:

@@ -7,10 +7,12 @@ from a MESI-style directory kept here, never in the state) and moves its actor's
 much.  An actor that has no enabled step is blocked (a daemon with nothing to do is idle, not
 blocked); when a step enables it again its clock jumps to the end of that step, if that is later,
 and the jump is time it waited.  While blocked it spins on the lines its next step reads
-(``costs.spin_lines``): each write of such a line by another CPU costs it one transfer.
+(``costs.spin_lines``): each write of such a line by another CPU costs it one transfer.  A line
+goes to one CPU at a time: a step that must take a line waits until the line's previous transfer
+has ended (``costs``, Queueing), and that wait is part of the step's transfer time.
 
 A trace's ``tick`` of a timed run is the nanosecond its step started (rounded down); ``stats``
-holds the makespan, each actor's waiting time and transfers, and per step its work, the wait
+holds the makespan, each actor's waiting time, transfers and time queued for lines, and per step its work, the wait
 before it and its transfer time, the columns a player colours steps by.  Everything is a
 function of the scenario, the schedule's rules and the cost table, so a run is the same on every
 machine.
@@ -41,6 +43,8 @@ class Timed:
         self.transfers: Counter = Counter()  # actor -> cache-line transfers (its steps' and its spinning's)
         self.spin_transfers: Counter = Counter()  # actor -> those of its spinning alone
         self.blocked: set = set()
+        self.line_free: dict = {}  # line -> when its last transfer to a CPU ends (costs.py, Queueing)
+        self.line_wait: defaultdict[str, float] = defaultdict(float)  # actor -> ns its steps queued for lines
         self.end = 0.0  # when the last step taken ends
         self.started = 0.0  # when the last chosen step starts
         self.woke_at = 0.0  # when the step taken last ended: an actor it enabled waited until then
@@ -84,11 +88,25 @@ class Timed:
         model, state, action, cpu = pending
         self.pending = None
         cost = step_cost(model, self.table, self.directory, cpu, state, action, after)
+        queued = self._queue(self.clock[action.actor], cost.serial)
+        self.line_wait[action.actor] += queued
+        cost = cost._replace(transfer=cost.transfer + queued)
         self.clock[action.actor] += cost.total
         self.transfers[action.actor] += cost.transfers
         self.woke_at = self.clock[action.actor]
         self.end = max(self.end, self.woke_at)
         self.costs.append((cost.work, self._waited.pop(action.actor, 0.0), cost.transfer))
+
+    def _queue(self, start: float, serial: tuple) -> float:
+        """How long a step starting at ``start`` waits for the lines it takes in turn, each after the
+        line's previous transfer (the step's transfers run one after another from its start)."""
+        per = self.table.ns["transfer"]
+        t, waited = start, 0.0
+        for line in serial:
+            begin = max(t, self.line_free.get(line, 0.0))
+            waited += begin - t
+            t = self.line_free[line] = begin + per
+        return waited
 
     @property
     def tick(self) -> int:
@@ -104,6 +122,7 @@ class Timed:
             "waiting_ns": {a: round(w, 1) for a, w in sorted(self.waiting.items()) if w},
             "transfers": dict(sorted((a, n) for a, n in self.transfers.items() if n)),
             "spin_transfers": dict(sorted((a, n) for a, n in self.spin_transfers.items() if n)),
+            "line_wait_ns": {a: round(w, 1) for a, w in sorted(self.line_wait.items()) if w},
             STEP_COSTS: [[round(x, 1) for x in c] for c in self.costs],
         }
 

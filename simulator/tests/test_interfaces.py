@@ -45,8 +45,9 @@ def hidden_members(cls: type) -> list[str]:
         later = cls.__mro__[cls.__mro__.index(interface) + 1:]
         for name in members(interface):
             owner = next(base for base in cls.__mro__ if name in vars(base))
-            if owner is interface and any(name in vars(base) for base in later):
-                out.append(f"{name} ({interface.__name__} hides {next(b for b in later if name in vars(b)).__name__}'s)")
+            hidden = next((base for base in later if name in vars(base)), None)
+            if owner is interface and hidden is not None:
+                out.append(f"{name} ({interface.__name__} hides {hidden.__name__}'s)")
     return sorted(out)
 
 

@@ -51,14 +51,16 @@ from typing import Any, Optional, Sequence
 
 from . import __version__
 from .caught import caught, lively
-from .engine import Random, RoundRobin, Scripted, reductions, replay
+from .engine import Random, RoundRobin, Scripted, progress, reductions, replay
 from .engine.memory_model import MEMORY_MODELS
+from .engine.explore import fixed_choices
 from .engine.graph import dot, state_graph
 from .engine.liveness import LIVELOCK, describe
 from .engine.model import BUG, IMPLEMENTATION, KINDS, RELEASE, by_kind
 from .engine import costs
 from .engine.schedule import LONGEST_RUN, schedule_text
 from .engine.timed import STEP_COSTS, Timed
+from .engine.trace import recorded
 from .errors import UserError, shorten
 from .experiment import Experiment
 from .experiment import open as kstep_open
@@ -553,10 +555,10 @@ def cmd_explore(args) -> int:
     ex = ex.under(args.memory_model)
     model, state = ex.model, ex.start
     if args.columns is not None:
-        unknown = [c for c in args.columns if c not in model.describe(state)]
+        unknown = [c for c in args.columns if c not in recorded(model).describe(state)]
         if unknown:
             raise UserError(f"--columns: no field {shorten(unknown[0], 40)!r} (fields: "
-                            f"{', '.join(model.describe(state))})")
+                            f"{', '.join(recorded(model).describe(state))})")
     if args.dot is not None:
         graph = state_graph(model, state, DOT_LIMIT)
         if graph is None:
@@ -568,14 +570,14 @@ def cmd_explore(args) -> int:
           + ("sc" if args.memory_model == "sc" else f"{args.memory_model}, store buffers of {sc.store_buffer} "
                                                      f"entries per CPU (the scenario's store_buffer)"))
     print(f"checks: {', '.join(checks)}")
-    if model.fixed_choices:
-        print(f"fixed, not branched on: {model.fixed_choices}")
+    if fixed_choices(model):
+        print(f"fixed, not branched on: {fixed_choices(model)}")
     # the rows go to a temporary file that replaces --states only once the search is over
     with replacing(args.states) if args.states is not None else nullcontext() as write:
         visit = None
         if write is not None:
             def visit(s):
-                row = model.describe(s)
+                row = recorded(model).describe(s)
                 if args.columns is not None:
                     row = {c: row[c] for c in args.columns}
                 write(json.dumps(row, separators=(",", ":")) + "\n")
@@ -635,7 +637,8 @@ def cmd_explore(args) -> int:
               f"it had not stored (no violation among the states it saw)")
         skipped(args)
         return BOUNDED
-    print("verdict: clean: every reachable state explored" + (" for those fixed choices" if model.fixed_choices else "")
+    print("verdict: clean: every reachable state explored"
+          + (" for those fixed choices" if fixed_choices(model) else "")
           + "; every invariant holds and nothing deadlocks")
     skipped(args)
     return OK
@@ -666,10 +669,11 @@ def explore_liveness(args) -> int:
     model, sc = ex.model, ex.scenario
     check_outputs(args.json, args.html, scenario_inputs(args))
     print(f"exploring {model.name} variant {model.variant.name}, scenario {clean(sc.name)}, for liveness")
-    print(f"progress: {', '.join(sorted(model.progress_labels))}; fairness: weak, per actor (an actor that can "
+    declared = progress.of(model)
+    print(f"progress: {', '.join(sorted(declared.progress_labels))}; fairness: weak, per actor (an actor that can "
           f"always move does move)")
     result = ex.liveness(max_states=args.max_states, progress=progress_reporter())
-    note = f" ({model.lasso_note(ex.start)})" if model.lasso_note(ex.start) else ""
+    note = f" ({declared.lasso_note(ex.start)})" if declared.lasso_note(ex.start) else ""
     print(f"states: {result.states} (no reduction)")
     print(f"transitions: {result.transitions}")
     print(f"seconds: {result.seconds:.2f}")
@@ -685,7 +689,7 @@ def explore_liveness(args) -> int:
             print(f"verdict: STARVATION: {describe(result.lassos[actor].lasso)}{note}")
         elif result.livelock is None and result.deadlock is None and result.exhausted:
             print(f"verdict: {actor} starvation-free: in every fair cycle it enters "
-                  f"{' or '.join(sorted(model.progress_labels))}")
+                  f"{' or '.join(sorted(declared.progress_labels))}")
     if shown is not None:
         print(f"\n{'the run' if shown is result.deadlock else 'the lasso'} ({len(shown)} steps"
               + ("" if shown.cycle_start is None else f"; steps {shown.cycle_start + 1}..{len(shown)} repeat forever")
@@ -720,8 +724,8 @@ def cmd_show(args) -> int:
         assert trace.lasso is not None  # a trace with a cycle records its lasso
         print(f"  lasso: {describe(trace.lasso)}; steps {trace.cycle_start + 1}..{len(trace)} repeat forever "
               f"(judged again on this run: the cycle closes, is fair, and shows it)")
-        if model.lasso_note(trace.states[0]):
-            print(f"  ({model.lasso_note(trace.states[0])})")
+        if progress.of(model).lasso_note(trace.states[0]):
+            print(f"  ({progress.of(model).lasso_note(trace.states[0])})")
     write_outputs(model, trace, None, args.html)
     return OK if trace.violation is None else VIOLATION
 

@@ -34,6 +34,7 @@ from typing import Any, Optional, Sequence
 
 from .engine.explore import ExploreResult, explore
 from .engine.liveness import LivenessResult, liveness
+from .engine import memory_model as memory_models
 from .engine.memory_model import MEMORY_MODELS, memory_model as wrap_memory
 from .engine.model import Model, State
 from .engine.schedule import Random, RoundRobin, Scripted, simulate
@@ -103,10 +104,10 @@ class Experiment:
         if memory_model == "sc":
             return self
         model = self.model
-        if not model.memory_fields:
+        if not memory_models.of(model).memory_fields:
             raise UserError(f"--memory-model {memory_model}: {model.name} declares no shared memory fields "
                             f"(only qspinlock and vma-locks do)")
-        refusal = model.refuses_memory_model(memory_model)
+        refusal = memory_models.of(model).refuses_memory_model(memory_model)
         if refusal:
             raise UserError(f"--memory-model {memory_model}: variant {model.variant.name}: {refusal}")
         return Experiment(wrap_memory(memory_model, model, self.scenario.store_buffer), self.scenario)

@@ -100,6 +100,13 @@ def test_a_schedule_naming_a_blocked_actor_says_where():
         findbug.check_harm(Ctx(CASE, {"answer.toml": 'schedule = "X T1"'}), "vma-locks")
 
 
+def test_a_schedule_longer_than_an_answer_may_be_is_refused_before_it_runs():
+    longest = findbug.LONGEST_ANSWER
+    assert findbug.submitted_schedule(Ctx(CASE, {"answer.toml": f'schedule = "T1*{longest}"'})) == ["T1"] * longest
+    with pytest.raises(Fail, match=f"the schedule has {longest + 1} steps; at most {longest}$"):
+        findbug.check_harm(Ctx(CASE, {"answer.toml": f'schedule = "T1*{longest} T2"'}), "vma-locks")
+
+
 def test_switches_count_changes_of_actor():
     assert findbug.switches(["T1", "T1", "W", "T1", "T1"]) == 2 and findbug.switches([]) == 0
 

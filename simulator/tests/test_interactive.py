@@ -19,7 +19,6 @@ import pytest
 
 from kstep.engine import Scripted, simulate
 from kstep.errors import UserError
-from kstep.models import make_model
 from kstep.views import columns as fc
 from kstep.views import live
 from kstep.views.interactive import Session, patched
@@ -99,7 +98,7 @@ def test_each_step_of_a_students_run_has_its_call_stack_and_object_as_the_player
     from kstep.views import code, context
 
     sc_run = simulate_scenario("vma-locks", "map-fixed-vs-munmap")
-    model = make_model("vma-locks")
+    model, _, _ = load("vma-locks", "map-fixed-vs-munmap")
     s = Session("vma-locks", "map-fixed-vs-munmap", calls=json.dumps(context.call_pairs(model, code.calls)))
     for a in sc_run.actions:
         s.step(str(a))

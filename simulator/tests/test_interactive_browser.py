@@ -30,7 +30,6 @@ from browser import Opened
 import kstep
 from kstep import experiment, views
 from kstep.engine import Scripted, simulate
-from kstep.models import make_model
 from kstep.views import code, columns, context, course, export, live
 from kstep.views.interactive import Session
 from test_store_buffers_view import SOURCE, drawn, held
@@ -339,7 +338,7 @@ def start(p, mech, memory="sc"):
     if memory == "tso":
         return panel, Session(*TSO, memory_model="tso")
     name = dict(LAB)[mech]
-    model = make_model(mech)
+    model = kstep.open(mech, name).model
     return panel, Session(mech, name, calls=json.dumps(context.call_pairs(model, code.calls)))
 
 

@@ -13,6 +13,7 @@ from kstep.cli import main
 from kstep.engine import Action, Model, Replay, Source, Variant, simulate
 from kstep.scenario_spec import scenario
 from kstep.engine.liveness import judge, liveness
+from kstep.engine.progress import Progress
 from kstep.engine.replay import load, validate
 from kstep.errors import UserError
 from kstep.models import MODELS, make_model
@@ -98,7 +99,7 @@ def test_the_trace_file_holds_the_lasso_and_loading_judges_it_again(tas, tmp_pat
         validate({k: v for k, v in data.items() if k != "lasso"})
 
 
-class Polite(Model):
+class Polite(Model, Progress):
     """Two actors that each raise a flag, back off while the other's is up, and otherwise enter: the
     corridor dance of the textbooks, which livelocks when both raise their flags together."""
 

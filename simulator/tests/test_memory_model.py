@@ -17,7 +17,7 @@ from kstep.engine import (FULL, HARM, Footprint, Frame, Invariant, Program, Prog
                           explore, set_thread)
 from kstep.engine import memory_model as memory_model_module
 from kstep.engine.codec import Codec
-from kstep.engine.memory_model import StoreBuffered, apply, memory_model
+from kstep.engine.memory_model import MemoryAccess, StoreBuffered, apply, memory_model
 from kstep.engine.symmetry import Symmetry
 from kstep.models import make_model
 from kstep.models.qspinlock.qspinlock import set_locked
@@ -67,7 +67,7 @@ def critical(s, i, arg):
     return s._replace(ghost_inside=s.ghost_inside | {i})
 
 
-class DekkerModel(ProgramModel):
+class DekkerModel(ProgramModel, MemoryAccess):
     name = "dekker"
     program = dekker
     memory_fields = ("flags",)

@@ -12,7 +12,6 @@ import kstep
 from kstep.cli import main
 from kstep.engine.liveness import liveness
 from kstep.experiment import from_text
-from kstep.models import make_model
 from kstep.models.vma_locks import rwsem
 from kstep.models.vma_locks.rwsem import FREE, NOBODY, READ, WRITE, Rwsem
 from kstep.views.presentation import present
@@ -175,7 +174,8 @@ def test_a_spinning_writer_takes_mmap_lock_ahead_of_a_queued_writer():
 def test_handoff_is_set_by_a_waiting_writer_and_then_only_the_first_waiter_gets_the_lock():
     handoffs = [(a, t) for s, a, t, i in mmap_steps() if t.mm.mmap_lock.handoff and not s.mm.mmap_lock.handoff]
     assert handoffs and {a.label for a, t in handoffs} == {"rwsem_try_write_lock"}
-    assert "HANDOFF" in present(make_model("vma-locks")).summary(handoffs[0][1])["mmap_lock"]  # the step table shows it
+    model = from_text("vma-locks", MMAP_LOCK_CONTENTION, where="test").model
+    assert "HANDOFF" in present(model).summary(handoffs[0][1])["mmap_lock"]  # the step table shows it
     for s, a, t, _i in mmap_steps():
         sem, after = s.mm.mmap_lock, t.mm.mmap_lock
         if not sem.handoff:

@@ -3,7 +3,7 @@
 Nothing here enters a model's state: the directory lives beside the run (in the timed scheduler),
 so exploration, every verdict and every counterexample are what they are without it.
 
-Cache lines.  A location of a shared memory field (``Model.memory_fields``) lies on a line:
+Cache lines.  A location of a shared memory field (``MemoryAccess.memory_fields``) lies on a line:
 element k of a tuple field is a line of its own (qspinlock's lock word ``words[k]``, whose
 locked, pending and tail share one line; a per-CPU MCS node ``nodes[k]``; a VMA ``vmas[k]``,
 whose lock is its own line); each field of a struct field is a line of its own (``mm.mmap_lock``,
@@ -12,7 +12,7 @@ data only its CPU touches, ghost fields, counters) is on no shared line and cost
 
 Accesses.  A step writes the lines whose value it changes (as ``changed`` sees it) and those its
 declared footprint writes, and reads those its footprint reads.  A write of a step the model calls
-FULL (``Model.ordering``) is an atomic RMW, any other write a plain store, a read a load.
+FULL (``MemoryAccess.ordering``) is an atomic RMW, any other write a plain store, a read a load.
 
 Directory.  Per line, an owner (the CPU holding it Modified/Exclusive) or a set of sharers.  A load
 by a CPU that holds the line is a hit; else it fetches the line (one transfer) and joins the
@@ -33,8 +33,8 @@ names the lines a step takes in turn, in the order it takes them); the wait is p
 transfer time.
 
 Work.  A step costs ``step`` (the instructions of one atomic step) plus its accesses' own costs,
-plus ``transfer`` per line transfer, plus the work the model counts for it (``Model.work``: by
-default its label's ``Model.step_work``, page_zero, page_copy, tlb_flush, ipi, page_fault; a model
+plus ``transfer`` per line transfer, plus the work the model counts for it (``Timing.work``: by
+default its label's ``Timing.step_work``, page_zero, page_copy, tlb_flush, ipi, page_fault; a model
 whose memory is not shared lines, as fork's page tables, counts its loads, stores and atomics there).
 """
 
@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple, Optional
 
 from ..errors import UserError
-from . import reductions
+from . import memory_model, reductions, timing
 from .model import FULL, Action, Model, State
 from .reductions import changed
 
@@ -169,7 +169,7 @@ class Directory:
 
 def lines(model: Model, state: State, locations: Iterable[tuple]) -> set:
     """The cache lines of ``locations`` (see the module docstring); other locations lie on none."""
-    fields = model.memory_fields
+    fields = memory_model.of(model).memory_fields
     out: set = set()
     for loc in locations:
         if loc[0] not in fields:
@@ -187,7 +187,7 @@ def written(model: Model, before: State, after: State) -> set:
     out: set = set()
     for loc in changed(before, after):
         value = getattr(before, loc[0])
-        if len(loc) == 1 and hasattr(value, "_fields") and loc[0] in model.memory_fields:
+        if len(loc) == 1 and hasattr(value, "_fields") and loc[0] in memory_model.of(model).memory_fields:
             out.update((loc[0], part) for part, x, y in zip(value._fields, value, getattr(after, loc[0])) if x != y)
         else:
             out |= lines(model, before, (loc,))
@@ -220,9 +220,9 @@ def step_cost(model: Model, table: CostTable, directory: Directory, cpu: Any, st
         if directory.write(cpu, line):
             transfers += 1
             serial.append(line)
-    per_write = ns["atomic"] if writes and model.ordering(state, action) == FULL else ns["store"]
+    per_write = ns["atomic"] if writes and memory_model.of(model).ordering(state, action) == FULL else ns["store"]
     work = ns["step"] + ns["load"] * len(reads) + per_write * len(writes)
-    work += sum(ns[kind] * n for kind, n in model.work(state, action, after).items())
+    work += sum(ns[kind] * n for kind, n in timing.of(model).work(state, action, after).items())
     return Cost(work, ns["transfer"] * transfers, transfers, tuple(serial))
 
 

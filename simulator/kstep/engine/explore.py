@@ -35,6 +35,19 @@ from .trace import Trace
 Found = Optional[tuple[Optional[Violation], Any]]
 
 
+class FixedChoices:
+    """What a model may declare of the choices its runs make that ``explore`` does not branch on (the
+    scenario fixes them, as DAMON's seed fixes its random draws): an exhausted search is clean only
+    for those, and says so.  An optional interface beside the semantics (``model.Model``)."""
+
+    fixed_choices: str = ""  # those choices in a few words; none: ""
+
+
+def fixed_choices(model: Any) -> str:
+    """The choices ``model``'s runs fix and ``explore`` does not branch on, in a few words ("": none)."""
+    return model.fixed_choices if isinstance(model, FixedChoices) else ""
+
+
 @dataclass
 class ExploreResult:
     states: int

@@ -2,10 +2,10 @@
 
 A run that goes on forever (a scenario with ``repeat = "forever"``) is a *lasso*: a stem from the
 initial state, then a cycle that comes back to the state the stem ended in and repeats.  An actor
-*progresses* when it takes one of the model's ``progress_labels`` (for a lock: entering its
-critical section).  A cycle is *fair* (weak fairness, per actor) when every actor that is enabled in
-every state of the cycle takes a step in it: a scheduler that lets an actor wait forever while it
-could always run is not one the kernel's CPUs are.
+*progresses* when it takes one of the steps its model declares progress (``progress.Progress``; for
+a lock: entering its critical section).  A cycle is *fair* (weak fairness, per actor) when every
+actor that is enabled in every state of the cycle takes a step in it: a scheduler that lets an
+actor wait forever while it could always run is not one the kernel's CPUs are.
 
 - **Starvation of A**: a fair cycle, A unfinished, in which A never progresses while another
   actor does.
@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
 from ..errors import UserError
+from .progress import of as declared_progress
 from .model import Action, Model, State, without_cyclic_gc
 from .schedule import Replay, simulate
 from .trace import Trace
@@ -79,7 +80,7 @@ def judge(model: Model, trace: Trace, cycle_start: int) -> dict:
     if first != last:
         raise UserError(f"the cycle does not close: the state after step {n} is not the state after step "
                         f"{cycle_start}")
-    progress = model.progress_labels
+    progress = declared_progress(model).progress_labels
     cycle = trace.actions[cycle_start:]
     states = trace.states[cycle_start:n]
     stepped = {a.actor for a in cycle}
@@ -107,7 +108,7 @@ def liveness(model: Model, initial: State, *, max_states: int = 1_000_000, scena
              progress_every: float = 1.0) -> LivenessResult:
     """Store the reachable graph (at most ``max_states`` states) and look for a deadlock, a livelock and,
     per actor, a starvation lasso.  Each lasso found is a concrete Trace with ``cycle_start`` set."""
-    if not model.progress_labels:
+    if not declared_progress(model).progress_labels:
         raise UserError(f"{model.name} names no progress step: liveness is not defined for it")
     start = time.perf_counter()
     graph = _Graph(model, initial, max_states, progress, progress_every)
@@ -126,7 +127,7 @@ def liveness(model: Model, initial: State, *, max_states: int = 1_000_000, scena
         result.deadlock = run(graph.stem(graph.deadlocked))
     if not graph.interrupted:
         result.cyclic = graph.cyclic()
-        progress_labels = model.progress_labels
+        progress_labels = declared_progress(model).progress_labels
         found = graph.fair_cycle(lambda a: a.label in progress_labels, None)
         if found is not None:
             result.livelock = run(*found)
@@ -209,7 +210,7 @@ class _Graph:
         ``left_out`` says, that holds a fair cycle in which (victim given) the victim is unfinished and
         another actor progresses, or (no victim) somebody moves; the one with the shortest stem."""
         model = self.model
-        progress = model.progress_labels
+        progress = declared_progress(model).progress_labels
         best = None
         for comp in _components(self.expanded, lambda v: (j for a, j in self.edges[v] if not left_out(a)
                                                           and j < self.expanded)):
@@ -240,7 +241,7 @@ class _Graph:
     def _walk(self, entry, members, inner, left_out, victim):
         """A closed walk from ``entry`` inside the component: another actor's progress step (victim
         given), then for every actor one of its steps or a state where it cannot move, then back."""
-        progress = self.model.progress_labels
+        progress = declared_progress(self.model).progress_labels
         goals = []
         if victim is not None:
             goals.append(lambda v, a, j: a is not None and a.label in progress)

@@ -6,24 +6,27 @@ schedulers, ``explore``, traces and the player take it unchanged): ``sc`` is the
 names follow ``kstep.memory.stepping.TsoMachine``, the litmus-level machine).  A timed cost model
 (a cache-line directory over the same footprints) is meant to be one more such wrapper.
 
-What a model declares for this (the whole interface):
+What a model declares for this (the whole interface, ``MemoryAccess``, which a model inherits to
+run under tso):
 
-- ``Model.memory_fields``: the state fields that are shared memory.  A tuple field holds one
+- ``memory_fields``: the state fields that are shared memory.  A tuple field holds one
   location per element, a NamedTuple field (the mm) one per field; an element that is a
   NamedTuple (an MCS node, a VMA) holds one per field; an int element (a lock word) is
   byte-addressed, so a byte store to ``lock->locked`` buffers that byte alone and never
   overwrites the tail when it drains.  Every other field (the contexts' records and locals,
   per-CPU data only its own CPU touches, ghost fields) changes at once.
-- ``Model.private_parts``: "field.part" names of parts of those elements that are no shared
+- ``private_parts``: "field.part" names of parts of those elements that are no shared
   memory, only the model's bookkeeping (a VMA's allocation status): they change at once.
-- ``Model.cpu_field``: the field of a thread's record naming the CPU whose store buffer it
+- ``cpu_field``: the field of a thread's record naming the CPU whose store buffer it
   uses (a CPU's task and the interrupts nesting on it share one); None: one buffer per thread.
-- ``Model.store_parts(state, entry)``, optional: a buffered store as the kernel's code names what it
+- ``store_parts(state, entry)``, optional: a buffered store as the kernel's code names what it
   writes (qspinlock: ``A->locked``, ``0``), for the views; None where the state's names do.
-- ``ProgramModel.ordering(state, action)``: ``PLAIN`` (loads, plain and ONCE stores, and on x86
-  every acquire load, release store, ``smp_rmb``/``smp_wmb``: compiler barriers only) or
-  ``FULL`` (an atomic RMW, a locked instruction, ``smp_mb``): each step's ``order=`` beside its
+- ``ordering(state, action)``: ``PLAIN`` (loads, plain and ONCE stores, and on x86 every acquire
+  load, release store, ``smp_rmb``/``smp_wmb``: compiler barriers only) or ``FULL`` (an atomic RMW,
+  a locked instruction, ``smp_mb``); a ProgramModel answers from each step's ``order=`` beside its
   kernel line.
+- ``refuses_memory_model(name)``: why a variant cannot run under memory model ``name`` (its code is
+  another architecture's); empty when it can.
 
 A plain step of a thread runs on its CPU's *view* (memory with the CPU's own buffer applied,
 oldest entry first: store forwarding); the memory locations it changes become buffer entries
@@ -70,9 +73,12 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any, Mapping, Optional
 
-from . import reductions
-from .model import FULL, Action, Invariant, Model, Source, State
+from . import progress, reductions, timing
+from .model import FULL, PLAIN, Action, Invariant, Model, Source, State
+from .progress import Progress
 from .reductions import Footprint, Reductions, Renamed
+from .timing import Timing
+from .trace import Recorded, recorded
 
 MEMORY_MODELS = ("sc", "tso")
 DRAIN = "drain_store_buffer"  # a label is one schedulable word
@@ -88,6 +94,38 @@ def memory_model(name: str, model: Model, depth: int) -> Model:
     raise ValueError(f"memory model {name!r}: one of {', '.join(MEMORY_MODELS)}")
 
 
+class MemoryAccess:
+    """What a model declares of its shared memory (see the module docstring); these defaults declare
+    none, and a model that does not inherit this has no tso model."""
+
+    memory_fields: tuple = ()  # the state fields that are shared memory
+    private_parts: tuple = ()  # "field.part": parts of a memory field's elements that are no memory (change at once)
+    cpu_field: Optional[str] = None  # the field of a thread's record naming the CPU whose store buffer it uses
+
+    def ordering(self, state: State, action: Action) -> str:
+        """PLAIN or FULL: whether ``action`` is an atomic RMW or full fence to a memory model (a
+        ProgramModel answers from its steps' ``order=``, and is listed before this class)."""
+        return PLAIN
+
+    def refuses_memory_model(self, name: str) -> str:
+        """Why this variant cannot run under memory model ``name`` (its code is another
+        architecture's), in a few words; empty when it can."""
+        return ""
+
+    def store_parts(self, state: State, entry: tuple) -> Optional[tuple[str, str]]:
+        """A buffered store as the kernel's code names where it writes and what (qspinlock:
+        ``A->locked``, ``0``), for the views; None where the state's own names do."""
+        return None
+
+
+NONE = MemoryAccess()
+
+
+def of(model: Any) -> MemoryAccess:
+    """What ``model`` declares of its shared memory: the model itself when it opts in, else none."""
+    return model if isinstance(model, MemoryAccess) else NONE
+
+
 _types: dict = {}
 
 
@@ -100,11 +138,12 @@ def _buffered_type(inner: type) -> type:
     return out
 
 
-class StoreBuffered(Model, Reductions):
-    """x86-TSO over a mechanism model (see the module docstring)."""
+class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
+    """x86-TSO over a mechanism model (see the module docstring); the interfaces it declares pass the
+    inner model's through (a drain costs no round), with what the buffers add."""
 
     def __init__(self, inner: Model, depth: int):
-        if not inner.memory_fields:
+        if not isinstance(inner, MemoryAccess) or not inner.memory_fields:
             raise ValueError(f"{inner.name} declares no shared memory fields: it has no tso model")
         if depth < 1:
             raise ValueError("store buffers hold at least one entry")
@@ -112,7 +151,7 @@ class StoreBuffered(Model, Reductions):
         self.memory_model = {"name": "tso", "store_buffer": depth}
         self.name, self.title, self.variants, self.variant = inner.name, inner.title, inner.variants, inner.variant
         self.default_variant = inner.default_variant
-        self.locals, self.progress_labels = reductions.of(inner).locals, inner.progress_labels
+        self.locals, self.progress_labels = reductions.of(inner).locals, progress.of(inner).progress_labels
         self.scenario_schema = inner.scenario_schema
         self.invariants = tuple(self._wrapped(inv) for inv in inner.invariants)
         self._memory: tuple = ()  # field indices of the inner state that are memory
@@ -364,13 +403,13 @@ class StoreBuffered(Model, Reductions):
         return out
 
     def cost(self, state: State, action: Action) -> int:
-        return 0 if action.label == DRAIN else self.inner.cost(self._acting_view(state, action), action)
+        return 0 if action.label == DRAIN else timing.of(self.inner).cost(self._acting_view(state, action), action)
 
     def forget(self, state: State) -> State:
         return self._with(reductions.of(self.inner).forget(self.memory(state)), state[-1])
 
     def describe(self, state: State) -> Any:
-        out = self.inner.describe(self.memory(state))
+        out = recorded(self.inner).describe(self.memory(state))
         out[BUFFERS] = [[self.entry_text(state, e) for e in buf] for buf in state[-1]]
         return out
 
@@ -384,8 +423,7 @@ class StoreBuffered(Model, Reductions):
         location in the state (``words[0] &0xff``, ``0x1``; ``nodes[5].locked``, ``1``)."""
         field, n, part, mask, value = entry
         mem = self.memory(state)
-        named = getattr(self.inner, "store_parts", None)
-        said = named(mem, entry) if named else None
+        said = self.inner.store_parts(mem, entry)
         if said is not None:
             return said
         where = mem._fields[field] + (f"[{n}]" if n >= 0 else "")
@@ -420,9 +458,6 @@ class StoreBuffered(Model, Reductions):
 
     def is_optional(self, action: Action) -> bool:
         return action.label != DRAIN and self.inner.is_optional(action)
-
-    def expect_functions(self):
-        return self.inner.expect_functions()
 
 
 class _EntryRenaming:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import abc
 import functools
 import gc
-from collections import Counter
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 State = Any  # any immutable, hashable value; models use NamedTuples of tuples and ints
@@ -174,10 +173,30 @@ class Variant(NamedTuple):
 
 
 class Model(abc.ABC):
-    """Base class of every mechanism model.
+    """Base class of every mechanism model: the semantics, and nothing else.
 
-    Subclasses set the class attributes and implement ``initial``, ``actors``, ``actions``,
-    ``step`` and ``done``.  An instance is bound to one variant.
+    What a new mechanism must write: the class attributes ``name``, ``title``, ``variants`` (with
+    ``default_variant``), ``invariants`` and ``scenario_schema``, and ``initial``, ``actors``,
+    ``actions``, ``step``, ``done`` and ``sources``; a mechanism written as threads of kernel
+    functions inherits most of these from ``program.ProgramModel``.  An instance is bound to one
+    variant.
+
+    What it may add, each an optional interface beside the engine code that asks for it (the engine
+    asks ``isinstance`` and falls back to a default that declares nothing), inherited to opt in:
+
+    - ``reductions.Reductions``: footprints, dead locals and symmetric units, for ``explore`` to
+      store fewer states (every ProgramModel has it);
+    - ``timing.Timing``: round-robin rounds (``cost``) and work per step for the timed cost model
+      (every ProgramModel has it);
+    - ``memory_model.MemoryAccess``: which state fields are shared memory and which steps are full
+      fences, so that the model runs under tso;
+    - ``progress.Progress``: which steps are an actor's progress, for liveness;
+    - ``trace.Recorded``: what a trace records of a state, when not the state itself;
+    - ``explore.FixedChoices``: what a run fixes that ``explore`` does not branch on;
+    - ``scenario_spec.expect.Expectations``: helpers a scenario's ``[[expect]]`` may call.
+
+    How a model reads to a person (the step table's columns, what a blocked actor waits for) is its
+    presentation, on the views' side (``views/presentation/``), never the model's.
     """
 
     name: str = ""
@@ -186,13 +205,6 @@ class Model(abc.ABC):
     default_variant: str = ""
     invariants: Sequence[Invariant] = ()
     scenario_schema: Any = None  # a scenario_spec.scenario.Table describing the mechanism's scenario files
-    memory_fields: tuple = ()  # the state fields that are shared memory (memory_model.py); none: no tso model
-    private_parts: tuple = ()  # "field.part": parts of a memory field's elements that are no memory (change at once)
-    cpu_field: Optional[str] = None  # the field of a thread's record naming the CPU whose store buffer it uses
-    memory_model: Optional[dict] = None  # a memory model's wrapper: what a trace records of it (None: sc)
-    step_work: Mapping[str, tuple] = {}  # label -> its work besides memory accesses (costs.WORK_KINDS)
-    progress_labels: frozenset = frozenset()  # the steps that are an actor's progress (liveness): e.g. entering a lock's critical section
-    fixed_choices: str = ""  # choices a run makes that explore does not branch on (the scenario fixes them); none: ""
 
     def __init__(self, variant: Optional[str] = None):
         self.variant = self.variants[variant or self.default_variant]
@@ -235,6 +247,10 @@ class Model(abc.ABC):
         the actor's turn."""
         return False
 
+    def is_daemon(self, actor: str) -> bool:
+        """A daemon (a kernel thread that waits for work) is idle when it has no step, never finished."""
+        return False
+
     def finished(self, state: State) -> bool:
         return all(self.done(state, a) for a in self.actors(state))
 
@@ -243,42 +259,6 @@ class Model(abc.ABC):
 
     def transition_invariants(self) -> list[Invariant]:
         return [i for i in self.invariants if i.transition]
-
-    def describe(self, state: State) -> Any:
-        """The state as plain JSON data (used by traces)."""
-        return to_jsonable(state)
-
-    def lasso_note(self, state: State) -> str:
-        """What a lasso found from ``state`` owes to something other than the mechanism as 6.12 runs
-        it (a disabled timeout, an old code path, a schedule real CPUs rarely keep), in a few words,
-        printed with the verdict; empty when nothing.  The variant's ``lasso`` parameter by default."""
-        return self.variant.params.get("lasso", "")
-
-    def refuses_memory_model(self, name: str) -> str:
-        """Why this variant cannot run under memory model ``name`` (its code is another
-        architecture's), in a few words; empty when it can."""
-        return ""
-
-    def ordering(self, state: State, action: Action) -> str:
-        """PLAIN or FULL: whether ``action`` is an atomic RMW or full fence to a memory model."""
-        return PLAIN
-
-    def cost(self, state: State, action: Action) -> int:
-        """Rounds the step keeps its actor busy under round-robin (0: CPU-local, takes no turn)."""
-        return 1
-
-    def work(self, state: State, action: Action, after: State) -> Mapping[str, int]:
-        """What the step does besides its accesses to shared memory, as a count per kind of cost
-        (engine/costs.py's KINDS) for the timed scheduler: by default its label's ``step_work``."""
-        return Counter(self.step_work.get(action.label, ()))
-
-    def is_daemon(self, actor: str) -> bool:
-        """A daemon (a kernel thread that waits for work) is idle when it has no step, never finished."""
-        return False
-
-    def expect_functions(self) -> dict[str, Callable[..., Any]]:
-        """Named helpers a scenario's ``[[expect]]`` expressions may call: ``fn(state, *args)``."""
-        return {}
 
 
 def to_jsonable(value: Any) -> Any:

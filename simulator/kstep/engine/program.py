@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
 from .model import PLAIN, Action, Model, Source, State, Variant
 from .reductions import Footprint, Reductions
+from .timing import Timing
 
 
 class Frame(NamedTuple):
@@ -205,7 +206,7 @@ class Program:
         return copy
 
 
-class ProgramModel(Model, Reductions):
+class ProgramModel(Model, Reductions, Timing):
     """A Model whose state is a NamedTuple whose first field is ``threads``: a tuple of thread
     NamedTuples whose first two fields are ``name`` and ``frames`` (the engine relies on these
     positions to update them without ``_replace``, which dominated exploration time).

@@ -22,6 +22,7 @@ from .memory_model import StoreBuffered
 from .model import Model
 from .schedule import scheduler_for, simulate
 from .trace import FORMAT, VERSION, Trace
+from .trace import recorded as record_of
 
 STEP_KEYS = {"actor", "label", "source", "tick", "state"}  # trace.schema.json's steps/items, checked directly
 MAX_VALUE = 64 << 20  # the most one header member or one step of a trace file may take, in characters
@@ -203,7 +204,7 @@ def rerun(header: dict, model_for: Callable[[str, str], Model], where: str) -> t
     state = model.initial(header["config"])
     if not same(header["actors"], list(model.actors(state))):
         raise UserError(f"{where}: the actors {header['actors']} are not the config's {list(model.actors(state))}")
-    if not same(header["initial"], model.describe(state)):
+    if not same(header["initial"], record_of(model).describe(state)):
         raise UserError(f"{where}: the initial state does not match the scenario's config")
     params = header["scheduler"]
     try:
@@ -242,7 +243,7 @@ def compare_steps(trace: Trace, model: Model, steps: Iterator[Any], where: str) 
             if not same(recorded, computed):
                 raise UserError(f"{where}: step {k}: {name} is {shorten(repr(recorded))}, the scheduler's run has "
                                 f"{computed!r}")
-        if not same(rec["state"], model.describe(trace.states[k])):
+        if not same(rec["state"], record_of(model).describe(trace.states[k])):
             raise UserError(f"{where}: step {k} ({a}): records a state the model does not "
                             f"reach")
         n = k

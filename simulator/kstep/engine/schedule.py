@@ -22,6 +22,7 @@ from typing import Iterable, Optional
 
 from ..errors import UserError, shorten
 from .model import HARM, Action, Checks, Model, State, deadlock, without_cyclic_gc
+from . import timing
 from .prng import SplitMix64
 from .timed import Timed
 from .trace import Trace
@@ -66,7 +67,7 @@ class RoundRobin:
                 continue
             if actor in by_actor:
                 action = by_actor[actor]
-                cost = model.cost(state, action)
+                cost = timing.of(model).cost(state, action)
                 self._idle = 0
                 self._tick = self.round
                 self._end = max(self._end, self.round + max(cost, 1))

@@ -25,6 +25,7 @@ from collections import Counter, defaultdict
 from typing import Any, Optional
 
 from ..errors import UserError
+from . import memory_model
 from .costs import FORMAT, VERSION, CostTable, Directory, spin_lines, step_cost, validate
 from .model import Action, Model, State
 
@@ -144,8 +145,8 @@ class Timed:
 
 
 def cpu_of(model: Model, state: State, actor: str) -> Any:
-    """The CPU an actor runs on: its record's ``Model.cpu_field`` when the model has one, else its own."""
-    field = model.cpu_field
+    """The CPU an actor runs on: its record's ``MemoryAccess.cpu_field`` when the model has one, else its own."""
+    field = memory_model.of(model).cpu_field
     if field:
         for t in state[0]:
             if t[0] == actor:

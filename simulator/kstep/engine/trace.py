@@ -16,11 +16,30 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from ..files import write_chunks
-from .model import Model, Violation
+from .model import Model, State, Violation, to_jsonable
 
 FORMAT = "kstep-trace"
 VERSION = 2
 OUTCOMES = ("finished", "deadlock", "violation", "max-steps", "schedule-end")
+
+
+class Recorded:
+    """What a trace file records of a model's runs besides its actions: an optional interface beside
+    the semantics (``model.Model``).  The defaults: each state as it is, on a machine that is sc."""
+
+    memory_model: Optional[dict] = None  # the memory model a wrapper runs the model under (None: sc)
+
+    def describe(self, state: State) -> Any:
+        """The state as plain JSON data."""
+        return to_jsonable(state)
+
+
+NONE = Recorded()
+
+
+def recorded(model: Any) -> Recorded:
+    """What ``model`` declares of its record: the model itself when it opts in, else the defaults."""
+    return model if isinstance(model, Recorded) else NONE
 
 
 @dataclass
@@ -58,6 +77,7 @@ class Trace:
     # -- JSON ------------------------------------------------------------------------------------
     def header(self, model: Model) -> dict:
         """Every member of the trace file but ``steps``, in the order they are written."""
+        record = recorded(model)
         return {
             "format": FORMAT,
             "version": VERSION,
@@ -65,13 +85,13 @@ class Trace:
             "variant": self.variant,
             "scenario": self.scenario,
             "config": self.config,
-            **({"memory_model": model.memory_model} if model.memory_model else {}),
+            **({"memory_model": record.memory_model} if record.memory_model else {}),
             "scheduler": self.schedule,
             "outcome": self.outcome,
             "violation": None if self.violation is None else self.violation._asdict(),
             "stats": self.stats,
             "actors": list(model.actors(self.states[0])),
-            "initial": model.describe(self.states[0]),
+            "initial": record.describe(self.states[0]),
         } | ({} if self.cycle_start is None else {"cycle_start": self.cycle_start, "lasso": self.lasso})
 
     def chunks(self, model: Model) -> Iterator[str]:
@@ -82,9 +102,10 @@ class Trace:
             yield f"{json.dumps(key)}: {json.dumps(value)},\n"
         yield '"steps": ['
         sources = model.sources()
+        describe = recorded(model).describe
         for k, (a, tick, s) in enumerate(zip(self.actions, self.ticks, self.states[1:])):
             step = {"actor": a.actor, "label": a.label, "source": str(sources[a.label]), "tick": tick,
-                    "state": model.describe(s)}
+                    "state": describe(s)}
             yield ("\n" if k == 0 else ",\n") + json.dumps(step)
         yield "\n]}\n"
 

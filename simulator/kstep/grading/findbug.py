@@ -28,7 +28,10 @@ from ..experiment import open as open_experiment
 from ..models import MODELS
 from .harness import Fail
 
-MAX_STEPS = 2000  # a schedule longer than this is not an answer
+# The longest schedule a find-the-bug answer may hold: a grading bound, far below the engine's
+# LONGEST_RUN (what a run may take at all), since every submission is replayed on two variants and a
+# schedule that needs more steps than this is no answer to a scenario of a few actors.
+LONGEST_ANSWER = 2000
 _LINE = re.compile(r"^([A-Za-z0-9_./-]+):([1-9][0-9]{0,6})$")
 
 
@@ -146,8 +149,8 @@ def submitted_schedule(ctx) -> list:
             actors = parse_schedule(text)
         except UserError as e:
             raise Fail(f"answer.toml: {e}") from None
-    if len(actors) > MAX_STEPS:
-        raise Fail(f"the schedule has {len(actors)} steps; at most {MAX_STEPS}")
+    if len(actors) > LONGEST_ANSWER:
+        raise Fail(f"the schedule has {len(actors)} steps; at most {LONGEST_ANSWER}")
     return actors
 
 

@@ -63,7 +63,7 @@ from typing import Callable, NamedTuple
 
 from ..engine import FULL, HARM, MADE_UP, Frame, Invariant, Program, ProgramModel, Variant, set_thread, thread_index
 from ..engine.records import fast_replace
-from ..scenario_spec.expect import ExpectError
+from ..scenario_spec.expect import Expectations, ExpectError
 from ..scenario_spec.scenario import Int, Key, List, Name, Str, Table, unique_names
 
 ULONG_MAX = (1 << 64) - 1
@@ -481,7 +481,7 @@ SCHEMA = Table({
 }, rules=lambda sc, path: unique_names([t["name"] for t in sc["threads"]], (RCU_ACTOR,), "threads"))
 
 
-class RcuModel(ProgramModel):
+class RcuModel(ProgramModel, Expectations):
     name = "rcu"
     title = "RCU grace periods and callbacks"
     program = program

@@ -14,7 +14,7 @@ in this order).  Expressions are a small, safe subset of Python: names of the st
 (``mm.mm_lock_seq``, ``counters.vma_lock_miss``), indexing, and/or/not, comparisons, ``in``,
 ``+``/``-``, ``len``, and the functions ``thread(name)``, ``enabled("A:label")``,
 ``took("A:label")`` (the step that led to this state), ``done(actor)``, plus those a model
-offers through ``Model.expect_functions()``.  Nothing else is evaluated.
+offers by declaring ``Expectations``.  Nothing else is evaluated.
 """
 
 from __future__ import annotations
@@ -23,8 +23,24 @@ import ast
 import inspect
 from typing import Any, Callable, NamedTuple, Optional
 
+from ..engine.memory_model import StoreBuffered
 from ..engine.model import Action, Model, State
 from ..errors import UserError
+
+class Expectations:
+    """What a model may offer a scenario's ``[[expect]]`` expressions: an optional interface beside
+    the semantics (``engine.model.Model``), inherited to opt in."""
+
+    def expect_functions(self) -> dict[str, Callable[..., Any]]:
+        """Named helpers the expressions may call: ``fn(state, *args)``."""
+        return {}
+
+
+def functions(model: Model) -> dict[str, Callable[..., Any]]:
+    """The helpers ``model`` offers (a memory model's wrapper: its mechanism's), else none."""
+    inner = model.inner if isinstance(model, StoreBuffered) else model
+    return inner.expect_functions() if isinstance(inner, Expectations) else {}
+
 
 FORMS = ("always", "never", "sometime", "at_end", "order")
 _BUILTINS = ("thread", "enabled", "took", "done", "len")
@@ -81,7 +97,7 @@ def evaluate(model: Model, state: State, action: Optional[Action], tree: ast.exp
     Bare names are fields of ``root`` (default: the state); functions always see the whole state.
     A mistake in the expression (no such field, wrong operand types) raises ExpectError.
     """
-    return _Frame(model, model.expect_functions(), state, action, root).eval(tree)
+    return _Frame(model, functions(model), state, action, root).eval(tree)
 
 
 def _action(spec: Any) -> Action:
@@ -216,10 +232,10 @@ def check(model: Model, trace: Any, expects: tuple, strict: bool = True) -> list
     An expression that cannot be read on a state (a finished thread's frame) is a UserError when
     ``strict``, as on the run the scenario was written for; otherwise (a run under another variant)
     it is a claim this run does not meet, with the reason."""
-    functions: dict[str, Callable] = model.expect_functions()
+    helpers = functions(model)
     failures = []
     for e in expects:
-        why = _why_not(model, functions, trace, e, strict)
+        why = _why_not(model, helpers, trace, e, strict)
         if why:
             failures.append((e, f"{e.form} {e.text}: {why}"))
     return failures

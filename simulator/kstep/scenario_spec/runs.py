@@ -7,7 +7,7 @@ from ..errors import UserError
 from ..engine.liveness import judge
 from ..engine.model import Model
 from ..engine.schedule import Random, Scripted, simulate
-from ..engine.trace import Trace
+from ..engine.trace import Trace, recorded
 from .scenario import Scenario
 
 SEED = 1  # the random scheduler's seed for a scenario without a scripted schedule
@@ -41,7 +41,8 @@ def own_schedule(model: Model, sc: Scenario) -> tuple[str, str]:
     except UserError as e:
         kept = sched.script[:sched.pos - 1]
         own = sc.variant or model.default_variant
-        under = model.variant.name + (f" with {model.memory_model['name']}" if model.memory_model else "")
+        memory = recorded(model).memory_model
+        under = model.variant.name + (f" with {memory['name']}" if memory else "")
         return " ".join(kept), (f"the scenario's own schedule, written for {own}: under {under} its {e}, "
                                 f"so its first {len(kept)} entries are followed, then round-robin")
     return sc.schedule, ""
@@ -50,4 +51,4 @@ def own_schedule(model: Model, sc: Scenario) -> tuple[str, str]:
 def written_for(model: Model, sc: Scenario) -> bool:
     """Whether ``model`` runs the scenario as it was written: its own variant, every store seen at once
     (under a memory model's store buffers a scripted actor may still wait where it did not)."""
-    return model.variant.name == (sc.variant or model.default_variant) and not model.memory_model
+    return model.variant.name == (sc.variant or model.default_variant) and not recorded(model).memory_model

@@ -25,6 +25,7 @@ from typing import Any, Callable, Optional
 
 from ..engine import HARM, Action, Trace
 from ..engine.memory_model import DRAIN, StoreBuffered
+from ..engine.trace import recorded
 from ..engine.model import FULL, Checks, Violation, deadlock
 from ..engine.schedule import deadlock_message
 from ..errors import UserError
@@ -199,14 +200,14 @@ class Session:
             "ended": {actor: how for actor in self._actors(state)
                       if self.model.done(state, actor) and (how := self._how_ended(state, actor))},
             # Under x86-TSO, the bound on each CPU's store buffer (the scenario's store_buffer): None under sc.
-            "memory_model": self.model.memory_model,
+            "memory_model": recorded(self.model).memory_model,
             "violation": None if v is None else {**v._asdict(), "title": v.title, "new": self._new_violation(k)},
             "outcome": self.outcome(k),
             "schedule": self.schedule(k),
             "board": self.rows(k, self.board),
             # Without a board here, the state as the step table shows it (short columns), else whole.
-            "state": None if self.board else {k: str(v) for k, v in
-                                              (self.presentation.summary(state) or self.model.describe(state)).items()},
+            "state": None if self.board else {k: str(v) for k, v in (
+                self.presentation.summary(state) or recorded(self.model).describe(state)).items()},
         }
 
     def _actors(self, state) -> tuple[str, ...]:

@@ -22,7 +22,9 @@ import zipfile
 from importlib import resources
 from pathlib import Path
 
+from ..engine import memory_model as memory_models
 from ..engine.memory_model import StoreBuffered, memory_model as wrap_memory
+from ..engine.trace import recorded
 from ..errors import UserError
 from ..memory import kernel_tree
 
@@ -128,11 +130,11 @@ def enable(lay, trace, model) -> None:
 
     build = getattr(model, "kernel_build", None)  # under tso: None, x86-64's build (as the player's)
     spec = _every_step(lay, model, build(trace.states[0]) if build and trace.states else None)
-    memory = model.memory_model  # None: sc
+    memory = recorded(model).memory_model  # None: sc
     kernel = model.inner if isinstance(model, StoreBuffered) else model
     under = (lambda m: m) if memory is None else (lambda m: wrap_memory(memory["name"], m, memory["store_buffer"]))
     variants = [v for v in type(kernel).variants.values()
-                if not (memory and type(kernel)(v.name).refuses_memory_model(memory["name"]))
+                if not (memory and memory_models.of(type(kernel)(v.name)).refuses_memory_model(memory["name"]))
                 and sorted(under(type(kernel)(v.name)).sources()) == spec["labels"]]
     spec["live"] = {"mechanism": trace.mechanism, "scenario": trace.scenario, "variant": trace.variant,
                     "title": model.title or model.name, "calls": context.call_pairs(kernel, code.calls),

@@ -35,7 +35,9 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Optional
 
 from ...engine import HARM, MADE_UP, Frame, Invariant, Program, ProgramModel, Replacement, Variant
-from ...scenario_spec.expect import ExpectError
+from ...engine.explore import FixedChoices
+from ...engine.trace import Recorded
+from ...scenario_spec.expect import Expectations, ExpectError
 from ...scenario_spec.scenario import Bool, Int, Key, List, Str, Table, bad
 from . import damos as dm
 from . import variants as fx
@@ -778,7 +780,7 @@ def size_text(n: int) -> str:
     return f"{n} B"
 
 
-class DamonModel(ProgramModel):
+class DamonModel(ProgramModel, Recorded, FixedChoices, Expectations):
     name = "damon"
     title = "DAMON: region-based access sampling, adaptive regions and DAMOS"
     program = program

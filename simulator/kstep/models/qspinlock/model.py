@@ -44,7 +44,9 @@ from 6.12's 32 and 256 so exploration stays small.
 from __future__ import annotations
 
 from ...engine import Program, ProgramModel, thread_index
-from ...scenario_spec.expect import ExpectError
+from ...engine.memory_model import MemoryAccess
+from ...engine.progress import Progress
+from ...scenario_spec.expect import Expectations, ExpectError
 from . import before_set_locked, broken, x86
 from .footprints import Footprints
 from .invariants import INVARIANTS, holders, pending_locked, tail_text
@@ -94,7 +96,7 @@ def _lock_arg(s, name):
     return LOCK_NAMES.index(name)
 
 
-class QspinlockModel(Footprints, CpuSymmetry, ProgramModel):
+class QspinlockModel(Footprints, CpuSymmetry, ProgramModel, MemoryAccess, Progress, Expectations):
     name = "qspinlock"
     title = "Queued spinlocks: pending bit, MCS queue and the queue head's claim"
     program = generic

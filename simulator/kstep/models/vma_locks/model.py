@@ -42,6 +42,9 @@ what happens to the address space.
 from __future__ import annotations
 
 from ...engine import Program, ProgramModel, thread_index
+from ...engine.memory_model import MemoryAccess
+from ...engine.progress import Progress
+from ...scenario_spec.expect import Expectations
 from ..rcu import RCU_ACTOR, RCU_GP_KTHREAD, add_rcu, rcu_expect_functions, rcu_init
 from . import fault, fork, memory, mm, mmap, mmap_lock, mprotect, rmap, rwsem, scenario, vma
 from .fork import free_vma_rcu_cb
@@ -78,7 +81,7 @@ ON_FOUND_VMA = frozenset({"vma_start_read", "down_read_trylock", "vma_start_read
                           "check_range"})
 
 
-class VmaLocksModel(ProgramModel):
+class VmaLocksModel(ProgramModel, MemoryAccess, Progress, Expectations):
     name = "vma-locks"
     title = "Per-VMA locks: page faults under RCU and one VMA's read lock"
     program = program

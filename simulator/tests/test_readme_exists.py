@@ -28,6 +28,12 @@ def exercises() -> dict[str, str]:
             for p in (ROOT / "exercises").glob("*/exercise.toml")}
 
 
+def practice() -> list[str]:
+    """The exercises a release gives out for practice only, never for a grade."""
+    return sorted(p.parent.name for p in (ROOT / "exercises").glob("*/exercise.toml")
+                  if tomllib.loads(p.read_text()).get("practice"))
+
+
 def row_from_tree(mech: str) -> list[str]:
     chapter = ROOT / "docs" / "chapters" / f"{mech}.md"
     notebooks = [p for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if f'\\"{mech}\\"' in p.read_text()]
@@ -55,8 +61,11 @@ def test_the_what_exists_table_is_the_tree_in_chapter_order():
 
 
 def test_the_readme_counts_the_exercises_there_are():
-    counts = re.findall(r"`exercises/` holds (\d+) graded exercises", README)
-    assert counts == [str(len(exercises()))]
+    counts = re.findall(r"`exercises/` holds (\d+) exercises, (\d+) of them graded", README)
+    assert counts == [(str(len(exercises())), str(len(exercises()) - len(practice())))]
+    # the practice ones (released without an autograder: exercise.toml's practice) are named as such
+    named = re.findall(r"(\d+) are practice only \(([^)]*)\)", README)
+    assert named == [(str(len(practice())), ", ".join(f"`{e}`" for e in practice()))]
     # memory-ordering exercises span the mechanisms' litmus tests: no row of the table holds them
     memory = re.findall(r"(\d+) of them on memory ordering", README)
     assert memory == [str(sum(m == "memory" for m in exercises().values()))]

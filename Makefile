@@ -27,8 +27,8 @@ help:
 	@echo "  test-browser-stress  the player's play/pause browser tests 20 times under 2 busy loops per CPU"
 	@echo "                   (not part of test; about half an hour on a loaded 2-CPU machine)"
 	@echo "  test-heavy       the footprint and tso-reduction checks over the largest scenarios (make test leaves them out)"
-	@echo "  test-grade-batch grade 100 submissions with hostile ones mixed in, and a Gradescope zip in an"
-	@echo "                   emulated /autograder (several minutes; make test leaves these out)"
+	@echo "  test-grade-batch grade 100 submissions with hostile ones mixed in, a C batch that crashes and floods,"
+	@echo "                   and a Gradescope zip in an emulated /autograder (several minutes; make test leaves these out)"
 	@echo "  notebook         start JupyterLab on notebooks/"
 	@echo "  lab              build the kernel lab's C ports for x86_64, arm64 and ppc64le (kernel-lab/build/)"
 	@echo "  linux-source     fetch Debian's linux-source-6.12 and unpack it into the user cache (once; the"
@@ -109,7 +109,7 @@ lint: setup
 test-heavy: setup
 	$(PYTEST) -n $(TEST_JOBS) --dist loadfile -m heavy
 
-test-grade-batch: setup
+test-grade-batch: setup lab
 	$(PYTEST) -m batch
 
 # Flaky browser tests show up under load: 20 runs with two busy loops per CPU, pass only if all pass.

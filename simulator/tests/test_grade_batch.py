@@ -129,3 +129,41 @@ def test_a_zip_bomb_is_read_in_bounded_memory(tmp_path):
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=600,
                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)))
     assert r.returncode == 0 and "sub.py: larger than 262144 bytes, refused" in r.stdout, r.stderr[-2000:]
+
+
+# The C exercise's own hostile cases (test_grading.py runs them through the driver's capture alone): a
+# program of the class that crashes or floods as it starts, beside a right one, graded to the end.
+ROOT = HERE.parents[1]
+C_HOSTILE = {
+    # the pointer and the store are volatile: GCC drops a plain store through NULL as undefined behaviour
+    "c-segfault": ("__attribute__((constructor)) static void crash(void) { volatile int *volatile p = 0; *p = 1; }",
+                   "was killed by signal SIGSEGV"),
+    "c-flood": ("#include <stdio.h>\n__attribute__((constructor)) static void flood(void) {\n"
+                "    for (long i = 0; i < (1L << 30) / 64; i++)\n"
+                '        fputs("0123456789012345678901234567890123456789012345678901234567890123", stdout);\n}',
+                "wrote more output than allowed (an output flood)"),
+}
+
+
+@pytest.mark.batch
+def test_a_c_batch_names_a_segfault_and_a_flood_and_grades_the_rest(tmp_path):
+    lab = ROOT / "kernel-lab"
+    assert all((lab / "build" / a / "obj" / "torture").is_dir() for a in ("x86_64", "arm64", "ppc64le")), \
+        "the kernel lab is not built: make lab"
+    ex = exercise.load(ROOT / "exercises" / "qspin-head-claim")
+    solution = (ex.path / "solution" / "head_claim.c").read_text()
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    out.mkdir()
+    for student, code in {"right": solution, **{k: solution + "\n" + c for k, (c, _) in C_HOSTILE.items()}}.items():
+        (subs / student).mkdir(parents=True)
+        (subs / student / "head_claim.c").write_text(code)
+    graded, _ = batch.grade_batch(ex, subs, out, secret="batch-secret-0123456789", mode="bwrap", jobs=1,
+                                  read_only=(lab,))
+    assert graded == 3
+    results = {s: json.loads((out / s / "results.json").read_text()) for s in ("right", *C_HOSTILE)}
+    assert results["right"]["score"] == 10, results["right"]
+    for student, (_, why) in C_HOSTILE.items():
+        assert results[student]["score"] == 0
+        for t in results[student]["tests"]:
+            assert why in t["output"], (student, t["name"], t["output"][-500:])
+    assert not sandbox_processes()

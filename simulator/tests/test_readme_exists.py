@@ -1,10 +1,12 @@
 """The README's "What exists" table, its exercise count and its chapter order, held to the tree: each
 cell is computed here from what the repository holds (models, scenarios, chapters, notebooks, ports,
-probes, exercises), so a README that promises or forgets something fails."""
+probes, exercises), so a README that promises or forgets something fails; and the tour's counterexample
+length, held to what explore finds."""
 
 import re
 import tomllib
 
+import kstep
 from kstep.scenario_spec import scenario as scenarios
 from kstep.lab.guest.probes import PROBES
 from kstep.models import MODELS
@@ -26,6 +28,12 @@ def chapter_order() -> list[str]:
 def exercises() -> dict[str, str]:
     return {p.parent.name: tomllib.loads(p.read_text())["mechanism"]
             for p in (ROOT / "exercises").glob("*/exercise.toml")}
+
+
+def practice() -> list[str]:
+    """The exercises a release gives out for practice only, never for a grade."""
+    return sorted(p.parent.name for p in (ROOT / "exercises").glob("*/exercise.toml")
+                  if tomllib.loads(p.read_text()).get("practice"))
 
 
 def row_from_tree(mech: str) -> list[str]:
@@ -55,8 +63,11 @@ def test_the_what_exists_table_is_the_tree_in_chapter_order():
 
 
 def test_the_readme_counts_the_exercises_there_are():
-    counts = re.findall(r"`exercises/` holds (\d+) graded exercises", README)
-    assert counts == [str(len(exercises()))]
+    counts = re.findall(r"`exercises/` holds (\d+) exercises, (\d+) of them graded", README)
+    assert counts == [(str(len(exercises())), str(len(exercises()) - len(practice())))]
+    # the practice ones (released without an autograder: exercise.toml's practice) are named as such
+    named = re.findall(r"(\d+) are practice only \(([^)]*)\)", README)
+    assert named == [(str(len(practice())), ", ".join(f"`{e}`" for e in practice()))]
     # memory-ordering exercises span the mechanisms' litmus tests: no row of the table holds them
     memory = re.findall(r"(\d+) of them on memory ordering", README)
     assert memory == [str(sum(m == "memory" for m in exercises().values()))]
@@ -90,3 +101,13 @@ def test_the_table_of_names_holds_to_the_tree():
         paths = [p for cell in where + [probe, _measure] for p in re.findall(r"`([\w/.]+)`", cell) if "/" in p]
         assert paths and all((ROOT / "simulator" / "kstep" / p).exists() for p in paths), (mech, paths)
         assert probe == "none" or probe.split()[0].strip("`") in PROBES, probe
+
+
+def test_the_tours_counterexample_is_as_long_as_explore_finds():
+    """The five-minute tour names the shortest harmful interleaving of its broken variant by its length;
+    a model that gains or loses a step (6.12.117's mm_lock_seqcount_begin did) changes it."""
+    tour = README.split("## Five-minute tour", 1)[1].split("\n## ", 1)[0]
+    (said,) = re.findall(r"reads the freed VMA, (\d+) steps\)", tour)
+    assert "kstep explore vma-locks --scenario munmap-vs-fault --variant free-immediately" in tour
+    found = kstep.open("vma-locks", "munmap-vs-fault", variant="free-immediately").explore()
+    assert found.violation.invariant == "no-use-after-free" and int(said) == len(found.counterexample)

@@ -10,6 +10,8 @@ instruction, which drained its buffer first.)
 
 from __future__ import annotations
 
+import html
+import json
 import re
 
 import pytest
@@ -203,3 +205,45 @@ def test_the_checks_catch_a_mutant(monkeypatch, mutant):
     monkeypatch.setattr(where, name, replacement)
     with pytest.raises(AssertionError):
         check()
+
+
+# --- kstep run --memory-model tso --html: the offline player of the run -----------------------------------------
+
+def page_document(path):
+    """The Bokeh document a standalone page embeds (as BokehJS reads it: the JSON is HTML-escaped there)."""
+    from bokeh.document import Document
+
+    text = path.read_text()
+    found = re.search(r'<script type="application/json" id="[^"]+">\s*(.*?)\s*</script>', text, re.S)
+    docs = json.loads(html.unescape(found.group(1)))
+    return Document.from_json(next(iter(docs.values())))
+
+
+def test_the_offline_page_of_a_tso_run_draws_its_buffers_and_names_its_memory_model(tmp_path, capsys):
+    from kstep.cli import main
+    from kstep.views.player import Frames
+    from test_store_buffers_view import SOURCE, drawn, held
+
+    path = tmp_path / "run.html"
+    assert main(["run", "qspinlock", "--scenario", "two-waiters", "--memory-model", "tso", "-s", "7",
+                 "--html", str(path)]) == 0
+    capsys.readouterr()
+    doc = page_document(path)
+    header = doc.select_one({"name": "kstep-header"}).text
+    assert "24 steps on x86-TSO, store buffers of 2 · random schedule, seed 7" in header
+    ex = experiment.open("qspinlock", "two-waiters").under("tso")
+    trace = ex.run(seed=7)
+    frames = Frames(doc)
+    assert frames.exports[SOURCE]["start"].shape == (len(trace.states),)
+    for k, state in enumerate(trace.states):
+        assert drawn(frames.rows(SOURCE, k), 3) == held(ex.model, state), f"frame {k}"
+    assert any(held(ex.model, s) != [[], [], []] for s in trace.states)
+
+
+@pytest.mark.slow
+def test_the_offline_page_of_a_tso_run_played_as_sc_is_caught(monkeypatch, tmp_path, capsys):
+    from kstep.views import player
+
+    monkeypatch.setattr(player, "StoreBuffered", type("NoMemoryModel", (), {}))  # a player that sees no tso
+    with pytest.raises((AssertionError, KeyError)):
+        test_the_offline_page_of_a_tso_run_draws_its_buffers_and_names_its_memory_model(tmp_path, capsys)

@@ -116,7 +116,8 @@ def written(where: str, text: str) -> bool:
     with the lock's name back to ``lock`` (``A->locked``: ``lock->locked``; ``*(u16 *)A``: ``(u16 *)lock``),
     without the bytes a partial store keeps (`` &0xff``) and the object it names (`` (VMA 0)``).  vma-locks'
     steps are coarser than its code's lines: there the member alone must be named (``vm_flags`` in
-    ``vm_flags_init``'s text), and the maple tree is written through ``&vmi->mas`` (vma_iter_store, vma_complete) or named as the tree."""
+    ``vm_flags_init``'s text), and the maple tree is written through ``&vmi->mas`` (vma_iter_store,
+    vma_complete) or named as the tree."""
     expr = LOCKS.sub("lock", where.split(" (")[0].split(" &")[0]).lstrip("*")
     if expr in text:
         return True

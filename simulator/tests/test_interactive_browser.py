@@ -426,7 +426,8 @@ def test_under_tso_a_drain_shrinks_the_drawn_buffer_and_scrubbing_back_branches(
     drain, where the store is drawn again, and branches: C1 runs with the store still waiting, and the
     page's run is the model's.  At every step the store-buffer panel draws what the Session's state holds
     (test_store_buffers_view's ``drawn`` and ``held``); that the whole counterexample is a sequence of
-    choices the panel offers, test_interactive_tso.py checks on the same Session."""
+    choices the panel offers, test_interactive_tso.py checks on the same Session.  The status line gives each
+    step's call stack, and a drain's store buffer and store."""
     p = lab
     trace, _ = tso_counterexample()
     unlocked = [str(a) for a in trace.actions[:3]]  # C0 locks, runs its critical section and unlocks
@@ -452,10 +453,12 @@ def test_under_tso_a_drain_shrinks_the_drawn_buffer_and_scrubbing_back_branches(
     for k, action in enumerate(unlocked, start=1):
         pick(action, k)
     assert buffers()[0] == [("A->locked", "0")], "C0's unlock waits in CPU 0's buffer"
+    assert '<div class="kstep-stack">queued_spin_unlock</div>' in p.status()  # the step's call stack, as under sc
     drain = p.page.locator(f'{panel} button[data-action="SB0:drain_store_buffer"]')
     assert drain.inner_text() == "CPU 0 drains A->locked = 0 to memory"
     pick("SB0:drain_store_buffer", 4)
     assert buffers()[0] == [], "CPU 0's drawn buffer shrank"
+    assert '<div class="kstep-stack">store buffer of CPU0 drains A-&gt;locked = 0</div>' in p.status()
     pick("C1:queued_spin_lock", 5)
 
     p.js("m('kstep-slider').value = 3")  # back before the drain: the store drawn again, its drain offered again

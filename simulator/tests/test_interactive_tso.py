@@ -11,6 +11,7 @@ left as it was, and a panel scrubbed back that still offers the last step's choi
 from __future__ import annotations
 
 import json
+import re
 import random
 
 import pytest
@@ -243,3 +244,53 @@ def test_the_comparisons_catch_a_mutant(monkeypatch, mutant):
     monkeypatch.setattr(where, name, replacement)
     with pytest.raises(AssertionError):
         test_the_moves_are_the_engines_and_the_run_is_the_engines_run_after_every_branch(*RUNS[0])
+
+
+def chapter_tso_player(path="docs/chapters/vma-locks.md"):
+    """The chapter's ``kstep-tso-player`` block: its arguments, options and the chapter's text."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / path).read_text()
+    block = re.search(r"```\{kstep-tso-player\} (\S+) (\S+) (\S+)\n((?::\w+: .*\n)+)```", text)
+    assert block is not None, f"{path} has no kstep-tso-player"
+    options = dict(re.findall(r":(\w+): (.*)", block.group(4)))
+    return block.group(1, 2, 3), options, " ".join(text.split())
+
+
+def test_the_vma_locks_chapters_tso_player_shows_what_it_tells_to_look_for():
+    """The chapter's run of relaxed-mm-lock-seq under x86-TSO, taken by hand on the Session: each of its steps
+    is a choice the panel offers; after step K CPU 2 holds the new protection ahead of the epoch's end while
+    memory still has VMA 0 write-locked and writable; it offers to drain only the protection, W's up_write waits
+    for both, and the next two drains write VM_READ and then end the epoch, as the text says."""
+    (mech, variant, name), options, text = chapter_tso_player()
+    k, cpu = int(options["step"]), int(options["cpu"])
+    run = experiment.open(mech, name, variant).under("tso").run(schedule=options["schedule"])
+    s = Session(mech, name, variant, memory_model="tso")
+    for step, action in enumerate(run.actions, start=1):
+        assert str(action) in [c["action"] for c in s.view()["choices"]], f"step {step}"
+        s.step(str(action))
+    m = s.model
+    held = [m.entry_text(s.states[k], e) for e in s.states[k][-1][cpu]]
+    assert held == [e.strip() for e in options["holds"].split(";")]
+    assert held == ["vma->vm_flags (VMA 0) = VM_READ", "mm->mm_lock_seq = 2"]
+    mem = m.memory(s.states[k])
+    assert mem.mm.mm_lock_seq == mem.vmas[0].vm_lock_seq == 1 and mem.vmas[0].prot == "rw"
+    assert f"after step {k}, W's mprotect has stored the new protection and ended its write epoch" in text
+    assert "write-locked (its `vm_lock_seq` equals `mm_lock_seq`, both 1) and still writable" in text
+    view = s.view(k)
+    drains = [c["text"] for c in view["choices"] if c["actor"] == f"SB{cpu}"]
+    assert drains == [f"CPU {cpu} drains vma->vm_flags (VMA 0) = VM_READ to memory"]
+    why = next(w["why"] for w in view["waiting"] if w["actor"] == "W")
+    assert why.startswith("blocked at up_write") and f"until CPU {cpu}'s store buffer has drained" in why
+    assert f"step {k + 1} writes `VM_READ`, and only step {k + 2} ends the epoch" in text
+    assert [str(a) for a in s.actions[k:k + 3]] == [f"SB{cpu}:drain_store_buffer"] * 2 + ["W:up_write"]
+    after = [m.memory(st) for st in s.states[k + 1:k + 3]]
+    assert (after[0].vmas[0].prot, after[0].mm.mm_lock_seq) == ("r", 1)
+    assert (after[1].vmas[0].prot, after[1].mm.mm_lock_seq) == ("r", 2)
+    assert "CPU 2 offers to drain only `vma->vm_flags (VMA 0) = VM_READ`" in text
+
+
+def test_the_vma_locks_chapters_claim_fails_on_a_buffer_drained_newest_first(monkeypatch):
+    monkeypatch.setattr(StoreBuffered, "step", newest_drained)
+    with pytest.raises(AssertionError):
+        test_the_vma_locks_chapters_tso_player_shows_what_it_tells_to_look_for()

@@ -155,17 +155,20 @@ def test_each_chapter_opens_with_its_main_scenarios_player_above_its_first_secti
         assert '"live"' in text[player:heading.start()], f"{mech}: the chapter's player cannot be scheduled by hand"
 
 
-def test_the_qspinlock_chapters_tso_player_is_scheduled_by_hand_under_tso(site):
-    """The chapter tells the student to reach the tso counterexample's state by hand on the player of its
-    section "Under x86's store buffers" (test_interactive_tso.py checks that run on the Session): that
-    player carries the live mark with the memory model, so its panel runs the Session under tso."""
-    text = (site / "chapters" / "qspinlock.html").read_text()
+@pytest.mark.parametrize("mech", ["qspinlock", "vma-locks"])
+def test_a_chapters_tso_player_is_scheduled_by_hand_under_tso(site, mech):
+    """The qspinlock chapter tells the student to reach the tso counterexample's state by hand on the player of
+    its section "Under x86's store buffers", the vma-locks chapter to try to reorder the write epoch's last two
+    stores (test_interactive_tso.py checks both runs on the Session): that player carries the live mark with
+    the memory model, so its panel runs the Session under tso, and its buffer claim held when it was built."""
+    text = (site / "chapters" / f"{mech}.html").read_text()
     start = re.search(r'<section id="under-x86[^"]*store-buffers">', text)
     assert start is not None, "no section on x86's store buffers"
     heading = text.index("</h2>", start.end())  # the section's own heading, then its text up to the next one
     section = text[heading:text.index("<h2", heading)]
     assert 'class="kstep-animation"' in section and '"live"' in section
     assert '["memory_model",{"type":"map","entries":[["name","tso"],["store_buffer",2]]}]' in section
+    assert "✓ After step" in section and "✗ After step" not in section
 
 
 def test_the_real_kernel_lab_notebook_is_on_the_site_with_the_models_beside(site):

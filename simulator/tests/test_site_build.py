@@ -219,3 +219,36 @@ def test_the_variants_table_shows_each_tso_verdict_of_the_file_beneath_sc_in_its
     tso = [cell[1] for cell in shown.values() if len(cell) == 2]
     assert any(t.endswith(" steps") for t in tso) and "tso: refused" in tso, "the table has both"
     assert "POWER" in sentence.astext() and "store buffers" in sentence.astext()
+
+
+def tso_player_directive(**options):
+    """The vma-locks chapter's ``kstep-tso-player`` directive outside Sphinx, its options changed by ``options``."""
+    from types import SimpleNamespace
+    from test_interactive_tso import chapter_tso_player
+
+    args, chapter, _ = chapter_tso_player()
+
+    class Document(dict):
+        settings = SimpleNamespace(env=SimpleNamespace(docname="chapters/vma-locks"))
+
+    directive = object.__new__(pages.TsoPlayerDirective)
+    directive.arguments, directive.lineno = list(args), 1
+    directive.options = {**chapter, "step": int(chapter["step"]), "cpu": int(chapter["cpu"]), **options}
+    directive.state = SimpleNamespace(document=Document())
+    return directive
+
+
+def test_the_chapters_tso_player_is_the_schedules_run_under_tso_with_its_claim_checked():
+    from kstep import experiment
+
+    claim, animation, cmd = tso_player_directive().run()
+    assert claim.astext().startswith("✓ After step 31 (W: vma_end_write_all), CPU 2's store buffer holds "
+                                     "vma->vm_flags (VMA 0) = VM_READ; mm->mm_lock_seq = 2, oldest first")
+    raw = animation.astext()
+    assert '"store-buffers"' in raw and '"live"' in raw and '"relaxed-mm-lock-seq"' in raw
+    assert '["memory_model",{"type":"map","entries":[["name","tso"],["store_buffer",2]]}]' in raw
+    assert "--memory-model tso -P 'T1*3 W*2 SB2" in cmd.astext()
+    d = tso_player_directive(holds="mm->mm_lock_seq = 2; vma->vm_flags (VMA 0) = VM_READ")  # the wrong order
+    ex = experiment.open("vma-locks", "recheck-race", "relaxed-mm-lock-seq").under("tso")
+    wrong = d.claim("vma-locks", "relaxed-mm-lock-seq", ex.model, ex.run(schedule=d.options["schedule"]))
+    assert wrong.astext().startswith("✗ After step 31")

@@ -2,13 +2,17 @@
 
 A thread's frames are what runs next, not a call stack: a call is replaced by its frames, and a
 step pushes the frames that follow it.  This replays a run of a ``ProgramModel`` keeping beside
-every frame the calls it came from.  Standard library only: interactive mode runs it in Pyodide.
+every frame the calls it came from.  Under x86-TSO (``StoreBuffered``) a thread's step is replayed on
+what its CPU reads (memory with its own store buffer applied), as the wrapper takes it; a drain runs in
+no kernel function, and its line says which CPU's buffer wrote which store to memory.  Standard library
+only: interactive mode runs it in Pyodide.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from ..engine.memory_model import DRAIN, StoreBuffered
 from ..engine.model import Action, Source, State
 from ..engine.program import ProgramModel, set_thread, thread_index, with_frames
 
@@ -45,7 +49,11 @@ def call_stacks(model: Any, trace: Any, calls: Calls = lambda caller, callee: Fa
 def stack_replay(model: Any, config: dict, first: State, calls: Calls) -> Optional["StackReplay"]:
     """A replay of runs from ``unstarted(config)`` that gives each step's call stack as the step is
     taken (``call_stacks`` of a whole trace, one step at a time: interactive mode extends a run
-    step by step); None when the model is no ProgramModel or ``first`` is not where that start leads."""
+    step by step); None when the model is no ProgramModel (under tso: its inner model) or ``first`` is not
+    where that start leads."""
+    buffered = model if isinstance(model, StoreBuffered) else None
+    if buffered is not None:
+        model, first = buffered.inner, buffered.memory(first)
     if not isinstance(model, ProgramModel):
         return None
     try:
@@ -57,22 +65,33 @@ def stack_replay(model: Any, config: dict, first: State, calls: Calls) -> Option
         state, trails[i] = _expand(model, state, i, trails[i])
     if [t.frames for t in state.threads] != [t.frames for t in first.threads]:
         return None
-    return StackReplay(model, calls, tuple(trails))
+    return StackReplay(model, calls, tuple(trails), buffered)
 
 
 class StackReplay:
     """Call stacks of a run, step by step (``stack_replay``); ``back(k)`` returns to after step k, so
-    a run that branches replays only its new steps."""
+    a run that branches replays only its new steps.  ``buffered``: the run's x86-TSO wrapper of
+    ``model``, or None under sc."""
 
-    def __init__(self, model: ProgramModel, calls: Calls, trails: tuple) -> None:
-        self.model, self.calls = model, calls
+    def __init__(self, model: ProgramModel, calls: Calls, trails: tuple,
+                 buffered: Optional[StoreBuffered] = None) -> None:
+        self.model, self.calls, self.buffered = model, calls, buffered
         # After each step so far: the calls beside every thread's frames (None from a step the replay
         # could not follow on: no stack is better than a wrong one).
         self._trails: list[Optional[tuple]] = [trails]
 
     def step(self, before: State, action: Action, after: State) -> Optional[tuple[str, ...]]:
-        """The call stack of the next step, ``action`` from ``before`` to ``after``, or None."""
+        """The call stack of the next step, ``action`` from ``before`` to ``after``, or None; a drain's is
+        one line, ``store buffer of CPU1 drains A->locked = 1``: no thread's frames move."""
         last = self._trails[-1]
+        m = self.buffered
+        if m is not None and action.label == DRAIN:
+            self._trails.append(last)
+            oldest = before[-1][int(action.actor[2:])][0]
+            return None if last is None else (f"store buffer of CPU{action.actor[2:]} drains "
+                                              f"{m.entry_text(before, oldest)}",)
+        if m is not None:  # the step as the wrapper takes it
+            before, after = _read_by(m, before, action.actor), _read_by(m, after, action.actor)
         done = None if last is None else _stack_step(self.model, last, before, action, after, self.calls)
         self._trails.append(None if done is None else done[1])
         return None if done is None else done[0]
@@ -80,6 +99,12 @@ class StackReplay:
     def back(self, k: int) -> None:
         """Forget every step after the first k."""
         del self._trails[k + 1:]
+
+
+def _read_by(m: StoreBuffered, state: State, actor: str) -> State:
+    """What ``actor`` reads in the tso ``state``: its CPU's view of memory; a daemon's, memory itself."""
+    view = m.view_of(state, actor)
+    return m.memory(state) if view is None else view
 
 
 def _stack_step(model: ProgramModel, trails: tuple, before: State, action: Action, after: State,

@@ -398,9 +398,11 @@ class Player:
         broken = (f' · <span class="kstep-broken">broken variant {escape(variant.name)}:</span> {escape(variant.doc)}'
                   if variant.broken else f" · {escape(variant.name)}")
         scenario = f" — {escape(t.scenario)}" if t.scenario else ""
+        # the memory model, as the interactive header names the student's run's
+        memory = f" on x86-TSO, store buffers of {m.depth}" if isinstance(m, StoreBuffered) else ""
         change = self.change_html() if variant.broken else ""
         return (f'<div class="kstep-header"><b>{escape(m.title or m.name)}</b>{scenario}'
-                f'<div class="kstep-sub">{self.n} steps · {escape(how)}{broken}</div>{change}</div>')
+                f'<div class="kstep-sub">{self.n} steps{memory} · {escape(how)}{broken}</div>{change}</div>')
 
     def change_html(self) -> str:
         """A broken variant's change beside the 6.12 code it replaces: a table, one row per step."""

@@ -56,7 +56,7 @@ from .qspinlock import qspinlock
 from .qspinlock_types import LAYOUTS, U16, word_parts
 from .scenario import SCHEMA, initial_state
 from .spinlock_types import TICKET_SHIFT
-from .state import (LOCK_NAMES, MAX_NODES, NEST_FIELD, NESTED_NMI, NMI, POWERPC, QSPINLOCK, TASK, TICKET,
+from .state import (LOCK_NAMES, MAX_NODES, NEST_FIELD, NESTED_NMI, NMI, NULL, POWERPC, QSPINLOCK, TASK, TICKET,
                     lock_name, node_id, set_ctx)
 from .symmetry import CpuSymmetry
 from .ticket import ticket
@@ -87,6 +87,11 @@ def _node_arg(s, text):
     if not (cpu.isdigit() and idx.isdigit() and int(cpu) < len(s.count) and int(idx) < MAX_NODES):
         raise ExpectError(f"{text!r} names no MCS node of this run (cpu0/idx0 to cpu{len(s.count) - 1}/idx3)")
     return node_id(int(cpu), int(idx))
+
+
+def _node_text(n):
+    """An MCS node as the tail names it: "cpu2/idx0"."""
+    return "cpu{}/idx{}".format(*divmod(n, MAX_NODES))
 
 
 def _lock_arg(s, name):
@@ -201,14 +206,29 @@ class QspinlockModel(Footprints, CpuSymmetry, ProgramModel, MemoryAccess, Progre
         return f"{w:#010x} (next {w >> TICKET_SHIFT}, owner {w & U16})"
 
     def store_parts(self, s, entry):
-        """A store to a generic qspinlock's word waiting in a store buffer, as the kernel writes it:
-        (``A->locked``, ``0``), the member of struct qspinlock it stores to and that member's value;
-        None for any other store (memory_model.StoreBuffered then names the location)."""
-        field, lock, _, mask, value = entry
-        if s._fields[field] != "words" or s.layout != QSPINLOCK:
-            return None
-        part = word_parts(LAYOUTS[s.pending_bits]).get(mask)
-        return None if part is None else (f"{lock_name(lock)}->{part[0]}", str(value >> part[1]))
+        """A store waiting in a store buffer as the 6.12 code writes it: (where, value).  A store to the
+        word names the member of struct qspinlock it writes (``A->locked``, ``0``: lock A's
+        ``smp_store_release(&lock->locked, 0)``), or the bytes of ``val`` it changes when they make no
+        member (``A->val &0xff00ff``, a variant's whole-word store); a ticket lock's names the owner half
+        (``*(u16 *)A``, arch_spin_unlock's ``ptr``).  A store to an MCS node names the pointer the code
+        writes through and the node it points to: the owner's ``node->locked = 0`` and ``node->next =
+        NULL`` before it queues, the successor's ``prev->next = node`` linking in behind it, and the
+        predecessor's ``next->locked = 1`` handing the queue on."""
+        field, n, part, mask, value = entry
+        if s._fields[field] == "nodes":
+            member = s.nodes[n]._fields[part]
+            if member == "next":
+                pointer, said = ("node", "NULL") if value == NULL else ("prev", f"node ({_node_text(value)})")
+            else:
+                pointer, said = ("node" if value == 0 else "next"), str(value)
+            return f"{pointer}->{member} ({_node_text(n)})", said
+        lock = lock_name(n)
+        if s.layout == TICKET and mask <= U16:
+            return f"*(u16 *){lock}" + ("" if mask == U16 else f" &{mask:#x}"), str(value)
+        part = word_parts(LAYOUTS[s.pending_bits]).get(mask) if s.layout == QSPINLOCK else None
+        if part is None:
+            return f"{lock}->val &{mask:#x}", f"{value:#x}"
+        return f"{lock}->{part[0]}", str(value >> part[1])
 
     def expect_functions(self):
         """What a scenario's ``[[expect]]`` may ask about a lock, named "A" to "E": ``tail(L)`` (the

@@ -81,6 +81,12 @@ ON_FOUND_VMA = frozenset({"vma_start_read", "down_read_trylock", "vma_start_read
                           "check_range"})
 
 
+# The members of struct vm_area_struct that a VMA's fields are (store_parts names a buffered store by them).
+VMA_MEMBERS = {"start": "vm_start", "end": "vm_end", "lock": "vm_lock->lock", "prot": "vm_flags",
+               "account": "vm_flags"}
+VM_FLAGS = {"r": "VM_READ", "w": "VM_WRITE"}
+
+
 class VmaLocksModel(ProgramModel, MemoryAccess, Progress, Expectations):
     name = "vma-locks"
     title = "Per-VMA locks: page faults under RCU and one VMA's read lock"
@@ -135,6 +141,24 @@ class VmaLocksModel(ProgramModel, MemoryAccess, Progress, Expectations):
         if t.ghost_writer_since_walk and not in_vma_start_read(t):
             state = set_local(state, i, ghost_writer_since_walk=False)
         return forget_sections(state) if state.forever else state
+
+    def store_parts(self, s, entry):
+        """A store waiting in a store buffer as the 6.12 code writes it: (where, value), the member of
+        struct mm_struct or struct vm_area_struct and which VMA (``vma->vm_lock_seq (VMA 0)``, ``1``: the
+        WRITE_ONCE of vma_start_write); the protection and VM_ACCOUNT are bits of ``vma->vm_flags``, the
+        tree is the mm's maple tree (the VMAs it maps, in address order)."""
+        _, n, part, _, value = entry
+        if n < 0:  # the mm: one location per member
+            member = s.mm._fields[part]
+            if member == "tree":
+                return "mm->mm_mt", "VMAs " + ", ".join(map(str, value)) if value else "no VMA"
+            return f"mm->{member}", str(value)
+        member = s.vmas[n]._fields[part]
+        said = {"prot": lambda v: "|".join(VM_FLAGS[c] for c in v),
+                "account": lambda v: "|VM_ACCOUNT" if v else "&~VM_ACCOUNT",
+                "detached": lambda v: "true" if v else "false",
+                "anon_vma": lambda v: "NULL" if v == NO_ANON_VMA else f"anon_vma {v}"}.get(member, str)(value)
+        return f"vma->{VMA_MEMBERS.get(member, member)} (VMA {n})", said
 
     def acts_on(self, s, action):
         if action.actor not in {t.name for t in s.threads}:

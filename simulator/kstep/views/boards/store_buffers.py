@@ -2,9 +2,10 @@
 
 One row per CPU, under the mechanism's own board: the entries of its buffer as ``StoreBuffered`` holds
 them, oldest on the left (the next ``drain_store_buffer`` writes it to memory and it is gone), each the
-location the store writes and its value as the model names them (``A->locked``: the member of struct
-qspinlock a byte store writes; else the state's field, a byte store with its bytes' mask), then the slots still free
-up to the scenario's ``store_buffer`` depth.  The mechanism's board draws memory, without these stores.
+location the store writes and its value as the model names them (its ``store_parts``: the 6.12 expression
+stored to, ``A->locked``, ``prev->next (cpu0/idx0)``, ``vma->vm_lock_seq (VMA 0)``; else the state's field, a
+byte store with its bytes' mask), then the slots still free up to the scenario's ``store_buffer`` depth.
+The mechanism's board draws memory, without these stores.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ A page is a title and one directive; the directive runs the library when Sphinx 
   explorer catches it;
 - ``kstep-tso-counterexample MECH VARIANT NAME``: a broken variant's shortest run under x86-TSO, its
   store buffers drawn, with the chapter's claim of what one buffer holds checked against it;
+- ``kstep-tso-player MECH VARIANT NAME`` with ``:schedule:``: the run of that schedule under x86-TSO, drawn
+  and checked the same way (a run the chapter tells the student to schedule by hand);
 - ``kstep-player MECH NAME`` (at the top of a chapter): the player of its main scenario's run, with a
   link to the scenario's page;
 - ``kstep-animations MECH`` (on a chapter): the list of those pages in lecture order, with each
@@ -27,6 +29,7 @@ import json
 import tomllib
 from importlib import resources
 from pathlib import Path
+from typing import Optional
 
 from bokeh.embed import components
 from docutils import nodes
@@ -41,6 +44,7 @@ from ...scenario_spec import expect, scenario
 from ...memory import bundled
 from ...engine.liveness import describe, liveness
 from ...engine.model import by_kind
+from ...errors import UserError
 from ...models import MODELS, make_model
 from .. import course, predict, seeds
 from ..export import layout
@@ -261,14 +265,43 @@ class CounterexampleDirective(KstepDirective):
         return out
 
 
-class TsoCounterexampleDirective(KstepDirective):
-    """``kstep-tso-counterexample MECH VARIANT SCENARIO`` with ``:step: K``, ``:cpu: B`` and ``:holds: ENTRY``:
-    the broken variant's shortest counterexample on the scenario under x86-TSO, found when the site is
-    built and played with its store buffers drawn, and the chapter's claim that after step K CPU B's
-    buffer holds ENTRY (as the step table writes it) checked against that run: a build warning when not."""
+class TsoRunDirective(KstepDirective):
+    """A run under x86-TSO, played with its store buffers drawn and schedulable by hand under tso, with the
+    chapter's claim of what one buffer holds checked against it: ``:step: K``, ``:cpu: B`` and ``:holds:
+    ENTRY; ENTRY`` say that after step K CPU B's buffer holds exactly those stores, oldest first, as the
+    step table writes them (a build warning when not)."""
     required_arguments = 3
     option_spec = {"step": directives.nonnegative_int, "cpu": directives.nonnegative_int,
                    "holds": directives.unchanged_required}
+
+    def claim(self, mech: str, variant: str, model, trace) -> nodes.paragraph:
+        step, cpu, holds = (self.options.get(k) for k in ("step", "cpu", "holds"))
+        if step is None or cpu is None or not holds:
+            raise self.error("give :step:, :cpu: and :holds:, the claim checked against the run")
+        claimed = [e.strip() for e in holds.split(";")]
+        held = buffer_after(model, trace, step, cpu)
+        if held != claimed:
+            logger.warning(f"{mech} {variant} under tso: after step {step} CPU {cpu}'s store buffer holds "
+                           f"{held or 'nothing'}, not {claimed}", location=(self.env.docname, self.lineno))
+        action = trace.actions[step - 1] if 0 < step <= len(trace) else None
+        after = f"step {step} ({action.actor}: {action.label})" if action else f"step {step}"
+        return nodes.paragraph("", f"{'✓' if held == claimed else '✗'} After {after}, CPU {cpu}'s store buffer "
+                                   f"holds {'; '.join(claimed)}{', oldest first' if len(claimed) > 1 else ''} "
+                                   f"(checked against the run when this page was built).")
+
+
+def buffer_after(model, trace, step: int, cpu: int) -> Optional[list[str]]:
+    """What CPU ``cpu``'s store buffer holds after step ``step`` of the tso ``trace``, oldest first, as the
+    step table writes each store; None when the run has no such step or CPU."""
+    if step > len(trace) or cpu >= len(trace.states[step][-1]):
+        return None
+    state = trace.states[step]
+    return [model.entry_text(state, e) for e in state[-1][cpu]]
+
+
+class TsoCounterexampleDirective(TsoRunDirective):
+    """``kstep-tso-counterexample MECH VARIANT SCENARIO``: the broken variant's shortest counterexample on the
+    scenario under x86-TSO, found when the site is built, and the buffer claim (TsoRunDirective)."""
 
     def run(self):
         mech, variant, name = self.mechanism(), self.arguments[1], self.arguments[2]
@@ -277,25 +310,35 @@ class TsoCounterexampleDirective(KstepDirective):
         trace, v = result.counterexample, result.violation
         if trace is None or v is None:
             raise self.error(f"{mech} variant {variant} breaks nothing on {name} under tso")
-        step, cpu, holds = (self.options.get(k) for k in ("step", "cpu", "holds"))
-        if step is None or cpu is None or not holds:
-            raise self.error("give :step:, :cpu: and :holds:, the claim checked against the run")
-        state = trace.states[min(step, len(trace))]
-        held = [model.entry_text(state, e) for e in state[-1][cpu]] if cpu < len(state[-1]) else []
-        if step > len(trace) or holds not in held:
-            logger.warning(f"{mech} {variant} under tso: after step {step} CPU {cpu}'s store buffer holds "
-                           f"{held or 'nothing'}, not {holds!r}", location=(self.env.docname, self.lineno))
-        action = trace.actions[step - 1] if 0 < step <= len(trace) else None
-        after = f"step {step} ({action.actor}: {action.label})" if action else f"step {step}"
+        claim = self.claim(mech, variant, model, trace)
         return [labelled("What the explorer finds under x86-TSO:",
                          f"variant {variant} on scenario {name}, store buffers of {model.depth}: {v.title} after "
                          f"{len(trace)} steps ({result.states} states searched): {v.message}",
                          classes=["kstep-violation"]),
-                nodes.paragraph("", f"{'✓' if holds in held else '✗'} After {after}, CPU {cpu}'s store buffer "
-                                    f"holds {holds} (checked against the run when this page was built)."),
-                self.animation(trace, model),
+                claim, self.animation(trace, model),
                 command(f"kstep explore {mech} --scenario {name} --variant {variant} --memory-model tso "
                         f"--json cex.json && kstep show cex.json --html cex.html")]
+
+
+class TsoPlayerDirective(TsoRunDirective):
+    """``kstep-tso-player MECH VARIANT SCENARIO`` with ``:schedule: S``: the run of that scripted schedule
+    under x86-TSO (drains are ``SB<cpu>`` entries; round-robin after its end), and the buffer claim
+    (TsoRunDirective): a chapter's what-to-look-for in a run it schedules by hand."""
+    option_spec = {**TsoRunDirective.option_spec, "schedule": directives.unchanged_required}
+
+    def run(self):
+        mech, variant, name = self.mechanism(), self.arguments[1], self.arguments[2]
+        schedule = self.options.get("schedule")
+        if not schedule:
+            raise self.error("give :schedule:, the run the claim is about")
+        ex = experiment.open(mech, name, variant).under("tso")
+        try:
+            trace = ex.run(schedule=schedule)
+        except UserError as e:
+            raise self.error(f"{mech} {variant} {name} under tso: {e}") from None
+        return [self.claim(mech, variant, ex.model, trace), self.animation(trace, ex.model),
+                command(f"kstep run {mech} --scenario {name} --variant {variant} --memory-model tso "
+                        f"-P '{schedule}' -c")]
 
 
 class PlayerDirective(KstepDirective):
@@ -467,6 +510,7 @@ DIRECTIVES = {
     "kstep-counterexample": CounterexampleDirective,
     "kstep-player": PlayerDirective,
     "kstep-tso-counterexample": TsoCounterexampleDirective,
+    "kstep-tso-player": TsoPlayerDirective,
     "kstep-animations": AnimationsDirective,
     "kstep-exercises": ExercisesDirective,
     "kstep-variants": VariantsDirective,

@@ -390,7 +390,9 @@ class StoreBuffered(Model, Reductions):
         return 0 if action.label == DRAIN else self.inner.cost(self._acting_view(state, action), action)
 
     def forget(self, state: State) -> State:
-        return self._with(reductions.of(self.inner).forget(self.memory(state)), state[-1])
+        mem = self.memory(state)
+        out = reductions.of(self.inner).forget(mem)
+        return state if out is mem else self._with(out, state[-1])  # most states have no dead local to reset
 
     def describe(self, state: State) -> Any:
         out = self.inner.describe(self.memory(state))

@@ -157,6 +157,11 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
         self._memory: tuple = ()  # field indices of the inner state that are memory
         self._sources = dict(inner.sources())
         self._sources[DRAIN] = Source.outside("the CPU's store buffer writing to the cache")
+        # The last state drained and the last step's views: every invariant of a state (a step) asks
+        # for the same one, so each is computed once (the explorer checks several per state).
+        self._last_drained: tuple = (None, None)
+        self._last_views: tuple = (None, None, None, None)
+        self._index: dict = {}  # actor -> its thread's index when last looked up (checked at each use)
 
     # -- the state -----------------------------------------------------------------------------
     def initial(self, config: Mapping[str, Any]) -> State:
@@ -196,9 +201,13 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
 
     def drained(self, s: State) -> State:
         """The inner state once every buffer has drained, CPU 0's first."""
+        last, m = self._last_drained
+        if last is s:
+            return m
         m = self.memory(s)
         for buf in s[-1]:
             m = apply(m, buf)
+        self._last_drained = (s, m)
         return m
 
     # -- the contract --------------------------------------------------------------------------
@@ -208,24 +217,21 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
     def actions(self, state: State) -> list[Action]:
         buffers = state[-1]
         mem = self.memory(state)
+        if not any(buffers):  # every CPU sees memory itself
+            return self.inner.actions(mem)
+        thread, cpu = self._thread, self.cpu
         out: list[Action] = []
-        views: dict = {}
-        names = {t[0]: i for i, t in enumerate(mem[0])}
         for a in self.inner.actions(mem):
-            i = names.get(a.actor)
-            if i is None:  # a daemon: acts on memory
-                out.append(a)
-                continue
-            b = self.cpu(mem, i)
-            if not buffers[b]:
+            i = thread(mem, a.actor)
+            if i is None or not buffers[cpu(mem, i)]:  # a daemon acts on memory
                 out.append(a)
         for b, buf in enumerate(buffers):  # a CPU with stores waiting sees its own view
             if not buf:
                 continue
-            v = views[b] = apply(mem, buf)
+            v = apply(mem, buf)
             for a in self.inner.actions(v):
-                i = names.get(a.actor)
-                if i is not None and self.cpu(mem, i) == b and self.inner.ordering(v, a) != FULL:
+                i = thread(mem, a.actor)
+                if i is not None and cpu(mem, i) == b and self.inner.ordering(v, a) != FULL:
                     out.append(a)
         out.extend(Action(f"SB{b}", DRAIN) for b, buf in enumerate(buffers) if buf)
         return out
@@ -243,11 +249,11 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
             return self._with(self.inner.step(mem, action), buffers)
         b = self.cpu(mem, i)
         buf = buffers[b]
-        if self.inner.ordering(apply(mem, buf), action) == FULL:
+        v = apply(mem, buf)
+        if self.inner.ordering(v, action) == FULL:
             if buf:
                 raise ValueError(f"{action} is a full fence: CPU {b}'s store buffer must drain first")
             return self._with(self.inner.step(mem, action), buffers)
-        v = apply(mem, buf)
         t = self.inner.step(v, action)
         stores = self.stores(v, t)
         out = list(t)
@@ -297,8 +303,13 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
         return self._sources
 
     def _thread(self, mem: State, actor: str) -> Optional[int]:
-        for i, t in enumerate(mem[0]):
+        threads = mem[0]
+        i = self._index.get(actor)
+        if i is not None and i < len(threads) and threads[i][0] == actor:
+            return i
+        for i, t in enumerate(threads):
             if t[0] == actor:
+                self._index[actor] = i
                 return i
         return None
 
@@ -313,14 +324,26 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
         def on_view(s, a, t):
             if a.label == DRAIN:
                 return None
-            mem = self.memory(s)
-            i = self._thread(mem, a.actor)
-            if i is None:
-                return inner(mem, a, self.memory(t))
-            b = self.cpu(mem, i)
-            return inner(self.view(s, b), a, self.view(t, b))
+            before, after = self._views(s, a, t)
+            return inner(before, a, after)
 
         return inv._replace(check=on_view, reads=reads)
+
+    def _views(self, s: State, a: Action, t: State) -> tuple:
+        """The inner states before and after the step (s, a, t) as its actor sees them: its CPU's
+        view, or memory for a daemon."""
+        last = self._last_views
+        if last[0] is s and last[1] is a and last[2] is t:
+            return last[3]
+        mem = self.memory(s)
+        i = self._thread(mem, a.actor)
+        if i is None:
+            out = (mem, self.memory(t))
+        else:
+            b = self.cpu(mem, i)
+            out = (apply(mem, s[-1][b]), apply(self.memory(t), t[-1][b]))
+        self._last_views = (s, a, t, out)
+        return out
 
     # -- what the views and the explorer ask -------------------------------------------------------
     def footprint(self, state: State, action: Action) -> Optional[Footprint]:
@@ -406,7 +429,9 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
         return 0 if action.label == DRAIN else timing.of(self.inner).cost(self._acting_view(state, action), action)
 
     def forget(self, state: State) -> State:
-        return self._with(reductions.of(self.inner).forget(self.memory(state)), state[-1])
+        mem = self.memory(state)
+        out = reductions.of(self.inner).forget(mem)
+        return state if out is mem else self._with(out, state[-1])  # most states have no dead local to reset
 
     def describe(self, state: State) -> Any:
         out = recorded(self.inner).describe(self.memory(state))

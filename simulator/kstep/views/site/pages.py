@@ -455,7 +455,7 @@ class VariantsDirective(KstepDirective):
         if any("tso" in r for by_variant in table.values() for r in by_variant.values()):
             said = (f"Beneath each verdict, tso: the same search with {mech}'s shared memory behind per-CPU FIFO "
                     "store buffers (x86-TSO, kstep explore --memory-model tso), with the scenario's buffer "
-                    "depth and a tighter state bound; a scenario that is not explored has no tso verdict either."
+                    "depth and the same state bound; a scenario that is not explored has no tso verdict either."
                     + (" Refused where: " + "; ".join(whys) + "." if whys else ""))
             out.append(nodes.paragraph(said, said))
         return out

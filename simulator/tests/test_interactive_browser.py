@@ -332,7 +332,8 @@ def start(p, mech, memory="sc"):
     assert doc >= 0, mech
     p.use(doc)
     panel = f'.kstep-live[data-mechanism="{mech}"][data-memory="{memory}"]'
-    p.page.wait_for_selector(panel + '[data-state="ready"]', timeout=STEP_MS)
+    # ready: Pyodide and kstep loaded, which the page starts on opening (as long as a first boot)
+    p.page.wait_for_selector(panel + '[data-state="ready"]', timeout=BOOT_MS)
     p.page.click(panel + ' button[data-do="start"]')
     p.page.wait_for_selector(panel + '[data-state="live"][data-step="0"]', timeout=BOOT_MS)
     if memory == "tso":

@@ -61,6 +61,8 @@ def _renamed_state(state: Iterable[tuple[str, object]], order: tuple[int, ...], 
     out = set()
     for place, value in state:
         tid, sep, reg = place.partition(":")
+        if isinstance(value, str):  # an address: the name of the location it points at
+            value = names[LOCATIONS.index(value)]
         out.add((f"{new_of[int(tid)]}:{reg}" if sep else names[LOCATIONS.index(place)], value))
     return frozenset(out)
 

@@ -14,7 +14,8 @@
 * The bundled mechanism tests stepped by hand under the LKMM in Pyodide under node
   (bench/litmus_live_pyodide.mjs, from the kstep.zip a site ships, with its copy of the tree's LKMM files):
   wall seconds to open a page's session (the LKMM's verdict on its execution), of each move to the end, and
-  to open each other candidate execution the page offers. Goal: each under :data:`LIVE_GOAL_S`.
+  to open each other candidate execution the page offers, and node's CPU seconds of each (what it costs
+  when the machine is loaded). Goal: each under :data:`LIVE_GOAL_S` of wall time.
 * :data:`GENERATED` seeded random tests (2-4 threads, 2-4 locations, at most :data:`MAX_EVENTS`
   memory events, every primitive the hardware models accept; kstep.memory.generate) under sc, tso,
   arm64, power and the LKMM, each also with its threads and locations renamed: CPU seconds per model
@@ -137,7 +138,10 @@ def live_pyodide_times(say) -> dict:
                              check=True, capture_output=True, text=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     worst = {what: max(result["rows"], key=lambda r: r[what]) for what in ("start_s", "max_move_s", "max_pick_start_s")}
+    # the goal is what a student waits (wall); the CPU seconds say what an operation costs on a loaded machine
+    costliest = {what: max(result["rows"], key=lambda r: r["cpu_s"][what]) for what in ("start", "max_move", "max_pick_start")}
     result.update(goal_s=LIVE_GOAL_S, slowest={what: {"test": r["test"], "s": r[what]} for what, r in worst.items()},
+                  costliest_cpu={what: {"test": r["test"], "cpu_s": r["cpu_s"][what]} for what, r in costliest.items()},
                   met=all(r[what] < LIVE_GOAL_S for what, r in worst.items()))
     return result
 

@@ -18,7 +18,7 @@ import pytest
 from kstep.engine.prng import SplitMix64
 from kstep.errors import UserError
 from kstep.memory import arm64, bundled, executions, lkmm, power, relations, sc, tso
-from kstep.memory.crosscheck import cross_check
+from kstep.memory.crosscheck import atomic_fence_alone, cross_check
 from kstep.memory.generate import generate, render
 from kstep.lab.source import index as source_index
 from kstep.memory.kernel_tree import kernel_litmus_tests
@@ -251,6 +251,17 @@ def test_the_cross_check_names_each_state_a_stronger_model_allows_and_a_weaker_f
     assert {p for p in problems if "which tso forbids" in p} == {
         f"random-{g.seed}: sc allows {s}, which tso forbids" for s in extra
     }
+
+
+def test_an_atomic_fence_with_no_atomic_beside_it_is_ordered_on_arm64_and_not_on_x86():
+    """The bench's seed 100708: P0's smp_mb__before_atomic() stands before an acquire load, not an RMW.
+    x86 defines it empty, arm64 as dmb ish, so x86-TSO allows a store-buffering state arm64 forbids;
+    the cross-check must leave tso <= arm64 out there (atomic_fence_alone), and only there."""
+    g = generate(100_708, 10)
+    test = parse(render(g))
+    assert set(check(test, tso).states) - set(check(test, arm64).states)
+    assert atomic_fence_alone(g) and cross_check(g) == []
+    assert not atomic_fence_alone(generate(11, 8))
 
 
 def test_the_cross_check_notices_final_states_that_renaming_changes():

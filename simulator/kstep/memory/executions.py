@@ -350,24 +350,33 @@ def _write_sites(node) -> int:
 
 
 def value_domains(litmus: Litmus) -> dict[str, set]:
-    """Per location, every value a read of it may return.
+    """Per location, every value a read of it may return (:func:`thread_runs`)."""
+    return thread_runs(litmus)[0]
+
+
+def thread_runs(litmus: Litmus) -> tuple[dict[str, set], list[list[Path]]]:
+    """Per location, every value a read of it may return; and each thread's runs when its reads may
+    return those.
 
     A value reaches a read through a chain of writes, each reading the one before (an
     increment of an increment ...), and no chain is longer than the write sites of the
-    whole test; so the rounds stop there even where the values would grow for ever.
+    whole test; so the rounds stop there even where the values would grow for ever. The round
+    that finds no new value ran the threads under the final domains: its runs are the answer.
     """
     domains = {loc: {litmus.init.get(loc, 0)} for loc in litmus.shared()}
     longest = sum(_write_sites(t.body) for t in litmus.threads)
+    threads = range(len(litmus.threads))
     for _ in range(longest):  # round k finds the values at the end of chains of k writes
+        runs = [thread_paths(litmus, tid, domains) for tid in threads]
         found = [
             (loc, value)
-            for tid in range(len(litmus.threads))
-            for path in thread_paths(litmus, tid, domains)
+            for paths in runs
+            for path in paths
             for kind, loc, value, *_ in path.events
             if kind == "W" and value not in domains[loc]
         ]
         if not found:
-            break
+            return domains, runs
         for loc, value in found:
             domains[loc].add(value)
             if len(domains[loc]) > MAX_VALUES:
@@ -375,7 +384,7 @@ def value_domains(litmus: Litmus) -> dict[str, set]:
                     f"{litmus.name}: location {loc} may hold more than {MAX_VALUES} "
                     "values; kstep refuses tests that large"
                 )
-    return domains
+    return domains, [thread_paths(litmus, tid, domains) for tid in threads]
 
 
 @dataclass
@@ -402,10 +411,13 @@ class Candidate:
         return sum(1 << e.id for e in self.events if pred(e))
 
 
-def candidates(litmus: Litmus):
-    """Every combination of one path per thread, as a :class:`Candidate`."""
-    domains = value_domains(litmus)
-    per_thread = [thread_paths(litmus, t, domains) for t in range(len(litmus.threads))]
+def candidates(litmus: Litmus, readable: bool = False, runs: list[list[Path]] | None = None):
+    """Every combination of one path per thread, as a :class:`Candidate`, in the order of
+    ``itertools.product``; with ``readable``, only those where every read has a write it may read
+    from (:func:`_sources` is not None), found before the candidate is built: a test whose runs
+    read many values has many combinations that no rf completes. ``runs``: :func:`thread_runs`'s,
+    when the caller has them."""
+    per_thread = runs if runs is not None else thread_runs(litmus)[1]
     combinations = 1
     for paths in per_thread:
         combinations *= len(paths)
@@ -415,48 +427,73 @@ def candidates(litmus: Litmus):
             f"kstep refuses more than {MAX_CANDIDATES}"
         )
     shared = litmus.shared()
-    for combo in itertools.product(*per_thread):
-        events: list[Event] = [
-            Event(i, -1, "W", loc, litmus.init.get(loc, 0), frozenset(), primitive="init")
-            for i, loc in enumerate(shared)
-        ]
-        po: list[tuple[int, int]] = []
-        addr: list[tuple[int, int]] = []
-        data: list[tuple[int, int]] = []
-        ctrl: list[tuple[int, int]] = []
-        rmw: list[tuple[int, int]] = []
-        for tid, path in enumerate(combo):
-            base = len(events)
-            for k, (kind, loc, value, tags, star, primitive, line) in enumerate(path.events):
-                events.append(Event(base + k, tid, kind, loc, value, tags, star, primitive, line))
-            own = range(base, len(events))
-            po += [(a, b) for a in own for b in own if a < b]
-            for src, dst in ((path.addr, addr), (path.data, data), (path.ctrl, ctrl)):
-                dst += [(base + a, base + b) for a, b in src]
-            rmw += [(base + a, base + b) for a, b in path.rmw]
-        n = len(events)
-        if n - len(shared) > MAX_EVENTS:
+    sketches = [[(path, *_reads_and_writes(litmus, path)) for path in paths] for paths in per_thread]
+    for combo in itertools.product(*sketches):
+        size = sum(len(path.events) for path, _, _ in combo)
+        if size > MAX_EVENTS:
             raise UserError(
-                f"{litmus.name}: a candidate execution has {n - len(shared)} events; "
-                f"kstep refuses more than {MAX_EVENTS}"
+                f"{litmus.name}: a candidate execution has {size} events; kstep refuses more than {MAX_EVENTS}"
             )
-        by_loc: dict[str, list[int]] = {}
-        for e in events:
-            if e.loc is not None:
-                by_loc.setdefault(e.loc, []).append(e.id)
-        loc_rows = [0] * n
-        for ids in by_loc.values():
-            mask = sum(1 << i for i in ids)
-            for i in ids:
-                loc_rows[i] = mask
-        ext_rows = tuple(
-            sum(1 << f.id for f in events if f.thread != e.thread or e.thread < 0) for e in events
-        )
-        yield Candidate(
-            litmus, tuple(events), combo, rel.from_pairs(n, po), rel.from_pairs(n, addr),
-            rel.from_pairs(n, data), rel.from_pairs(n, ctrl), rel.from_pairs(n, rmw),
-            tuple(loc_rows), ext_rows, by_loc,
-        )
+        if readable and not all(
+            any(want in written for u, (_, _, written) in enumerate(combo) if u != t)
+            for t, (_, unmet, _) in enumerate(combo) for want in unmet
+        ):
+            continue
+        yield _candidate(litmus, shared, tuple(path for path, _, _ in combo))
+
+
+def _reads_and_writes(litmus: Litmus, path: Path) -> tuple[tuple, frozenset]:
+    """The (location, value) of each of the path's reads that neither the initial write nor a write
+    before it in the path gives (another thread must), and of every write the path makes."""
+    written: set = set()
+    unmet = []
+    for kind, loc, value, *_ in path.events:
+        if kind == "R" and value != litmus.init.get(loc, 0) and (loc, value) not in written:
+            unmet.append((loc, value))
+        elif kind == "W":
+            written.add((loc, value))
+    return tuple(unmet), frozenset(written)
+
+
+def _candidate(litmus: Litmus, shared: tuple[str, ...], combo: tuple[Path, ...]) -> Candidate:
+    events: list[Event] = [
+        Event(i, -1, "W", loc, litmus.init.get(loc, 0), frozenset(), primitive="init")
+        for i, loc in enumerate(shared)
+    ]
+    po: list[tuple[int, int]] = []
+    addr: list[tuple[int, int]] = []
+    data: list[tuple[int, int]] = []
+    ctrl: list[tuple[int, int]] = []
+    rmw: list[tuple[int, int]] = []
+    own_threads = []
+    for tid, path in enumerate(combo):
+        base = len(events)
+        for k, (kind, loc, value, tags, star, primitive, line) in enumerate(path.events):
+            events.append(Event(base + k, tid, kind, loc, value, tags, star, primitive, line))
+        own = range(base, len(events))
+        own_threads.append(sum(1 << i for i in own))
+        po += [(a, b) for a in own for b in own if a < b]
+        for src, dst in ((path.addr, addr), (path.data, data), (path.ctrl, ctrl)):
+            dst += [(base + a, base + b) for a, b in src]
+        rmw += [(base + a, base + b) for a, b in path.rmw]
+    n = len(events)
+    by_loc: dict[str, list[int]] = {}
+    for e in events:
+        if e.loc is not None:
+            by_loc.setdefault(e.loc, []).append(e.id)
+    loc_rows = [0] * n
+    for ids in by_loc.values():
+        mask = sum(1 << i for i in ids)
+        for i in ids:
+            loc_rows[i] = mask
+    # an initial write is external to every event; a thread's event to every other thread's and the initial writes
+    everything = (1 << n) - 1
+    ext_rows = tuple(everything if e.thread < 0 else everything & ~own_threads[e.thread] for e in events)
+    return Candidate(
+        litmus, tuple(events), combo, rel.from_pairs(n, po), rel.from_pairs(n, addr),
+        rel.from_pairs(n, data), rel.from_pairs(n, ctrl), rel.from_pairs(n, rmw),
+        tuple(loc_rows), ext_rows, by_loc,
+    )
 
 
 def _sources(c: Candidate) -> list[tuple[int, list[int]]] | None:
@@ -574,7 +611,8 @@ def with_reads_from(litmus: Litmus):
     MAX_EXECUTIONS candidate executions once the coherence orders are counted, is refused before the
     first is given."""
     pairs = executions = 0
-    for c in candidates(litmus):
+    runs = thread_runs(litmus)[1]
+    for c in candidates(litmus, readable=True, runs=runs):
         choices = _sources(c)
         if choices is None:
             continue
@@ -587,6 +625,6 @@ def with_reads_from(litmus: Litmus):
         if executions > MAX_EXECUTIONS:
             raise UserError(f"{litmus.name}: more than {MAX_EXECUTIONS} candidate executions (what its reads "
                             "read, times the orders of its writes to each location); kstep refuses tests that large")
-    for c in candidates(litmus):
+    for c in candidates(litmus, readable=True, runs=runs):
         for rf in reads_from(c):
             yield c, rf

@@ -30,8 +30,8 @@ from kstep.engine.trace import Trace
 from kstep.errors import UserError
 from kstep.memory import axioms as ax
 from kstep.memory import relations as rel
-from kstep.memory.executions import (FENCES, LOCK_KINDS, Event, coherence_orders, initial_co0, thread_paths,
-                                     value_domains, with_reads_from)
+from kstep.memory.executions import (FENCES, LOCK_KINDS, Event, coherence_orders, initial_co0, thread_runs,
+                                     with_reads_from)
 from kstep.memory.hardware import LKMM_ONLY_FENCES
 from kstep.memory.litmus import Litmus
 from kstep.memory.primitives import definition
@@ -94,8 +94,7 @@ class TsoMachine(Model):
         self.litmus = litmus
         self.model_name = "tso"
         self.title = f"{litmus.name} under {MODEL_TITLES['tso']}"
-        domains = value_domains(litmus)
-        self.paths = tuple(tuple(thread_paths(litmus, t, domains)) for t in range(len(litmus.threads)))
+        self.paths = tuple(tuple(paths) for paths in thread_runs(litmus)[1])
         self.locs = litmus.shared()
         self.cpus = tuple(f"P{t}" for t in range(len(litmus.threads)))
         for paths in self.paths:

@@ -214,7 +214,8 @@ def test_a_value_written_only_under_a_branch_is_still_read(tree):
     assert (1, 1) in reads
 
 
-@pytest.mark.parametrize("name", ["fork-gup-fast-ptl", "qspinlock-init-before-tail", *(f"random-{k}" for k in range(0, 100, 7))])
+@pytest.mark.parametrize("name", ["fork-gup-fast-ptl", "qspinlock-init-before-tail",
+                                  *(f"random-{k}" for k in range(0, 100, 7))])
 def test_the_candidates_an_rf_is_sought_for_are_exactly_those_whose_every_read_has_a_write(name):
     """with_reads_from skips, before building them, the combinations of thread runs where some read
     has no write of its value to read (fork-gup-fast-ptl: 1,260 combinations, 6 with an rf): the

@@ -139,7 +139,8 @@ def live_pyodide_times(say) -> dict:
     result = json.loads(out.stdout.strip().splitlines()[-1])
     worst = {what: max(result["rows"], key=lambda r: r[what]) for what in ("start_s", "max_move_s", "max_pick_start_s")}
     # the goal is what a student waits (wall); the CPU seconds say what an operation costs on a loaded machine
-    costliest = {what: max(result["rows"], key=lambda r: r["cpu_s"][what]) for what in ("start", "max_move", "max_pick_start")}
+    costliest = {what: max(result["rows"], key=lambda r: r["cpu_s"][what])
+                 for what in ("start", "max_move", "max_pick_start")}
     result.update(goal_s=LIVE_GOAL_S, slowest={what: {"test": r["test"], "s": r[what]} for what, r in worst.items()},
                   costliest_cpu={what: {"test": r["test"], "cpu_s": r["cpu_s"][what]} for what, r in costliest.items()},
                   met=all(r[what] < LIVE_GOAL_S for what, r in worst.items()))

@@ -30,10 +30,9 @@ takes the weaker, which the kernel runs on CPUs without LSE).
 from __future__ import annotations
 
 from kstep.memory import relations as rel
-from kstep.memory.axioms import Axiom, allowed
+from kstep.memory.axioms import Axiom
 from kstep.memory.executions import Candidate
-from kstep.memory.hardware import refuse_lkmm_only
-from kstep.memory.sc import atomic, coherence, from_reads, sc_per_location
+from kstep.memory.sc import atomic, axiomatic, sc_per_location
 
 NAME = "arm64"
 ORDER = "external"  # Pulte et al.'s name for acyclic ob
@@ -101,10 +100,4 @@ def axioms(c: Candidate, rf):
     return of
 
 
-def executions(c: Candidate, rf):
-    refuse_lkmm_only(c, NAME)
-    of = axioms(c, rf)
-    for co in coherence(c, rf):
-        fr = from_reads(c, co, rf)
-        if allowed(of(co, fr)):
-            yield co, rf, fr, frozenset()
+executions = axiomatic(NAME, axioms)

@@ -27,10 +27,9 @@ failing fully ordered ``cmpxchg`` keeps the entry ``sync`` but branches past the
 from __future__ import annotations
 
 from kstep.memory import relations as rel
-from kstep.memory.axioms import Axiom, allowed
+from kstep.memory.axioms import Axiom
 from kstep.memory.executions import Candidate
-from kstep.memory.hardware import refuse_lkmm_only
-from kstep.memory.sc import atomic, coherence, from_reads, sc_per_location
+from kstep.memory.sc import atomic, axiomatic, sc_per_location
 
 NAME = "power"
 ORDER = "no-thin-air"  # acyclic hb
@@ -122,10 +121,4 @@ def axioms(c: Candidate, rf):
     return of
 
 
-def executions(c: Candidate, rf):
-    refuse_lkmm_only(c, NAME)
-    of = axioms(c, rf)
-    for co in coherence(c, rf):
-        fr = from_reads(c, co, rf)
-        if allowed(of(co, fr)):
-            yield co, rf, fr, frozenset()
+executions = axiomatic(NAME, axioms)

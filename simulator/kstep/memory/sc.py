@@ -49,10 +49,18 @@ def axioms(c: Candidate, rf):
     return of
 
 
-def executions(c: Candidate, rf):
-    refuse_lkmm_only(c, NAME)
-    of = axioms(c, rf)
-    for co in coherence(c, rf):
-        fr = from_reads(c, co, rf)
-        if allowed(of(co, fr)):
-            yield co, rf, fr, frozenset()
+def axiomatic(name: str, axioms_of):
+    """A hardware model's ``executions(c, rf)``: every coherence order of candidate ``c`` reading ``rf``
+    whose axioms (``axioms_of(c, rf)(co, fr)``, the model's own) all hold; the same search for sc,
+    tso, arm64 and power, which differ only in their axioms."""
+    def executions(c: Candidate, rf):
+        refuse_lkmm_only(c, name)
+        of = axioms_of(c, rf)
+        for co in coherence(c, rf):
+            fr = from_reads(c, co, rf)
+            if allowed(of(co, fr)):
+                yield co, rf, fr, frozenset()
+    return executions
+
+
+executions = axiomatic(NAME, axioms)

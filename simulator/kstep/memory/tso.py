@@ -19,10 +19,9 @@ instruction, whatever its ``_relaxed``/``_acquire``/``_release`` suffix, and a f
 from __future__ import annotations
 
 from kstep.memory import relations as rel
-from kstep.memory.axioms import Axiom, allowed
+from kstep.memory.axioms import Axiom
 from kstep.memory.executions import Candidate
-from kstep.memory.hardware import refuse_lkmm_only
-from kstep.memory.sc import atomic, coherence, from_reads, sc_per_location
+from kstep.memory.sc import atomic, axiomatic, sc_per_location
 
 NAME = "tso"
 ORDER = "tso"
@@ -55,10 +54,4 @@ def axioms(c: Candidate, rf):
     return of
 
 
-def executions(c: Candidate, rf):
-    refuse_lkmm_only(c, NAME)
-    of = axioms(c, rf)
-    for co in coherence(c, rf):
-        fr = from_reads(c, co, rf)
-        if allowed(of(co, fr)):
-            yield co, rf, fr, frozenset()
+executions = axiomatic(NAME, axioms)

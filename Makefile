@@ -90,6 +90,7 @@ course: setup linux-source
 # so is the course site, on every core.  The two builds run side by side (test-lab, test-site): neither
 # reads what the other writes, and each leaves a core idle for part of its time (the site while Sphinx
 # reads a chunk of pages and while a notebook runs).  Each one's output is printed when it ends.
+# Which files each worker ran, and how long one waited for the other: scripts/test-timeline.
 test: setup lab-kernels linux-source
 	$(MAKE) -j --output-sync=target --no-print-directory test-lab test-site
 	$(PYTEST) -n $(TEST_JOBS) --testrunuid "$$(cat build/course.built-for)" --dist loadfile --no-loadscope-reorder \

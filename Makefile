@@ -89,10 +89,11 @@ course: setup linux-source
 # The kernel lab's ports are built once before the workers start, so no two of them run make at once;
 # so is the course site, on every core.  The two builds run side by side (test-lab, test-site): neither
 # reads what the other writes, and each leaves a core idle for part of its time (the site while Sphinx
-# reads a chunk of pages and while a notebook runs).  Each one's output is printed when it ends.
+# reads a chunk of pages and while a notebook runs).  Their lines mix, so that both show progress; each
+# compiler run's output stays together (the lab's --output-sync).
 # Which files each worker ran, and how long one waited for the other: scripts/test-timeline.
 test: setup lab-kernels linux-source
-	$(MAKE) -j --output-sync=target --no-print-directory test-lab test-site
+	$(MAKE) -j --no-print-directory test-lab test-site
 	$(PYTEST) -n $(TEST_JOBS) --testrunuid "$$(cat build/course.built-for)" --dist loadfile --no-loadscope-reorder \
 		-m "not batch and not heavy"
 

@@ -16,7 +16,7 @@ COURSE_JOBS ?= $(shell nproc)
 
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-.PHONY: help setup system-packages linux-source course lint test test-fast test-browser-stress test-heavy test-grade-batch notebook lab lab-kernels lab-guest lab-launch-ab lab-fork-ab lab-damon-cpu bench calibrate verdicts clean distclean
+.PHONY: help setup system-packages linux-source course lint test test-lab test-site test-fast test-browser-stress test-heavy test-grade-batch notebook lab lab-kernels lab-guest lab-launch-ab lab-fork-ab lab-damon-cpu bench calibrate verdicts clean distclean
 
 help:
 	@echo "kstep make targets:"
@@ -87,13 +87,14 @@ course: setup linux-source
 # it has a target of its own.
 # The qemu tests boot Debian's kernels: fetch them first (a no-op once they are in the cache).
 # The kernel lab's ports are built once before the workers start, so no two of them run make at once;
-# so is the course site, on every core.  The run's id goes beside the site (build/course.built-for) and
-# to the workers (--testrunuid): conftest.py's site fixture then takes this build as the run's own
-# instead of building the site a second time.
-test: setup lab-kernels lab linux-source
-	@mkdir -p build
-	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course --jobs $(TEST_JOBS)
-	@$(VENV)/bin/python -c 'import uuid; print(uuid.uuid4().hex, end="")' > build/course.built-for
+# so is the course site, on every core.  The two builds run side by side (test-lab, test-site): neither
+# reads what the other writes, and the site leaves a core idle for part of its time: Sphinx's last chunk
+# of pages holds the six notebooks, run one after another in one process (114 of the 191 s of a quiet
+# clean clone), while the other process runs out of pages; the lab's 90 s of CPU fill that core.  Their lines mix, so that both show progress; each compiler run's output
+# stays together (the lab's --output-sync).
+# Which files each worker ran, and how long one waited for the other: scripts/test-timeline.
+test: setup lab-kernels linux-source
+	$(MAKE) -j --no-print-directory test-lab test-site
 	$(PYTEST) -n $(TEST_JOBS) --testrunuid "$$(cat build/course.built-for)" --dist loadfile --no-loadscope-reorder \
 		-m "not batch and not heavy"
 
@@ -126,8 +127,20 @@ notebook: setup
 # the lab's checks alone.  Its 160-odd compiler runs are mostly independent: one per core at a time
 # (LAB_JOBS=1: one at a time), each one's output kept together.
 LAB_JOBS ?= $(shell nproc)
+LAB_BUILD = $(MAKE) -C kernel-lab -j$(LAB_JOBS) --output-sync=target
 lab: linux-source
-	$(MAKE) -C kernel-lab -j$(LAB_JOBS) --output-sync=target
+	$(LAB_BUILD)
+
+# make test's builds before its workers start (its prerequisites first: run them through make test).
+# The run's id goes beside the site (build/course.built-for) and to the workers (--testrunuid):
+# conftest.py's site fixture then takes this build as the run's own instead of building it again.
+test-lab:
+	$(LAB_BUILD)
+
+test-site:
+	@mkdir -p build
+	$(VENV)/bin/python -m kstep.views.course --docs docs --out build/course --jobs $(TEST_JOBS)
+	@$(VENV)/bin/python -c 'import uuid; print(uuid.uuid4().hex, end="")' > build/course.built-for
 
 # The pinned release, or the newest 6.12.y when Debian no longer has it (the checks that need the
 # pinned release exactly then fail on one named reason, "stale pin").

@@ -1,10 +1,8 @@
 """Fixtures shared by test modules: one headless Chromium for the whole session (browser.py), and
 the course site as ``make course`` builds it, served on 127.0.0.1 (test_site*.py)."""
 
-import ast
 import fcntl
 import functools
-import itertools
 import os
 import subprocess
 import sys
@@ -13,7 +11,6 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from _pytest.mark.expression import Expression  # what -m compiles its expression with
 
 from browser import ARGS, CHROMIUM
 
@@ -26,34 +23,6 @@ SITE = ROOT / "build" / "course"
 # measured in a full run on 2 cores, in this order: 333, 287, 253, 251, 182.
 FIRST = ("test_kernel_lab.py", "test_footprints.py", "test_site_animations.py", "test_symmetry.py",
          "test_lab_qemu.py")
-
-
-def _module_marks(path: Path) -> set:
-    """The markers a test file's ``pytestmark`` gives every test in it, read without importing it."""
-    for node in ast.parse(path.read_bytes()).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
-                                                 for t in node.targets):
-            return {n.attr for n in ast.walk(node.value) if isinstance(n, ast.Attribute)} - {"mark"}
-    return set()
-
-
-def pytest_ignore_collect(collection_path, config):
-    """A file whose own markers deselect all its tests whatever marks a test adds (make test-fast's
-    ``-m`` and a browser or qemu file) is not imported: importing it in each worker only to deselect
-    it cost seconds of collection (Sphinx, MyST-NB, Playwright).  Markers are strict, so the marks a
-    test can add are the registered ones, and every combination of them is tried."""
-    if not config.option.markexpr or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
-        return None
-    marks = _module_marks(collection_path)
-    if not marks:
-        return None
-    expr = Expression.compile(config.option.markexpr)
-    others = sorted({line.split(":")[0] for line in config.getini("markers")} - marks)
-    for chosen in itertools.product((False, True), repeat=len(others)):
-        added = {m for m, on in zip(others, chosen) if on}
-        if expr.evaluate(lambda name, added=added: name in marks or name in added):
-            return None
-    return True
 
 
 def pytest_collection_modifyitems(items):

@@ -100,8 +100,13 @@ test: setup lab-kernels linux-source
 
 # The fast suite on every core too (whole files per worker, in conftest.py's order): CI's unit
 # failures show in minutes.
+# Bytecode is cached under build/ even where PYTHONDONTWRITEBYTECODE asks for none in the tree: the
+# suite starts a Python process for each of hundreds of CLI tests, and compiling kstep in every one
+# cost an eighth of their CPU time (test_cli_inputs and test_fuzz_cli: 42.4 s; 37.0 s from a cold
+# cache).
 test-fast: setup linux-source
-	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not slow and not qemu and not browser and not batch and not heavy"
+	PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/build/pycache $(PYTEST) -n $(TEST_JOBS) \
+		--dist loadfile --no-loadscope-reorder -m "not slow and not qemu and not browser and not batch and not heavy"
 
 lint: setup
 	$(VENV)/bin/python scripts/lint

@@ -2,8 +2,6 @@
 
 import pytest
 
-import jsonschema
-
 from kstep.engine import replay
 from kstep.engine.model import RELEASE
 from kstep.lab.source import index as source_index
@@ -36,7 +34,7 @@ def test_every_source_fits_the_trace_format():
     """A trace records each step's source, and show refuses a trace whose sources break its schema."""
     schema = replay.schema()["properties"]["steps"]["items"]["properties"]["source"]
     for _mech, _variant, _label, source in all_locations():
-        jsonschema.validate(str(source), schema)
+        replay.jsonschema().validate(str(source), schema)
 
 
 def test_only_the_listed_steps_are_outside_the_kernel():

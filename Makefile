@@ -8,7 +8,11 @@ UV := $(VENV)/bin/uv
 # from its own static folder for the pages' interactive mode.
 PYODIDE := node_modules/pyodide/.kstep-installed
 EXTRAS := notebook,test,lint,bench,docs
-PYTEST := $(VENV)/bin/python -m pytest -ra --durations=15
+# Bytecode is cached under build/ even where PYTHONDONTWRITEBYTECODE asks for none in the tree: the
+# suites start a Python process for each of hundreds of CLI tests, and compiling kstep in every one
+# cost an eighth of their CPU time (test_cli_inputs and test_fuzz_cli: 42.4 s; 37.0 s from a cold
+# cache).
+PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/build/pycache $(VENV)/bin/python -m pytest -ra 	--durations=15
 # make test's pytest workers: one per core by default (TEST_JOBS=1 runs the suite in one process).
 TEST_JOBS ?= $(shell nproc)
 # Sphinx reads the course's pages, and MyST-NB executes its notebooks, on this many processes.
@@ -100,13 +104,9 @@ test: setup lab-kernels linux-source
 
 # The fast suite on every core too (whole files per worker, in conftest.py's order): CI's unit
 # failures show in minutes.
-# Bytecode is cached under build/ even where PYTHONDONTWRITEBYTECODE asks for none in the tree: the
-# suite starts a Python process for each of hundreds of CLI tests, and compiling kstep in every one
-# cost an eighth of their CPU time (test_cli_inputs and test_fuzz_cli: 42.4 s; 37.0 s from a cold
-# cache).
 test-fast: setup linux-source
-	PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/build/pycache $(PYTEST) -n $(TEST_JOBS) \
-		--dist loadfile --no-loadscope-reorder -m "not slow and not qemu and not browser and not batch and not heavy"
+	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder \
+		-m "not slow and not qemu and not browser and not batch and not heavy"
 
 lint: setup
 	$(VENV)/bin/python scripts/lint

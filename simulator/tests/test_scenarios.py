@@ -65,7 +65,7 @@ def test_mistakes_are_one_line_naming_the_place(text, message):
     ("threads.5.count=2", "no entry 5"),
     ("threads.0.count=abc", "not a TOML value"),
     ("nothing.here=1", "no key nothing"),
-    ("threads.0.count=99", "threads[0].count: 99 is out of range 1..16"),
+    ("threads.0.count=129", "threads[0].count: 129 is out of range 1..128"),
 ])
 def test_overrides_are_validated_like_the_file(item, message):
     with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):

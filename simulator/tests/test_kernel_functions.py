@@ -379,14 +379,21 @@ def test_merge_of_products_past_64_bits(built):
     assert regioncheck.differences("x86_64", [regioncheck.Case("merge_two", (0,), rs)]) == []
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("case\nattrs 1 2\n", "stdin line 2: 'attrs' takes 5 numbers, not 2"),
-    ("case\nattrs 1 2 3 4 5\nrng -1\n", "stdin line 3: '-1' is not a decimal number"),
-    ("case\nattrs 1 2 3 4 5\nrng 0\nregions 0\nmerge_two 0\nend\n", "stdin line 5: there is no region 0"),
-    ("case\nattrs 1 2 3 4 5\nrng 0\nregions 0\nfrobnicate\nend\n", "unknown operation 'frobnicate'"),
+@pytest.mark.parametrize(("harness", "text", "message"), [
+    ("damon-regions", "case\nattrs 1 2\n", "stdin line 2: 'attrs' takes 5 numbers, not 2"),
+    ("damon-regions", "case\nattrs 1 2 3 4 5\nrng -1\n", "stdin line 3: '-1' is not a decimal number"),
+    ("damon-regions", "case\nattrs 1 2 3 4 5\nrng 0\nregions 0\nmerge_two 0\nend\n",
+     "stdin line 5: there is no region 0"),
+    ("damon-regions", "case\nattrs 1 2 3 4 5\nrng 0\nregions 0\nfrobnicate\nend\n", "unknown operation 'frobnicate'"),
+    ("fork-copy", "hello\n", "stdin line 1: a line is not the one the case format has next"),
+    ("fork-copy", "case\nmm 0\nvma 1 2\n", "stdin line 3: vma takes FLAGS DST_FLAGS PROT"),
+    ("fork-copy", "case\nmm 0\nvma 0 0 33\nfolio 1024 3 0 1 0 0\n",
+     "stdin line 4: a folio is NR (a power of two up to 512)"),
+    ("fork-copy", "case\nmm 0\nvma 0 0 33\nprealloc 0\nptes 1 4194403\nend\n",
+     "stdin line 6: an entry maps a page of no folio"),
 ])
-def test_bad_input_is_one_line_and_exit_2(built, text, message):
-    p = subprocess.run([str(LAB / "build" / "x86_64" / "damon-regions")], input=text, capture_output=True, text=True)
+def test_bad_input_to_an_x86_64_harness_is_one_line_and_exit_2(built, harness, text, message):
+    p = subprocess.run([str(LAB / "build" / "x86_64" / harness)], input=text, capture_output=True, text=True)
     assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr
 
 
@@ -402,15 +409,4 @@ def test_bad_input_is_one_line_and_exit_2(built, text, message):
 def test_the_contpte_harness_names_bad_input_in_one_line_and_exits_2(built, text, message):
     p = subprocess.run(["qemu-aarch64", str(LAB / "build" / "arm64" / "contpte")], input=text, capture_output=True,
                        text=True)
-    assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr
-
-
-@pytest.mark.parametrize(("text", "message"), [
-    ("hello\n", "stdin line 1: a line is not the one the case format has next"),
-    ("case\nmm 0\nvma 1 2\n", "stdin line 3: vma takes FLAGS DST_FLAGS PROT"),
-    ("case\nmm 0\nvma 0 0 33\nfolio 1024 3 0 1 0 0\n", "stdin line 4: a folio is NR (a power of two up to 512)"),
-    ("case\nmm 0\nvma 0 0 33\nprealloc 0\nptes 1 4194403\nend\n", "stdin line 6: an entry maps a page of no folio"),
-])
-def test_the_fork_copy_harness_names_bad_input_in_one_line_and_exits_2(built, text, message):
-    p = subprocess.run([str(LAB / "build" / "x86_64" / "fork-copy")], input=text, capture_output=True, text=True)
     assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr

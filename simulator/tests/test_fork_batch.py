@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from support import assert_breaker_catches, load, variants
 
+import kstep
+from kstep.experiment import from_text
 from kstep.engine import Random, Variant, explore, simulate
 from kstep.scenario_spec import scenario
 from kstep.errors import UserError
@@ -278,6 +280,77 @@ def test_the_texts_of_v6_12_0_and_arch_hint_say_what_the_model_leaves_out():
     assert "XEN PV" in old and "not shown" in old and "none PTE" in old
     assert "Only the sizing is v4's" in hint and "folio_try_dup_anon_rmap_ptes" in hint
 
+
+# --- the faults beside the copy: what their PTEs are -----------------------------------------------------
+
+def after_write_fault(fmt, name, overrides=()):
+    """The final state of a bundled fault or GUP scenario, on its own schedule, in format ``fmt``."""
+    tr = kstep.open(MECH, name, overrides=[f'format="{fmt}"', *overrides]).run()
+    assert tr.outcome == "finished"
+    return tr.states[-1]
+
+
+REUSE = """
+description = "G pins page 3 of a read-only exclusive folio (half of it mapped: no arm64 block) for writing."
+look_for = "G's write fault reusing page 3"
+schedule = "G*7"
+format = "{fmt}"
+[[vmas]]
+start = 0
+end = 8
+[[folios]]
+name = "A"
+order = 4
+[[maps]]
+at = 0
+folio = "A"
+pages = 8
+write = false
+young = false
+[[threads]]
+name = "G"
+kind = "gup"
+addr = 3
+[[threads]]
+name = "P"
+kind = "fork"
+"""
+
+
+def reuse_then_fork(fmt):
+    tr = from_text(MECH, REUSE.format(fmt=fmt)).run()
+    assert tr.outcome == "finished" and "G:__get_user_pages" in [f"{a.actor}:{a.label}" for a in tr.actions]
+    return tr.states[-1]
+
+
+@pytest.mark.parametrize("fmt", pt.FORMATS)
+def test_a_write_fault_marks_its_pte_soft_dirty_where_the_architecture_tracks_it(fmt):
+    """pte_mkdirty() on x86-64 and ppc64 sets _PAGE_SOFT_DIRTY with _PAGE_DIRTY (arch/x86/include/asm/
+    pgtable.h, arch/powerpc/include/asm/book3s/64/pgtable.h); arm64 has no CONFIG_HAVE_ARCH_SOFT_DIRTY.
+    do_anonymous_page, wp_page_copy and wp_page_reuse (which makes the entry young too) all call it."""
+    made = {"do_anonymous_page": after_write_fault(fmt, "fault-vs-fork").parent[10],
+            "wp_page_copy": after_write_fault(fmt, "gup-fast-vs-fork").parent[0],
+            "wp_page_reuse": reuse_then_fork(fmt).parent[3]}
+    for how, pte in made.items():
+        assert pt.pte_present(pte) and pt.pte_write(pte) and pt.pte_dirty(pte) and pt.pte_young(pte), how
+        assert bool(pte & pt.PTE_SOFT_DIRTY) == pt.HAS_SOFT_DIRTY[fmt], how
+
+
+
+def test_a_write_fault_on_a_folded_arm64_block_unfolds_it_first():
+    """The write bit changes, so 6.12 unfolds the block (contpte_ptep_set_access_flags for a reused page,
+    ptep_clear_flush for a copied one) before it sets the one entry: every interleaving of the pin's fault
+    with the fork is clean, and a pin before the fork leaves 16 unfolded entries, only the pinned one made
+    writable and young."""
+    text = REUSE.format(fmt=pt.ARM64).replace("end = 8", "end = 16").replace("pages = 8", "pages = 16")
+    ex = from_text(MECH, text)
+    assert pt.pte_valid_cont(ex.start.parent[3])
+    r = ex.explore()
+    assert r.clean, r.violation
+    parent = ex.run().states[-1].parent[:CONT_PTES]
+    assert not any(pt.pte_cont(p) for p in parent)
+    assert [k for k, p in enumerate(parent) if pt.pte_write(p)] == [k for k, p in enumerate(parent) if pt.pte_young(p)]
+    assert [k for k, p in enumerate(parent) if pt.pte_write(p)] == [3]
 
 # --- scenarios: bad ones are one line -------------------------------------------------------------------
 

@@ -7,6 +7,9 @@
 
 #include "case_lines.h"
 
+/* the longest line: a page table's 512 entries as 20-digit words, or 512 folios as PFN and size */
+#define LINE_CHARS	(1 << 14)
+
 const char *case_prog;
 static unsigned long line_no;
 
@@ -19,7 +22,7 @@ void bad_case(const char *what)
 
 int case_line(char *key, size_t key_size, unsigned long long *v, int max)
 {
-	static char line[(CASE_LINE_NUMBERS + 1) * 24];
+	static char line[LINE_CHARS];
 	char *tok, *end, *save;
 	int got = 0;
 

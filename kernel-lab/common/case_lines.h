@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * case_lines: how the identity harnesses (fork-pte-batch, fork-copy) read their cases on stdin, one
+ * case_lines: how the identity harnesses (fork-pte-batch, fork-copy, contpte) read their cases on stdin, one
  * line at a time, each a word and then decimal numbers; and their one error, a line on stderr naming
  * the harness and the input line ("fork-copy: stdin line 4: what"), then exit status 2.
  */
@@ -9,8 +9,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-
-#define CASE_LINE_NUMBERS	513	/* PTRS_PER_PTE entries and their count: the longest line */
 
 /* The harness's name, for bad_case(); set it first. */
 extern const char *case_prog;

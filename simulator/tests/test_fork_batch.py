@@ -9,8 +9,7 @@ import pytest
 from support import assert_breaker_catches, load, variants
 
 import kstep
-from kstep.experiment import from_text
-from kstep.engine import Random, Variant, explore, simulate
+from kstep.engine import Random, Scripted, Variant, explore, simulate
 from kstep.scenario_spec import scenario
 from kstep.errors import UserError
 from kstep.models import MODELS
@@ -290,35 +289,20 @@ def after_write_fault(fmt, name, overrides=()):
     return tr.states[-1]
 
 
-REUSE = """
-description = "G pins page 3 of a read-only exclusive folio (half of it mapped: no arm64 block) for writing."
-look_for = "G's write fault reusing page 3"
-schedule = "G*7"
-format = "{fmt}"
-[[vmas]]
-start = 0
-end = 8
-[[folios]]
-name = "A"
-order = 4
-[[maps]]
-at = 0
-folio = "A"
-pages = 8
-write = false
-young = false
-[[threads]]
-name = "G"
-kind = "gup"
-addr = 3
-[[threads]]
-name = "P"
-kind = "fork"
-"""
+def pinned_for_writing(fmt, pages):
+    """G pins page 3 of an exclusive order-4 folio mapped read-only and old (``pages`` of it: 16 fold into
+    an arm64 block) for writing, so its slow path takes a write fault; P forks."""
+    config = one_folio(fmt, 4, pages)
+    config["maps"][0].update(write=False, young=False)
+    config["threads"] = [{"name": "G", "kind": "gup", "faults": [], "addr": 3}, *config["threads"]]
+    return config
 
 
 def reuse_then_fork(fmt):
-    tr = from_text(MECH, REUSE.format(fmt=fmt)).run()
+    """The final state when G's pin and its write fault (wp_page_reuse) come before the fork."""
+    config = pinned_for_writing(fmt, 8)
+    m = MODELS[MECH]()
+    tr = simulate(m, m.initial(config), Scripted("G*7"), config=config)
     assert tr.outcome == "finished" and "G:__get_user_pages" in [f"{a.actor}:{a.label}" for a in tr.actions]
     return tr.states[-1]
 
@@ -342,12 +326,13 @@ def test_a_write_fault_on_a_folded_arm64_block_unfolds_it_first():
     ptep_clear_flush for a copied one) before it sets the one entry: every interleaving of the pin's fault
     with the fork is clean, and a pin before the fork leaves 16 unfolded entries, only the pinned one made
     writable and young."""
-    text = REUSE.format(fmt=pt.ARM64).replace("end = 8", "end = 16").replace("pages = 8", "pages = 16")
-    ex = from_text(MECH, text)
-    assert pt.pte_valid_cont(ex.start.parent[3])
-    r = ex.explore()
+    config = pinned_for_writing(pt.ARM64, CONT_PTES)
+    m = MODELS[MECH]()
+    s0 = m.initial(config)
+    assert pt.pte_valid_cont(s0.parent[3])
+    r = explore(m, s0)
     assert r.clean, r.violation
-    parent = ex.run().states[-1].parent[:CONT_PTES]
+    parent = simulate(m, s0, Scripted("G*7"), config=config).states[-1].parent[:CONT_PTES]
     assert not any(pt.pte_cont(p) for p in parent)
     assert [k for k, p in enumerate(parent) if pt.pte_write(p)] == [k for k, p in enumerate(parent) if pt.pte_young(p)]
     assert [k for k, p in enumerate(parent) if pt.pte_write(p)] == [3]

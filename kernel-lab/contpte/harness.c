@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "case_lines.h"
 #include "contpte_internal.h"
 #include "contpte.c"
 
@@ -39,56 +40,22 @@
 static pte_t table[PTRS_PER_PTE] __attribute__((aligned(4096)));
 static pte_t child[PTRS_PER_PTE] __attribute__((aligned(4096)));
 static struct mm_struct user_mm = { .mm_users = 1 }, child_mm = { .mm_users = 1 };
-static unsigned long line_no;
 static unsigned long declared;	/* lab_pages[0, declared) may hold the last case's folios */
-
-static void __attribute__((noreturn)) bad(const char *what)
-{
-	fprintf(stderr, "contpte: stdin line %lu: %s\n", line_no, what);
-	exit(2);
-}
-
-/* The next line's first word into @key, then its decimal numbers into @v (at most @max); their count. */
-static int next_line(char *key, size_t key_size, unsigned long long *v, int max)
-{
-	static char line[(PTRS_PER_PTE + 8) * 24];
-	char *tok, *end, *save;
-	int got = 0;
-
-	if (!fgets(line, sizeof(line), stdin))
-		return -1;
-	line_no++;
-	if (!strchr(line, '\n') && !feof(stdin))
-		bad("a line longer than a page table's entries");
-	line[strcspn(line, "\n")] = 0;
-	tok = strtok_r(line, " ", &save);
-	if (!tok || strlen(tok) >= key_size)
-		bad("a line without a known word first");
-	strcpy(key, tok);
-	while ((tok = strtok_r(NULL, " ", &save))) {
-		if (got == max || *tok < '0' || *tok > '9')
-			bad("not a decimal number, or too many");
-		v[got++] = strtoull(tok, &end, 10);
-		if (*end)
-			bad("not a decimal number");
-	}
-	return got;
-}
 
 static void expect(const char *want, int n_want)
 {
 	static unsigned long long v[4];
 	char key[16];
 
-	if (next_line(key, sizeof(key), v, 4) != n_want || strcmp(key, want))
-		bad("a line is not the one the case format has next");
+	if (case_line(key, sizeof(key), v, 4) != n_want || strcmp(key, want))
+		bad_case("a line is not the one the case format has next");
 }
 
 /* Every PFN a case's PTEs or folios name must have a struct page in lab_pages. */
 static void check_pfn(unsigned long long pfn, unsigned long long nr)
 {
 	if (pfn < lab_first_pfn || pfn + nr > lab_first_pfn + LAB_MAX_PAGES || nr == 0)
-		bad("a PFN outside the case's pages");
+		bad_case("a PFN outside the case's pages");
 }
 
 /* A line "@key N W0 ... W(N-1)" into the page table @t (the rest none). */
@@ -98,9 +65,9 @@ static void read_table(pte_t *t, const char *key_wanted)
 	char key[16];
 	int n, i;
 
-	n = next_line(key, sizeof(key), v, PTRS_PER_PTE + 1);
+	n = case_line(key, sizeof(key), v, PTRS_PER_PTE + 1);
 	if (n < 1 || strcmp(key, key_wanted) || n != 1 + (int)v[0])
-		bad("ptes N, then N PTE words (child N likewise)");
+		bad_case("ptes N, then N PTE words (child N likewise)");
 	memset(t, 0, PTRS_PER_PTE * sizeof(*t));
 	for (i = 0; i < (int)v[0]; i++) {
 		t[i] = __pte(v[1 + i]);
@@ -128,15 +95,15 @@ static void run_case(void)
 	char key[16];
 	int n, i;
 
-	if (next_line(key, sizeof(key), v, 2) != 2 || strcmp(key, "first") || v[1] % PTRS_PER_PTE)
-		bad("a case starts with first PFN VPN, VPN a multiple of PTRS_PER_PTE");
+	if (case_line(key, sizeof(key), v, 2) != 2 || strcmp(key, "first") || v[1] % PTRS_PER_PTE)
+		bad_case("a case starts with first PFN VPN, VPN a multiple of PTRS_PER_PTE");
 	lab_first_pfn = v[0];
 	addr = v[1] * PAGE_SIZE;
 	memset(lab_pages, 0, sizeof(lab_pages[0]) * declared);
 	declared = 0;
-	n = next_line(key, sizeof(key), v, 2 * PTRS_PER_PTE + 1);
+	n = case_line(key, sizeof(key), v, 2 * PTRS_PER_PTE + 1);
 	if (n < 1 || strcmp(key, "folios") || n != 1 + 2 * (int)v[0])
-		bad("folios K, then K pairs of PFN and size");
+		bad_case("folios K, then K pairs of PFN and size");
 	for (i = 0; i < (int)v[0]; i++) {
 		unsigned long long pfn = v[1 + 2 * i], nr = v[2 + 2 * i], k;
 
@@ -147,9 +114,9 @@ static void run_case(void)
 			declared = pfn - lab_first_pfn + nr;
 	}
 	read_table(table, "ptes");
-	n = next_line(key, sizeof(key), v, 5);
+	n = case_line(key, sizeof(key), v, 5);
 	if (n < 1 || v[0] >= PTRS_PER_PTE)
-		bad("an operation on an entry outside the table");
+		bad_case("an operation on an entry outside the table");
 	addr += v[0] * PAGE_SIZE;
 	lab_ops = (struct lab_ops){ 0 };
 	if (!strcmp(key, "get") && n == 1) {
@@ -167,7 +134,7 @@ static void run_case(void)
 		struct folio *folio = page_folio(pfn_to_page(pte_pfn(pte)));
 
 		if (!pte_valid(pte) || !folio_test_large(folio))
-			bad("batch I: entry I must map a page of a large folio");
+			bad_case("batch I: entry I must map a page of a large folio");
 		lab_ops = (struct lab_ops){ 0 };
 		ret = folio_pte_batch(folio, addr, &table[v[0]], pte, v[1], v[2], &writable, &young, &dirty);
 	} else if (!strcmp(key, "copy") && n == 5 && v[1] >= 1 && v[0] + v[1] <= PTRS_PER_PTE) {
@@ -178,7 +145,7 @@ static void run_case(void)
 		lab_ops = (struct lab_ops){ 0 };
 		__copy_present_ptes(&dst, &src, &child[v[0]], &table[v[0]], __pte(v[2]), addr, v[1]);
 	} else {
-		bad("get I, hint I PTE, wrprotect I NR, set I PTE NR, batch I MAX_NR FPB or copy I NR PTE SRC DST, "
+		bad_case("get I, hint I PTE, wrprotect I NR, set I PTE NR, batch I MAX_NR FPB or copy I NR PTE SRC DST, "
 		    "within the table");
 	}
 	printf("ret %llu writable %d loads %lu stores %lu atomics %lu flushes %lu ptes", ret, writable, lab_ops.loads,
@@ -198,9 +165,10 @@ int main(void)
 	char key[16];
 	int n;
 
-	while ((n = next_line(key, sizeof(key), none, 0)) >= 0) {
+	case_prog = "contpte";
+	while ((n = case_line(key, sizeof(key), none, 0)) >= 0) {
 		if (strcmp(key, "case"))
-			bad("a case starts with case");
+			bad_case("a case starts with case");
 		run_case();
 	}
 	return 0;

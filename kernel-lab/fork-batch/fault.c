@@ -21,12 +21,13 @@ static long find_vma(struct mm *mm, long addr)
 	return -1;
 }
 
-/* do_anonymous_page: a new exclusive order-0 anonymous folio, mapped writable, dirty and young. */
+/* do_anonymous_page: a new exclusive order-0 anonymous folio, mapped young, then
+ * pte_mkwrite(pte_mkdirty(entry)): soft-dirty too where the architecture tracks it. */
 void map_zeroed_page(struct mm *mm, long addr)
 {
 	long k = new_folio(mm, FOLIO_ANON, 1, 1, true);
 
-	mm->parent[addr] = pfn_pte(mm->folios[k].pfn, PTE_PRESENT | PTE_WRITE | PTE_DIRTY | PTE_YOUNG);
+	mm->parent[addr] = pte_mkwrite(pte_mkdirty(mm->fmt, pfn_pte(mm->folios[k].pfn, PTE_PRESENT | PTE_YOUNG)));
 }
 
 #define IS(name) (!strcmp(f->label, name))

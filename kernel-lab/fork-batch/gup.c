@@ -34,18 +34,25 @@ static void pin(struct mm *mm, long k, int n)
 	}
 }
 
-/* A write fault on a present read-only PTE: an exclusive page is reused, a shared one copied. */
+/* A write fault on a present read-only PTE: an exclusive page is reused (wp_page_reuse: pte_mkyoung,
+ * pte_mkdirty, maybe_mkwrite), a shared one copied (wp_page_copy: young, dirty, writable); pte_mkdirty
+ * sets soft-dirty too where the architecture tracks it. On arm64 a folded block is unfolded first, as
+ * the write bit changes (contpte_ptep_set_access_flags, ptep_clear_flush); the fault's operations on
+ * page-table memory are not counted (mm->ops is the fork's). */
 static void do_wp_page(struct mm *mm, long addr)
 {
 	pte_t old = mm->parent[addr];
 	long k = folio_index(mm, pte_pfn(old)), off, n;
 	struct folio *folio;
+	struct ops uncounted = { 0 };
 
 	LAB_CHECK(k >= 0);
+	if (mm->fmt == FMT_ARM64)
+		contpte_try_unfold(mm->parent, addr, old, &uncounted);
 	folio = &mm->folios[k];
 	off = pte_pfn(old) - folio->pfn;
 	if (folio->exclusive[off]) {
-		mm->parent[addr] = pte_mkdirty(pte_mkwrite(old));
+		mm->parent[addr] = pte_mkwrite(pte_mkdirty(mm->fmt, pte_mkyoung(mm->parent[addr])));
 		return;
 	}
 	folio->refcount--;
@@ -53,7 +60,7 @@ static void do_wp_page(struct mm *mm, long addr)
 		folio->large_mapcount--;
 	folio->mapcount[off]--;
 	n = new_folio(mm, FOLIO_ANON, 1, 1, true);	/* wp_page_copy */
-	mm->parent[addr] = pfn_pte(mm->folios[n].pfn, PTE_PRESENT | PTE_WRITE | PTE_DIRTY | PTE_YOUNG);
+	mm->parent[addr] = pte_mkwrite(pte_mkdirty(mm->fmt, pfn_pte(mm->folios[n].pfn, PTE_PRESENT | PTE_YOUNG)));
 }
 
 bool gup_step(struct mm *mm, int i, const struct frame *f)

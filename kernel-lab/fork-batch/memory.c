@@ -242,8 +242,7 @@ static int copy_present_page(struct mm *mm, int v, long addr, long *rss, long *p
 	new->exclusive[0] = true;
 	mm->ops.rmap++;
 	src = ptep_get(mm->fmt, mm->parent, addr, &mm->ops);
-	/* mk_pte(vm_page_prot: young), pte_mkdirty: soft-dirty too where the architecture tracks it */
-	pte = pfn_pte(new->pfn, PTE_PRESENT | PTE_DIRTY | (has_soft_dirty(mm->fmt) ? PTE_SOFT_DIRTY : 0) | PTE_YOUNG);
+	pte = pte_mkdirty(mm->fmt, pfn_pte(new->pfn, PTE_PRESENT | PTE_YOUNG));	/* mk_pte(vm_page_prot: young) */
 	if (mm->vmas[v].writable)	/* maybe_mkwrite */
 		pte = pte_mkwrite(pte);
 	if (mm->vmas[v].uffd_wp && pte_uffd_wp(src))

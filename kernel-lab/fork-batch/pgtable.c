@@ -19,7 +19,7 @@ pte_t ptep_get(enum pte_format fmt, pte_t *pt, long i, struct ops *ops)
 
 		ops->loads++;
 		if (pte_dirty(sub))
-			pte = pte_mkdirty(pte);
+			pte = pte_mkdirty(FMT_ARM64, pte);
 		if (pte_young(sub))
 			pte = pte_mkyoung(pte);
 	}
@@ -55,7 +55,7 @@ static void contpte_convert(pte_t *pt, long i, pte_t pte, struct ops *ops)
 		pt[k] = 0;
 		ops->atomics++;		/* __ptep_get_and_clear: xchg_relaxed */
 		if (pte_dirty(sub))
-			pte = pte_mkdirty(pte);
+			pte = pte_mkdirty(FMT_ARM64, pte);
 		if (pte_young(sub))
 			pte = pte_mkyoung(pte);
 	}

@@ -38,6 +38,12 @@ enum pte_format { FMT_X86_64, FMT_ARM64, FMT_GENERIC, FMT_ARM64_4K, NR_FORMATS }
 /* CONFIG_HAVE_ARCH_SOFT_DIRTY: pgtable.py's HAS_SOFT_DIRTY */
 static inline bool has_soft_dirty(enum pte_format fmt) { return fmt != FMT_ARM64 && fmt != FMT_ARM64_4K; }
 
+/* pte_mkdirty as the format's architecture builds it: soft-dirty too where it tracks it (pgtable.py's) */
+static inline pte_t pte_mkdirty(enum pte_format fmt, pte_t pte)
+{
+	return pte | PTE_DIRTY | (has_soft_dirty(fmt) ? PTE_SOFT_DIRTY : 0);
+}
+
 /* What the copy counts, in the order of models/fork_batch/pgtable.py's Ops. */
 struct ops {
 	long loads, stores, atomics, tlb_flushes, folds, unfolds, refs, rmap, batches;
@@ -58,7 +64,6 @@ static inline bool pte_valid_cont(pte_t pte) { return pte_present(pte) && pte_co
 static inline pte_t pte_wrprotect(pte_t pte) { return pte & ~PTE_WRITE; }
 static inline pte_t pte_mkwrite(pte_t pte) { return pte | PTE_WRITE; }
 static inline pte_t pte_mkclean(pte_t pte) { return pte & ~PTE_DIRTY; }
-static inline pte_t pte_mkdirty(pte_t pte) { return pte | PTE_DIRTY; }
 static inline pte_t pte_mkold(pte_t pte) { return pte & ~PTE_YOUNG; }
 static inline pte_t pte_mkyoung(pte_t pte) { return pte | PTE_YOUNG; }
 static inline pte_t pte_clear_soft_dirty(pte_t pte) { return pte & ~PTE_SOFT_DIRTY; }

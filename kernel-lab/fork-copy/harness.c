@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "case_lines.h"
 #include "copy_internal.h"
 #include "fork-pte-batch.c"
 #include "fork-copy.c"
@@ -35,24 +36,17 @@
 
 static struct page memmap[MAX_PFN];
 static struct folio folios[MAX_FOLIOS];
-static unsigned long line_no;
-
-static void __attribute__((noreturn)) bad(const char *what)
-{
-	fprintf(stderr, "fork-copy: stdin line %lu: %s\n", line_no, what);
-	exit(2);
-}
 
 struct page *lab_pfn_to_page(unsigned long pfn)
 {
 	if (pfn >= MAX_PFN || !memmap[pfn].lab_folio)
-		bad("an entry maps a page of no folio the case gives");
+		bad_case("an entry maps a page of no folio the case gives");
 	return &memmap[pfn];
 }
 
 void __folio_put(struct folio *folio)
 {
-	bad("copy_present_ptes() freed a folio: its refcount was too low");
+	bad_case("copy_present_ptes() freed a folio: its refcount was too low");
 }
 
 void folio_add_new_anon_rmap(struct folio *folio, struct vm_area_struct *vma, unsigned long address, rmap_t flags)
@@ -63,62 +57,29 @@ void folio_add_new_anon_rmap(struct folio *folio, struct vm_area_struct *vma, un
 		SetPageAnonExclusive(lab_pfn_to_page(folio->pfn));
 }
 
-/* The next line: @key, then up to MAX_PTES + 1 signed decimal numbers into @v; their count. */
-static int words(const char *key, long long *v)
+/* The next line: @key and @want numbers into @v (room for want + 1), else bad_case(@what). */
+static void expect(const char *key, unsigned long long *v, int want, const char *what)
 {
-	static char line[MAX_PTES * 24];
-	char *tok, *end, *save;
-	int got = 0;
-
-	if (!fgets(line, sizeof(line), stdin))
-		bad("the input ends inside a case");
-	line_no++;
-	line[strcspn(line, "\n")] = 0;
-	tok = strtok_r(line, " ", &save);
-	if (!tok || strcmp(tok, key))
-		bad("a line is not the one the case format has next");
-	while ((tok = strtok_r(NULL, " ", &save))) {
-		if (got > MAX_PTES)
-			bad("too many numbers");
-		v[got++] = strtoll(tok, &end, 10);
-		if (end == tok || *end)
-			bad("not a decimal number");
-	}
-	return got;
+	if (case_words(key, v, want + 1) != want)
+		bad_case(what);
 }
 
-static void expect(int got, int want, const char *what)
+/* Reads one folio into folios[k] and the memory map: its folio line's numbers @v, then its pages and excl
+ * lines. */
+static void read_folio(int k, const unsigned long long *v)
 {
-	if (got != want)
-		bad(what);
-}
-
-static bool next_is(const char *key)
-{
-	int c = getc(stdin);
-
-	ungetc(c, stdin);
-	return c == key[0];
-}
-
-/* Reads one folio's three lines into folios[k] and the memory map. */
-static void read_folio(int k)
-{
-	static long long v[MAX_PTES + 2], m[MAX_PTES + 2], e[MAX_PTES + 2];
+	static unsigned long long m[MAX_PTES + 1], e[MAX_PTES + 1];
 	struct folio *f = &folios[k];
 	unsigned long p;
-	int nr;
+	unsigned long long nr = v[1];
 
-	expect(words("folio", v), 6, "folio takes PFN NR KIND REF PIN LARGE");
-	nr = v[1];
-	if (v[0] <= 0 || v[0] + nr > (long long)MAX_PFN || nr < 1 || nr > MAX_PTES || (nr & (nr - 1)) ||
-	    v[0] % nr || v[2] < 0 || v[2] > 3)
-		bad("a folio is NR (a power of two up to 512) pages at a PFN aligned to NR, of KIND 0-3");
-	for (p = v[0]; p < (unsigned long)(v[0] + nr); p++)
+	if (v[0] == 0 || v[0] + nr > MAX_PFN || nr < 1 || nr > MAX_PTES || (nr & (nr - 1)) || v[0] % nr || v[2] > 3)
+		bad_case("a folio is NR (a power of two up to 512) pages at a PFN aligned to NR, of KIND 0-3");
+	for (p = v[0]; p < v[0] + nr; p++)
 		if (memmap[p].lab_folio)
-			bad("two folios overlap");
-	expect(words("pages", m), nr, "pages takes one number per page");
-	expect(words("excl", e), nr, "excl takes one number per page");
+			bad_case("two folios overlap");
+	expect("pages", m, nr, "pages takes one number per page");
+	expect("excl", e, nr, "excl takes one number per page");
 	memset(f, 0, sizeof(*f));
 	f->pfn = v[0];
 	f->nr_pages = nr;
@@ -135,7 +96,7 @@ static void read_folio(int k)
 	atomic_set(&f->_large_mapcount, v[5] - 1);
 	if (nr == 1)
 		atomic_set(&f->_mapcount, m[0] - 1);
-	for (p = 0; p < (unsigned long)nr; p++) {
+	for (p = 0; p < nr; p++) {
 		struct page *page = &memmap[f->pfn + p];
 
 		memset(page, 0, sizeof(*page));
@@ -149,43 +110,46 @@ static void read_folio(int k)
 
 static void one_case(void)
 {
-	static long long v[MAX_PTES + 2];
+	static unsigned long long v[MAX_PTES + 1];
 	static pte_t parent[MAX_PTES], child[MAX_PTES];
 	struct mm_struct src_mm = { 0 }, dst_mm = { 0 };
 	struct vm_area_struct src = { .vm_mm = &src_mm }, dst = { .vm_mm = &dst_mm };
 	struct folio *prealloc = NULL;
 	int rss[NR_MM_COUNTERS] = { 0 };
 	int nfolios = 0, n, i, k, ret;
+	char key[16];
 	unsigned long p;
 
-	expect(words("case", v), 0, "case takes no numbers");
-	expect(words("mm", v), 1, "mm takes PINNED");
+	expect("mm", v, 1, "mm takes PINNED");
 	if (v[0])
 		set_bit(MMF_HAS_PINNED, &src_mm.flags);
-	expect(words("vma", v), 3, "vma takes FLAGS DST_FLAGS PROT");
+	expect("vma", v, 3, "vma takes FLAGS DST_FLAGS PROT");
 	src.vm_flags = v[0];
 	dst.vm_flags = v[1];
 	dst.vm_page_prot.pgprot = v[2];
 	src.vm_page_prot.pgprot = v[2];
-	while (next_is("folio")) {
+	while ((n = case_line(key, sizeof(key), v, 7)) >= 0 && !strcmp(key, "folio")) {
+		if (n != 6)
+			bad_case("folio takes PFN NR KIND REF PIN LARGE");
 		if (nfolios == MAX_FOLIOS)
-			bad("too many folios");
-		read_folio(nfolios++);
+			bad_case("too many folios");
+		read_folio(nfolios++, v);
 	}
-	expect(words("prealloc", v), 1, "prealloc takes a PFN");
+	if (n != 1 || strcmp(key, "prealloc"))
+		bad_case("prealloc takes a PFN");
 	if (v[0]) {
 		prealloc = page_folio(lab_pfn_to_page(v[0]));
 		if (prealloc->pfn != (unsigned long)v[0])
-			bad("the preallocated folio is not one the case gives");
+			bad_case("the preallocated folio is not one the case gives");
 	}
-	n = words("ptes", v);
-	if (n < 2 || v[0] != n - 1)
-		bad("ptes N takes N words, 1 <= N <= 512");
+	n = case_words("ptes", v, MAX_PTES + 1);
+	if (n < 2 || v[0] != (unsigned long long)n - 1)
+		bad_case("ptes N takes N words, 1 <= N <= 512");
 	for (i = 0; i < n - 1; i++) {
 		parent[i] = native_make_pte(v[i + 1]);
 		child[i] = native_make_pte(0);
 	}
-	expect(words("end", v), 0, "end takes no numbers");
+	expect("end", v, 0, "end takes no numbers");
 
 	ret = copy_present_ptes(&dst, &src, child, parent, ptep_get(&parent[0]), 0, n - 1, rss, &prealloc);
 
@@ -212,10 +176,13 @@ static void one_case(void)
 
 int main(void)
 {
-	int c;
+	unsigned long long none[1];
+	char key[8];
 
-	while ((c = getc(stdin)) != EOF) {
-		ungetc(c, stdin);
+	case_prog = "fork-copy";
+	while (case_line(key, sizeof(key), none, 0) >= 0) {
+		if (strcmp(key, "case"))
+			bad_case("a line is not the one the case format has next");
 		one_case();
 	}
 	return 0;

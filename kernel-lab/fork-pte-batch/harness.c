@@ -24,116 +24,85 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "case_lines.h"
 #include "pte_internal.h"
 #include "fork-pte-batch.c"
 
 #define MAX_PTES 512	/* PTRS_PER_PTE: one page table */
 
-static unsigned long line_no;
-
-static void __attribute__((noreturn)) bad(const char *what)
+/* The next line: @key and exactly @n numbers into @v (room for n + 1). */
+static void expect(const char *key, unsigned long long *v, int n)
 {
-	fprintf(stderr, "fork-pte-batch: stdin line %lu: %s\n", line_no, what);
-	exit(2);
+	if (case_words(key, v, n + 1) != n)
+		bad_case("the wrong count of numbers");
 }
 
-/* The next line: @key, then @n decimal numbers (n < 0: up to MAX_PTES + 1) into @v; their count. */
-static int words(const char *key, unsigned long long *v, int n)
+/* "ptes N W0 ... W(N-1)" into @ptes; N. */
+static int read_ptes(pte_t *ptes)
 {
-	static char line[MAX_PTES * 24];
-	char *tok, *end, *save;
-	int got = 0;
+	static unsigned long long v[MAX_PTES + 1];
+	int n = case_words("ptes", v, MAX_PTES + 1), i;
 
-	if (!fgets(line, sizeof(line), stdin))
-		bad("the input ends inside a case");
-	line_no++;
-	line[strcspn(line, "\n")] = 0;
-	tok = strtok_r(line, " ", &save);
-	if (!tok || (strcmp(tok, key) && !(!strcmp(key, "folio") && !strcmp(tok, "vma"))))
-		bad("a line is not the one the case format has next");
-	if (!strcmp(tok, "vma"))
-		got = -1;	/* the copy case */
-	if (got < 0) {
-		while ((tok = strtok_r(NULL, " ", &save)) && got < 1) {
-			v[++got] = strtoull(tok, &end, 10);
-			if (*tok < '0' || *tok > '9' || *end)
-				bad("not a decimal number");
-		}
-		if (got != 1 || tok)
-			bad("vma takes two numbers");
-		return -1;
-	}
-	while ((tok = strtok_r(NULL, " ", &save))) {
-		if (got > MAX_PTES || *tok < '0' || *tok > '9')
-			bad("not a decimal number, or too many");
-		v[got++] = strtoull(tok, &end, 10);
-		if (*end)
-			bad("not a decimal number");
-	}
-	if (n >= 0 && got != n)
-		bad("the wrong count of numbers");
-	return got;
+	if (n < 2 || v[0] != (unsigned long long)n - 1)
+		bad_case("ptes N takes N words, 1 <= N <= 512");
+	for (i = 0; i < n - 1; i++)
+		ptes[i] = native_make_pte(v[i + 1]);
+	return n - 1;
 }
 
 /* The parent's and the child's entries of one batch, after __copy_present_ptes(). */
 static void copy_case(vm_flags_t src_flags, vm_flags_t dst_flags)
 {
-	static unsigned long long v[MAX_PTES + 2];
 	static pte_t parent[MAX_PTES], child[MAX_PTES];
-	struct vm_area_struct src = { NULL, src_flags }, dst = { NULL, dst_flags };
-	int n, i;
+	struct vm_area_struct src = { .vm_flags = src_flags }, dst = { .vm_flags = dst_flags };
+	unsigned long long template;
+	int n = read_ptes(parent), i;
 
-	n = words("ptes", v, -1);
-	if (n < 2 || v[0] != (unsigned long long)n - 1)
-		bad("ptes N takes N words, 1 <= N <= 512");
-	for (i = 0; i < n - 1; i++) {
-		parent[i] = native_make_pte(v[i + 1]);
+	for (i = 0; i < n; i++)
 		child[i] = native_make_pte(0);
-	}
-	words("copy", v + 1, 1);
-	words("end", v + 2, 0);
-	__copy_present_ptes(&dst, &src, child, parent, native_make_pte(v[1]), 0, n - 1);
+	expect("copy", &template, 1);
+	expect("end", &template, 0);
+	__copy_present_ptes(&dst, &src, child, parent, native_make_pte(template), 0, n);
 	printf("parent");
-	for (i = 0; i < n - 1; i++)
+	for (i = 0; i < n; i++)
 		printf(" %llu", (unsigned long long)parent[i].pte);
 	printf(" child");
-	for (i = 0; i < n - 1; i++)
+	for (i = 0; i < n; i++)
 		printf(" %llu", (unsigned long long)child[i].pte);
 	printf("\n");
 }
 
 int main(void)
 {
-	static unsigned long long v[MAX_PTES + 2];
 	static pte_t ptes[MAX_PTES];
-	int c, n, i;
+	unsigned long long v[4];
+	char key[8];
 
-	while ((c = getc(stdin)) != EOF) {
+	case_prog = "fork-pte-batch";
+	while (case_line(key, sizeof(key), v, 0) >= 0) {
 		struct folio folio;
 		bool writable, young, dirty;
 		fpb_t flags;
-		int nr;
+		int n, nr;
 
-		ungetc(c, stdin);
-		words("case", v, 0);
-		if (words("folio", v, 2) < 0) {
+		if (strcmp(key, "case"))
+			bad_case("a line is not the one the case format has next");
+		if (case_line(key, sizeof(key), v, 3) != 2 || (strcmp(key, "folio") && strcmp(key, "vma")))
+			bad_case("folio PFN NR_PAGES or vma SRC_FLAGS DST_FLAGS");
+		if (!strcmp(key, "vma")) {
 			copy_case(v[0], v[1]);
 			continue;
 		}
 		folio = (struct folio){ v[0], v[1] };
-		words("flags", v, 1);
+		expect("flags", v, 1);
 		flags = v[0];
-		n = words("ptes", v, -1);
-		if (n < 1 || v[0] != (unsigned long long)n - 1 || v[0] > MAX_PTES)
-			bad("ptes N takes N words, 1 <= N <= 512");
-		for (i = 0; i < n - 1; i++)
-			ptes[i] = native_make_pte(v[i + 1]);
-		words("batch", v, 2);
-		if (v[0] >= (unsigned long long)n - 1 || v[1] < 1 || v[0] + v[1] > (unsigned long long)n - 1)
-			bad("the batch must start at an entry and stay inside the table");
-		i = v[0];
-		nr = folio_pte_batch(&folio, 0, &ptes[i], ptep_get(&ptes[i]), v[1], flags, &writable, &young, &dirty);
-		words("end", v, 0);
+		n = read_ptes(ptes);
+		expect("batch", v, 2);
+		if (v[0] >= (unsigned long long)n || v[1] < 1 || v[0] + v[1] > (unsigned long long)n)
+			bad_case("the batch must start at an entry and stay inside the table");
+		nr = folio_pte_batch(&folio, 0, &ptes[v[0]], ptep_get(&ptes[v[0]]), v[1], flags, &writable, &young,
+				     &dirty);
+		expect("end", v, 0);
 		printf("nr %d writable %d young %d dirty %d\n", nr, writable, young, dirty);
 	}
 	return 0;

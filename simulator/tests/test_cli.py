@@ -114,7 +114,7 @@ def test_list_marks_default_and_broken_variants(capsys):
         assert f"{name} — {cls.title}" in out
         for sc in scenarios.bundled(name):
             assert sc in out
-    for line in ("  releases:        v6.12 (default; 6.12)",
+    for line in ("  releases:        v6.12 (default; 6.12.117)",
                  "  implementations: tas, ticket, powerpc",
                  "  bugs:            gp-ends-early (broken), early-callback (broken)"):
         assert line + "\n" in out

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from support import assert_breaker_catches, load, variants
 
-from kstep.engine import Random, Variant, explore, simulate
+import kstep
+from kstep.engine import Random, Scripted, Variant, explore, simulate
 from kstep.scenario_spec import scenario
 from kstep.errors import UserError
 from kstep.models import MODELS
@@ -278,6 +279,63 @@ def test_the_texts_of_v6_12_0_and_arch_hint_say_what_the_model_leaves_out():
     assert "XEN PV" in old and "not shown" in old and "none PTE" in old
     assert "Only the sizing is v4's" in hint and "folio_try_dup_anon_rmap_ptes" in hint
 
+
+# --- the faults beside the copy: what their PTEs are -----------------------------------------------------
+
+def after_write_fault(fmt, name, overrides=()):
+    """The final state of a bundled fault or GUP scenario, on its own schedule, in format ``fmt``."""
+    tr = kstep.open(MECH, name, overrides=[f'format="{fmt}"', *overrides]).run()
+    assert tr.outcome == "finished"
+    return tr.states[-1]
+
+
+def pinned_for_writing(fmt, pages):
+    """G pins page 3 of an exclusive order-4 folio mapped read-only and old (``pages`` of it: 16 fold into
+    an arm64 block) for writing, so its slow path takes a write fault; P forks."""
+    config = one_folio(fmt, 4, pages)
+    config["maps"][0].update(write=False, young=False)
+    config["threads"] = [{"name": "G", "kind": "gup", "faults": [], "addr": 3}, *config["threads"]]
+    return config
+
+
+def reuse_then_fork(fmt):
+    """The final state when G's pin and its write fault (wp_page_reuse) come before the fork."""
+    config = pinned_for_writing(fmt, 8)
+    m = MODELS[MECH]()
+    tr = simulate(m, m.initial(config), Scripted("G*7"), config=config)
+    assert tr.outcome == "finished" and "G:__get_user_pages" in [f"{a.actor}:{a.label}" for a in tr.actions]
+    return tr.states[-1]
+
+
+@pytest.mark.parametrize("fmt", pt.FORMATS)
+def test_a_write_fault_marks_its_pte_soft_dirty_where_the_architecture_tracks_it(fmt):
+    """pte_mkdirty() on x86-64 and ppc64 sets _PAGE_SOFT_DIRTY with _PAGE_DIRTY (arch/x86/include/asm/
+    pgtable.h, arch/powerpc/include/asm/book3s/64/pgtable.h); arm64 has no CONFIG_HAVE_ARCH_SOFT_DIRTY.
+    do_anonymous_page, wp_page_copy and wp_page_reuse (which makes the entry young too) all call it."""
+    made = {"do_anonymous_page": after_write_fault(fmt, "fault-vs-fork").parent[10],
+            "wp_page_copy": after_write_fault(fmt, "gup-fast-vs-fork").parent[0],
+            "wp_page_reuse": reuse_then_fork(fmt).parent[3]}
+    for how, pte in made.items():
+        assert pt.pte_present(pte) and pt.pte_write(pte) and pt.pte_dirty(pte) and pt.pte_young(pte), how
+        assert bool(pte & pt.PTE_SOFT_DIRTY) == pt.HAS_SOFT_DIRTY[fmt], how
+
+
+
+def test_a_write_fault_on_a_folded_arm64_block_unfolds_it_first():
+    """The write bit changes, so 6.12 unfolds the block (contpte_ptep_set_access_flags for a reused page,
+    ptep_clear_flush for a copied one) before it sets the one entry: every interleaving of the pin's fault
+    with the fork is clean, and a pin before the fork leaves 16 unfolded entries, only the pinned one made
+    writable and young."""
+    config = pinned_for_writing(pt.ARM64, CONT_PTES)
+    m = MODELS[MECH]()
+    s0 = m.initial(config)
+    assert pt.pte_valid_cont(s0.parent[3])
+    r = explore(m, s0)
+    assert r.clean, r.violation
+    parent = simulate(m, s0, Scripted("G*7"), config=config).states[-1].parent[:CONT_PTES]
+    assert not any(pt.pte_cont(p) for p in parent)
+    assert [k for k, p in enumerate(parent) if pt.pte_write(p)] == [k for k, p in enumerate(parent) if pt.pte_young(p)]
+    assert [k for k, p in enumerate(parent) if pt.pte_write(p)] == [3]
 
 # --- scenarios: bad ones are one line -------------------------------------------------------------------
 

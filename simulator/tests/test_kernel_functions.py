@@ -391,6 +391,11 @@ def test_merge_of_products_past_64_bits(built):
      "stdin line 4: a folio is NR (a power of two up to 512)"),
     ("fork-copy", "case\nmm 0\nvma 0 0 33\nprealloc 0\nptes 1 4194403\nend\n",
      "stdin line 6: an entry maps a page of no folio"),
+    ("fork-copy", "case\nmm -1\n", "stdin line 2: not a decimal number"),
+    ("fork-pte-batch", "case\nvma 8\n", "stdin line 2: folio PFN NR_PAGES or vma SRC_FLAGS DST_FLAGS"),
+    ("fork-pte-batch", "case\nfolio 1 2\nflags 0\nptes 1 3\nbatch 0 2\nend\n",
+     "stdin line 5: the batch must start at an entry and stay inside the table"),
+    ("fork-pte-batch", "case\nvma 8 8\nptes 1 3\ncopy 3\n", "stdin line 4: the input ends inside a case"),
 ])
 def test_bad_input_to_an_x86_64_harness_is_one_line_and_exit_2(built, harness, text, message):
     p = subprocess.run([str(LAB / "build" / "x86_64" / harness)], input=text, capture_output=True, text=True)

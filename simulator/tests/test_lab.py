@@ -72,6 +72,7 @@ def test_resolve_takes_the_newest_version_every_architecture_has():
     res = kernels.resolve(index)
     assert res.abi == ABI_NEW
     assert res.suites == {"x86_64": SEC, "arm64": SEC, "ppc64le": SEC}
+    assert kernels.resolution_notes(res, {}) == []  # the source release itself, nothing passed over
 
 
 def test_resolve_passes_over_a_version_whose_index_failed():
@@ -82,6 +83,14 @@ def test_resolve_passes_over_a_version_whose_index_failed():
     assert set(res.suites.values()) == {BPO}
     names = {p.name for _, p in res.packages}
     assert f"linux-image-{ABI_OLD}-powerpc64le" in names and f"linux-kbuild-{ABI_OLD}" in names
+    # fetch logs the newer release it passed over, and why: a session that booted 6.12.95 with the
+    # source at 6.12.117 had only a failed index to blame
+    assert res.passed_over == (f"{ABI_NEW} (lacks linux-image-{ABI_NEW}-powerpc64le:ppc64el, "
+                               f"linux-headers-{ABI_NEW}-powerpc64le:ppc64el)",)
+    assert kernels.resolution_notes(res, {f"{SEC}/ppc64el": "File has unexpected size"}) == [
+        f"passed over {res.passed_over[0]}, with {SEC}/ppc64el left out",
+        f"{ABI_OLD} is not the source release {source_index.pinned_release()} (code pane, step texts, default "
+        "variants): kstep lab show names what differs"]
 
 
 def test_resolve_says_what_the_newest_version_lacks():

@@ -325,6 +325,15 @@ def test_the_unpacked_tree_is_the_pinned_release():
     assert source_index.stale_pin(tree) is None, source_index.stale_pin(tree)
 
 
+def test_every_default_variant_is_the_pinned_release():
+    """Issue 23: the package names one source release, and the default variants follow it (older releases
+    stay as dated variants)."""
+    from kstep.models import MODELS
+
+    assert {name: cls.variants[cls.default_variant].when for name, cls in MODELS.items()} == {
+        name: source_index.pinned_release() for name in MODELS}
+
+
 def test_a_stale_tree_fails_one_named_check_not_a_cascade(tmp_path):
     """With only a 6.12.120 tree in the cache, the pinned-release check fails naming the stale pin,
     and a release-exact check (the find-bug keys' kernel lines) is skipped with that reason."""

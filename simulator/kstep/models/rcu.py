@@ -487,7 +487,7 @@ class RcuModel(ProgramModel, Expectations):
     program = program
     daemons = {RCU_ACTOR: RCU_GP_KTHREAD}
     default_variant = "v6.12"
-    variants = {"v6.12": Variant.release("v6.12", "Linux 6.12 TREE_RCU with CONFIG_PREEMPT_RCU=n", "6.12"),
+    variants = {"v6.12": Variant.release("v6.12", "Linux 6.12.117 TREE_RCU with CONFIG_PREEMPT_RCU=n", "6.12.117"),
                 **rcu_broken(_invoke)}
     scenario_schema = SCHEMA
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kstep.lab.source.debian import RELEASE, DebianFetchError, PrivateApt, cache_dir
+from kstep.lab.source.index import pinned_release
 
 KERNEL_SUITES = (f"{RELEASE}-security", f"{RELEASE}-backports")  # preferred first
 BASE_SUITES = (RELEASE,)  # busybox-static
@@ -117,6 +118,7 @@ def version_newer(a: str, b: str) -> bool:
 class Resolution:
     abi: str  # e.g. 6.12.117+deb12
     packages: tuple[tuple[str, Package], ...]  # (what for: an arch name or "headers"), package
+    passed_over: tuple[str, ...] = ()  # each newer ABI, with the first packages it lacks
 
     @property
     def suites(self) -> dict[str, str]:
@@ -163,7 +165,8 @@ def resolve(index: Index) -> Resolution:
             pkg = _find(index, name, arches, KERNEL_SUITES)
             (chosen.append(("headers", pkg)) if pkg else missing.append(name))
         if not missing:
-            return Resolution(abi, tuple(chosen))
+            return Resolution(abi, tuple(chosen),
+                              tuple(f"{newer} (lacks {', '.join(m[:2])})" for newer, m in missing_for.items()))
         missing_for[abi] = missing
     if not abis:
         raise DebianFetchError(f"no Linux {SERIES} kernel image in {', '.join(KERNEL_SUITES)}")
@@ -183,6 +186,20 @@ def apt_for(suite: str, arch: str, log: Callable[[str], None]) -> PrivateApt:
     return PrivateApt(
         root=cache_dir() / "apt-lab" / f"{suite}_{arch}", architectures=[arch], suites=[suite], log=log
     )
+
+
+def resolution_notes(res: Resolution, failed: Mapping[str, str]) -> list[str]:
+    """What fetch says of a resolution besides its ABI: each newer release it passed over and what that
+    lacked (with the indexes that failed to download), and that the kernels are not the source release
+    the code pane, the step texts and the default variants follow, when they are not."""
+    notes = []
+    if res.passed_over:
+        notes.append(f"passed over {'; '.join(res.passed_over)}"
+                     + (f", with {', '.join(failed)} left out" if failed else ""))
+    if res.abi.split("+", 1)[0] != pinned_release():
+        notes.append(f"{res.abi} is not the source release {pinned_release()} (code pane, step texts, default "
+                     "variants): kstep lab show names what differs")
+    return notes
 
 
 def read_index(log: Callable[[str], None]) -> tuple[dict[tuple[str, str], dict[str, Package]], dict]:
@@ -313,6 +330,8 @@ def fetch(refresh: bool = False, log: Callable[[str], None] = print) -> Kernels:
     index, failed = read_index(log)
     res = resolve(index)
     log(f"resolved {res.abi}: " + ", ".join(f"{a} from {s}" for a, s in res.suites.items()))
+    for note in resolution_notes(res, failed):
+        log(note)
     root = lab_dir()
     final = root / res.abi
     if cached is not None and cached.abi == res.abi:

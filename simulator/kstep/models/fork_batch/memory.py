@@ -10,8 +10,7 @@ from ...engine import Frame, Program, push
 from ..vma_locks import memory as vl_memory
 from ..vma_locks import model as vl_model
 from . import pgtable as pt
-from .pgtable import (BATCHES, PTE_DIRTY, PTE_PRESENT, PTE_SOFT_DIRTY, PTE_SWP_EXCLUSIVE, PTE_UFFD_WP, PTE_WRITE,
-                      PTE_YOUNG, RMAP)
+from .pgtable import BATCHES, PTE_PRESENT, PTE_SWP_EXCLUSIVE, PTE_UFFD_WP, PTE_YOUNG, RMAP
 from .internal import add_folio_pte_batch
 from .state import (ANON, ARCH_HINT, BATCH, COPIED, Copy, FOLIO_BATCH, Folio, GUP_PIN_COUNTING_BIAS, HINT, MM_ANONPAGES,
                     MM_SWAPENTS, NO_HINT, NO_LARGE_MAPCOUNT, PER_PTE, SINGLE, SWAP, V6_12_0_BATCH, ZERO, add_ops,
@@ -37,10 +36,11 @@ def add_faults(program: Program) -> None:
 
 
 def map_zeroed_page(s, addr: int):
-    """do_anonymous_page: a new exclusive order-0 anon folio, mapped writable, dirty and young (the
-    address is a hole: a scenario's faults are)."""
+    """do_anonymous_page: a new exclusive order-0 anon folio, mapped young (mk_pte, pte_sw_mkyoung),
+    writable and dirty: pte_mkwrite(pte_mkdirty(entry)), soft-dirty too where the architecture tracks it
+    (the address is a hole in a writable private mapping: a scenario's faults are)."""
     s, k = new_folio(s, ANON, 1, 1, 1)
-    pte = pt.pfn_pte(s.folios[k].pfn, PTE_PRESENT | PTE_WRITE | PTE_DIRTY | PTE_YOUNG)
+    pte = pt.pte_mkwrite(pt.pte_mkdirty(s.fmt, pt.pfn_pte(s.folios[k].pfn, PTE_PRESENT | PTE_YOUNG)))
     return s._replace(parent=s.parent[:addr] + (pte,) + s.parent[addr + 1:])
 
 
@@ -217,10 +217,7 @@ def add_copy(program: Program, strategy: str) -> None:
         ops = list(s.ops)
         child = list(s.child)
         src = pt.ptep_get(s.fmt, s.parent, c.addr, ops)
-        # mk_pte(vm_page_prot: young), pte_mkdirty: x86-64's, like every soft-dirty architecture's, marks
-        # the PTE soft-dirty with the dirty bit (arch/x86/include/asm/pgtable.h)
-        soft_dirty = PTE_SOFT_DIRTY if pt.HAS_SOFT_DIRTY[s.fmt] else 0
-        pte = pt.pfn_pte(new.pfn, PTE_PRESENT | PTE_DIRTY | soft_dirty | PTE_YOUNG)
+        pte = pt.pte_mkdirty(s.fmt, pt.pfn_pte(new.pfn, PTE_PRESENT | PTE_YOUNG))  # mk_pte(vm_page_prot: young)
         if "w" in s.vmas[c.vma].prot:  # maybe_mkwrite
             pte = pt.pte_mkwrite(pte)
         if s.vm[c.vma].uffd_wp and pt.pte_uffd_wp(src):  # userfaultfd_pte_wp(dst_vma, ptep_get(src_pte))
@@ -339,18 +336,26 @@ def add_copy_present_ptes(program: Program, strategy: str) -> None:
 
 
 def do_wp_page(s, addr: int):
-    """A write fault on a present read-only PTE: a PageAnonExclusive page is reused (made writable);
-    else wp_page_copy gives the parent a new exclusive copy, mapped writable, and drops its mapping
-    of the old page."""
-    old = s.parent[addr]
+    """A write fault on a present read-only PTE: a PageAnonExclusive page is reused (wp_page_reuse:
+    pte_mkyoung, pte_mkdirty, maybe_mkwrite); else wp_page_copy gives the parent a new exclusive copy,
+    mapped young, dirty and writable, and drops its mapping of the old page. pte_mkdirty sets soft-dirty
+    too where the architecture tracks it, in both. On arm64 an entry of a folded block is unfolded first,
+    since its write bit changes: contpte_ptep_set_access_flags (reuse) and ptep_clear_flush (copy) call
+    __contpte_try_unfold, whose contpte_convert gives all 16 entries the block's access and dirty bits.
+    The fault's operations on page-table memory are not counted: Ops counts the fork's."""
+    parent = list(s.parent)
+    old = parent[addr]
+    if s.fmt == pt.ARM64:
+        pt.contpte_try_unfold(parent, addr, old, [0] * len(pt.Ops._fields))
     k = folio_index(s, pt.pte_pfn(old))
     f = s.folios[k]
     off = pt.pte_pfn(old) - f.pfn
     if f.exclusive >> off & 1:
-        return s._replace(parent=s.parent[:addr] + (pt.pte_mkdirty(pt.pte_mkwrite(old)),) + s.parent[addr + 1:])
+        parent[addr] = pt.pte_mkwrite(pt.pte_mkdirty(s.fmt, pt.pte_mkyoung(parent[addr])))
+        return s._replace(parent=tuple(parent))
     kept = f.order > 0 and f.large_mapcount != NO_LARGE_MAPCOUNT
     s = set_folio(s, k, refcount=f.refcount - 1, large_mapcount=f.large_mapcount - kept,
                   mapcount=f.mapcount[:off] + (f.mapcount[off] - 1,) + f.mapcount[off + 1:])
     s, j = new_folio(s, ANON, 1, 1, 1)
-    pte = pt.pfn_pte(s.folios[j].pfn, PTE_PRESENT | PTE_WRITE | PTE_DIRTY | PTE_YOUNG)
-    return s._replace(parent=s.parent[:addr] + (pte,) + s.parent[addr + 1:])
+    parent[addr] = pt.pte_mkwrite(pt.pte_mkdirty(s.fmt, pt.pfn_pte(s.folios[j].pfn, PTE_PRESENT | PTE_YOUNG)))
+    return s._replace(parent=tuple(parent))

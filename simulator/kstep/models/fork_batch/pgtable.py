@@ -131,8 +131,10 @@ def pte_mkclean(pte: int) -> int:
     return pte & ~PTE_DIRTY
 
 
-def pte_mkdirty(pte: int) -> int:
-    return pte | PTE_DIRTY
+def pte_mkdirty(fmt: str, pte: int) -> int:
+    """pte_mkdirty as the format's architecture builds it: x86-64's and ppc64's (every architecture with
+    CONFIG_HAVE_ARCH_SOFT_DIRTY) set the soft-dirty bit with the dirty one; arm64's has none to set."""
+    return pte | PTE_DIRTY | (PTE_SOFT_DIRTY if HAS_SOFT_DIRTY[fmt] else 0)
 
 
 def pte_mkold(pte: int) -> int:
@@ -216,7 +218,7 @@ def ptep_get(fmt: str, pt: list, i: int, ops: list) -> int:
         sub = pt[k]
         ops[LOADS] += 1
         if pte_dirty(sub):
-            pte = pte_mkdirty(pte)
+            pte = pte_mkdirty(ARM64, pte)
         if pte_young(sub):
             pte = pte_mkyoung(pte)
     return pte
@@ -248,7 +250,7 @@ def contpte_convert(pt: list, i: int, pte: int, ops: list) -> None:
         pt[k] = 0
         ops[ATOMICS] += 1  # __ptep_get_and_clear: xchg_relaxed
         if pte_dirty(sub):
-            pte = pte_mkdirty(pte)
+            pte = pte_mkdirty(ARM64, pte)
         if pte_young(sub):
             pte = pte_mkyoung(pte)
     ops[TLB_FLUSHES] += 1

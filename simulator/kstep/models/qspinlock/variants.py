@@ -21,8 +21,9 @@ def _broken(name, doc, fixed="", unfixed="", **replaces):
 
 VARIANTS = {
     "v6.12": Variant.release(
-        "v6.12", "Linux 6.12 kernel/locking/qspinlock.c: pending bit, MCS queue, and the head's "
-        "cmpxchg when alone, plain set_locked() store when others are queued", "6.12", params={"program": QSPINLOCK}),
+        "v6.12", "Linux 6.12.117 kernel/locking/qspinlock.c (the source the project pins, which the lab "
+        "compiles): pending bit, MCS queue, and the head's cmpxchg when alone, plain set_locked() store when "
+        "others are queued", "6.12.117", params={"program": QSPINLOCK}),
     "before-set-locked": Variant.release(
         "before-set-locked", "before patch 07/11 (2014): the queue head always claims with cmpxchg, retrying, "
         "and keeps the tail in the new value when others are queued; its pending path is the cmpxchg "

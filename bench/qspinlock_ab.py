@@ -157,8 +157,12 @@ def emulated(threads: tuple[int, ...], loops: int, runs: int, say) -> dict:
     return out
 
 
-def measure(threads: tuple[int, ...], loops: int, pairs: int, qemu_loops: int, out: Path, say=print) -> dict:
+def build() -> None:
     subprocess.run(["make", "-C", str(ROOT / "kernel-lab"), "-j2"], check=True, capture_output=True)
+
+
+def measure(threads: tuple[int, ...], loops: int, pairs: int, qemu_loops: int, out: Path, say=print) -> dict:
+    """Every run on the built port (``build``), the result written to ``out`` and its plot beside it."""
     load_before = os.getloadavg()
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     result = {
@@ -208,6 +212,7 @@ def draw(result: dict, path: Path) -> None:
 
 def run(out_dir: Path, say=print) -> dict:
     """``make bench``'s entry: the seed's loop count, the seed's thread counts that fit this host."""
+    build()
     return measure(thread_counts(os.cpu_count() or 1), SEED_LOOPS, PAIRS, QEMU_LOOPS,
                    Path(out_dir) / "qspinlock-ab.json", say)
 
@@ -234,6 +239,7 @@ def main(argv=None) -> int:
             ap.error(f"{name} must be 1..1000000000, not {v}")
     if not a.out.parent.is_dir():
         ap.error(f"--out {a.out}: no directory {a.out.parent}")
+    build()
     measure(threads, a.loops, a.pairs, a.qemu_loops, a.out, lambda m: print(m, flush=True))
     return 0
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import labmake
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
@@ -59,6 +61,8 @@ def test_bad_options_are_one_error_line_and_exit_2(args, said, capsys):
 def test_a_smoke_run_times_natively_counts_emulated_and_summarises_its_own_pairs(tmp_path):
     """Three threads of 3,000 loops: every run did all its acquisitions; before-set-locked's head never
     claims by a plain store; the emulated runs carry no time; the summary is the pairs'."""
+    built = labmake.make("-j2")
+    assert built.returncode == 0, (built.stdout + built.stderr)[-3000:]
     out = tmp_path / "qspinlock-ab.json"
     r = qab.measure((3,), 3000, 2, 300, out, say=lambda m: None)
     assert json.loads(out.read_text()) == r and out.with_suffix(".png").stat().st_size > 0

@@ -199,6 +199,7 @@ def draw(result: dict, path: Path) -> None:
     ax.axhspan(1 + SEED_CHANGE[0], 1 + SEED_CHANGE[1], color="#C44E52", alpha=0.3, label="the thread's -2%..-3%")
     ax.axhline(1, color="grey", linestyle="dashed")
     ax.set_xticks(range(len(result["x86_64"])), [f"{n} threads" for n in result["x86_64"]])
+    ax.set_yscale("log")  # a pair whose runs one contended and one did not is 1000x either way
     ax.set_ylabel("time, 6.12 / before-set-locked")
     load = result["host_load"]
     ax.set_title(f"C port, {result['loops_per_thread']:,} loops per thread, x86_64 on {result['host_cpus']} CPUs, "

@@ -68,6 +68,11 @@ EVENTS = {
 }
 
 
+def events(steps: dict) -> dict:
+    """A run's ``EVENTS``, from the step counts of its summary."""
+    return {name: steps.get(label, 0) for name, label in EVENTS.items()}
+
+
 def thread_counts(cpus: int) -> tuple[int, ...]:
     """The seed's task counts that fit the host's CPUs, or the fewest that queue behind a head."""
     return tuple(n for n in SEED_THREADS if n <= cpus) or SEED_THREADS[:1]
@@ -84,9 +89,7 @@ def port_run(arch: str, variant: str, threads: int, loops: int) -> dict:
     # the run still took its time and says so in its counts
     if r.rc not in (LABCHECK.CLEAN, LABCHECK.INCONCLUSIVE) or r.summary.get("total") != threads * loops:
         raise RuntimeError(f"{r.describe()}: exit {r.rc}: {r.stderr or r.summary}")
-    steps = r.summary["steps"]
-    return {"verdict": r.verdict, "acquisitions": r.summary["total"],
-            "events": {name: steps.get(label, 0) for name, label in EVENTS.items()},
+    return {"verdict": r.verdict, "acquisitions": r.summary["total"], "events": events(r.summary["steps"]),
             "seconds": r.summary["seconds"],
             "cpu_seconds": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 3)}
 

@@ -14,7 +14,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench import (  # noqa: E402
     course, damon, damon_cpu, damon_gap, damon_port, engine, explore, explore_tso, fork_ab, fork_batch,
-    interactive, klitmus, launch_ab, litmus, player, plot, qspinlock, seeds, traces, vma_locks, vma_locks_port,
+    interactive, klitmus, launch_ab, litmus, player, plot, qspinlock, qspinlock_ab, seeds, traces, vma_locks,
+    vma_locks_port,
 )
 
 
@@ -31,6 +32,7 @@ BENCHES = {
     "player": lambda out, say: player.run(out),
     "interactive": interactive.run,
     "qspinlock": qspinlock.run,
+    "qspinlock-ab": qspinlock_ab.run,
     "explore": explore.run,
     "explore-tso": explore_tso.run,
     "fork-batch": fork_batch.run,

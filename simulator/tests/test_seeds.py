@@ -151,3 +151,24 @@ def test_the_real_cells_are_the_recorded_ab_files():
     measured = [r for r in FORK["rows"] if not r["real"].startswith(seeds.NOT_MEASURED)]
     assert {(r["format"], r["order"]) for r in measured} == \
         {("x86-64", 0), ("x86-64", 9), ("arm64-4K-contpte", 0), ("arm64-4K-contpte", 9)}
+
+
+def test_the_recorded_port_run_holds_what_its_bench_wrote_and_the_row_quotes_it():
+    """kernel-lab/qspinlock/recorded/qspinlock-ab.json (bench/qspinlock_ab.py's run): every run did all
+    its acquisitions, each thread count's summary is the one its own pairs give, the load is there, and
+    the qspinlock table's last row quotes the file: an edited number in either shows."""
+    from bench import qspinlock_ab
+
+    r = json.loads(seeds.RECORDED_PORT.read_text())
+    assert {"before", "after"} <= set(r["host_load"]) and r["host"] and r["date"]
+    for n, t in r["x86_64"].items():
+        assert len(t["pairs"]) >= 2, n
+        assert all(p[v]["acquisitions"] == int(n) * r["loops_per_thread"] for p in t["pairs"]
+                   for v in qspinlock_ab.VARIANTS), n
+        assert t["summary"] == qspinlock_ab.summarise(t["pairs"]), n
+    for arch, by_threads in r["emulated"]["counts"].items():
+        for n, runs in by_threads.items():
+            assert all("seconds" not in x and x["acquisitions"] == int(n) * r["emulated"]["loops_per_thread"]
+                       for rs in runs.values() for x in rs), (arch, n)
+    row = COMMITTED["qspinlock"]["rows"][-1]
+    assert row["scenario"] == seeds.PORT_SCENARIO and row["port"] == seeds.port_cell(r)

@@ -36,6 +36,21 @@ Work.  A step costs ``step`` (the instructions of one atomic step) plus its acce
 plus ``transfer`` per line transfer, plus the work the model counts for it (``Timing.work``: by
 default its label's ``Timing.step_work``, page_zero, page_copy, tlb_flush, ipi, page_fault; a model
 whose memory is not shared lines, as fork's page tables, counts its loads, stores and atomics there).
+
+When a step happens.  A step's effect on the state (the word it writes, the lock it takes) happens
+all at once when the timed scheduler picks it, at its start; its cost comes after: its line
+transfers are queued one after another from that start (each after its line's previous transfer,
+Queueing), and its actor's clock moves on by its work and those transfers.  Other CPUs see what it
+wrote from its start.  What this can show: how many lines each step moves, which CPUs queue for one
+line and for how long (N CPUs on one word pay N transfers in turn), local spinning against a whole
+queue re-reading one word, and the order in which the steps take effect (by start time).  What it
+cannot show: a write's latency as another CPU sees it (a release reaches a waiter at the release's
+start, up to its transfers' time early, so a hand-over looks faster than it is, and a step that
+starts during another's transfers already reads the other's result); transfers of one step that a
+CPU would overlap (here they run one after another); and a store that waits in a store buffer while
+its CPU goes on (a plain store's transfer holds up its CPU as an RMW's does, the two differing only
+by ``store`` against ``atomic``: so the model cannot show why the qspinlock queue head's plain
+``set_locked()`` store might beat its ``cmpxchg``, which is that the store need not wait for the line).
 """
 
 from __future__ import annotations

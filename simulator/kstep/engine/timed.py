@@ -11,6 +11,14 @@ and the jump is time it waited.  While blocked it spins on the lines its next st
 goes to one CPU at a time: a step that must take a line waits until the line's previous transfer
 has ended (``costs``, Queueing), and that wait is part of the step's transfer time.
 
+A chosen step changes the state at once, at its start (``choose`` returns it and the run applies it
+before anything else moves), and is charged afterwards (``_charge``, when the next step is chosen):
+its transfers are queued one after another from its start, and only its own actor's clock moves by
+them (a later step that needs one of those lines waits for the line, not for the step).  So a step
+that another CPU starts before those transfers end already sees what it wrote: the order of effects
+is the order of start times, and a write's latency to its readers is not modelled (``costs``, When a
+step happens, says what that can and cannot show).
+
 A trace's ``tick`` of a timed run is the nanosecond its step started (rounded down); ``stats``
 holds the makespan, each actor's waiting time, transfers and time queued for lines, and per step its work, the wait
 before it and its transfer time, the columns a player colours steps by.  Everything is a

@@ -15,6 +15,7 @@ work files go to kernel-lab/build/spin/.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import shutil
 import subprocess
@@ -85,9 +86,13 @@ def _number(pattern: str, text: str, what: str) -> float:
     return float(m.group(1))
 
 
+@functools.cache
 def run(variant: str = "v6.12", cpus: int = 2, acquisitions: int = 2, enumerate_triples=False,
         reduce=True, timeout: float = 300) -> SpinResult:
-    """Generate, compile and run pan for one configuration in build/spin/<name>/."""
+    """Generate, compile and run pan for one configuration in build/spin/<name>/, once a process:
+    pan's search is exhaustive, so a configuration's result is always the same, and the lab's checks
+    ask for some twice (a broken variant is caught, and fails the clean check; the triples that
+    the C port's log and the Python model are each compared with)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r} (choose from: {', '.join(VARIANTS)})")
     if not 1 <= cpus <= MAX_CPUS or not 1 <= acquisitions <= 4:

@@ -1,8 +1,9 @@
 """The per-VMA lock port's checks (kernel-lab/vma-locks), for every architecture.
 
 labcheck.py adds these to its list, so ``make -C kernel-lab test`` and
-``simulator/tests/test_kernel_lab.py`` run them with the qspinlock checks.  Logs are replayed by
-``kstep check vma-locks`` from the project's virtual environment (``make setup``).
+``simulator/tests/test_kernel_lab.py`` run them with the qspinlock checks.  Logs are replayed as
+``kstep check vma-locks`` replays them, by one ``python -m kstep.lab.replay vma-locks`` for every
+check of the process, from the project's virtual environment (``make setup``).
 
 The torture mode runs every variant through one fixed menu of configurations (seeds, random step
 delays, a stall before one step that widens a race window), the same for all: v6.12, v6.12.0 and
@@ -14,6 +15,8 @@ finish).
 
 from __future__ import annotations
 
+import atexit
+import select
 import subprocess
 import tempfile
 from pathlib import Path
@@ -34,16 +37,45 @@ BASE = ["--faulters", "3", "--repeat", "3", "--writer-repeat", "10", "--step-del
 CAUGHT_BY_CHECKER = "NOT"  # the checker's verdicts for a rejected log start with it
 
 
+REPLAY_TIMEOUT_S = 600
+_REPLAYER: dict = {}  # the replaying process, started by the first check that needs it
+
+
+def replayer(lab, repo: Path) -> subprocess.Popen:
+    """``python -m kstep.lab.replay vma-locks`` from the project's virtual environment, started once for
+    every check this process runs (Python and the model take longer to load than a log of the menu
+    takes to replay): it answers each log path it is given with one line."""
+    if "process" not in _REPLAYER:
+        python = repo / ".venv" / "bin" / "python"
+        if not python.exists():
+            raise lab.LabFailure(f"{python.relative_to(repo)} is missing: run 'make setup' (kstep check replays the logs)")
+        p = subprocess.Popen([str(python), "-m", "kstep.lab.replay", "vma-locks"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=repo / "simulator")
+        atexit.register(_stop, p)
+        _REPLAYER["process"] = p
+    return _REPLAYER["process"]
+
+
+def _stop(p: subprocess.Popen) -> None:
+    p.stdin.close()
+    p.wait()
+
+
 def kstep_check(lab, repo: Path, log: Path) -> tuple[int, str]:
-    """(exit status, verdict line) of ``kstep check vma-locks LOG``."""
-    python = repo / ".venv" / "bin" / "python"
-    if not python.exists():
-        raise lab.LabFailure(f"{python.relative_to(repo)} is missing: run 'make setup' (kstep check replays the logs)")
-    p = subprocess.run([str(python), "-m", "kstep", "check", "vma-locks", str(log)], capture_output=True,
-                       text=True, timeout=600, cwd=repo)
-    out = (p.stdout + p.stderr).strip().splitlines()
-    verdict = next((line for line in out if line.startswith("verdict:")), out[-1] if out else "")
-    return p.returncode, verdict.removeprefix("verdict: ")
+    """(exit status, verdict) of ``kstep check vma-locks LOG``, from the replaying process."""
+    p = replayer(lab, repo)
+    p.stdin.write(f"{log}\n")
+    p.stdin.flush()
+    ready, _, _ = select.select([p.stdout], [], [], REPLAY_TIMEOUT_S)
+    line = p.stdout.readline() if ready else ""
+    if not line:
+        _REPLAYER.clear()
+        p.kill()
+        stderr = p.communicate()[1].strip()[-2000:]
+        why = f"exited: {stderr}" if ready else f"gave no answer in {REPLAY_TIMEOUT_S} s"
+        raise lab.LabFailure(f"python -m kstep.lab.replay vma-locks {why} (replaying {log.name})")
+    status, verdict = line.rstrip("\n").split(" ", 1)
+    return int(status), verdict
 
 
 def run(lab, arch: str, variant: str, seed: int, extra: tuple, log: Path):

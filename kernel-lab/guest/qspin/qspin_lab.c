@@ -5,9 +5,11 @@
  * nthreads kthreads, bound to CPUs 0..nthreads-1, take and release one spinlock_t in a loop
  * (holding it for `hold` cpu_relax() rounds); a sampler bound to the next CPU reads the lock
  * word and counts each distinct value, at least `samples` times, until the lockers have made
- * `min_acquisitions` (an emulated, oversubscribed vCPU may run little) and until a pending, a tail
- * and a tail + locked word have been seen, for at most `max_ms`.  Loading the module runs the whole
- * experiment and prints one line per word seen, "qspin_lab: word=0x... count=N", then
+ * `min_acquisitions` or `acquisitions_ms` have passed (an emulated, oversubscribed vCPU may run
+ * little; x86's TCG-emulated PAUSE keeps its lockers to a few thousand a minute), and until the
+ * kinds of word the lab's checks ask for have been seen, for at most `max_ms`.  Loading the
+ * module runs the whole experiment and prints one line per word seen, "qspin_lab: word=0x...
+ * count=N", then
  * "qspin_lab: samples=N acquisitions=M distinct=D ..."; /init reads them from the log.
  * The word is the arch's own: asm-generic's (tail, pending, locked) on x86 and arm64,
  * powerpc's (tail, must-queue, sleepy, owner, locked) on ppc64.
@@ -33,6 +35,8 @@ static int hold = 50;
 module_param(hold, int, 0444);
 static long min_acquisitions = 100000;
 module_param(min_acquisitions, long, 0444);
+static int acquisitions_ms = 5000;
+module_param(acquisitions_ms, int, 0444);
 static int max_ms = 60000;	/* a guard only: the sampler stops once it has seen each kind */
 module_param(max_ms, int, 0444);
 
@@ -86,14 +90,17 @@ static void count(u32 word)
 
 /*
  * The kinds of word the lab's checks ask for: one with pending set, one with a tail, one with a
- * tail and the locked byte.  On an emulated machine whose host is busy the vCPUs may seldom run at
- * once, so the sampler waits for these states (up to max_ms) rather than for a number of samples.
- * powerpc's word has no pending bit; its checks classify whatever was seen.
+ * tail and the locked byte; on powerpc, whose word has no pending bit, one with a tail (someone
+ * queued).  On an emulated machine whose host is busy the vCPUs may seldom run at once, so the
+ * sampler waits for these states (up to max_ms) rather than for a number of samples.
  */
 static bool seen_each_kind(void)
 {
 #ifdef CONFIG_PPC
-	return true;
+	for (int i = 0; i < distinct; i++)
+		if (words[i] & _Q_TAIL_CPU_MASK)
+			return true;
+	return false;
 #else
 	bool pending = false, tail = false, tail_locked = false;
 
@@ -109,9 +116,11 @@ static bool seen_each_kind(void)
 static int sampler(void *unused)
 {
 	unsigned long deadline = jiffies + msecs_to_jiffies(max_ms);
+	unsigned long enough_acquired = jiffies + msecs_to_jiffies(acquisitions_ms);
 	unsigned long n = 0;
 
-	while ((n < samples || atomic_long_read(&acquisitions) < min_acquisitions || !seen_each_kind()) &&
+	while ((n < samples || (atomic_long_read(&acquisitions) < min_acquisitions &&
+				time_before(jiffies, enough_acquired)) || !seen_each_kind()) &&
 	       time_before(jiffies, deadline)) {
 		count(lock_word());
 		if (++n % 1024 == 0)

@@ -5,6 +5,7 @@ The exercise is simulator/tests/data/grading/answer-ex (answer() must return 42)
 temporary folder so that the test can prove the tree around the scratch folder is unchanged.
 """
 
+import fcntl
 import hashlib
 import json
 import os
@@ -221,6 +222,29 @@ def test_a_process_left_running_dies_with_the_sandbox(ex, tmp_path):
             "def answer():\n    return 42\n")
     g = grade_code(ex, tmp_path, code)  # grade_code finds no process of the sandbox's uid left
     assert g.score == g.max_score
+
+
+def test_the_leftover_check_finds_a_process_of_a_uid_no_grading_holds(tmp_path, monkeypatch):
+    """What grade_code's check rests on: a process of a sandbox uid whose lock nobody holds is
+    named, one of a held uid is not.  Both uids are claimed for real, so no grading beside this
+    test sweeps them; the check reads locks from a folder where only the second one is held."""
+    with sandbox.claim() as left, sandbox.claim() as held:
+        sleepers = {uid: subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                                           "sleep", "600"]) for uid in (left, held)}
+        try:
+            for uid, p in sleepers.items():  # until setpriv has taken the uid
+                while f"Uid:\t{uid}\t" not in Path(f"/proc/{p.pid}/status").read_text():
+                    assert p.poll() is None
+            monkeypatch.setattr(sandbox, "_lock_dir", lambda: tmp_path)
+            lock = os.open(tmp_path / f"{held}.lock", os.O_RDWR | os.O_CREAT)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            found = sandbox.unclaimed_processes()
+            assert f"{sleepers[left].pid} uid {left}" in found and f"{sleepers[held].pid} uid {held}" not in found
+            os.close(lock)
+        finally:
+            for p in sleepers.values():
+                p.kill()
+                p.wait()
 
 
 def archive(path: Path, entries: list) -> Path:

@@ -104,8 +104,10 @@ HOSTILE = {
     "memory": ("x = bytearray(1 << 34)\n", "ran out of memory"),
     "exit-status": ("raise SystemExit(3)\n", "exited with status 3"),
 }
-# A sleeper uses no CPU time, so nothing but the wall-clock limit ends it, however loaded the machine.
-SHORTER = {"sleeps": {"wall": 1}}
+# Limits of their own: a sleeper uses no CPU time, so nothing but the wall-clock limit ends it,
+# however loaded the machine (1 s is enough).  The spinning bomb is there to be ended by its CPU-time
+# limit, and at load 20 to 25 its 2 s of CPU time took 6 to 10 s: its wall-clock limit is a backstop.
+OWN_LIMITS = {"sleeps": {"wall": 1}, "spinning-bomb": {"wall": 60}}
 # these stop at a limit: run once, no more
 LIMITED = ("endless-loop", "sleeps", "fork-bomb", "spinning-bomb", "huge-output")
 
@@ -130,7 +132,7 @@ def test_a_hostile_submission_gets_zero_with_a_clear_message(ex, tmp_path, monke
     code, whys = HOSTILE[kind]
     whys = (whys,) if isinstance(whys, str) else whys
     runs = counting_runs(monkeypatch)
-    g = grade_code(ex, tmp_path, code, **{**SMALL, **SHORTER.get(kind, {})})
+    g = grade_code(ex, tmp_path, code, **{**SMALL, **OWN_LIMITS.get(kind, {})})
     assert g.score == 0
     messages = [t.output for t in g.tests]
     said = tuple(f"{start}your code {why}" for why in whys for start in ("", "not run: "))

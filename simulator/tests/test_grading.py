@@ -249,6 +249,26 @@ def test_the_leftover_check_finds_a_process_of_a_uid_no_grading_holds(tmp_path, 
                 p.wait()
 
 
+def test_a_uid_whose_last_process_is_dead_but_not_reaped_is_passed_over():
+    """A killed sandbox's tasks count against RLIMIT_NPROC until the machine's init reaps them, so a
+    grading given their uid at once would get fewer processes than its limit (the spinning bomb,
+    graded right after the fork bomb under its uid, forked to 31 of 32 and was called an endless
+    loop).  Here the dead process is this test's own child, reaped only at the end."""
+    with sandbox.claim() as uid:
+        dead = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "600"])
+        status = Path(f"/proc/{dead.pid}/status")
+        while f"Uid:\t{uid}\t" not in status.read_text():  # until setpriv has taken the uid
+            assert dead.poll() is None
+        dead.kill()
+        while "(zombie)" not in status.read_text():
+            pass
+    try:
+        with sandbox.claim() as again:
+            assert again != uid
+    finally:
+        dead.wait()
+
+
 def archive(path: Path, entries: list) -> Path:
     with zipfile.ZipFile(path, "w") as z:
         for name, data, mode in entries:

@@ -139,6 +139,10 @@ def claim() -> Iterator[Optional[int]]:
 
     The lock is ``flock`` on a file per uid, so it ends with the holder, even one killed outright;
     whatever such a holder's submission left running is swept before the uid is handed out again.
+    A uid whose last tasks are dead but not yet reaped is passed over: a killed sandbox's are reaped
+    by the machine's init in its own time (1.3 to 1.9 s at load 23), and until then they count
+    against RLIMIT_NPROC, so a submission run under that uid would get fewer processes than its
+    limit, and a fork bomb would stop short of the limit the grader knows it by.
     """
     if os.geteuid() != 0:
         yield None
@@ -154,11 +158,14 @@ def claim() -> Iterator[Optional[int]]:
             continue
         try:
             _sweep(uid)
+            if _tasks(uid):  # dead, not reaped yet
+                continue
             yield uid
         finally:
             os.close(fd)
         return
-    raise SandboxUnavailable(f"all {SANDBOX_UIDS} sandbox uids are held by other gradings on this machine")
+    raise SandboxUnavailable(f"all {SANDBOX_UIDS} sandbox uids are held by other gradings on this machine "
+                             f"(or their last processes are not reaped yet)")
 
 
 def unclaimed_processes() -> list[str]:

@@ -5,11 +5,14 @@
 
 Your file replaces the queue head's claim and hand-off in the lab's Linux 6.12 qspinlock (the
 v6.12 variant, both pending-bit layouts); everything else links from the lab's own build
-(make lab).  arm64 and ppc64le binaries run under qemu-user.  The answer is one JSON line: whether
-it built (and the compiler's complaints if not), the torture tool's exit status (0 clean,
-1 violation, 3 hang, 4 inconclusive) or how it ended without one ("was killed by signal SIGSEGV",
-"wrote more output than allowed (an output flood)": its output is read up to OUTPUT bytes), and
-its summary.
+(make lab).  arm64 and ppc64le binaries run under qemu-user.  The race runs with the request's
+"seed" (default 1); a run that never took the queue's paths (exit 4, inconclusive: whether racing
+CPUs ever queue is the host's timing) is run again with the next seed, up to TRIES seeds, while a
+violation, a hang or anything else is the answer at once.  The answer is one JSON line: whether it
+built (and the compiler's complaints if not), the seed of the run it reports, the torture tool's
+exit status (0 clean, 1 violation, 3 hang, 4 inconclusive) or how it ended without one ("was killed
+by signal SIGSEGV", "wrote more output than allowed (an output flood)": its output is read up to
+OUTPUT bytes), and its summary.
 """
 
 import json
@@ -25,6 +28,8 @@ NR_CPUS = {8: 64, 1: 16384}
 CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-sign-compare",
           "-fno-strict-aliasing", "-ftls-model=local-exec", "-pthread"]
 OUTPUT = 4 << 20  # bytes: the torture tool prints one summary line (its log goes to a file)
+INCONCLUSIVE = 4  # the torture tool's exit status for a run that never took the queue's paths
+TRIES = 3  # seeds tried while a run is inconclusive
 
 
 def build(root: Path, arch: str) -> tuple[Path, str]:
@@ -73,15 +78,19 @@ def main():
         return
     cmd = RUN[arch] + [str(binary), "--variant", "v6.12", "--pending-bits", str(request.get("pending_bits", 8)),
                        *request.get("args", [])]
-    # the sandbox's own wall-clock limit stops a program that hangs: this one only caps the output
-    r = capture(cmd, Limits(output=OUTPUT, wall=7200))
+    first = int(request.get("seed", 1))
+    for seed in range(first, first + TRIES):
+        # the sandbox's own wall-clock limit stops a program that hangs: this one only caps the output
+        r = capture(cmd + ["--seed", str(seed)], Limits(output=OUTPUT, wall=7200))
+        if r.verdict != "failed" or r.status != INCONCLUSIVE:
+            break
     lines = r.stdout.decode(errors="replace").strip().splitlines()
     try:
         summary = json.loads(lines[-1]) if lines else None
     except json.JSONDecodeError:
         summary = None
     ended = r.status if r.verdict in ("ok", "failed") else r.why
-    print(json.dumps({"built": True, "status": ended, "summary": summary,
+    print(json.dumps({"built": True, "seed": seed, "status": ended, "summary": summary,
                       "stderr": r.stderr.decode(errors="replace")[-2000:]}))
 
 

@@ -162,8 +162,22 @@ def exit_status_lines() -> list[str]:
 class Parser(argparse.ArgumentParser):
     """argparse, with its errors turned into kstep's one line and exit status 2."""
 
+    # Options may come between the positionals (``kstep grade EX --config C SUB``): argparse alone
+    # gives both of two optional positionals to the first word and refuses the second.  Only for a
+    # command without subcommands (parse_intermixed_args refuses those).
+    intermixed = False
+
     def error(self, message: str):
         raise UserError(f"{message} (see '{self.prog} --help')")
+
+    def parse_known_args(self, args=None, namespace=None):
+        if not self.intermixed:
+            return super().parse_known_args(args, namespace)
+        self.intermixed = False  # the intermixed parse calls parse_known_args itself, twice
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self.intermixed = True
 
 
 def build_parser() -> Parser:
@@ -300,6 +314,7 @@ def build_parser() -> Parser:
     p.add_argument("--kernel-lab", metavar="DIR", help="the kernel lab to build C submissions against "
                                                        "(default: kernel-lab beside the exercises)")
     p.add_argument("--check-sandbox", action="store_true", help="only check that the sandbox works here")
+    p.intermixed = True
     p.set_defaults(run=cmd_grade)
 
     p = sub.add_parser("release", help="per-student bundles and Gradescope autograder zips", allow_abbrev=False,

@@ -5,6 +5,7 @@ The exercise is simulator/tests/data/grading/answer-ex (answer() must return 42)
 temporary folder so that the test can prove the tree around the scratch folder is unchanged.
 """
 
+import fcntl
 import hashlib
 import json
 import os
@@ -103,8 +104,10 @@ HOSTILE = {
     "memory": ("x = bytearray(1 << 34)\n", "ran out of memory"),
     "exit-status": ("raise SystemExit(3)\n", "exited with status 3"),
 }
-# A sleeper uses no CPU time, so nothing but the wall-clock limit ends it, however loaded the machine.
-SHORTER = {"sleeps": {"wall": 1}}
+# Limits of their own: a sleeper uses no CPU time, so nothing but the wall-clock limit ends it,
+# however loaded the machine (1 s is enough).  The spinning bomb is there to be ended by its CPU-time
+# limit, and at load 20 to 25 its 2 s of CPU time took 6 to 10 s: its wall-clock limit is a backstop.
+OWN_LIMITS = {"sleeps": {"wall": 1}, "spinning-bomb": {"wall": 60}}
 # these stop at a limit: run once, no more
 LIMITED = ("endless-loop", "sleeps", "fork-bomb", "spinning-bomb", "huge-output")
 
@@ -129,7 +132,7 @@ def test_a_hostile_submission_gets_zero_with_a_clear_message(ex, tmp_path, monke
     code, whys = HOSTILE[kind]
     whys = (whys,) if isinstance(whys, str) else whys
     runs = counting_runs(monkeypatch)
-    g = grade_code(ex, tmp_path, code, **{**SMALL, **SHORTER.get(kind, {})})
+    g = grade_code(ex, tmp_path, code, **{**SMALL, **OWN_LIMITS.get(kind, {})})
     assert g.score == 0
     messages = [t.output for t in g.tests]
     said = tuple(f"{start}your code {why}" for why in whys for start in ("", "not run: "))
@@ -221,6 +224,49 @@ def test_a_process_left_running_dies_with_the_sandbox(ex, tmp_path):
             "def answer():\n    return 42\n")
     g = grade_code(ex, tmp_path, code)  # grade_code finds no process of the sandbox's uid left
     assert g.score == g.max_score
+
+
+def test_the_leftover_check_finds_a_process_of_a_uid_no_grading_holds(tmp_path, monkeypatch):
+    """What grade_code's check rests on: a process of a sandbox uid whose lock nobody holds is
+    named, one of a held uid is not.  Both uids are claimed for real, so no grading beside this
+    test sweeps them; the check reads locks from a folder where only the second one is held."""
+    with sandbox.claim() as left, sandbox.claim() as held:
+        sleepers = {uid: subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                                           "sleep", "600"]) for uid in (left, held)}
+        try:
+            for uid, p in sleepers.items():  # until setpriv has taken the uid
+                while f"Uid:\t{uid}\t" not in Path(f"/proc/{p.pid}/status").read_text():
+                    assert p.poll() is None
+            monkeypatch.setattr(sandbox, "_lock_dir", lambda: tmp_path)
+            lock = os.open(tmp_path / f"{held}.lock", os.O_RDWR | os.O_CREAT)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            found = sandbox.unclaimed_processes()
+            assert f"{sleepers[left].pid} uid {left}" in found and f"{sleepers[held].pid} uid {held}" not in found
+            os.close(lock)
+        finally:
+            for p in sleepers.values():
+                p.kill()
+                p.wait()
+
+
+def test_a_uid_whose_last_process_is_dead_but_not_reaped_is_passed_over():
+    """A killed sandbox's tasks count against RLIMIT_NPROC until the machine's init reaps them, so a
+    grading given their uid at once would get fewer processes than its limit (the spinning bomb,
+    graded right after the fork bomb under its uid, forked to 31 of 32 and was called an endless
+    loop).  Here the dead process is this test's own child, reaped only at the end."""
+    with sandbox.claim() as uid:
+        dead = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "600"])
+        status = Path(f"/proc/{dead.pid}/status")
+        while f"Uid:\t{uid}\t" not in status.read_text():  # until setpriv has taken the uid
+            assert dead.poll() is None
+        dead.kill()
+        while "(zombie)" not in status.read_text():
+            pass
+    try:
+        with sandbox.claim() as again:
+            assert again != uid
+    finally:
+        dead.wait()
 
 
 def archive(path: Path, entries: list) -> Path:

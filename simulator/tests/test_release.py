@@ -128,6 +128,20 @@ def test_gradescope_metadata_names_the_student(course, capsys):
     assert "no users[0].email in this submission metadata" in capsys.readouterr().err
 
 
+def test_options_may_come_between_the_exercise_and_the_submission(course, capsys):
+    """``kstep grade EX --config C --student ID SUB`` grades as the documented order does (argparse
+    alone gave both positionals to EX and refused SUB)."""
+    tmp_path, config, roster = course
+    sub = tmp_path / "sub.py"
+    sub.write_text("def answer():\n    return 42\n")
+    options = ["--config", str(config), "--student", STUDENTS[1]]
+    said = []
+    for argv in (["answer-ex", str(sub), *options], ["answer-ex", *options, str(sub)]):
+        assert main(["grade", *argv]) == 0, capsys.readouterr().err
+        said.append(capsys.readouterr().out)
+    assert said[0] == said[1] and f"student: {STUDENTS[1]}" in said[1] and "4/4" in said[1], said
+
+
 @pytest.mark.parametrize("rows, message", [
     ([["name"], ["x"]], "needs a header row with a 'student' column"),
     ([["student"], ["bob"], ["bob"]], "line 3: student 'bob' is listed twice"),

@@ -7,15 +7,11 @@ test = {
         "type": "doctest", "scored": True, "teardown": "",
         "setup": "import json, subprocess, sys\n"
                  "def torture(*args, arch='x86_64', pending_bits=8):\n"
-                 "    for seed in ('1', '2', '3'):  # a run that never queued (4) proves nothing: another seed\n"
-                 "        request = {'arch': arch, 'pending_bits': pending_bits, 'args': [*args, '--seed', seed]}\n"
-                 "        r = subprocess.run([sys.executable, 'driver.py'], input=json.dumps(request),\n"
-                 "                           capture_output=True, text=True)\n"
-                 "        answer = json.loads(r.stdout.strip().splitlines()[-1])\n"
-                 "        status = answer.get('errors') or answer['status']\n"
-                 "        if status != 4:\n"
-                 "            return status\n"
-                 "    return status\n",
+                 "    request = {'arch': arch, 'pending_bits': pending_bits, 'seed': 1, 'args': list(args)}\n"
+                 "    r = subprocess.run([sys.executable, 'driver.py'], input=json.dumps(request),\n"
+                 "                       capture_output=True, text=True)\n"
+                 "    answer = json.loads(r.stdout.strip().splitlines()[-1])\n"
+                 "    return answer.get('errors') or answer['status']\n",
         "cases": [{
             "code": ">>> # it builds, and two CPUs racing through the pending path, the queue and set_locked\n"
                     ">>> # neither overlap nor hang (0: clean; 1: violation; 3: hang; 4: a path never taken)\n"

@@ -47,7 +47,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, NamedTuple, Optional, Sequence
+from typing import Collection, Iterator, NamedTuple, Optional, Sequence
 
 import kstep
 
@@ -139,6 +139,10 @@ def claim() -> Iterator[Optional[int]]:
 
     The lock is ``flock`` on a file per uid, so it ends with the holder, even one killed outright;
     whatever such a holder's submission left running is swept before the uid is handed out again.
+    A uid whose last tasks are dead but not yet reaped is passed over: a killed sandbox's are reaped
+    by the machine's init in its own time (1.3 to 1.9 s at load 23), and until then they count
+    against RLIMIT_NPROC, so a submission run under that uid would get fewer processes than its
+    limit, and a fork bomb would stop short of the limit the grader knows it by.
     """
     if os.geteuid() != 0:
         yield None
@@ -154,11 +158,14 @@ def claim() -> Iterator[Optional[int]]:
             continue
         try:
             _sweep(uid)
+            if _tasks(uid):  # dead, not reaped yet
+                continue
             yield uid
         finally:
             os.close(fd)
         return
-    raise SandboxUnavailable(f"all {SANDBOX_UIDS} sandbox uids are held by other gradings on this machine")
+    raise SandboxUnavailable(f"all {SANDBOX_UIDS} sandbox uids are held by other gradings on this machine "
+                             f"(or their last processes are not reaped yet)")
 
 
 def unclaimed_processes() -> list[str]:
@@ -176,8 +183,8 @@ def unclaimed_processes() -> list[str]:
             held.add(uid)
         finally:
             os.close(fd)
-    return [f"{pid} uid {uid}" for uid in range(SANDBOX_UID, SANDBOX_UID + SANDBOX_UIDS) if uid not in held
-            for pid in _live(uid)]
+    unheld = set(range(SANDBOX_UID, SANDBOX_UID + SANDBOX_UIDS)) - held
+    return [f"{pid} uid {uid}" for pid, uid in _live(unheld)]
 
 
 def prepare_scratch(scratch: Path, uid: Optional[int]) -> None:
@@ -368,25 +375,27 @@ def _reap(proc: subprocess.Popen, deadline: Optional[float]) -> tuple[Optional[i
         time.sleep(0.02)
 
 
-def _processes(uid: int) -> Iterator[tuple[int, dict]]:
-    """(pid, the fields of /proc/PID/status) of every process of ``uid``, zombies included."""
+def _processes(uids: Collection[int]) -> Iterator[tuple[int, int, dict]]:
+    """(pid, uid, the fields of /proc/PID/status) of every process of one of ``uids``, zombies
+    included: one pass over /proc, however many uids are asked about."""
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
             fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
         except OSError:
             continue  # it ended while we looked
-        if int(fields["Uid"].split()[0]) == uid:
-            yield int(status.parent.name), fields
+        uid = int(fields["Uid"].split()[0])
+        if uid in uids:
+            yield int(status.parent.name), uid, fields
 
 
-def _live(uid: int) -> list[int]:
-    """The processes of ``uid`` that are not zombies."""
-    return [pid for pid, fields in _processes(uid) if not fields["State"].strip().startswith("Z")]
+def _live(uids: Collection[int]) -> list[tuple[int, int]]:
+    """(pid, uid) of the processes of ``uids`` that are not zombies."""
+    return [(pid, uid) for pid, uid, fields in _processes(uids) if not fields["State"].strip().startswith("Z")]
 
 
 def _tasks(uid: int) -> int:
     """How many tasks ``uid`` has, as RLIMIT_NPROC counts them: every thread, zombies until reaped."""
-    return sum(int(fields.get("Threads", "1")) for _, fields in _processes(uid))
+    return sum(int(fields.get("Threads", "1")) for _, _, fields in _processes((uid,)))
 
 
 def _sweep(uid: int) -> int:
@@ -397,7 +406,7 @@ def _sweep(uid: int) -> int:
     """
     first = None
     for _ in range(600):
-        pids = _live(uid)
+        pids = [pid for pid, _ in _live((uid,))]
         first = len(pids) if first is None else first
         if not pids:
             return first

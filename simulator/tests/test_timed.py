@@ -50,6 +50,8 @@ def test_a_local_spin_costs_no_transfer_until_its_line_is_written():
     assert d.write(2, "node") == 1  # the predecessor's handoff invalidates it
     assert d.load(3, "node") == 1  # one re-read, then local again
     assert d.load(3, "node") == 0
+    # the line is Shared by CPUs 2 and 3 now, owned by neither: a store still invalidates the other copy
+    assert d.write(2, "node") == 1 and d.load(3, "node") == 1
 
 
 def test_cpus_that_take_one_line_wait_their_turn_and_readers_of_a_shared_line_do_not():

@@ -122,6 +122,13 @@ def good():
     return json.loads((costs.DEFAULT).read_text())
 
 
+def test_the_api_page_says_whether_the_committed_table_charges_an_ipi():
+    """docs/reference/api.md tells a reader that no committed number charges an IPI; a recalibrated
+    table that measured one must change that sentence."""
+    said = "its `ipi` came out 0" in (ROOT / "docs" / "reference" / "api.md").read_text()
+    assert said == (TABLE.ns["ipi"] == 0)
+
+
 @pytest.mark.parametrize("change, says", [
     (lambda d: "{", "not JSON"),
     (lambda d: [], "not a JSON object"),

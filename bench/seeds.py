@@ -184,24 +184,27 @@ def real_fork(fmt: str, large_mapcount: bool, strategy: str, order: int) -> str:
 
 
 def vma_locks(sizes=VMA_SIZES) -> list:
-    rows = []
-    for scenario, (where, said) in VMA_SCENARIOS.items():
-        for size, overrides in sizes[scenario].items():
-            r = timed.vma_faults(scenario, overrides)
-            old, new = r["no-per-vma-lock"], r["v6.12"]
-            rows.append({
-                "scenario": scenario, "size": size, "thread": said, "where": where,
-                "model": r,
-                "makespan_change": _change(new["makespan_ns"], old["makespan_ns"]),
-                "real": real_vma(scenario, size),
-                "why": (f"the run ends with {old['last']} without per-VMA locks and with {new['last']} with them; "
-                        f"the faults are done at {old['faults_done_ns']:g} → {new['faults_done_ns']:g} ns; they waited "
-                        f"{old['fault_waiting_ns']} ns without per-VMA locks and "
-                        f"{new['fault_waiting_ns']} ns with them; mmap_lock and other lines moved "
-                        f"{old['transfers']} against {new['transfers']} times "
-                        f"({old['transfer_ns']} against {new['transfer_ns']} ns)"),
-            })
-    return rows
+    return [vma_row(scenario, size, timed.vma_faults(scenario, overrides))
+            for scenario in VMA_SCENARIOS for size, overrides in sizes[scenario].items()]
+
+
+def vma_row(scenario: str, size: str, r: dict) -> dict:
+    """One per-VMA lock row from the model's timed runs ``r`` of both variants: every other cell of the
+    row follows from them, so a test can hold a committed row to its own numbers without rerunning it."""
+    where, said = VMA_SCENARIOS[scenario]
+    old, new = r["no-per-vma-lock"], r["v6.12"]
+    return {
+        "scenario": scenario, "size": size, "thread": said, "where": where,
+        "model": r,
+        "makespan_change": _change(new["makespan_ns"], old["makespan_ns"]),
+        "real": real_vma(scenario, size),
+        "why": (f"the run ends with {old['last']} without per-VMA locks and with {new['last']} with them; "
+                f"the faults are done at {old['faults_done_ns']:g} → {new['faults_done_ns']:g} ns; they waited "
+                f"{old['fault_waiting_ns']} ns without per-VMA locks and "
+                f"{new['fault_waiting_ns']} ns with them; mmap_lock and other lines moved "
+                f"{old['transfers']} against {new['transfers']} times "
+                f"({old['transfer_ns']} against {new['transfer_ns']} ns)"),
+    }
 
 
 QSPINLOCK_THREAD = ("-2%..-3% time for 3-8 tasks (5M-loop microbenchmark)", "002_2d9274d1d3d00671.txt:34-45")

@@ -1,6 +1,7 @@
 """mm-barriers graded as a class meets it: a release's bundles, the README's own commands, the
 cheapest fix, smp_mb() everywhere, and malformed litmus files (kstep.grading.barriers)."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +53,28 @@ def test_each_variant_is_broken_and_its_cheapest_fix_beats_smp_mb_everywhere(v):
     heavy = barriers.with_changes(test, everywhere(test))
     assert all(barriers.forbids(heavy, a) for a in ("x86", *archs))
     assert barriers.cost(heavy, archs, TABLE) > best
+
+
+def test_the_committed_cost_table_ranks_the_barriers_as_each_architecture_orders_their_cost():
+    """The ranking the grade rests on (issue 24, section 5): on x86 only a full barrier costs
+    (smp_mb, and smp_store_mb, whose xchg is the same locked instruction); on arm64 dmb ishst/ishld
+    < stlr/ldar < dmb ish; on POWER lwsync < sync."""
+    def cost(prim, arch):
+        return TABLE[prim][arch][0]
+
+    def insn(prim, arch):
+        return TABLE[prim][arch][1].split(" (")[0]
+
+    assert {p for p in TABLE if cost(p, "x86") > 0} == {"smp_mb", "smp_store_mb"}
+    assert [insn(p, "arm64") for p in ("smp_wmb", "smp_rmb", "smp_store_release", "smp_load_acquire", "smp_mb")] == [
+        "dmb ishst", "dmb ishld", "stlr", "ldar", "dmb ish"]
+    assert cost("smp_wmb", "arm64") == cost("smp_rmb", "arm64") < cost("smp_store_release", "arm64") \
+        == cost("smp_load_acquire", "arm64") < cost("smp_mb", "arm64")
+    lwsync = [p for p in TABLE
+              if "lwsync" in TABLE[p]["power"][1] and not re.search(r"(?<!lw)sync", TABLE[p]["power"][1])]
+    assert {"smp_wmb", "smp_rmb", "smp_store_release", "smp_load_acquire"} <= set(lwsync)
+    assert insn("smp_mb", "power") == "sync"
+    assert max(cost(p, "power") for p in lwsync) < cost("smp_mb", "power")
 
 
 def render(text: str, test, changes) -> str:

@@ -50,6 +50,8 @@ def test_a_local_spin_costs_no_transfer_until_its_line_is_written():
     assert d.write(2, "node") == 1  # the predecessor's handoff invalidates it
     assert d.load(3, "node") == 1  # one re-read, then local again
     assert d.load(3, "node") == 0
+    # the line is Shared by CPUs 2 and 3 now, owned by neither: a store still invalidates the other copy
+    assert d.write(2, "node") == 1 and d.load(3, "node") == 1
 
 
 def test_cpus_that_take_one_line_wait_their_turn_and_readers_of_a_shared_line_do_not():
@@ -118,6 +120,13 @@ def test_timed_runs_are_deterministic_and_a_saved_one_replays_with_its_table(tmp
 
 def good():
     return json.loads((costs.DEFAULT).read_text())
+
+
+def test_the_api_page_says_whether_the_committed_table_charges_an_ipi():
+    """docs/reference/api.md tells a reader that no committed number charges an IPI; a recalibrated
+    table that measured one must change that sentence."""
+    said = "its `ipi` came out 0" in (ROOT / "docs" / "reference" / "api.md").read_text()
+    assert said == (TABLE.ns["ipi"] == 0)
 
 
 @pytest.mark.parametrize("change, says", [

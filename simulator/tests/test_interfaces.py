@@ -67,7 +67,8 @@ def test_the_checks_find_a_stray_and_a_hidden_member():
     stray = type("Stray", (ProgramModel,), {"memory_fields": ("words",), "progress_labels": frozenset()})
     assert stray_members(stray) == ["memory_fields (MemoryAccess)", "progress_labels (Progress)"]
     hidden = type("Hidden", (MemoryAccess, ProgramModel), {})
-    assert hidden_members(hidden) == ["ordering (MemoryAccess hides ProgramModel's)"]
+    assert hidden_members(hidden) == ["ordering (MemoryAccess hides ProgramModel's)",
+                                      "word_stores (MemoryAccess hides ProgramModel's)"]
 
 
 def test_what_each_mechanism_declares():

@@ -15,8 +15,8 @@ from kstep.memory.verdict import check
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "kernel-lab/scripts/klitmus"
-# 2,000 iterations of each test on each architecture: the whole run takes 6-11 s at a load average of 9
-# on two cores, 23 s with the three builds (bench/klitmus.py runs 10^5).
+# 2,000 iterations of each test on each architecture: the whole run takes 28 s at a load average of 21
+# on two cores (niced), 62 s with the three builds (bench/klitmus.py runs 10^5).
 ITERATIONS = ["--runs", "2", "--size", "1000"]
 
 SB = """C SB

@@ -13,8 +13,8 @@ import pytest
 from support import bundled_runs, load, reachable
 from test_footprints import footprint_problems
 
-from kstep.engine import (FULL, HARM, Footprint, Frame, Invariant, Program, ProgramModel, Renamed, Source, Variant,
-                          explore, set_thread)
+from kstep.engine import (FULL, HARM, Action, Footprint, Frame, Invariant, Program, ProgramModel, Renamed, Source,
+                          Variant, explore, set_thread)
 from kstep.engine import memory_model as memory_model_module
 from kstep.engine.codec import Codec
 from kstep.engine.memory_model import MemoryAccess, StoreBuffered, apply, memory_model
@@ -44,7 +44,8 @@ dekker = Program()
 dekker.call("enter")(lambda s, i, arg: (Frame("want"), Frame("fence"), Frame("look"), Frame("critical")))
 
 
-@dekker.step("want", OUT, "flag[me] = 1", footprint=lambda s, i, arg: ((), {("flags", i)}))
+@dekker.step("want", OUT, "flag[me] = 1", footprint=lambda s, i, arg: ((), {("flags", i)}),
+             store=lambda s, i, arg: (("flags", i, 0xffffffff),))
 def want(s, i, arg):
     return s._replace(flags=s.flags[:i] + (1,) + s.flags[i + 1:])
 
@@ -133,10 +134,48 @@ def test_a_byte_store_drains_without_overwriting_the_tail():
     mem = w.memory(s)
     word = 0x00040000  # cpu0/idx0 queued, locked and pending clear: the head sets locked
     v = mem._replace(words=(word,), threads=(mem.threads[0]._replace(lock=0),) + mem.threads[1:])
-    stores = w.stores(v, set_locked(v, 0, None))
+    stores = w.stores(v, set_locked(v, 0, None), w._declared(v, Action("C0", "set_locked")))
     assert stores == ((v._fields.index("words"), 0, -1, 0xff, 1),)
     later = v._replace(words=(0x00080000,))  # meanwhile another CPU's xchg_tail put its tail in
     assert apply(later, stores).words == (0x00080001,)
+
+
+def pending_owner_stores(word, model=None):
+    """(the tso model, the state after C0's clear_pending_set_locked on lock A when its CPU reads ``word``)."""
+    m, sc, _ = load("qspinlock", "pending-path")
+    w = StoreBuffered(model or m, 2)
+    mem = w.memory(w.initial(sc.config))
+    c0 = mem.threads[0]._replace(frames=(Frame("clear_pending_set_locked"),), lock=0)
+    v = mem._replace(words=(word,), threads=(c0,) + mem.threads[1:])
+    after = w.step(w._with(v, ((),) * len(mem.count)), Action("C0", "clear_pending_set_locked"))
+    return w, after
+
+
+def test_clear_pending_set_locked_buffers_the_16_bit_store_the_kernel_makes():
+    """WRITE_ONCE(lock->locked_pending, _Q_LOCKED_VAL) writes both bytes of the halfword, also a pending
+    byte that is already 0 where this CPU reads it (a broken head's claim cleared it): its drain
+    clears the pending bit another CPU set meanwhile, as x86's 16-bit store does."""
+    w, after = pending_owner_stores(0x00000000)
+    assert after.store_buffers[0] == ((after._fields.index("words"), 0, -1, 0xffff, 1),)
+    assert w.entry_text(after, after.store_buffers[0][0]) == "A->locked_pending = 1"
+    meanwhile = w._with(w.memory(after)._replace(words=(0x00000100,)), after.store_buffers)  # C1 set pending
+    drained = w.step(meanwhile, Action("SB0", "drain_store_buffer"))
+    assert drained.words == (0x00000001,)
+    w, after = pending_owner_stores(0x00000001)  # the same store of what the word holds is a store too
+    assert after.store_buffers[0] == ((after._fields.index("words"), 0, -1, 0xffff, 1),)
+
+
+def test_a_step_that_changes_a_word_outside_the_store_it_declares_is_refused(monkeypatch):
+    from kstep.models.qspinlock import qspinlock as code
+    m = make_model("qspinlock")
+    steps = m._steps
+    monkeypatch.setitem(steps, "clear_pending_set_locked",
+                        steps["clear_pending_set_locked"]._replace(store=code.store_to("locked")))
+    with pytest.raises(ValueError, match=r"changes words\[0\] from 0x100 to 0x1, outside the store of bytes 0xff"):
+        pending_owner_stores(0x00000100, m)
+    monkeypatch.setitem(steps, "clear_pending_set_locked", steps["clear_pending_set_locked"]._replace(store=None))
+    with pytest.raises(ValueError, match=r"changes words\[0\] from 0x100 to 0x1 and declares no store there"):
+        pending_owner_stores(0x00000100, m)
 
 
 def test_a_locked_step_waits_for_an_empty_buffer_and_a_plain_one_does_not():

@@ -18,8 +18,9 @@ import pytest
 from kstep.engine.prng import SplitMix64
 from kstep.errors import UserError
 from kstep.memory import arm64, bundled, executions, lkmm, power, relations, sc, tso
-from kstep.memory.crosscheck import atomic_fence_alone, cross_check
-from kstep.memory.generate import generate, render
+from kstep.memory import generate as generator
+from kstep.memory.crosscheck import cross_check
+from kstep.memory.generate import AFTER_ATOMIC, BEFORE_ATOMIC, VALUELESS_RMW, generate, render
 from kstep.lab.source import index as source_index
 from kstep.memory.kernel_tree import kernel_litmus_tests
 from kstep.memory.litmus import MAX_DEPTH, parse
@@ -254,15 +255,44 @@ def test_the_cross_check_names_each_state_a_stronger_model_allows_and_a_weaker_f
     }
 
 
+def misplaced_atomic_fences(tests) -> list[str]:
+    """Each smp_mb__before_atomic() of ``tests`` not immediately before a value-less atomic RMW, and
+    each smp_mb__after_atomic() not immediately after one, as "random-SEED P<thread>"."""
+    out = []
+    for g in tests:
+        for t, ops in enumerate(g.threads):
+            rmw = [op[:2] == ("atomic", VALUELESS_RMW) for op in ops] + [False]
+            out += [f"random-{g.seed} P{t}" for i, op in enumerate(ops)
+                    if op == BEFORE_ATOMIC and not rmw[i + 1] or op == AFTER_ATOMIC and not rmw[i - 1]]
+    return out
+
+
+def test_the_generator_writes_the_atomic_fences_only_beside_a_valueless_atomic(monkeypatch):
+    """Documentation/atomic_t.txt: smp_mb__{before,after}_atomic() "only apply to the RMW atomic ops";
+    the generated tests (make test's 100 and the bench's first 300) have both, and each right before or
+    right after an atomic_inc(). A generator that writes them alone is caught."""
+    tests = [generate(seed, 8) for seed in range(100)] + [generate(100_000 + k, 10) for k in range(300)]
+    fences = {op for g in tests for ops in g.threads for op in ops if op in (BEFORE_ATOMIC, AFTER_ATOMIC)}
+    assert fences == {BEFORE_ATOMIC, AFTER_ATOMIC} and misplaced_atomic_fences(tests) == []
+    monkeypatch.setattr(generator._Drawer, "ops", lambda self, reg: (self.op(reg),))  # the fence alone
+    assert misplaced_atomic_fences(generate(100_000 + k, 10) for k in range(300))
+
+
 def test_an_atomic_fence_with_no_atomic_beside_it_is_ordered_on_arm64_and_not_on_x86():
-    """The bench's seed 100708: P0's smp_mb__before_atomic() stands before an acquire load, not an RMW.
-    x86 defines it empty, arm64 as dmb ish, so x86-TSO allows a store-buffering state arm64 forbids;
-    the cross-check must leave tso <= arm64 out there (atomic_fence_alone), and only there."""
-    g = generate(100_708, 10)
-    test = parse(render(g))
-    assert set(check(test, tso).states) - set(check(test, arm64).states)
-    assert atomic_fence_alone(g) and cross_check(g) == []
-    assert not atomic_fence_alone(generate(11, 8))
+    """Why the generator puts them beside an atomic: SB with smp_mb__before_atomic() alone between each
+    store and load. x86 defines it empty, arm64 as dmb ish, so x86-TSO allows the store-buffering state
+    arm64 forbids; the cross-check, which exempts no such test, says so.  Beside the atomic_inc() it
+    belongs to, the fence orders on both (x86's lock-prefixed inc is a full barrier)."""
+    def sb(between):
+        threads = tuple((("store", "WRITE_ONCE", me, 1), *between, ("load", "READ_ONCE", 1 - me, "r0"))
+                        for me in (0, 1))
+        return generator.Test(1, 3, threads, ((0, "r0", 0), (1, "r0", 0)), (None, None, None))
+
+    alone = sb((BEFORE_ATOMIC,))
+    assert [check(parse(render(alone)), m).result for m in (tso, arm64)] == ["Sometimes", "Never"]
+    assert any("tso allows" in p and "which arm64 forbids" in p for p in cross_check(alone))
+    beside = sb((BEFORE_ATOMIC, ("atomic", VALUELESS_RMW, 2, "r1")))
+    assert cross_check(beside) == [] and check(parse(render(beside)), tso).result == "Never"
 
 
 def test_the_cross_check_notices_final_states_that_renaming_changes():

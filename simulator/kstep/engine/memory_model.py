@@ -15,6 +15,12 @@ run under tso):
   byte-addressed, so a byte store to ``lock->locked`` buffers that byte alone and never
   overwrites the tail when it drains.  Every other field (the contexts' records and locals,
   per-CPU data only its own CPU touches, ghost fields) changes at once.
+- ``word_stores(state, action)``: the stores a plain step makes to those words, as
+  ``((field, element, mask), ...)``: the bytes each store of the kernel's code writes, its width,
+  whatever values they hold (``WRITE_ONCE(lock->locked_pending, _Q_LOCKED_VAL)`` writes both bytes
+  of the halfword, also a pending byte that is 0 already); a ProgramModel answers from each step's
+  ``store=``.  A step that changes a word where it declares no store, or bytes outside it, is a
+  model bug and raises ValueError.
 - ``private_parts``: "field.part" names of parts of those elements that are no shared
   memory, only the model's bookkeeping (a VMA's allocation status): they change at once.
 - ``cpu_field``: the field of a thread's record naming the CPU whose store buffer it
@@ -33,8 +39,12 @@ oldest entry first: store forwarding); the memory locations it changes become bu
 ``(field, element, part, mask, value)`` (part -1: the whole element; mask -1: the whole value),
 oldest first.  Elements a step appends to a tuple field (a VMA just allocated, that nobody else
 can reach until it is published) go to memory at once; the stores that fill them in are buffered.
-Only changed bytes are stored, so a store of the value the view already holds is
-no store at all (it can only hide an overwrite, never invent one).  A full step is enabled only
+A word's entry is the store the step declares: its mask is the store's bytes and its value what
+the step leaves there, so a drain writes every byte of the store and only those (a 16-bit store
+whose pending byte was already 0 still clears a pending bit another CPU set meanwhile).  A part
+of a struct (a node's ``next``, a VMA's ``vm_lock_seq``) is stored only when the step changes it:
+there a store of the value the view already holds is no store at all (it can only hide an
+overwrite, never invent one).  A full step is enabled only
 on an empty buffer and writes memory directly, as ``lock``-prefixed instructions and ``mfence``
 do.  The action ``drain_store_buffer`` of actor ``SB<cpu>`` writes the oldest entry of that CPU's
 buffer to memory.  A buffer holds at most ``depth`` entries: a step that would overfill it first
@@ -111,6 +121,12 @@ class MemoryAccess:
         """Why this variant cannot run under memory model ``name`` (its code is another
         architecture's), in a few words; empty when it can."""
         return ""
+
+    def word_stores(self, state: State, action: Action) -> tuple:
+        """The stores plain step ``action`` makes to byte-addressed words: ((field, element, mask), ...),
+        the field by name (a ProgramModel answers from its steps' ``store=``, and is listed before this
+        class)."""
+        return ()
 
     def store_parts(self, state: State, entry: tuple) -> Optional[tuple[str, str]]:
         """A buffered store as the kernel's code names where it writes and what (qspinlock:
@@ -255,7 +271,7 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
                 raise ValueError(f"{action} is a full fence: CPU {b}'s store buffer must drain first")
             return self._with(self.inner.step(mem, action), buffers)
         t = self.inner.step(v, action)
-        stores = self.stores(v, t)
+        stores = self.stores(v, t, self._declared(v, action))
         out = list(t)
         for k in self._memory:  # memory keeps its values; the stores wait in the buffer
             out[k] = mem[k] if len(t[k]) == len(v[k]) or type(t[k]) is not tuple else mem[k] + t[k][len(v[k]):]
@@ -266,12 +282,19 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
             m, buf = apply(m, buf[:len(buf) - self.depth]), buf[len(buf) - self.depth:]
         return self._with(m, _set(buffers, b, buf))
 
-    def stores(self, before: State, after: State) -> tuple:
-        """The buffer entries of the memory ``after`` changed from ``before`` (field order, then element)."""
+    def _declared(self, view: State, action: Action) -> dict:
+        """(field index, element) -> mask of each word store plain step ``action`` declares."""
+        fields = view._fields
+        return {(fields.index(field), n): mask for field, n, mask in self.inner.word_stores(view, action)}
+
+    def stores(self, before: State, after: State, declared: Mapping) -> tuple:
+        """The buffer entries of a step from ``before`` to ``after`` (field order, then element): its
+        ``declared`` word stores, (field index, element) -> mask, and every part it changed."""
         out: list[tuple] = []
         for k in self._memory:
             x, y = before[k], after[k]
-            if x == y:
+            words = {n: mask for (field, n), mask in declared.items() if field == k}
+            if x == y and not words:
                 continue
             if hasattr(y, "_fields") and type(x) is type(y):  # a struct (mm): one location per field
                 out.extend((k, -1, j, -1, c) for j, (o, c) in enumerate(zip(x, y)) if o != c)
@@ -280,13 +303,15 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
                 out.append((k, -1, -1, -1, y))
                 continue
             for n, (p, q) in enumerate(zip(x, y)):  # what a step appends (a VMA allocated) is no store
-                if p == q:
+                if n in words:
+                    out.append(_word_store(before._fields[k], k, n, p, q, words[n]))
+                elif p == q:
                     continue
-                if hasattr(q, "_fields"):
+                elif hasattr(q, "_fields"):
                     out.extend((k, n, j, -1, c) for j, (o, c) in enumerate(zip(p, q)) if o != c)
-                elif type(p) is int and type(q) is int and p >= 0 and q >= 0:
-                    mask = _byte_mask(p ^ q)
-                    out.append((k, n, -1, mask, q & mask))
+                elif type(q) is int:
+                    raise ValueError(f"a plain step changes {before._fields[k]}[{n}] from {p:#x} to {q:#x} "
+                                     "and declares no store there (store= on its step)")
                 else:
                     out.append((k, n, -1, -1, q))
         return tuple(out)
@@ -536,6 +561,17 @@ def apply(state: State, entries: tuple) -> State:
             new = value
         out[field] = items[:n] + (new,) + items[n + 1:]
     return tuple.__new__(type(state), out)
+
+
+def _word_store(name: str, k: int, n: int, before: int, after: int, mask: int) -> tuple:
+    """The buffer entry of a declared store of bytes ``mask`` to word ``n`` of field ``name`` (index
+    ``k``) that leaves ``after`` where ``before`` was."""
+    if before < 0 or after < 0 or mask <= 0 or _byte_mask(mask) != mask:
+        raise ValueError(f"{name}[{n}]: a store writes whole bytes ({mask:#x}) of a non-negative word")
+    if _byte_mask(before ^ after) & ~mask:
+        raise ValueError(f"a plain step changes {name}[{n}] from {before:#x} to {after:#x}, outside the "
+                         f"store of bytes {mask:#x} it declares")
+    return (k, n, -1, mask, after & mask)
 
 
 def _byte_mask(bits: int) -> int:

@@ -61,6 +61,12 @@ class Step(NamedTuple):
     ``live`` names the locals of its own thread (``ProgramModel.locals``) that this step, or a later
     one of the thread, may read before writing them; every other local is dead while this step is
     next, and the explorer forgets its value (``ProgramModel.forget``).
+
+    ``order`` is PLAIN or FULL, or a function taking run's arguments that answers which: FULL for an
+    atomic RMW or a full fence (see engine/memory_model.py).  ``store``, taking run's arguments,
+    returns the stores the step makes to byte-addressed words as the kernel's code makes them:
+    ``((field, element, mask), ...)``, each word and the bytes its store writes (a 16-bit
+    ``WRITE_ONCE`` writes both bytes, also one whose value stays); None: the step stores to none.
     """
 
     label: str
@@ -76,16 +82,19 @@ class Step(NamedTuple):
     live: tuple = ()
     order: Any = PLAIN
     guard_reads: Optional[tuple] = None
+    store: Optional[Callable[..., tuple]] = None
 
 
 class Replacement(NamedTuple):
     """What a variant puts in place of one step: its body, its enabling condition and its one-line
-    text.  None keeps the default's; a replaced step of a correct variant says what it does in its
-    own words (the test of the model sources holds every variant to that)."""
+    text, and the word stores it makes (``Step.store``).  None keeps the default's; a replaced step of
+    a correct variant says what it does in its own words (the test of the model sources holds every
+    variant to that)."""
 
     run: Optional[Callable[..., State]] = None
     guard: Optional[Callable[..., bool]] = None
     what: Optional[str] = None
+    store: Optional[Callable[..., tuple]] = None
 
 
 class Call(NamedTuple):
@@ -116,14 +125,14 @@ class Program:
 
     def step(self, label: str, location: str | Source, what: str, *, daemon: bool = False, cost: Any = 1,
              optional: bool = False, idle: bool = False, footprint: Optional[Callable[..., tuple]] = None,
-             live: tuple = (), order: Any = PLAIN):
+             live: tuple = (), order: Any = PLAIN, store: Optional[Callable[..., tuple]] = None):
         """Register an atomic step; ``what`` says in one line what the code does there.
 
         ``location`` is the kernel's ``"path:function"``, or a ``Source.outside(...)`` for a step
         that is no kernel code.  ``optional``: every thread may take it besides its next frame (see
         the module docstring); ``idle`` (daemons): its run and guard also receive the bitmask of
         idle threads; ``footprint``: what it reads and writes; ``live``: the thread's locals still to be
-        read (see ``Step``); ``order``: PLAIN or FULL (see ``Step``).
+        read (see ``Step``); ``order``: PLAIN or FULL, and ``store``: the word stores it makes (see ``Step``).
         """
         if optional and daemon or idle and not daemon:
             raise ValueError(f"step {label!r}: optional steps belong to threads, idle masks to daemons")
@@ -132,7 +141,7 @@ class Program:
             self._fresh(label)
             source = location if isinstance(location, Source) else Source.parse(location)
             self.steps[label] = Step(label, source, what, run, None, daemon, cost, optional, idle, footprint,
-                                      tuple(live), order)
+                                      tuple(live), order, store=store)
             return run
 
         return register
@@ -198,7 +207,8 @@ class Program:
                 what = r.what or (broken.doc if broken else old.what)
                 if broken:
                     what = f"broken ({broken.name}): {what}"
-                copy.steps[label] = old._replace(run=r.run or old.run, guard=r.guard or old.guard, what=what)
+                copy.steps[label] = old._replace(run=r.run or old.run, guard=r.guard or old.guard, what=what,
+                                                 store=r.store or old.store)
             elif label in copy.calls:
                 copy.calls[label] = copy.calls[label]._replace(expand=r)
             else:
@@ -460,11 +470,11 @@ class ProgramModel(Model, Reductions, Timing):
 
     def ordering(self, state: State, action: Action) -> str:
         st = self._steps[action.label]
-        order = st.order
-        if callable(order):
-            i = thread_index(state, action.actor)
-            return order(state, i) if st.optional else order(state, i, state.threads[i].frames[0][1])
-        return order
+        return _asked(st, st.order, state, action) if callable(st.order) else st.order
+
+    def word_stores(self, state: State, action: Action) -> tuple:
+        st = self._steps[action.label]
+        return () if st.store is None else _asked(st, st.store, state, action)
 
     def cost(self, state: State, action: Action) -> int:
         c = self._steps[action.label].cost
@@ -541,6 +551,12 @@ class ProgramModel(Model, Reductions, Timing):
 
 
 _last_index: dict[str, int] = {}  # a memo only: every hit is checked against the state
+
+
+def _asked(st: Step, fn: Callable[..., Any], state: State, action: Action) -> Any:
+    """What ``fn`` answers of thread step ``st`` about to run as ``action``, given run's arguments."""
+    i = thread_index(state, action.actor)
+    return fn(state, i) if st.optional else fn(state, i, state.threads[i].frames[0][1])
 
 
 def thread_index(state: State, name: str) -> int:

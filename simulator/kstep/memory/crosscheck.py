@@ -6,8 +6,7 @@ the weaker one:
 * sc by x86-TSO (TSO only adds the store buffer);
 * x86-TSO by arm64, unless a thread has a release followed in program order by an acquire:
   arm64 orders ``stlr`` before a later ``ldar`` (RCsc), while x86's plain moves let the store sit
-  in the buffer past the load; or an ``smp_mb__before_atomic()``/``__after_atomic()`` with no
-  atomic RMW beside it (:func:`atomic_fence_alone`);
+  in the buffer past the load;
 * x86, arm64 and POWER by the LKMM, unless the LKMM flags a data race: the LKMM is meant to be
   no stronger than the hardware (tools/memory-model/Documentation/litmus-tests.txt, LIMITATIONS).
 
@@ -31,7 +30,6 @@ INCLUSIONS = (("tso", "sc"), ("arm64", "tso"), ("lkmm", "tso"), ("lkmm", "arm64"
 # the renamed test's location names: none of them is one of LOCATIONS, and sorted they come in
 # another order, so the events are numbered differently too
 RENAMED = ("q", "n", "p", "m")
-RMW = ("xchg", "cmpxchg", "atomic")  # the generator's atomic read-modify-writes
 
 
 def release_then_acquire(test: Test) -> bool:
@@ -41,20 +39,6 @@ def release_then_acquire(test: Test) -> bool:
         first = next((i for i, name in enumerate(names) if name.endswith("release")), None)
         if first is not None and any(name.endswith("acquire") for name in names[first + 1:]):
             return True
-    return False
-
-
-def atomic_fence_alone(test: Test) -> bool:
-    """Whether a thread has ``smp_mb__before_atomic()`` not right before an atomic RMW, or
-    ``smp_mb__after_atomic()`` not right after one. They order only with that RMW
-    (Documentation/atomic_t.txt), so x86 defines them empty (its atomics are locked, full barriers)
-    while arm64 makes them ``dmb ish``: alone, arm64 orders what x86 does not."""
-    for ops in test.threads:
-        for i, op in enumerate(ops):
-            if op == ("fence", "smp_mb__before_atomic") and (i + 1 == len(ops) or ops[i + 1][0] not in RMW):
-                return True
-            if op == ("fence", "smp_mb__after_atomic") and (i == 0 or ops[i - 1][0] not in RMW):
-                return True
     return False
 
 
@@ -99,7 +83,7 @@ def cross_check(test: Test, check=verdicts.check, rename_seed: int | None = None
     states = {name: {frozenset(s) for s in v.states} for name, v in got.items()}
     out = []
     for weak, strong in INCLUSIONS:
-        if (weak, strong) == ("arm64", "tso") and (release_then_acquire(test) or atomic_fence_alone(test)):
+        if (weak, strong) == ("arm64", "tso") and release_then_acquire(test):
             continue
         if weak == "lkmm" and "data-race" in got["lkmm"].flags:
             continue

@@ -19,6 +19,12 @@ address dependency on the read. A pointer in a register may also be written to a
 location (a data dependency that carries an address). Pointers point only at ordinary
 locations, so every access through one reads or writes an int, and no run of a thread
 dereferences an int.
+
+``smp_mb__before_atomic()`` and ``smp_mb__after_atomic()`` come only with the value-less atomic RMW
+they belong to, immediately before or after it: Documentation/atomic_t.txt says they "only apply to
+the RMW atomic ops", and the kernel writes them beside the non-returning ones (``atomic_inc``) whose
+ordering they upgrade. Alone they would order on arm64 (``dmb ish``) what they leave unordered on
+x86 (empty: its atomics are locked instructions), code no kernel writes.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from kstep.engine.prng import SplitMix64
 
 LOCATIONS = ("x", "y", "z", "w")
 FENCES = ("smp_mb", "smp_rmb", "smp_wmb", "smp_mb__before_atomic", "smp_mb__after_atomic")
+BEFORE_ATOMIC, AFTER_ATOMIC = ("fence", "smp_mb__before_atomic"), ("fence", "smp_mb__after_atomic")
+VALUELESS_RMW = "atomic_inc"  # the generator's atomic RMW that returns nothing
 ORDERS = ("", "_relaxed", "_acquire", "_release")
 # memory accesses of each kind of operation (an RMW reads and writes); every other kind makes one
 ACCESSES = {"fence": 0, "xchg": 2, "cmpxchg": 2, "atomic": 2}
@@ -103,13 +111,27 @@ class _Drawer:
             return Address(self.pick(self.ordinary))
         return 1 + self.rng.below(2)
 
+    def ops(self, reg: str) -> tuple[tuple, ...]:
+        """The next operation, or an ``smp_mb__{before,after}_atomic()`` with the value-less atomic RMW
+        right after or before it."""
+        op = self.op(reg)
+        if op == BEFORE_ATOMIC:
+            return op, self.atomic(reg, VALUELESS_RMW)
+        if op == AFTER_ATOMIC:
+            return self.atomic(reg, VALUELESS_RMW), op
+        return (op,)
+
+    def atomic(self, reg: str, name: str | None = None) -> tuple:
+        """An atomic on an ordinary location (its arithmetic needs an int): ``name``, or either kind."""
+        target = self.target(ordinary_only=True)
+        return ("atomic", name or self.pick((VALUELESS_RMW, "atomic_inc_return")), target, reg)
+
     def op(self, reg: str) -> tuple:
         kind = self.rng.below(10)
         if kind == 0:
             return ("fence", self.pick(FENCES))
-        if kind == 7:  # an atomic's arithmetic needs an int
-            target = self.target(ordinary_only=True)
-            return ("atomic", self.pick(("atomic_inc", "atomic_inc_return")), target, reg)
+        if kind == 7:
+            return self.atomic(reg)
         if kind in (8, 9) and self.regs:
             src = self.pick(self.regs)
             if kind == 8:  # the register's value written: an address only into a pointer location
@@ -163,14 +185,16 @@ def generate(seed: int, max_events: int = 8) -> Test:
         draw = _Drawer(rng, pointers)
         ops: list[tuple] = []
         for _ in range(2 + rng.below(3)):
-            op = draw.op(f"r{len(draw.regs)}")
-            if accesses(op) > share:
+            drawn = draw.ops(f"r{len(draw.regs)}")
+            cost = sum(accesses(op) for op in drawn)
+            if cost > share:
                 break
-            share -= accesses(op)
-            budget -= accesses(op)
-            ops.append(op)
-            if _returns(op):
-                draw.returned(op)
+            share -= cost
+            budget -= cost
+            ops += drawn
+            for op in drawn:
+                if _returns(op):
+                    draw.returned(op)
         if not any(accesses(op) for op in ops):  # a thread of fences alone orders nothing
             target = rng.below(nloc)
             ops.append(("store", "WRITE_ONCE", target, draw.value(target)))
@@ -216,7 +240,7 @@ def render(test: Test, thread_order: tuple[int, ...] | None = None,
                 body.append(f"{op[4]} = {op[1]}({place(op[2])}, {value(op[3])});")
             elif kind == "cmpxchg":
                 body.append(f"{op[5]} = {op[1]}({place(op[2])}, {value(op[3])}, {value(op[4])});")
-            elif op[1] == "atomic_inc":
+            elif op[1] == VALUELESS_RMW:
                 body.append(f"atomic_inc({place(op[2])});")
             elif kind == "atomic":
                 body.append(f"{op[3]} = atomic_inc_return({place(op[2])});")

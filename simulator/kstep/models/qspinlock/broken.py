@@ -41,7 +41,8 @@ def only_locked_gone(s, i, arg):
 
 
 def set_word_locked_val(s, i, arg):
-    """Broken: the head sets the whole word to _Q_LOCKED_VAL although others are queued."""
+    """Broken: the head sets the whole word to _Q_LOCKED_VAL although others are queued
+    (``atomic_set(&lock->val, _Q_LOCKED_VAL)``, a 32-bit store)."""
     return set_word(s, s.threads[i].lock, _Q_LOCKED_VAL)
 
 

@@ -208,8 +208,8 @@ class QspinlockModel(Footprints, CpuSymmetry, ProgramModel, MemoryAccess, Progre
     def store_parts(self, s, entry):
         """A store waiting in a store buffer as the 6.12 code writes it: (where, value).  A store to the
         word names the member of struct qspinlock it writes (``A->locked``, ``0``: lock A's
-        ``smp_store_release(&lock->locked, 0)``), or the bytes of ``val`` it changes when they make no
-        member (``A->val &0xff00ff``, a variant's whole-word store); a ticket lock's names the owner half
+        ``smp_store_release(&lock->locked, 0)``; ``A->val``, a variant's whole-word store): the store its
+        step declares (``store=``) is one member's bytes; a ticket lock's names the owner half
         (``*(u16 *)A``, arch_spin_unlock's ``ptr``).  A store to an MCS node names the pointer the code
         writes through and the node it points to: the owner's ``node->locked = 0`` and ``node->next =
         NULL`` before it queues, the successor's ``prev->next = node`` linking in behind it, and the
@@ -223,12 +223,10 @@ class QspinlockModel(Footprints, CpuSymmetry, ProgramModel, MemoryAccess, Progre
                 pointer, said = ("node" if value == 0 else "next"), str(value)
             return f"{pointer}->{member} ({_node_text(n)})", said
         lock = lock_name(n)
-        if s.layout == TICKET and mask <= U16:
-            return f"*(u16 *){lock}" + ("" if mask == U16 else f" &{mask:#x}"), str(value)
-        part = word_parts(LAYOUTS[s.pending_bits]).get(mask) if s.layout == QSPINLOCK else None
-        if part is None:
-            return f"{lock}->val &{mask:#x}", f"{value:#x}"
-        return f"{lock}->{part[0]}", str(value >> part[1])
+        if s.layout == TICKET:
+            return f"*(u16 *){lock}", str(value)
+        member, offset = word_parts(LAYOUTS[s.pending_bits])[mask]
+        return f"{lock}->{member}", str(value >> offset)
 
     def expect_functions(self):
         """What a scenario's ``[[expect]]`` may ask about a lock, named "A" to "E": ``tail(L)`` (the

@@ -16,7 +16,7 @@ from .caller import CALLER, CRITICAL_SECTION, critical_section, lock_list
 from .footprints import (fp_claim, fp_count, fp_enqueue, fp_got_lock, fp_handoff, fp_init_node, fp_link_prev,
                          fp_mcs_spin, fp_read_word, fp_wait_next, fp_word, fp_word_arg)
 from .mcs_spinlock import handed_off, mcs_handoff, mcs_spin
-from .qspinlock_types import _Q_LOCKED_MASK, _Q_LOCKED_VAL, _Q_PENDING_VAL, LAYOUTS, U16, U32, QLayout
+from .qspinlock_types import _Q_LOCKED_MASK, _Q_LOCKED_VAL, _Q_PENDING_VAL, LAYOUTS, U16, U32, QLayout, member_masks
 from .state import (LINKS_FIELD, MAX_NODES, NULL, ghost_dequeue, ghost_enqueue, node_id, own_node, set_count, set_ctx,
                     set_field, set_node, set_word)
 
@@ -29,6 +29,18 @@ def encode_tail(lay: QLayout, cpu: int, idx: int) -> int:
 def decode_tail(lay: QLayout, tail: int) -> tuple[int, int]:
     """(cpu, idx) of the node a tail names (the kernel returns per_cpu_ptr(&qnodes[idx].mcs, cpu))."""
     return (tail >> lay.TAIL_CPU_OFFSET) - 1, (tail & lay.TAIL_IDX_MASK) >> lay.TAIL_IDX_OFFSET
+
+
+MEMBERS = {bits: member_masks(lay) for bits, lay in LAYOUTS.items()}
+
+
+def store_to(member):
+    """``store=`` of a step that stores to ``member`` of its lock's struct qspinlock: the bytes of the
+    word that member covers, whatever values they keep.  With one pending bit ``pending`` and
+    ``locked_pending`` are no members: the code that writes them there is an atomic on ``lock->val``."""
+    def store(s, i, arg):
+        return (("words", s.threads[i].lock, MEMBERS[s.pending_bits].get(member, U32)),)
+    return store
 
 
 def pending_store_order(s, i, arg):
@@ -106,7 +118,7 @@ def queued_fetch_set_pending_acquire(s, i, arg):
 
 @qspinlock.step("clear_pending", "kernel/locking/qspinlock.c:clear_pending",
                 "undo the pending bit we set after seeing contention (*,1,* -> *,0,*), then queue", footprint=fp_word,
-                order=pending_store_order)
+                order=pending_store_order, store=store_to("pending"))
 def clear_pending(s, i, arg):
     lock = s.threads[i].lock
     w = s.words[lock]
@@ -131,7 +143,7 @@ def locked_clear(s, i, arg):
 
 @qspinlock.step("clear_pending_set_locked", "kernel/locking/qspinlock.c:clear_pending_set_locked",
                 "take the lock from pending: *,1,0 -> *,0,1 (no stealing may happen while pending is held)",
-                footprint=fp_word, order=pending_store_order)
+                footprint=fp_word, order=pending_store_order, store=store_to("locked_pending"))
 def clear_pending_set_locked(s, i, arg):
     lock = s.threads[i].lock
     w = s.words[lock]
@@ -268,7 +280,7 @@ def claim_cmpxchg(s, i, arg):
 
 @qspinlock.step("set_locked", "kernel/locking/qspinlock.c:set_locked",
                 "others are queued: WRITE_ONCE(lock->locked, _Q_LOCKED_VAL), a plain byte store "
-                "(*,*,0 -> *,0,1), patch 07/11", footprint=fp_word)
+                "(*,*,0 -> *,0,1), patch 07/11", footprint=fp_word, store=store_to("locked"))
 def set_locked(s, i, arg):
     lock = s.threads[i].lock
     return set_word(s, lock, (s.words[lock] & ~_Q_LOCKED_MASK) | _Q_LOCKED_VAL)
@@ -305,7 +317,8 @@ qspinlock.step("critical_section", CALLER, CRITICAL_SECTION, footprint=fp_got_lo
 
 
 @qspinlock.step("queued_spin_unlock", "include/asm-generic/qspinlock.h:queued_spin_unlock",
-                "smp_store_release(&lock->locked, 0): a byte store, tail and pending untouched", footprint=fp_word)
+                "smp_store_release(&lock->locked, 0): a byte store, tail and pending untouched", footprint=fp_word,
+                store=store_to("locked"))
 def queued_spin_unlock(s, i, arg):
     lock = s.threads[i].lock
     return set_ctx(set_word(s, lock, s.words[lock] & ~_Q_LOCKED_MASK), i, lock=-1)

@@ -62,12 +62,17 @@ LAYOUTS = {8: q_layout(8), 1: q_layout(1)}
 
 
 def word_parts(lay: QLayout) -> dict[int, tuple[str, int]]:
-    """The members of struct qspinlock's union that a plain store may write, by mask: (name, offset).
-    ``locked`` always; ``pending``, ``locked_pending`` and ``tail`` only ``#if _Q_PENDING_BITS == 8``,
-    where they are whole bytes and halfwords of the word."""
-    parts = {_Q_LOCKED_MASK: ("locked", _Q_LOCKED_OFFSET)}
+    """The members of struct qspinlock's union that a store may write, by mask: (name, offset).
+    ``val`` (the whole word) and ``locked`` always; ``pending``, ``locked_pending`` and ``tail`` only
+    ``#if _Q_PENDING_BITS == 8``, where they are whole bytes and halfwords of the word."""
+    parts = {U32: ("val", 0), _Q_LOCKED_MASK: ("locked", _Q_LOCKED_OFFSET)}
     if lay.PENDING_BITS == 8:
         parts.update({lay.PENDING_MASK: ("pending", _Q_PENDING_OFFSET),
                       lay.LOCKED_PENDING_MASK: ("locked_pending", _Q_LOCKED_OFFSET),
                       lay.TAIL_MASK: ("tail", lay.TAIL_OFFSET)})
     return parts
+
+
+def member_masks(lay: QLayout) -> dict[str, int]:
+    """The bytes of the word each member of ``word_parts`` covers, by name."""
+    return {name: mask for mask, (name, _) in word_parts(lay).items()}

@@ -50,8 +50,14 @@ def ticket_served(s, i, arg):
 ticket.step("critical_section", CALLER, CRITICAL_SECTION, footprint=fp_got_lock)(critical_section)
 
 
+def owner_half_store(s, i, arg):
+    """``u16 *ptr = (u16 *)lock + IS_ENABLED(CONFIG_CPU_BIG_ENDIAN)``: a 16-bit store to the owner half."""
+    return (("words", s.threads[i].lock, U16),)
+
+
 @ticket.step("arch_spin_unlock", "include/asm-generic/spinlock.h:arch_spin_unlock",
-             "smp_store_release of (u16)val + 1 into the owner half: serve the next ticket", footprint=fp_word)
+             "smp_store_release of (u16)val + 1 into the owner half: serve the next ticket", footprint=fp_word,
+             store=owner_half_store)
 def arch_spin_unlock(s, i, arg):
     t = s.threads[i]
     w = s.words[t.lock]

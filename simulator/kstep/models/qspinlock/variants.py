@@ -10,6 +10,7 @@ from ...engine import MADE_UP, Replacement, Variant
 from .before_set_locked import BEFORE_SET_LOCKED
 from .broken import (fetch_set_pending_no_undo, node_count_inc_init_late, node_count_inc_store_late, only_locked_gone,
                      set_word_locked_val, xchg_tail_16bit_always, xchg_tail_then_init)
+from .qspinlock import store_to
 from .state import POWERPC, QSPINLOCK, TICKET
 from .x86 import slowpath_virt
 
@@ -50,7 +51,8 @@ VARIANTS = {
             "free and the head's trylock_clean_tail")}),
     "clear-tail-always": _broken(
         "clear-tail-always", "the queue head sets the whole word to _Q_LOCKED_VAL even when others are "
-        "queued, clearing their tail", unfixed=MADE_UP, set_locked=set_word_locked_val),
+        "queued, clearing their tail", unfixed=MADE_UP,
+        set_locked=Replacement(set_word_locked_val, store=store_to("val"))),
     "pending-not-undone": _broken(
         "pending-not-undone", "after setting pending and seeing contention, the locker queues without "
         "clear_pending()", unfixed=MADE_UP,

@@ -77,6 +77,20 @@ def test_faulters_on_one_mmap_lock_queue_for_its_line():
     assert 0 < line_wait(2) < line_wait(12)
 
 
+def test_each_lines_transfers_and_queueing_are_the_actors_and_the_mmap_lock_line_has_its_own():
+    # every transfer and every ns queued is some line's: the per-line stats add up to the per-actor
+    # ones, and the faulters' one shared line without per-VMA locks, mmap_lock's, moves and is queued for
+    runs = {v: timed("vma-locks", "android-app-launch", v, ("threads.0.count=6",))[1]
+            for v in ("no-per-vma-lock", "v6.12")}
+    for trace in runs.values():
+        s = trace.stats
+        assert sum(s["line_transfers"].values()) == sum(s["transfers"].values())
+        assert sum(s["line_queue_ns"].values()) == pytest.approx(sum(s["line_wait_ns"].values()), abs=1)  # each rounded
+    old, new = (runs[v].stats for v in ("no-per-vma-lock", "v6.12"))
+    assert old["line_transfers"].get("mm.mmap_lock", 0) > new["line_transfers"].get("mm.mmap_lock", 0)
+    assert old["line_queue_ns"].get("mm.mmap_lock", 0) > new["line_queue_ns"].get("mm.mmap_lock", 0)
+
+
 def test_mcs_waiter_spins_on_its_own_node_without_a_transfer():
     # three-waiters: C3 spins in mcs_spin on its own node (last written by itself), which costs
     # nothing until C2's handoff writes it; its one re-read is its mcs_spin step's transfer.  Then,

@@ -137,8 +137,12 @@ class Cost(NamedTuple):
 
     work: float
     transfer: float
-    transfers: int
+    moved: tuple = ()  # the lines it transferred, one entry per transfer
     serial: tuple = ()  # the lines whose transfer waits for the line's previous one (see Queueing)
+
+    @property
+    def transfers(self) -> int:
+        return len(self.moved)
 
     @property
     def total(self) -> float:
@@ -225,20 +229,21 @@ def step_cost(model: Model, table: CostTable, directory: Directory, cpu: Any, st
     """What ``action`` of ``cpu`` costs from ``state`` (to ``after``), the directory updated."""
     ns = table.ns
     reads, writes = accesses(model, state, action, after)
-    transfers, serial = 0, []
+    moved, serial = [], []
     for line in sorted(reads, key=repr):
         took = directory.take(cpu, line)
-        transfers += took is not None
+        if took is not None:
+            moved.append(line)
         if took:
             serial.append(line)
     for line in sorted(writes, key=repr):
         if directory.write(cpu, line):
-            transfers += 1
+            moved.append(line)
             serial.append(line)
     per_write = ns["atomic"] if writes and memory_model.of(model).ordering(state, action) == FULL else ns["store"]
     work = ns["step"] + ns["load"] * len(reads) + per_write * len(writes)
     work += sum(ns[kind] * n for kind, n in timing.of(model).work(state, action, after).items())
-    return Cost(work, ns["transfer"] * transfers, transfers, tuple(serial))
+    return Cost(work, ns["transfer"] * len(moved), tuple(moved), tuple(serial))
 
 
 def spin_lines(model: Model, state: State, actor: str) -> set:

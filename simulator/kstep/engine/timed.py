@@ -20,8 +20,9 @@ is the order of start times, and a write's latency to its readers is not modelle
 step happens, says what that can and cannot show).
 
 A trace's ``tick`` of a timed run is the nanosecond its step started (rounded down); ``stats``
-holds the makespan, each actor's waiting time, transfers and time queued for lines, and per step its work, the wait
-before it and its transfer time, the columns a player colours steps by.  Everything is a
+holds the makespan, each actor's waiting time, transfers and time queued for lines, the same two per
+line (named as ``line_name`` names them: ``mm.mmap_lock``, ``vmas.0``), and per step its work, the
+wait before it and its transfer time, the columns a player colours steps by.  Everything is a
 function of the scenario, the schedule's rules and the cost table, so a run is the same on every
 machine.
 """
@@ -54,6 +55,8 @@ class Timed:
         self.blocked: set = set()
         self.line_free: dict = {}  # line -> when its last transfer to a CPU ends (costs.py, Queueing)
         self.line_wait: defaultdict[str, float] = defaultdict(float)  # actor -> ns its steps queued for lines
+        self.line_transfers: Counter = Counter()  # line -> its transfers (steps' and spinning's)
+        self.line_queue: defaultdict[Any, float] = defaultdict(float)  # line -> ns steps queued for it
         self.end = 0.0  # when the last step taken ends
         self.started = 0.0  # when the last chosen step starts
         self.woke_at = 0.0  # when the step taken last ended: an actor it enabled waited until then
@@ -84,6 +87,7 @@ class Timed:
                     moved = self.directory.load(cpu, line)
                     self.transfers[actor] += moved
                     self.spin_transfers[actor] += moved
+                    self.line_transfers[line] += moved
         if not by_actor:
             return None
         order = {a: k for k, a in enumerate(actors)}
@@ -102,6 +106,7 @@ class Timed:
         cost = cost._replace(transfer=cost.transfer + queued)
         self.clock[action.actor] += cost.total
         self.transfers[action.actor] += cost.transfers
+        self.line_transfers.update(cost.moved)
         self.woke_at = self.clock[action.actor]
         self.end = max(self.end, self.woke_at)
         self.costs.append((cost.work, self._waited.pop(action.actor, 0.0), cost.transfer))
@@ -114,6 +119,7 @@ class Timed:
         for line in serial:
             begin = max(t, self.line_free.get(line, 0.0))
             waited += begin - t
+            self.line_queue[line] += begin - t
             t = self.line_free[line] = begin + per
         return waited
 
@@ -132,6 +138,8 @@ class Timed:
             "transfers": dict(sorted((a, n) for a, n in self.transfers.items() if n)),
             "spin_transfers": dict(sorted((a, n) for a, n in self.spin_transfers.items() if n)),
             "line_wait_ns": {a: round(w, 1) for a, w in sorted(self.line_wait.items()) if w},
+            "line_transfers": dict(sorted((line_name(k), n) for k, n in self.line_transfers.items() if n)),
+            "line_queue_ns": dict(sorted((line_name(k), round(w, 1)) for k, w in self.line_queue.items() if w)),
             STEP_COSTS: [[round(x, 1) for x in c] for c in self.costs],
         }
 
@@ -150,6 +158,11 @@ class Timed:
         except (ValueError, TypeError, KeyError):
             raise UserError("a timed scheduler's script must be the cost table it ran with, as JSON") from None
         return cls(table)
+
+
+def line_name(line: tuple) -> str:
+    """A cache line as the stats name it: its field, then its part or index (``mm.mmap_lock``)."""
+    return ".".join(str(p) for p in line)
 
 
 def cpu_of(model: Model, state: State, actor: str) -> Any:

@@ -2,7 +2,8 @@
 
 ``vma_faults`` compares per-VMA locks with ``no-per-vma-lock`` on a vma-locks scenario: makespan, the
 time the last fault thread finished, which thread finished last, fault latency percentiles, time
-faults spent blocked and cache-line transfers.  A fault's latency
+faults spent blocked, cache-line transfers and time queued for lines, in all and for the ``mmap_lock``
+line alone (``MMAP_LOCK``: the one line every fault takes without per-VMA locks).  A fault's latency
 runs from the first step its thread takes after its previous fault ended to the end of the step
 that counts it handled (``vma_lock_success``, a fault completed under mmap_lock, or SIGSEGV).
 ``qspinlock_transfers`` counts cache-line transfers per lock acquisition for each variant.
@@ -18,6 +19,7 @@ from ..engine.timed import STEP_COSTS, Timed
 from ..experiment import open as open_scenario
 
 FAULT_ENDS = ("vma_lock_success", "mmap_lock_faults", "sigsegv")  # the counters that count a fault done
+MMAP_LOCK = "mm.mmap_lock"  # the mmap_lock's cache line, as the timed stats name it
 
 
 def timed_run(mech: str, scenario: str, variant: str, overrides: Iterable[str] = (), table: Optional[CostTable] = None):
@@ -82,6 +84,9 @@ def vma_faults(scenario: str = "android-app-launch", overrides: Iterable[str] = 
             "transfers": sum(trace.stats["transfers"].values()),
             "work_ns": round(sum(c[0] for c in trace.stats[STEP_COSTS]), 1),
             "transfer_ns": round(sum(c[2] for c in trace.stats[STEP_COSTS]), 1),
+            "queue_ns": round(sum(trace.stats["line_queue_ns"].values()), 1),
+            "mmap_lock": {"transfers": trace.stats["line_transfers"].get(MMAP_LOCK, 0),
+                          "queue_ns": trace.stats["line_queue_ns"].get(MMAP_LOCK, 0.0)},
         }
     return out
 

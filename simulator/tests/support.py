@@ -50,20 +50,29 @@ def correct_is_clean(mech, name):
 def reachable(model, s0):
     """Every state reachable from ``s0`` without passing through harm, breadth-first: the states
     ``explore`` may store (it stops at the first harm; a broken model past harm may even fail)."""
-    checks = Checks(model.invariants)
-    seen = {s0}
-    layer = [] if checks.harm(None, None, s0, 0) else [s0]
-    yield s0
+    harm = Checks(model.invariants).harm
+    for layer in breadth_first(s0, lambda s: ((a, model.step(s, a)) for a in model.actions(s)),
+                               lambda s, a, t: not harm(s, a, t, 0)):
+        yield from layer
+
+
+def breadth_first(start, successors, passable):
+    """``start`` and everything reachable from it by ``successors(x) -> ((step, y), ...)``, each once, a
+    layer (a list, ``start`` alone first) at a time; ``y`` reached where ``passable(x, step, y)`` is false
+    (``x`` and ``step`` None for ``start``) is in its layer but leads nowhere."""
+    seen = {start}
+    yield [start]
+    layer = [start] if passable(None, None, start) else []
     while layer:
-        nxt = []
-        for s in layer:
-            for a in model.actions(s):
-                t = model.step(s, a)
-                if t not in seen:
-                    seen.add(t)
-                    yield t
-                    if not checks.harm(s, a, t, 0):
-                        nxt.append(t)
+        new, nxt = [], []
+        for x in layer:
+            for step, y in successors(x):
+                if y not in seen:
+                    seen.add(y)
+                    new.append(y)
+                    if passable(x, step, y):
+                        nxt.append(y)
+        yield new
         layer = nxt
 
 

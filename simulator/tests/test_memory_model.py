@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import pytest
 from support import bundled_runs, load, reachable
-from test_footprints import footprint_problems
+from test_footprints import Known, footprint_problems, problems
 
 from kstep.engine import (FULL, HARM, Action, Footprint, Frame, Invariant, Program, ProgramModel, Renamed, Source,
                           Variant, explore, set_thread)
@@ -192,8 +192,9 @@ FOOTPRINT_RUNS = [("qspinlock", "two-waiters"), ("qspinlock", "pending-path"), (
 def test_the_wrapped_steps_keep_to_their_footprints(mech, name):
     m, sc, _ = load(mech, name)
     w = memory_model("tso", m, sc.store_buffer)
-    for s in reachable(w, w.initial(sc.config)):
-        assert footprint_problems(w, s) == [], s
+    known = Known(w, w.initial(sc.config))
+    for n in known.reachable():
+        assert footprint_problems(known, n) == [], n.state
 
 
 def test_the_footprint_check_catches_a_drain_that_hides_its_location():
@@ -207,15 +208,14 @@ def test_the_footprint_check_catches_a_drain_that_hides_its_location():
         return fp._replace(writes=frozenset(x for x in fp.writes if x[0] != "words")) if fp else fp
 
     w.footprint = hidden.__get__(w)
-    assert any("drain_store_buffer changed ('words', 0), undeclared" in p for s in states[:300]
-               for p in footprint_problems(w, s))
+    assert any("drain_store_buffer changed ('words', 0), undeclared" in p for p in problems(w, states[0], states[:300]))
 
 
 def test_the_footprint_check_catches_a_drain_future_that_leaves_out_its_threads_stores():
     m, sc, _ = load("qspinlock", "two-waiters")
     w = memory_model("tso", m, sc.store_buffer)
     states = list(reachable(w, w.initial(sc.config)))
-    assert not any(footprint_problems(w, s) for s in states[:300])
+    assert not problems(w, states[0], states[:300])
     own = StoreBuffered.future_footprint
 
     def forgetful(self, state, actor):  # as if a drain wrote only what its buffer holds now
@@ -226,7 +226,7 @@ def test_the_footprint_check_catches_a_drain_future_that_leaves_out_its_threads_
         return Footprint(now, now)
 
     w.future_footprint = forgetful.__get__(w)
-    assert any("SB0's future footprint grew" in p for s in states[:300] for p in footprint_problems(w, s))
+    assert any("SB0's future footprint grew" in p for p in problems(w, states[0], states[:300]))
 
 
 ORBIT_RUNS = ["two-waiters", "set-locked-contended"]

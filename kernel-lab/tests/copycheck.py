@@ -16,7 +16,10 @@ and the parent's and the child's entries. A call another thread's step interleav
 between two of the model's steps) is left out and counted: the kernel runs the call under the page-table
 lock, which GUP-fast does not take, so the kernel's function run alone is no reference for it.
 
-    python kernel-lab/tests/copycheck.py [--arch x86_64|arm64] [--layouts N] [--first-seed S] [--binary NAME]
+On arm64, the edge layouts of contptecheck.py too (folios ending inside contpte blocks and at their edges).
+
+    python kernel-lab/tests/copycheck.py [--arch x86_64|arm64] [--layouts N] [--edge-layouts N] [--first-seed S]
+        [--binary NAME]
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from contptecheck import FIRST_VPN, arm64, from_arm64  # noqa: E402
+from contptecheck import FIRST_VPN, arm64, edge_layout, from_arm64  # noqa: E402
 from ptebatchcheck import VM_MAYWRITE, VM_SHARED, VM_UFFD_WP, drawn_runs, from_x86, scenario_runs, x86  # noqa: E402
 
 from kstep.models.fork_batch import pgtable as pt  # noqa: E402
@@ -144,6 +147,14 @@ def calls(trace, origin: str, arch: str = "x86_64") -> tuple[list[Call], int]:
     return out, left_out
 
 
+def edge_runs(first_seed: int, edges: int) -> list[tuple]:
+    """(trace, origin) of the fork alone on ``edges`` arm64 edge layouts drawn from seeds first_seed on."""
+    from kstep.lab.replay.fork_batch import simulated
+
+    return [(simulated(edge_layout(seed), "folio-batch"), f"edge layout seed {seed}")
+            for seed in range(first_seed, first_seed + edges)]
+
+
 def paths(all_calls: list[Call]) -> str:
     """How many calls took each of copy_present_ptes()'s ways out, as the model's results say."""
     counts = {"a batch": 0, "one PTE": 0, "a copied page": 0, "-EAGAIN": 0}
@@ -180,12 +191,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", choices=ARCHES, default="x86_64",
                         help="x86_64: x86-64 layouts; arm64: the model's arm64 contpte ones (default x86_64)")
     parser.add_argument("--layouts", type=int, default=200, metavar="N", help="layouts drawn (default 200)")
+    parser.add_argument("--edge-layouts", type=int, default=0, metavar="N",
+                        help="arm64 only: contptecheck.py's edge layouts drawn (default 0)")
     parser.add_argument("--first-seed", type=int, default=0, metavar="S")
     parser.add_argument("--binary", default="fork-copy", help="a build of kernel-lab/build/ARCH/ (a mutant)")
     args = parser.parse_args(argv)
+    if args.edge_layouts and args.arch != "arm64":
+        parser.error("--edge-layouts: the edge layouts are arm64's")
     all_calls, left_out = [], 0
     fmt = ARCHES[args.arch].fmt
-    for trace, origin in scenario_runs(fmt) + drawn_runs(args.first_seed, args.layouts, fmt):
+    runs = scenario_runs(fmt) + drawn_runs(args.first_seed, args.layouts, fmt) + edge_runs(args.first_seed,
+                                                                                       args.edge_layouts)
+    for trace, origin in runs:
         got, n = calls(trace, origin, args.arch)
         all_calls += got
         left_out += n

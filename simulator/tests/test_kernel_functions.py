@@ -330,9 +330,11 @@ def folded_after(call) -> int:
 @pytest.fixture(scope="module")
 def arm64_copy_calls():
     first = random.randrange(1 << 32)
-    print(f"arm64 layouts drawn from seed {first} on (copycheck.py --arch arm64 --first-seed {first} repeats them)")
+    print(f"arm64 layouts drawn from seed {first} on (copycheck.py --arch arm64 --first-seed {first} --edge-layouts 1 "
+          "repeats them)")
     fmt = copycheck.ARCHES["arm64"].fmt
-    runs = ptebatchcheck.scenario_runs(fmt) + ptebatchcheck.drawn_runs(first, ARM64_COPY_LAYOUTS, fmt)
+    runs = (ptebatchcheck.scenario_runs(fmt) + ptebatchcheck.drawn_runs(first, ARM64_COPY_LAYOUTS, fmt)
+            + copycheck.edge_runs(first, EDGE_LAYOUTS))
     return [c for trace, origin in runs for c in copycheck.calls(trace, origin, "arm64")[0]]
 
 

@@ -59,14 +59,18 @@ static struct lab_ops lab_ops;
 #define VM_WARN_ONCE(cond, ...)		((void)sizeof(cond))
 bool pgattr_change_is_safe(u64 old, u64 new);
 
-/* The mm and the VMA as contpte.c uses them: a user mm (not init_mm, not EFI's) */
+/* The mm and the VMA as contpte.c uses them: a user mm (not init_mm, not EFI's). fork-copy/copy_internal.h,
+ * which builds over this file for arm64 (LAB_FOLIO_COUNTS), has its own mm, VMA, atomics and folios. */
+#ifndef LAB_FOLIO_COUNTS
 struct mm_struct { int mm_users; };
 struct vm_area_struct { struct mm_struct *vm_mm; unsigned long vm_flags; };
+#define atomic_read(v)		(*(v))
+#endif
+struct vm_area_struct;
 struct task_struct { struct mm_struct *active_mm; };
-static struct mm_struct init_mm;
+extern struct mm_struct init_mm;	/* each harness has it */
 static struct task_struct lab_task;
 #define current			(&lab_task)
-#define atomic_read(v)		(*(v))
 #define mm_is_efi(mm)		false
 
 /* CONFIG_PAGE_TABLE_CHECK=n; no MTE; __sync_icache_dcache cleans the caches of an executable page,
@@ -88,6 +92,7 @@ static inline void __flush_tlb_range(struct vm_area_struct *vma, unsigned long s
 	lab_ops.tlb_flushes++;
 }
 
+#ifndef LAB_FOLIO_COUNTS
 /* A folio is its head page and its size; pages are an array indexed from the harness's first PFN, and a
  * page outside the folios the harness declares (nr_pages 0) is a folio of its own. */
 struct page {
@@ -105,6 +110,7 @@ static unsigned long lab_first_pfn;
 #define folio_nr_pages(folio)	((folio)->page.nr_pages ?: 1)
 #define folio_test_large(folio)	(folio_nr_pages(folio) > 1)
 #define VM_WARN_ON_FOLIO(cond, folio)	((void)sizeof(cond))	/* CONFIG_DEBUG_VM=n */
+#endif
 
 /* mm/internal.h's flags of folio_pte_batch() (a typedef and macros: not copied) */
 #define __bitwise

@@ -39,6 +39,7 @@
 
 static pte_t table[PTRS_PER_PTE] __attribute__((aligned(4096)));
 static pte_t child[PTRS_PER_PTE] __attribute__((aligned(4096)));
+struct mm_struct init_mm;
 static struct mm_struct user_mm = { .mm_users = 1 }, child_mm = { .mm_users = 1 };
 static unsigned long declared;	/* lab_pages[0, declared) may hold the last case's folios */
 

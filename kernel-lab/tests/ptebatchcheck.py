@@ -179,8 +179,8 @@ def differences(all_calls: list[Call], binary: str = "fork-pte-batch") -> list[s
     return out
 
 
-def scenario_runs() -> list[tuple]:
-    """(trace, name) of the fork model's run of every bundled x86-64 scenario."""
+def scenario_runs(fmt: str = pt.X86_64) -> list[tuple]:
+    """(trace, name) of the fork model's run of every bundled scenario of PTE format ``fmt``."""
     from kstep.scenario_spec import scenario
     from kstep.lab.replay.fork_batch import simulated
     from kstep.models import MODELS
@@ -188,19 +188,20 @@ def scenario_runs() -> list[tuple]:
     out = []
     for name in scenario.bundled("fork-batch"):
         sc = scenario.load("fork-batch", MODELS["fork-batch"].scenario_schema, name)
-        if sc.config["format"] == pt.X86_64:
+        if sc.config["format"] == fmt:
             out.append((simulated(sc.config, "folio-batch", sc.schedule), name))
     return out
 
 
-def drawn_runs(first_seed: int, layouts: int) -> list[tuple]:
-    """(trace, origin) of the first ``layouts`` x86-64 layouts random_layout() draws from seeds first_seed on."""
+def drawn_runs(first_seed: int, layouts: int, fmt: str = pt.X86_64) -> list[tuple]:
+    """(trace, origin) of the first ``layouts`` layouts of PTE format ``fmt`` random_layout() draws from seeds
+    first_seed on."""
     from kstep.lab.replay.fork_batch import random_layout, simulated
 
     out, seed = [], first_seed
     while len(out) < layouts:
         config = random_layout(seed)
-        if config["format"] == pt.X86_64:
+        if config["format"] == fmt:
             out.append((simulated(config, "folio-batch"), f"layout seed {seed}"))
         seed += 1
     return out

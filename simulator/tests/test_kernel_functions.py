@@ -73,7 +73,11 @@ FORK_COPY_COPIED = ["PAGE_MAPPING_ANON", "folio_test_anon", "PF_POISONED_CHECK",
                     "pte_special", "pte_uffd_wp", "pte_mkuffd_wp", "pte_mkdirty", "pte_mkwrite_novma",
                     "pte_mkwrite_shstk", "clear_saveddirty_shift", "pte_clear_saveddirty", "pte_mkwrite",
                     "maybe_mkwrite", "userfaultfd_pte_wp", "set_pte_at", "copy_present_page", "copy_present_ptes"]
+ARM64_FORK_COPY_COPIED = (FORK_COPY_COPIED[:FORK_COPY_COPIED.index("_PAGE_BIT_SOFTW1")]
+                          + ["mk_pte", "pte_uffd_wp", "pte_mkuffd_wp", "pte_mkwrite_novma", "pte_mkwrite"]
+                          + FORK_COPY_COPIED[FORK_COPY_COPIED.index("maybe_mkwrite"):])
 LAYOUTS = 25  # drawn x86-64 fork layouts in make test
+ARM64_COPY_LAYOUTS = 10  # drawn arm64 fork layouts of copycheck.py in make test (tens of calls each)
 ARM64_LAYOUTS = 1  # drawn arm64 fork layouts in make test (one is thousands of calls, under qemu-aarch64)
 CONTPTE_COPIED = ["_AT", "__AC", "_AC", "__ALIGN_KERNEL", "__ALIGN_KERNEL_MASK", "ALIGN_DOWN", "PTR_ALIGN_DOWN",
                   "TLB_FLUSH_VMA", "PAGE_SHIFT", "PAGE_SIZE", "MT_NORMAL_TAGGED", "pte_val", "__pte", "pgprot_val",
@@ -105,7 +109,7 @@ def built(linux_tree):
     arches = [p.values[0] for p in ARCHES]
     targets = [f"build/{a}/damon-regions{m}" for a in arches for m in ("", "-merge-lt")]
     targets += [f"build/x86_64/fork-pte-batch{m}" for m in ("", "-keeps-young")]
-    targets += [f"build/x86_64/fork-copy{m}" for m in ("", "-dup-skips-mapcount")]
+    targets += [f"build/{a}/fork-copy{m}" for a in ("x86_64", "arm64") for m in ("", "-dup-skips-mapcount")]
     targets += [f"build/arm64/contpte{m}" for m in ("", "-get-drops-dirty", "-fold-across-folios",
                                                     "-batch-past-folio-end", "-copy-keeps-young")]
     p = labmake.make("-s", "-j2", f"LINUX={linux_tree}", *targets)
@@ -141,7 +145,8 @@ def copies_differing(generated: Path, tree: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(("name", "copied"), [("damon-regions", COPIED), ("fork-pte-batch", PTE_BATCH_COPIED),
-                                              ("fork-copy", FORK_COPY_COPIED), ("contpte", CONTPTE_COPIED)])
+                                              ("fork-copy", FORK_COPY_COPIED),
+                                              ("arm64/fork-copy", ARM64_FORK_COPY_COPIED), ("contpte", CONTPTE_COPIED)])
 def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree, name, copied):
     generated = LAB / "build" / "src" / f"{name}.c"
     assert [copied_name(body) for _, _, body in copies(generated)] == copied
@@ -153,6 +158,7 @@ def test_the_compiled_functions_are_the_trees_byte_for_byte(built, linux_tree, n
     ("fork-pte-batch-keeps-young/fork-pte-batch.c",
      ["mm/internal.h:168: __pte_batch_clear_ignored", "mm/memory.c:950: __copy_present_ptes"]),
     ("fork-copy-dup-skips-mapcount/fork-copy.c", ["include/linux/rmap.h:391: __folio_try_dup_anon_rmap"]),
+    ("arm64/fork-copy-dup-skips-mapcount/fork-copy.c", ["include/linux/rmap.h:391: __folio_try_dup_anon_rmap"]),
     ("contpte-get-drops-dirty/contpte.c", ["arch/arm64/mm/contpte.c:155: contpte_ptep_get"]),
     ("contpte-fold-across-folios/contpte.c", ["arch/arm64/mm/contpte.c:76: __contpte_try_fold"]),
     ("contpte-batch-past-folio-end/contpte.c", ["mm/internal.h:204: folio_pte_batch"]),
@@ -296,14 +302,58 @@ def test_the_kernels_copy_present_ptes_leaves_the_folio_counts_the_model_does(bu
     assert not bad, f"{len(bad)} of {len(copy_calls)} calls differ; the first:\n{bad[0]}"
 
 
+def assert_only_counts_differ(bad: list[str]):
+    """Each message's kernel and model lines differ before the parent's entries, not in the tables."""
+    assert bad
+    for message in bad:
+        kernel, model = (line.split(" parent ") for line in message.split("\n")[1:3])
+        assert kernel[0].split()[1:] != model[0].split()[1:] and kernel[1] == model[1], message
+
+
 def test_a_dup_that_forgets_a_pages_mapcount_is_caught(built, copy_calls):
     """__folio_try_dup_anon_rmap() that raises _large_mapcount but not each page's _mapcount: the counts
     differ, the entries do not."""
-    bad = copycheck.differences(copy_calls, "fork-copy-dup-skips-mapcount")
-    assert bad
-    for message in bad:
-        kernel, model = (line.split(" child ") for line in message.split("\n")[1:3])
-        assert kernel[0].split()[1:] != model[0].split()[1:] and kernel[1] == model[1], message
+    assert_only_counts_differ(copycheck.differences(copy_calls, "fork-copy-dup-skips-mapcount"))
+
+
+def folded(call, table: str) -> int:
+    """The entries of a call's parent ("ptes") or child ("child") table before it that have PTE_CONT."""
+    words = next(line for line in call.text.split("\n") if line.startswith(table + " ")).split()[2:]
+    return sum(bool(int(w) & contptecheck.PTE_CONT) for w in words)
+
+
+def folded_after(call) -> int:
+    """The entries of a call's child table after it that have the model's cont bit, as the model has them."""
+    return sum(bool(int(w, 16) & contptecheck.pt.PTE_CONT) for w in call.want.split(" child ")[1].split())
+
+
+@pytest.fixture(scope="module")
+def arm64_copy_calls():
+    first = random.randrange(1 << 32)
+    print(f"arm64 layouts drawn from seed {first} on (copycheck.py --arch arm64 --first-seed {first} --edge-layouts 1 "
+          "repeats them)")
+    fmt = copycheck.ARCHES["arm64"].fmt
+    runs = (ptebatchcheck.scenario_runs(fmt) + ptebatchcheck.drawn_runs(first, ARM64_COPY_LAYOUTS, fmt)
+            + copycheck.edge_runs(first, EDGE_LAYOUTS))
+    return [c for trace, origin in runs for c in copycheck.calls(trace, origin, "arm64")[0]]
+
+
+@pytest.mark.qemu
+def test_the_kernels_copy_present_ptes_over_contpte_leaves_what_the_model_does(built, arm64_copy_calls):
+    """The same copy_present_ptes() over arm64's helpers with contpte.c behind them, on the model's arm64
+    contpte layouts, both page tables whole: the same counts, and both tables' entries after (a block
+    wrprotect_ptes() unfolds in the parent, one set_ptes() folds in the child)."""
+    ways = copycheck.paths(arm64_copy_calls)
+    assert not ways.startswith("0 a batch"), ways
+    assert any(folded(c, "ptes") for c in arm64_copy_calls)  # a copy from a folded block of the parent
+    assert any(folded_after(c) > folded(c, "child") for c in arm64_copy_calls)  # a copy that folds the child's
+    bad = copycheck.differences(arm64_copy_calls, arch="arm64")
+    assert not bad, f"{len(bad)} of {len(arm64_copy_calls)} calls differ; the first:\n{bad[0]}"
+
+
+@pytest.mark.qemu
+def test_an_arm64_dup_that_forgets_a_pages_mapcount_is_caught(built, arm64_copy_calls):
+    assert_only_counts_differ(copycheck.differences(arm64_copy_calls, "fork-copy-dup-skips-mapcount", "arm64"))
 
 
 @pytest.fixture(scope="module")
@@ -379,19 +429,30 @@ def test_merge_of_products_past_64_bits(built):
     assert regioncheck.differences("x86_64", [regioncheck.Case("merge_two", (0,), rs)]) == []
 
 
+# fork-copy's, built for either architecture
+FORK_COPY_BAD = [
+    ("hello\n", "stdin line 1: a line is not the one the case format has next"),
+    ("case\nmm 0\nvma 1 2\n", "stdin line 3: vma takes FLAGS DST_FLAGS PROT"),
+    ("case\nmm 0\nvma 0 0 33\nfolio 1024 3 0 1 0 0\n", "stdin line 4: a folio is NR (a power of two up to 512)"),
+    ("case\nmm 0\nvma 0 0 33\nprealloc 0\nptes 1 4194403\nchild 1 0\ncopy 0 0 1\nend\n",
+     "stdin line 8: an entry maps a page of no folio"),
+    ("case\nmm 0\nvma 0 0 33\nprealloc 0\nptes 1 4194403\nchild 2 0 0\n",
+     "stdin line 6: child N takes as many words as ptes N"),
+    ("case\nmm 0\nvma 0 0 33\nprealloc 0\nptes 1 4194403\nchild 1 0\ncopy 7 0 1\n",
+     "stdin line 7: copy VPN I NR: VPN a multiple of 512"),
+    ("case\nmm 0\nvma 0 0 33\nprealloc 0\nptes 1 4194403\nchild 1 0\ncopy 0 0 2\n",
+     "stdin line 7: copy VPN I NR: VPN a multiple of 512, entries I to I + NR - 1 in the table"),
+    ("case\nmm -1\n", "stdin line 2: not a decimal number"),
+]
+
+
 @pytest.mark.parametrize(("harness", "text", "message"), [
     ("damon-regions", "case\nattrs 1 2\n", "stdin line 2: 'attrs' takes 5 numbers, not 2"),
     ("damon-regions", "case\nattrs 1 2 3 4 5\nrng -1\n", "stdin line 3: '-1' is not a decimal number"),
     ("damon-regions", "case\nattrs 1 2 3 4 5\nrng 0\nregions 0\nmerge_two 0\nend\n",
      "stdin line 5: there is no region 0"),
     ("damon-regions", "case\nattrs 1 2 3 4 5\nrng 0\nregions 0\nfrobnicate\nend\n", "unknown operation 'frobnicate'"),
-    ("fork-copy", "hello\n", "stdin line 1: a line is not the one the case format has next"),
-    ("fork-copy", "case\nmm 0\nvma 1 2\n", "stdin line 3: vma takes FLAGS DST_FLAGS PROT"),
-    ("fork-copy", "case\nmm 0\nvma 0 0 33\nfolio 1024 3 0 1 0 0\n",
-     "stdin line 4: a folio is NR (a power of two up to 512)"),
-    ("fork-copy", "case\nmm 0\nvma 0 0 33\nprealloc 0\nptes 1 4194403\nend\n",
-     "stdin line 6: an entry maps a page of no folio"),
-    ("fork-copy", "case\nmm -1\n", "stdin line 2: not a decimal number"),
+    *(("fork-copy", text, message) for text, message in FORK_COPY_BAD),
     ("fork-pte-batch", "case\nvma 8\n", "stdin line 2: folio PFN NR_PAGES or vma SRC_FLAGS DST_FLAGS"),
     ("fork-pte-batch", "case\nfolio 1 2\nflags 0\nptes 1 3\nbatch 0 2\nend\n",
      "stdin line 5: the batch must start at an entry and stay inside the table"),
@@ -413,5 +474,13 @@ def test_bad_input_to_an_x86_64_harness_is_one_line_and_exit_2(built, harness, t
 ])
 def test_the_contpte_harness_names_bad_input_in_one_line_and_exits_2(built, text, message):
     p = subprocess.run(["qemu-aarch64", str(LAB / "build" / "arm64" / "contpte")], input=text, capture_output=True,
+                       text=True)
+    assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize(("text", "message"), FORK_COPY_BAD)
+def test_bad_input_to_the_arm64_copy_harness_is_one_line_and_exit_2(built, text, message):
+    p = subprocess.run(["qemu-aarch64", str(LAB / "build" / "arm64" / "fork-copy")], input=text, capture_output=True,
                        text=True)
     assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr

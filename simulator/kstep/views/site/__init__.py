@@ -6,15 +6,17 @@ makes executed notebooks fit a static, offline site; ``theme`` names the theme's
 screen reader.
 The config value ``kstep_digest`` (a digest of the kstep package) makes Sphinx read every page
 again when a model, view or scenario changes, since any page may show what they compute.
+Sphinx imports the modules in ``setup``: a test that imports ``pages`` or ``litmus_pages`` alone does not
+import MyST-NB with ``outputs`` (seconds for every test worker that collects it).
 """
 
 from __future__ import annotations
 
-from .. import course
-from . import litmus_pages, outputs, pages, theme
-
 
 def setup(app):
+    from .. import course
+    from . import litmus_pages, outputs, pages, theme
+
     app.add_config_value("kstep_digest", course.source_digest(), "env")
     app.connect("builder-inited", pages.write_pages)
     app.connect("builder-inited", litmus_pages.write_pages)

@@ -62,6 +62,27 @@ def test_a_deleted_site_is_rebuilt_whole_even_with_its_cache_left(tmp_path, monk
     assert seen == [False, True], "a whole site's doctrees must be kept for the incremental build"
 
 
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_a_parallel_build_reads_each_notebook_in_a_chunk_of_its_own_and_every_page_once(tmp_path, jobs):
+    """Sphinx's reading processes take consecutive names in chunks: sorted, the notebooks fell into one
+    chunk and were executed one after another (make test-site's notebooks, 114 s on one process)."""
+    from sphinx.util.parallel import make_chunks
+
+    from kstep.views.site import spread_notebooks
+
+    names = sorted([f"animations/page-{k:03}" for k in range(139)] + [f"notebooks/0{k}" for k in range(1, 7)])
+    env = SimpleNamespace(doc2path=lambda name: Path(name + (".ipynb" if name.startswith("notebooks/") else ".md")))
+    app = SimpleNamespace(parallel=jobs, config=SimpleNamespace(nb_execution_mode="cache",
+                                                                nb_execution_cache_path=str(tmp_path / "cache")))
+    read = list(names)
+    spread_notebooks(app, env, read)
+    assert sorted(read) == names
+    chunks = make_chunks(read, jobs)
+    assert [chunk[0] for chunk in chunks[:6]] == [f"notebooks/0{k}" for k in range(1, 7)]
+    assert all(sum(name.startswith("notebooks/") for name in chunk) <= 1 for chunk in chunks)
+    assert (tmp_path / "cache" / "global.db").is_file(), "the processes would race to create the cache"
+
+
 @pytest.mark.parametrize("before", [None, "1"])
 def test_the_build_skips_bokehs_document_checks_fixes_the_kernels_hash_seed_and_gives_the_environment_back(
         tmp_path, monkeypatch, before):

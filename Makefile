@@ -92,10 +92,9 @@ course: setup linux-source
 # The qemu tests boot Debian's kernels: fetch them first (a no-op once they are in the cache).
 # The kernel lab's ports are built once before the workers start, so no two of them run make at once;
 # so is the course site, on every core.  The two builds run side by side (test-lab, test-site): neither
-# reads what the other writes, and the site leaves a core idle for part of its time: Sphinx's last chunk
-# of pages holds the six notebooks, run one after another in one process (114 of the 191 s of a quiet
-# clean clone), while the other process runs out of pages; the lab's 90 s of CPU fill that core.  Their lines mix, so that both show progress; each compiler run's output
-# stays together (the lab's --output-sync).
+# reads what the other writes, and each fills the cores the other leaves idle (the site's notebooks, 114 s
+# of kernel CPU, are spread over its reading processes: kstep.views.site.spread_notebooks).  Their lines
+# mix, so that both show progress; each compiler run's output stays together (the lab's --output-sync).
 # Which files each worker ran, and how long one waited for the other: scripts/test-timeline.
 test: setup lab-kernels linux-source
 	$(MAKE) -j --no-print-directory test-lab test-site

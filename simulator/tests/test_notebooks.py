@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-import nbformat
-
 NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 CELL_TIMEOUT = 300  # seconds for one cell: only a guard against a hung kernel, not a performance check
 
 
 def read(path: Path):
+    import nbformat  # with jsonschema's format grammars: seconds, not paid at every worker's collection
+
     return nbformat.read(path, as_version=4)
 
 
@@ -31,6 +31,8 @@ def test_the_course_has_notebooks():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_committed_without_outputs(path):
+    import nbformat
+
     nb = read(path)
     nbformat.validate(nb)
     dirty = [f"cell {k} ({cell.get('id', '?')}): "
@@ -109,6 +111,7 @@ def executed_by_the_site_build(nb):
 
 def executed_here(nb):
     import nbclient
+    import nbformat
     # One extra cell, run last, tells which interpreter the kernel was: the venv's, not a system one.
     nb.cells.append(nbformat.v4.new_code_cell("import sys; print(sys.prefix, end='')"))
     client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT,

@@ -22,7 +22,7 @@ from browser import Opened, plays_steps_and_resets, site_pages, visit_pages
 from kstep.scenario_spec import scenario
 from kstep.models import MODELS
 from kstep.views import course
-from kstep.views.site import outputs, pages
+from kstep.views.site import pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -191,6 +191,8 @@ def test_a_scenario_page_does_not_tell_how_its_run_ends_before_it_is_played(site
 
 
 def test_pages_load_bokehjs_from_static_and_carry_no_inline_bokehjs_or_widgets(site):
+    from kstep.views.site import outputs  # MyST-NB: not at every worker's collection
+
     bokeh = (site / "_static" / "bokeh" / "bokeh.min.js").read_text()
     banner = bokeh[:200]  # BokehJS's licence header: present wherever the library is inlined
     for rel in site_pages(site):

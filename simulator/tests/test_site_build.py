@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from docutils import nodes
@@ -14,7 +15,7 @@ from kstep.errors import UserError
 from kstep.scenario_spec import scenario
 from kstep.models import MODELS
 from kstep.views import course
-from kstep.views.site import outputs, pages
+from kstep.views.site import pages
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -59,6 +60,27 @@ def test_a_deleted_site_is_rebuilt_whole_even_with_its_cache_left(tmp_path, monk
     doctrees.mkdir(parents=True)
     course.build(docs, out)
     assert seen == [False, True], "a whole site's doctrees must be kept for the incremental build"
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_a_parallel_build_reads_each_notebook_in_a_chunk_of_its_own_and_every_page_once(tmp_path, jobs):
+    """Sphinx's reading processes take consecutive names in chunks: sorted, the notebooks fell into one
+    chunk and were executed one after another (make test-site's notebooks, 114 s on one process)."""
+    from sphinx.util.parallel import make_chunks
+
+    from kstep.views.site import spread_notebooks
+
+    names = sorted([f"animations/page-{k:03}" for k in range(139)] + [f"notebooks/0{k}" for k in range(1, 7)])
+    env = SimpleNamespace(doc2path=lambda name: Path(name + (".ipynb" if name.startswith("notebooks/") else ".md")))
+    app = SimpleNamespace(parallel=jobs, config=SimpleNamespace(nb_execution_mode="cache",
+                                                                nb_execution_cache_path=str(tmp_path / "cache")))
+    read = list(names)
+    spread_notebooks(app, env, read)
+    assert sorted(read) == names
+    chunks = make_chunks(read, jobs)
+    assert [chunk[0] for chunk in chunks[:6]] == [f"notebooks/0{k}" for k in range(1, 7)]
+    assert all(sum(name.startswith("notebooks/") for name in chunk) <= 1 for chunk in chunks)
+    assert (tmp_path / "cache" / "global.db").is_file(), "the processes would race to create the cache"
 
 
 @pytest.mark.parametrize("before", [None, "1"])
@@ -125,6 +147,8 @@ def output(*mime_types):
 
 
 def test_notebook_outputs_lose_bokehjs_loaders_and_widgets_and_keep_bokeh_embeds():
+    from kstep.views.site import outputs  # MyST-NB: not at every worker's collection
+
     doc = new_document("notebook")
     load = output("application/javascript", outputs.BOKEH_LOAD)
     embed = output("application/javascript", outputs.BOKEH_EXEC)
@@ -139,6 +163,8 @@ def test_notebook_outputs_lose_bokehjs_loaders_and_widgets_and_keep_bokeh_embeds
 
 
 def test_a_page_without_bokeh_output_loads_no_bokehjs():
+    from kstep.views.site import outputs  # MyST-NB: not at every worker's collection
+
     doc = new_document("page")
     doc += output("text/plain")
     outputs.clean_outputs(None, doc)
@@ -161,8 +187,6 @@ def test_every_chapters_players_can_be_scheduled_by_hand_and_ask_their_scenarios
     """A chapter's animations are its scenarios' pages: each player there offers interactive scheduling
     (its live mark, and interactive.js on the page) and, where the scenario has [[questions]], predict
     mode asks them."""
-    from types import SimpleNamespace
-
     asked = set()
     for mech in MODELS:
         chapter = (DOCS / "chapters" / f"{mech}.md").read_text()
@@ -183,6 +207,8 @@ def test_every_chapters_players_can_be_scheduled_by_hand_and_ask_their_scenarios
                 assert any(f'"{q.id}"' in raw for q in sc.questions), f"{mech}/{name}: predict mode asks nothing"
                 asked.add(mech)
     assert {"vma-locks", "fork-batch"} <= asked
+    from kstep.views.site import outputs  # MyST-NB: not at every worker's collection
+
     added = []  # and a page holding one loads interactive.js
     outputs.add_bokehjs(SimpleNamespace(add_js_file=lambda name, **kw: added.append(name)), "chapters/rcu", None,
                         {}, {pages.BOKEH: True, pages.LIVE: True})
@@ -192,8 +218,6 @@ def test_every_chapters_players_can_be_scheduled_by_hand_and_ask_their_scenarios
 def test_the_variants_table_shows_each_tso_verdict_of_the_file_beneath_sc_in_its_own_cell():
     """The instructor guide's tso cells are the table's: none dropped, none moved to another scenario or variant."""
     import json
-    from types import SimpleNamespace
-
     mech = "qspinlock"
     table = json.loads((Path(course.__file__).parent.parent / "verdicts.json").read_text())["verdicts"][mech]
     directive = SimpleNamespace(arguments=[mech], mechanism=lambda: mech)
@@ -223,7 +247,6 @@ def test_the_variants_table_shows_each_tso_verdict_of_the_file_beneath_sc_in_its
 
 def tso_player_directive(**options):
     """The vma-locks chapter's ``kstep-tso-player`` directive outside Sphinx, its options changed by ``options``."""
-    from types import SimpleNamespace
     from test_interactive_tso import chapter_tso_player
 
     args, chapter, _ = chapter_tso_player()

@@ -6,16 +6,53 @@ makes executed notebooks fit a static, offline site; ``theme`` names the theme's
 screen reader.
 The config value ``kstep_digest`` (a digest of the kstep package) makes Sphinx read every page
 again when a model, view or scenario changes, since any page may show what they compute.
+Sphinx imports the modules in ``setup``: a test that imports ``pages`` or ``litmus_pages`` alone does not
+import MyST-NB with ``outputs`` (seconds for every test worker that collects it).
 """
 
 from __future__ import annotations
 
-from .. import course
-from . import litmus_pages, outputs, pages, theme
+from pathlib import Path
+
+
+def spread_notebooks(app, env, docnames: list[str]) -> None:
+    """env-before-read-docs: with parallel reading, each notebook goes to the head of a chunk of its own.
+
+    Sphinx reads the pages in chunks of consecutive names (``make_chunks``), so the six notebooks, which
+    MyST-NB executes as it reads them (114 s of kernel CPU from a clean cache), fell into one chunk and ran
+    one after another in one process while the others ran out of pages.  Spread over the chunks, they
+    run on every process, each started first in its chunk.  Their jupyter-cache is made here, before the
+    processes start, or two of them would race to create its tables."""
+    from sphinx.util.parallel import make_chunks
+
+    notebooks = [name for name in docnames if env.doc2path(name).suffix == ".ipynb"]
+    if app.parallel <= 1 or not notebooks:
+        return
+    if app.config.nb_execution_mode == "cache":
+        from jupyter_cache.cache.db import create_db
+
+        cache = Path(app.config.nb_execution_cache_path or ".jupyter_cache")  # MyST-NB's own default
+        cache.mkdir(parents=True, exist_ok=True)
+        create_db(cache)
+    chunks = make_chunks(docnames, app.parallel)
+    heads: list[list[str]] = [[] for _ in chunks]
+    for k, name in enumerate(notebooks):
+        heads[k % len(chunks)].append(name)
+    others = [name for name in docnames if name not in notebooks]
+    order: list[str] = []
+    for chunk, head in zip(chunks, heads):
+        fill = max(len(chunk) - len(head), 0)
+        order += head + others[:fill]
+        others = others[fill:]
+    docnames[:] = order + others
 
 
 def setup(app):
+    from .. import course
+    from . import litmus_pages, outputs, pages, theme
+
     app.add_config_value("kstep_digest", course.source_digest(), "env")
+    app.connect("env-before-read-docs", spread_notebooks)
     app.connect("builder-inited", pages.write_pages)
     app.connect("builder-inited", litmus_pages.write_pages)
     app.connect("doctree-read", outputs.clean_outputs)

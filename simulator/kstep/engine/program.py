@@ -428,9 +428,9 @@ class ProgramModel(Model, Reductions, Timing):
         if head != label:
             raise ValueError(f"{action} is not {t.name}'s next step ({head})")
         new = tuple.__new__  # set_thread(state, i, with_frames(t, frames[1:])), inlined: every step pays it
-        popped = new(type(t), (t[0], frames[1:]) + t[2:])
-        state = new(type(state), (threads[:i] + (popped,) + threads[i + 1:],) + state[1:])
-        return self.normalize(run(state, i, arg), i)
+        threads = [*threads]
+        threads[i] = new(type(t), (t[0], frames[1:]) + t[2:])
+        return self.normalize(run(new(type(state), (tuple(threads),) + state[1:]), i, arg), i)
 
     def done(self, state: State, actor: str) -> bool:
         if actor in self._daemon_steps:
@@ -557,8 +557,9 @@ def thread_index(state: State, name: str) -> int:
 
 
 def set_thread(state: State, i: int, thread: Any) -> State:
-    threads = state[0]
-    return tuple.__new__(type(state), (threads[:i] + (thread,) + threads[i + 1:],) + state[1:])
+    threads = [*state[0]]  # a list copy with one item set: half the cost of two slices and two concatenations
+    threads[i] = thread
+    return tuple.__new__(type(state), (tuple(threads),) + state[1:])
 
 
 def with_frames(thread: Any, frames: tuple) -> Any:

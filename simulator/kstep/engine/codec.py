@@ -47,52 +47,29 @@ class Codec:
         self.split = tuple(k for k, v in enumerate(fields) if _split(v))
         self.rest = tuple(k for k in range(len(fields)) if k not in self.split)
         self.tables = [Table() for _ in self.split] + [Table()]
-        self.encode, self.indices, self.indices_after = self._compile()  # indices: not packed
+        self.encode, self.indices = self._compile()  # indices: the component indices, not packed
 
     def _compile(self):
-        """``encode``, ``indices`` and ``indices_after`` as straight-line code for this state type (the
-        explorer calls them per step)."""
+        """``encode`` and ``indices`` as straight-line code for this state type (the explorer calls them
+        per step)."""
         env = {f"g{j}": t.__getitem__ for j, t in enumerate(self.tables)}
-        env.update(WIDE=WIDE, array=array, tuple=tuple, type=type, zip=zip, len=len, TypeError=TypeError)
+        env.update(WIDE=WIDE, array=array, tuple=tuple, type=type, TypeError=TypeError)
         get = "s" if self.type else "(s,)"
         fields = ", ".join(f"f[{k}]" for k in self.rest) + ("," if len(self.rest) == 1 else "")
         parts = [f"len(f[{k}]), *map(g{j}, f[{k}])" for j, k in enumerate(self.split)]
         parts.append(f"g{len(self.split)}(({fields}))")
         checks = " and ".join(f"type(f[{k}]) is tuple" for k in self.split) or "True"
-        changed = "raise TypeError('a state field that held a tuple of tuples now holds something else')"
         body = (f"    f = {get}\n"
                 f"    if not ({checks}):\n"
-                f"        {changed}\n"
+                f"        raise TypeError('a state field that held a tuple of tuples now holds something else')\n"
                 f"    out = [{', '.join(parts)}]\n")
-        # indices_after: a component that is the very object it was in the state before (whose indices
-        # are ``pi``) keeps its index, with neither a hash nor an equality test of it; a step replaces a
-        # record or two and shares every other one with the state it stepped from.
-        after = [f"    f, q, o = {get}, {'p' if self.type else '(p,)'}, 0\n    out = []\n"]
-        for j, k in enumerate(self.split):
-            after.append(
-                f"    a, b = f[{k}], q[{k}]\n    n = len(b)\n"
-                f"    if a is b:\n        out += pi[o:o + 1 + n]\n"
-                f"    elif type(a) is not tuple:\n        {changed}\n"
-                f"    elif len(a) == n:\n        out.append(n)\n        k = o + 1\n"
-                f"        for y, z in zip(a, b):\n            out.append(pi[k] if y is z else g{j}(y))\n"
-                f"            k += 1\n"
-                f"    else:\n        out.append(len(a))\n        out += map(g{j}, a)\n"
-                f"    o += 1 + n\n")
-        same = " and ".join(f"f[{k}] is q[{k}]" for k in self.rest) or "True"
-        after.append(f"    out.append(pi[o] if {same} else g{len(self.split)}(({fields})))\n    return out\n")
         src = (f"def indices(s):\n{body}    return out\n"
                f"def encode(s):\n{body}"
                f"    if max(out) < WIDE:\n"
                f"        return bytes(out)\n"
-               f"    return bytes((WIDE,)) + array('I', out).tobytes()\n"
-               f"def indices_after(s, p, pi):\n{''.join(after)}")
+               f"    return bytes((WIDE,)) + array('I', out).tobytes()\n")
         exec(src, env)  # noqa: S102 -- generated from the field layout above, no outside input
-        return env["encode"], env["indices"], env["indices_after"]
-
-    @staticmethod
-    def unpack(code: bytes) -> Any:
-        """The component indices an encoding holds (what ``indices`` gave for it), as a sequence of ints."""
-        return array("I", code[1:]) if code[0] == WIDE else code
+        return env["encode"], env["indices"]
 
     @staticmethod
     def pack(ints: list) -> bytes:
@@ -102,7 +79,7 @@ class Codec:
         return bytes((WIDE,)) + array("I", ints).tobytes()
 
     def decode(self, code: bytes) -> Any:
-        ints = self.unpack(code)
+        ints = array("I", code[1:]) if code[0] == WIDE else code
         fields: list = [None] * (len(self.split) + len(self.rest))
         k = 0
         for j, f in enumerate(self.split):

@@ -170,6 +170,7 @@ def search(
         encode = group.canon
         if not fingerprints:
             known = set()
+            indices, pack, canon_of = codec.indices, codec.pack, group.canon_of
     if forget is not None:
         stored = encode
 
@@ -182,17 +183,11 @@ def search(
         exact = encode
 
         def encode(state):
-            return fingerprint(exact(state))
+            return int.from_bytes(blake2b(exact(state), digest_size=8).digest(), "little")
 
-    # The hot loop encodes a successor through indices_after: the components it shares with the state it
-    # was stepped from (after forget, before any renaming) keep their indices, unhashed.
-    after, pack = codec.indices_after, codec.pack
-    canon_of = group.canon_of if group else None
     code0 = encode(initial)
-    u0 = forget(initial) if forget else initial
-    concrete0 = pack(codec.indices(u0))
     if known is not None:
-        known.add(concrete0)
+        known.add(codec.encode(forget(initial) if forget else initial))
     parent: dict = {code0: None}  # encoded state -> its parent's encoding
     transitions = 0
     reduced = 0
@@ -233,13 +228,13 @@ def search(
     if v:
         noted = (v, code0)
         assert_on, assert_states = off.on_label, off.state
-    layer = [(initial, code0, u0, concrete0)]  # (state, its code, what is encoded of it, its concrete encoding)
+    layer = [(initial, code0)]
     try:
         while layer:
             found: Found = None  # (violation, end) of length depth + 1, reported unless a deadlock is at depth
             bounded = False
             nxt_layer = []
-            for s, code, su, sconcrete in layer:
+            for s, code in layer:
                 enabled = model.actions(s)
                 if not enabled and not model.finished(s):
                     return result((deadlock(deadlock_message(model, s), depth), code))
@@ -254,7 +249,6 @@ def search(
                             reduced += 1
                             break
                         moves = None
-                sints = codec.unpack(sconcrete)
                 for a, t in moves or ((a, model.step(s, a)) for a in enabled):
                     transitions += 1
                     if found is None:
@@ -267,16 +261,15 @@ def search(
                                 found = broken
                                 continue
                             noted, assert_on, assert_states = broken, off.on_label, off.state
-                    u = forget(t) if forget else t
-                    tints = after(u, su, sints)
-                    tcode: Any = pack(tints)  # the state's code: bytes, or an int under fingerprints
-                    concrete = tcode
-                    if canon_of is not None:
-                        if known is not None and concrete in known:  # met before (BFS meets most states from
-                            continue  # every parent): no renaming
+                    if known is None:
+                        tcode = encode(t)
+                    else:  # a state met before (most are: BFS meets each one from every parent) costs no renaming
+                        u = forget(t) if forget else t
+                        tints = indices(u)
+                        concrete = pack(tints)
+                        if concrete in known:
+                            continue
                         tcode = canon_of(u, tints)
-                    if fingerprints:
-                        tcode = fingerprint(tcode)
                     if tcode in parent:
                         if known is not None:
                             known.add(concrete)
@@ -299,7 +292,7 @@ def search(
                                 found = broken
                                 continue
                             noted, assert_on, assert_states = broken, off.on_label, off.state
-                    nxt_layer.append((t, tcode, u, concrete))
+                    nxt_layer.append((t, tcode))
                 if bounded:
                     break
                 if progress and time.perf_counter() >= next_report:
@@ -316,11 +309,6 @@ def search(
     except KeyboardInterrupt:
         return result(interrupted=True)
     return result(exhausted=not fingerprints)
-
-
-def fingerprint(code: bytes) -> int:
-    """A 64-bit hash of an encoding: what a hash-compacted search stores."""
-    return int.from_bytes(blake2b(code, digest_size=8).digest(), "little")
 
 
 class _Tail:

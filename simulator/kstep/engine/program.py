@@ -31,6 +31,7 @@ from itertools import compress
 from operator import attrgetter, is_, is_not
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
+from .display import Display
 from .model import PLAIN, Action, Model, Source, State, Variant
 from .reductions import Footprint, Reductions
 from .timing import Timing
@@ -206,7 +207,7 @@ class Program:
         return copy
 
 
-class ProgramModel(Model, Reductions, Timing):
+class ProgramModel(Model, Reductions, Timing, Display):
     """A Model whose state is a NamedTuple whose first field is ``threads``: a tuple of thread
     NamedTuples whose first two fields are ``name`` and ``frames`` (the engine relies on these
     positions to update them without ``_replace``, which dominated exploration time).
@@ -530,14 +531,6 @@ class ProgramModel(Model, Reductions, Timing):
     def what(self, label: str) -> str:
         return self._steps[label].what
 
-    def acts_on(self, state: State, action: Action) -> str:
-        """What the step ``action`` is about to act on in ``state`` (\"mmap_lock\", \"VMA 2's lock\"), in a few
-        words, or \"\" when its label says it all: two ``down_write`` steps on different locks must say which."""
-        return ""
-
-    def how_ended(self, state: State, actor: str) -> str:
-        """How a finished actor ended when it did not run to its end (\"killed by SIGSEGV\"), else \"\"."""
-        return ""
 
 
 _last_index: dict[str, int] = {}  # a memo only: every hit is checked against the state

@@ -4,7 +4,8 @@ ignored without a word.  Both are checked here on every mechanism's class and on
 
 import pytest
 
-from kstep.engine import memory_model, progress, reductions, timing
+from kstep.engine import display, memory_model, progress, reductions, timing
+from kstep.engine.display import Display
 from kstep.engine.explore import FixedChoices, fixed_choices
 from kstep.engine.memory_model import MemoryAccess, StoreBuffered
 from kstep.engine.model import Model
@@ -16,7 +17,7 @@ from kstep.engine.trace import Recorded, recorded
 from kstep.models import MODELS
 from kstep.scenario_spec.expect import Expectations, functions
 
-INTERFACES = (Reductions, Timing, MemoryAccess, Progress, Recorded, FixedChoices, Expectations)
+INTERFACES = (Reductions, Timing, MemoryAccess, Progress, Recorded, FixedChoices, Expectations, Display)
 CLASSES = sorted(MODELS.values(), key=lambda c: c.name) + [StoreBuffered]
 
 
@@ -76,7 +77,7 @@ def test_what_each_mechanism_declares():
     fixes choices explore does not branch on, offers [[expect]] helpers: as the verdict table and
     the pages have it."""
     declared = {name: sorted(i.__name__ for i in INTERFACES if issubclass(cls, i)) for name, cls in MODELS.items()}
-    common = ["Expectations", "Reductions", "Timing"]
+    common = ["Display", "Expectations", "Reductions", "Timing"]
     assert declared == {
         "vma-locks": sorted(common + ["MemoryAccess", "Progress"]),
         "fork-batch": sorted(common + ["MemoryAccess", "Progress"]),
@@ -99,3 +100,6 @@ def test_a_model_that_declares_nothing_gets_the_defaults():
     assert recorded(bare).memory_model is None and recorded(bare).describe((1, frozenset({3, 2}))) == [1, [2, 3]]
     assert fixed_choices(bare) == "" and functions(bare) == {}
     assert reductions.of(bare).footprint(None, None) is None
+    shown = display.of(bare)
+    assert shown.what("x") == shown.acts_on(None, None) == shown.how_ended(None, "A") == ""
+    assert shown.kernel_build(None) is None and shown.kernel_builds == ()

@@ -83,7 +83,8 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any, Mapping, Optional
 
-from . import progress, reductions, timing
+from . import display, progress, reductions, timing
+from .display import Display
 from .model import FULL, PLAIN, Action, Invariant, Model, Source, State
 from .progress import Progress
 from .reductions import Footprint, Reductions, Renamed
@@ -154,7 +155,7 @@ def _buffered_type(inner: type) -> type:
     return out
 
 
-class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
+class StoreBuffered(Model, Reductions, Timing, Progress, Recorded, Display):
     """x86-TSO over a mechanism model (see the module docstring); the interfaces it declares pass the
     inner model's through (a drain costs no round), with what the buffers add."""
 
@@ -493,18 +494,17 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded):
 
     def what(self, label: str) -> str:
         return ("the oldest store waiting in this CPU's store buffer reaches memory (the cache)" if label == DRAIN
-                else getattr(self.inner, "what", lambda label: "")(label))
+                else display.of(self.inner).what(label))
 
     def acts_on(self, state: State, action: Action) -> str:
         if action.label == DRAIN:
             return self.entry_text(state, state[-1][int(action.actor[2:])][0])
-        acts_on = getattr(self.inner, "acts_on", None)
-        return acts_on(self._acting_view(state, action), action) if acts_on else ""
+        inner = display.of(self.inner)
+        return "" if inner is display.NONE else inner.acts_on(self._acting_view(state, action), action)
 
     def how_ended(self, state: State, actor: str) -> str:
         mem = self.memory(state)
-        how_ended = getattr(self.inner, "how_ended", None)
-        return "" if how_ended is None or self._thread(mem, actor) is None else how_ended(mem, actor)
+        return "" if self._thread(mem, actor) is None else display.of(self.inner).how_ended(mem, actor)
 
     def is_optional(self, action: Action) -> bool:
         return action.label != DRAIN and self.inner.is_optional(action)

@@ -193,7 +193,9 @@ class Model(abc.ABC):
     - ``progress.Progress``: which steps are an actor's progress, for liveness;
     - ``trace.Recorded``: what a trace records of a state, when not the state itself;
     - ``explore.FixedChoices``: what a run fixes that ``explore`` does not branch on;
-    - ``scenario_spec.expect.Expectations``: helpers a scenario's ``[[expect]]`` may call.
+    - ``scenario_spec.expect.Expectations``: helpers a scenario's ``[[expect]]`` may call;
+    - ``display.Display``: a step's one-line text, what it acts on, how an actor ended and which kernel
+      build's code to show (every ProgramModel has it).
 
     How a model reads to a person (the step table's columns, what a blocked actor waits for) is its
     presentation, on the views' side (``views/presentation/``), never the model's.

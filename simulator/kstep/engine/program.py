@@ -31,6 +31,7 @@ from itertools import compress
 from operator import attrgetter, is_, is_not
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
+from .display import Display
 from .model import PLAIN, Action, Model, Source, State, Variant
 from .reductions import Footprint, Reductions
 from .timing import Timing
@@ -216,7 +217,7 @@ class Program:
         return copy
 
 
-class ProgramModel(Model, Reductions, Timing):
+class ProgramModel(Model, Reductions, Timing, Display):
     """A Model whose state is a NamedTuple whose first field is ``threads``: a tuple of thread
     NamedTuples whose first two fields are ``name`` and ``frames`` (the engine relies on these
     positions to update them without ``_replace``, which dominated exploration time).
@@ -438,9 +439,9 @@ class ProgramModel(Model, Reductions, Timing):
         if head != label:
             raise ValueError(f"{action} is not {t.name}'s next step ({head})")
         new = tuple.__new__  # set_thread(state, i, with_frames(t, frames[1:])), inlined: every step pays it
-        popped = new(type(t), (t[0], frames[1:]) + t[2:])
-        state = new(type(state), (threads[:i] + (popped,) + threads[i + 1:],) + state[1:])
-        return self.normalize(run(state, i, arg), i)
+        threads = [*threads]
+        threads[i] = new(type(t), (t[0], frames[1:]) + t[2:])
+        return self.normalize(run(new(type(state), (tuple(threads),) + state[1:]), i, arg), i)
 
     def done(self, state: State, actor: str) -> bool:
         if actor in self._daemon_steps:
@@ -540,14 +541,6 @@ class ProgramModel(Model, Reductions, Timing):
     def what(self, label: str) -> str:
         return self._steps[label].what
 
-    def acts_on(self, state: State, action: Action) -> str:
-        """What the step ``action`` is about to act on in ``state`` (\"mmap_lock\", \"VMA 2's lock\"), in a few
-        words, or \"\" when its label says it all: two ``down_write`` steps on different locks must say which."""
-        return ""
-
-    def how_ended(self, state: State, actor: str) -> str:
-        """How a finished actor ended when it did not run to its end (\"killed by SIGSEGV\"), else \"\"."""
-        return ""
 
 
 _last_index: dict[str, int] = {}  # a memo only: every hit is checked against the state
@@ -573,8 +566,9 @@ def thread_index(state: State, name: str) -> int:
 
 
 def set_thread(state: State, i: int, thread: Any) -> State:
-    threads = state[0]
-    return tuple.__new__(type(state), (threads[:i] + (thread,) + threads[i + 1:],) + state[1:])
+    threads = [*state[0]]  # a list copy with one item set: half the cost of two slices and two concatenations
+    threads[i] = thread
+    return tuple.__new__(type(state), (tuple(threads),) + state[1:])
 
 
 def with_frames(thread: Any, frames: tuple) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
+from ..engine import display
 from .call_stacks import call_stacks
 
 INTO, SKIPPED = " › ", " › … › "  # a call seen in the caller's code; callers in between not modelled
@@ -43,7 +44,7 @@ def frame_context(trace, model, calls: Callable[[str, str], bool]) -> tuple[list
     """Per frame of ``trace``: the step's call stack as one line ("" where the model cannot tell it) and
     what the step acts on ("mmap_lock", "VMA 1's lock"; "" when its label says it all)."""
     stacks = call_stacks(model, trace, calls)
-    acts_on = getattr(model, "acts_on", lambda state, action: "")
+    acts_on = display.of(model).acts_on
     lines = [""] + [stack_line(s, calls) for s in stacks] if stacks is not None else [""] * len(trace.states)
     on = [""] + [acts_on(trace.states[k], a) for k, a in enumerate(trace.actions)]
     return lines, on

@@ -23,7 +23,7 @@ import json
 from array import array
 from typing import Any, Callable, Optional
 
-from ..engine import HARM, Action, Trace
+from ..engine import HARM, Action, Trace, display
 from ..engine.memory_model import DRAIN, StoreBuffered
 from ..engine.trace import recorded
 from ..engine.model import FULL, Checks, Violation, deadlock
@@ -118,7 +118,7 @@ class Session:
         before = self.violations[-1]
         found = self.checks.harm(state, chosen, nxt, k) or before or self.checks.assertion(state, chosen, nxt, k)
         self._stacks.append(None if self._replay is None else self._replay.step(state, chosen, nxt))
-        self._on.append(getattr(self.model, "acts_on", lambda state, action: "")(state, chosen))
+        self._on.append(display.of(self.model).acts_on(state, chosen))
         self.states.append(nxt)
         self.actions.append(chosen)
         if found is None and not self.model.actions(nxt) and not self.model.finished(nxt):
@@ -258,12 +258,10 @@ class Session:
         return cpu if full else None
 
     def _how_ended(self, state, actor: str) -> str:
-        how = getattr(self.model, "how_ended", None)
-        return how(state, actor) if how else ""
+        return display.of(self.model).how_ended(state, actor)
 
     def _what(self, label: str) -> str:
-        what = getattr(self.model, "what", None)
-        return what(label) if what else ""
+        return display.of(self.model).what(label)
 
     def _new_violation(self, k: int) -> bool:
         """True when step k is the one that broke the invariant (the moment to celebrate)."""

@@ -22,7 +22,7 @@ import zipfile
 from importlib import resources
 from pathlib import Path
 
-from ..engine import memory_model as memory_models
+from ..engine import display, memory_model as memory_models
 from ..engine.memory_model import StoreBuffered, memory_model as wrap_memory
 from ..engine.trace import recorded
 from ..errors import UserError
@@ -128,8 +128,8 @@ def enable(lay, trace, model) -> None:
     mark names it, and the variants are those that have a model under it."""
     from . import code, context  # the calls: Bokeh-free, but they read the excerpts
 
-    build = getattr(model, "kernel_build", None)  # under tso: None, x86-64's build (as the player's)
-    spec = _every_step(lay, model, build(trace.states[0]) if build and trace.states else None)
+    # under tso: None, x86-64's build (as the player's)
+    spec = _every_step(lay, model, display.of(model).kernel_build(trace.states[0]) if trace.states else None)
     memory = recorded(model).memory_model  # None: sc
     kernel = model.inner if isinstance(model, StoreBuffered) else model
     under = (lambda m: m) if memory is None else (lambda m: wrap_memory(memory["name"], m, memory["store_buffer"]))

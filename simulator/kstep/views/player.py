@@ -33,7 +33,7 @@ from bokeh.models.ui import Pane
 
 from ..engine.liveness import describe
 
-from ..engine import Model, Trace
+from ..engine import Model, Trace, display
 from ..engine.memory_model import StoreBuffered
 from . import charts, code, context, predict, style, timed
 from .columns import FrameColumns, Strings, decode
@@ -338,15 +338,14 @@ class Player:
     def kernel_build(self) -> Optional[str]:
         """The kernel build (an architecture's, or a configuration) whose code the code pane shows, when the
         model's state or variant names one."""
-        build = getattr(self.model, "kernel_build", None)
-        return build(self.trace.states[0]) if build and self.trace.states else None
+        return display.of(self.model).kernel_build(self.trace.states[0]) if self.trace.states else None
 
     def tables(self) -> dict:
         """The plain data player.js reads (besides Bokeh models): sizes, names and texts."""
         cols = self.trace.columns(self.model)
         labels = cols["labels"]
         sources = self.model.sources()
-        what = getattr(self.model, "what", lambda label: "")
+        what = display.of(self.model).what
         build = self.kernel_build()
         return {
             "n": self.n,
@@ -452,7 +451,7 @@ class Player:
             return (f'<div class="kstep-banner finished">✓ end of the recording: {self.n} observed steps'
                     '<div class="kstep-message">every one keeps the invariants it was checked with</div></div>')
         if t.outcome == "finished":
-            how = getattr(self.model, "how_ended", lambda state, actor: "")
+            how = display.of(self.model).how_ended
             ended = [f"{a} was {how(t.states[-1], a)}" for a in self.model.actors(t.states[-1])
                      if how(t.states[-1], a)]
             if ended:

@@ -36,6 +36,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
+from kstep.engine.display import Display
 from kstep.lab.source.conditions import Undecidable, built_lines, parse_config
 from kstep.lab.source.index import PACKAGE, VERSION, kernel_release, tree_dir
 
@@ -230,7 +231,7 @@ def wanted_by_build() -> dict[str, list[tuple[str, str]]]:
 
     out: dict[str, set] = {}
     for mech, cls in MODELS.items():
-        for build in getattr(cls, "kernel_builds", ()):
+        for build in cls.kernel_builds if issubclass(cls, Display) else ():
             out.setdefault(build, set()).update(_functions(mech))
     return {build: sorted(functions) for build, functions in out.items()}
 

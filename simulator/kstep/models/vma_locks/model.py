@@ -136,8 +136,8 @@ class VmaLocksModel(ProgramModel, MemoryAccess, Progress, Expectations):
 
     def normalize(self, state, i):
         """Clear the ghost outside vma_start_read, so that it never tells two equal states apart."""
-        state = super().normalize(state, i)
-        t = state.threads[i]
+        state = ProgramModel.normalize(self, state, i)  # not super(): every step pays the lookup
+        t = state[0][i]
         if t.ghost_writer_since_walk and not in_vma_start_read(t):
             state = set_local(state, i, ghost_writer_since_walk=False)
         return forget_sections(state) if state.forever else state

@@ -109,8 +109,9 @@ static pthread_t sibling(void *(*fn)(void *), void *arg)
 	if ((errno = pthread_create(&t, &attr, fn, arg)))
 		die("pthread_create");
 	pthread_attr_destroy(&attr);
-	while (!atomic_load(&started))
-		;
+	for (double t0 = now_ns(); !atomic_load(&started);)
+		if (now_ns() - t0 > 1e9)
+			fail("the sibling thread did not start on CPU_B within a second");
 	return t;
 }
 

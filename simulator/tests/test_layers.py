@@ -370,3 +370,35 @@ def test_tests_and_notebooks_start_from_kstep_open():
         "run a scenario with kstep.open (or from_text, or support.load), not make_model:\n  "
         + "\n  ".join(sorted(callers - set(USERS_ALLOWED))))
     assert not set(USERS_ALLOWED) - callers, f"no longer calls make_model: {sorted(set(USERS_ALLOWED) - callers)}"
+
+
+# The tests that find the unpacked Linux tree themselves, by path from the repository's root; every
+# other test takes conftest.py's linux_tree fixture, which names the missing tree (run make linux-source)
+# and skips the release-exact checks on a stale pin, leaving that to one named check.
+TREE_FINDERS_ALLOWED = {
+    "simulator/tests/conftest.py": "the linux_tree fixture itself",
+    "simulator/tests/test_source_index.py": "the finder and the stale-pin check themselves",
+    "simulator/tests/test_memory_models.py": "the kernel's litmus tests as parameters, at collection",
+}
+
+
+def tree_finders(sources: dict[str, str]) -> set[str]:
+    """The files whose code calls ``linux_tree()`` or ``kernel_root()``."""
+    return {where for where, source in sources.items() for node in ast.walk(ast.parse(source, where))
+            if isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("linux_tree", "kernel_root")}
+
+
+def test_tests_take_the_linux_tree_from_its_fixture():
+    root = PACKAGE.parents[1]
+    sources = {p.relative_to(root).as_posix(): p.read_text() for p in root.joinpath("simulator", "tests").glob("*.py")}
+    found = tree_finders(sources)
+    assert found == set(TREE_FINDERS_ALLOWED), (
+        "take the linux_tree fixture instead of finding the tree: "
+        f"{sorted(found - set(TREE_FINDERS_ALLOWED))}; no longer finds it: {sorted(set(TREE_FINDERS_ALLOWED) - found)}")
+
+
+def test_tree_finder_finds_a_call():
+    assert tree_finders({"a.py": "from kstep.memory import kernel_tree\nroot = kernel_tree.kernel_root()\n",
+                         "b.py": "def test_x(linux_tree):\n    return linux_tree / 'mm'\n",
+                         "c.py": "tree = index.linux_tree()\n"}) == {"a.py", "c.py"}

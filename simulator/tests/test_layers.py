@@ -330,20 +330,20 @@ def test_make_model_finder_finds_a_call(tmp_path):
 # run of a scenario they build with kstep.open, kstep.experiment.from_text or support.load.
 USERS_ALLOWED = {
     "simulator/tests/support.py": "every variant's symmetry order at collection, each scenario file read once",
-    "simulator/tests/test_check.py": "qspinlock configs made in code, for logs the checker reads",
-    "simulator/tests/test_check_vma.py": "a vma-locks config made in code, for logs the checker reads",
     "simulator/tests/test_cli_inputs.py": "a config made in code for a log; the model's class patched",
     "simulator/tests/test_code_pane.py": "every variant's source locations",
     "simulator/tests/test_dead_vars.py": "a model's step table",
     "simulator/tests/test_experiment.py": "kstep.open checked against make_model and the engine",
     "simulator/tests/test_findbug.py": "each case's broken variant, in the registry",
     "simulator/tests/test_footprints.py": "what a model declares",
-    "simulator/tests/test_fork_cost.py": "populated page tables made in code",
     "simulator/tests/test_fuzz_cli.py": "a model's expect functions",
     "simulator/tests/test_fuzz_hostile.py": "a mechanism, variant and config drawn at random",
     "simulator/tests/test_kernel_lab_fork.py": "a crowd of threads made in code",
     "simulator/tests/test_liveness.py": "endless configs made in code",
+    "simulator/tests/test_measure_fork_batch.py": "populated page tables made in code",
     "simulator/tests/test_memory_model.py": "which variants refuse tso",
+    "simulator/tests/test_replay_qspinlock.py": "qspinlock configs made in code, for logs the checker reads",
+    "simulator/tests/test_replay_vma_locks.py": "a vma-locks config made in code, for logs the checker reads",
     "simulator/tests/test_views_columns.py": "a config raised past its schema's bound",
     "simulator/tests/test_views_qspinlock.py": "every variant's step labels",
     "notebooks/01-per-vma-locks-and-rcu.ipynb": "the table of variants and the variant menu",
@@ -402,3 +402,37 @@ def test_tree_finder_finds_a_call():
     assert tree_finders({"a.py": "from kstep.memory import kernel_tree\nroot = kernel_tree.kernel_root()\n",
                          "b.py": "def test_x(linux_tree):\n    return linux_tree / 'mm'\n",
                          "c.py": "tree = index.linux_tree()\n"}) == {"a.py", "c.py"}
+
+
+# One spelling per mechanism: the names issue 22 retired never come back, as a module's or a test
+# file's name (``test_`` + the module's) or as a name in code (a module imported ``as`` one).
+RETIRED_MODULES = {"check", "check_vma", "damon_cost", "fork_cost", "fork_invariants", "measure", "vma_board",
+                   "vma_lock", "vma_retries"}
+RETIRED_NAMES = {"vma_lock", "vma_board", "check_vma", "vma_retries"}  # vma_locks' other spellings
+
+
+def retired_names(sources: dict[str, str]) -> list[str]:
+    """``where: name`` for each retired name a source's code uses (its comments and strings aside)."""
+    import io
+    import tokenize
+
+    return sorted(f"{where}: {token.string}" for where, source in sources.items()
+                  for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                  if token.type == tokenize.NAME and token.string in RETIRED_NAMES)
+
+
+def test_one_spelling_per_mechanism():
+    root = PACKAGE.parents[1]
+    files = [*PACKAGE.rglob("*.py"), *root.joinpath("simulator", "tests").glob("*.py"), *root.joinpath("bench").glob("*.py")]
+    modules = sorted(p.relative_to(root).as_posix() for p in files if p.stem.removeprefix("test_") in RETIRED_MODULES)
+    assert not modules, f"named as a retired module: {modules}"
+    sources = {p.relative_to(root).as_posix(): p.read_text() for p in files}
+    sources |= {p.relative_to(root).as_posix(): notebook_code(p) for p in root.joinpath("notebooks").glob("*.ipynb")}
+    found = retired_names(sources)
+    assert not found, "vma-locks is vma_locks in code:\n  " + "\n  ".join(found)
+
+
+def test_retired_name_finder_finds_a_name():
+    assert retired_names({"a.py": "from kstep.lab.guest import vma_locks as vma_retries\n",
+                          "b.py": "# the old vma_retries module\nname = 'check_vma'\nvma_lock_success = 1\n"}) == [
+        "a.py: vma_retries"]

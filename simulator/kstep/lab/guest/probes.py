@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kstep.errors import UserError
-from kstep.lab.guest import vma_locks as vma_retries
+from kstep.lab.guest import vma_locks
 from kstep.lab.guest.kernels import Kernels
 
 GUEST = Path(__file__).resolve().parents[4] / "kernel-lab" / "guest"
@@ -89,7 +89,7 @@ def judge_vma(data: list[dict[str, str]], raw: dict[str, list[str]] | None = Non
 def judge_vma_retries(data: list[dict[str, str]], raw: dict[str, list[str]]) -> list[Check]:
     """The traced VMA-lock retries (a result recorded before the probe traced them has none to judge):
     the workload alone retries nothing, and every retry is a fault special_mapping_fault() then served."""
-    retries = vma_retries.classify(data, raw)
+    retries = vma_locks.classify(data, raw)
     in_window = [r for r in retries if r.mode == "faults" and r.whose == "workload"]
     unexplained = [r for r in retries if not r.special]
     whose = ", ".join(f"{n} {w}" for w, n in sorted(Counter(r.whose for r in retries).items()))
@@ -131,7 +131,7 @@ def vma_model(variant: str) -> dict[str, dict[str, int]]:
 def vma_rows(data: list[dict[str, str]], result: dict, raw: dict[str, list[str]] | None = None) -> list[str]:
     variant = result["models"]["vma-locks"]
     model = vma_model(variant)
-    retries = vma_retries.classify(data, raw) if raw and raw.get("trace") else None
+    retries = vma_locks.classify(data, raw) if raw and raw.get("trace") else None
     rows = [f"per-VMA locks (model variant {variant}, {len(MODEL_SEEDS)} random schedules per shape):"]
     for mode, fields in _by_mode(data, "vma").items():
         c = vma_counts(fields)
@@ -145,7 +145,7 @@ def vma_rows(data: list[dict[str, str]], result: dict, raw: dict[str, list[str]]
             f"{m.get('vma_lock_retry', 0)} retried"
         )
         if retries is not None:
-            rows.append(f"          {vma_retries.summary(retries, mode)}")
+            rows.append(f"          {vma_locks.summary(retries, mode)}")
     if retries is not None:
         others = Counter(r.comm for r in retries if r.whose == "other")
         rows.append("  other processes' retries: " + (", ".join(f"{c} x{n}" for c, n in sorted(others.items()))

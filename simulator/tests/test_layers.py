@@ -423,7 +423,8 @@ def retired_names(sources: dict[str, str]) -> list[str]:
 
 def test_one_spelling_per_mechanism():
     root = PACKAGE.parents[1]
-    files = [*PACKAGE.rglob("*.py"), *root.joinpath("simulator", "tests").glob("*.py"), *root.joinpath("bench").glob("*.py")]
+    files = [*PACKAGE.rglob("*.py"), *root.joinpath("simulator", "tests").glob("*.py"),
+             *root.joinpath("bench").glob("*.py")]
     modules = sorted(p.relative_to(root).as_posix() for p in files if p.stem.removeprefix("test_") in RETIRED_MODULES)
     assert not modules, f"named as a retired module: {modules}"
     sources = {p.relative_to(root).as_posix(): p.read_text() for p in files}

@@ -274,7 +274,6 @@ MAKE_MODEL_ALLOWED = {
     "kstep.lab.replay.fork_batch": "a config the lab log's header gives, no scenario",
     "kstep.lab.replay.qspinlock": "a config the lab log's header gives, no scenario",
     "kstep.lab.replay.vma_locks": "a config the lab log's header gives, no scenario",
-    "kstep.lab.guest.probes": "scenarios parsed from text made from a guest's result, no file or name",
     "kstep.lab.source.excerpts": "every variant's source locations, no scenario",
     "kstep.measure.fork_batch": "populated page tables built in code, no scenario",
     "kstep.measure.rounds": "configs the caller builds; one scenario schema",

@@ -484,14 +484,12 @@ def damon_scenario(case: dict, result: dict) -> str:
 def damon_model(case: dict, result: dict) -> list[Aggregation]:
     """The DAMON model's run of :func:`damon_scenario`: each aggregation's regions as
     kdamond_reset_aggregated() reports them (the tracepoint's fields)."""
-    from kstep.engine import Random, simulate
-    from kstep.scenario_spec import scenario as scenarios
-    from kstep.models import make_model
+    from kstep import experiment
+    from kstep.engine import Random
     from kstep.models.damon.model import RESET
 
-    model = make_model("damon", damon_variant(result["kernel"]["abi"]))
-    sc = scenarios.parse(model.name, model.scenario_schema, "lab", damon_scenario(case, result), "lab", [])
-    trace = simulate(model, model.initial(sc.config), Random(0), config=sc.config, max_steps=10_000_000)
+    ex = experiment.from_text("damon", damon_scenario(case, result), damon_variant(result["kernel"]["abi"]), "lab")
+    trace = ex.run(Random(0), max_steps=10_000_000)
     return [Aggregation(s.k.now_us / 1e6, tuple((r.start, r.end, r.last_nr_accesses, r.age) for r in s.regions),
                         len(s.regions))
             for a, s in zip(trace.actions, trace.states[1:]) if a.label == RESET]
@@ -624,14 +622,12 @@ def word_universe(cpus: int) -> frozenset[int]:
 def _explored_words(cpus: int, repeat: int, variant: str) -> frozenset[int]:
     """The lock words of a breadth-first walk of the model's states, every CPU taking lock A ``repeat``
     times; words only, since the sampler sees only the word."""
-    from kstep.scenario_spec import scenario as scenarios
-    from kstep.models import make_model
+    from kstep import experiment
 
-    model = make_model("qspinlock", variant)
     cpu_tables = "".join(f'[[cpus]]\nlocks = ["A"]\nrepeat = {repeat}\n\n' for _ in range(cpus))
     text = f'description = "lab"\nlook_for = "lab"\n\n{cpu_tables}'
-    sc = scenarios.parse(model.name, model.scenario_schema, f"lab-{cpus}", text, "lab", [])
-    start = model.initial(sc.config)
+    ex = experiment.from_text("qspinlock", text, variant, f"lab-{cpus}")
+    model, start = ex.model, ex.start
     seen, frontier, words = {start}, [start], {start.words[0]}
     while frontier:
         nxt = []

@@ -444,3 +444,35 @@ def test_retired_name_finder_finds_a_name():
     assert retired_names({"a.py": "from kstep.lab.guest import vma_locks as vma_retries\n",
                           "b.py": "# the old vma_retries module\nname = 'check_vma'\nvma_lock_success = 1\n"}) == [
         "a.py: vma_retries"]
+
+
+# One meaning per step limit: a run's cap is a named constant (engine.schedule's LONGEST_RUN for what a
+# person asks for or a file holds, COUNTED_RUN for runs kept only for their counts, a scenario's
+# max_steps), never a number written at the call.
+def literal_step_limits(sources: dict[str, str]) -> list[str]:
+    """``where:line`` of each ``max_steps=<number>`` argument or ``max_steps: int = <number>`` default."""
+    found = []
+    for where, source in sources.items():
+        for node in ast.walk(ast.parse(source, where)):
+            values = []
+            if isinstance(node, ast.keyword) and node.arg == "max_steps":
+                values = [node.value]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                named = [*zip(a.args[len(a.args) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+                values = [d for arg, d in named if arg.arg == "max_steps" and d is not None]
+            found += [f"{where}:{v.lineno}" for v in values if isinstance(v, ast.Constant) and isinstance(v.value, int)]
+    return found
+
+
+def test_step_limits_are_named():
+    found = literal_step_limits({f"kstep/{p.relative_to(PACKAGE).as_posix()}": p.read_text()
+                                 for p in PACKAGE.rglob("*.py")})
+    assert not found, "name the step limit (engine.schedule's LONGEST_RUN or COUNTED_RUN):\n  " + "\n  ".join(found)
+
+
+def test_step_limit_finder_finds_a_number():
+    assert literal_step_limits({"a.py": "simulate(m, s, r, max_steps=10_000)\n",
+                                "b.py": "def run(c, max_steps: int = 2_000_000):\n    pass\n",
+                                "c.py": "simulate(m, s, r, max_steps=LONGEST_RUN)\ndef f(max_steps=None): pass\n"}) == [
+        "a.py:1", "b.py:1"]

@@ -486,10 +486,11 @@ def damon_model(case: dict, result: dict) -> list[Aggregation]:
     kdamond_reset_aggregated() reports them (the tracepoint's fields)."""
     from kstep import experiment
     from kstep.engine import Random
+    from kstep.engine.schedule import COUNTED_RUN
     from kstep.models.damon.model import RESET
 
     ex = experiment.from_text("damon", damon_scenario(case, result), damon_variant(result["kernel"]["abi"]), "lab")
-    trace = ex.run(Random(0), max_steps=10_000_000)
+    trace = ex.run(Random(0), max_steps=COUNTED_RUN)
     return [Aggregation(s.k.now_us / 1e6, tuple((r.start, r.end, r.last_nr_accesses, r.age) for r in s.regions),
                         len(s.regions))
             for a, s in zip(trace.actions, trace.states[1:]) if a.label == RESET]

@@ -751,7 +751,7 @@ def cmd_check(args) -> int:
     if args.html is not None:
         raise UserError("--html: only a damon observation is drawn (a log replay has no trace to draw)")
     if args.mechanism == "vma-locks":
-        return cmd_check_vma(args)
+        return cmd_check_vma_locks(args)
     from .lab.replay import check_file  # the log checker is only loaded by the command that uses it
 
     result = check_file(args.mechanism, args.log, progress=report_check_progress)
@@ -807,7 +807,7 @@ def scheduler_text(trace) -> str:
     return clean(f"{how}, at most {trace.max_steps:,} steps")
 
 
-def cmd_check_vma(args) -> int:
+def cmd_check_vma_locks(args) -> int:
     from .lab.replay import check_file
 
     result = check_file(args.mechanism, args.log, progress=report_check_progress)

@@ -12,7 +12,7 @@ import pytest
 from kstep.cli import main
 from kstep.errors import UserError
 from kstep.lab.source import debian, index as source_index
-from kstep.lab.guest import qemu as guest, kernels, ktap, probes, vma_locks as vma_retries
+from kstep.lab.guest import qemu as guest, kernels, ktap, probes, vma_locks
 
 DATA = Path(__file__).parent / "data" / "lab"
 RECORDED = Path(__file__).resolve().parents[2] / "kernel-lab" / "guest" / "recorded"
@@ -391,7 +391,7 @@ def recorded_vma(arch):
 @pytest.mark.parametrize("arch", list(guest.MACHINES))
 def test_the_recorded_boots_retries_are_each_processs_first_vdso_faults(arch):
     result, data, raw = recorded_vma(arch)
-    retries = vma_retries.classify(data, raw)
+    retries = vma_locks.classify(data, raw)
     assert not [r.what for r in retries if r.whose == "workload"]
     startup = [r for r in retries if r.whose == "start-up"]
     assert {r.mode for r in startup} == {"faults", "writer"} and {r.mapping for r in startup} == {"[vdso]"}
@@ -416,16 +416,16 @@ def test_the_retry_checks_catch_a_workload_retry_and_an_unexplained_one():
     checks = probes.judge_vma(data, dict(raw, trace=trace))
     assert [c.name for c in checks if not c.ok] == [
         "faults: the workload's own faults never retry", "every VMA-lock retry is a special mapping's fault"]
-    [retry] = [r for r in vma_retries.classify(data, dict(raw, trace=trace)) if r.whose == "workload"]
+    [retry] = [r for r in vma_locks.classify(data, dict(raw, trace=trace)) if r.whose == "workload"]
     assert retry.mapping == "anonymous" and retry.what == f"vmaprobe-{pid + 1} write at {lo + 0x10:#x} in anonymous"
 
 
 def test_a_malformed_retry_trace_is_a_user_error():
     _, data, raw = recorded_vma("arm64")
     with pytest.raises(UserError, match="vma trace line 1"):
-        vma_retries.classify(data, dict(raw, trace=["garbage"]))
+        vma_locks.classify(data, dict(raw, trace=["garbage"]))
     with pytest.raises(UserError, match="no window markers"):
-        vma_retries.classify(data, dict(raw, trace=[line for line in raw["trace"] if "window" not in line]))
+        vma_locks.classify(data, dict(raw, trace=[line for line in raw["trace"] if "window" not in line]))
 
 
 def test_the_model_shapes_agree_with_the_kernel_qualitatively():

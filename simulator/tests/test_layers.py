@@ -274,7 +274,6 @@ MAKE_MODEL_ALLOWED = {
     "kstep.lab.replay.fork_batch": "a config the lab log's header gives, no scenario",
     "kstep.lab.replay.qspinlock": "a config the lab log's header gives, no scenario",
     "kstep.lab.replay.vma_locks": "a config the lab log's header gives, no scenario",
-    "kstep.lab.guest.probes": "scenarios parsed from text made from a guest's result, no file or name",
     "kstep.lab.source.excerpts": "every variant's source locations, no scenario",
     "kstep.measure.fork_batch": "populated page tables built in code, no scenario",
     "kstep.measure.rounds": "configs the caller builds; one scenario schema",
@@ -330,20 +329,20 @@ def test_make_model_finder_finds_a_call(tmp_path):
 # run of a scenario they build with kstep.open, kstep.experiment.from_text or support.load.
 USERS_ALLOWED = {
     "simulator/tests/support.py": "every variant's symmetry order at collection, each scenario file read once",
-    "simulator/tests/test_check.py": "qspinlock configs made in code, for logs the checker reads",
-    "simulator/tests/test_check_vma.py": "a vma-locks config made in code, for logs the checker reads",
     "simulator/tests/test_cli_inputs.py": "a config made in code for a log; the model's class patched",
     "simulator/tests/test_code_pane.py": "every variant's source locations",
     "simulator/tests/test_dead_vars.py": "a model's step table",
     "simulator/tests/test_experiment.py": "kstep.open checked against make_model and the engine",
     "simulator/tests/test_findbug.py": "each case's broken variant, in the registry",
     "simulator/tests/test_footprints.py": "what a model declares",
-    "simulator/tests/test_fork_cost.py": "populated page tables made in code",
     "simulator/tests/test_fuzz_cli.py": "a model's expect functions",
     "simulator/tests/test_fuzz_hostile.py": "a mechanism, variant and config drawn at random",
     "simulator/tests/test_kernel_lab_fork.py": "a crowd of threads made in code",
     "simulator/tests/test_liveness.py": "endless configs made in code",
+    "simulator/tests/test_measure_fork_batch.py": "populated page tables made in code",
     "simulator/tests/test_memory_model.py": "which variants refuse tso",
+    "simulator/tests/test_replay_qspinlock.py": "qspinlock configs made in code, for logs the checker reads",
+    "simulator/tests/test_replay_vma_locks.py": "a vma-locks config made in code, for logs the checker reads",
     "simulator/tests/test_views_columns.py": "a config raised past its schema's bound",
     "simulator/tests/test_views_qspinlock.py": "every variant's step labels",
     "notebooks/01-per-vma-locks-and-rcu.ipynb": "the table of variants and the variant menu",
@@ -370,3 +369,110 @@ def test_tests_and_notebooks_start_from_kstep_open():
         "run a scenario with kstep.open (or from_text, or support.load), not make_model:\n  "
         + "\n  ".join(sorted(callers - set(USERS_ALLOWED))))
     assert not set(USERS_ALLOWED) - callers, f"no longer calls make_model: {sorted(set(USERS_ALLOWED) - callers)}"
+
+
+# The tests that find the unpacked Linux tree themselves, by path from the repository's root; every
+# other test takes conftest.py's linux_tree fixture, which names the missing tree (run make linux-source)
+# and skips the release-exact checks on a stale pin, leaving that to one named check.
+TREE_FINDERS_ALLOWED = {
+    "simulator/tests/conftest.py": "the linux_tree fixture itself",
+    "simulator/tests/test_source_index.py": "the finder and the stale-pin check themselves",
+    "simulator/tests/test_memory_models.py": "the kernel's litmus tests as parameters, at collection",
+}
+
+
+def tree_finders(sources: dict[str, str]) -> set[str]:
+    """The files whose code calls ``linux_tree()`` or ``kernel_root()``."""
+    return {where for where, source in sources.items() for node in ast.walk(ast.parse(source, where))
+            if isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("linux_tree", "kernel_root")}
+
+
+def test_tests_take_the_linux_tree_from_its_fixture():
+    root = PACKAGE.parents[1]
+    sources = {p.relative_to(root).as_posix(): p.read_text() for p in root.joinpath("simulator", "tests").glob("*.py")}
+    found = tree_finders(sources)
+    assert found == set(TREE_FINDERS_ALLOWED), (
+        "take the linux_tree fixture instead of finding the tree: "
+        f"{sorted(found - set(TREE_FINDERS_ALLOWED))}; no longer finds it: {sorted(set(TREE_FINDERS_ALLOWED) - found)}")
+
+
+def test_tree_finder_finds_a_call():
+    assert tree_finders({"a.py": "from kstep.memory import kernel_tree\nroot = kernel_tree.kernel_root()\n",
+                         "b.py": "def test_x(linux_tree):\n    return linux_tree / 'mm'\n",
+                         "c.py": "tree = index.linux_tree()\n"}) == {"a.py", "c.py"}
+
+
+# One spelling per mechanism: the modules issue 22 renamed (old path in kstep/ -> new) never come back,
+# nor does a test file named after one (``test_`` + its old name), nor a vma-locks spelling as a name
+# in code (a module imported ``as`` one).
+RETIRED_MODULES = {
+    "lab/check.py": "lab/replay/qspinlock.py", "lab/check_vma.py": "lab/replay/vma_locks.py",
+    "lab/vma_retries.py": "lab/guest/vma_locks.py", "damon_cost.py": "measure/damon.py",
+    "fork_cost.py": "measure/fork_batch.py", "measure.py": "measure/rounds.py",
+    "views/vma_board.py": "views/boards/vma_locks.py", "views/vma_lock.py": "views/vma_locks.py",
+    "models/vma_lock.py": "models/vma_locks/", "models/fork_invariants.py": "models/fork_batch/invariants.py",
+}
+RETIRED_NAMES = {"vma_lock", "vma_board", "check_vma", "vma_retries"}  # vma_locks' other spellings
+
+
+def retired_names(sources: dict[str, str]) -> list[str]:
+    """``where: name`` for each retired name a source's code uses (its comments and strings aside)."""
+    import io
+    import tokenize
+
+    return sorted(f"{where}: {token.string}" for where, source in sources.items()
+                  for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                  if token.type == tokenize.NAME and token.string in RETIRED_NAMES)
+
+
+def test_one_spelling_per_mechanism():
+    root = PACKAGE.parents[1]
+    back = sorted(f"kstep/{old} (now {new})" for old, new in RETIRED_MODULES.items() if (PACKAGE / old).exists())
+    tests = root.joinpath("simulator", "tests")
+    back += sorted(f"tests/test_{Path(old).name} (now {new})" for old, new in RETIRED_MODULES.items()
+                   if (tests / f"test_{Path(old).name}").exists())
+    assert not back, f"named as a retired module: {back}"
+    files = [*PACKAGE.rglob("*.py"), *tests.glob("*.py"), *root.joinpath("bench").glob("*.py")]
+    sources = {p.relative_to(root).as_posix(): p.read_text() for p in files}
+    sources |= {p.relative_to(root).as_posix(): notebook_code(p) for p in root.joinpath("notebooks").glob("*.ipynb")}
+    found = retired_names(sources)
+    assert not found, "vma-locks is vma_locks in code:\n  " + "\n  ".join(found)
+
+
+def test_retired_name_finder_finds_a_name():
+    assert retired_names({"a.py": "from kstep.lab.guest import vma_locks as vma_retries\n",
+                          "b.py": "# the old vma_retries module\nname = 'check_vma'\nvma_lock_success = 1\n"}) == [
+        "a.py: vma_retries"]
+
+
+# One meaning per step limit: a run's cap is a named constant (engine.schedule's LONGEST_RUN for what a
+# person asks for or a file holds, COUNTED_RUN for runs kept only for their counts, a scenario's
+# max_steps), never a number written at the call.
+def literal_step_limits(sources: dict[str, str]) -> list[str]:
+    """``where:line`` of each ``max_steps=<number>`` argument or ``max_steps: int = <number>`` default."""
+    found = []
+    for where, source in sources.items():
+        for node in ast.walk(ast.parse(source, where)):
+            values = []
+            if isinstance(node, ast.keyword) and node.arg == "max_steps":
+                values = [node.value]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                named = [*zip(a.args[len(a.args) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+                values = [d for arg, d in named if arg.arg == "max_steps" and d is not None]
+            found += [f"{where}:{v.lineno}" for v in values if isinstance(v, ast.Constant) and isinstance(v.value, int)]
+    return found
+
+
+def test_step_limits_are_named():
+    found = literal_step_limits({f"kstep/{p.relative_to(PACKAGE).as_posix()}": p.read_text()
+                                 for p in PACKAGE.rglob("*.py")})
+    assert not found, "name the step limit (engine.schedule's LONGEST_RUN or COUNTED_RUN):\n  " + "\n  ".join(found)
+
+
+def test_step_limit_finder_finds_a_number():
+    assert literal_step_limits({"a.py": "simulate(m, s, r, max_steps=10_000)\n",
+                                "b.py": "def run(c, max_steps: int = 2_000_000):\n    pass\n",
+                                "c.py": "simulate(m, s, r, max_steps=LONGEST_RUN)\ndef f(max_steps=None): pass\n"}) == [
+        "a.py:1", "b.py:1"]

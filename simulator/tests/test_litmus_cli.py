@@ -39,11 +39,10 @@ def test_all_prints_one_row_per_outcome_one_column_per_model():
     assert len([line for line in lines[1:5] if line.split()[-1] == "allowed"]) == 4
 
 
-def test_kernel_test_shows_its_result_beside_the_lkmm_verdict():
+def test_kernel_test_shows_its_result_beside_the_lkmm_verdict(linux_tree):
     from kstep.memory import kernel_tree
 
-    root = kernel_tree.kernel_root()
-    path = next(p for p in kernel_tree.kernel_litmus_tests(root) if p.name == "SB+fencembonceonces.litmus")
+    path = next(p for p in kernel_tree.kernel_litmus_tests(linux_tree) if p.name == "SB+fencembonceonces.litmus")
     out = kstep(str(path))
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == "lkmm: Never (header Result: Never)"

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from kstep.memory import bundled, kernel_tree
+from kstep.memory import bundled
 
 # Each broken twin and the 6.12 test it breaks.
 TWINS = {
@@ -64,8 +64,8 @@ def test_node_initialisation_without_smp_wmb_is_allowed_on_arm64_and_power_but_n
         assert verdicts == {"tso": "Never", "arm64": "Sometimes", "power": "Sometimes", "lkmm": "Sometimes"}
 
 
-def test_headers_cite_6_12_source_lines_that_exist():
-    root = kernel_tree.kernel_root()
+def test_headers_cite_6_12_source_lines_that_exist(linux_tree):
+    root = linux_tree
     cite = re.compile(r"((?:kernel|include|mm|lib)/[\w/.-]+\.[ch])\s*:(\d+)")
     for name in bundled.names():
         header = bundled.path(name).read_text().split("*)", 1)[0]

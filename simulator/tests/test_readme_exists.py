@@ -86,6 +86,12 @@ def test_the_layout_says_what_each_entry_of_the_package_holds():
     package = ROOT / "simulator" / "kstep"
     entries = {p.name + "/" * p.is_dir() for p in package.iterdir() if p.name not in ("__init__.py", "__pycache__")}
     assert entries - named == set(), "simulator/kstep/ entries the README's layout does not mention"
+    # and each folder inside one, but a mechanism's own (models/: "one package per mechanism",
+    # scenarios/: "one folder per mechanism")
+    folders = {f"{p.parent.name}/{p.name}/" for p in package.glob("*/*") if p.is_dir() and p.name != "__pycache__"
+               and p.parent.name not in ("models", "scenarios")}
+    assert {f for f in folders if f.split("/")[1] + "/" not in named} == set(), (
+        "folders of simulator/kstep/ the README's layout does not mention")
 
 
 def test_the_table_of_names_holds_to_the_tree():

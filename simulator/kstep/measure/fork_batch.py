@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Mapping, Optional
 
 from ..engine import Random, costs, simulate
+from ..engine.schedule import COUNTED_RUN
 from ..engine.timed import Timed
 from ..models import make_model
 from ..models.fork_batch.pgtable import FORMATS, OPS_COST, PTRS_PER_PTE, Ops
@@ -63,7 +64,7 @@ def fork_run(fmt: str, strategy: str, order: int, tables: int, large_mapcount: b
     model = make_model("fork-batch", strategy)
     config = populated(fmt, order, tables, large_mapcount)
     scheduler = Timed(costs.load()) if timed else Random(0)
-    trace = simulate(model, model.initial(config), scheduler, max_steps=10_000_000, check=False)
+    trace = simulate(model, model.initial(config), scheduler, max_steps=COUNTED_RUN, check=False)
     if trace.outcome != "finished":
         raise RuntimeError(f"fork-batch {strategy} {fmt} order {order}: {trace.outcome}")
     return trace.states[-1].ops, len(trace.actions), trace.stats["makespan_ns"] if timed else None

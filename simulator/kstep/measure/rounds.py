@@ -12,12 +12,13 @@ import copy
 from typing import Iterable, Optional
 
 from ..engine import RoundRobin, simulate
+from ..engine.schedule import COUNTED_RUN
 from ..scenario_spec import scenario
 from ..models import make_model
 from ..views.presentation import present
 
 
-def run_rounds(mechanism: str, variant: str, config: dict, max_steps: int = 2_000_000) -> dict:
+def run_rounds(mechanism: str, variant: str, config: dict, max_steps: int = COUNTED_RUN) -> dict:
     """Simulate under round-robin; report completion rounds, blocked rounds and the counters."""
     model = make_model(mechanism, variant)
     trace = simulate(model, model.initial(config), RoundRobin(), max_steps=max_steps, check=False)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kstep.errors import UserError
-from kstep.lab.guest import vma_locks as vma_retries
+from kstep.lab.guest import vma_locks
 from kstep.lab.guest.kernels import Kernels
 
 GUEST = Path(__file__).resolve().parents[4] / "kernel-lab" / "guest"
@@ -89,7 +89,7 @@ def judge_vma(data: list[dict[str, str]], raw: dict[str, list[str]] | None = Non
 def judge_vma_retries(data: list[dict[str, str]], raw: dict[str, list[str]]) -> list[Check]:
     """The traced VMA-lock retries (a result recorded before the probe traced them has none to judge):
     the workload alone retries nothing, and every retry is a fault special_mapping_fault() then served."""
-    retries = vma_retries.classify(data, raw)
+    retries = vma_locks.classify(data, raw)
     in_window = [r for r in retries if r.mode == "faults" and r.whose == "workload"]
     unexplained = [r for r in retries if not r.special]
     whose = ", ".join(f"{n} {w}" for w, n in sorted(Counter(r.whose for r in retries).items()))
@@ -131,7 +131,7 @@ def vma_model(variant: str) -> dict[str, dict[str, int]]:
 def vma_rows(data: list[dict[str, str]], result: dict, raw: dict[str, list[str]] | None = None) -> list[str]:
     variant = result["models"]["vma-locks"]
     model = vma_model(variant)
-    retries = vma_retries.classify(data, raw) if raw and raw.get("trace") else None
+    retries = vma_locks.classify(data, raw) if raw and raw.get("trace") else None
     rows = [f"per-VMA locks (model variant {variant}, {len(MODEL_SEEDS)} random schedules per shape):"]
     for mode, fields in _by_mode(data, "vma").items():
         c = vma_counts(fields)
@@ -145,7 +145,7 @@ def vma_rows(data: list[dict[str, str]], result: dict, raw: dict[str, list[str]]
             f"{m.get('vma_lock_retry', 0)} retried"
         )
         if retries is not None:
-            rows.append(f"          {vma_retries.summary(retries, mode)}")
+            rows.append(f"          {vma_locks.summary(retries, mode)}")
     if retries is not None:
         others = Counter(r.comm for r in retries if r.whose == "other")
         rows.append("  other processes' retries: " + (", ".join(f"{c} x{n}" for c, n in sorted(others.items()))
@@ -484,14 +484,13 @@ def damon_scenario(case: dict, result: dict) -> str:
 def damon_model(case: dict, result: dict) -> list[Aggregation]:
     """The DAMON model's run of :func:`damon_scenario`: each aggregation's regions as
     kdamond_reset_aggregated() reports them (the tracepoint's fields)."""
-    from kstep.engine import Random, simulate
-    from kstep.scenario_spec import scenario as scenarios
-    from kstep.models import make_model
+    from kstep import experiment
+    from kstep.engine import Random
+    from kstep.engine.schedule import COUNTED_RUN
     from kstep.models.damon.model import RESET
 
-    model = make_model("damon", damon_variant(result["kernel"]["abi"]))
-    sc = scenarios.parse(model.name, model.scenario_schema, "lab", damon_scenario(case, result), "lab", [])
-    trace = simulate(model, model.initial(sc.config), Random(0), config=sc.config, max_steps=10_000_000)
+    ex = experiment.from_text("damon", damon_scenario(case, result), damon_variant(result["kernel"]["abi"]), "lab")
+    trace = ex.run(Random(0), max_steps=COUNTED_RUN)
     return [Aggregation(s.k.now_us / 1e6, tuple((r.start, r.end, r.last_nr_accesses, r.age) for r in s.regions),
                         len(s.regions))
             for a, s in zip(trace.actions, trace.states[1:]) if a.label == RESET]
@@ -624,14 +623,12 @@ def word_universe(cpus: int) -> frozenset[int]:
 def _explored_words(cpus: int, repeat: int, variant: str) -> frozenset[int]:
     """The lock words of a breadth-first walk of the model's states, every CPU taking lock A ``repeat``
     times; words only, since the sampler sees only the word."""
-    from kstep.scenario_spec import scenario as scenarios
-    from kstep.models import make_model
+    from kstep import experiment
 
-    model = make_model("qspinlock", variant)
     cpu_tables = "".join(f'[[cpus]]\nlocks = ["A"]\nrepeat = {repeat}\n\n' for _ in range(cpus))
     text = f'description = "lab"\nlook_for = "lab"\n\n{cpu_tables}'
-    sc = scenarios.parse(model.name, model.scenario_schema, f"lab-{cpus}", text, "lab", [])
-    start = model.initial(sc.config)
+    ex = experiment.from_text("qspinlock", text, variant, f"lab-{cpus}")
+    model, start = ex.model, ex.start
     seen, frontier, words = {start}, [start], {start.words[0]}
     while frontier:
         nxt = []

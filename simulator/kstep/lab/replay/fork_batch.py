@@ -16,7 +16,7 @@ file ``seed_params(seed, strategy)`` alone gives both sides the same page tables
 from __future__ import annotations
 
 from ...engine import Random, simulate
-from ...engine.schedule import Scripted
+from ...engine.schedule import COUNTED_RUN, Scripted
 from ...engine.prng import SplitMix64
 from ...errors import UserError
 from ...models import make_model
@@ -124,9 +124,9 @@ def simulated(config: dict, strategy: str, schedule: str = ""):
     invariant checked; a run that breaks a harm invariant stops there, as the C program does."""
     model = make_model("fork-batch", strategy)
     if not schedule:
-        trace = simulate(model, model.initial(config), Random(0), max_steps=10_000_000, check=False)
+        trace = simulate(model, model.initial(config), Random(0), max_steps=COUNTED_RUN, check=False)
     else:
-        trace = simulate(model, model.initial(config), Scripted(schedule), max_steps=100_000)
+        trace = simulate(model, model.initial(config), Scripted(schedule), max_steps=COUNTED_RUN)
     if trace.outcome not in ("finished", "violation"):
         raise RuntimeError(f"fork-batch {strategy}: {trace.outcome}")
     return trace

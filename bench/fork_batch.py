@@ -2,7 +2,8 @@
 
 Counts: operations per copied GiB for order-0, order-4 and order-9 folios under each strategy of the
 December 2023 thread, on every PTE format, with the change relative to per-pte (the shape of the
-thread's tables); the model is run, never timed.
+thread's tables); the model is run, never timed.  The lab's memory modes relative to 4K are given for
+the real-kernel lab's first fork and for a later one (kstep.measure.fork_batch.FORKS).
 
 Times: kernel-lab's fork-batch-bench copies 1 GiB of populated memory (512 PTE tables) and times
 each dup_mmap: mean and standard deviation over the repetitions, change of the mean relative to
@@ -16,7 +17,7 @@ import json
 import statistics
 import subprocess
 
-from kstep.measure.fork_batch import GIB_TABLES, STRATEGIES, per_gib, predicted_relative_cost, strategy_table
+from kstep.measure.fork_batch import FORKS, GIB_TABLES, STRATEGIES, per_gib, predicted_relative_cost, strategy_table
 from kstep.models.fork_batch.pgtable import ARM64, FORMATS, GENERIC, Ops
 from kstep.models.fork_batch.state import PER_PTE
 
@@ -62,7 +63,8 @@ def run(out_dir, say=print) -> dict:
     for fmt in FORMATS:
         say(f"fork-batch: {fmt} ...")
         result["formats"][fmt] = {"strategies": strategy_table(fmt),
-                                  "lab_modes_relative_to_4K": predicted_relative_cost(fmt)}
+                                  "lab_modes_relative_to_4K": {fork: predicted_relative_cost(fmt, fork=fork)
+                                                               for fork in FORKS}}
     result["c_port_times"] = timings(say)
     (out_dir / "fork-batch.json").write_text(json.dumps(result, indent=1) + "\n")
     return result

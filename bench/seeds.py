@@ -26,7 +26,7 @@ from kstep.lab.guest import probes as lab_probes
 from kstep.lab.guest import qemu as guest
 from kstep.measure import damon as dc
 from kstep.measure import timed
-from kstep.measure.fork_batch import strategy_table
+from kstep.measure.fork_batch import FIRST, FORKS, LATER, per_gib, strategy_table
 from kstep.models.fork_batch.pgtable import OPS_COST
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +60,13 @@ VMA_SCENARIOS = {
                                 "mmap_lock contention 0.7% of cycles; TCP zerocopy receive 0.5%+ fewer cycles"),
 }
 QSPINLOCK_SCENARIOS = ("two-waiters", "three-waiters", "set-locked-contended")
-CONTPTE_UNTIMED = "not timed: argued in reads per folded block (16 with the hook against 256 without)"
+CONTPTE_UNTIMED = ("not timed: argued in reads per folded block (16 with the hook against 256 without); the "
+                   "thread-rmap contpte rows (patch 15/16's hook, and David's batching without it) time the argument")
+PATCH_15_UNTIMED = ("no number: the thread lists v4 patch 15/16 (arm64's pte_batch_remaining on contiguous PTEs, with "
+                    "the batched write-protect and set) but quotes no measurement of it; Ryan argues it in reads per "
+                    "folded block, 16 with the hook against 256 without")
+NO_HINT_UNTIMED = ("no number: Ryan's objection to David's batching once arm64 has contiguous PTEs, ptep_get() of "
+                   "each PTE of a folded block reading all 16, '16 x 16 reads, which kills performance'")
 NOT_THREADS = "not the thread's configuration: 6.12's rmap also counts folio->_large_mapcount"
 THREAD_RMAP, RMAP_6_12 = "one _mapcount atomic per PTE (the thread's)", "6.12 (and _large_mapcount)"
 # The fork rows' configurations, each against per-pte on the same format and rmap: (PTE format, whether
@@ -68,7 +74,8 @@ THREAD_RMAP, RMAP_6_12 = "one _mapcount atomic per PTE (the thread's)", "6.12 (a
 FORK_CONFIGS = (("x86-64", False, "folio-batch"), ("x86-64", True, "folio-batch"),
                 ("arm64-4K", False, "folio-batch"), ("arm64-4K", True, "folio-batch"),
                 ("arm64-4K", False, "arch-hint"), ("arm64-4K", False, "per-pte"),
-                ("arm64-4K-contpte", True, "folio-batch"))
+                ("arm64-4K-contpte", True, "folio-batch"), ("arm64-4K-contpte", False, "arch-hint"),
+                ("arm64-4K-contpte", False, "no-batch-hint"))
 V4_PATCH_02 = "v4 patch 02 alone, the hook a compile-time 1"
 # Ryan's arm64 tables (001_d9d6ae4fc76baf55.txt:280-306): each kernel's mean against mm-unstable, in %, (M2, Altra).
 # David's prototype sits on his rmap series (hugetlb-rmap-cleanups), so the model's per-pte baseline is that
@@ -98,6 +105,10 @@ FORK_THREAD = {  # (format, strategy, order) -> (where, the thread's number on i
     ("arm64-4K", "arch-hint", 9): ("001_d9d6ae4fc76baf55.txt:91-103", f"-0.1% M2 / -0.1% Altra ({V4_PATCH_02})"),
     ("arm64-4K-contpte", "folio-batch", 0): ("001_d9d6ae4fc76baf55.txt:227-240", CONTPTE_UNTIMED),
     ("arm64-4K-contpte", "folio-batch", 9): ("001_d9d6ae4fc76baf55.txt:227-240", CONTPTE_UNTIMED),
+    ("arm64-4K-contpte", "arch-hint", 0): ("001_d9d6ae4fc76baf55.txt:383,227-240", PATCH_15_UNTIMED),
+    ("arm64-4K-contpte", "arch-hint", 9): ("001_d9d6ae4fc76baf55.txt:383,227-240", PATCH_15_UNTIMED),
+    ("arm64-4K-contpte", "no-batch-hint", 0): ("001_d9d6ae4fc76baf55.txt:227-240", NO_HINT_UNTIMED),
+    ("arm64-4K-contpte", "no-batch-hint", 9): ("001_d9d6ae4fc76baf55.txt:227-240", NO_HINT_UNTIMED),
 }
 THREADS_TIMED = {(fmt, strategy) for fmt, large_mapcount, strategy in FORK_CONFIGS if not large_mapcount}
 
@@ -164,24 +175,58 @@ def real_vma(scenario: str, size: str) -> str:
     return " | ".join(cells) + f". {VMA_CHANGED}"
 
 
-def real_fork(fmt: str, large_mapcount: bool, strategy: str, order: int) -> str:
-    """The fork A/B's cell for a fork row: the 6.1 → 6.12 fork time of forkbench's mode for ``order``."""
+# the model of each kernel of the fork A/B, as (PTE format, whether folios keep _large_mapcount, strategy): 6.1
+# copies PTE by PTE with one _mapcount atomic each and, on arm64, no contiguous PTEs; Debian's 6.12.95 batches
+# (folio-batch, 6.12.29 on), keeps _large_mapcount and on arm64 has CONFIG_ARM64_CONTPTE
+AB_KERNELS = {"x86_64": {"6.1": ("x86-64", False, "per-pte"), "6.12": ("x86-64", True, "folio-batch")},
+              "arm64": {"6.1": ("arm64-4K", False, "per-pte"), "6.12": ("arm64-4K-contpte", True, "folio-batch")}}
+AB_KEYS = {FIRST: ("first fork", "first_us"), LATER: ("later forks' median", "median_us")}
+
+
+def ab_model(arch: str, order: int) -> dict:
+    """The model's 6.1 → 6.12 change of a fork's time per GiB (committed cost table), for the first fork and
+    for a later one, each copying its own state (kstep.measure.fork_batch.FORKS)."""
+    ns = {fork: {k: per_gib(fmt, strategy, order, large_mapcount, timed=True, fork=fork)["makespan_ns"]["gib"]
+                 for k, (fmt, large_mapcount, strategy) in AB_KERNELS[arch].items()} for fork in FORKS}
+    return {fork: _change(t["6.12"], t["6.1"]) for fork, t in ns.items()}
+
+
+def _order(model: float, measured: float) -> str:
+    """The measured change held to the model's order with no margin: the same sign agrees."""
+    if not model:
+        return "the model times both kernels the same: no order to hold"
+    return ("agreement" if (model < 0) == (measured < 0) and measured else "a disagreement") + " with the model's order"
+
+
+def real_fork(fmt: str, large_mapcount: bool, strategy: str, order: int, model: dict | None = None) -> str:
+    """The fork A/B's cell for a fork row: the 6.1 → 6.12 fork time of forkbench's mode for ``order``, the
+    first fork and the later ones each beside ``model``, :func:`ab_model`'s prediction for that fork."""
     arch = FORK_ROW_ARCH.get((fmt, large_mapcount, strategy))
     if arch is None:
         return (f"{NOT_MEASURED}: no real kernel is this configuration (6.12 keeps _large_mapcount and batches; "
                 "its x86-64 stands beside the x86-64 6.12-rmap row, its arm64 (CONFIG_ARM64_CONTPTE) beside the "
-                "arm64-4K-contpte row)")
+                "arm64-4K-contpte 6.12-rmap row)")
     r = _recorded_ab("fork-ab", arch)
     if r is None:
         return f"{NOT_MEASURED}: no recorded fork A/B for {arch}"
     mode = FORK_MODES[order]
     old, new = r["summary"]["6.1"][mode], r["summary"]["6.12"][mode]
-    said = "; ".join(f"{what} {_ci(old[k], 1e3, 'ms')} → {_ci(new[k], 1e3, 'ms')} "
-                     f"({_change(new[k]['mean'], old[k]['mean']):+.1%}, {_apart(old[k], new[k])})"
-                     for what, k in (("first fork", "first_us"), ("later forks' median", "median_us")))
-    return (f"fork() of 256 MiB, forkbench {mode}, 6.1 → 6.12: {said} ({_provenance(r)}). "
+    cells = []
+    for fork, (what, k) in AB_KEYS.items():
+        measured = _change(new[k]["mean"], old[k]["mean"])
+        cells.append(f"{what} {_ci(old[k], 1e3, 'ms')} → {_ci(new[k], 1e3, 'ms')} ({measured:+.1%}, "
+                     f"{_apart(old[k], new[k])}; model {model[fork]:+.1%}: {_order(model[fork], measured)})")
+    return (f"fork() of 256 MiB, forkbench {mode}, 6.1 → 6.12: {'; '.join(cells)} ({_provenance(r)}). "
+            f"The model's 6.1 is {_kernel(AB_KERNELS[arch]['6.1'])}, its 6.12 {_kernel(AB_KERNELS[arch]['6.12'])}; "
+            "the first fork copies writable, exclusive PTEs and write-protects them, the later ones (the median "
+            "is of all forks, all but one of them later) copy the read-only PTEs it left. "
             + (FORK_CHANGED + (": 6.1 has no contpte, so 6.12 also folds the PTEs into contiguous blocks"
                                if arch == "arm64" else "")))
+
+
+def _kernel(config: tuple) -> str:
+    fmt, large_mapcount, strategy = config
+    return f"{strategy} on {fmt} PTEs with {RMAP_6_12 if large_mapcount else THREAD_RMAP}"
 
 
 def vma_locks(sizes=VMA_SIZES) -> list:
@@ -290,27 +335,42 @@ def qspinlock(scenarios=QSPINLOCK_SCENARIOS) -> list:
 
 
 def fork(configs=FORK_CONFIGS) -> list:
+    """One row per configuration and order: the first fork's counts and times against per-pte's, the
+    later forks' beside them, and for a row a real kernel is, the model's prediction of its A/B."""
     ns = costs.load().ns
     rows = []
     for fmt, large_mapcount, strategy in configs:
-        t = strategy_table(fmt, orders=(0, 9), strategies=("per-pte", strategy), large_mapcount=large_mapcount,
-                           timed=True)
+        t = {fork: strategy_table(fmt, orders=(0, 9), strategies=("per-pte", strategy), large_mapcount=large_mapcount,
+                                  timed=True, fork=fork) for fork in FORKS}
+        arch = FORK_ROW_ARCH.get((fmt, large_mapcount, strategy))
         for order in (0, 9):
-            runs = {s: t[f"order-{order}"][s] for s in ("per-pte", strategy)}
-            timed_ns = {s: r["makespan_ns"]["gib"] for s, r in runs.items()}
+            runs = {s: t[FIRST][f"order-{order}"][s] for s in ("per-pte", strategy)}
             where, said = FORK_THREAD[(fmt, strategy, order)]
             if large_mapcount and (fmt, strategy) in THREADS_TIMED:
                 said = NOT_THREADS
+            later = {s: t[LATER][f"order-{order}"][s] for s in runs}
+            model = ab_model(arch, order) if arch else None
             rows.append({"format": fmt, "order": order, "strategy": strategy,
                          "rmap": RMAP_6_12 if large_mapcount else THREAD_RMAP, "thread": said, "where": where,
-                         "counted_per_gib": {s: r["operations"] for s, r in runs.items()},
-                         "counted_change": runs[strategy]["change_vs_per_pte"],
-                         "timed_ns_per_gib": timed_ns,
-                         "timed_change": _change(timed_ns[strategy], timed_ns["per-pte"]),
-                         "why": (RMAP_SERIES if strategy == "per-pte"
-                                 else _fork_why(runs["per-pte"], runs[strategy], ns)),
-                         "real": real_fork(fmt, large_mapcount, strategy, order)})
+                         **_fork_numbers(runs, strategy),
+                         "later": {**_fork_numbers(later, strategy), "why": _why(later, strategy, ns)},
+                         "why": _why(runs, strategy, ns),
+                         **({"ab_model": model} if model else {}),
+                         "real": real_fork(fmt, large_mapcount, strategy, order, model)})
     return rows
+
+
+def _why(runs: dict, strategy: str, ns) -> str:
+    return RMAP_SERIES if strategy == "per-pte" else _fork_why(runs["per-pte"], runs[strategy], ns)
+
+
+def _fork_numbers(runs: dict, strategy: str) -> dict:
+    """Per GiB, per-pte's and the strategy's operations counted and time under the committed costs, and
+    the strategy's change against per-pte in each."""
+    timed_ns = {s: r["makespan_ns"]["gib"] for s, r in runs.items()}
+    return {"counted_per_gib": {s: r["operations"] for s, r in runs.items()},
+            "counted_change": runs[strategy]["change_vs_per_pte"],
+            "timed_ns_per_gib": timed_ns, "timed_change": _change(timed_ns[strategy], timed_ns["per-pte"])}
 
 
 SAME_WORK = ("the same steps and operations either way: copy_present_ptes sends a small folio down the single-PTE "
@@ -514,7 +574,14 @@ COMPARABLE = {
                    "argued about but did not time. The cost table is one x86 machine's: an arm64 row prices arm64's "
                    "operations as x86's. Ryan's arm64 tables are each kernel against mm-unstable, and the "
                    "prototype's base (hugetlb-rmap-cleanups) was already slower there: the per-pte row on arm64-4K "
-                   "is that base against mm-unstable, which the model cannot tell apart."),
+                   "is that base against mm-unstable, which the model cannot tell apart. Each row times the first "
+                   "fork of the written memory, which write-protects its writable, exclusive PTEs, and a later one, "
+                   "which copies the read-only PTEs the first left once its child exited (the lab's forkbench: the "
+                   "child exits at once, the parent never writes between forks); the thread's loops of 100 forks are "
+                   "mostly later forks if their children leave the memory alone, which the thread does not say. "
+                   "Neither counts ClearPageAnonExclusive's clear_bit, an atomic per page that only the first fork "
+                   "pays. The rows a real kernel stands beside give the model's 6.1 → 6.12 change for the first fork "
+                   "and for a later one, each held to the kernels' means by its sign alone."),
 }
 
 

@@ -2,11 +2,11 @@
 
 import pytest
 
-from kstep.engine import costs, simulate
+from kstep.engine import Random, costs, simulate
 from kstep.engine.timed import Timed
 from kstep.measure import fork_batch as fc
 from kstep.models import make_model
-from kstep.models.fork_batch.pgtable import ARM64, X86_64, Ops
+from kstep.models.fork_batch.pgtable import ARM64, X86_64, Ops, pte_cont, pte_write
 from kstep.models.fork_batch.state import FOLIO_BATCH, NO_HINT, PER_PTE
 
 
@@ -61,3 +61,37 @@ def test_a_timed_fork_pays_for_the_operations_it_counts():
     parts = fc.per_gib(X86_64, FOLIO_BATCH, 4, timed=True)["makespan_ns"]
     three = fc.fork_run(X86_64, FOLIO_BATCH, 4, 3, timed=True)[2]
     assert three == pytest.approx(parts["fixed"] + 3 * parts["table"], abs=0.5)  # makespans rounded to 0.1 ns
+
+
+@pytest.mark.parametrize("fmt, strategy, order", [(X86_64, FOLIO_BATCH, 4), (ARM64, FOLIO_BATCH, 9),
+                                                  (ARM64, PER_PTE, 9)])
+def test_a_later_fork_copies_what_the_first_left_once_its_child_exited(fmt, strategy, order):
+    """forkbench's child exits at once and its parent never writes between forks (kernel-lab/guest/forkbench.c):
+    the next fork finds the parent's PTEs as the first fork left them, write-protected (and on arm64 each block
+    folded or not as the copy left it), PageAnonExclusive clear, and every count back to one mapping."""
+    model = make_model("fork-batch", strategy)
+    fresh = model.initial(fc.populated(fmt, order, 1))
+    first = simulate(model, fresh, Random(0), check=False).states[-1]
+    later = fc.after_child_exit(first, fresh)
+    assert later.parent == first.parent != fresh.parent and not any(pte_write(p) for p in later.parent)
+    assert later.child == fresh.child and later.ops == Ops()
+    assert [f._replace(exclusive=0) for f in later.folios] == [f._replace(exclusive=0) for f in fresh.folios]
+    assert all(f.exclusive == 0 for f in later.folios) and all(f.exclusive for f in fresh.folios)
+    if fmt == ARM64:  # folio-batch write-protects whole blocks, which stay folded; one PTE at a time unfolds them
+        folded = [pte_cont(p) for p in later.parent]
+        assert all(folded) if strategy == FOLIO_BATCH else not any(folded)
+
+
+def test_a_later_fork_write_protects_nothing():
+    """Its PTEs are read-only already, so __copy_present_ptes calls no wrprotect_ptes: no PTE read-modify-write,
+    one load less per PTE; the rmap and reference atomics stay per batch; on arm64 a per-PTE copy unfolds no
+    block (the first fork unfolded them all) but still folds the child's."""
+    for fmt in (X86_64, ARM64):
+        first, later = (fc.per_gib(fmt, FOLIO_BATCH, 9, fork=f)["table"] for f in fc.FORKS)
+        assert first["atomics"] == 512 and later["atomics"] == 0, fmt
+        assert first["loads"] - later["loads"] == 512 and later["rmap"] == first["rmap"] == 513, fmt
+        assert later["refs"] == first["refs"] == 1, fmt
+    first, later = (fc.per_gib(ARM64, PER_PTE, 9, fork=f)["table"] for f in fc.FORKS)
+    assert (first["unfolds"], later["unfolds"], first["folds"], later["folds"]) == (32, 0, 32, 32)
+    with pytest.raises(ValueError, match="unknown fork 'third': one of first, later"):
+        fc.fork_run(X86_64, FOLIO_BATCH, 0, 1, fork="third")

@@ -11,6 +11,11 @@ and the difference is the cost of one more table; what is left is the fork's own
 (engine/timed.py, the committed cost table) adds up the same way: the fork runs alone, so its
 makespan is its steps' own costs plus the operations they counted, priced (the model's ``work``).
 
+Each count is of one fork from the state it copies (``FORKS``): the ``first`` fork of freshly written
+memory (writable, dirty, exclusive PTEs, which it write-protects) or a ``later`` one, which copies what
+the first left in the parent once its child exited (:func:`after_child_exit`): the real-kernel lab's
+forkbench forks 40 times, each child exiting at once, and the parent never writes in between.
+
 ``predicted_relative_cost`` is what the real-kernel lab puts beside its measured fork latencies:
 the model's operations per copied GiB in each of the lab's memory modes, relative to 4 KiB pages.
 """
@@ -24,8 +29,10 @@ from ..engine import Random, costs, simulate
 from ..engine.schedule import COUNTED_RUN
 from ..engine.timed import Timed
 from ..models import make_model
+from ..models.fork_batch import pgtable as pt
 from ..models.fork_batch.pgtable import FORMATS, OPS_COST, PTRS_PER_PTE, Ops
-from ..models.fork_batch.state import ARCH_HINT, FOLIO_BATCH, NO_HINT, PER_PTE
+from ..models.fork_batch.state import (ARCH_HINT, Copy, FOLIO_BATCH, NO_HINT, NO_LARGE_MAPCOUNT, PER_PTE,
+                                       folio_index)
 
 GIB_TABLES = (1 << 30) // (PTRS_PER_PTE * 4096)  # PTE tables that map 1 GiB with 4 KiB pages: 512
 STRATEGIES = (PER_PTE, ARCH_HINT, NO_HINT, FOLIO_BATCH)  # the thread's baseline first
@@ -36,6 +43,8 @@ LAB_MODES = {"4K": 0, "64K mTHP": 4, "2M PTE-mapped": 9, "2M THP": None}
 # An operation's weight in a relative cost: every counted access to a PTE or to a folio's counters
 # is one, every operation the timed scheduler charges (OPS_COST); batches are calls, not memory operations.
 UNIT_WEIGHTS = {name: int(name in OPS_COST) for name in Ops._fields}
+FIRST, LATER = "first", "later"
+FORKS = (FIRST, LATER)  # which fork of forkbench's loop: the state it copies differs
 
 
 def populated(fmt: str, order: int, tables: int, large_mapcount: bool = True) -> dict:
@@ -55,26 +64,71 @@ def populated(fmt: str, order: int, tables: int, large_mapcount: bool = True) ->
             "folios": folios, "maps": maps, "threads": [{"name": "P", "kind": "fork", "faults": [], "addr": 0}]}
 
 
+def after_child_exit(s, fresh):
+    """The parent as forkbench's next fork finds it, from ``s``, the state the model's fork ended in, and
+    ``fresh``, the scenario's initial state.  The child ``_exit()``s at once and the parent ``waitpid()``s
+    for it, so the child's exit_mmap has torn its page table down (zap_pte_range: folio_remove_rmap_ptes
+    gives back each page's mapcount and a large folio's _large_mapcount, the TLB gather the references)
+    before the next fork; the parent does not touch its memory in between, so its PTEs stay as the fork
+    left them: write-protected (a page of a COW mapping is read-only from now on), PageAnonExclusive clear,
+    and on arm64 folded or unfolded as the copy left each block.  The mm and its VMAs keep their lock
+    sequences and write_protect_seq; the fork thread starts again, with nothing counted yet."""
+    if len(s.folios) != len(fresh.folios):
+        raise ValueError("the fork copied pages (a pinned folio): no later fork of this benchmark does")
+    folios = list(s.folios)
+    for pte in s.child:
+        if not pt.pte_present(pte) or pt.pte_special(pte):
+            continue
+        k = folio_index(s, pt.pte_pfn(pte))
+        f = folios[k]
+        off = pt.pte_pfn(pte) - f.pfn
+        kept = f.order > 0 and f.large_mapcount != NO_LARGE_MAPCOUNT
+        folios[k] = f._replace(refcount=f.refcount - 1, large_mapcount=f.large_mapcount - kept,
+                               mapcount=f.mapcount[:off] + (f.mapcount[off] - 1,) + f.mapcount[off + 1:])
+    return s._replace(threads=fresh.threads, rcu=fresh.rcu, counters=fresh.counters, child=fresh.child,
+                      folios=tuple(folios), copy=Copy(), ops=Ops(), rss=fresh.rss, ghost_snap=(), ghost_batches=())
+
+
+def _finished(model, state, scheduler, what: str):
+    trace = simulate(model, state, scheduler, max_steps=COUNTED_RUN, check=False)
+    if trace.outcome != "finished":
+        raise RuntimeError(f"fork-batch {what}: {trace.outcome}")
+    return trace
+
+
 @lru_cache(maxsize=None)
 def fork_run(fmt: str, strategy: str, order: int, tables: int, large_mapcount: bool = True,
-             timed: bool = False) -> tuple[Ops, int, Optional[float]]:
+             timed: bool = False, fork: str = FIRST) -> tuple[Ops, int, Optional[float]]:
     """The model's counts and steps for one fork of ``tables`` populated PTE tables, and with ``timed``
     the makespan in ns of a timed run under the committed cost table (None without: a timed run takes
-    three times as long).  A run is deterministic, so each is run once per process."""
+    three times as long).  ``fork``: the first fork of the populated memory, or a later one, of the
+    state the first left behind (:func:`after_child_exit`).  A run is deterministic, so each is run
+    once per process."""
+    if fork not in FORKS:
+        raise ValueError(f"unknown fork {fork!r}: one of {', '.join(FORKS)}")
     model = make_model("fork-batch", strategy)
-    config = populated(fmt, order, tables, large_mapcount)
+    state = model.initial(populated(fmt, order, tables, large_mapcount))
+    if fork == LATER:
+        state = after_child_exit(_first_end(fmt, strategy, order, tables, large_mapcount), state)
     scheduler = Timed(costs.load()) if timed else Random(0)
-    trace = simulate(model, model.initial(config), scheduler, max_steps=COUNTED_RUN, check=False)
-    if trace.outcome != "finished":
-        raise RuntimeError(f"fork-batch {strategy} {fmt} order {order}: {trace.outcome}")
+    trace = _finished(model, state, scheduler, f"{strategy} {fmt} order {order}, {fork} fork")
     return trace.states[-1].ops, len(trace.actions), trace.stats["makespan_ns"] if timed else None
 
 
-def per_gib(fmt: str, strategy: str, order: int, large_mapcount: bool = True, timed: bool = False) -> dict:
+@lru_cache(maxsize=None)
+def _first_end(fmt: str, strategy: str, order: int, tables: int, large_mapcount: bool):
+    """The state the first fork ends in (untimed: the schedule does not change what one fork leaves)."""
+    model = make_model("fork-batch", strategy)
+    state = model.initial(populated(fmt, order, tables, large_mapcount))
+    return _finished(model, state, Random(0), f"{strategy} {fmt} order {order}, first fork").states[-1]
+
+
+def per_gib(fmt: str, strategy: str, order: int, large_mapcount: bool = True, timed: bool = False,
+            fork: str = FIRST) -> dict:
     """Counts for copying 1 GiB: ``table`` (one more PTE table), ``fixed`` (once per fork) and ``gib``;
     ``steps`` likewise, and with ``timed`` ``makespan_ns`` (one fork runs alone: its time adds up table
     by table as its counts do)."""
-    (one, s1, t1), (two, s2, t2) = (fork_run(fmt, strategy, order, n, large_mapcount, timed) for n in (1, 2))
+    (one, s1, t1), (two, s2, t2) = (fork_run(fmt, strategy, order, n, large_mapcount, timed, fork) for n in (1, 2))
     table = [b - a for a, b in zip(one, two)]
     fixed = [a - t for a, t in zip(one, table)]
     return {"table": dict(zip(Ops._fields, table)), "fixed": dict(zip(Ops._fields, fixed)),
@@ -94,12 +148,12 @@ def weighted(counts: Mapping[str, int], weights: Optional[Mapping[str, float]] =
 
 
 def strategy_table(fmt: str, orders=ORDERS, strategies=STRATEGIES, large_mapcount: bool = True,
-                   timed: bool = False) -> dict:
+                   timed: bool = False, fork: str = FIRST) -> dict:
     """For each order and strategy: the counts per GiB (and with ``timed`` the makespan) and the weighted
     operations' change relative to per-pte, in the shape of the thread's tables (negative: fewer operations)."""
     out = {}
     for order in orders:
-        rows = {s: per_gib(fmt, s, order, large_mapcount, timed) for s in strategies}
+        rows = {s: per_gib(fmt, s, order, large_mapcount, timed, fork) for s in strategies}
         base = weighted(rows[PER_PTE]["gib"])
         out[f"order-{order}"] = {s: {**row, "operations": weighted(row["gib"]),
                                      "change_vs_per_pte": round(weighted(row["gib"]) / base - 1, 4)}
@@ -108,15 +162,18 @@ def strategy_table(fmt: str, orders=ORDERS, strategies=STRATEGIES, large_mapcoun
 
 
 def predicted_relative_cost(fmt: str = "x86-64", strategy: str = FOLIO_BATCH,
-                            weights: Optional[Mapping[str, float]] = None) -> dict[str, Optional[float]]:
+                            weights: Optional[Mapping[str, float]] = None,
+                            fork: str = FIRST) -> dict[str, Optional[float]]:
     """The model's predicted cost of copying one GiB in each of the lab's memory modes, relative to 4K
     pages (1.0); None for a mode the model does not copy at PTE level (a PMD-mapped THP).
 
     ``fmt`` is the guest's PTE format (``x86-64``, ``arm64-4K-contpte`` or ``generic`` for ppc64le),
-    ``strategy`` a fork-batch variant, ``weights`` a cost per counted operation (default: one each).
+    ``strategy`` a fork-batch variant, ``weights`` a cost per counted operation (default: one each),
+    ``fork`` which fork of the lab's loop (``first`` or ``later``), each copying its own state.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown PTE format {fmt!r}: one of {', '.join(FORMATS)}")
-    base = weighted(per_gib(fmt, strategy, 0)["gib"], weights)
-    return {mode: None if order is None else round(weighted(per_gib(fmt, strategy, order)["gib"], weights) / base, 4)
+    base = weighted(per_gib(fmt, strategy, 0, fork=fork)["gib"], weights)
+    return {mode: None if order is None
+            else round(weighted(per_gib(fmt, strategy, order, fork=fork)["gib"], weights) / base, 4)
             for mode, order in LAB_MODES.items()}

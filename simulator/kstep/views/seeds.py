@@ -35,10 +35,15 @@ def _qspinlock(r: dict) -> list[str]:
 
 
 def _fork(r: dict) -> list[str]:
-    ms = {s: f"{ns / 1e6:.2f}" for s, ns in r["timed_ns_per_gib"].items()}
+    def numbers(n: dict) -> str:
+        ms = {s: f"{ns / 1e6:.2f}" for s, ns in n["timed_ns_per_gib"].items()}
+        return (f"timed {ms['per-pte']} → {ms[r['strategy']]} ms ({_pct(n['timed_change'])}); counted "
+                f"{_pct(n['counted_change'])}")
+
     return [f"{r['format']} order-{r['order']}: {r['strategy']}", r["rmap"], f"{r['thread']} [{r['where']}]",
-            f"timed {ms['per-pte']} → {ms[r['strategy']]} ms ({_pct(r['timed_change'])}); counted "
-            f"{_pct(r['counted_change'])}", r["why"], r["real"]]
+            f"first fork: {numbers(r)}; a later fork: {numbers(r['later'])}",
+            r["why"] if r["later"]["why"] == r["why"] else f"first fork {r['why']}; a later one {r['later']['why']}",
+            r["real"]]
 
 
 def _damon_overhead(r: dict) -> list:

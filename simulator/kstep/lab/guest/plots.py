@@ -61,21 +61,22 @@ def fork_axes(ax, results: list[dict]) -> None:
 
 
 def fork_ratio_axes(ax, results: list[dict]) -> None:
-    """Each mode's fork() cost relative to 4K: the kernel's median time beside the model's operations."""
+    """Each mode's fork() cost relative to 4K: the kernel's median time beside the model's operations for a
+    later fork (all forks but the first copy the read-only PTEs the first one left)."""
     modes = [m for m in probes.FORK_MODES if m != "4k"]
     labels, kernel, model = [], [], []
     for r in results:
         case = _case(r, "fork")
         if case is None:
             continue
-        measured, predicted = probes.fork_measured(case["data"]), probes.fork_prediction(r)
+        measured, predicted = probes.fork_measured(case["data"]), probes.fork_prediction(r, "later")
         for mode in modes:
             labels.append(f"{r['arch']}\n{mode}")
             kernel.append(measured.get(mode, float("nan")))
             model.append(float("nan") if predicted[mode] is None else predicted[mode])
     x = range(len(labels))
     ax.bar([i - 0.2 for i in x], kernel, 0.4, label="real kernel: median time / 4k's")
-    ax.bar([i + 0.2 for i in x], model, 0.4, label="model: operations / 4k's (2m: not modelled)")
+    ax.bar([i + 0.2 for i in x], model, 0.4, label="model, a later fork: operations / 4k's (2m: not modelled)")
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.set_xticks(list(x), labels)
     ax.set_ylabel("cost relative to 4K pages")

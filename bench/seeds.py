@@ -5,7 +5,8 @@ line), the model's number counted (steps, transfers, operations) and timed under
 table (simulator/kstep/costs.json), the real kernel's where one is measured, and a sentence on what
 can and cannot be compared.  A row that disagrees stays, with its reason; nothing is tuned.  The
 qspinlock table's last row is the thread's microbenchmark on the lab's C port, quoted from the run
-bench/qspinlock_ab.py wrote and kernel-lab/qspinlock/recorded/ keeps.
+bench/qspinlock_ab.py wrote and kernel-lab/qspinlock/recorded/ keeps; DAMON's port row likewise quotes
+the run bench/damon_port.py wrote and kernel-lab/damon/recorded/ keeps, its flatness computed from the raw runs.
 
 ``model_tables(names)`` computes the model's part alone and is cheap for the bundled sizes; DAMON's
 rows take minutes (kdamond's run on a busy 1 TiB target), so its slice is ``damon(...)``'s arguments.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bench import damon_port
 from bench.damon import OVERHEAD_AGGREGATIONS, SCHEME_AGGREGATIONS
 from kstep.engine import costs
 from kstep.lab.guest import probes as lab_probes
@@ -475,6 +477,42 @@ def damon_overhead(workload: str, table) -> dict:
             "real": damon_real_overhead()}
 
 
+PORT_WORKLOAD = "the lab's C port: kdamond_fn of 6.12's core.c and vaddr.c in userspace, on this project's host"
+
+
+def damon_port_row(recorded: dict | None) -> dict:
+    """The C port's row: its time per aggregation at each size and whether the largest median over the smallest
+    is at most FLAT, all from the raw runs of the recorded bench/damon_port.py run (``None``: none recorded)."""
+    where, said = DAMON_THREAD["overhead"]
+    row = {"kind": "port", "workload": PORT_WORKLOAD, "thread": said, "where": where}
+    if recorded is None:
+        return {**row, "sizes": {}, "spread": None, "flat": None, "why": f"{NOT_MEASURED}: no recorded "
+                f"bench/damon_port.py run in {damon_port.RECORDED.relative_to(ROOT)}", "real": NOT_MEASURED}
+    s = damon_port.summarise(recorded)
+    sizes = {f"{gib} GiB": {"aggregations": d["aggregations"], "cpu_ns": d["cpu_ns"],
+                            "wall_ns_median": d["wall_ns"]["median"],
+                            "access_checks_median": d["access_checks_median"],
+                            "unlikely_per_draw": d["unlikely_per_draw"],
+                            "page_scan_cpu_ns": s["pages"].get(gib, {}).get("cpu_ns")}
+             for gib, d in s["damon"].items()}
+    flat = s["cpu_spread"] <= FLAT
+    lo, hi = (min(sizes.items(), key=lambda kv: kv[1]["cpu_ns"]["median"]),
+              max(sizes.items(), key=lambda kv: kv[1]["cpu_ns"]["median"]))
+    checks = ", ".join(f"{d['access_checks_median']:g}" for d in sizes.values())
+    why = (f"access checks per aggregation (medians, {next(iter(sizes))} to {list(sizes)[-1]}) {checks}; "
+           f"get_random_u32_below()'s "
+           f"unlikely() branch took {hi[1]['unlikely_per_draw']:.1%} of the draws at {hi[0]} (the slowest) against "
+           f"{lo[1]['unlikely_per_draw']:.1%} at {lo[0]} (the fastest)")
+    load = recorded["host_load"]
+    return {**row, "sizes": sizes, "spread": s["cpu_spread"], "flat": flat,
+            "why": ("flat within 20%: " if flat else "NOT flat within 20%: ") + why,
+            "provenance": (f"{recorded['repeats']} processes per size, {recorded['timed_per_run']} timed aggregations "
+                           f"each, the sizes interleaved; x86_64 natively, {recorded['compiler']}, {recorded['date']}, "
+                           f"{recorded['host_cpus']} CPUs at load {load['before'][0]:.1f}→{load['after'][0]:.1f} "
+                           f"({damon_port.RECORDED.relative_to(ROOT)}, written by bench/damon_port.py)"),
+            "real": f"{NOT_MEASURED} for the port: the kernel's kdamond is timed in the overhead rows' cell"}
+
+
 def damon_prcl(name: str, table) -> dict:
     r = dc.prcl(name, SCHEME_AGGREGATIONS, table)
     where, said = DAMON_THREAD["prcl"]
@@ -495,9 +533,12 @@ def damon_ethp(name: str) -> dict:
 
 def damon(overhead_workloads=DAMON_OVERHEAD_WORKLOADS, prcl=tuple(dc.SCHEME_WORKLOADS),
           ethp=tuple(dc.SCHEME_WORKLOADS)) -> list:
-    """DAMON's rows: each overhead workload over every size, then prcl and ethp on the named processes."""
+    """DAMON's rows: each overhead workload over every size, the C port's recorded run, then prcl and ethp on the
+    named processes."""
     table = costs.load()
-    return ([damon_overhead(w, table) for w in overhead_workloads] + [damon_prcl(n, table) for n in prcl]
+    path = damon_port.RECORDED
+    port = damon_port_row(json.loads(path.read_text()) if path.is_file() else None)
+    return ([damon_overhead(w, table) for w in overhead_workloads] + [port] + [damon_prcl(n, table) for n in prcl]
             + [damon_ethp(n) for n in ethp])
 
 
@@ -508,9 +549,22 @@ COMPARABLE = {
               "damon_va_young, counted by kind in kstep.measure.damon, with one cache-line transfer for the sampled "
               "PTE). The bound compares: the cost stays flat from 1 GiB to 1 TiB where page scanning grows with the "
               "target. The percentage does not: kdamond's share of a CPU is not the workloads' 0.76% slowdown "
-              "(kdamond runs beside them), and the table's transfer is not a cache miss to DRAM. The C port's "
-              "aggregation time is wall-clock, so it stays in bench/results/damon-port.json (python bench/run.py "
-              "damon-port), not here. prcl: the model charges only refaults (page_fault + page_copy of the table, "
+              "(kdamond runs beside them), and the table's transfer is not a cache miss to DRAM. The port row times "
+              "the lab's C port of the same code (kdamond_fn over 6.12's core.c and vaddr.c in userspace, the "
+              "process's accesses computed, never stored) on one shared x86_64 host: the monitoring thread's CPU time "
+              "(CLOCK_THREAD_CPUTIME_ID, which time spent preempted does not stretch) per aggregation, the median of "
+              "every timed aggregation at each size, recorded by bench/damon_port.py with where, when and the "
+              "host's load; the wall clock is beside it, and page scanning, one run per size, is not part of the "
+              "flatness. That is time in kind, but an access check there walks no page table (it reads a computed "
+              "bit: no cache miss, no TLB) and get_random_u32() is SplitMix64, not the kernel's ChaCha. Where its "
+              "time is not flat although its access checks are the same, the row gives the share of random draws "
+              "that took get_random_u32_below()'s unlikely() branch: damon_rand() passes it a region's span as a "
+              "u32, so the larger the regions (up to 4 GiB) the more draws take that branch, a 32-bit division and a "
+              "branch the CPU cannot predict. valgrind --tool=callgrind --branch-sim=yes on damon-bench 1 and 1024 "
+              "damon 200 counted the same instructions within 2% and put the extra mispredicted branches in "
+              "damon_va_prepare_access_checks. In the kernel an access check also walks the page table and its draw "
+              "runs ChaCha, so the branch may weigh less there (not measured); the model prices every check alike. "
+              "prcl: the model charges only refaults (page_fault + page_copy of the table, "
               "the least a zram swap-in costs) over a 10 s run of a small process; the thread's +4.84% also pays "
               "for reclaim's own work (compressing pages into zram), so the model's slowdown is far smaller and "
               "stays so. ethp: the table has no TLB-miss cost, so THP's speedup is proxied by the hot bytes huge "
@@ -620,6 +674,11 @@ def draw_damon(result: dict, path: Path) -> None:
     for r in rows:
         ax.plot(gib, [s["ns_per_aggregation"] / 1e6 for s in r["sizes"].values()], "o-",
                 label=f"DAMON, {r['workload']} (largest / smallest {r['spread']:g})")
+    port = next((r for r in result["damon"]["rows"] if r["kind"] == "port" and r["sizes"]), None)
+    if port:
+        ax.plot([int(size.split()[0]) for size in port["sizes"]],
+                [s["cpu_ns"]["median"] / 1e6 for s in port["sizes"].values()], "^--",
+                label=f"the C port, CPU time measured (largest / smallest {port['spread']:g})")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("target size (GiB)")

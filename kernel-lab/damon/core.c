@@ -21,6 +21,7 @@
 
 struct splitmix64 lab_random;
 unsigned long lab_random_draws;
+unsigned long lab_random_unlikely;
 
 const char *const damos_action_names[NR_DAMOS_ACTIONS] = {
 	"willneed", "cold", "pageout", "hugepage", "nohugepage", "lru_prio", "lru_deprio", "migrate_hot",

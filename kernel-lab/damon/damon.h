@@ -294,6 +294,7 @@ static inline unsigned int damon_max_nr_accesses(const struct damon_attrs *attrs
 
 extern struct splitmix64 lab_random;
 extern unsigned long lab_random_draws;	/* get_random_u32() calls, rejections included */
+extern unsigned long lab_random_unlikely;	/* __get_random_u32_below() calls that took its unlikely() branch */
 
 static inline uint32_t get_random_u32(void)
 {
@@ -312,6 +313,7 @@ static inline uint32_t __get_random_u32_below(uint32_t ceil)
 	if ((uint32_t)mult < ceil) {
 		uint32_t bound = -ceil % ceil;
 
+		lab_random_unlikely++;
 		while ((uint32_t)mult < bound)
 			mult = (uint64_t)ceil * get_random_u32();
 	}

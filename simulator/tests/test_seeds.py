@@ -165,15 +165,16 @@ def test_the_fork_chapter_says_what_the_thread_rows_show():
             assert r["counted_change"] == 0 < r["timed_change"]
             assert r["why"].endswith("; steps decide") and "," not in r["why"]
 
-# DAMON's cheap slice: hot/cold's overhead at every size (the busy workload's reruns take minutes) and
-# prcl on the process that comes back to its paged-out heap, the row whose refaults the table costs
+# DAMON's cheap slice: hot/cold's overhead at every size (the busy workload's reruns take minutes), the C
+# port's recorded run, and prcl on the process that comes back to its paged-out heap, the row whose
+# refaults the table costs
 DAMON_SLICE = {"overhead_workloads": ("hot/cold",), "prcl": ("phase-change, back at 7 s",), "ethp": ()}
 
 
 def test_the_committed_damon_rows_are_what_the_model_gives():
     now = seeds.damon(**DAMON_SLICE)
     slice_ = {(r["kind"], r["workload"]) for r in now}
-    assert len(now) == len(slice_) == 2
+    assert [r["kind"] for r in now] == ["overhead", "port", "prcl"] and len(slice_) == 3
     assert now == [r for r in COMMITTED["damon"]["rows"] if (r["kind"], r["workload"]) in slice_]
     assert COMMITTED["damon"]["comparable"] == seeds.COMPARABLE["damon"]
 

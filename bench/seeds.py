@@ -188,7 +188,9 @@ AB_KEYS = {FIRST: ("first fork", "first_us"), LATER: ("later forks' median", "me
 def ab_model(arch: str, order: int) -> dict:
     """The model's 6.1 → 6.12 change of a fork's time per GiB (committed cost table), for the first fork and
     for a later one, each copying its own state (kstep.measure.fork_batch.FORKS)."""
-    ns = {fork: {k: per_gib(fmt, strategy, order, large_mapcount, timed=True, fork=fork)["makespan_ns"]["gib"]
+    split = FORK_MODES[order] == "2m-pte"  # its PMDs split by mprotect as forkbench's mode splits them
+    ns = {fork: {k: per_gib(fmt, strategy, order, large_mapcount, timed=True, fork=fork,
+                            split=split)["makespan_ns"]["gib"]
                  for k, (fmt, large_mapcount, strategy) in AB_KERNELS[arch].items()} for fork in FORKS}
     return {fork: _change(t["6.12"], t["6.1"]) for fork, t in ns.items()}
 

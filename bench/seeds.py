@@ -188,7 +188,9 @@ AB_KEYS = {FIRST: ("first fork", "first_us"), LATER: ("later forks' median", "me
 def ab_model(arch: str, order: int) -> dict:
     """The model's 6.1 → 6.12 change of a fork's time per GiB (committed cost table), for the first fork and
     for a later one, each copying its own state (kstep.measure.fork_batch.FORKS)."""
-    ns = {fork: {k: per_gib(fmt, strategy, order, large_mapcount, timed=True, fork=fork)["makespan_ns"]["gib"]
+    split = FORK_MODES[order] == "2m-pte"  # its PMDs split by mprotect as forkbench's mode splits them
+    ns = {fork: {k: per_gib(fmt, strategy, order, large_mapcount, timed=True, fork=fork,
+                            split=split)["makespan_ns"]["gib"]
                  for k, (fmt, large_mapcount, strategy) in AB_KERNELS[arch].items()} for fork in FORKS}
     return {fork: _change(t["6.12"], t["6.1"]) for fork, t in ns.items()}
 
@@ -219,11 +221,33 @@ def real_fork(fmt: str, large_mapcount: bool, strategy: str, order: int, model: 
         cells.append(f"{what} {_ci(old[k], 1e3, 'ms')} → {_ci(new[k], 1e3, 'ms')} ({measured:+.1%}, "
                      f"{_apart(old[k], new[k])}; model {model[fork]:+.1%}: {_order(model[fork], measured)})")
     return (f"fork() of 256 MiB, forkbench {mode}, 6.1 → 6.12: {'; '.join(cells)} ({_provenance(r)}). "
+            f"{boot_orders(r)} "
             f"The model's 6.1 is {_kernel(AB_KERNELS[arch]['6.1'])}, its 6.12 {_kernel(AB_KERNELS[arch]['6.12'])}; "
             "the first fork copies writable, exclusive PTEs and write-protects them, the later ones (the median "
             "is of all forks, all but one of them later) copy the read-only PTEs it left. "
             + (FORK_CHANGED + (": 6.1 has no contpte, so 6.12 also folds the PTEs into contiguous blocks"
                                if arch == "arm64" else "")))
+
+
+def boot_orders(r: dict) -> str:
+    """The lab's 64k-against-4k check (kstep.lab.guest.probes.fork_orders, no margin) on each 6.12 boot of
+    the recorded fork A/B ``r``: how many of its checks agree with the model's order, each disagreement
+    named with its numbers."""
+    checks, inconclusive = [], []
+    for n, boot in enumerate(r["boots"]["6.12"], 1):
+        kernel = {"arch": r["arch"], "kernel": {"abi": boot["uname_r"]}}
+        orders = lab_probes.fork_orders(boot["modes"], lab_probes.fork_predictions_64k(kernel))
+        checks += [(n, fork, c) for fork, c in orders.items()]
+        if not orders:
+            inconclusive.append(f"boot {n}")
+    wrong = [f"boot {n}'s {lab_probes.FORK_TIMES[fork][0]} ({c.detail.split(': a disagreement')[0]})"
+             for n, fork, c in checks if not c.ok]
+    return (f"Forkbench's 64k mode (64K mTHP folios; 6.1 has no mTHP, so it is not in the A/B) against its 4k on "
+            f"each 6.12 boot, the first fork and the median each held to the model's order for that fork with no "
+            f"margin (the lab's check): {len(checks) - len(wrong)} of {len(checks)} agree"
+            + (f"; {len(wrong)} {'disagrees' if len(wrong) == 1 else 'disagree'}: " + "; ".join(wrong)
+               if wrong else "")
+            + (f"; {', '.join(inconclusive)} got no 64K folios (inconclusive)" if inconclusive else "") + ".")
 
 
 def _kernel(config: tuple) -> str:

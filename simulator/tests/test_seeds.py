@@ -257,6 +257,28 @@ def test_the_real_cells_are_the_recorded_ab_files():
         {("x86-64", 0), ("x86-64", 9), ("arm64-4K-contpte", 0), ("arm64-4K-contpte", 9)}
 
 
+def test_each_6_12_boots_64k_order_is_on_the_page_with_its_disagreements_named():
+    """The lab's 64k-against-4k check run on every recorded 6.12 boot of the fork A/B: the committed real
+    cells count the agreements and name each disagreement with its numbers, and a recorded boot edited to
+    the other order flips the count."""
+    x86, arm = (seeds._recorded_ab("fork-ab", arch) for arch in ("x86_64", "arm64"))
+    said = {"x86_64": ("8 of 10 agree; 2 disagree: boot 1's first fork (4k 28891 us, 64k 67796 us: kernel 2.35x, "
+                       "model 0.85x); boot 5's median fork (4k 24260 us, 64k 24796 us: kernel 1.02x, model 0.78x)."),
+            "arm64": ("9 of 10 agree; 1 disagrees: boot 1's first fork (4k 35107 us, 64k 45294 us: kernel 1.29x, "
+                      "model 0.74x).")}
+    for arch, r in (("x86_64", x86), ("arm64", arm)):
+        assert seeds.boot_orders(r).endswith(said[arch]), arch
+        cells = [row["real"] for row in FORK["rows"] if row["real"].startswith("fork() of 256 MiB") and
+                 f"{r['arch']}, {r['kernels']['6.1']}" in row["real"]]
+        assert len(cells) == 2 and all(seeds.boot_orders(r) in c for c in cells), arch
+    x86["boots"]["6.12"][4]["modes"]["64k"]["median_us"] = 24000.0  # boot 5's median now below its 4k's
+    boot_1 = "boot 1's first fork (4k 28891 us, 64k 67796 us: kernel 2.35x, model 0.85x)"
+    assert seeds.boot_orders(x86).endswith(f"9 of 10 agree; 1 disagrees: {boot_1}.")
+    x86["boots"]["6.12"][1]["modes"]["64k"]["mthp64_alloc"] = 0.0  # boot 2 got no 64K folios
+    assert seeds.boot_orders(x86).endswith(f"7 of 8 agree; 1 disagrees: {boot_1}; boot 2 got no 64K folios "
+                                           "(inconclusive).")
+
+
 def test_the_recorded_port_run_holds_what_its_bench_wrote_and_the_row_quotes_it():
     """kernel-lab/qspinlock/recorded/qspinlock-ab.json (bench/qspinlock_ab.py's run): every run did all
     its acquisitions, each thread count's summary is the one its own pairs give, the load is there, and

@@ -181,6 +181,17 @@ def fork_stats(data: list[dict[str, str]]) -> dict[str, dict[str, float]]:
     return out
 
 
+def fork_orders(st: dict[str, dict[str, float]], model_64k: dict[str, float | None]) -> dict[str, Check]:
+    """One boot's :func:`fork_stats` ``st``: for each fork of FORK_TIMES forkbench printed, 64k's time
+    against 4k's held to ``model_64k``, the model's order for that fork (None: no order to hold); none if
+    the 64k mode got no 64K folios (its times are then inconclusive)."""
+    if st["64k"].get("mthp64_alloc") == 0:
+        return {}
+    return {fork: _fork_order(what, st["4k"][key], st["64k"][key], model)
+            for fork, (what, key) in FORK_TIMES.items()
+            if (model := model_64k[fork]) is not None and key in st["4k"] and key in st["64k"]}
+
+
 def _fork_order(what: str, small: float, large: float, model: float) -> Check:
     """64k's time of one kind of fork against 4k's, held to the model's order for that fork with no margin."""
     measured = large / small
@@ -217,11 +228,8 @@ def judge_fork(data: list[dict[str, str]], model_64k: dict[str, float | None] | 
         checks.append(Check("fork", "64k: 64K folios were allocated (without them its times are inconclusive)",
                             folios > 0, f"hugepages-64kB anon_fault_alloc +{folios:.0f}, "
                             f"anon_fault_fallback +{st['64k']['mthp64_fallback']:.0f} while populating"))
-    if model_64k is not None and (folios is None or folios > 0):
-        for fork, (what, key) in FORK_TIMES.items():
-            model = model_64k[fork]
-            if model is not None and key in st["4k"] and key in st["64k"]:
-                checks.append(_fork_order(what, st["4k"][key], st["64k"][key], model))
+    if model_64k is not None:
+        checks += fork_orders(st, model_64k).values()
     checks.append(Check("fork", f"2m at least {FORK_2M_MIN_RATIO:.0f}x faster than 4k",
                         small >= FORK_2M_MIN_RATIO * two["median_us"],
                         f"median 4k {small:.0f} us, 2m {two['median_us']:.0f} us", timing=True))

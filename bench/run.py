@@ -5,6 +5,7 @@ drives Debian's chromium with every CPU.
 """
 
 import argparse
+import importlib
 import sys
 import time
 from pathlib import Path
@@ -12,43 +13,42 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import (  # noqa: E402
-    course, damon, damon_cpu, damon_gap, damon_port, engine, explore, explore_tso, fork_ab, fork_batch,
-    interactive, klitmus, launch_ab, litmus, player, plot, qspinlock, qspinlock_ab, seeds, traces, vma_locks,
-    vma_locks_port,
-)
-
-
-def _vma_locks_port(out: Path, say) -> dict:
-    result = vma_locks_port.run(out, say)
-    vma_locks_port.draw(result, out / "vma-locks-port.png")
-    return result
-
-
-# Every benchmark by name, in the order `make bench` runs them; each writes its JSON (some a PNG too).
+# Every benchmark by name, in the order `make bench` runs them, and its module in bench/; each writes its
+# JSON (some a PNG too).  A module is imported when its benchmark runs: together they import matplotlib,
+# Bokeh and the lab, 3 s of CPU before --help or a misspelt name could be answered.
 BENCHES = {
-    "engine": engine.run,
-    "vma-locks": vma_locks.run,
-    "player": lambda out, say: player.run(out),
-    "interactive": interactive.run,
-    "qspinlock": qspinlock.run,
-    "qspinlock-ab": qspinlock_ab.run,
-    "explore": explore.run,
-    "explore-tso": explore_tso.run,
-    "fork-batch": fork_batch.run,
-    "traces": traces.run,
-    "damon": damon.run,
-    "litmus": litmus.run,
-    "damon-port": damon_port.run,
-    "klitmus": klitmus.run,
-    "vma-locks-port": _vma_locks_port,
-    "seeds": seeds.run,
-    "launch-ab": launch_ab.run,
-    "damon-cpu": damon_cpu.run,
-    "damon-gap": damon_gap.run,
-    "fork-ab": fork_ab.run,
-    "course": course.run,
+    "engine": "engine",
+    "vma-locks": "vma_locks",
+    "player": "player",
+    "interactive": "interactive",
+    "qspinlock": "qspinlock",
+    "qspinlock-ab": "qspinlock_ab",
+    "explore": "explore",
+    "explore-tso": "explore_tso",
+    "fork-batch": "fork_batch",
+    "traces": "traces",
+    "damon": "damon",
+    "litmus": "litmus",
+    "damon-port": "damon_port",
+    "klitmus": "klitmus",
+    "vma-locks-port": "vma_locks_port",
+    "seeds": "seeds",
+    "launch-ab": "launch_ab",
+    "damon-cpu": "damon_cpu",
+    "damon-gap": "damon_gap",
+    "fork-ab": "fork_ab",
+    "course": "course",
 }
+
+
+def run_one(name: str, out: Path, say) -> dict:
+    bench = importlib.import_module(f"bench.{BENCHES[name]}")
+    if name == "player":  # it drives chromium with every CPU and says nothing as it goes
+        return bench.run(out)
+    result = bench.run(out, say)
+    if name == "vma-locks-port":
+        bench.draw(result, out / "vma-locks-port.png")
+    return result
 
 
 def main(argv=None) -> int:
@@ -66,13 +66,17 @@ def main(argv=None) -> int:
     results = {}
     failed = False
     say = lambda m: print(m, flush=True)  # noqa: E731
+    from bench.litmus import Disagreement
+
     for name in args.names or BENCHES:
         try:
-            results[name] = BENCHES[name](out, say)
-        except litmus.Disagreement as exc:  # the other results still get their plot; the bench fails at the end
+            results[name] = run_one(name, out, say)
+        except Disagreement as exc:  # the other results still get their plot; the bench fails at the end
             print(f"bench: {exc}", file=sys.stderr)
             failed = True
     if not args.names:
+        from bench import plot
+
         plot.draw(results, out / "bench.png")
     written = sorted(p.name for p in out.iterdir() if p.is_file() and p.stat().st_mtime >= began)
     print(f"bench: wrote {', '.join(written)} to {out} in {time.perf_counter() - start:.0f} s")

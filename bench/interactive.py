@@ -45,7 +45,6 @@ from pathlib import Path
 
 import kstep
 from kstep.serve import server
-from kstep.views import export
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -126,6 +125,8 @@ def summary(samples):
 
 
 def page(folder: Path) -> Path:
+    from kstep.views import export  # Bokeh: loaded when measuring, not for --help (1.4 s of CPU)
+
     ex = kstep.open("vma-locks", "munmap-vs-fault", "free-immediately")
     return export.write_page(folder, ex.explore().counterexample, ex.model, about=ex.scenario)
 

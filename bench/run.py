@@ -5,6 +5,7 @@ drives Debian's chromium with every CPU.
 """
 
 import argparse
+import importlib
 import sys
 import time
 from pathlib import Path
@@ -12,43 +13,44 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import (  # noqa: E402
-    course, damon, damon_cpu, damon_gap, damon_port, engine, explore, explore_tso, fork_ab, fork_batch,
-    interactive, klitmus, launch_ab, litmus, player, plot, qspinlock, qspinlock_ab, seeds, traces, vma_locks,
-    vma_locks_port,
-)
-
-
-def _vma_locks_port(out: Path, say) -> dict:
-    result = vma_locks_port.run(out, say)
-    vma_locks_port.draw(result, out / "vma-locks-port.png")
-    return result
-
-
-# Every benchmark by name, in the order `make bench` runs them; each writes its JSON (some a PNG too).
+# Every benchmark by name, in the order `make bench` runs them, and its module in bench/; each writes its
+# JSON (some a PNG too).  A module is imported when its benchmark runs: together they import matplotlib,
+# Bokeh and the lab, 3 s of CPU before --help or a misspelt name could be answered.
 BENCHES = {
-    "engine": engine.run,
-    "vma-locks": vma_locks.run,
-    "player": lambda out, say: player.run(out),
-    "interactive": interactive.run,
-    "qspinlock": qspinlock.run,
-    "qspinlock-ab": qspinlock_ab.run,
-    "explore": explore.run,
-    "explore-tso": explore_tso.run,
-    "fork-batch": fork_batch.run,
-    "traces": traces.run,
-    "damon": damon.run,
-    "litmus": litmus.run,
-    "damon-port": damon_port.run,
-    "klitmus": klitmus.run,
-    "vma-locks-port": _vma_locks_port,
-    "seeds": seeds.run,
-    "launch-ab": launch_ab.run,
-    "damon-cpu": damon_cpu.run,
-    "damon-gap": damon_gap.run,
-    "fork-ab": fork_ab.run,
-    "course": course.run,
+    "engine": "engine",
+    "vma-locks": "vma_locks",
+    "player": "player",
+    "interactive": "interactive",
+    "qspinlock": "qspinlock",
+    "qspinlock-ab": "qspinlock_ab",
+    "explore": "explore",
+    "explore-tso": "explore_tso",
+    "fork-batch": "fork_batch",
+    "traces": "traces",
+    "damon": "damon",
+    "litmus": "litmus",
+    "damon-port": "damon_port",
+    "klitmus": "klitmus",
+    "vma-locks-port": "vma_locks_port",
+    "seeds": "seeds",
+    "launch-ab": "launch_ab",
+    "damon-cpu": "damon_cpu",
+    "damon-gap": "damon_gap",
+    "fork-ab": "fork_ab",
+    "course": "course",
 }
+
+
+def run_one(name: str, out: Path, say, only: list) -> dict:
+    bench = importlib.import_module(f"bench.{BENCHES[name]}")
+    if name == "seeds":
+        return bench.run(out, say, only)
+    if name == "player":  # it drives chromium with every CPU and says nothing as it goes
+        return bench.run(out)
+    result = bench.run(out, say)
+    if name == "vma-locks-port":
+        bench.draw(result, out / "vma-locks-port.png")
+    return result
 
 
 def main(argv=None) -> int:
@@ -56,14 +58,14 @@ def main(argv=None) -> int:
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"run only these ({', '.join(BENCHES)}); with none, all of them and bench.png")
     parser.add_argument("--only", action="append", default=[], metavar="MECH",
-                        help="with seeds alone: remake only this mechanism's seed table "
-                             f"({', '.join(seeds.MECHANISMS)}), keeping the others as committed; may be repeated")
+                        help="with seeds alone: remake only this mechanism's seed table (vma-locks, fork-batch, ...), "
+                             "keeping the others as committed; may be repeated")
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in BENCHES]
     if unknown:
         print(f"bench: no benchmark is named {unknown[0]!r}; the names are {', '.join(BENCHES)}", file=sys.stderr)
         return 2
-    refused = seeds.refuse_only(args.names, args.only)
+    refused = args.only and importlib.import_module("bench.seeds").refuse_only(args.names, args.only)
     if refused:
         print(f"bench: {refused}", file=sys.stderr)
         return 2
@@ -73,13 +75,17 @@ def main(argv=None) -> int:
     results = {}
     failed = False
     say = lambda m: print(m, flush=True)  # noqa: E731
+    from bench.litmus import Disagreement
+
     for name in args.names or BENCHES:
         try:
-            results[name] = BENCHES[name](out, say, args.only) if args.only else BENCHES[name](out, say)
-        except litmus.Disagreement as exc:  # the other results still get their plot; the bench fails at the end
+            results[name] = run_one(name, out, say, args.only)
+        except Disagreement as exc:  # the other results still get their plot; the bench fails at the end
             print(f"bench: {exc}", file=sys.stderr)
             failed = True
     if not args.names:
+        from bench import plot
+
         plot.draw(results, out / "bench.png")
     written = sorted(p.name for p in out.iterdir() if p.is_file() and p.stat().st_mtime >= began)
     print(f"bench: wrote {', '.join(written)} to {out} in {time.perf_counter() - start:.0f} s")

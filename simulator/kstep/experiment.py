@@ -47,12 +47,23 @@ from .scenario_spec.scenario import Scenario
 from .views.presentation import present
 
 
-def open(mechanism: str, scenario: str, variant: Optional[str] = None, overrides: Sequence[str] = ()) -> "Experiment":
+def open(mechanism: str, scenario: str | Scenario, variant: Optional[str] = None,
+         overrides: Sequence[str] = ()) -> "Experiment":
     """``mechanism`` (``kstep list`` names them) in ``scenario`` (a bundled scenario's name or a TOML
     file's path), under ``variant``: when None, the variant the scenario names, else the kernel's own.
     ``overrides`` are ``KEY.PATH=VALUE`` changes to the scenario, as ``--set`` takes them.  A name or
-    value that does not fit is a UserError saying which."""
+    value that does not fit is a UserError saying which.
+
+    ``scenario`` may also be one already read (``kstep.scenario_spec.scenario.load``), which is then
+    not read again: whoever binds one scenario under every variant reads its file once.  It must be
+    this mechanism's, and its overrides were given when it was read."""
     model = make_model(mechanism, variant)
+    if isinstance(scenario, Scenario):
+        if scenario.mechanism != model.name:
+            raise UserError(f"scenario {scenario.name!r} was read for {scenario.mechanism}, not {model.name}")
+        if overrides:
+            raise UserError(f"scenario {scenario.name!r} was read already: give its overrides when reading it")
+        return _bound(model, variant, scenario, scenario.name)
     sc = scenarios.load(model.name, model.scenario_schema, scenario, list(overrides))
     return _bound(model, variant, sc, scenario)
 

@@ -8,7 +8,7 @@ import kstep
 from kstep.engine import explore
 from kstep.scenario_spec import scenario
 from kstep.engine.model import Checks
-from kstep.models import MODELS, make_model
+from kstep.models import MODELS
 
 
 def load(mech, name, variant=None, overrides=()):
@@ -102,9 +102,8 @@ def symmetry_order(mech, name, variant) -> int:
     in every worker."""
     from math import factorial, prod
 
-    m = make_model(mech, variant)
-    s0 = m.initial(bundled_scenario(mech, name).config)  # as kstep.open starts it
-    return prod(factorial(len(c)) for c in m.symmetric_units(s0))
+    ex = kstep.open(mech, bundled_scenario(mech, name), variant)
+    return prod(factorial(len(c)) for c in ex.model.symmetric_units(ex.start))
 
 
 @functools.cache

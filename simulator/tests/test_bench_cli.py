@@ -16,6 +16,14 @@ def test_the_benchmarks_that_run_alone_are_found():
     assert {"run.py", "player.py", "interactive.py"} <= set(STANDALONE)
 
 
+def test_every_benchmark_run_py_names_is_a_module_of_bench_with_a_run():
+    """run.py imports a benchmark's module only to run it: a misspelt one would show only in make bench."""
+    names = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, '.'); from bench.run import BENCHES; "
+                            "print(*BENCHES.values())"], capture_output=True, text=True, check=True, cwd=BENCH.parent)
+    modules = names.stdout.split()
+    assert len(modules) > 20 and not [m for m in modules if "\ndef run(" not in (BENCH / f"{m}.py").read_text()]
+
+
 def test_run_names_an_unknown_benchmark_in_one_line_without_measuring():
     refused = subprocess.run([sys.executable, str(BENCH / "run.py"), "explore", "no-such"], capture_output=True,
                              text=True, timeout=120, cwd=BENCH.parent)

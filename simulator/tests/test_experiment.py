@@ -23,6 +23,18 @@ def test_the_variant_is_the_one_asked_else_the_scenarios_own_else_the_default():
     assert ex.variant("gp-ends-early").model.variant.broken and ex.variant("gp-ends-early").scenario is ex.scenario
 
 
+def test_a_scenario_already_read_is_bound_as_it_is_not_read_again():
+    sc = scenario.load("qspinlock", make_model("qspinlock").scenario_schema, "tas-starves", ["ticket_bits=3"])
+    ex = kstep.open("qspinlock", sc, "ticket")
+    assert ex.scenario is sc and ex.model.variant.name == "ticket"
+    assert ex.start == kstep.open("qspinlock", "tas-starves", "ticket", ["ticket_bits=3"]).start
+    assert kstep.open("qspinlock", sc).model.variant.name == "tas"  # the scenario's own, as when read by name
+    with pytest.raises(UserError, match="read for qspinlock, not rcu"):
+        kstep.open("rcu", sc)
+    with pytest.raises(UserError, match="give its overrides when reading it"):
+        kstep.open("qspinlock", sc, overrides=["ticket_bits=2"])
+
+
 def test_each_way_of_running_is_the_engines_own():
     ex = kstep.open("vma-locks", "munmap-vs-fault")
     m = make_model("vma-locks")

@@ -208,9 +208,11 @@ def declares_footprints(mech):
     return bool(m.locals) or any(st.footprint for st in getattr(m, "_steps", {}).values())
 
 
-# ~0.2 ms of checks per state: past 10,000 states a run is make test-heavy's (vma-locks alone has
-# 3.4M states in its 153 runs, 154k of them in runs of at most 10,000)
-FOOTPRINTED = [p for p in bundled_runs(small=3_000, every_variant=True, heavy=10_000)
+# ~0.2 ms of checks per state, each memoised: past 1,000 states a run is make test's (the 33 runs of
+# 1,000 to 3,000 states took 14 of make test-fast's 24 s here, the 200 smaller ones 10), past 10,000
+# make test-heavy's (vma-locks alone has 3.4M states in its 153 runs, 154k of them in runs of at
+# most 10,000)
+FOOTPRINTED = [p for p in bundled_runs(small=1_000, every_variant=True, heavy=10_000)
                if declares_footprints(p.values[0])]
 
 

@@ -32,10 +32,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import jsonschema  # noqa: F401  (imported once here, not in every child: show validates with it)
-
-from kstep import cli, views  # noqa: F401  (views: Bokeh, likewise, for --html)
+from kstep import cli, views  # noqa: F401  (views: Bokeh, imported once here, not in every child, for --html)
 from kstep.engine import scheduler_for, simulate
+from kstep.engine.replay import jsonschema
 from kstep.scenario_spec import scenario as scenarios
 from kstep.models import MODELS, make_model
 from test_cli_inputs import model_log
@@ -89,6 +88,7 @@ def run_kstep(argv, cwd: Path, *, stdin=None, stdout_fd=None, stderr_fd=None) ->
     else:
         paths["in"].write_bytes(stdin or b"")
     before = snapshot(cwd)
+    jsonschema()  # imported once in pytest, not in every child (show validates with it), and not at collection
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()

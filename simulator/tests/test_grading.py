@@ -269,6 +269,24 @@ def test_a_uid_whose_last_process_is_dead_but_not_reaped_is_passed_over():
         dead.wait()
 
 
+def test_a_uid_a_dead_grading_left_a_process_running_under_is_swept_and_passed_over():
+    """A grading killed outright leaves its lock free and maybe its submission running: the next claim
+    of that uid kills what runs there and, its task not yet reaped, hands out another uid.  Here the
+    leftover is this test's own child, reaped only at the end."""
+    with sandbox.claim() as uid:
+        left = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "600"])
+        status = Path(f"/proc/{left.pid}/status")
+        while f"Uid:\t{uid}\t" not in status.read_text():  # until setpriv has taken the uid
+            assert left.poll() is None
+    try:
+        with sandbox.claim() as again:
+            assert again != uid
+            assert "(zombie)" in status.read_text()  # swept before the claim returned
+    finally:
+        left.kill()
+        left.wait()
+
+
 def archive(path: Path, entries: list) -> Path:
     with zipfile.ZipFile(path, "w") as z:
         for name, data, mode in entries:

@@ -328,7 +328,6 @@ def test_make_model_finder_finds_a_call(tmp_path):
 # model itself (its variants, labels, sources or declarations) or runs a config made in code; a
 # run of a scenario they build with kstep.open, kstep.experiment.from_text or support.load.
 USERS_ALLOWED = {
-    "simulator/tests/support.py": "every variant's symmetry order at collection, each scenario file read once",
     "simulator/tests/test_cli_inputs.py": "a config made in code for a log; the model's class patched",
     "simulator/tests/test_code_pane.py": "every variant's source locations",
     "simulator/tests/test_dead_vars.py": "a model's step table",

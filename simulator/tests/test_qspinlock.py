@@ -14,7 +14,7 @@ from kstep.models.qspinlock.qspinlock_types import LAYOUTS
 from kstep.models.qspinlock.variants import VARIANTS
 from kstep.views.presentation import present
 
-from support import assert_breaker_catches, labels_of, load, variants
+from support import assert_breaker_catches, labels_of, load, table_first, variants
 
 MECH = "qspinlock"
 SCENARIOS = scenario.bundled(MECH)
@@ -413,15 +413,16 @@ def test_each_invariant_alone_catches_its_breaker(invariant):
 # clean here: test_memory_model checks what explore says of it.
 @pytest.mark.parametrize("variant", [v for v in BROKEN if "litmus" not in VARIANTS[v].params])
 def test_explore_finds_every_broken_variant(variant):
-    found = []
-    for name in EXPLORABLE:
+    """The first bundled scenario that catches the bug is enough: the ones the committed table says
+    catch it go first, and the clean ones are searched to their end only if the table is out of date."""
+    for name in table_first(MECH, variant, EXPLORABLE, lambda row: row.get("verdict") == "violation"):
         m, sc, s0 = load(MECH, name, variant)
         r = explore(m, s0, max_states=200_000)
         if r.violation:
-            found.append(name)
             assert r.counterexample.violation == r.violation
             assert len(r.counterexample) <= 32
-    assert found, f"{variant} was not caught in any bundled scenario"
+            return
+    pytest.fail(f"{variant} was not caught in any bundled scenario")
 
 
 def _explore_params():

@@ -51,7 +51,7 @@ def test_every_bundled_scenario_lays_out_cleanly(mech, name):
     kinds = (GlyphRenderer, ColumnDataSource, Plot, Widget, CustomJS, Range1d, BoxAnnotation)
     unnamed = [m for m in refs if isinstance(m, kinds) and not m.name]
     assert unnamed == [], "tests find models by name: give every view model one"
-    panels = lay.select_one({"name": "kstep-player"}).args["kstep"]["panels"]
+    panels = next(m for m in refs if m.name == "kstep-player").args["kstep"]["panels"]
     assert {p for panel in panels for p in panel["plots"]} == {m for m in refs if isinstance(m, Plot)}, \
         "player.js rescales the plots its panels list: every plot, and only those"
 

@@ -138,11 +138,12 @@ def claim() -> Iterator[Optional[int]]:
     the grader is not root (its submissions then run as the grader's own uid, limits and all).
 
     The lock is ``flock`` on a file per uid, so it ends with the holder, even one killed outright;
-    whatever such a holder's submission left running is swept before the uid is handed out again.
-    A uid whose last tasks are dead but not yet reaped is passed over: a killed sandbox's are reaped
-    by the machine's init in its own time (1.3 to 1.9 s at load 23), and until then they count
-    against RLIMIT_NPROC, so a submission run under that uid would get fewer processes than its
-    limit, and a fork bomb would stop short of the limit the grader knows it by.
+    a uid is handed out only when it has no task at all, found in one pass over /proc.  Whatever
+    such a holder's submission left running is swept, and the uid passed over: its killed tasks,
+    like a killed sandbox's, are reaped by the machine's init in its own time (1.3 to 1.9 s at load
+    23), and until then they count against RLIMIT_NPROC, so a submission run under that uid would
+    get fewer processes than its limit, and a fork bomb would stop short of the limit the grader
+    knows it by.
     """
     if os.geteuid() != 0:
         yield None
@@ -157,8 +158,8 @@ def claim() -> Iterator[Optional[int]]:
             os.close(fd)
             continue
         try:
-            _sweep(uid)
-            if _tasks(uid):  # dead, not reaped yet
+            if any(True for _ in _processes((uid,))):  # left running, or dead and not reaped yet
+                _sweep(uid)
                 continue
             yield uid
         finally:

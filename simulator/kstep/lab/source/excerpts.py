@@ -28,6 +28,7 @@ compile is an error; one a configuration's build does not compile is ``None`` (n
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import importlib.resources
 import json
@@ -267,8 +268,13 @@ def default_path() -> Path:
     return Path(str(importlib.resources.files(__package__).joinpath(EXCERPTS_NAME)))
 
 
+@functools.cache
 def load() -> dict:
-    """The committed excerpts: {"release": ..., "excerpts": {"path:function": {"line", "text"}}}."""
+    """The committed excerpts: {"release": ..., "excerpts": {"path:function": {"line", "text"}}}.
+
+    Read once per process and shared, so read it, never change it: a player's code pane asks for it
+    once per step label (code.built), and unpacking it each time was half the CPU of laying out a
+    bundled scenario's player."""
     return json.loads(gzip.decompress(importlib.resources.files(__package__).joinpath(EXCERPTS_NAME).read_bytes()))
 
 

@@ -78,7 +78,8 @@ KINDS = {
     "page_copy": "copying one 4 KiB page (copy_page)",
     "tlb_flush": "mprotect of one page, with its TLB flush, on a single-threaded process",
     "ipi": "what a TLB-shootdown IPI to one other CPU adds to that mprotect",
-    "page_fault": "a minor page fault's entry and return (fault on an already-populated page's PTE-less mapping)",
+    "page_fault": ("a page fault's entry, page allocation and return "
+                   "(a first write to a fresh anonymous mapping, minus page_zero)"),
 }
 WORK_KINDS = ("page_zero", "page_copy", "tlb_flush", "ipi", "page_fault")
 DEFAULT = Path(__file__).resolve().parent.parent / "costs.json"

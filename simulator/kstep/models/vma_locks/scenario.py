@@ -48,8 +48,9 @@ def _scenario_rules(sc, path):
 MAX_THREADS = 128  # the thread's app launch has about 100 threads: a timed run simulates that many
 FOREVER = "forever"  # a thread's repeat with no end: the state keeps no count (liveness)
 # A fault's own work (allocate a page, zero it, set the PTE) against one lock operation: zeroing a
-# 4 KiB page took 18 times as long as an uncontended atomic read-modify-write on the development
-# machine (90 ns against 5 ns), so a fault handles its page in 18 rounds by default.
+# 4 KiB page already in the cache took 18 times as long as an uncontended atomic read-modify-write on
+# the development machine (90 ns against 5 ns), so a fault handles its page in 18 rounds by default.
+# A cold page costs far more; timed runs price it from the cost table's page_zero, not from this.
 FAULT_WORK = 18
 
 

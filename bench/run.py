@@ -55,10 +55,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"run only these ({', '.join(BENCHES)}); with none, all of them and bench.png")
+    parser.add_argument("--only", action="append", default=[], metavar="MECH",
+                        help="with seeds alone: remake only this mechanism's seed table "
+                             f"({', '.join(seeds.MECHANISMS)}), keeping the others as committed; may be repeated")
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in BENCHES]
     if unknown:
         print(f"bench: no benchmark is named {unknown[0]!r}; the names are {', '.join(BENCHES)}", file=sys.stderr)
+        return 2
+    refused = seeds.refuse_only(args.names, args.only)
+    if refused:
+        print(f"bench: {refused}", file=sys.stderr)
         return 2
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
@@ -68,7 +75,7 @@ def main(argv=None) -> int:
     say = lambda m: print(m, flush=True)  # noqa: E731
     for name in args.names or BENCHES:
         try:
-            results[name] = BENCHES[name](out, say)
+            results[name] = BENCHES[name](out, say, args.only) if args.only else BENCHES[name](out, say)
         except litmus.Disagreement as exc:  # the other results still get their plot; the bench fails at the end
             print(f"bench: {exc}", file=sys.stderr)
             failed = True

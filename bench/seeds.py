@@ -10,7 +10,8 @@ bench/qspinlock_ab.py wrote and kernel-lab/qspinlock/recorded/ keeps.
 ``model_tables(names)`` computes the model's part alone and is cheap for the bundled sizes; DAMON's
 rows take minutes (kdamond's run on a busy 1 TiB target), so its slice is ``damon(...)``'s arguments.
 ``python bench/run.py seeds`` writes bench/results/seeds.json, seeds.png and seeds-damon.png, and the same JSON to
-simulator/kstep/seeds.json, committed, which the chapters are to quote (nothing typed by hand):
+simulator/kstep/seeds.json, committed, which the chapters are to quote (nothing typed by hand);
+``python bench/run.py seeds --only vma-locks`` (or another of ``MECHANISMS``) remakes that table alone:
 simulator/tests/test_seeds.py regenerates its bundled slice and compares.
 """
 
@@ -484,15 +485,20 @@ COMPARABLE = {
                   "explored). The direction and both causes compare where faults meet writers: with per-VMA locks "
                   "faults stop waiting behind mmap_lock writers, and they stop queueing for mmap_lock's one cache "
                   "line (down_read and up_read each take it; the cost table's transfer is paid in turn by every CPU "
-                  "that wants the line), so the launch rows end sooner. What the faults queue for instead is their "
-                  "VMA's lock line: the launch's faulters share two VMAs, so at 96 faulters the p90 fault is slower "
-                  "with per-VMA locks, and tcp-zerocopy's receivers all fault in one buffer VMA, so at 99 of them the "
-                  "run is slower (each per-VMA fault takes more lines than a fault under mmap_lock, and with no "
-                  "writer to escape nothing is won): the scenario gives every receiver the same buffer VMA, and "
-                  "receivers in VMAs of their own are not measured here. With 25 of 100 threads mapping stacks "
-                  "the run ends with a writer, whose queue on mmap_lock for write per-VMA locks do not shorten. "
-                  "The percentage does not compare: the cost table is one 2-CPU x86 machine's, and a phone's "
-                  "cache lines move at other prices."),
+                  "that wants the line), so above the bundled size the launch's p90 fault is at least twice as "
+                  "fast, and every launch row ends sooner. At the bundled size, and in every tcp-zerocopy row, "
+                  "the faults are done later with per-VMA locks: they had little or no writer to escape, and each "
+                  "per-VMA fault takes more lines than a fault under mmap_lock (its VMA's lock, mm_lock_seq, the "
+                  "tree); tcp-zerocopy's receivers all fault in one buffer VMA and queue for its lock line. Those "
+                  "runs still end sooner, because they end with a writer, and a writer's work is mostly its TLB "
+                  "flush and shootdown IPI, the table's largest cost: with per-VMA locks the madvise writer M ends "
+                  "at the same time whatever the number of receivers, without them it waits for their hold of "
+                  "mmap_lock and ends later the more receivers there are. The scenario gives every receiver the "
+                  "same buffer VMA, and receivers in VMAs of their own are not measured here. With 25 of 100 "
+                  "threads mapping stacks the run ends with a writer, whose queue on mmap_lock for write per-VMA "
+                  "locks do not shorten. The percentage does not compare: the cost table is one 2-CPU x86 virtual "
+                  "machine's, whose IPIs go through the hypervisor, and a phone's cache lines and IPIs come at "
+                  "other prices."),
     "qspinlock": ("The thread's -2..-3% is the time of a 5M-loop microbenchmark on a 4-socket machine; the "
                   "model counts cache-line transfers per acquisition and charges each one transfer cost, CPUs "
                   "that want the lock word's line taking it in turn. Which variant moves fewer lines compares; "
@@ -521,7 +527,10 @@ COMPARABLE = {
 }
 
 
-def model_tables(names=("vma-locks", "qspinlock", "fork-batch", "damon"), vma_sizes=VMA_SIZES) -> dict:
+MECHANISMS = ("vma-locks", "qspinlock", "fork-batch", "damon")  # the seed tables, in their order
+
+
+def model_tables(names=MECHANISMS, vma_sizes=VMA_SIZES) -> dict:
     makers = {"vma-locks": lambda: vma_locks(vma_sizes), "qspinlock": qspinlock, "fork-batch": fork, "damon": damon}
     return {n: {"comparable": COMPARABLE[n], "rows": makers[n]()} for n in names}
 
@@ -564,9 +573,21 @@ def draw_damon(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def run(out_dir, say=print) -> dict:
-    say("seeds: the model's side of each seed table ...")
-    result = model_tables()
+def refuse_only(names: list, only: list) -> str | None:
+    """Why `bench/run.py NAMES --only ONLY` cannot run, or None if it can."""
+    if only and names != ["seeds"]:
+        return "--only remakes seed tables: run it as `bench/run.py seeds --only MECH`"
+    strange = [m for m in only if m not in MECHANISMS]
+    return f"no seed table is named {strange[0]!r}; they are {', '.join(MECHANISMS)}" if strange else None
+
+
+def run(out_dir, say=print, only=()) -> dict:
+    """Every seed table; with ``only``, those mechanisms' tables, the others as committed (so that one
+    mechanism's rows can be had again after a change to it alone)."""
+    say(f"seeds: the model's side of {', '.join(only) if only else 'each'} seed table ...")
+    result = model_tables(tuple(only) or MECHANISMS)
+    if only:
+        result = {**json.loads(COMMITTED.read_text()), **result}
     text = json.dumps(result, indent=1) + "\n"
     (out_dir / "seeds.json").write_text(text)
     COMMITTED.write_text(text)

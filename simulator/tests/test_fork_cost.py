@@ -60,4 +60,4 @@ def test_a_timed_fork_pays_for_the_operations_it_counts():
     assert one_more_table(load=10) - base == pytest.approx(10 * ops["loads"])
     parts = fc.per_gib(X86_64, FOLIO_BATCH, 4, timed=True)["makespan_ns"]
     three = fc.fork_run(X86_64, FOLIO_BATCH, 4, 3, timed=True)[2]
-    assert three == pytest.approx(parts["fixed"] + 3 * parts["table"])
+    assert three == pytest.approx(parts["fixed"] + 3 * parts["table"], abs=0.5)  # makespans rounded to 0.1 ns

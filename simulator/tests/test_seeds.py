@@ -66,6 +66,36 @@ def test_a_vma_rows_per_fault_numbers_are_the_faulting_threads_own_and_the_write
         assert r["per_fault"]["no-per-vma-lock"]["mmap_lock_transfers"] < old["mmap_lock"]["transfers"] / old["faults"]
 
 
+def test_the_vma_comparable_text_says_what_the_rows_show():
+    """COMPARABLE["vma-locks"]'s claims, each held to the committed rows: every run ends sooner with
+    per-VMA locks; above the bundled size the launch's p90 fault is at least twice as fast; at the
+    bundled size and in every tcp-zerocopy row the faults are done later, and those runs end with a
+    writer; tcp's writer M ends at one time with per-VMA locks and later with more receivers without
+    them; the writer's IPI is the table's largest cost."""
+    from kstep.engine import costs
+    text = seeds.COMPARABLE["vma-locks"]
+    rows = {(r["scenario"], r["size"]): r for r in COMMITTED["vma-locks"]["rows"]}
+    assert all(r["makespan_change"] < 0 for r in rows.values()) and "every launch row ends sooner" in text
+    later = [k for k in rows if k[0] == "tcp-zerocopy-vs-madvise" or k == ("android-app-launch", "bundled")]
+    assert "At the bundled size, and in every tcp-zerocopy row, the faults are done later" in text
+    for k, r in rows.items():
+        old, new = r["model"]["no-per-vma-lock"], r["model"]["v6.12"]
+        if k in later:
+            assert new["faults_done_ns"] > old["faults_done_ns"] and new["last"].startswith("writer"), k
+        else:
+            assert 2 * new["fault_latency_ns"]["p90"] <= old["fault_latency_ns"]["p90"], k
+    assert "the launch's p90 fault is at least twice as fast" in text
+    tcp = [rows[("tcp-zerocopy-vs-madvise", size)]["model"] for size in seeds.VMA_SIZES["tcp-zerocopy-vs-madvise"]]
+    assert len({m["v6.12"]["makespan_ns"] for m in tcp}) == 1 and {m["v6.12"]["last"] for m in tcp} == {"writer M"}
+    without = [m["no-per-vma-lock"]["makespan_ns"] for m in tcp]
+    assert without == sorted(without) and len(set(without)) == len(without)
+    assert "M ends at the same time whatever the number of receivers" in text
+    ns = costs.load().ns
+    assert max(ns, key=ns.get) == "ipi" and "shootdown IPI, the table's largest cost" in text
+    assert rows[("android-app-launch", "100 threads: 75 faulting, 25 mappers")]["model"]["v6.12"]["last"].startswith(
+        "writer") and "With 25 of 100 threads mapping stacks the run ends with a writer" in text
+
+
 FORK = COMMITTED["fork-batch"]
 THREADS = [r for r in FORK["rows"] if r["rmap"] == seeds.THREAD_RMAP]  # the thread's own configurations
 
@@ -215,3 +245,27 @@ def test_the_recorded_port_run_holds_what_its_bench_wrote_and_the_row_quotes_it(
                        for rs in runs.values() for x in rs), (arch, n)
     row = COMMITTED["qspinlock"]["rows"][-1]
     assert row["scenario"] == seeds.PORT_SCENARIO and row["port"] == seeds.port_cell(r)
+
+
+def test_only_remakes_one_table_and_keeps_the_others_as_committed(tmp_path, monkeypatch):
+    """`bench/run.py seeds --only qspinlock`: the coordinator reruns one mechanism after a merge."""
+    committed = tmp_path / "seeds.json"
+    committed.write_text(seeds.COMMITTED.read_text())
+    monkeypatch.setattr(seeds, "COMMITTED", committed)
+    made = []  # which tables run() has made: the model's own numbers are test_the_committed_*'s business
+    monkeypatch.setattr(seeds, "model_tables", lambda names: made.extend(names) or {n: COMMITTED[n] for n in names})
+    monkeypatch.setattr(seeds, "draw", lambda result, path: None)
+    monkeypatch.setattr(seeds, "draw_damon", lambda result, path: None)
+    result = seeds.run(tmp_path, say=lambda m: None, only=("qspinlock",))
+    assert made == ["qspinlock"] and list(result) == list(seeds.MECHANISMS) and result == COMMITTED
+    assert json.loads(committed.read_text()) == json.loads((tmp_path / "seeds.json").read_text()) == COMMITTED
+
+
+def test_a_bad_only_is_refused_with_a_reason():
+    """bench/run.py prints the reason on one line and exits 2 (importing it costs seconds: its own
+    argument handling is the three lines around refuse_only)."""
+    names = ", ".join(seeds.MECHANISMS)
+    assert seeds.refuse_only(["seeds"], ["vma"]) == f"no seed table is named 'vma'; they are {names}"
+    assert seeds.refuse_only(["qspinlock"], ["qspinlock"]).startswith("--only remakes seed tables")
+    assert seeds.refuse_only([], ["damon"]).startswith("--only remakes seed tables")
+    assert seeds.refuse_only(["seeds"], ["damon", "vma-locks"]) is None and seeds.refuse_only(["engine"], []) is None

@@ -140,7 +140,8 @@ def test_a_woken_actor_starts_when_the_step_that_woke_it_ends():
     labels = [str(a) for a in trace.actions]
     handoff, spin = labels.index("C2:mcs_handoff"), labels.index("C3:mcs_spin")
     work, wait, transfer = trace.stats[STEP_COSTS][handoff]
-    assert trace.ticks[spin] == int(trace.ticks[handoff] + work + transfer)
+    # ticks are whole ns (rounded down) and the stats round each cost to 0.1 ns
+    assert trace.ticks[spin] == pytest.approx(trace.ticks[handoff] + work + transfer, abs=1)
     assert trace.stats[STEP_COSTS][spin][1] > 0 and trace.stats["waiting_ns"]["C3"] > 0
 
 
@@ -168,11 +169,12 @@ def good():
     return json.loads((costs.DEFAULT).read_text())
 
 
-def test_the_api_page_says_whether_the_committed_table_charges_an_ipi():
-    """docs/reference/api.md tells a reader that no committed number charges an IPI; a recalibrated
-    table that measured one must change that sentence."""
-    said = "its `ipi` came out 0" in (ROOT / "docs" / "reference" / "api.md").read_text()
-    assert said == (TABLE.ns["ipi"] == 0)
+def test_the_api_page_quotes_the_committed_tables_ipi():
+    """docs/reference/api.md tells a reader what the committed table charges for an IPI and how it
+    compares with a TLB flush; a recalibrated table must change that sentence."""
+    page = " ".join((ROOT / "docs" / "reference" / "api.md").read_text().split())
+    ipi, flush = TABLE.ns["ipi"], TABLE.ns["tlb_flush"]
+    assert f"is {ipi:.0f} ns, about {round(ipi / flush)} times its `tlb_flush`" in page
 
 
 @pytest.mark.parametrize("change, says", [
@@ -196,7 +198,10 @@ def test_a_bad_cost_table_is_one_line_and_exit_2(capsys, tmp_path, change, says)
 
 def test_nan_in_a_cost_table_is_refused(capsys, tmp_path):
     path = tmp_path / "costs.json"
-    path.write_text(json.dumps(good()).replace('"transfer": 130.8', '"transfer": NaN'))
+    data = good()
+    text = json.dumps({**data, "ns": {**data["ns"], "transfer": "NaN"}}).replace('"NaN"', "NaN")
+    path.write_text(text)
+    assert "NaN" in text
     bad_input(capsys, "run", "qspinlock", "--scenario", "two-waiters", "--timed", "--costs", path,
               says="ns.transfer")
 
@@ -244,6 +249,7 @@ def test_the_calibration_program_writes_a_table_kstep_takes(tmp_path, capsys):
     path.write_text(made.stdout)
     table = costs.load(path)
     assert table.ns["transfer"] > 0 and table.ns["page_fault"] > 0 and table.measured["where"] == "pytest"
+    assert table.ns["ipi"] > 0  # it refuses to write a table whose sibling never took a shootdown
     rc, out, err = kstep(capsys, "run", "qspinlock", "--scenario", "two-waiters", "--timed", "--costs", path, "-c")
     assert rc == 0 and f"costs from {path}" in out, err
 
@@ -297,9 +303,11 @@ def test_the_time_panel_draws_each_steps_wait_work_and_transfers():
     assert waits and all(str(trace.actions[k - 1]).startswith("C3") for k in waits)
     assert [start for start, _ in spans] == pytest.approx(trace.ticks, abs=2)  # a step starts at its tick
     left, right, curtain = frame_spans(spans)
-    # the curtain at frame k starts where step k + 1 starts, and no later step starts before it
-    assert all(curtain[k] <= min(start for start, _ in spans[k:]) for k in range(len(trace)))
-    assert all(left[k] <= right[k] and left[k] <= curtain[k] for k in range(len(trace) + 1))
+    # the curtain at frame k starts where step k + 1 starts, and no later step starts before it (but
+    # for the stats' rounding: two steps that start at once may be drawn a fraction of a ns apart)
+    slack = 0.15 * len(trace)
+    assert all(curtain[k] <= min(start for start, _ in spans[k:]) + slack for k in range(len(trace)))
+    assert all(left[k] <= right[k] and left[k] <= curtain[k] + slack for k in range(len(trace) + 1))
 
 
 @pytest.mark.browser

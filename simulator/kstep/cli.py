@@ -1303,9 +1303,11 @@ def print_claims(model, sc, trace) -> None:
 
 
 def plain(value: Any) -> str:
-    """A counter, a per-actor table or a list as short text: ``R=3, U=0``."""
+    """A counter, a per-actor table or a list as short text: ``R=3, U=0``; a table in a table in
+    parentheses: ``F1=(mm.mmap_lock=3, vmas.0=1)``."""
     if isinstance(value, dict):
-        return ", ".join(f"{k}={plain(v)}" for k, v in value.items()) or "none"
+        return ", ".join(f"{k}=({plain(v)})" if isinstance(v, dict) else f"{k}={plain(v)}"
+                         for k, v in value.items()) or "none"
     if isinstance(value, (list, tuple)):
         return ", ".join(plain(v) for v in value) or "none"
     return str(value)

@@ -44,7 +44,27 @@ def test_the_vma_rows_why_shows_the_mmap_lock_line_apart_from_the_others():
         assert was["mmap_lock_transfers"] > now["mmap_lock_transfers"], r["size"]
         assert was["mmap_lock_queue_ns"] > now["mmap_lock_queue_ns"], r["size"]
         assert was["other_transfers"] < now["other_transfers"], r["size"]
-        assert f"the mmap_lock line moved {was['mmap_lock_transfers']:g} against " in r["why"]
+        assert f"the mmap_lock line moved to them {was['mmap_lock_transfers']:g} against " in r["why"]
+
+
+def test_a_vma_rows_per_fault_numbers_are_the_faulting_threads_own_and_the_writers_come_apart():
+    """Per fault is what the fault threads paid over the faults: with per-VMA locks no fault takes
+    mmap_lock's line at all (only writers may), and without them the faults' share of that line is
+    smaller than every thread's over the faults (writers take it too), the writers' part standing in its
+    own cell (and the rcu daemon's, which frees detached VMAs at the larger sizes, in neither)."""
+    for r in COMMITTED["vma-locks"]["rows"]:
+        for v, m in r["model"].items():
+            paid, n = m["paid_by"], m["faults"]
+            fault, writer = r["per_fault"][v], r["writers"][v]
+            assert sum(p["transfers"] for p in paid.values()) == m["transfers"], (r["size"], v)
+            assert fault["mmap_lock_transfers"] == round(paid["fault"]["mmap_lock"]["transfers"] / n, 2)
+            assert writer["mmap_lock_transfers"] == paid["writer"]["mmap_lock"]["transfers"]
+            assert fault["mmap_lock_transfers"] * n + writer["mmap_lock_transfers"] == \
+                pytest.approx(m["mmap_lock"]["transfers"], abs=0.01 * n)
+        assert r["per_fault"]["v6.12"]["mmap_lock_transfers"] == 0, r["size"]
+        old = r["model"]["no-per-vma-lock"]
+        assert r["writers"]["no-per-vma-lock"]["mmap_lock_transfers"] > 0, r["size"]
+        assert r["per_fault"]["no-per-vma-lock"]["mmap_lock_transfers"] < old["mmap_lock"]["transfers"] / old["faults"]
 
 
 def test_the_vma_comparable_text_says_what_the_rows_show():

@@ -171,6 +171,38 @@ def test_a_chapters_tso_player_is_scheduled_by_hand_under_tso(site, mech):
     assert "✓ After step" in section and "✗ After step" not in section
 
 
+def test_the_vma_chapters_timed_players_show_the_makespans_kstep_run_timed_prints(browser, site, origin, capsys):
+    """Issue 25's story in nanoseconds: the vma-locks chapter plays app launch timed under v6.12, then under
+    no-per-vma-lock (test_site_build.py checks the directive's runs and what the chapter says of them).  On the
+    built page each one's caption, and its time panel's title as BokehJS draws it, give the makespan ``kstep run
+    --timed -c`` prints for the same run; visit_pages plays them with the chapter's other players."""
+    from test_cli import kstep
+    from test_site_build import chapter_timed_players
+
+    ends = []
+    for mech, name, variant in chapter_timed_players():
+        rc, out, err = kstep(capsys, "run", mech, "--scenario", name, "--variant", variant, "--timed", "-c")
+        assert rc == 0, err
+        makespan = re.search(r"^  makespan_ns: (\S+)$", out, re.M)
+        assert makespan is not None, out
+        ends.append(f"the run ends at {makespan.group(1)} ns")
+    assert len(ends) == 2 and ends[0] != ends[1]
+    text = html.unescape((site / "chapters" / "vma-locks.html").read_text())
+    captions = re.findall(r'<p class="kstep-timed-player">(.*?)</p>', text, re.S)
+    assert [re.search(r"the run ends at \S+ ns", c).group(0) for c in captions] == ends
+    p = Opened(browser, f"{origin}/chapters/vma-locks.html", origin=origin, crawl=True)
+    try:
+        titles = []
+        for doc in range(p.documents()):
+            p.use(doc)
+            if p.js("m('kstep-plot-timed') !== null"):
+                titles.append(p.js("m('kstep-plot-timed').title.text").rsplit("; ", 1)[1])
+        assert titles == ends
+        p.check_clean()
+    finally:
+        p.close()
+
+
 def test_the_real_kernel_lab_notebook_is_on_the_site_with_the_models_beside(site):
     assert 'href="notebooks/05-real-kernel-lab.html"' in (site / "kernel-lab.html").read_text()
     page = html.unescape((site / "notebooks" / "05-real-kernel-lab.html").read_text())

@@ -275,3 +275,66 @@ def test_the_chapters_tso_player_is_the_schedules_run_under_tso_with_its_claim_c
     ex = experiment.open("vma-locks", "recheck-race", "relaxed-mm-lock-seq").under("tso")
     wrong = d.claim("vma-locks", "relaxed-mm-lock-seq", ex.model, ex.run(schedule=d.options["schedule"]))
     assert wrong.astext().startswith("✗ After step 31")
+
+
+def chapter_timed_players(path="docs/chapters/vma-locks.md") -> list[tuple[str, str, str]]:
+    """(mechanism, scenario, variant) of each ``kstep-player`` block with ``:timed:`` in the chapter."""
+    import re
+    text = (Path(__file__).resolve().parents[2] / path).read_text()
+    blocks = re.findall(r"```\{kstep-player\} (\S+) (\S+)\n((?::\w+:.*\n)+)```", text)
+    return [(mech, name, dict(re.findall(r":(\w+):[ ]*(.*)", opts))["variant"])
+            for mech, name, opts in blocks if ":timed:" in opts]
+
+
+def timed_player_directive(mech, name, variant):
+    directive = object.__new__(pages.PlayerDirective)
+    directive.arguments, directive.lineno = [mech, name], 1
+    directive.options = {"timed": None, "variant": variant}
+    directive.state = SimpleNamespace(document={})
+    return directive
+
+
+def test_the_vma_chapters_timed_players_say_the_makespan_kstep_run_timed_prints(capsys):
+    """The seed table's story played in time: app launch under v6.12, then no-per-vma-lock. Each player's
+    caption and its time panel's title give the makespan ``kstep run --timed -c`` prints for the same run, and
+    what the chapter says of them holds: no fault waits with per-VMA locks; without them both faults wait
+    and all three threads queue for mmap_lock's line, the only line anyone queues for."""
+    import re
+    from test_cli import kstep
+
+    players = chapter_timed_players()
+    assert [(m, n, v) for m, n, v in players] == [("vma-locks", "android-app-launch", "v6.12"),
+                                                  ("vma-locks", "android-app-launch", "no-per-vma-lock")]
+    said = {}
+    for mech, name, variant in players:
+        directive = timed_player_directive(mech, name, variant)
+        caption, animation, cmd = directive.run()
+        assert directive.state.document == {pages.BOKEH: True}, "a timed player only plays: no live mark"
+        assert '"live"' not in animation.astext()
+        rc, out, err = kstep(capsys, *cmd.astext().split()[1:])
+        assert rc == 0, err
+        answers = dict(re.findall(r"^  (\w+): (.*)$", out, re.M))
+        makespan = answers["makespan_ns"]
+        assert f"the run ends at {makespan} ns." in caption.astext()
+        assert f"the run ends at {makespan} ns" in animation.astext()  # the time panel's title
+        said[variant] = answers
+    new, old = said["v6.12"], said["no-per-vma-lock"]
+    assert new["waiting_ns"] == "none" and new["vma_lock_success"] == "4"
+    waited = dict(w.split("=") for w in old["waiting_ns"].split(", "))
+    assert float(waited["F1"]) > 0 and float(waited["F2"]) > 0 and old["mmap_lock_faults"] == "4"
+    assert set(dict(w.split("=") for w in old["line_wait_ns"].split(", "))) == {"F1", "F2", "S"}
+    assert old["line_queue_ns"].startswith("mm.mmap_lock=") and "," not in old["line_queue_ns"]
+    assert float(new["makespan_ns"]) < float(old["makespan_ns"])
+
+
+def test_a_timed_player_refuses_a_variant_the_mechanism_lacks_and_variant_without_timed():
+    from docutils.parsers.rst import DirectiveError
+
+    with pytest.raises(DirectiveError) as e:
+        timed_player_directive("vma-locks", "android-app-launch", "nonesuch").run()
+    assert "'nonesuch'" in e.value.msg
+    directive = timed_player_directive("vma-locks", "android-app-launch", "v6.12")
+    directive.options = {"variant": "v6.12"}
+    with pytest.raises(DirectiveError) as e:
+        directive.run()
+    assert e.value.msg.startswith(":variant: goes with :timed:")

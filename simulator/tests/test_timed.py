@@ -7,6 +7,7 @@ cost table is one line and exit 2; a table the calibration program writes is one
 import json
 import shutil
 import subprocess
+from collections import defaultdict
 
 import pytest
 from test_cli import ROOT, bad_input, kstep
@@ -62,9 +63,11 @@ def test_cpus_that_take_one_line_wait_their_turn_and_readers_of_a_shared_line_do
     assert d.take(2, "L") is None  # a hit
     t, per = Timed(TABLE), TABLE.ns["transfer"]
     # three CPUs want line L at time 0: the second waits one transfer, the third two
-    assert [t._queue(0.0, ("L",)) for _ in range(3)] == [0.0, per, 2 * per]
-    assert t._queue(10 * per, ("L",)) == 0.0  # the line is free again by then
-    assert t._queue(0.0, ("M",)) == 0.0  # another line is another queue
+    queued = defaultdict(float)
+    assert [t._queue(0.0, ("L",), queued) for _ in range(3)] == [0.0, per, 2 * per]
+    assert t._queue(10 * per, ("L",), queued) == 0.0  # the line is free again by then
+    assert t._queue(0.0, ("M",), queued) == 0.0  # another line is another queue
+    assert queued == {"L": 3 * per, "M": 0.0}  # each line's waits, for the actor whose table it is
 
 
 def test_faulters_on_one_mmap_lock_queue_for_its_line():
@@ -89,6 +92,35 @@ def test_each_lines_transfers_and_queueing_are_the_actors_and_the_mmap_lock_line
     old, new = (runs[v].stats for v in ("no-per-vma-lock", "v6.12"))
     assert old["line_transfers"].get("mm.mmap_lock", 0) > new["line_transfers"].get("mm.mmap_lock", 0)
     assert old["line_queue_ns"].get("mm.mmap_lock", 0) > new["line_queue_ns"].get("mm.mmap_lock", 0)
+
+
+def test_each_actors_lines_are_its_own_transfers_and_queueing_and_a_fault_pays_only_its_own():
+    # the per-actor, per-line stats add up, actor by actor, to the per-actor counters the scheduler keeps
+    # apart from them (transfers, line_wait_ns), and line by line to the per-line totals; measure's paid_by
+    # gives the fault threads' and the writers' sums of them, which differ (a writer's transfers are its own)
+    from kstep.measure.timed import MMAP_LOCK, paid_by
+    from kstep.engine.timed import ACTOR_LINE_QUEUE, ACTOR_LINE_TRANSFERS
+    for v in ("no-per-vma-lock", "v6.12"):
+        _, trace = timed("vma-locks", "android-app-launch", v, ("threads.0.count=4",))
+        s = trace.stats
+        assert {a: sum(lines.values()) for a, lines in s[ACTOR_LINE_TRANSFERS].items()} == s["transfers"]
+        queued = {a: sum(lines.values()) for a, lines in s[ACTOR_LINE_QUEUE].items()}
+        assert queued == pytest.approx(s["line_wait_ns"], abs=0.1 * len(s["line_queue_ns"]))
+        for line, n in s["line_transfers"].items():
+            assert sum(lines.get(line, 0) for lines in s[ACTOR_LINE_TRANSFERS].values()) == n
+        kinds = {t.name: t.kind for t in trace.states[0].threads}
+        paid = paid_by(s, kinds)
+        for kind in ("fault", "writer"):
+            mine = [a for a in s["transfers"] if kinds[a] == kind]
+            assert mine and paid[kind]["transfers"] == sum(s["transfers"][a] for a in mine), (v, kind)
+            assert paid[kind]["mmap_lock"]["transfers"] == sum(s[ACTOR_LINE_TRANSFERS][a].get(MMAP_LOCK, 0)
+                                                               for a in mine), (v, kind)
+        assert paid["writer"]["transfers"] > 0
+        assert paid["fault"]["transfers"] + paid["writer"]["transfers"] == sum(s["line_transfers"].values())
+    # a spinning waiter's transfers are its own too (C3 spins on its MCS node until C2 writes it)
+    s = timed("qspinlock", "three-waiters")[1].stats
+    assert s["spin_transfers"] and {a: sum(lines.values()) for a, lines in s[ACTOR_LINE_TRANSFERS].items()} == \
+        s["transfers"]
 
 
 def test_mcs_waiter_spins_on_its_own_node_without_a_transfer():

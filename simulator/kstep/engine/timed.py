@@ -21,8 +21,9 @@ step happens, says what that can and cannot show).
 
 A trace's ``tick`` of a timed run is the nanosecond its step started (rounded down); ``stats``
 holds the makespan, each actor's waiting time, transfers and time queued for lines, the same two per
-line (named as ``line_name`` names them: ``mm.mmap_lock``, ``vmas.0``), and per step its work, the
-wait before it and its transfer time, the columns a player colours steps by.  Everything is a
+line (named as ``line_name`` names them: ``mm.mmap_lock``, ``vmas.0``) and per actor and line (who paid
+for each line: a measurement that asks what a fault costs counts the faulting threads' alone), and per
+step its work, the wait before it and its transfer time, the columns a player colours steps by.  Everything is a
 function of the scenario, the schedule's rules and the cost table, so a run is the same on every
 machine.
 """
@@ -40,6 +41,8 @@ from .model import Action, Model, State
 
 
 STEP_COSTS = "step_costs_ns"  # the stats member with each step's (work, wait before it, transfers) in ns
+ACTOR_LINE_TRANSFERS = "actor_line_transfers"  # the stats member: actor -> line -> transfers to its CPU
+ACTOR_LINE_QUEUE = "actor_line_queue_ns"  # the stats member: actor -> line -> ns its steps queued for it
 
 
 class Timed:
@@ -55,8 +58,10 @@ class Timed:
         self.blocked: set = set()
         self.line_free: dict = {}  # line -> when its last transfer to a CPU ends (costs.py, Queueing)
         self.line_wait: defaultdict[str, float] = defaultdict(float)  # actor -> ns its steps queued for lines
-        self.line_transfers: Counter = Counter()  # line -> its transfers (steps' and spinning's)
-        self.line_queue: defaultdict[Any, float] = defaultdict(float)  # line -> ns steps queued for it
+        # actor -> line -> the transfers of that line to the actor's CPU (its steps' and its spinning's),
+        # and the ns its steps queued for that line
+        self.actor_line_transfers: defaultdict[str, Counter] = defaultdict(Counter)
+        self.actor_line_queue: defaultdict[str, defaultdict] = defaultdict(lambda: defaultdict(float))
         self.end = 0.0  # when the last step taken ends
         self.started = 0.0  # when the last chosen step starts
         self.woke_at = 0.0  # when the step taken last ended: an actor it enabled waited until then
@@ -87,7 +92,7 @@ class Timed:
                     moved = self.directory.load(cpu, line)
                     self.transfers[actor] += moved
                     self.spin_transfers[actor] += moved
-                    self.line_transfers[line] += moved
+                    self.actor_line_transfers[actor][line] += moved
         if not by_actor:
             return None
         order = {a: k for k, a in enumerate(actors)}
@@ -101,25 +106,26 @@ class Timed:
         model, state, action, cpu = pending
         self.pending = None
         cost = step_cost(model, self.table, self.directory, cpu, state, action, after)
-        queued = self._queue(self.clock[action.actor], cost.serial)
+        queued = self._queue(self.clock[action.actor], cost.serial, self.actor_line_queue[action.actor])
         self.line_wait[action.actor] += queued
         cost = cost._replace(transfer=cost.transfer + queued)
         self.clock[action.actor] += cost.total
         self.transfers[action.actor] += cost.transfers
-        self.line_transfers.update(cost.moved)
+        self.actor_line_transfers[action.actor].update(cost.moved)
         self.woke_at = self.clock[action.actor]
         self.end = max(self.end, self.woke_at)
         self.costs.append((cost.work, self._waited.pop(action.actor, 0.0), cost.transfer))
 
-    def _queue(self, start: float, serial: tuple) -> float:
+    def _queue(self, start: float, serial: tuple, queue: defaultdict) -> float:
         """How long a step starting at ``start`` waits for the lines it takes in turn, each after the
-        line's previous transfer (the step's transfers run one after another from its start)."""
+        line's previous transfer (the step's transfers run one after another from its start); each
+        line's wait is added to ``queue`` (its actor's, line -> ns)."""
         per = self.table.ns["transfer"]
         t, waited = start, 0.0
         for line in serial:
             begin = max(t, self.line_free.get(line, 0.0))
             waited += begin - t
-            self.line_queue[line] += begin - t
+            queue[line] += begin - t
             t = self.line_free[line] = begin + per
         return waited
 
@@ -138,8 +144,10 @@ class Timed:
             "transfers": dict(sorted((a, n) for a, n in self.transfers.items() if n)),
             "spin_transfers": dict(sorted((a, n) for a, n in self.spin_transfers.items() if n)),
             "line_wait_ns": {a: round(w, 1) for a, w in sorted(self.line_wait.items()) if w},
-            "line_transfers": dict(sorted((line_name(k), n) for k, n in self.line_transfers.items() if n)),
-            "line_queue_ns": dict(sorted((line_name(k), round(w, 1)) for k, w in self.line_queue.items() if w)),
+            "line_transfers": per_line(sum(self.actor_line_transfers.values(), Counter())),
+            "line_queue_ns": per_line(_summed(self.actor_line_queue.values())),
+            ACTOR_LINE_TRANSFERS: {a: per_line(c) for a, c in sorted(self.actor_line_transfers.items()) if +c},
+            ACTOR_LINE_QUEUE: {a: per_line(q) for a, q in sorted(self.actor_line_queue.items()) if any(q.values())},
             STEP_COSTS: [[round(x, 1) for x in c] for c in self.costs],
         }
 
@@ -158,6 +166,19 @@ class Timed:
         except (ValueError, TypeError, KeyError):
             raise UserError("a timed scheduler's script must be the cost table it ran with, as JSON") from None
         return cls(table)
+
+
+def per_line(amounts: dict) -> dict:
+    """Amounts per cache line as the stats give them: by ``line_name``, sorted, none of nothing, ns to 0.1."""
+    return dict(sorted((line_name(k), round(v, 1) if isinstance(v, float) else v) for k, v in amounts.items() if v))
+
+
+def _summed(queues) -> defaultdict:
+    total: defaultdict = defaultdict(float)
+    for q in queues:
+        for line, w in q.items():
+            total[line] += w
+    return total
 
 
 def line_name(line: tuple) -> str:

@@ -3,7 +3,9 @@
 ``vma_faults`` compares per-VMA locks with ``no-per-vma-lock`` on a vma-locks scenario: makespan, the
 time the last fault thread finished, which thread finished last, fault latency percentiles, time
 faults spent blocked, cache-line transfers and time queued for lines, in all and for the ``mmap_lock``
-line alone (``MMAP_LOCK``: the one line every fault takes without per-VMA locks).  A fault's latency
+line alone (``MMAP_LOCK``: the one line every fault takes without per-VMA locks), and the same two by
+who paid them (``paid_by``: the fault threads' and the writers', each actor's steps and spinning by the
+kind of its thread), so that a fault's own transfers are not the writers' over the faults.  A fault's latency
 runs from the first step its thread takes after its previous fault ended to the end of the step
 that counts it handled (``vma_lock_success``, a fault completed under mmap_lock, or SIGSEGV).
 ``qspinlock_transfers`` counts cache-line transfers per lock acquisition for each variant.
@@ -11,19 +13,22 @@ that counts it handled (``vma_lock_success``, a fault completed under mmap_lock,
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from typing import Iterable, Optional
 
 from ..engine import costs
 from ..engine.costs import CostTable
-from ..engine.timed import STEP_COSTS, Timed
+from ..engine.timed import ACTOR_LINE_QUEUE, ACTOR_LINE_TRANSFERS, STEP_COSTS, Timed
 from ..experiment import open as open_scenario
 
 FAULT_ENDS = ("vma_lock_success", "mmap_lock_faults", "sigsegv")  # the counters that count a fault done
 MMAP_LOCK = "mm.mmap_lock"  # the mmap_lock's cache line, as the timed stats name it
 
 
-def timed_run(mech: str, scenario: str, variant: str, overrides: Iterable[str] = (), table: Optional[CostTable] = None):
-    """(experiment, trace) of a timed run of ``scenario`` under ``variant``, with the committed table by default."""
+def timed_run(mech: str, scenario: str, variant: Optional[str], overrides: Iterable[str] = (),
+              table: Optional[CostTable] = None):
+    """(experiment, trace) of a timed run of ``scenario`` under ``variant`` (None: the scenario's own, else the
+    kernel's), with the committed table by default."""
     ex = open_scenario(mech, scenario, variant, list(overrides))
     trace = ex.run(Timed(table or costs.load()))
     if trace.outcome != "finished":
@@ -87,8 +92,31 @@ def vma_faults(scenario: str = "android-app-launch", overrides: Iterable[str] = 
             "queue_ns": round(sum(trace.stats["line_queue_ns"].values()), 1),
             "mmap_lock": {"transfers": trace.stats["line_transfers"].get(MMAP_LOCK, 0),
                           "queue_ns": trace.stats["line_queue_ns"].get(MMAP_LOCK, 0.0)},
+            "paid_by": paid_by(trace.stats, kinds),
         }
     return out
+
+
+def paid_by(stats: dict, kinds: dict[str, str]) -> dict:
+    """Per kind of thread (``fault``, ``writer``; an actor that is no thread, the ``rcu`` daemon that frees
+    detached VMAs, under its own name): the transfers its actors' CPUs took and the ns their steps queued for
+    lines, in all and for mmap_lock's line, from a timed run's per-actor stats."""
+    def kind(actor: str) -> str:
+        return kinds.get(actor, actor)
+
+    transfers: Counter = Counter()
+    mmap_lock: Counter = Counter()
+    queue: defaultdict[str, float] = defaultdict(float)
+    mmap_lock_queue: defaultdict[str, float] = defaultdict(float)
+    for actor, lines in stats[ACTOR_LINE_TRANSFERS].items():
+        transfers[kind(actor)] += sum(lines.values())
+        mmap_lock[kind(actor)] += lines.get(MMAP_LOCK, 0)
+    for actor, lines in stats[ACTOR_LINE_QUEUE].items():
+        queue[kind(actor)] += sum(lines.values())
+        mmap_lock_queue[kind(actor)] += lines.get(MMAP_LOCK, 0.0)
+    return {k: {"transfers": transfers[k], "queue_ns": round(queue[k], 1),
+                "mmap_lock": {"transfers": mmap_lock[k], "queue_ns": round(mmap_lock_queue[k], 1)}}
+            for k in sorted({kind(a) for a in kinds} | set(transfers) | set(queue))}
 
 
 def qspinlock_transfers(scenario: str, variants: tuple = ("v6.12", "before-set-locked"),

@@ -1,7 +1,8 @@
 """The player's panel for a timed run (engine/timed.py): time on the x-axis, one lane per actor, each
 step a bar from its start, coloured by what it cost: the wait before it, its work, its cache-line
 transfers.  A box marks the current step and a curtain covers what starts after it (the timed
-scheduler's steps start in time order, so the curtain hides exactly the steps still to come)."""
+scheduler's steps start in time order, so the curtain hides exactly the steps still to come).  Its
+title says when the run ends (the stats' makespan, as ``kstep run --timed -c`` prints it)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def cost_timeline(player) -> figure:
     actors = list(model.actors(trace.states[0]))
     bars, spans = cost_bars(trace, actors)
     end = max(bars["right"], default=1.0)
-    p = figure(name="kstep-plot-timed", title="time: each step's wait, work and cache-line transfers (ns)",
+    p = figure(name="kstep-plot-timed", title=title(trace),
                width=style.WIDTH, height=60 + 40 * len(actors), x_range=Range1d(0, end * 1.02, name="kstep-x-timed"),
                y_range=Range1d(-len(actors) + 0.5, 0.5), tools="xpan,xwheel_zoom,reset", toolbar_location="right")
     style.style_figure(p)
@@ -70,6 +71,15 @@ def cost_timeline(player) -> figure:
     player.cursor_at(cover, curtain, [end * 2 + 2] * len(curtain))
     player.cursor_at(box, left, right)
     return p
+
+
+def title(trace) -> str:
+    return f"time: each step's wait, work and cache-line transfers (ns); the run ends at {makespan(trace)} ns"
+
+
+def makespan(trace) -> str:
+    """The run's makespan as the player and its captions write it: the stats' number, as ``-c`` prints it."""
+    return str(trace.stats["makespan_ns"])
 
 
 def key() -> str:

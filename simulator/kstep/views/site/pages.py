@@ -14,7 +14,9 @@ A page is a title and one directive; the directive runs the library when Sphinx 
 - ``kstep-tso-player MECH VARIANT NAME`` with ``:schedule:``: the run of that schedule under x86-TSO, drawn
   and checked the same way (a run the chapter tells the student to schedule by hand);
 - ``kstep-player MECH NAME`` (at the top of a chapter): the player of its main scenario's run, with a
-  link to the scenario's page;
+  link to the scenario's page; with ``:timed:`` (and ``:variant: V``), where a chapter tells a seed
+  table's story: the scenario's timed run under the committed cost table, time on the x-axis, its
+  caption saying when the run ends and who waited, as ``kstep run --timed -c`` prints them;
 - ``kstep-animations MECH`` (on a chapter): the list of those pages in lecture order, with each
   description; its hidden toctree makes the theme's previous/next links follow that order;
 - ``kstep-exercises MECH`` (on a chapter): the graded exercises found under ``exercises/`` (MECH ``memory``: the
@@ -45,8 +47,9 @@ from ...memory import bundled
 from ...engine.liveness import describe, liveness
 from ...engine.model import by_kind
 from ...errors import UserError
+from ...measure.timed import timed_run
 from ...models import MODELS, make_model
-from .. import course, predict, seeds
+from .. import course, predict, seeds, timed
 from ..export import layout
 from ..live import enable
 
@@ -145,13 +148,15 @@ class KstepDirective(SphinxDirective):
             raise self.error(f"unknown mechanism {mech!r} (choose from: {', '.join(MODELS)})")
         return mech
 
-    def animation(self, trace, model) -> nodes.raw:
+    def animation(self, trace, model, live: bool = True) -> nodes.raw:
         """The trace's player, embedded; BokehJS itself comes from the site's _static folder.  Its
         bundled scenario can also be scheduled by hand (interactive mode, over HTTP), under the trace's
-        memory model (x86-TSO: each CPU's drains are choices too)."""
+        memory model (x86-TSO: each CPU's drains are choices too); ``live`` False: it only plays (a timed
+        run, whose time panel is the recorded run's)."""
         lay = layout(trace, model)
-        enable(lay, trace, model)
-        self.state.document[LIVE] = True
+        if live:
+            enable(lay, trace, model)
+            self.state.document[LIVE] = True
         script, div = components(lay)
         self.state.document[BOKEH] = True
         return nodes.raw("", f'<div class="kstep-animation">{div}</div>\n{script}', format="html")
@@ -342,13 +347,19 @@ class TsoPlayerDirective(TsoRunDirective):
 
 
 class PlayerDirective(KstepDirective):
-    """A chapter opens with its mechanism at work: the main scenario's player, before any text."""
+    """A chapter opens with its mechanism at work: the main scenario's player, before any text.  With
+    ``:timed:`` (``:variant: V``, else the kernel's own) it is the scenario's timed run instead."""
     required_arguments = 2
+    option_spec = {"timed": directives.flag, "variant": directives.unchanged_required}
 
     def run(self):
         mech, name = self.mechanism(), self.arguments[1]
         if name not in scenario.bundled(mech):
             raise self.error(f"unknown scenario {name!r} of {mech} (choose from: {', '.join(scenario.bundled(mech))})")
+        if "timed" in self.options:
+            return self.timed(mech, name, self.options.get("variant"))
+        if "variant" in self.options:
+            raise self.error(":variant: goes with :timed: (the chapter's opening player runs the scenario's own)")
         model, _, trace = course.scripted_run(mech, name)
         caption = nodes.paragraph(classes=["kstep-chapter-player"])
         caption += nodes.Text("The chapter's main scenario, ")
@@ -356,6 +367,24 @@ class PlayerDirective(KstepDirective):
         caption += nodes.Text(", step by step: press Play, or step through it; served over HTTP, the panel above the "
                               "player lets you schedule the threads yourself.  Its page says what to look for.")
         return [caption, self.animation(trace, model)]
+
+    def timed(self, mech: str, name: str, variant: Optional[str]) -> list:
+        """The timed run's player (it only plays: hand scheduling would leave its time panel behind), its
+        caption from the run's stats, and the command that prints them."""
+        try:
+            ex, trace = timed_run(mech, name, variant)
+        except (UserError, RuntimeError) as e:
+            raise self.error(f"{mech} {name} timed: {e}") from None
+        stats = trace.stats
+        waited = ", ".join(f"{a} {w} ns" for a, w in stats["waiting_ns"].items())
+        queued = ", ".join(f"{line} {w} ns" for line, w in stats["line_queue_ns"].items())
+        said = (f"{name} under {ex.model.variant.name}, timed under the committed cost table (the earliest "
+                f"clock moves next): the run ends at {timed.makespan(trace)} ns. "
+                + (f"Blocked, waiting: {waited}." if waited else "No thread is ever blocked.")
+                + (f" Steps queued for cache lines: {queued}." if queued else ""))
+        caption = nodes.paragraph(said, said, classes=["kstep-timed-player"])
+        return [caption, self.animation(trace, ex.model, live=False),
+                command(f"kstep run {mech} --scenario {name} --variant {ex.model.variant.name} --timed -c")]
 
 
 class AnimationsDirective(KstepDirective):

@@ -34,6 +34,10 @@ run under tso):
   kernel line.
 - ``refuses_memory_model(name)``: why a variant cannot run under memory model ``name`` (its code is
   another architecture's); empty when it can.
+- ``cache_of(state, actor)`` and ``accessed(state, action, after)``: whose cache an actor's accesses go
+  through and what a step touches there, for the timed cost model (engine/costs.py); the defaults
+  (the ``cpu_field``, the step's footprint) serve every mechanism, and ``StoreBuffered`` answers for
+  its buffers and drains.
 
 A plain step of a thread runs on its CPU's *view* (memory with the CPU's own buffer applied,
 oldest entry first: store forwarding); the memory locations it changes become buffer entries

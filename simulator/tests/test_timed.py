@@ -133,6 +133,30 @@ def test_mcs_waiter_spins_on_its_own_node_without_a_transfer():
     assert trace.stats[STEP_COSTS][labels.index("C3:mcs_spin")][2] == TABLE.ns["transfer"]
 
 
+def test_a_timed_tso_run_charges_the_inner_lines_and_a_buffered_store_takes_its_line_when_it_drains():
+    # three-waiters under tso: the CPUs still move the lock word between them; C0's unlock, a plain
+    # store, waits in its buffer and costs no transfer at its own step, and SB0's drain, on CPU 0's
+    # cache, fetches the word that C1..C3 took meanwhile
+    ex = open_scenario("qspinlock", "three-waiters").under("tso")
+    trace = ex.run(Timed(TABLE))
+    s, labels = trace.stats, [str(a) for a in trace.actions]
+    assert s["line_transfers"]["words.0"] >= 6 and s["transfers"]["SB0"] == 1
+    unlock, drain = labels.index("C0:queued_spin_unlock"), labels.index("SB0:drain_store_buffer")
+    assert s[STEP_COSTS][unlock][2] == 0 and s[STEP_COSTS][drain][2] >= TABLE.ns["transfer"]
+    model, state = ex.model, trace.states[unlock + 1]
+    assert model.cache_of(state, "SB0") == model.cache_of(state, "C0") == 0
+
+
+def test_a_timed_tso_run_keeps_the_inner_models_work():
+    # every handled fault's exception entry and return is the fault's work under tso as under sc
+    works = {}
+    for memory in ("sc", "tso"):
+        ex = open_scenario("vma-locks", "android-app-launch").under(memory)
+        trace = ex.run(Timed(TABLE))
+        works[memory] = [c[0] for a, c in zip(trace.actions, trace.stats[STEP_COSTS]) if a.label == "handle_mm_fault"]
+    assert works["sc"] and min(works["tso"]) >= TABLE.ns["page_fault"] and len(works["tso"]) == len(works["sc"])
+
+
 # -- the clocks --------------------------------------------------------------------------------------
 
 def test_a_woken_actor_starts_when_the_step_that_woke_it_ends():

@@ -47,10 +47,12 @@ queue re-reading one word, and the order in which the steps take effect (by star
 cannot show: a write's latency as another CPU sees it (a release reaches a waiter at the release's
 start, up to its transfers' time early, so a hand-over looks faster than it is, and a step that
 starts during another's transfers already reads the other's result); transfers of one step that a
-CPU would overlap (here they run one after another); and a store that waits in a store buffer while
-its CPU goes on (a plain store's transfer holds up its CPU as an RMW's does, the two differing only
-by ``store`` against ``atomic``: so the model cannot show why the qspinlock queue head's plain
-``set_locked()`` store might beat its ``cmpxchg``, which is that the store need not wait for the line).
+CPU would overlap (here they run one after another); and, under sc, a store that waits in a store
+buffer while its CPU goes on (a plain store's transfer holds up its CPU as an RMW's does, the two
+differing only by ``store`` against ``atomic``: so the model cannot show why the qspinlock queue
+head's plain ``set_locked()`` store might beat its ``cmpxchg``, which is that the store need not wait
+for the line).  Under tso (``memory_model.StoreBuffered.accessed``) a plain store takes its line when
+its buffer drains it, on the drain's clock, not its CPU's.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple, Optional
 
 from ..errors import UserError
-from . import memory_model, reductions, timing
+from . import memory_model, timing
 from .model import FULL, Action, Model, State
 from .reductions import changed
 
@@ -216,7 +218,7 @@ def written(model: Model, before: State, after: State) -> set:
 
 def accesses(model: Model, state: State, action: Action, after: State) -> tuple[set, set]:
     """The lines a step reads and the lines it writes."""
-    fp = reductions.of(model).footprint(state, action)
+    fp = memory_model.of(model).accessed(state, action, after)
     writes = written(model, state, after)
     reads: set = set()
     if fp is not None:
@@ -253,7 +255,7 @@ def spin_lines(model: Model, state: State, actor: str) -> set:
     if frames is None:
         return set()
     try:
-        fp = reductions.of(model).footprint(state, Action(actor, frames))
+        fp = memory_model.of(model).accessed(state, Action(actor, frames))
     except (KeyError, IndexError, TypeError, ValueError):
         return set()
     return set() if fp is None else lines(model, state, fp.reads)

@@ -3,8 +3,9 @@
 ``memory_model(name, model, depth)`` returns a Model with the same contract as ``model`` (so the
 schedulers, ``explore``, traces and the player take it unchanged): ``sc`` is the model itself,
 ``tso`` is ``StoreBuffered``, x86-TSO's per-CPU FIFO store buffers laid over the model's steps (the
-names follow ``kstep.memory.stepping.TsoMachine``, the litmus-level machine).  A timed cost model
-(a cache-line directory over the same footprints) is meant to be one more such wrapper.
+names follow ``kstep.memory.stepping.TsoMachine``, the litmus-level machine).  The timed scheduler
+(engine/timed.py) runs over either: its cache-line directory asks ``MemoryAccess`` which lines a step
+touches and on which CPU, and the wrapper answers for its buffers and drains.
 
 What a model declares for this (the whole interface, ``MemoryAccess``, which a model inherits to
 run under tso):
@@ -33,6 +34,10 @@ run under tso):
   kernel line.
 - ``refuses_memory_model(name)``: why a variant cannot run under memory model ``name`` (its code is
   another architecture's); empty when it can.
+- ``cache_of(state, actor)`` and ``accessed(state, action, after)``: whose cache an actor's accesses go
+  through and what a step touches there, for the timed cost model (engine/costs.py); the defaults
+  (the ``cpu_field``, the step's footprint) serve every mechanism, and ``StoreBuffered`` answers for
+  its buffers and drains.
 
 A plain step of a thread runs on its CPU's *view* (memory with the CPU's own buffer applied,
 oldest entry first: store forwarding); the memory locations it changes become buffer entries
@@ -80,14 +85,14 @@ checks over the wrapped model; ``bench/explore_tso.py`` measures what they save.
 
 from __future__ import annotations
 
-from collections import namedtuple
+from collections import Counter, namedtuple
 from typing import Any, Mapping, Optional
 
 from . import display, progress, reductions, timing
 from .display import Display
 from .model import FULL, PLAIN, Action, Invariant, Model, Source, State
 from .progress import Progress
-from .reductions import Footprint, Reductions, Renamed
+from .reductions import Footprint, Reductions, Renamed, changed
 from .timing import Timing
 from .trace import Recorded, recorded
 
@@ -134,6 +139,22 @@ class MemoryAccess:
         ``A->locked``, ``0``), for the views; None where the state's own names do."""
         return None
 
+    def cache_of(self, state: State, actor: str) -> Any:
+        """The CPU whose cache ``actor``'s accesses go through (the timed cost model's directory,
+        engine/costs.py): its record's ``cpu_field`` when the model names one, else the actor itself."""
+        field = self.cpu_field
+        if field:
+            for t in state[0]:
+                if t[0] == actor:
+                    return getattr(t, field)
+        return actor
+
+    def accessed(self, state: State, action: Action, after: Optional[State] = None) -> Optional[Footprint]:
+        """What ``action`` reads and writes in the caches (engine/costs.py keeps the locations of
+        ``memory_fields``) on its way to ``after`` (None: not taken, as a blocked step's spinning):
+        its footprint, unless the memory model holds some of its writes back."""
+        return reductions.of(self).footprint(state, action)
+
 
 NONE = MemoryAccess()
 
@@ -155,9 +176,11 @@ def _buffered_type(inner: type) -> type:
     return out
 
 
-class StoreBuffered(Model, Reductions, Timing, Progress, Recorded, Display):
+class StoreBuffered(Model, Reductions, Timing, Progress, Recorded, Display, MemoryAccess):
     """x86-TSO over a mechanism model (see the module docstring); the interfaces it declares pass the
-    inner model's through (a drain costs no round), with what the buffers add."""
+    inner model's through (a drain costs no round), with what the buffers add.  Its shared memory is
+    the inner model's, so a timed run's cache lines are too (``accessed``: a buffered store takes its
+    line when it drains); it runs under no second memory model."""
 
     def __init__(self, inner: Model, depth: int):
         if not isinstance(inner, MemoryAccess) or not inner.memory_fields:
@@ -169,6 +192,8 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded, Display):
         self.name, self.title, self.variants, self.variant = inner.name, inner.title, inner.variants, inner.variant
         self.default_variant = inner.default_variant
         self.locals, self.progress_labels = reductions.of(inner).locals, progress.of(inner).progress_labels
+        self.memory_fields, self.private_parts = inner.memory_fields, inner.private_parts
+        self.cpu_field = inner.cpu_field
         self.scenario_schema = inner.scenario_schema
         self.invariants = tuple(self._wrapped(inv) for inv in inner.invariants)
         self._memory: tuple = ()  # field indices of the inner state that are memory
@@ -379,6 +404,16 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded, Display):
             loc = self._location(mem, state[-1][b][0])
             own = (BUFFERS, b)
             return Footprint(frozenset({own, loc}), frozenset({own, loc}))
+        return self._step_footprint(state, action, cached=False)
+
+    def _step_footprint(self, state: State, action: Action, cached: bool,
+                        after: Optional[State] = None) -> Optional[Footprint]:
+        """A kernel step's footprint: the inner one on its CPU's view, a plain step's stores to memory
+        written to its buffer instead.  For partial-order reduction it also writes every location its
+        buffer holds a store to (a step that overfills the buffer drains its oldest entries); for the
+        caches (``cached``, see ``accessed``) it does not, nor does it read what it stores to on the
+        way to ``after``."""
+        mem = self.memory(state)
         i = self._thread(mem, action.actor)
         if i is None:
             return reductions.of(self.inner).footprint(mem, action)
@@ -392,9 +427,68 @@ class StoreBuffered(Model, Reductions, Timing, Progress, Recorded, Display):
             return fp._replace(reads=fp.reads | {own})
         names = {mem._fields[k] for k in self._memory}
         kept = frozenset(w for w in fp.writes if w[0] not in names)
+        if cached:
+            stored = frozenset() if after is None else self._stored(state, action, after)
+            return Footprint(fp.reads - stored | {own}, kept | {own}, fp.own)
         # an overfilled buffer drains its oldest entries into memory: those locations are written too
         drained = frozenset(self._location(mem, e) for e in state[-1][b])
         return Footprint(fp.reads | {own}, kept | {own} | drained, fp.own)
+
+    # -- the caches a timed run charges (engine/costs.py) ----------------------------------------------
+    def accessed(self, state: State, action: Action, after: Optional[State] = None) -> Optional[Footprint]:
+        """A plain step's stores to memory take no line when they enter its CPU's buffer: the CPU
+        goes on, and each store takes its line for ownership when it drains, so the drain writes the
+        line (as an x86 store commits to its cache only then, its line held Modified).  A step that
+        overfills its buffer drains its oldest entries at once: that changes memory, and costs sees
+        the change, so the footprint here leaves out the stores its buffer merely might drain.  A
+        location the step stores to on the way to ``after`` is charged as its store alone, at the
+        drain, as costs charges it under sc (footprints list a stored word among the reads).  Any
+        other load is charged even where the buffer could forward it: a location names no bytes, so a
+        load the buffer serves whole cannot be told from one that also reads the line."""
+        if action.label == DRAIN:
+            mem = self.memory(state)
+            return Footprint(frozenset(), frozenset({self._line(mem, state[-1][int(action.actor[2:])][0])}))
+        return self._step_footprint(state, action, cached=True, after=after)
+
+    def _stored(self, state: State, action: Action, after: State) -> frozenset:
+        """The memory a plain thread step stores to: what its CPU's view shows changed, and the words
+        it declares stores to (a store may leave a value as it was)."""
+        before, seen = self._views(state, action, after)
+        names = set(self.inner.memory_fields)
+        out = {loc for loc in changed(before, seen) if loc[0] in names}
+        out.update((field, n) for field, n, _ in self.inner.word_stores(before, action))
+        return frozenset(out)
+
+    @staticmethod
+    def _line(mem: State, entry: tuple) -> tuple:
+        """The location a buffered store writes, as finely as a cache line (costs.lines): a part of a
+        struct field (``mm.mm_lock_seq``) is a line of its own, a part of an element is in its line."""
+        field, n, part = entry[:3]
+        if n < 0 and part >= 0:
+            return (mem._fields[field], mem[field]._fields[part])
+        return StoreBuffered._location(mem, entry)
+
+    def cache_of(self, state: State, actor: str) -> Any:
+        """A buffer drains into its own CPU's cache: SB<b> is CPU b's (thread b's, where each thread
+        has a buffer of its own)."""
+        mem = self.memory(state)
+        if actor.startswith("SB") and actor[2:].isdigit() and self._thread(mem, actor) is None:
+            b = int(actor[2:])
+            return b if self.inner.cpu_field else mem[0][b][0]
+        return self.inner.cache_of(mem, actor)
+
+    def ordering(self, state: State, action: Action) -> str:
+        return PLAIN if action.label == DRAIN else self.inner.ordering(self._acting_view(state, action), action)
+
+    def work(self, state: State, action: Action, after: State) -> Mapping[str, int]:
+        """The inner step's work on its actor's views before and after (a drain does none)."""
+        if action.label == DRAIN:
+            return Counter()
+        before, seen = self._views(state, action, after)
+        return timing.of(self.inner).work(before, action, seen)
+
+    def refuses_memory_model(self, name: str) -> str:
+        return "it runs under tso already"
 
     def future_footprint(self, state: State, actor: str) -> Optional[Footprint]:
         mem = self.memory(state)

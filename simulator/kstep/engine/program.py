@@ -341,18 +341,6 @@ class ProgramModel(Model, Reductions, Timing, Display):
             return (optional, [new(Action, (name, label)) for name, label, guard, wants_idle in daemon_guards
                                if (guard(state, idle) if wants_idle else guard(state))], offered)
 
-        def head(i: int, t: Any) -> Optional[Action]:
-            guarded.pop(i, None)
-            frames = t[1]
-            if not frames:
-                return None
-            label, arg = frames[0]
-            guard = guards[label]
-            if guard is not None:
-                guarded[i] = (t[0], label, arg, guard)
-                return None
-            return new(Action, (t[0], label))
-
         def actions(state: State) -> list[Action]:
             nonlocal last, idle_heads, seen, seen_idle, answers
             threads = state[0]
@@ -363,9 +351,21 @@ class ProgramModel(Model, Reductions, Timing, Display):
                 changed: Iterable[int] = range(len(threads))
             else:
                 changed = compress(range(len(threads)), map(is_not, threads, last))
-            for i in changed:
-                a = mains[i] = head(i, threads[i])
-                idle_heads = idle_heads | 1 << i if a is None else idle_heads & ~(1 << i)
+            for i in changed:  # its next step's Action if it needs no guard, else it is idle or guarded
+                t = threads[i]
+                frames = t[1]
+                if guarded:
+                    guarded.pop(i, None)
+                if frames:
+                    label, arg = frames[0]
+                    guard = guards[label]
+                    if guard is None:
+                        mains[i] = new(Action, (t[0], label))
+                        idle_heads &= ~(1 << i)
+                        continue
+                    guarded[i] = (t[0], label, arg, guard)
+                mains[i] = None
+                idle_heads |= 1 << i
             last = threads
             now, idle = mains, idle_heads
             if guarded:

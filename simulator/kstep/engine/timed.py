@@ -87,7 +87,7 @@ class Timed:
                     self._waited[actor] += jump
             elif not model.done(state, actor) and not model.is_daemon(actor):
                 self.blocked.add(actor)
-                cpu = cpu_of(model, state, actor)
+                cpu = memory_model.of(model).cache_of(state, actor)
                 for line in sorted(spin_lines(model, state, actor), key=repr):
                     moved = self.directory.load(cpu, line)
                     self.transfers[actor] += moved
@@ -99,7 +99,7 @@ class Timed:
         actor = min(by_actor, key=lambda a: (self.clock[a], order[a]))
         action = by_actor[actor]
         self.started = self.clock[actor]
-        self.pending = (model, state, action, cpu_of(model, state, actor))
+        self.pending = (model, state, action, memory_model.of(model).cache_of(state, actor))
         return action
 
     def _charge(self, pending: tuple, after: State) -> None:
@@ -185,12 +185,3 @@ def line_name(line: tuple) -> str:
     """A cache line as the stats name it: its field, then its part or index (``mm.mmap_lock``)."""
     return ".".join(str(p) for p in line)
 
-
-def cpu_of(model: Model, state: State, actor: str) -> Any:
-    """The CPU an actor runs on: its record's ``MemoryAccess.cpu_field`` when the model has one, else its own."""
-    field = memory_model.of(model).cpu_field
-    if field:
-        for t in state[0]:
-            if t[0] == actor:
-                return getattr(t, field)
-    return actor

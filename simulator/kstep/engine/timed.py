@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from typing import Any, Optional
+from typing import Optional
 
 from ..errors import UserError
 from . import memory_model

@@ -633,8 +633,9 @@ COMPARABLE = {
                   "at the same time whatever the number of receivers, without them it waits for their hold of "
                   "mmap_lock and ends later the more receivers there are. The scenario gives every receiver the "
                   "same buffer VMA, and receivers in VMAs of their own are not measured here. With 25 of 100 "
-                  "threads mapping stacks the run ends with a writer, whose queue on mmap_lock for write per-VMA "
-                  "locks do not shorten. The percentage does not compare: the cost table is one 2-CPU x86 virtual "
+                  "threads mapping stacks the run ends with a writer, whose wait for mmap_lock itself, behind the "
+                  "other writers, per-VMA locks do not shorten (its queueing for the lock's cache line they do). "
+                  "The percentage does not compare: the cost table is one 2-CPU x86 virtual "
                   "machine's, whose IPIs go through the hypervisor, and a phone's cache lines and IPIs come at "
                   "other prices."),
     "qspinlock": ("The thread's -2..-3% is the time of a 5M-loop microbenchmark on a 4-socket machine; the "

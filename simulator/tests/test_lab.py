@@ -11,7 +11,7 @@ import pytest
 
 from kstep.cli import main
 from kstep.errors import UserError
-from kstep.lab.source import debian, index as source_index
+from kstep.source import debian, index as source_index
 from kstep.lab.guest import qemu as guest, kernels, ktap, probes, vma_locks
 from kstep.measure import fork_batch as fork_cost
 

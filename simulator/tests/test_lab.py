@@ -467,6 +467,7 @@ def test_bad_lab_input_is_one_line_and_exit_2(capsys, tmp_path):
     one_line_exit_2(capsys, "lab", says="choose a lab command")
 
 
+@pytest.mark.slow  # 4.9 s in session 16's quiet clean clone: make test runs it, make test-fast does not
 def test_lab_show_prints_a_recorded_result_beside_the_model(capsys, tmp_path):
     [path] = RECORDED.glob("arm64-2*.json")  # the full probe set's boot
     rc, out, err = kstep(capsys, "lab", "show", path, "--plot", tmp_path / "arm64.png")

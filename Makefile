@@ -149,7 +149,7 @@ test-site:
 # The pinned release, or the newest 6.12.y when Debian no longer has it (the checks that need the
 # pinned release exactly then fail on one named reason, "stale pin").
 linux-source: setup
-	$(VENV)/bin/python -m kstep.lab.source.index tree >/dev/null
+	$(VENV)/bin/python -m kstep.source.index tree >/dev/null
 
 lab-kernels: setup
 	$(VENV)/bin/python -m kstep lab fetch

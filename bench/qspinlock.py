@@ -68,7 +68,7 @@ def _lab(module: str):
 def build_times(say) -> dict:
     """A clean build of each architecture in a scratch copy of kernel-lab (make -j2), from the
     linux-source tree that make linux-source unpacked."""
-    from kstep.lab.source import index as source_index
+    from kstep.source import index as source_index
 
     out = {}
     tree = source_index.linux_tree()

@@ -830,7 +830,7 @@ def lab_log(line: str) -> None:
 
 
 def cmd_lab_fetch(args) -> int:
-    from .lab.source import debian
+    from .source import debian
     from .lab.guest import kernels
 
     try:
@@ -982,7 +982,7 @@ def cmd_litmus(args) -> int:
             for line in litmus_witness(witness):
                 print(f"    {line}")
     if args.html is not None:
-        from .lab.source.excerpts import load
+        from .source.excerpts import load
         from .memory.stepping import stepped
         from .views import save_html
 

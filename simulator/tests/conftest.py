@@ -53,7 +53,7 @@ def linux_tree() -> Path:
     first).  When the archive no longer has the pinned release, the release-exact checks that use it
     are skipped, naming the reason, and one check fails on it (STALE_PIN_CHECK), rather than a
     cascade of mismatches."""
-    from kstep.lab.source import index as source_index
+    from kstep.source import index as source_index
 
     tree = source_index.linux_tree()
     assert tree is not None, "no linux-source-6.12 tree in the user cache: run make linux-source"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kstep.engine.model import BUG
-from kstep.lab.source.index import definition_lines
+from kstep.source.index import definition_lines
 from kstep.models import MODELS
 
 ROOT = Path(__file__).resolve().parents[2]

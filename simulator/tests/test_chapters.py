@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kstep.lab.source.index import load_index
+from kstep.source.index import load_index
 from kstep.memory import bundled as litmus
 from kstep.models import MODELS
 from kstep.models.damon import variants as damon_fixes

@@ -1,7 +1,7 @@
 """The code pane's excerpts: committed from Debian's linux-source-6.12, one per mirrored function."""
 
 from kstep.engine import Source
-from kstep.lab.source import excerpts, index as source_index
+from kstep.source import excerpts, index as source_index
 from kstep.models import MODELS, make_model
 from kstep.views import code
 

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kstep.cli import main
 from kstep.grading import exercise, feedback, harness
 
@@ -27,6 +29,7 @@ def without_up_read(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow  # 5.5 s in session 16's quiet clean clone: make test runs it, make test-fast does not
 def test_a_missing_up_read_is_named_shown_and_scored_per_step(tmp_path):
     ex = exercise.load(EXERCISE)
     g = harness.grade(ex, without_up_read(tmp_path / "sub"))

@@ -10,7 +10,7 @@ import pytest
 from kstep.engine import Scripted, simulate
 from kstep.grading import exercise, findbug, variants
 from kstep.grading.harness import Fail
-from kstep.lab.source import index as source_index
+from kstep.source import index as source_index
 from kstep.models import make_model
 
 ROOT = Path(__file__).resolve().parents[2]

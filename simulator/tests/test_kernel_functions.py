@@ -26,7 +26,7 @@ import pytest
 
 import labmake
 
-from kstep.lab.source.index import definition_lines
+from kstep.source.index import definition_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "kernel-lab"

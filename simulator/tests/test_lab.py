@@ -11,7 +11,7 @@ import pytest
 
 from kstep.cli import main
 from kstep.errors import UserError
-from kstep.lab.source import debian, index as source_index
+from kstep.source import debian, index as source_index
 from kstep.lab.guest import qemu as guest, kernels, ktap, probes, vma_locks
 from kstep.measure import fork_batch as fork_cost
 
@@ -467,6 +467,7 @@ def test_bad_lab_input_is_one_line_and_exit_2(capsys, tmp_path):
     one_line_exit_2(capsys, "lab", says="choose a lab command")
 
 
+@pytest.mark.slow  # 4.9 s in session 16's quiet clean clone: make test runs it, make test-fast does not
 def test_lab_show_prints_a_recorded_result_beside_the_model(capsys, tmp_path):
     [path] = RECORDED.glob("arm64-2*.json")  # the full probe set's boot
     rc, out, err = kstep(capsys, "lab", "show", path, "--plot", tmp_path / "arm64.png")

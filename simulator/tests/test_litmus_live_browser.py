@@ -10,7 +10,7 @@ from importlib import resources
 import pytest
 
 from browser import Opened
-from kstep.lab.source.excerpts import load
+from kstep.source.excerpts import load
 from kstep.memory.litmus import parse
 from kstep.memory.stepping import stepped
 from kstep.views import export

@@ -24,7 +24,7 @@ from importlib import resources
 
 import pytest
 
-from kstep.lab.source import index as source_index
+from kstep.source import index as source_index
 from kstep.memory import kernel_tree, lkmm
 from kstep.memory.litmus import parse
 from kstep.memory.verdict import check

@@ -7,7 +7,7 @@ Every wait is on a state of the page, never a sleep."""
 import pytest
 
 from browser import Opened
-from kstep.lab.source.excerpts import load
+from kstep.source.excerpts import load
 from kstep.memory import bundled
 from kstep.memory.litmus import parse
 from kstep.memory.stepping import stepped

@@ -9,7 +9,7 @@ from importlib import resources
 import pytest
 
 from kstep.engine.schedule import Random, simulate
-from kstep.lab.source.excerpts import excerpt, load
+from kstep.source.excerpts import excerpt, load
 from kstep.memory import tso
 from kstep.memory.generate import generate, render
 from kstep.memory.verdict import check

@@ -21,7 +21,7 @@ from kstep.memory import arm64, bundled, executions, lkmm, power, relations, sc,
 from kstep.memory import generate as generator
 from kstep.memory.crosscheck import cross_check
 from kstep.memory.generate import AFTER_ATOMIC, BEFORE_ATOMIC, VALUELESS_RMW, generate, render
-from kstep.lab.source import index as source_index
+from kstep.source import index as source_index
 from kstep.memory.kernel_tree import kernel_litmus_tests
 from kstep.memory.litmus import MAX_DEPTH, parse
 from kstep.memory.verdict import check

@@ -109,6 +109,7 @@ def by_name(g):
     return {t.name: t for t in g.tests}
 
 
+@pytest.mark.slow  # 3.6 s in session 16's quiet clean clone: make test runs it, make test-fast does not
 def test_the_readme_commands_give_the_broken_twin_the_fix_full_marks_smp_mb_less(bundles, capsys):
     seen = set()
     for student, folder in bundles.items():

@@ -101,6 +101,7 @@ FORK = COMMITTED["fork-batch"]
 THREADS = [r for r in FORK["rows"] if r["rmap"] == seeds.THREAD_RMAP]  # the thread's own configurations
 
 
+@pytest.mark.slow  # 8.6 s in session 16's quiet clean clone: make test runs it, make test-fast does not
 def test_the_committed_fork_rows_are_what_the_model_times():
     """Every fork row's changes follow from its own numbers per GiB, every configuration has its rows,
     and the rows of the thread's arm64 kernels (no contpte, no _large_mapcount) are timed again and must
@@ -191,6 +192,7 @@ def test_the_fork_chapter_says_what_the_thread_rows_show():
 DAMON_SLICE = {"overhead_workloads": ("hot/cold",), "prcl": ("phase-change, back at 7 s",), "ethp": ()}
 
 
+@pytest.mark.slow  # 4.0 s in session 16's quiet clean clone: make test runs it, make test-fast does not
 def test_the_committed_damon_rows_are_what_the_model_gives():
     now = seeds.damon(**DAMON_SLICE)
     slice_ = {(r["kind"], r["workload"]) for r in now}

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kstep.lab.source import index as source_index
-from kstep.lab.source.debian import PrivateApt, host_mirrors
+from kstep.source import index as source_index
+from kstep.source.debian import PrivateApt, host_mirrors
 
 from conftest import STALE_PIN_CHECK
 

@@ -11,7 +11,7 @@ import pytest
 from browser import Opened
 import kstep
 from kstep import views
-from kstep.lab.source import excerpts
+from kstep.source import excerpts
 from kstep.models import MODELS
 from kstep.views import code
 from kstep.views.player import Frames

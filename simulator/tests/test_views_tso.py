@@ -18,7 +18,7 @@ import pytest
 
 from kstep import experiment
 from kstep.engine.memory_model import DRAIN, StoreBuffered
-from kstep.lab.source.excerpts import load
+from kstep.source.excerpts import load
 from kstep.models.qspinlock.model import QspinlockModel
 from kstep.models.vma_locks.model import VmaLocksModel
 from kstep.views import call_stacks as replay, code

@@ -17,7 +17,7 @@ from .model import Action, State
 class Display:
     """How a model's steps read; these defaults: no text, nothing acted on, no other build."""
 
-    kernel_builds: tuple[str, ...] = ()  # the kernel builds a variant may name (lab/source/excerpts.py's BUILDS)
+    kernel_builds: tuple[str, ...] = ()  # the kernel builds a variant may name (source/excerpts.py's BUILDS)
 
     def what(self, label: str) -> str:
         """What the step ``label`` does, in one line (the player's step text)."""

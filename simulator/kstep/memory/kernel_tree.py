@@ -1,5 +1,5 @@
 """Where the memory models find the kernel's own files: the linux-source-6.12 tree that
-``make linux-source`` unpacks into the user cache (:func:`kstep.lab.source.index.linux_tree`).
+``make linux-source`` unpacks into the user cache (:func:`kstep.source.index.linux_tree`).
 
 The LKMM's specification (``tools/memory-model/linux-kernel.bell``, ``linux-kernel.cat``, ``lock.cat``)
 and the kernel's litmus tests with their expected ``Result:`` lines are read there at run time;
@@ -35,7 +35,7 @@ def kernel_root() -> Path:
     if (SHIPPED / ORIGIN).is_file():
         return SHIPPED
     try:
-        from kstep.lab.source import index as source_index  # the lab's cache, which the browser has not
+        from kstep.source import index as source_index  # the user cache, which the browser has not
     except ImportError:  # the browser, and the page's zip has no copy: its site was built without the tree
         raise UserError("this page's kstep.zip has no copy of the LKMM's files: build the site again after "
                         "make linux-source") from None
@@ -56,7 +56,7 @@ def lkmm_copy(root: Path) -> dict[str, bytes]:
     """What the browser gets of the tree at ``root``: each of LKMM_FILES at its path in the tree, and ORIGIN
     (paths relative to SHIPPED).  ORIGIN names the tree by its package version (its unpacking marker) and
     kernel release, not by where it lies on this machine, so that the same tree gives the same zip."""
-    from kstep.lab.source import index as source_index
+    from kstep.source import index as source_index
 
     files = {f"{MEMORY_MODEL}/{name}": (root / MEMORY_MODEL / name).read_bytes() for name in LKMM_FILES}
     marker = root / source_index.COMPLETE

@@ -4,7 +4,7 @@ A kernel macro resolves the way the preprocessor resolves it: ``smp_wmb()`` is a
 around ``__smp_wmb()``, which the architecture's ``asm/barrier.h`` defines (``dmb(ishst)`` on arm64,
 ``barrier()`` on x86, SMPWMB — ``lwsync`` — on powerpc) or, where it does not, asm-generic's
 ``#ifndef`` default. :func:`candidates` lists, per model and primitive, the definitions in that
-order; the first one the 6.12 tree has is the one shown (``kstep.lab.source.excerpts`` commits them, and a
+order; the first one the 6.12 tree has is the one shown (``kstep.source.excerpts`` commits them, and a
 test checks them against the tree). ``sc`` and ``lkmm`` are no architecture: they show the generic
 wrappers every architecture shares.
 """

@@ -1,7 +1,7 @@
 """The code pane: the Linux 6.12 source of the function behind the current step, its lines marked.
 
 Every label names the function it mirrors (``path:function``); the pane shows that function as
-Debian's linux-source-6.12 has it (the committed excerpts of :mod:`kstep.lab.source.excerpts`) and marks
+Debian's linux-source-6.12 has it (the committed excerpts of :mod:`kstep.source.excerpts`) and marks
 the lines the step stands for.  A label named after a call or a constant in the function marks
 the lines that name it (``down_read_trylock`` in ``vma_start_read``, ``vma_lock_miss`` at
 ``count_vm_vma_lock_event(VMA_LOCK_MISS)``); a label named after the function itself is the
@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Mapping, Optional, Sequence
 
 from ..engine import Source
-from ..lab.source.excerpts import load
+from ..source.excerpts import load
 from . import context
 
 ELIXIR = "https://elixir.bootlin.com/linux/v{release}/source/{path}#L{line}"  # a link, never fetched

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kstep.lab.guest.kernels import apt_for, deb_members, lab_dir, version_newer
-from kstep.lab.source.debian import RELEASE, DebianFetchError, sha256
+from kstep.source.debian import RELEASE, DebianFetchError, sha256
 
 SUITES = (f"{RELEASE}-security", RELEASE)
 DEB_ARCH = {"x86_64": "amd64", "arm64": "arm64"}

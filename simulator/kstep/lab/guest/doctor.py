@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kstep.lab.guest import qemu as guest, kernels
-from kstep.lab.source.debian import KEYRING
+from kstep.source.debian import KEYRING
 
 SETUP = "run 'make setup' (scripts/setup-system installs it as root)"
 

@@ -6,7 +6,7 @@ shared ``-common`` headers, and the host's ``linux-kbuild`` (the probe module is
 the headers on the host).  Images come from ``bookworm-security`` or ``bookworm-backports``;
 which suite carries which architecture changes over time, so nothing here names a version.
 
-Each (suite, architecture) pair gets its own private apt state (see :mod:`kstep.lab.source.debian`):
+Each (suite, architecture) pair gets its own private apt state (see :mod:`kstep.source.debian`):
 apt discards a whole suite when one of its indexes fails to download, and Debian's mirrors do
 serve a mismatching index while they sync.  A pair whose index failed is left out of the
 resolution, so a failure V does not need costs nothing.
@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kstep.lab.source.debian import RELEASE, DebianFetchError, PrivateApt, cache_dir
-from kstep.lab.source.index import pinned_release
+from kstep.source.debian import RELEASE, DebianFetchError, PrivateApt, cache_dir
+from kstep.source.index import pinned_release
 
 KERNEL_SUITES = (f"{RELEASE}-security", f"{RELEASE}-backports")  # preferred first
 BASE_SUITES = (RELEASE,)  # busybox-static

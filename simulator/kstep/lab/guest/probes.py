@@ -481,7 +481,7 @@ def release_gap(result: dict) -> str:
     """How the booted release differs from the source release the code pane, the step texts and the
     default variants follow (the pinned linux-source), in the models' terms: the per-VMA lock variant
     the result names, the fork variant, and the DAMON fixes the booted release lacks."""
-    from kstep.lab.source.index import pinned_release
+    from kstep.source.index import pinned_release
     from kstep.models.damon.variants import FIXES
 
     source, booted = pinned_release(), result["kernel"]["abi"].split("+", 1)[0]

@@ -193,7 +193,7 @@ OPS_COST = {"loads": "load", "stores": "store", "atomics": "atomic", "tlb_flushe
 
 X86_64, ARM64, GENERIC, ARM64_4K = "x86-64", "arm64-4K-contpte", "generic", "arm64-4K"
 FORMATS = (X86_64, ARM64, GENERIC, ARM64_4K)  # the C port's enum pte_format, in its order
-# whose kernel build each format's helpers are (lab/source/excerpts.py's BUILDS)
+# whose kernel build each format's helpers are (source/excerpts.py's BUILDS)
 ARCH = {X86_64: "x86-64", ARM64: "arm64", GENERIC: "ppc64le", ARM64_4K: "arm64-no-contpte"}
 CONT_PTES = 16  # arm64, 4 KiB pages: 1 << CONFIG_ARM64_CONT_PTE_SHIFT (4)
 HAS_SOFT_DIRTY = {X86_64: True, ARM64: False, GENERIC: True, ARM64_4K: False}  # CONFIG_HAVE_ARCH_SOFT_DIRTY

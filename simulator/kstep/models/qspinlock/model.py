@@ -68,7 +68,7 @@ for part in (qspinlock, before_set_locked.program, x86.program, broken.program):
     generic.include(part)
 PROGRAMS = {QSPINLOCK: generic, TICKET: ticket, POWERPC: powerpc}
 ENTRY = {QSPINLOCK: "queued_spin_lock", TICKET: "arch_spin_lock", POWERPC: "queued_spin_lock"}
-# The kernel build a run of the generic lock with one pending bit compiles (lab/source/excerpts.py's
+# The kernel build a run of the generic lock with one pending bit compiles (source/excerpts.py's
 # BUILDS): _Q_PENDING_BITS is 1 from 16K CPUs on.
 PENDING_BIT_BUILD = "x86-64 CONFIG_NR_CPUS=16384"
 

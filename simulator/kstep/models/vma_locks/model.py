@@ -108,7 +108,7 @@ class VmaLocksModel(ProgramModel, MemoryAccess, Progress, Expectations):
     # mprotect's and munmap's TLB flush, with an IPI to the other CPUs running the mm's threads.
     step_work = {"handle_mm_fault": ("page_fault",), "do_anonymous_page": ("page_zero",),
                  "vm_flags_reset": ("tlb_flush", "ipi"), "vma_iter_clear_gfp": ("tlb_flush", "ipi")}
-    # The kernel builds a variant may name (lab/source/excerpts.py's BUILDS): its params' kernel_build.
+    # The kernel builds a variant may name (source/excerpts.py's BUILDS): its params' kernel_build.
     kernel_builds: tuple[str, ...] = (NO_PER_VMA_LOCK_BUILD,)
 
     def kernel_build(self, state):

@@ -23,7 +23,7 @@ from pathlib import Path
 from bokeh.embed import components
 from docutils import nodes
 
-from ...lab.source.excerpts import load
+from ...source.excerpts import load
 from ...memory import arm64, bundled, lkmm, power, sc, tso
 from ...memory.hardware import lkmm_only_use
 from ...memory.litmus import parse

@@ -1,12 +1,12 @@
 """The Linux 6.12 source of every function a step label mirrors, committed for the player's code pane.
 
 A course page shows the kernel code behind each step without the kernel tree: the excerpts are
-taken once from Debian's ``linux-source-6.12`` (the version :mod:`kstep.lab.source.index` names)
+taken once from Debian's ``linux-source-6.12`` (the version :mod:`kstep.source.index` names)
 and committed as ``linux-6.12-excerpts.json.gz``, with the package, its version and the kernel
 release in the file, and each excerpt's first line number in its file.
 
-``python -m kstep.lab.source.excerpts build [--tree DIR]`` reads the tree that ``python -m
-kstep.lab.source.index build`` extracts into the user cache (or any unpacked linux-source-6.12
+``python -m kstep.source.excerpts build [--tree DIR]`` reads the tree that ``python -m
+kstep.source.index build`` extracts into the user cache (or any unpacked linux-source-6.12
 tree given as ``--tree``) and rewrites the committed file.  A function defined more than once
 (``#ifdef`` branches, a stub for a disabled option) is excerpted from the definition that the
 configuration the models mirror compiles: Debian's x86-64 kernel (``CONFIG_PER_VMA_LOCK=y``, so
@@ -17,7 +17,7 @@ A model whose state or variant names another kernel build (``kernel_build(state)
 PTE formats name an architecture; vma-locks' ``no-per-vma-lock`` names ``CONFIG_PER_VMA_LOCK=n``; a
 qspinlock scenario with ``pending_bits = 1`` names 16K CPUs) is shown the code that build compiles:
 ``builds`` holds, per build (``BUILDS``), the excerpts that differ from those, taken under its Kconfig
-symbols (:mod:`kstep.lab.source.conditions`) from the architecture's own headers where it overrides a
+symbols (:mod:`kstep.source.conditions`) from the architecture's own headers where it overrides a
 generic function (arm64's contpte ``ptep_get``, ``set_ptes``, ``wrprotect_ptes``, ``pte_batch_hint``
 and ``ptep_get_lockless``; each one's ``flush_tlb_mm``), from the headers where a disabled option's
 stubs are (``CONFIG_PER_VMA_LOCK=n``: ``lock_vma_under_rcu`` returns NULL, ``vma_start_read`` false),
@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
 from kstep.engine.display import Display
-from kstep.lab.source.conditions import Undecidable, built_lines, parse_config
-from kstep.lab.source.index import PACKAGE, VERSION, kernel_release, tree_dir
+from kstep.source.conditions import Undecidable, built_lines, parse_config
+from kstep.source.index import PACKAGE, VERSION, kernel_release, tree_dir
 
 EXCERPTS_NAME = "linux-6.12-excerpts.json.gz"
 
@@ -279,7 +279,7 @@ def load() -> dict:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kstep.lab.source.excerpts", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m kstep.source.excerpts", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help=f"rewrite the committed {EXCERPTS_NAME}")
     b.add_argument("--tree", type=Path, default=None,
@@ -287,16 +287,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     tree = args.tree or tree_dir()
     if not (tree / "Makefile").is_file():
-        print(f"kstep.lab.source.excerpts: {tree}: no kernel tree there (run python -m kstep.lab.source.index build, "
+        print(f"kstep.source.excerpts: {tree}: no kernel tree there (run python -m kstep.source.index build, "
               f"or give --tree)", file=sys.stderr)
         return 2
     try:
         data = build_all(tree)
     except (LookupError, OSError) as e:
-        print(f"kstep.lab.source.excerpts: {e}", file=sys.stderr)
+        print(f"kstep.source.excerpts: {e}", file=sys.stderr)
         return 2
     write(data, default_path())
-    print(f"kstep.lab.source.excerpts: {len(data['excerpts'])} functions of {data['release']} in {default_path()}")
+    print(f"kstep.source.excerpts: {len(data['excerpts'])} functions of {data['release']} in {default_path()}")
     return 0
 
 

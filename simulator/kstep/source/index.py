@@ -5,9 +5,9 @@ Every simulator step label names the kernel function it mirrors as ``"path:funct
 index ``linux-6.12-functions.txt.gz``, which this module builds from Debian's
 ``linux-source-6.12`` package and loads.
 
-``python -m kstep.lab.source.index build [--deb PATH]`` fetches the package through the
-private apt configuration of :mod:`kstep.lab.source.debian` (or takes ``--deb``), unpacks the
-whole tree into the user cache once (``python -m kstep.lab.source.index tree``, which
+``python -m kstep.source.index build [--deb PATH]`` fetches the package through the
+private apt configuration of :mod:`kstep.source.debian` (or takes ``--deb``), unpacks the
+whole tree into the user cache once (``python -m kstep.source.index tree``, which
 ``make linux-source`` runs, does only that: the kernel lab and the tests read it there), and
 indexes, per ``.c``/``.h`` file of the parts listed in :data:`PARTS`:
 
@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kstep.lab.source.debian import DebianFetchError, PrivateApt, cache_dir, sha256
+from kstep.source.debian import DebianFetchError, PrivateApt, cache_dir, sha256
 
 PACKAGE = "linux-source-6.12"
 VERSION = "6.12.117-1~deb12u1"
@@ -568,7 +568,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m kstep.lab.source.index", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="python -m kstep.source.index", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="{tree,build,check}")
     sub.add_parser(
         "tree", help=f"fetch and unpack Debian's {PACKAGE} {VERSION} into the user cache (once); print its path"

@@ -538,7 +538,7 @@ def damon_port_row(recorded: dict | None) -> dict:
            f"{lo[1]['unlikely_per_draw']:.1%} at {lo[0]} (the fastest)")
     load = recorded["host_load"]
     return {**row, "sizes": sizes, "spread": s["cpu_spread"], "flat": flat,
-            "why": ("flat within 20%: " if flat else "NOT flat within 20%: ") + why,
+            "why": ("" if flat else "NOT ") + f"flat within {FLAT - 1:.0%}: " + why,
             "provenance": (f"{recorded['repeats']} processes per size, {recorded['timed_per_run']} timed aggregations "
                            f"each, the sizes interleaved; x86_64 natively, {recorded['compiler']}, {recorded['date']}, "
                            f"{recorded['host_cpus']} CPUs at load {load['before'][0]:.1f}→{load['after'][0]:.1f} "

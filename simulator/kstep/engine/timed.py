@@ -145,7 +145,7 @@ class Timed:
             "spin_transfers": dict(sorted((a, n) for a, n in self.spin_transfers.items() if n)),
             "line_wait_ns": {a: round(w, 1) for a, w in sorted(self.line_wait.items()) if w},
             "line_transfers": per_line(sum(self.actor_line_transfers.values(), Counter())),
-            "line_queue_ns": per_line(_summed(self.actor_line_queue.values())),
+            "line_queue_ns": per_line(sum(map(Counter, self.actor_line_queue.values()), Counter())),
             ACTOR_LINE_TRANSFERS: {a: per_line(c) for a, c in sorted(self.actor_line_transfers.items()) if +c},
             ACTOR_LINE_QUEUE: {a: per_line(q) for a, q in sorted(self.actor_line_queue.items()) if any(q.values())},
             STEP_COSTS: [[round(x, 1) for x in c] for c in self.costs],
@@ -171,14 +171,6 @@ class Timed:
 def per_line(amounts: dict) -> dict:
     """Amounts per cache line as the stats give them: by ``line_name``, sorted, none of nothing, ns to 0.1."""
     return dict(sorted((line_name(k), round(v, 1) if isinstance(v, float) else v) for k, v in amounts.items() if v))
-
-
-def _summed(queues) -> defaultdict:
-    total: defaultdict = defaultdict(float)
-    for q in queues:
-        for line, w in q.items():
-            total[line] += w
-    return total
 
 
 def line_name(line: tuple) -> str:

@@ -13,7 +13,7 @@ from kstep.cli import main
 from kstep.errors import UserError
 from kstep.source import debian, index as source_index
 from kstep.lab.guest import qemu as guest, kernels, ktap, probes, vma_locks
-from kstep.measure import fork_batch as fork_cost
+from kstep.measure import fork_batch
 
 DATA = Path(__file__).parent / "data" / "lab"
 RECORDED = Path(__file__).resolve().parents[2] / "kernel-lab" / "guest" / "recorded"
@@ -601,7 +601,7 @@ def test_the_first_fork_is_held_to_the_first_forks_prediction_and_the_median_to_
         "4k 30000 us, 64k 70000 us: kernel 2.33x, model 0.85x: a disagreement with the model")
     assert orders["median fork"].ok and orders["median fork"].detail.endswith("kernel 0.60x, model 0.78x: agreement")
     model = probes.fork_predictions_64k({**LAB_RESULT, "arch": "x86_64"})
-    assert model == {fork: fork_cost.predicted_relative_cost("x86-64", "folio-batch", fork=fork)["64K mTHP"]
+    assert model == {fork: fork_batch.predicted_relative_cost("x86-64", "folio-batch", fork=fork)["64K mTHP"]
                      for fork in ("first", "later")}
     rows = probes.fork_rows(data, {**LAB_RESULT, "arch": "x86_64"})
     assert rows[2].endswith(f"median: kernel 0.60  model {model['later']:.2f}  "
@@ -625,7 +625,7 @@ def test_a_64k_mode_without_64k_folios_is_inconclusive(alloc, inconclusive):
 def test_fork_rows_put_the_models_operations_beside_the_kernels_times():
     rows = probes.fork_rows(fork_data({"4k": 20000, "64k": 10000, "2m": 4000, "2m-pte": 8000}),
                             {**LAB_RESULT, "arch": "arm64"})
-    model = fork_cost.predicted_relative_cost("arm64-4K-contpte", "folio-batch", fork="later")
+    model = fork_batch.predicted_relative_cost("arm64-4K-contpte", "folio-batch", fork="later")
     by_mode = {r.split()[0]: r for r in rows[1:5]}
     assert by_mode["64k"].endswith(f"median: kernel 0.50  model {model['64K mTHP']:.2f}")
     assert by_mode["2m-pte"].endswith(f"median: kernel 0.40  model {model['2M PTE-mapped']:.2f}")

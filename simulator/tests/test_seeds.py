@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench import seeds  # noqa: E402
-from kstep.measure import fork_batch as fork_cost  # noqa: E402
+from kstep.measure import fork_batch  # noqa: E402
 
 COMMITTED = json.loads(seeds.COMMITTED.read_text())
 
@@ -137,8 +137,8 @@ def test_patch_15_of_16_is_a_row_timed_beside_the_prototype_it_answered():
     rows = {(r["strategy"], r["order"]): r for r in FORK["rows"] if r["format"] == "arm64-4K-contpte"
             and r["rmap"] == seeds.THREAD_RMAP}
     assert set(rows) == {(s, o) for s in ("arch-hint", "no-batch-hint") for o in (0, 9)}
-    again = fork_cost.per_gib("arm64-4K-contpte", "arch-hint", 9, large_mapcount=False, timed=True)
-    assert fork_cost.weighted(again["gib"]) == rows[("arch-hint", 9)]["counted_per_gib"]["arch-hint"]
+    again = fork_batch.per_gib("arm64-4K-contpte", "arch-hint", 9, large_mapcount=False, timed=True)
+    assert fork_batch.weighted(again["gib"]) == rows[("arch-hint", 9)]["counted_per_gib"]["arch-hint"]
     assert again["makespan_ns"]["gib"] == rows[("arch-hint", 9)]["timed_ns_per_gib"]["arch-hint"]
     for o in (0, 9):
         assert rows[("arch-hint", o)]["thread"].startswith("no number: the thread lists v4 patch 15/16")

@@ -255,9 +255,9 @@ def fork_variant(abi: str) -> str:
 def fork_prediction(result: dict, fork: str = "first") -> dict[str, float | None]:
     """The model's operations per copied GiB in each lab mode, relative to 4k (None: not modelled), for
     the ``first`` fork or a ``later`` one of forkbench's loop."""
-    from kstep.measure import fork_batch as fork_cost
+    from kstep.measure import fork_batch
 
-    cost = fork_cost.predicted_relative_cost(PTE_FORMATS[result["arch"]], fork_variant(result["kernel"]["abi"]),
+    cost = fork_batch.predicted_relative_cost(PTE_FORMATS[result["arch"]], fork_variant(result["kernel"]["abi"]),
                                              fork=fork)
     return {mode: cost[name] for mode, name in FORK_MODEL_MODES.items()}
 
